@@ -1,0 +1,36 @@
+# The one entry point. `make dossier` and `make test` set up everything they need.
+PYTHON ?= python3
+VENV ?= .venv
+# The CPU build of torch lies on local disk on the project's machines; on a GPU host set
+# TORCH_SPEC to the CUDA build you want (or VENV_FLAGS=--system-site-packages to reuse one).
+TORCH_SPEC ?= torch==2.13.0
+VENV_FLAGS ?=
+BIN := $(VENV)/bin
+DOSSIER_ARGS ?=
+
+.PHONY: dossier test unit venv images clean-venv help
+
+help:
+	@echo "make dossier   create .venv if needed, then profile this machine into bundles/"
+	@echo "make test      create .venv if needed, start the services tests need, run all tests"
+	@echo "make images    build the probe images that can be built here"
+
+$(BIN)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check "$(TORCH_SPEC)"
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+venv: $(BIN)/.installed
+
+dossier: venv
+	$(BIN)/dossier run --output-dir bundles $(DOSSIER_ARGS)
+
+unit: venv
+	$(BIN)/python -m pytest -q -m "not docker and not slurm"
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+clean-venv:
+	rm -rf $(VENV)

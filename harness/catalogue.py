@@ -1,0 +1,91 @@
+"""The GPU reference catalogue (harness/data/gpus.json) and SKU identification.
+
+Standard library only: probes use it inside plain CUDA images. The catalogue's format is
+schemas/catalogue.schema.json. A known-good result is comparable only for the same SKU,
+capacity and form factor: `identify` says which SKU a device is, from its PCI device id,
+memory size and power limit, and why.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CATALOGUE_PATH = Path(__file__).resolve().parent / "data" / "gpus.json"
+MEMORY_TOLERANCE = 0.06  # NVML reports usable memory, a few percent under the marketed size
+
+
+@functools.cache
+def load(path: Path = CATALOGUE_PATH) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def skus() -> list[dict[str, Any]]:
+    return load()["skus"]
+
+
+def by_id(sku_id: str) -> dict[str, Any] | None:
+    return next((s for s in skus() if s["id"] == sku_id), None)
+
+
+@dataclass(frozen=True)
+class Identification:
+    """Which catalogue SKU a device is (sku is None when none matches), and the evidence."""
+
+    sku: dict[str, Any] | None
+    evidence: str
+
+    @property
+    def sku_id(self) -> str | None:
+        return self.sku["id"] if self.sku else None
+
+
+def normalise_device_id(pci_device_id: str | int) -> int:
+    """0x233510DE (NVML's combined id), '0x2335' or 0x2335 -> 0x2335."""
+    value = int(pci_device_id, 16) if isinstance(pci_device_id, str) else int(pci_device_id)
+    return value >> 16 if value > 0xFFFF else value
+
+
+def identify(pci_device_id: str | int, memory_total_mib: float | None,
+             power_limit_w: float | None) -> Identification:
+    """Match a device to one SKU by PCI device id, then memory size, then power limit."""
+    device = normalise_device_id(pci_device_id)
+    candidates = [s for s in skus() if device in {int(i, 16) for i in s["pci_device_ids"]}]
+    if not candidates:
+        return Identification(None, f"PCI device id {device:#06x} is not in the catalogue")
+    if memory_total_mib is not None:
+        sized = [s for s in candidates
+                 if abs(memory_total_mib / 1024 - s["memory_gib"]) <= MEMORY_TOLERANCE * s["memory_gib"]]
+        if not sized:
+            return Identification(None, f"PCI device id {device:#06x} matches "
+                                  f"{', '.join(s['id'] for s in candidates)} but none has "
+                                  f"{memory_total_mib / 1024:.1f} GiB")
+        candidates = sized
+    if len(candidates) > 1 and power_limit_w is not None:
+        candidates = [s for s in candidates if power_limit_w <= s["power_limit_w"] * 1.001] or candidates
+    if len(candidates) > 1:
+        return Identification(None, "ambiguous: " + ", ".join(s["id"] for s in candidates))
+    sku = candidates[0]
+    parts = [f"PCI device id {device:#06x}"]
+    if memory_total_mib is not None:
+        parts.append(f"{memory_total_mib:.0f} MiB")
+    if power_limit_w is not None:
+        parts.append(f"power limit {power_limit_w:g} W (SKU max {sku['power_limit_w']:g} W)")
+    return Identification(sku, f"{sku['name']} ({sku['form_factor']}): " + ", ".join(parts))
+
+
+def comparable(sku_a: str | None, sku_b: str | None) -> tuple[bool, str]:
+    """A known-good result compares only within one SKU, capacity and form factor."""
+    if sku_a is None or sku_b is None:
+        return False, "the device's SKU is unknown, so no known-good result applies"
+    if sku_a != sku_b:
+        a, b = by_id(sku_a), by_id(sku_b)
+        why = f"{sku_a} is not {sku_b}"
+        if a and b:
+            why += (f" ({a['form_factor']} {a['memory_gib']} GiB vs {b['form_factor']} "
+                    f"{b['memory_gib']} GiB): a different capacity or form factor is not interchangeable")
+        return False, why
+    return True, f"same SKU ({sku_a})"

@@ -1,0 +1,57 @@
+"""Shared by the commands that run one probe and save its JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness.errors import ProbeFailed, UsageError
+from harness.outcome import Completed, Failed, judge
+from harness.runners.interface import ProbeInvocation, Runner
+from harness.runners.local import LocalRunner
+
+
+def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:
+    parser.add_argument("--output", "-o", default=default_output, type=Path,
+                        help=f"where to write the validated JSON (default: {default_output})")
+    parser.add_argument("--timeout", type=float, default=timeout_s, metavar="SECONDS",
+                        help=f"kill the probe after this long (default: {timeout_s:g})")
+
+
+def runner_from_args(args: argparse.Namespace) -> Runner:
+    return LocalRunner()
+
+
+def stream_progress(line: str) -> None:
+    """Show a probe's stderr while it runs (progress lines included)."""
+    print(line, file=sys.stderr)
+
+
+def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
+              env: dict[str, str] | None = None) -> Completed:
+    """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise."""
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    runner = runner_from_args(args)
+    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}),
+                               on_stderr_line=stream_progress))
+    output: Path = args.output
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(outcome, Failed):
+        kept = save_raw(outcome, output)
+        raise ProbeFailed(outcome.describe(), hint=f"raw output kept in {', '.join(map(str, kept))}")
+    output.write_text(json.dumps(outcome.document, allow_nan=False, sort_keys=True, indent=1) + "\n")
+    print(f"wrote {output}", file=sys.stderr)
+    return outcome
+
+
+def save_raw(outcome: Failed, output: Path) -> list[Path]:
+    stem = output.with_suffix("")
+    kept = []
+    for name, data in (("stdout", outcome.run.stdout), ("stderr", outcome.run.stderr)):
+        path = Path(f"{stem}.failed.{name}")
+        path.write_bytes(data)
+        kept.append(path)
+    return kept

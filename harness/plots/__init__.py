@@ -1,0 +1,1 @@
+"""Plots rendered on the host from raw JSON (never by probes), deterministically."""

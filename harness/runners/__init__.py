@@ -1,0 +1,1 @@
+"""Runners start a probe process somewhere (here, or in a container) and record it."""

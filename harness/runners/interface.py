@@ -1,0 +1,51 @@
+"""What every runner takes and gives back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class ProbeInvocation:
+    """One probe to run: its name, its own arguments, and the limits of the run."""
+
+    probe: str
+    args: tuple[str, ...] = ()
+    timeout_s: float = 600.0
+    env: Mapping[str, str] = field(default_factory=dict)  # set on top of the runner's environment
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    """What happened when a probe ran: everything needed to reproduce or audit it."""
+
+    probe: str
+    argv: tuple[str, ...]
+    env: Mapping[str, str]  # allowlisted, see harness.environment
+    runner: str
+    image: str | None  # ref@sha256:... when containerized
+    started_at: str
+    finished_at: str
+    exit_code: int | None  # None when killed on timeout
+    timed_out: bool
+    stdout: bytes
+    stderr: bytes
+    note: str | None = None  # e.g. why the container was stopped
+
+    def stderr_tail(self, lines: int = 20) -> str:
+        text = self.stderr.decode("utf-8", "replace")
+        return "\n".join(line for line in text.splitlines()[-lines:])
+
+
+LineCallback = Callable[[str], None]
+
+
+class Runner(Protocol):
+    """Runs a probe process and records it. Never raises for a probe's own failure."""
+
+    name: str
+
+    def run(self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None) -> ProbeRun:
+        ...

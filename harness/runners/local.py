@@ -1,0 +1,85 @@
+"""The local runner: the probe as a subprocess of the current interpreter."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from harness.environment import recorded_environment
+from harness.probes._contract import utc_now
+from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _pump(stream, sink: bytearray, on_line: LineCallback | None) -> None:
+    for line in iter(stream.readline, b""):
+        sink.extend(line)
+        if on_line is not None:
+            on_line(line.decode("utf-8", "replace").rstrip("\n"))
+    stream.close()
+
+
+class LocalRunner:
+    """Starts `python -m harness.probes.NAME ARGS` in its own process group."""
+
+    name = "local"
+
+    def __init__(self, python: str | None = None, package: str = "harness.probes") -> None:
+        self.python = python or sys.executable
+        self.package = package  # tests point this at deliberately broken probes
+
+    def argv_for(self, invocation: ProbeInvocation) -> list[str]:
+        return [self.python, "-m", f"{self.package}.{invocation.probe}", *invocation.args]
+
+    def run(self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None) -> ProbeRun:
+        argv = self.argv_for(invocation)
+        env = dict(os.environ)
+        env.update(invocation.env)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        started = utc_now()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                start_new_session=True)
+        out, err = bytearray(), bytearray()
+        pumps = [threading.Thread(target=_pump, args=(proc.stdout, out, None), daemon=True),
+                 threading.Thread(target=_pump, args=(proc.stderr, err, on_stderr_line), daemon=True)]
+        for t in pumps:
+            t.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=invocation.timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+        except BaseException:  # Ctrl-C: take the probe (and its children) down with us
+            _kill_group(proc)
+            raise
+        for t in pumps:
+            t.join(timeout=10)
+        return ProbeRun(
+            probe=invocation.probe,
+            argv=tuple(argv),
+            env=recorded_environment(env),
+            runner=self.name,
+            image=None,
+            started_at=started,
+            finished_at=utc_now(),
+            exit_code=None if timed_out else proc.returncode,
+            timed_out=timed_out,
+            stdout=bytes(out),
+            stderr=bytes(err),
+            note=f"killed after {invocation.timeout_s:g} s timeout" if timed_out else None,
+        )
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
