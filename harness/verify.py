@@ -123,7 +123,7 @@ def _schema_check(name: str, schema: str, document: Any) -> Check:
     return Check("schema", name, True, f"valid against schemas/{schema}.schema.json")
 
 
-def check_schemas(view: BundleView) -> list[Check]:
+def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
     checks = [_schema_check(layout.COMMANDS, "commands", view.commands),
               _schema_check(layout.ENVIRONMENT, "environment", view.environment)]
     referenced = {layout.COMMANDS, layout.ENVIRONMENT, layout.REPORT, layout.ATTESTATION}
@@ -131,13 +131,13 @@ def check_schemas(view: BundleView) -> list[Check]:
         for key in ("stdout", "stderr", "output"):
             if entry.get(key):
                 referenced.add(entry[key])
-                if entry[key] not in view.files:
+                if entry[key] not in names:
                     checks.append(Check("files", entry[key], False, f"commands.json names it ({entry['step']} "
                                                                      f"{key}) but the bundle lacks it"))
         referenced.update(entry.get("plots") or [])
         if entry.get("output") in view.files:
             checks.append(_schema_check(entry["output"], str(entry.get("schema")), view.documents[entry["step"]]))
-    for name in sorted(set(view.files) - referenced):
+    for name in sorted(names - referenced):
         checks.append(Check("files", name, False, "not named by commands.json"))
     return checks
 
@@ -222,6 +222,6 @@ def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits
         return result(checks + [Check("files", "bundle", False, str(exc))])
     if stmt is not None:
         checks.append(check_predicate(view, stmt))
-    checks += check_schemas(view) + check_figures(view)
+    checks += check_schemas(view, set(members)) + check_figures(view)
     checks.append(check_report(view))
     return result(checks)

@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+from harness.bundle.layout import SUFFIX
 from harness.dossier import RunOptions, run_dossier
 from harness.errors import UsageError
 from harness.runners.select import RUNNER_CHOICES, select_runner
@@ -43,6 +44,10 @@ def handle(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.skip) - set(step_ids()))
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids())}")
+    if args.name:
+        destination = args.output_dir / (args.name if args.name.endswith(SUFFIX) else args.name + SUFFIX)
+        if destination.exists():  # say so before spending minutes on probes
+            raise UsageError(f"{destination} already exists", hint="choose another --name")
     runner, why = select_runner(args.runner)
     key, note = signing_key_for_run(args.key)
     if note:
