@@ -7,6 +7,7 @@ is recorded and the run goes on; nothing is written until every step is done.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import shlex
 from collections.abc import Sequence
@@ -77,6 +78,13 @@ def _base(step: Step) -> dict[str, Any]:
     return common
 
 
+def _mounts(paths: tuple[str, ...]) -> dict[str, Any]:
+    """ProbeInvocation's mounts (read-only host paths for container runners), where it has them."""
+    if paths and "mounts" in {f.name for f in dataclasses.fields(ProbeInvocation)}:
+        return {"mounts": paths}
+    return {}
+
+
 def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay) -> StepRecord:
     base = _base(step)
     try:
@@ -87,7 +95,7 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
     except StepSetupFailed as exc:
         display.skip(step.step, f"failed before starting: {exc}")
         return StepRecord(**base, status=FAILED, why=str(exc))
-    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s)
+    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, **_mounts(prepared.mounts))
     package = getattr(runner, "package", "harness.probes")
     command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])
     display.begin(step.step, step.title, command)

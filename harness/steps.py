@@ -31,6 +31,7 @@ class StepArgs:
     args: tuple[str, ...] = ()
     inputs: Mapping[str, Any] = field(default_factory=dict)
     checkpoint: Mapping[str, Any] | None = None
+    mounts: tuple[str, ...] = ()  # host paths a container runner must mount read-only
 
 
 def analysis_module(name: str):
@@ -111,8 +112,8 @@ Step = ProbeStep | HostStep
 def sustained_bandwidth_gbps(state: RunState) -> float:
     """The sustained median the roofline is fed: the median of the three repeat medians."""
     figures = state.headlines("bandwidth", "the sustained bandwidth median")
-    if isinstance(figures.get("sustained_median_gbps"), (int, float)):
-        return float(figures["sustained_median_gbps"])
+    if isinstance(figures.get("repeat_median_gbps"), (int, float)):
+        return float(figures["repeat_median_gbps"])
     medians = figures.get("repeat_medians_gbps") or []
     if not medians:
         raise NotReady("the bandwidth step recorded no repeat medians")
@@ -145,8 +146,10 @@ def precision_arguments(state: RunState) -> StepArgs:
         probe_args, provenance = module.probe_args_for(None, [])
     except DossierError as exc:
         raise StepSetupFailed(f"could not resolve the default checkpoint: {exc.diagnostics()}") from exc
+    probe_args = [str(a) for a in probe_args]
+    files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
     return StepArgs(tuple(probe_args), inputs={"checkpoint_from": "the default checkpoint"},
-                    checkpoint=dict(provenance))
+                    checkpoint=dict(provenance), mounts=files)
 
 
 def gpu_count(state: RunState) -> tuple[int, str]:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from harness.bundle.layout import SUFFIX
+from harness.commands import _probe
 from harness.dossier import RunOptions, run_dossier
 from harness.errors import UsageError
 from harness.runners.select import RUNNER_CHOICES, select_runner
@@ -29,11 +30,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", type=Path, default=None,
                         help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
                              "~/.config/rig-dossier/dossier.key, made on first use)")
-    parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
-                        help="where probes run (default: auto; the bundle records which ran and why)")
+    add_runner_arguments(parser)
     parser.add_argument("--skip", action="append", default=[], metavar="STEP",
                         help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
     parser.set_defaults(func=handle)
+
+
+def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
+    """--runner (and, when the container runner is in this build, its options): shared with the
+    single-probe commands through harness.commands._probe when it offers them."""
+    shared = getattr(_probe, "add_runner_options", None)
+    if shared is not None:
+        shared(parser)
+    else:
+        parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
+                            help="where probes run (default: auto; the bundle records which ran and why)")
+
+
+def runner_for(args: argparse.Namespace):
+    return select_runner(args.runner, image=getattr(args, "image", None), gpus=getattr(args, "gpus", None),
+                         mem_limit=getattr(args, "container_memory", None))
 
 
 def _terminate_as_interrupt(signum, frame) -> None:
@@ -48,7 +64,7 @@ def handle(args: argparse.Namespace) -> int:
         destination = args.output_dir / (args.name if args.name.endswith(SUFFIX) else args.name + SUFFIX)
         if destination.exists():  # say so before spending minutes on probes
             raise UsageError(f"{destination} already exists", hint="choose another --name")
-    runner, why = select_runner(args.runner)
+    runner, why = runner_for(args)
     key, note = signing_key_for_run(args.key)
     if note:
         print(note, file=sys.stderr)

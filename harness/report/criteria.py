@@ -154,18 +154,22 @@ def judge_allreduce(view: BundleView) -> Judgement:
 
 
 def judge_idle_load(view: BundleView) -> Judgement:
+    """From derived/health-diff.json (harness.analysis.health_diff): its checks and verdict."""
     status = view.status("health-diff")
     if status != "completed":
         why = (view.step("health-diff") or {}).get("why") or "the step is not in this run"
         return Judgement(FAIL if status == "failed" else NOT_RUN, [f"health-diff {status.replace('_', ' ')}: {why}"],
                          ["health-load"])
     document = view.documents["health-diff"]
-    checks = document.get("checks") if isinstance(document, dict) else None
-    if not isinstance(checks, list) or not checks:
+    checks = [c for c in (document.get("checks") or []) if isinstance(c, dict)]
+    evidence = [f"{c.get('name')} ({c.get('device')}): {c.get('status')}: {c.get('evidence')}" for c in checks]
+    if not checks:
         return Judgement(FAIL, ["derived/health-diff.json names no checks"], ["health-load"])
-    evidence = [f"{c.get('name')}: {c.get('status')} - {c.get('evidence', '')}" for c in checks if isinstance(c, dict)]
-    ok = all(isinstance(c, dict) and c.get("status") == "pass" for c in checks)
-    return Judgement(PASS if ok else FAIL, evidence, ["health-load"])
+    if any(c.get("status") == "fail" for c in checks) or document.get("verdict") != "pass":
+        return Judgement(FAIL, evidence, ["health-load"])
+    if all(c.get("status") == "not-applicable" for c in checks):
+        return Judgement(NOT_RUN, evidence + ["no device was under load, so nothing could rise"], ["health-load"])
+    return Judgement(PASS, evidence, ["health-load"])
 
 
 CRITERIA: tuple[Criterion, ...] = (
