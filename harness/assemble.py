@@ -43,12 +43,17 @@ def render_plots(record: StepRecord) -> tuple[dict[str, bytes], str | None]:
         raise
     with tempfile.TemporaryDirectory(prefix="dossier-plots-") as tmp:
         out_dir = Path(tmp)
+        # render() gets a path inside a fresh folder: used as a file stem (STEM.png, STEM.svg)
+        # or as a folder, what it writes lands under out_dir and keeps its relative name.
         try:
-            paths = module.render(dict(record.document), out_dir)
+            paths = [Path(p) for p in module.render(dict(record.document), out_dir / record.plots)]
         except Exception as exc:  # noqa: BLE001 - a plot bug must not lose the measurements
             return {}, f"harness/plots/{record.plots}.py raised {type(exc).__name__}: {exc}"
-        return {layout.plot_name(record.step, p.relative_to(out_dir).as_posix()): p.read_bytes()
-                for p in sorted(paths)}, None
+        outside = [str(p) for p in paths if not p.resolve().is_relative_to(out_dir.resolve())]
+        if outside:
+            return {}, f"harness/plots/{record.plots}.py wrote outside its folder: {', '.join(outside)}"
+        return {layout.plot_name(record.step, p.resolve().relative_to(out_dir.resolve()).as_posix()):
+                p.read_bytes() for p in sorted(paths)}, None
 
 
 def step_files(record: StepRecord) -> dict[str, bytes]:

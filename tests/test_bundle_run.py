@@ -45,14 +45,14 @@ def test_bundle_holds_raw_output_logs_plots_and_commands(recorded, tmp_path):
     assert files["logs/fails.stdout.txt"] == b'{"partial": \n'
     assert b"the device went away" in files["logs/fails.stderr.txt"]
     assert b"##progress" in files["logs/tick.stderr.txt"]
-    assert {"plots/tick/samples.png", "plots/tick/samples.svg"} <= set(files)
+    assert {"plots/tick/tick.png", "plots/tick/tick.svg"} <= set(files)
     commands = json.loads(files["commands.json"])
     fails = next(s for s in commands["steps"] if s["step"] == "fails")
     assert fails["exit_code"] == 3 and "device went away" in fails["stderr_tail"]
     assert fails["stdout"] == "logs/fails.stdout.txt" and fails["output"] is None
     report = files["report.md"].decode()
     assert "| 2 | fails | test | failed | 3 |" in report
-    assert "![plots/tick/samples.png](plots/tick/samples.png)" not in report  # not a lab criterion's step
+    assert "![plots/tick/tick.png](plots/tick/tick.png)" not in report  # not a lab criterion's step
     assert "mean_mib_per_s:" in report and "MiB/s" in report
 
 

@@ -2,8 +2,8 @@
 from harness.plots._figure import new_figure, save_figure
 
 
-def render(document, out_dir):
+def render(document, stem):
     fig, ax = new_figure(4, 3)
     ax.bar(range(len(document["samples_mib_per_s"])), document["samples_mib_per_s"])
     ax.set_ylabel("MiB/s")
-    return save_figure(fig, out_dir / "samples")
+    return save_figure(fig, stem)
