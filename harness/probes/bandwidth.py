@@ -176,10 +176,10 @@ def check_sizes(sizes: list[float], total_bytes: int, free_bytes: int, where: st
             raise ProbeUsageError(f"--size-mib {size:g}: smaller than one {DTYPE_NAME} element")
         need = BUFFERS * size * 2**20
         if need > total_bytes:
-            raise ProbeUsageError(f"--size-mib {size:g}: {BUFFERS} buffers need {need / 2**20:.0f} MiB "
+            raise ProbeUsageError(f"--size-mib {size:.10g}: {BUFFERS} buffers need {need / 2**20:.0f} MiB "
                                   f"but {where} has {total_bytes / 2**20:.0f} MiB in all")
         if size > largest_safe_mib(free_bytes):
-            raise ProbeUsageError(f"--size-mib {size:g}: above the largest safe size "
+            raise ProbeUsageError(f"--size-mib {size:.10g}: above the largest safe size "
                                   f"{largest_safe_mib(free_bytes):.0f} MiB ({BUFFERS} buffers within "
                                   f"{SAFE_FRACTION:.0%} of the {free_bytes / 2**20:.0f} MiB free on {where})")
 
