@@ -209,7 +209,8 @@ def point_record(size_mib: float, elements: int, kernel: str, times: list[float]
             "bytes_per_iteration": nbytes, "iterations": len(times),
             "warmup_iterations": WARMUP_ITERATIONS, "iteration_times_s": times,
             "median_s": median_s, "min_s": min(times), "max_s": max(times),
-            "median_gbps": analysis.gbps(nbytes, median_s), "marks": marks, "why": why}
+            "median_gbps": analysis.gbps(nbytes, median_s), "marks": marks, "why": why,
+            "bytes_vs_cache": nbytes / cache_bytes if cache_bytes else None}
 
 
 # --- the GPU's identity and telemetry ----------------------------------------------------------
