@@ -7,6 +7,7 @@ the document records it, and any other process NVML lists on a device is foreign
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -115,23 +116,22 @@ def run_load(torch: Any, pynvml: Any, targets: list[tuple[int, int, Any]], secon
             errors.append(exc)
 
     started_at, started = utc_now(), time.monotonic()
-    for sampler in samplers:
-        sampler.__enter__()
     worker = threading.Thread(target=work, name="health-load", daemon=True)
-    worker.start()
-    try:
-        _wait_until(started + seconds / 2, started, seconds, errors)
-        middle = snapshot()
-        _wait_until(started + seconds, started, seconds, errors)
-    finally:
-        stop.set()
-        worker.join()
-    records = [load.finish() for load in loads]
-    finished = time.monotonic()
-    for sampler in samplers:
-        sampler.__exit__(None, None, None)
-    if errors:
-        raise errors[0]
+    with contextlib.ExitStack() as stack:
+        for sampler in samplers:
+            stack.enter_context(sampler)  # closed last: each takes one closing sample
+        worker.start()
+        try:
+            _wait_until(started + seconds / 2, started, seconds, errors)
+            middle = snapshot()
+            _wait_until(started + seconds, started, seconds, errors)
+        finally:
+            stop.set()
+            worker.join()
+        if errors:
+            raise errors[0]
+        records = [load.finish() for load in loads]
+        finished = time.monotonic()
     for record, sampler in zip(records, samplers):
         record["samples"] = sampler.samples
     return {

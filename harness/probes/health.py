@@ -152,7 +152,7 @@ def load_blocker(nvml: NvmlSession, facts: dict[str, Any]) -> str | None:
     so a host without a usable GPU records the limitation instead of running one."""
     if not nvml.ok:
         return f"no GPU to load: {nvml.reason}"
-    if not facts["software"].get("torch_cuda_available") is True:
+    if facts["software"].get("torch_cuda_available") is not True:
         return f"torch cannot use CUDA here: {_reason(facts['torch_devices'])}"
     if not isinstance(facts["device_mapping"], list) or not any(
             isinstance(m.get("nvml_index"), int) for m in facts["device_mapping"]):
