@@ -16,8 +16,8 @@ from typing import Any
 from harness.analysis.device_mapping import map_torch_to_nvml
 from harness.analysis.health_contracts import evaluate
 from harness.analysis.topology import gpu_links
-from harness.probes._contract import (ProbeUsageError, describe_exception, is_unavailable, probe_main,
-                                      progress, unavailable)
+from harness.probes._contract import (ProbeUsageError, attempt, describe_exception, is_unavailable,
+                                      probe_main, progress, unavailable)
 from harness.probes._health_devices import device_facts, system_facts
 from harness.probes._health_host import host_facts
 from harness.probes._health_load import run_load
@@ -66,11 +66,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         facts["software"] = software(nvml, seen_by_torch)
         facts["torch_device_count"] = seen_by_torch["torch_device_count"]
         facts["torch_devices"] = seen_by_torch["torch_devices"]
-        if not nvml.ok:
-            facts["nvml_device_count"] = unavailable(str(nvml.reason))
-            facts["devices"] = unavailable(str(nvml.reason))
-        handles = nvml.handles() if nvml.ok else []
-        if nvml.ok:
+        handles = attempt(nvml.handles) if nvml.ok else unavailable(str(nvml.reason))
+        if is_unavailable(handles):
+            facts["nvml_device_count"] = facts["devices"] = handles
+            handles = []
+        else:
             facts["nvml_device_count"] = len(handles)
             facts["devices"] = read_devices(nvml.pynvml, handles)
         facts["device_mapping"] = mapping(facts)
