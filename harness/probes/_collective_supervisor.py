@@ -25,6 +25,7 @@ from typing import Any
 
 WORKER_MODULE = "harness.probes._collective_worker"
 POLL_S = 0.05
+STACK_WAIT_S = 0.5
 STDERR_TAIL_LINES = 25
 
 
@@ -195,9 +196,20 @@ class Supervisor:
             limit = self.size_timeout_s if joined else self.init_timeout_s
             if time.monotonic() - last_progress > limit:
                 self._read_events()
+                self._dump_stacks()
                 self.result.failure = self._timeout(limit, joined)
                 return
             time.sleep(POLL_S)
+
+    def _dump_stacks(self) -> None:
+        """SIGUSR1 makes each live worker print every thread's Python stack on its stderr (faulthandler)."""
+        for worker in self.workers:
+            if worker.proc.poll() is None:
+                try:
+                    worker.proc.send_signal(signal.SIGUSR1)
+                except ProcessLookupError:
+                    pass
+        time.sleep(STACK_WAIT_S)
 
     @staticmethod
     def _culprit(failed: list[_Worker]) -> _Worker:
@@ -234,10 +246,14 @@ class Supervisor:
         message = f"rank {rank} {how} {self._where(worker)}"
         if worker.error:
             message += f": {worker.error.get('message')}"
-        others = {str(w.launch.rank): self._status(w) for w in self.workers if w is not worker}
         return {"kind": kind, "rank": rank, "exit_code": code if code >= 0 else None,
                 "signal": signal_name(-code) if code < 0 else None, "at_bytes": worker.last_size,
-                "message": message, "stderr_tail": _tail(worker.stderr_path), "other_ranks": others}
+                "message": message, "stderr_tail": _tail(worker.stderr_path), "ranks": self._ranks()}
+
+    def _ranks(self) -> dict[str, Any]:
+        """Every local rank's state at the failure: status, last size started, stderr tail."""
+        return {str(w.launch.rank): {"status": self._status(w), "last_bytes_started": w.last_size,
+                                     "stderr_tail": _tail(w.stderr_path, 12)} for w in self.workers}
 
     @staticmethod
     def _status(worker: _Worker) -> str:
@@ -260,5 +276,4 @@ class Supervisor:
                    f"ranks {', '.join(str(w.launch.rank) for w in running) or 'none'} still running were killed")
         return {"kind": "timeout", "rank": slowest.launch.rank if joined and lagging else None, "exit_code": None,
                 "signal": None, "at_bytes": slowest.last_size, "message": message,
-                "stderr_tail": _tail(slowest.stderr_path),
-                "other_ranks": {str(w.launch.rank): self._status(w) for w in self.workers}}
+                "stderr_tail": _tail(slowest.stderr_path), "ranks": self._ranks()}

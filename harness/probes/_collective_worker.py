@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import datetime as _dt
+import faulthandler
 import json
 import math
 import os
@@ -179,6 +180,7 @@ class Rank:
 def main(argv: list[str]) -> int:
     config = json.loads(Path(argv[0]).read_text())
     die_with_parent()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the supervisor asks for stacks on a timeout
     rank = int(os.environ["RANK"])
     events = Events(Path(config["events_dir"]) / f"rank{rank}.jsonl")
     try:

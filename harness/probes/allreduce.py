@@ -17,6 +17,7 @@ service). The formulas and fits live in harness/analysis/allreduce.py.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import re
 import shutil
@@ -102,7 +103,13 @@ class Settings:
     def worker_config(self, events_dir: Path) -> dict[str, Any]:
         return {"backend": self.backend, "sizes": list(self.sizes), "warmup": self.warmup,
                 "min_iters": self.min_iters, "max_iters": self.max_iters, "time_budget_s": self.time_budget_s,
-                "collective_timeout_s": self.size_timeout_s, "events_dir": str(events_dir), "fault": self.fault}
+                "collective_timeout_s": self.collective_timeout_s, "events_dir": str(events_dir),
+                "fault": self.fault}
+
+    @property
+    def collective_timeout_s(self) -> float:
+        """The process group's own timeout: a backstop behind the supervisor's per-size watchdog."""
+        return 2 * self.size_timeout_s + 60
 
 
 def parse_fault(text: str | None) -> dict[str, Any] | None:
@@ -165,10 +172,24 @@ class Host:
     gloo_available: bool
     gpu_count: int
     nccl_version: Any
+    queried: bool = True  # False: facts for an explicit gloo run, read without importing torch
 
 
-def discover() -> Host:
-    """torch's distributed backends and the visible GPU count (no CUDA context is created)."""
+def discover(backend: str | None) -> Host:
+    """torch's distributed backends and the visible GPU count (no CUDA context is created).
+
+    For an explicit gloo run torch is not imported here (the workers import it): on a two-core CI
+    machine that import costs seconds, and gloo needs no GPU facts. The workers' ready event then
+    supplies what they found.
+    """
+    if backend == "gloo":
+        try:
+            version = importlib.metadata.version("torch")
+        except importlib.metadata.PackageNotFoundError:
+            version = "not installed"
+        return Host(torch_version=version, distributed=True, nccl_available=False, gloo_available=True,
+                    gpu_count=0, nccl_version=unavailable("not queried for the gloo backend"),
+                    queried=False)
     import torch
     import torch.distributed as dist
 
@@ -498,7 +519,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         if args.master_addr or args.master_port:
             raise ProbeUsageError("--master-addr/--master-port only apply with --launcher env")
         rendezvous = None
-    host = discover()
+    host = discover(args.backend)
     backend = args.backend or default_backend(host)
     settings = settings_from_args(args, backend)
     limitations: list[dict[str, str]] = []
@@ -535,7 +556,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "world_sizes": world_sizes, "dtype": "float32",
         "sizes_bytes": list(settings.sizes),
         "host": {"torch_version": host.torch_version, "nccl_version": host.nccl_version,
-                 "visible_gpus": host.gpu_count, "nccl_available": host.nccl_available,
+                 "visible_gpus": host.gpu_count if host.queried else unavailable("not queried for gloo"),
+                 "nccl_available": host.nccl_available if host.queried else unavailable("not queried for gloo"),
                  "gloo_available": host.gloo_available,
                  "device_name": (campaign.ready or {}).get("device_name") or unavailable("no rank joined")},
         "timing": _timing_record(settings),
@@ -555,6 +577,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _host_note(host: Host, backend: str) -> str:
+    if not host.queried:
+        return f"Backend gloo asked for explicitly (GPUs not queried), torch {host.torch_version}."
     return (f"Found {host.gpu_count} visible GPU(s), torch {host.torch_version}, NCCL "
             f"{'available' if host.nccl_available else 'missing'}.")
 
@@ -574,6 +598,7 @@ def _timing_record(settings: Settings) -> dict[str, Any]:
             "warmup_iterations": settings.warmup, "min_iterations": settings.min_iters,
             "max_iterations": settings.max_iters, "time_budget_s": settings.time_budget_s,
             "size_timeout_s": settings.size_timeout_s, "init_timeout_s": settings.init_timeout_s,
+            "collective_timeout_s": settings.collective_timeout_s,
             "in_place": True,
             "verification": "exact sum of a rank-dependent pattern, (rank+1)*(1 + i mod 5), before and after the "
                             "timed calls; timed calls run on a zeroed buffer so repeated in-place sums stay finite"}
