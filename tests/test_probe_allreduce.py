@@ -223,3 +223,36 @@ def test_env_launcher_as_two_srun_tasks_only_rank_0_prints(tmp_path):
     assert document["rendezvous"]["base_port"] == port
     assert [p["bytes"] for p in document["runs"][0]["points"]] == [8, 16, 32, 64, 128, 256]
     assert len(document["runs"][0]["points"][0]["rank_median_time_us"]) == 2
+
+
+def test_nccl_document_pieces_from_a_real_format_log():
+    """The NCCL-only document paths, offline: algorithm per size, transports, NVLS, the explanation."""
+    settings = probe.Settings("nccl", (8, 1024), 1, 1, 1, 0.1, 10, 10, True, None)
+    log_lines = {
+        "normal": ["h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read",
+                   "h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0 (NVLS_NCHANNELS 16)",
+                   "h:1:1 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}",
+                   "h:1:1 [0] NCCL INFO AllReduce: 8 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}",
+                   "h:1:1 [0] NCCL INFO AllReduce: 24 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..0}"],
+        "p2p_disabled": ["h:1:1 [0] NCCL INFO Channel 00 : 0[0] -> 1[1] via SHM/direct/direct"],
+    }
+    speed = {"normal": 300.0, "p2p_disabled": 20.0}  # GB/s at 1 KiB, made up for the arithmetic only
+    runs = []
+    for curve in ar.CURVES:
+        raw = [{"bytes": b, "elements": b // 4, "iterations": 5, "warmup_iterations": 1,
+                "rank_median_time_us": [10 + b / speed[curve] / 1e3, 10.0]} for b in (8, 1024)]
+        env, changed = probe.curve_env({}, curve, settings, spawn=True)
+        runs.append(probe.assemble_run(2, curve, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z",
+                                       env, changed, raw, None, "\n".join(log_lines[curve]), settings))
+    normal, control = runs
+    assert normal["points"][0]["nccl_algorithm"] == {"RING/LL": 2}
+    assert "no 'AllReduce: 1024 Bytes -> Algo' line" in normal["points"][1]["nccl_algorithm"]["unavailable"]
+    assert normal["nccl"]["algorithms_seen"] == ["RING/LL"]  # the 24-byte control message is not a sweep size
+    assert control["environment"]["NCCL_P2P_DISABLE"] == "1"
+    nvls = probe.nvls_record(runs)
+    assert nvls["nvls_algorithm_seen"] is False and nvls["nccl_reported"][0].startswith("NVLS multicast support is not")
+    topology = {"gpu_indices": [0, 1], "gpu_pairs": {"GPU0-GPU1": "NV18"},
+                "nvml": {"devices": [{"pcie": {"max_generation": 5, "max_width": 16}}]}}
+    explained = probe.explanations(runs, topology)["2"]
+    assert explained["explained"] and "NV18" in explained["text"] and "SHM/direct/direct" in explained["text"]
+    assert explained["gap"]["busbw_ratio"] > 1

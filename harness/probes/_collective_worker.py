@@ -150,7 +150,7 @@ class Rank:
         torch, cfg = self.torch, self.config
         count = nbytes // 4
         buf = torch.empty(count, dtype=torch.float32, device=self.device)
-        pattern = (torch.arange(count, device=self.device) % PATTERN_PERIOD + 1).to(torch.float32)
+        pattern = (torch.arange(count, dtype=torch.int32, device=self.device) % PATTERN_PERIOD + 1).to(torch.float32)
         self.verify(buf, pattern, nbytes, "before")
         buf.zero_()
         warm = self.time_calls(buf, cfg["warmup"])

@@ -363,7 +363,7 @@ class Campaign:
     def run_all(self) -> list[dict[str, Any]]:
         runs = []
         for world in self.world_sizes:
-            for index, curve in enumerate(self.curves):
+            for curve in self.curves:
                 runs.append(self.run_one(world, curve, len(runs)))
         return runs
 
@@ -507,8 +507,9 @@ def _links_between(topology: dict[str, Any], world: int) -> dict[str, Any]:
 def _pcie_of(topology: dict[str, Any]) -> dict[str, Any]:
     nvml = topology.get("nvml")
     if isinstance(nvml, dict) and nvml.get("devices"):
+        # the link's capability: an idle GPU may report a downshifted current generation
         pcie = nvml["devices"][0].get("pcie", {})
-        return {"generation": pcie.get("current_generation"), "width": pcie.get("current_width")}
+        return {"generation": pcie.get("max_generation"), "width": pcie.get("max_width")}
     return {}
 
 
@@ -542,7 +543,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         log(f"allreduce: prediction written before measuring at {prediction['written_at']}: multipliers "
             f"{prediction['multipliers']}, algbw ratio vs n={prediction['baseline_world_size']} "
             f"{prediction['predicted_algbw_ratio']}")
-    topology = _interconnect.gather(max(world_sizes) if backend == "nccl" and world_sizes else 0)
+    # every visible GPU's evidence, also when too few GPUs for a curve (it says what the host has);
+    # only the rank that reports gathers it
+    reports = rendezvous is None or rendezvous.rank == 0
+    topology = _interconnect.gather(host.gpu_count if backend == "nccl" else 0) if reports else {}
     campaign = Campaign(settings, world_sizes, rendezvous)
     runs = campaign.run_all()
 
