@@ -22,7 +22,6 @@ import os
 import re
 import shutil
 import socket
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
