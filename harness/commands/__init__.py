@@ -3,6 +3,6 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import diff, health, keygen, report, run, verify
+from harness.commands import allreduce, bandwidth, diff, health, health_diff, keygen, report, run, verify
 
-COMMANDS = [run, health, verify, diff, report, keygen]
+COMMANDS = [run, health, health_diff, bandwidth, allreduce, verify, diff, report, keygen]
