@@ -11,8 +11,11 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import pickle
 import tempfile
 from collections.abc import Mapping
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -67,23 +70,31 @@ def _lowest_priority() -> None:
 
 
 class BackgroundPlots:
-    """Plots rendered by one nice-19 worker process while the run goes on; a context manager."""
+    """Plots rendered by one nice-19 worker process while the run goes on; a context manager.
+
+    Only an optimisation: when the worker cannot start or dies, `result` answers None and the
+    bundle's assembly renders those plots inline instead.
+    """
 
     def __init__(self) -> None:
-        self._pool = None
-        self._pending: dict[str, Any] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        self._pending: dict[str, Future] = {}
         self._done: dict[str, Rendered] = {}
 
     def __enter__(self) -> BackgroundPlots:
         return self
 
     def __exit__(self, exc_type, *rest: object) -> None:
-        if self._pool is not None:
-            if exc_type is None:
-                self._pool.close()
-            else:
-                self._pool.terminate()  # Ctrl-C or a crash: nothing left running
-            self._pool.join()
+        if self._pool is None:
+            return
+        if exc_type is None:
+            self._pool.shutdown(wait=True)
+            return
+        # Ctrl-C or a crash: cancel what waits and stop the worker now, not after its plot.
+        workers = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for worker in workers:
+            worker.terminate()
 
     def submit(self, plots: str | None, step: str, document: Mapping[str, Any]) -> None:
         if not plots:
@@ -92,12 +103,19 @@ class BackgroundPlots:
         if module_name is None:
             self._done[step] = ({}, why)
             return
-        if self._pool is None:
-            self._pool = multiprocessing.get_context("spawn").Pool(1, initializer=_lowest_priority)
-        self._pending[step] = self._pool.apply_async(render_step_plots, (module_name, plots, step, dict(document)))
+        try:
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
+                                                 initializer=_lowest_priority)
+            self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step, dict(document))
+        except (OSError, RuntimeError, BrokenProcessPool):
+            return  # rendered inline at assembly
 
     def result(self, step: str) -> Rendered | None:
-        """The step's rendered plots (waiting for them), or None when none were submitted."""
+        """The step's rendered plots (waiting for them), or None: render them inline."""
         if step in self._pending:
-            self._done[step] = self._pending.pop(step).get()
+            try:
+                self._done[step] = self._pending.pop(step).result()
+            except (BrokenProcessPool, OSError, EOFError, pickle.PicklingError):
+                return None
         return self._done.get(step)
