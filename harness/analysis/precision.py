@@ -22,7 +22,7 @@ import math
 from typing import Any
 
 MODEL_QUALITY_CAVEAT = (
-    "These are weight-representation errors of three tensors taken one at a time (MSE, SQNR, "
+    "These are weight-representation errors of the tensors above, each taken on its own (MSE, SQNR, "
     "max abs error against the stored weights); they are not a model-quality claim. How a "
     "format changes a model's outputs depends on activations, on how errors accumulate through "
     "layers and on the task; measure that with an evaluation, not with this table."

@@ -14,6 +14,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import struct
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ MEASURABLE_DTYPES = {"F32": ("float32", 4), "F16": ("float16", 2), "BF16": ("bfl
 ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
               "U8": 1, "U16": 2, "U32": 4, "U64": 8, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the format's own limit
+ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class SafetensorsError(ValueError):
@@ -86,6 +88,20 @@ def _entry(path, name: str, info, base: int, size: int) -> TensorEntry:
         raise SafetensorsError(f"{path}: tensor {name!r} ({dtype} {list(shape)}) should take "
                                f"{item * math.prod(shape)} bytes, the header gives {end - begin}")
     return TensorEntry(name, dtype, shape, base + begin, base + end)
+
+
+def parse_role_specs(specs: list[str]) -> list[tuple[str, str]]:
+    """ROLE=NAME strings as (role, name) pairs; roles are lower_snake_case and unique."""
+    pairs, seen = [], set()
+    for spec in specs:
+        role, sep, name = spec.partition("=")
+        if not sep or not name or not ROLE_PATTERN.match(role):
+            raise ValueError(f"--tensor {spec!r}: expected ROLE=NAME with ROLE like 'mlp_projection'")
+        if role in seen:
+            raise ValueError(f"--tensor: role {role!r} given twice")
+        seen.add(role)
+        pairs.append((role, name))
+    return pairs
 
 
 def find(entries: dict[str, TensorEntry], name: str, path: str | os.PathLike) -> TensorEntry:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import Any
 
@@ -28,7 +27,6 @@ from harness.probes import _quantize, _safetensors
 from harness.probes._contract import ProbeUsageError, attempt, log, probe_main, progress, unavailable
 
 NAME = "precision"
-ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 PROVENANCE_KEYS = {"label", "repo", "revision", "file", "file_sha256", "source", "pinned_by"}
 
 
@@ -48,19 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_tensor_specs(specs: list[str]) -> list[tuple[str, str]]:
-    """ROLE=NAME pairs; roles are lower_snake_case and unique."""
     if not specs:
         raise ProbeUsageError("name at least one tensor with --tensor ROLE=NAME")
-    pairs, seen = [], set()
-    for spec in specs:
-        role, sep, name = spec.partition("=")
-        if not sep or not name or not ROLE_PATTERN.match(role):
-            raise ProbeUsageError(f"--tensor {spec!r}: expected ROLE=NAME with ROLE like 'mlp_projection'")
-        if role in seen:
-            raise ProbeUsageError(f"--tensor: role {role!r} given twice")
-        seen.add(role)
-        pairs.append((role, name))
-    return pairs
+    try:
+        return _safetensors.parse_role_specs(specs)
+    except ValueError as exc:
+        raise ProbeUsageError(str(exc)) from exc
 
 
 def _json_arg(text: str | None, what: str) -> dict[str, Any]:
