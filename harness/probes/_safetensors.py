@@ -10,6 +10,7 @@ cross-checks names, dtypes and shapes with the safetensors library itself.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -108,10 +109,9 @@ def find(entries: dict[str, TensorEntry], name: str, path: str | os.PathLike) ->
     """The entry called `name`, or an error that names close matches."""
     if name in entries:
         return entries[name]
-    tail = name.rsplit(".", 1)[-1]
-    close = sorted(n for n in entries if n.endswith(tail))[:8] or sorted(entries)[:8]
-    raise SafetensorsError(f"{path}: no tensor named {name!r} ({len(entries)} tensors in the file; "
-                           f"for example: {', '.join(close)})")
+    close = difflib.get_close_matches(name, list(entries), n=5, cutoff=0.6)
+    listed = f"closest: {', '.join(close)}" if close else f"for example: {', '.join(sorted(entries)[:8])}"
+    raise SafetensorsError(f"{path}: no tensor named {name!r} ({len(entries)} tensors in the file; {listed})")
 
 
 def read_bytes(path: str | os.PathLike, entry: TensorEntry) -> bytes:
