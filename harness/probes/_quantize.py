@@ -80,21 +80,27 @@ def refuse_non_finite(x: torch.Tensor) -> None:
     raise NotFinite(f"{bad} of {x.numel()} values are NaN or infinite; refusing to quantize")
 
 
-def ordered_sum(x: torch.Tensor) -> float:
+def ordered_sum(x: torch.Tensor, consume: bool = False) -> float:
     """Sum of all elements in float64, in the same order on every device.
 
     A fixed pairwise tree of in-place element-wise adds: with p the largest power of two
     <= n, element i first takes x[i] + x[p + i] (i < n - p), then the halves of the
-    power-of-two run are folded onto each other until one element is left.
+    power-of-two run are folded onto each other until one element is left. With
+    `consume`, a contiguous float64 `x` is used as the work space (and overwritten).
     """
     v = x.reshape(-1).to(torch.float64)
     n = v.numel()
     if n == 0:
         return 0.0
     p = 1 << (n.bit_length() - 1)
-    w = v[:p].clone()
-    if n > p:
-        w[: n - p].add_(v[p:])
+    if consume and v.data_ptr() == x.data_ptr():
+        if n > p:
+            v[: n - p].add_(v[p:])
+        w = v[:p]
+    else:
+        w = v[:p].clone()
+        if n > p:
+            w[: n - p].add_(v[p:])
     while p > 1:
         p //= 2
         w[:p].add_(w[p : 2 * p])
@@ -109,52 +115,68 @@ def divide(x: torch.Tensor, divisor: float | torch.Tensor) -> torch.Tensor:
 
 
 def count(mask: torch.Tensor) -> int:
-    return int(mask.sum().item())  # integer sum: exact on every device
+    return int(torch.count_nonzero(mask).item())  # an integer: exact on every device
+
+
+def count_outside(x: torch.Tensor, limit: float) -> int:
+    """Elements with |x| > limit, without materializing |x|."""
+    return count(x > limit) + count(x < -limit)
+
+
+def count_tiny(x: torch.Tensor, x_ref: torch.Tensor, limit: float) -> int:
+    """Elements with |x| < limit whose reference value is nonzero."""
+    return count((x < limit) & (x > -limit) & (x_ref != 0))
+
+
+def absmax_of(x: torch.Tensor) -> float:
+    if x.numel() == 0:
+        return 0.0
+    low, high = torch.aminmax(x)
+    return max(-float(low.item()), float(high.item()))
 
 
 def quantize(x32: torch.Tensor, fmt: Format) -> Quantized:
     """Round-trip a float32 tensor through `fmt`; the result is float64. NaN/inf are refused."""
     refuse_non_finite(x32)
-    return _round_trip(x32, fmt)
+    return _round_trip(x32, x32.to(torch.float64), fmt)
 
 
-def _round_trip(x32: torch.Tensor, fmt: Format) -> Quantized:
+def _round_trip(x32: torch.Tensor, x64: torch.Tensor, fmt: Format) -> Quantized:
     if fmt.family == "float":
-        return _float_round_trip(x32, fmt)
-    return _int_round_trip(x32, fmt)
+        return _float_round_trip(x32, x64, fmt)
+    return _int_round_trip(x64, fmt)
 
 
-def _float_round_trip(x32: torch.Tensor, fmt: Format) -> Quantized:
+def _float_round_trip(x32: torch.Tensor, x64: torch.Tensor, fmt: Format) -> Quantized:
     dtype = getattr(torch, fmt.dtype)
     info = torch.finfo(dtype)
-    x64 = x32.to(torch.float64)
     if fmt.scaling == "per_tensor":
-        absmax = float(x64.abs().max().item()) if x64.numel() else 0.0
+        absmax = absmax_of(x64)
         scale = info.max / absmax if absmax > 0 else 1.0
         # The scaled value is rounded to float32 once, explicitly, before the fp8 cast.
         scaled = (x64 * scale).to(torch.float32)
         scales = 1
     else:
         scale, scaled, scales = 1.0, x32, 0
-    too_big = scaled.abs() > info.max
-    clamped = scaled.clamp(-info.max, info.max)
-    stored = clamped.to(dtype).to(torch.float64)
-    underflow = (stored.abs() < info.tiny) & (x32 != 0)  # zero or subnormal in the format
+    saturated = count_outside(scaled, info.max)
+    stored = scaled.clamp(-info.max, info.max).to(dtype).to(torch.float64)
+    underflowed = count_tiny(stored, x32, info.tiny)  # zero or subnormal in the format
     values = divide(stored, scale) if scale != 1.0 else stored
-    return Quantized(values, count(too_big), count(underflow), scales)
+    return Quantized(values, saturated, underflowed, scales)
 
 
-def _int_round_trip(x32: torch.Tensor, fmt: Format) -> Quantized:
-    x64 = x32.to(torch.float64)
+def _int_round_trip(x64: torch.Tensor, fmt: Format) -> Quantized:
     grouped, restore = _groups(x64, fmt.scaling)
-    absmax = grouped.abs().amax(dim=1, keepdim=True)
+    absmax = grouped.abs().amax(dim=1, keepdim=True) if fmt.scaling != "per_tensor" else \
+        torch.full((1, 1), absmax_of(x64), dtype=torch.float64, device=x64.device)
     scale = torch.where(absmax > 0, divide(absmax, float(fmt.qmax)), torch.ones_like(absmax))
-    q = torch.round(divide(grouped, scale))  # half to even
-    too_big = q.abs() > fmt.qmax  # never true with absmax scales, measured anyway
-    q = q.clamp(-fmt.qmax, fmt.qmax)
-    underflow = (q == 0) & (grouped != 0)
-    values = restore(q * scale)
-    return Quantized(values, count(too_big), count(underflow), scale.numel())
+    q = divide(grouped, scale)
+    q.round_()  # half to even
+    saturated = count_outside(q, fmt.qmax)  # never true with absmax scales, measured anyway
+    q.clamp_(-fmt.qmax, fmt.qmax)
+    underflowed = count((q == 0) & (grouped != 0))
+    q.mul_(scale)
+    return Quantized(restore(q), saturated, underflowed, scale.numel())
 
 
 def _groups(x64: torch.Tensor, scaling: str):
@@ -188,25 +210,27 @@ def _groups(x64: torch.Tensor, scaling: str):
     return grouped, restore
 
 
-def error_metrics(x32: torch.Tensor, quantized: Quantized, sig_sq: float | None = None
+def error_metrics(x64: torch.Tensor, quantized: Quantized, sig_sq: float | None = None
                   ) -> dict[str, float | int | None]:
     """MSE, relative RMSE, SQNR, max abs error and the saturated/underflowed shares.
 
-    `sig_sq` (the ordered sum of x squared) may be passed in when it is already known.
+    Consumes `quantized.values` (its memory becomes the error's). `sig_sq` (the ordered
+    sum of x squared) may be passed in when it is already known.
     """
-    x64 = x32.to(torch.float64)
+    x64 = x64.to(torch.float64)
     n = x64.numel()
-    err = quantized.values - x64
-    err_sq = ordered_sum(err * err)
+    err = quantized.values.sub_(x64)
+    max_abs_error = absmax_of(err)
+    err_sq = ordered_sum(err.mul_(err), consume=True)
     if sig_sq is None:
-        sig_sq = ordered_sum(x64 * x64)
+        sig_sq = ordered_sum(x64 * x64, consume=True)
     mse = err_sq / n
     lossless = err_sq == 0.0
     return {
         "mse": mse,
         "relative_rmse": math.sqrt(err_sq / sig_sq) if sig_sq > 0 else None,
         "sqnr_db": None if lossless or sig_sq == 0 else 10.0 * math.log10(sig_sq / err_sq),
-        "max_abs_error": float(err.abs().max().item()) if n else 0.0,
+        "max_abs_error": max_abs_error,
         "saturated_count": quantized.saturated,
         "saturated_share": quantized.saturated / n,
         "underflow_count": quantized.underflowed,
@@ -225,24 +249,30 @@ def tensor_stats(x32: torch.Tensor) -> dict[str, float | int]:
     refuse_non_finite(x32)
     x = x32.to(torch.float64)
     n = x.numel()
+    low, high = (float(v.item()) for v in torch.aminmax(x))
     mean = ordered_sum(x) / n
+    mean_square = ordered_sum(x * x, consume=True) / n
     d = x - mean
+    beyond = 0
     d2 = d * d
     m2 = ordered_sum(d2) / n
-    m4 = ordered_sum(d2 * d2) / n
     std = math.sqrt(m2)
-    absmax = float(x.abs().max().item())
+    if std > 0:
+        beyond = count_outside(d, 6.0 * std)
+    del d
+    m4 = ordered_sum(d2.mul_(d2), consume=True) / n
+    absmax = max(-low, high)
     return {
         "numel": n,
-        "min": float(x.min().item()),
-        "max": float(x.max().item()),
+        "min": low,
+        "max": high,
         "absmax": absmax,
         "mean": mean,
         "std": std,
-        "mean_square": ordered_sum(x * x) / n,
+        "mean_square": mean_square,
         "excess_kurtosis": m4 / (m2 * m2) - 3.0 if m2 > 0 else None,
-        "beyond_6sigma_count": count(d.abs() > 6.0 * std) if std > 0 else 0,
-        "beyond_6sigma_share": (count(d.abs() > 6.0 * std) / n) if std > 0 else 0.0,
+        "beyond_6sigma_count": beyond,
+        "beyond_6sigma_share": beyond / n,
         "absmax_over_std": absmax / std if std > 0 else None,
         "zero_share": count(x == 0) / n,
     }
@@ -254,8 +284,7 @@ def measure_formats(x32: torch.Tensor) -> list[dict]:
     rows = []
     n = x32.numel()
     x64 = x32.to(torch.float64)
-    sig_sq = ordered_sum(x64 * x64)
-    del x64
+    sig_sq = ordered_sum(x64 * x64, consume=True)
     for fmt in FORMATS:
         row = {"format": fmt.name, "family": fmt.family, "bits": fmt.bits, "scaling": fmt.scaling}
         if fmt.family == "float":
@@ -265,12 +294,12 @@ def measure_formats(x32: torch.Tensor) -> list[dict]:
         else:
             row["range_max"] = float(fmt.qmax)
         try:
-            quantized = _round_trip(x32, fmt)
+            quantized = _round_trip(x32, x64, fmt)
         except ValueError as exc:  # e.g. per-channel on a 1-D tensor
             row["not_applicable"] = str(exc)
             rows.append(row)
             continue
-        metrics = error_metrics(x32, quantized, sig_sq)
+        metrics = error_metrics(x64, quantized, sig_sq)
         metrics["bits_per_element_with_scales"] = fmt.bits + SCALE_BITS * quantized.scales / n
         row.update(metrics)
         rows.append(row)
