@@ -6,12 +6,12 @@
     sources    where a file can come from: cache, a local path, an installed package, the Hub
     fetch      tries the sources in that order, hashes what each gives, refuses a mismatch
     tensors    byte ranges and sha256 of the tensors the probe will read
-    plan       `probe_args_for`: from a --checkpoint/--tensor request to the probe's argv
+    resolve    `plan` and `probe_args_for`: from a --checkpoint/--tensor request to the probe's argv
 
 The probe itself (harness/probes/precision.py) needs none of this: it gets a verified path
 and the tensor index, and re-checks each tensor's sha256 with plain file reads.
 """
 
-from harness.checkpoints.plan import Plan, plan, probe_args_for
+from harness.checkpoints.resolve import Plan, plan, probe_args_for
 
 __all__ = ["Plan", "plan", "probe_args_for"]
