@@ -97,3 +97,16 @@ def test_headline_keys():
     assert head["tensors"] == {"mlp_projection": "mlp_projection.weight"}
     assert set(head["explanations"]) == {"range", "outlier", "reversal"}
     assert head["best_8bit"] == {"mlp_projection": "int8_per_channel"}
+
+
+def test_compare_measurements_is_exact_and_matches_tensors_by_sha256():
+    t = tensor("mlp_projection", 23.1, lab_formats(23.1, 0.198))
+    t["sha256"] = "a" * 64
+    first, second = document([t]), document([copy.deepcopy(t)])
+    assert analysis.compare_measurements(first, second) == []
+    second["tensors"][0]["formats"][4]["mse"] *= 1 + 1e-15
+    assert analysis.compare_measurements(first, second) == [
+        f"mlp_projection int8_per_tensor.mse: {first['tensors'][0]['formats'][4]['mse']!r} vs "
+        f"{second['tensors'][0]['formats'][4]['mse']!r}"]
+    second["tensors"][0]["sha256"] = "b" * 64
+    assert "no tensor with sha256" in analysis.compare_measurements(first, second)[0]

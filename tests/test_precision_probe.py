@@ -171,3 +171,16 @@ def test_probe_args_for_uses_the_default_manifest(minilm_run):
     mapped, _ = probe_args_for(None, ["mlp=encoder.layer.0.intermediate.dense.weight"], offline=True,
                                cache_dir=out / "cache", path_for_probe=lambda p: f"/ckpt/{p.name}")
     assert mapped[1] == f"/ckpt/{MINILM.sha256}" and mapped.count("--tensor") == 1
+
+
+def test_numbers_do_not_depend_on_the_thread_count(small):
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = measure("--file", str(small), "--tensor", "p=proj", "--tensor", "e=emb", "--device", "cpu")
+        torch.set_num_threads(max(2, threads))
+        many = measure("--file", str(small), "--tensor", "p=proj", "--tensor", "e=emb", "--device", "cpu")
+    finally:
+        torch.set_num_threads(threads)
+    assert analysis.compare_measurements(one, many) == []
+    assert analysis.compare_measurements(many, one) == []
