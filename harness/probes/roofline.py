@@ -37,6 +37,12 @@ SAMPLE_INTERVAL_S = 0.05
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness.probes.roofline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return parser
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The probe's options; `dossier roofline` offers the same ones and passes them through."""
     parser.add_argument("--bandwidth-gbps", type=float, metavar="B",
                         help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
                              "measured here on a CPU unless given)")
@@ -73,7 +79,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="elements in the fusion chain (default 2^28 on a GPU, memory permitting; 2^26 on a CPU)")
     parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
                         help="where to run (default: cuda when available)")
-    return parser
 
 
 # ------------------------------------------------------------------------------ shapes
