@@ -452,6 +452,8 @@ class Run:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    requested_shapes(args, max_square=0)  # bad shapes or token counts fail before any work
+    parse_tile(args.tile, args.dtype)
     return Run(args).measure()
 
 
