@@ -181,21 +181,22 @@ def gpu_roofs(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]
 
 def cpu_roofs(args: argparse.Namespace, torch_side: Any, cache_bytes: int,
               dtype_ok: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Measure the CPU's copy bandwidth and GEMM peak; use them unless the user gave roofs."""
-    log("roofline: measuring the CPU roofs (copy bandwidth, GEMM peak)")
-    buffer = min(max(2 * cache_bytes, 64 * 2**20), 2**30)
-    measured: dict[str, Any] = torch_side.cpu_copy_gbps(buffer)
-    if dtype_ok:
-        measured.update(torch_side.cpu_gemm_peak(args.dtype))
+    """Measure the CPU roofs the user did not give: copy bandwidth and GEMM peak."""
+    measured: dict[str, Any] = {}
     roofs: dict[str, Any] = {}
     if args.bandwidth_gbps is not None:
         roofs.update(bandwidth_gbps=args.bandwidth_gbps, bandwidth_source="given with --bandwidth-gbps")
     else:
+        log("roofline: measuring the CPU copy bandwidth")
+        buffer = min(max(2 * cache_bytes, 64 * 2**20), 2**30)
+        measured.update(torch_side.cpu_copy_gbps(buffer))
         roofs.update(bandwidth_gbps=measured["copy_gbps"],
                      bandwidth_source=f"measured here: CPU copy of {buffer / 2**20:.0f} MiB (read + write)")
     if args.peak_tflops is not None:
         roofs.update(peak_tflops=args.peak_tflops, peak_source="given with --peak-tflops")
     elif dtype_ok:
+        log(f"roofline: measuring the CPU {args.dtype} GEMM peak")
+        measured.update(torch_side.cpu_gemm_peak(args.dtype))
         roofs.update(peak_tflops=measured["gemm_peak_tflops"],
                      peak_source=f"measured here: best CPU {args.dtype} GEMM "
                                  f"({measured['gemm_peak_size']}^3), the CPU BLAS's own ceiling")
@@ -288,7 +289,7 @@ class Run:
                 "torch_cuda_build": self.torch.version.cuda or unavailable("a CPU-only torch build"),
                 "predictions": predictions,
             }
-            if cpu_measured is not None:
+            if cpu_measured:
                 document["cpu_roofs"] = cpu_measured
             context = analysis.context_of(document)
             if handle is not None and nvml.ok:
