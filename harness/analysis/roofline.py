@@ -206,7 +206,7 @@ def _ruled_out(prediction: dict[str, Any], context: dict[str, Any], seconds: flo
     notes = []
     floor = context.get("launch_floor_s")
     if _is_number(floor):
-        notes.append(f"the empty launch ({floor * 1e6:.1f} us) is {floor / seconds:.1%} of the time")
+        notes.append(f"the empty launch ({floor * 1e6:.1f} us) is {floor / seconds:.2%} of the time")
     model = _tile_model(prediction, context)
     if model:
         notes.append(f"{model['waves_exact']:.2f} waves of {model['tile_m']}x{model['tile_n']} tiles "
@@ -247,8 +247,8 @@ def fusion_comparison(fusion: dict[str, Any], peak_tflops: float, bandwidth_gbps
     result["text"] = (
         f"Fusion removed {removed / 2**20:.0f} MiB of traffic per call ({result['traffic_ratio']:.1f}x fewer bytes) "
         f"and saved {saved * 1e3:.3g} ms ({result['speedup']:.2f}x faster); at the {bandwidth_gbps:.0f} GB/s roof "
-        f"those bytes take {at_roof_s * 1e3:.3g} ms, so the saving is {saved / at_roof_s:.0%} of the traffic "
-        f"removed. Both versions are memory-bound (AI {fusion['unfused_ai_flop_per_byte']:.3g} and "
+        f"those bytes take {at_roof_s * 1e3:.3g} ms, so the time saved is {saved / at_roof_s:.2f}x what the "
+        f"removed traffic costs at the roof. Both versions are memory-bound (AI {fusion['unfused_ai_flop_per_byte']:.3g} and "
         f"{fusion['fused_ai_flop_per_byte']:.3g} FLOP/B): unfused ran at {fusion['unfused']['achieved_gbps']:.0f} "
         f"GB/s, fused at {fusion['fused']['achieved_gbps']:.0f} GB/s.")
     return result

@@ -90,7 +90,8 @@ class OperandPool:
         self.dtype, self.device = dtype, device
         self.in_bytes = DTYPE_WIDTHS[dtype][0]
         self.cache_bytes = cache_bytes
-        self.pool_bytes = min(2 * cache_bytes, pool_cap_bytes)
+        # 4x the cache: any set up to half the pool can still rotate through twice the cache
+        self.pool_bytes = min(4 * cache_bytes, pool_cap_bytes)
         self.pool, self.pool_scale = self.random(self.pool_bytes // self.in_bytes)
 
     def random(self, elements: int) -> tuple[torch.Tensor, torch.Tensor | None]:
