@@ -195,3 +195,63 @@ def test_command_passes_probe_options_through():
                                       "--shapes", "1x2x3", "4x5x6", "--no-fusion"])
     assert probe_args(args) == ["--bandwidth-gbps", "4254.0", "--dtype", "fp8", "--shapes", "1x2x3", "4x5x6",
                                 "--no-fusion"]
+
+
+class FakeNvml:
+    """The NVML calls gpu_facts makes, answering what nvidia-smi-query.csv recorded on the H200."""
+
+    NVML_CLOCK_SM = 1
+
+    class Pci:
+        pciDeviceId = 0x233510DE
+
+    class Memory:
+        total = 143771 * 2**20
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return "h0"
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "GPU-ebdc8522-46d8-d0c7-3612-d5a4b8930e9c"
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, clock):
+        return 1980
+
+    def nvmlDeviceGetPciInfo_v3(self, handle):
+        return self.Pci()
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return self.Memory()
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle):
+        return 700_000
+
+
+class FakeTorch:
+    class cuda:
+        @staticmethod
+        def get_device_properties(index):
+            from types import SimpleNamespace
+            return SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
+                                   L2_cache_size=60 * 2**20, uuid="ebdc8522-46d8-d0c7-3612-d5a4b8930e9c")
+
+        @staticmethod
+        def mem_get_info(index):
+            return 140 * 2**30, 143771 * 2**20
+
+
+def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
+    from harness.probes._nvml import NvmlSession
+    session = NvmlSession()
+    session.pynvml = FakeNvml()
+    facts, handle = probe.gpu_facts(FakeTorch, session, 0)
+    assert handle == "h0" and facts["sku_id"] == "h200-sxm-141gb"
+    assert facts["sm_count"] == 132 and facts["cache_mib"] == 60 and facts["max_sm_clock_mhz"] == 1980
+    roofs = probe.gpu_roofs(gpu_args("--bandwidth-gbps", "4254"), facts)
+    assert roofs["peak_tflops"] == 989.4
+    session.pynvml.nvmlDeviceGetUUID = lambda handle: "GPU-00000000-0000-0000-0000-000000000000"
+    facts, handle = probe.gpu_facts(FakeTorch, session, 0)
+    assert handle is None and facts["sku_id"] is None and "no NVML device has torch's UUID" in facts["sku_evidence"]

@@ -5,7 +5,7 @@ The roofs are the measured HBM bandwidth (the bandwidth probe's sustained median
 catalogue entry of the SKU NVML identifies). On a CPU both roofs are measured here: a copy
 larger than the last-level cache and the best square GEMM the CPU reaches.
 
-Order, recorded in `timeline`: roofs established -> predictions recorded (every shape's FLOPs,
+Order, recorded in `timeline`: roofs established (on a CPU: measured) -> predictions recorded (FLOPs,
 fewest bytes, intensity, bound and attainable rate) -> GEMMs timed -> fusion timed.
 """
 
@@ -241,7 +241,7 @@ class Run:
                 facts, handle = gpu_facts(self.torch, nvml, self.torch.cuda.current_device())
                 cache_bytes = int(facts["cache_mib"] * 2**20)
                 roofs = gpu_roofs(args, facts)
-                cannot = side.can_run(args.dtype, "cuda")
+                cannot = None  # checked with a small GEMM once the predictions are recorded
                 cpu_measured = None
             else:
                 handle = None
@@ -260,23 +260,27 @@ class Run:
                                                                            roofs["bandwidth_gbps"])
             else:
                 roofs["ridge_flop_per_byte"] = unavailable("no compute roof for this dtype here")
-            if cannot:
-                self.limitations.append({"what": f"{args.dtype} GEMMs on {self.device}", "why": cannot})
             tile_m, tile_n, tile_source = parse_tile(args.tile, args.dtype)
             if self.device == "cuda":
                 facts.update(tile_m=tile_m, tile_n=tile_n, tile_source=tile_source)
             else:
                 facts.update(tile_m=unavailable("no tile model on a CPU"),
                              tile_n=unavailable("no tile model on a CPU"), tile_source="none")
-            timing = side.Timing(**(GPU_TIMING if self.device == "cuda" else CPU_TIMING))
-            facts["launch_floor_s"] = side.launch_floor_s(self.device, 200 if self.device == "cuda" else 100)
-            self.mark("device facts and roofs established")
+            self.mark("device facts and roofs established" if self.device == "cuda"
+                      else "CPU roofs measured (the only GEMMs before the predictions)")
 
             max_square, sizing = self.square_limit(facts)
             shapes = requested_shapes(args, max_square)
             in_bytes, out_bytes = analysis.DTYPE_WIDTHS[args.dtype]
             predictions = {"shapes": [self.predict(s, roofs, known, in_bytes, out_bytes) for s in shapes]}
             predictions["recorded_at"] = self.mark("predictions recorded")
+
+            if self.device == "cuda":
+                cannot = side.can_run(args.dtype, "cuda")
+            if cannot:
+                self.limitations.append({"what": f"{args.dtype} GEMMs on {self.device}", "why": cannot})
+            timing = side.Timing(**(GPU_TIMING if self.device == "cuda" else CPU_TIMING))
+            facts["launch_floor_s"] = side.launch_floor_s(self.device, 200 if self.device == "cuda" else 100)
 
             document: dict[str, Any] = {
                 "device": self.device, "dtype": args.dtype, "device_facts": facts, "roofs": roofs,
@@ -440,6 +444,8 @@ class Run:
         where = (f"{facts['name']} ({facts['sm_count']} SMs, {facts['cache_mib']:.0f} MiB L2)"
                  if self.device == "cuda" else f"the CPU ({cache_bytes / 2**20:.0f} MiB last-level cache)")
         seconds, operand = self.budgets(facts)
+        if not isinstance(facts["cache_mib"], (int, float)):
+            where += f" (cache size unreadable, {cache_bytes / 2**20:.0f} MiB assumed for rotation only)"
         text = (f"On {where}: {squares}; Llama-3-8B projections at prefill M {self.args.prefill_tokens} and "
                 f"decode M {self.args.decode_tokens}; small shapes rotate input sets so that twice the "
                 f"{cache_bytes / 2**20:.0f} MiB cache separates reuses; a shape is skipped past "
