@@ -392,9 +392,6 @@ class Run:
             if self.device == "cuda":
                 torch.cuda.empty_cache()
             return {"status": "failed", "reason": why}
-        finally:
-            if self.device == "cuda":
-                torch.cuda.synchronize()
         median = statistics.median(times)
         entry = {"status": "measured", "measured_at": measured_at, "warmup": warm, "iterations": len(times),
                  "times_s": times, "median_s": median, **rotation,
