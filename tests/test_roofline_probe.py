@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from harness.analysis import roofline as rl
+from harness.catalogue import by_id
 from harness.cli import main
 from harness.commands.roofline import probe_args
 from harness.outcome import Completed, judge
@@ -19,6 +20,8 @@ from harness.runners.local import LocalRunner
 
 SMALL = ["--dtype", "fp32", "--max-square", "512", "--decode-tokens", "1", "--prefill-tokens", "2048",
          "--max-shape-seconds", "0.5", "--max-operand-mib", "70", "--shapes", "64x96x128:tiny"]
+
+H200_DENSE = by_id("h200-sxm-141gb")["published"]["dense_tflops"]  # the catalogue is the source
 
 
 def run_probe(*args, timeout_s=180.0):
@@ -151,7 +154,7 @@ def test_gpu_roofs_need_the_measured_bandwidth():
 
 def test_gpu_peak_comes_from_the_catalogue_for_the_dtype_used():
     roofs = probe.gpu_roofs(gpu_args("--dtype", "fp8", "--bandwidth-gbps", "4254"), H200_FACTS)
-    assert roofs["peak_tflops"] == 1978.9 and "h200-sxm-141gb" in roofs["peak_source"]
+    assert roofs["peak_tflops"] == H200_DENSE["fp8"] and "h200-sxm-141gb" in roofs["peak_source"]
     roofs = probe.gpu_roofs(gpu_args("--dtype", "tf32", "--bandwidth-gbps", "4254", "--peak-tflops", "400"), H200_FACTS)
     assert roofs["peak_tflops"] == 400 and roofs["peak_source"] == "given with --peak-tflops"
     with pytest.raises(ProbeUsageError, match="--peak-tflops"):
@@ -251,7 +254,7 @@ def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
     assert handle == "h0" and facts["sku_id"] == "h200-sxm-141gb"
     assert facts["sm_count"] == 132 and facts["cache_mib"] == 60 and facts["max_sm_clock_mhz"] == 1980
     roofs = probe.gpu_roofs(gpu_args("--bandwidth-gbps", "4254"), facts)
-    assert roofs["peak_tflops"] == 989.4
+    assert roofs["peak_tflops"] == H200_DENSE["bf16"]
     session.pynvml.nvmlDeviceGetUUID = lambda handle: "GPU-00000000-0000-0000-0000-000000000000"
     facts, handle = probe.gpu_facts(FakeTorch, session, 0)
     assert handle is None and facts["sku_id"] is None and "no NVML device has torch's UUID" in facts["sku_evidence"]
