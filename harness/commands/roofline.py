@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from harness.commands._probe import add_common_options, run_probe
-from harness.plots import roofline as plot
 from harness.probes import roofline as probe
 
 
@@ -46,6 +45,8 @@ def handle(args: argparse.Namespace) -> int:
     outcome = run_probe("roofline", probe_args(args), args)
     document = outcome.document
     try:
+        from harness.plots import roofline as plot  # matplotlib only when rendering
+
         written = plot.render(document, args.output.with_suffix(""))
     except ValueError as exc:
         print(f"no plot: {exc}", file=sys.stderr)
