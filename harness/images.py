@@ -75,8 +75,9 @@ def _read(path: Path) -> dict[str, str]:
     return entries
 
 
-def load(lock: Path = LOCK, local_lock: Path = LOCAL_LOCK) -> dict[str, PinnedImage]:
+def load(lock: Path | None = None, local_lock: Path | None = None) -> dict[str, PinnedImage]:
     """Every pinned image: the committed lock, with local builds on top for LOCALLY_BUILT names."""
+    lock, local_lock = lock or LOCK, local_lock or LOCAL_LOCK
     images = {name: PinnedImage(name, ref, lock) for name, ref in _read(lock).items()}
     for name, ref in _read(local_lock).items():
         if name not in LOCALLY_BUILT:
@@ -87,7 +88,7 @@ def load(lock: Path = LOCK, local_lock: Path = LOCAL_LOCK) -> dict[str, PinnedIm
     return images
 
 
-def pinned(name: str, lock: Path = LOCK, local_lock: Path = LOCAL_LOCK) -> PinnedImage:
+def pinned(name: str, lock: Path | None = None, local_lock: Path | None = None) -> PinnedImage:
     """The lock entry for `name`, or ImageNotLocked with what to do about it."""
     images = load(lock, local_lock)
     if name in images:

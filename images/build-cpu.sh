@@ -69,14 +69,7 @@ stage_context() {
         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
         "$TORCH_SPEC" "$NVML_SPEC" 2> >(grep -v 'is ignored: it is neither' >&2)
     printf '%s\n' "$TORCH_SPEC" "$NVML_SPEC" >"$CONTEXT/wheels/requirements.txt"
-    # The probe package only: what runs inside the container, nothing of the host side.
-    rm -rf "$CONTEXT/probe"
-    mkdir -p "$CONTEXT/probe/harness"
-    cp "$ROOT/harness/__init__.py" "$ROOT/harness/catalogue.py" "$CONTEXT/probe/harness/"
-    for sub in probes analysis data; do
-        cp -r "$ROOT/harness/$sub" "$CONTEXT/probe/harness/$sub"
-    done
-    find "$CONTEXT/probe" -name __pycache__ -prune -exec rm -rf {} +
+    "$ROOT/images/stage-probe.sh" "$CONTEXT/probe"
 }
 
 build_and_push() {
