@@ -8,7 +8,7 @@
 # and Python layers come from the build cache, and only the probe package layer is rebuilt.
 #
 # Environment: PYTHON (for pip download, default python3), DOSSIER_REGISTRY_PORT (5055),
-# TORCH_SPEC (torch==2.13.0), NVML_SPEC (nvidia-ml-py==13.615.71), DEBIAN_MIRROR (default:
+# TORCH_SPEC (torch==2.13.0), NVML_SPEC (nvidia-ml-py==13.615.71), NUMPY_SPEC, DEBIAN_MIRROR (default:
 # the first mirror apt already uses), REBUILD_BASE=1 to remake the Debian base.
 set -euo pipefail
 
@@ -17,6 +17,9 @@ PYTHON="${PYTHON:-python3}"
 PORT="${DOSSIER_REGISTRY_PORT:-5055}"
 TORCH_SPEC="${TORCH_SPEC:-torch==2.13.0}"
 NVML_SPEC="${NVML_SPEC:-nvidia-ml-py==13.615.71}"
+# numpy is not a torch dependency, but without it torch warns on every import; the PyTorch
+# CUDA image and the host's venv have it, so the CPU image does too.
+NUMPY_SPEC="${NUMPY_SPEC:-numpy==2.4.6}"
 BASE=rig-dossier/debian-base:bookworm
 LOCAL_TAG=rig-dossier/probe-cpu:dev
 REPO="127.0.0.1:$PORT/rig-dossier/probe-cpu"
@@ -67,8 +70,8 @@ stage_context() {
     "$PYTHON" -m pip download -q --disable-pip-version-check -d "$CONTEXT/wheels" \
         --only-binary=:all: --python-version 3.11 --platform manylinux_2_28_x86_64 \
         --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-        "$TORCH_SPEC" "$NVML_SPEC" 2> >(grep -v 'is ignored: it is neither' >&2)
-    printf '%s\n' "$TORCH_SPEC" "$NVML_SPEC" >"$CONTEXT/wheels/requirements.txt"
+        "$TORCH_SPEC" "$NVML_SPEC" "$NUMPY_SPEC" 2> >(grep -v 'is ignored: it is neither' >&2)
+    printf '%s\n' "$TORCH_SPEC" "$NVML_SPEC" "$NUMPY_SPEC" >"$CONTEXT/wheels/requirements.txt"
     "$ROOT/images/stage-probe.sh" "$CONTEXT/probe"
 }
 

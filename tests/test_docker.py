@@ -174,25 +174,49 @@ def test_auto_takes_local_when_the_pinned_image_is_absent(cpu_image, tmp_path, m
     assert runner.name == "local" and "is not on the engine" in why
 
 
-def _bandwidth_headlines(runner, analysis) -> dict:
-    args = ("--device", "cpu", "--size-mib", "16", "64", "--repeats", "3", "--point-budget-s", "0.1")
-    outcome = judge(runner.run(ProbeInvocation("bandwidth", args, 300)))
+BANDWIDTH_ARGS = ("--device", "cpu", "--size-mib", "512", "--repeats", "3", "--point-budget-s", "0.05")
+
+
+def _repeat_medians(runner, analysis) -> list[float]:
+    """The bandwidth probe's repeat medians (GB/s), recomputed from its raw timings."""
+    outcome = judge(runner.run(ProbeInvocation("bandwidth", BANDWIDTH_ARGS, 300)))
     assert isinstance(outcome, Completed), outcome.describe()
-    return analysis.headlines(outcome.document)
+    assert outcome.document["device"] == "cpu"
+    return analysis.headlines(outcome.document)["repeat_medians_gbps"]
 
 
 def test_containerized_and_local_bandwidth_agree_within_the_probes_spread(cpu_image):
     pytest.importorskip("harness.probes.bandwidth", reason="the bandwidth probe is not merged into this branch")
     from harness.analysis import bandwidth as analysis
 
-    local = _bandwidth_headlines(LocalRunner(), analysis)
-    inside = _bandwidth_headlines(DockerRunner(cpu_image), analysis)
-    # Same memory, same torch build: the medians differ by no more than the runs' own spread
-    # (at least the probe's repeat threshold, 5 %, since both runs share a busy 2-core host).
-    tolerance = max(local["repeat_spread"], inside["repeat_spread"], 0.05)
-    local_median = statistics.median(local["repeat_medians_gbps"])
-    inside_median = statistics.median(inside["repeat_medians_gbps"])
-    difference = abs(inside_median - local_median) / local_median
-    print(f"bandwidth local {local_median:.2f} GB/s, container {inside_median:.2f} GB/s, "
-          f"difference {difference:.3f}, tolerance {tolerance:.3f}", file=sys.stderr)
+    # 512 MiB buffers: past the last-level cache of the CI machines (260 MiB), so this is DRAM.
+    # Runs alternate (local, container, local, container) so that drift on a shared host falls
+    # on both sides alike.
+    local, inside = [], []
+    for _ in range(2):
+        local += _repeat_medians(LocalRunner(), analysis)
+        inside += _repeat_medians(DockerRunner(cpu_image), analysis)
+    # The probe's spread: (max - min) / median of its repeat medians, over all runs of each side,
+    # and never under the probe's own repeat threshold (5 %).
+    tolerance = max(analysis.spread(local), analysis.spread(inside), 0.05)
+    difference = abs(statistics.median(inside) - statistics.median(local)) / statistics.median(local)
+    print(f"bandwidth local {statistics.median(local):.2f} GB/s {local}, container "
+          f"{statistics.median(inside):.2f} GB/s {inside}, difference {difference:.3f}, "
+          f"tolerance {tolerance:.3f}", file=sys.stderr)
     assert difference <= tolerance
+
+
+def test_a_containerized_cpu_dossier_runs_end_to_end_and_verifies(cpu_image, tmp_path, capsys):
+    pytest.importorskip("harness.dossier", reason="the bundle (dossier run/verify) is not merged into this branch")
+    from harness.bundle.read import read_all
+    from tests.bundle_support import make_key
+
+    key, public = make_key(tmp_path / "keys")
+    assert main(["run", "--runner", "docker", "--image", "cpu", "--output-dir", str(tmp_path),
+                 "--name", "in-containers", "--key", str(key.path)]) == 0
+    bundle = tmp_path / "in-containers.tar.gz"
+    assert main(["verify", str(bundle), "--key", str(public)]) == 0, capsys.readouterr()
+    commands = json.loads(read_all(bundle)["commands.json"])
+    assert commands["runner"]["name"] == "docker" and cpu_image.ref in commands["runner"]["why"]
+    ran = [step for step in commands["steps"] if step["runner"] is not None]
+    assert ran and all(step["runner"] == "docker" and step["image"] == cpu_image.ref for step in ran)
