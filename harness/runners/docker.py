@@ -20,7 +20,7 @@ from typing import Any
 import docker
 import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
-from docker.types import DeviceRequest, Mount
+from docker.types import DeviceRequest, LogConfig, Mount
 
 from harness.environment import recorded_environment
 from harness.errors import EnvironmentProblem
@@ -184,6 +184,8 @@ class DockerRunner:
                 device_requests=device_requests(self.gpus), mem_limit=self.mem_limit,
                 memswap_limit=self.mem_limit,  # no swap: the limit is the limit
                 user=f"{os.getuid()}:{os.getgid()}",
+                # stdout is read back from the engine's log: json-file whatever the host's default
+                log_config=LogConfig(type=LogConfig.types.JSON),
                 name=f"rig-dossier-{invocation.probe}-{uuid.uuid4().hex[:8]}",
                 labels={"rig-dossier": "probe", "rig-dossier.probe": invocation.probe})
         except APIError as exc:
