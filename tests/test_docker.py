@@ -92,8 +92,10 @@ def test_sandbox_mounts_readonly_output_rw_no_network_allowlisted_env(cpu_image,
                                                                       monkeypatch):
     monkeypatch.setenv("NCCL_DEBUG", "INFO")
     monkeypatch.setenv("HF_TOKEN", "hf_must_not_enter_the_container")
-    checkpoint = tmp_path / "weights.bin"
-    checkpoint.write_bytes(b"tensor bytes")
+    (tmp_path / "blobs").mkdir()
+    (tmp_path / "blobs" / "0123abcd").write_bytes(b"tensor bytes")
+    checkpoint = tmp_path / "weights.bin"  # a symlink into a blob store, as in a cache
+    checkpoint.symlink_to(tmp_path / "blobs" / "0123abcd")
     out = tmp_path / "out"
     runner = _test_probe_runner(cpu_image, output_dir=out)
     run = runner.run(_test_probe("sandbox", "--read", str(checkpoint), "--output-dir", str(out),
@@ -108,6 +110,17 @@ def test_sandbox_mounts_readonly_output_rw_no_network_allowlisted_env(cpu_image,
     assert run.env["NCCL_DEBUG"] == "INFO" and "HF_TOKEN" not in run.env
     assert (out / "written-inside.txt").exists()
     assert _leftovers(client, "sandbox") == []
+
+
+def test_precision_reads_its_checkpoint_through_a_readonly_mount(cpu_image, tmp_path, capsys):
+    output = tmp_path / "precision.json"
+    assert main(["precision", "--runner", "docker", "--image", "cpu", "--offline", "--device", "cpu",
+                 "--output", str(output)]) == 0
+    assert f"pinned at {cpu_image.ref}" in capsys.readouterr().err
+    from harness.analysis import precision
+
+    heads = precision.headlines(json.loads(output.read_text()))
+    assert len(heads["file_sha256"]) == 64 and heads["ranks"]  # the real file was read inside
 
 
 def test_stderr_streams_and_stdout_noise_stays_out_of_the_document(cpu_image):

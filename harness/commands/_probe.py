@@ -55,12 +55,14 @@ def stream_progress(line: str) -> None:
 
 
 def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
-              env: dict[str, str] | None = None) -> Completed:
-    """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise."""
+              env: dict[str, str] | None = None, mounts: tuple[str, ...] = ()) -> Completed:
+    """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise.
+
+    `mounts`: host files the probe reads (a container runner mounts them read-only)."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
     runner = runner_from_args(args)
-    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}),
+    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
                                on_stderr_line=stream_progress))
     output: Path = args.output
     output.parent.mkdir(parents=True, exist_ok=True)

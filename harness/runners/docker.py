@@ -138,11 +138,12 @@ class DockerRunner:
             out.mkdir(parents=True, exist_ok=True)
             mounts.append(Mount(str(out), str(out), type="bind", read_only=False))
         for host_path in invocation.mounts:
-            path = Path(host_path).resolve()
-            if not path.exists():
-                raise EnvironmentProblem(f"probe {invocation.probe} needs {path}, which does not exist",
+            # Inside, the path the probe was given (a symlink in a cache, say); its target behind it.
+            seen_as, source = os.path.abspath(host_path), Path(host_path).resolve()
+            if not source.exists():
+                raise EnvironmentProblem(f"probe {invocation.probe} needs {host_path}, which does not exist",
                                          hint="check the path given to the probe")
-            mounts.append(Mount(str(path), str(path), type="bind", read_only=True))
+            mounts.append(Mount(seen_as, str(source), type="bind", read_only=True))
         return mounts
 
     def check_gpus_inside(self, image: Any) -> None:
