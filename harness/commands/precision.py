@@ -50,7 +50,7 @@ def handle(args: argparse.Namespace) -> int:
     checked = plan(args.checkpoint, args.tensor, args.file_sha256, args.offline, args.cache_dir)
     print(f"checkpoint {checked.provenance['label']}: sha256 {checked.provenance['file_sha256']} "
           f"from {checked.provenance['source']}", file=sys.stderr)
-    outcome = run_probe("precision", checked.probe_args(args.device), args)
+    outcome = run_probe("precision", checked.probe_args(args.device), args, mounts=(str(checked.path),))
     markdown = args.markdown or args.output.with_suffix(".md")
     markdown.parent.mkdir(parents=True, exist_ok=True)
     markdown.write_text(render(outcome.document))
