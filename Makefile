@@ -8,12 +8,13 @@ VENV_FLAGS ?=
 BIN := $(VENV)/bin
 DOSSIER_ARGS ?=
 
-.PHONY: dossier test unit venv images clean-venv help
+.PHONY: dossier test unit venv images services-start services-stop clean-venv help
 
 help:
 	@echo "make dossier   create .venv if needed, then profile this machine into bundles/"
 	@echo "make test      create .venv if needed, start the services tests need, run all tests"
 	@echo "make images    build the probe images that can be built here"
+	@echo "make services-start / services-stop   the Docker engine and loopback registry"
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
@@ -31,6 +32,22 @@ unit: venv
 
 test: venv
 	$(BIN)/python -m pytest -q
+
+# Services the tests need (tests/services/NAME.sh start|stop|status; each stops only what it started).
+SERVICES ?= docker
+
+services-start:
+	@for s in $(SERVICES); do tests/services/$$s.sh start || exit 1; done
+
+services-stop:
+	@for s in $(SERVICES); do tests/services/$$s.sh stop; done
+
+# The CPU probe image (no registry needed: a debootstrapped Debian base and local wheels), pushed
+# to the loopback registry and pinned in images/lock.local.json. The CUDA image needs Docker Hub:
+# images/build-cuda.sh REPOSITORY on a host that reaches it (docs/docker.md).
+images:
+	tests/services/docker.sh start
+	PYTHON=$(PYTHON) images/build-cpu.sh
 
 clean-venv:
 	rm -rf $(VENV)

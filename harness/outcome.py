@@ -45,7 +45,8 @@ def judge(run: ProbeRun, schema: str | None = None) -> Outcome:
     if run.timed_out:
         return Failed(run, f"timed out ({run.note or 'no note'})")
     if run.exit_code != 0:
-        return Failed(run, f"exited with code {run.exit_code}")
+        note = f" ({run.note})" if run.note else ""  # e.g. the container was OOM-killed
+        return Failed(run, f"exited with code {run.exit_code}{note}")
     text = run.stdout.decode("utf-8", "replace").strip()
     if not text:
         return Failed(run, "printed nothing on stdout (expected one JSON document)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from harness.errors import ProbeFailed, UsageError
 from harness.outcome import Completed, Failed, judge
 from harness.probes._contract import EXIT_USAGE
 from harness.runners.interface import ProbeInvocation, Runner
-from harness.runners.local import LocalRunner
+from harness.runners.select import RUNNER_CHOICES, select_runner
 
 
 def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:
@@ -19,10 +20,33 @@ def add_common_options(parser: argparse.ArgumentParser, default_output: str, tim
                         help=f"where to write the validated JSON (default: {default_output})")
     parser.add_argument("--timeout", type=float, default=timeout_s, metavar="SECONDS",
                         help=f"kill the probe after this long (default: {timeout_s:g})")
+    add_runner_options(parser)
+
+
+def add_runner_options(parser: argparse.ArgumentParser) -> None:
+    """--runner and the container options (docs/docker.md)."""
+    group = parser.add_argument_group("where probes run")
+    group.add_argument("--runner", choices=RUNNER_CHOICES, default=os.environ.get("DOSSIER_RUNNER", "auto"),
+                       help="local: a process here; docker: a container of the pinned image; "
+                            "auto (default): docker when an engine and the pinned image are "
+                            "present, else local (default: $DOSSIER_RUNNER, else auto)")
+    group.add_argument("--image", metavar="NAME",
+                       help="pinned image to use with docker (images/lock*.json; default: cuda "
+                            "when this host has an NVIDIA GPU, else cpu)")
+    group.add_argument("--gpus", metavar="all|none|IDS",
+                       help="GPUs the container gets: all, none, or ids like 0,1 "
+                            "(default: all for the cuda image, none for cpu)")
+    group.add_argument("--container-memory", metavar="LIMIT",
+                       help="memory limit of each probe container, e.g. 64g (default: none)")
 
 
 def runner_from_args(args: argparse.Namespace) -> Runner:
-    return LocalRunner()
+    """The runner asked for on the command line; says on stderr which one and why."""
+    runner, why = select_runner(getattr(args, "runner", "local"), image=getattr(args, "image", None),
+                                gpus=getattr(args, "gpus", None),
+                                mem_limit=getattr(args, "container_memory", None))
+    print(f"runner: {why}", file=sys.stderr)
+    return runner
 
 
 def stream_progress(line: str) -> None:
@@ -31,12 +55,14 @@ def stream_progress(line: str) -> None:
 
 
 def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
-              env: dict[str, str] | None = None) -> Completed:
-    """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise."""
+              env: dict[str, str] | None = None, mounts: tuple[str, ...] = ()) -> Completed:
+    """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise.
+
+    `mounts`: host files the probe reads (a container runner mounts them read-only)."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
     runner = runner_from_args(args)
-    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}),
+    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
                                on_stderr_line=stream_progress))
     output: Path = args.output
     output.parent.mkdir(parents=True, exist_ok=True)

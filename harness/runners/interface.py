@@ -15,6 +15,9 @@ class ProbeInvocation:
     args: tuple[str, ...] = ()
     timeout_s: float = 600.0
     env: Mapping[str, str] = field(default_factory=dict)  # set on top of the runner's environment
+    # Host paths the probe reads (a checkpoint file...): a container runner mounts each one
+    # read-only at the same path; the local runner needs nothing.
+    mounts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
