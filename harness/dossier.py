@@ -96,6 +96,10 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
     except StepSetupFailed as exc:
         display.skip(step.step, f"failed before starting: {exc}")
         return StepRecord(**base, status=FAILED, why=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
+        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
+        display.skip(step.step, f"failed before starting: {why}")
+        return StepRecord(**base, status=FAILED, why=why)
     invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, **_mounts(prepared.mounts))
     package = getattr(runner, "package", "harness.probes")
     command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])

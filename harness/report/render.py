@@ -6,13 +6,14 @@ report from the raw JSON and compare it byte for byte.
 
 from __future__ import annotations
 
+import importlib
 import shlex
 from typing import Any
 
 import jinja2
 
 from harness.bundle import layout
-from harness.bundle.view import BundleView
+from harness.bundle.view import MODULE_NAME, BundleView
 from harness.report.criteria import PASS, judge_all
 from harness.report.figures import figure, value_text
 
@@ -70,6 +71,28 @@ def figures_context(view: BundleView) -> list[dict[str, Any]]:
     return sections
 
 
+def tables_context(view: BundleView) -> list[dict[str, str]]:
+    """Markdown tables a step's harness/render/NAME.py makes from its raw document, headings demoted."""
+    tables = []
+    for entry in view.steps:
+        name = entry.get("analysis")
+        if entry.get("status") != "completed" or not name or not MODULE_NAME.fullmatch(name):
+            continue
+        try:
+            module = importlib.import_module(f"harness.render.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name in ("harness.render", f"harness.render.{name}"):
+                continue
+            raise
+        try:
+            text = module.render(view.documents[entry["step"]])
+        except Exception as exc:  # noqa: BLE001 - shown in the report, and verify re-renders the same
+            text = f"harness/render/{name}.py raised {type(exc).__name__}: {exc}"
+        lines = [("##" + line) if line.startswith("#") else line for line in text.rstrip("\n").splitlines()]
+        tables.append({"step": entry["step"], "markdown": "\n".join(lines)})
+    return tables
+
+
 def limitations_context(view: BundleView) -> list[str]:
     found = []
     for entry in view.steps:
@@ -80,7 +103,7 @@ def limitations_context(view: BundleView) -> list[str]:
                 view.documents.get(step), dict) else []:
             if isinstance(item, dict):
                 found.append(f"{step}: {item.get('what')}: {item.get('why')}")
-        if entry.get("plot_note"):
+        if entry.get("plot_note") and "is not in this build" not in entry["plot_note"]:
             found.append(f"{step}: no plots: {entry['plot_note']}")
     return found
 
@@ -109,6 +132,7 @@ def context(view: BundleView) -> dict[str, Any]:
         "started_at": commands.get("started_at"), "finished_at": commands.get("finished_at"),
         "duration_s": commands.get("duration_s"),
         "criteria": criteria_context(view), "steps": steps, "figures": figures_context(view),
+        "tables": tables_context(view),
         "limitations": limitations_context(view), "host": host_context(view),
         "images": images, "checkpoints": checkpoints, "dossier_command": dossier_command(commands),
         "layout": layout,
