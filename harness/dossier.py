@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,10 +89,39 @@ def _mounts(paths: tuple[str, ...]) -> dict[str, Any]:
     return {}
 
 
-def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay) -> StepRecord:
+def _lowest_priority_thread() -> None:
+    """Linux nice values are per thread: this one only gets CPU the probes leave idle."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+class EarlyArguments:
+    """Arguments of independent steps, prepared by one nice-19 thread from the run's start."""
+
+    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str]) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="prepare", initializer=_lowest_priority_thread)
+        self._futures: dict[str, Future] = {
+            step.step: self._pool.submit(step.arguments, RunState()) for step in plan
+            if isinstance(step, ProbeStep) and step.independent and step.step not in skip
+            and step_missing(runner, step) is None}
+
+    def arguments(self, step: ProbeStep, state: RunState) -> StepArgs:
+        future = self._futures.pop(step.step, None)
+        return future.result() if future is not None else step.arguments(state)
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay,
+                   early: EarlyArguments | None = None) -> StepRecord:
     base = _base(step)
     try:
-        prepared = step.arguments(state)
+        prepared = early.arguments(step, state) if early else step.arguments(state)
     except NotReady as exc:
         display.skip(step.step, str(exc))
         return StepRecord(**base, status=NOT_RUN, why=str(exc))
@@ -141,25 +173,33 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay,
               skip: Sequence[str] = ()) -> tuple[StepRecord, ...]:
     """Every step in order; each failure recorded, never stopping the run.
 
-    A completed step's plots are rendered in the background while the next steps run.
+    Independent steps' arguments are prepared, and completed steps' plots rendered, in the
+    background at the lowest CPU priority while the probes run.
     """
     state = RunState()
     records = []
+    early = EarlyArguments(plan, runner, skip)
     with BackgroundPlots() as plots:
-        for step in plan:
-            why = (f"skipped with --skip {step.step}" if step.step in skip
-                   else step_missing(runner, step))
-            if why:
-                display.skip(step.step, why)
-                record = StepRecord(**_base(step), status=NOT_RUN, why=why)
-            elif isinstance(step, ProbeStep):
-                record = run_probe_step(step, runner, state, display)
-            else:
-                record = run_host_step(step, state, display)
-            if record.status == COMPLETED and record.document is not None:
-                plots.submit(record.plots, record.step, record.document)
-            records.append(record)
+        try:
+            for step in plan:
+                record = run_step(step, runner, state, display, skip, early)
+                if record.status == COMPLETED and record.document is not None:
+                    plots.submit(record.plots, record.step, record.document)
+                records.append(record)
+        finally:
+            early.close()
         return tuple(_with_plots(record, plots) for record in records)
+
+
+def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, skip: Sequence[str],
+             early: EarlyArguments) -> StepRecord:
+    why = f"skipped with --skip {step.step}" if step.step in skip else step_missing(runner, step)
+    if why:
+        display.skip(step.step, why)
+        return StepRecord(**_base(step), status=NOT_RUN, why=why)
+    if isinstance(step, ProbeStep):
+        return run_probe_step(step, runner, state, display, early)
+    return run_host_step(step, state, display)
 
 
 def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:

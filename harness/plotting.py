@@ -9,6 +9,7 @@ as rendering inline.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import multiprocessing
 import os
 import pickle
@@ -25,14 +26,14 @@ Rendered = tuple[dict[str, bytes], str | None]  # member name -> bytes, and a no
 
 
 def plot_module_name(plots: str) -> tuple[str | None, str | None]:
-    """The importable name of harness.plots.PLOTS (tests may stand in a module), or why none."""
-    try:
-        module = importlib.import_module(f"harness.plots.{plots}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"harness.plots.{plots}":
-            return None, f"harness/plots/{plots}.py is not in this build"
-        raise
-    return module.__name__, None
+    """The importable name of harness.plots.PLOTS (tests may stand in a module), or why none.
+
+    Found without importing it, so the parent process never pays for matplotlib.
+    """
+    spec = importlib.util.find_spec(f"harness.plots.{plots}")
+    if spec is None:
+        return None, f"harness/plots/{plots}.py is not in this build"
+    return spec.name, None
 
 
 def render_step_plots(module_name: str, plots: str, step: str, document: Mapping[str, Any]) -> Rendered:

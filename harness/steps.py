@@ -77,6 +77,9 @@ class ProbeStep:
     plots: str | None
     timeout_s: float
     arguments: Callable[[RunState], StepArgs] = lambda state: StepArgs()
+    # True when `arguments` needs no earlier step: it is then prepared in the background from
+    # the run's start (e.g. fetching and hashing a checkpoint while other probes run).
+    independent: bool = False
 
     kind = "probe"
 
@@ -183,7 +186,7 @@ LAB_PLAN: tuple[Step, ...] = (
               arguments=roofline_arguments),
     ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
               schema="precision", analysis="precision", plots="precision", timeout_s=900,
-              arguments=precision_arguments),
+              arguments=precision_arguments, independent=True),
     ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
               schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
               arguments=allreduce_arguments),

@@ -135,3 +135,17 @@ def test_plots_rendered_in_the_background_equal_plots_rendered_inline(recorded):
     tick = next(s for s in recorded.steps if s.step == "tick")
     assert tick.plot_files and tick.plot_note is None
     assert dict(tick.plot_files) == render_inline(tick.plots, tick.step, tick.document)[0]
+
+
+def test_independent_step_prepared_early_records_its_failure_and_the_run_goes_on(tmp_path):
+    from harness.steps import ProbeStep, StepSetupFailed
+
+    def no_checkpoint(state):
+        raise StepSetupFailed("could not resolve the default checkpoint: offline")
+    plan = (ProbeStep("early", "tick", "Prepared early (test)", "test", schema="common", analysis=None,
+                      plots=None, timeout_s=60, arguments=no_checkpoint, independent=True),
+            test_plan.PLAN[1])
+    record = collect_test_plan(tmp_path, plan)
+    early, fails = record.steps
+    assert early.status == "failed" and "offline" in early.why and early.run is None
+    assert fails.status == "failed" and fails.run.exit_code == 3
