@@ -45,3 +45,12 @@ def test_cpulist_from_affinity_words():
     assert cpulist([0xFFFF]) == "0-15"
     assert cpulist([0b1011, 1]) == "0-1,3,64"
     assert cpulist([0]) == ""
+
+
+def test_nvml_index_by_uuid_accepts_either_spelling_and_never_guesses():
+    from harness.analysis.device_mapping import nvml_index_by_uuid
+    nvml = {0: "GPU-11111111-aaaa", 1: "GPU-ebdc8522-46d8", 2: {"unavailable": "NVMLError_Unknown"}}
+    assert nvml_index_by_uuid("EBDC8522-46D8", nvml) == 1  # torch's bare, any-case form
+    assert nvml_index_by_uuid("GPU-11111111-AAAA", nvml) == 0
+    assert nvml_index_by_uuid("GPU-22222222-bbbb", nvml) is None
+    assert nvml_index_by_uuid("", nvml) is None and nvml_index_by_uuid(None, nvml) is None

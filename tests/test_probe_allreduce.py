@@ -251,7 +251,7 @@ def test_nccl_document_pieces_from_a_real_format_log():
     nvls = probe.nvls_record(runs)
     assert nvls["nvls_algorithm_seen"] is False and nvls["nccl_reported"][0].startswith("NVLS multicast support is not")
     topology = {"gpu_indices": [0, 1], "gpu_pairs": {"GPU0-GPU1": "NV18"},
-                "nvml": {"devices": [{"pcie": {"max_generation": 5, "max_width": 16}}]}}
+                "nvml": {"devices": [{"pcie": {"max_gen": 5, "max_width": 16}}]}}
     explained = probe.explanations(runs, topology)["2"]
     assert explained["explained"] and "NV18" in explained["text"] and "SHM/direct/direct" in explained["text"]
     assert explained["gap"]["busbw_ratio"] > 1

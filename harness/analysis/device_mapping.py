@@ -25,22 +25,33 @@ def normalise_bus_id(text: str) -> str:
     return f"{int(domain, 16):08X}:{rest}" if rest else text.strip().upper()
 
 
+def nvml_index_by_uuid(uuid: Any, nvml_uuids: dict[int, Any]) -> int | None:
+    """The NVML index whose UUID names the same device as `uuid` (either spelling), else None.
+
+    `nvml_uuids` maps NVML index -> UUID (an unreadable UUID, any non-string, never matches).
+    """
+    if not isinstance(uuid, str) or not uuid.strip():
+        return None
+    want = normalise_uuid(uuid)
+    return next((index for index, candidate in nvml_uuids.items()
+                 if isinstance(candidate, str) and normalise_uuid(candidate) == want), None)
+
+
 def map_torch_to_nvml(torch_devices: list[dict[str, Any]],
                       nvml_devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per torch device: its NVML index and how the match was made.
 
     An unmatched device gets {"unavailable": why} as its NVML index, never a guess by position.
     """
-    by_uuid = {normalise_uuid(d["uuid"]): d["nvml_index"] for d in nvml_devices
-               if isinstance(d.get("uuid"), str)}
+    uuids = {d["nvml_index"]: d.get("uuid") for d in nvml_devices}
     by_bus = {normalise_bus_id(d["pci_bus_id"]): d["nvml_index"] for d in nvml_devices
               if isinstance(d.get("pci_bus_id"), str)}
     mapping = []
     for device in torch_devices:
         uuid, bus = device.get("uuid"), device.get("pci_bus_id")
         entry: dict[str, Any] = {"torch_index": device["torch_index"]}
-        if isinstance(uuid, str) and normalise_uuid(uuid) in by_uuid:
-            entry.update(nvml_index=by_uuid[normalise_uuid(uuid)], matched_by="uuid")
+        if (by_uuid := nvml_index_by_uuid(uuid, uuids)) is not None:
+            entry.update(nvml_index=by_uuid, matched_by="uuid")
         elif isinstance(bus, str) and normalise_bus_id(bus) in by_bus:
             entry.update(nvml_index=by_bus[normalise_bus_id(bus)], matched_by="pci_bus_id")
         else:

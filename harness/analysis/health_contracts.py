@@ -26,6 +26,16 @@ def contract(name: str, status: str, evidence: str, remedy: str) -> dict[str, st
     return {"name": name, "status": status, "evidence": evidence, "remedy": remedy}
 
 
+def verdict(name: str, remedy: str, problems: list[str], notes: list[str],
+            unsupported: list[str] | None = None, feature: str | None = None) -> dict[str, str]:
+    """FAIL naming the problems, else PASS with the notes (and the devices that lack `feature`);
+    NOT_APPLICABLE when `feature` is given and no device supports it."""
+    unsupported = unsupported or []
+    if feature is not None and not problems and not notes:
+        return contract(name, NOT_APPLICABLE, f"{feature} not supported: " + "; ".join(unsupported), remedy)
+    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes + unsupported), remedy)
+
+
 def gpus(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
     """The NVML devices, or ([], why there are none)."""
     devices = facts.get("devices")
@@ -155,7 +165,7 @@ def no_mig_or_compute_mode_block(facts: dict[str, Any]) -> dict[str, str]:
         elif compute == "exclusive_process":
             notes.append(f"{label(d)} exclusive_process (one process at a time; probes run one by one)")
         notes.append(f"{label(d)} MIG {_show(modes.get('mig_current'))}, compute {_show(compute)}")
-    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes), remedy)
+    return verdict(name, remedy, problems, notes)
 
 
 def _show(value: Any) -> str:
@@ -187,9 +197,7 @@ def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
                 problems.append(f"{label(d)} {key} = {value}")
         notes.append(f"{label(d)} ECC {mode}, uncorrectable volatile {_show(ecc.get('volatile_uncorrected_errors'))}"
                      f" / aggregate {_show(ecc.get('aggregate_uncorrected_errors'))}")
-    if not problems and not notes:
-        return contract(name, NOT_APPLICABLE, "ECC not supported: " + "; ".join(unsupported), remedy)
-    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes + unsupported), remedy)
+    return verdict(name, remedy, problems, notes, unsupported, feature="ECC")
 
 
 def no_pending_or_failed_row_remaps(facts: dict[str, Any]) -> dict[str, str]:
@@ -211,9 +219,7 @@ def no_pending_or_failed_row_remaps(facts: dict[str, Any]) -> dict[str, str]:
             problems.append(f"{label(d)} remap failure: {_show(failure)}")
         notes.append(f"{label(d)} remapped rows corrected {_show(ecc.get('remapped_rows_corrected'))}, "
                      f"uncorrected {_show(ecc.get('remapped_rows_uncorrected'))}, none pending or failed")
-    if not problems and not notes:
-        return contract(name, NOT_APPLICABLE, "row remapping not supported: " + "; ".join(unsupported), remedy)
-    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes + unsupported), remedy)
+    return verdict(name, remedy, problems, notes, unsupported, feature="row remapping")
 
 
 def persistence_mode_on(facts: dict[str, Any]) -> dict[str, str]:
@@ -325,7 +331,7 @@ def clocks_not_locked_below_max(facts: dict[str, Any]) -> dict[str, str]:
         if isinstance(names, list) and "applications_clocks_setting" in names:
             problems.append(f"{label(d)} clock-event reason applications_clocks_setting active "
                             "(clocks locked or capped by a setting)")
-    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes), remedy)
+    return verdict(name, remedy, problems, notes)
 
 
 def power_limit_at_default(facts: dict[str, Any]) -> dict[str, str]:
@@ -344,7 +350,7 @@ def power_limit_at_default(facts: dict[str, Any]) -> dict[str, str]:
             problems.append(f"{label(d)} enforced power limit {enforced:g} W below default {default:g} W")
         else:
             notes.append(f"{label(d)} enforced {enforced:g} W = default {default:g} W")
-    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes), remedy)
+    return verdict(name, remedy, problems, notes)
 
 
 def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:

@@ -213,18 +213,21 @@ class Supervisor:
 
     @staticmethod
     def _culprit(failed: list[_Worker]) -> _Worker:
-        """The worker that failed first in cause: killed by a signal, else a wrong result, else lowest rank.
+        """The worker that failed first in cause: killed by a signal (other than SIGABRT), else a wrong
+        result, else aborted, else lowest rank.
 
         A rank's death makes its peers fail soon after (connection reset, aborted communicator);
         those secondary failures are not the cause.
         """
         def order(worker: _Worker) -> tuple[int, int]:
             code = worker.proc.returncode
-            if code < 0:
+            if code < 0 and -code != signal.SIGABRT:
                 return (0, worker.launch.rank)
             if worker.error and worker.error.get("kind") == "wrong_result":
                 return (1, worker.launch.rank)
-            return (2, worker.launch.rank)
+            if code < 0:  # abort(): how gloo and NCCL react to a peer's lost connection
+                return (2, worker.launch.rank)
+            return (3, worker.launch.rank)
         return min(failed, key=order)
 
     def _where(self, worker: _Worker) -> str:

@@ -1,38 +1,26 @@
 """Topology evidence for the collective probe: `nvidia-smi topo -m`, NVLink states, PCIe links
 and NVML's peer-to-peer status. Standard library and nvidia-ml-py only; every read that fails
 becomes {"unavailable": reason}.
+
+The topo -m capture and the per-device NVLink/PCIe reads are the health probe's own
+(`_health_topology`, `_health_devices`), so both documents describe a link the same way; only
+the pairwise peer-to-peer status is read here.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from typing import Any
 
-from harness.analysis import topo_matrix
-from harness.probes._contract import attempt, describe_exception, unavailable
+from harness.analysis.topology import gpu_pairs
+from harness.probes._contract import attempt, unavailable
+from harness.probes._health_devices import nvlink_facts, pcie_facts, text
+from harness.probes._health_topology import TopologyCapture
 from harness.probes._nvml import NvmlSession
-
-TOPO_COMMAND = ("nvidia-smi", "topo", "-m")
 
 # nvmlGpuP2PStatus_t (nvml.h)
 P2P_STATUS = {0: "ok", 1: "chipset_not_supported", 2: "gpu_not_supported", 3: "topology_not_supported",
               4: "disabled_by_regkey", 5: "not_supported", 6: "unknown"}
-
-
-def nvidia_smi_topo() -> Any:
-    """The raw `nvidia-smi topo -m` text and its parsed matrix, or why it could not be read."""
-    if shutil.which(TOPO_COMMAND[0]) is None:
-        return unavailable("nvidia-smi not found on PATH")
-    try:
-        done = subprocess.run(TOPO_COMMAND, capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return unavailable(describe_exception(exc))
-    if done.returncode != 0:
-        return unavailable(f"`{' '.join(TOPO_COMMAND)}` exited with code {done.returncode}: "
-                           f"{(done.stderr or done.stdout).strip()[-400:] or 'no output'}")
-    return {"command": " ".join(TOPO_COMMAND), "raw": done.stdout, "parsed": attempt(topo_matrix.parse, done.stdout)}
 
 
 def visible_gpu_indices(count: int, environ: dict[str, str] | None = None) -> Any:
@@ -50,7 +38,7 @@ def visible_gpu_indices(count: int, environ: dict[str, str] | None = None) -> An
     with NvmlSession() as nvml:
         if not nvml.ok:
             return unavailable(f"CUDA_VISIBLE_DEVICES names UUIDs and NVML is unavailable: {nvml.reason}")
-        uuids = [nvml.pynvml.nvmlDeviceGetUUID(h) for h in nvml.handles()]
+        uuids = [text(nvml.pynvml.nvmlDeviceGetUUID(h)) for h in nvml.handles()]
     indices = []
     for token in tokens:
         match = [i for i, uuid in enumerate(uuids) if str(uuid).startswith(token)]
@@ -58,27 +46,6 @@ def visible_gpu_indices(count: int, environ: dict[str, str] | None = None) -> An
             return unavailable(f"CUDA_VISIBLE_DEVICES entry {token!r} matches {len(match)} NVML devices")
         indices.append(match[0])
     return indices
-
-
-def _nvlinks(pynvml: Any, handle: Any) -> Any:
-    links = []
-    for link in range(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18)):
-        try:
-            state = pynvml.nvmlDeviceGetNvLinkState(handle, link)
-        except Exception as exc:  # noqa: BLE001 - NotSupported on the first link means no NVLink
-            if not links:
-                return unavailable(describe_exception(exc))
-            break
-        links.append({"link": link, "active": bool(state)})
-    return {"links": links, "active_count": sum(1 for link in links if link["active"]),
-            "version": attempt(pynvml.nvmlDeviceGetNvLinkVersion, handle, 0)}
-
-
-def _pcie(pynvml: Any, handle: Any) -> dict[str, Any]:
-    return {"current_generation": attempt(pynvml.nvmlDeviceGetCurrPcieLinkGeneration, handle),
-            "current_width": attempt(pynvml.nvmlDeviceGetCurrPcieLinkWidth, handle),
-            "max_generation": attempt(pynvml.nvmlDeviceGetMaxPcieLinkGeneration, handle),
-            "max_width": attempt(pynvml.nvmlDeviceGetMaxPcieLinkWidth, handle)}
 
 
 def _p2p(pynvml: Any, a: Any, b: Any) -> dict[str, Any]:
@@ -107,9 +74,10 @@ def nvml_links(indices: list[int]) -> Any:
                 devices.append({"index": index, "error": unavailable(f"NVML sees only {len(handles)} devices")})
                 continue
             handle = handles[index]
-            devices.append({"index": index, "name": attempt(pynvml.nvmlDeviceGetName, handle),
-                            "pci_bus_id": attempt(lambda h=handle: pynvml.nvmlDeviceGetPciInfo(h).busId),
-                            "pcie": _pcie(pynvml, handle), "nvlink": _nvlinks(pynvml, handle)})
+            devices.append({"index": index, "name": attempt(lambda h=handle: text(pynvml.nvmlDeviceGetName(h))),
+                            "pci_bus_id": attempt(lambda h=handle: text(pynvml.nvmlDeviceGetPciInfo(h).busId)),
+                            "pcie": pcie_facts(pynvml, handle), "nvlink": nvlink_facts(pynvml, handle),
+                            "nvlink_version": attempt(pynvml.nvmlDeviceGetNvLinkVersion, handle, 0)})
         for pos, a in enumerate(indices):
             for b in indices[pos + 1:]:
                 if max(a, b) < len(handles):
@@ -120,15 +88,15 @@ def nvml_links(indices: list[int]) -> Any:
 def gather(gpu_count: int) -> dict[str, Any]:
     """Everything the normal-versus-control explanation draws on, for the GPUs the ranks use."""
     indices = visible_gpu_indices(gpu_count) if gpu_count > 0 else []
-    topo = nvidia_smi_topo()
+    topo = TopologyCapture.start().result()  # the health probe's capture: same command, same parse
     evidence: dict[str, Any] = {"gpu_indices": indices, "nvidia_smi_topo": topo}
     if isinstance(indices, list) and indices:
         evidence["nvml"] = nvml_links(indices)
-        parsed = topo.get("parsed") if isinstance(topo, dict) and "raw" in topo else None
-        if isinstance(parsed, dict) and "links" in parsed:
-            evidence["gpu_pairs"] = topo_matrix.gpu_pairs(parsed, indices)
+        matrix = topo["matrix"]
+        if "rows" in matrix:
+            evidence["gpu_pairs"] = gpu_pairs(matrix, indices)
         else:
-            evidence["gpu_pairs"] = unavailable("no parsed nvidia-smi topo -m matrix")
+            evidence["gpu_pairs"] = unavailable(f"no parsed nvidia-smi topo -m matrix: {matrix['unavailable']}")
     else:
         reason = indices.get("unavailable") if isinstance(indices, dict) else "no GPU used by the ranks"
         evidence["nvml"] = unavailable(reason)

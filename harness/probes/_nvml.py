@@ -10,7 +10,8 @@ import threading
 import time
 from typing import Any
 
-from harness.probes._contract import attempt, unavailable, utc_now
+from harness.analysis.device_mapping import nvml_index_by_uuid
+from harness.probes._contract import attempt, describe_exception, unavailable, utc_now
 
 # Clock-event ("throttle") reason bits, from nvml.h (nvmlClocksEventReason*).
 CLOCK_EVENT_REASONS: dict[int, str] = {
@@ -73,6 +74,26 @@ class NvmlSession:
     def handles(self) -> list[Any]:
         count = self.pynvml.nvmlDeviceGetCount()
         return [self.pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+
+
+def handle_by_uuid(nvml: NvmlSession, uuid: str) -> Any:
+    """The NVML handle of the device whose UUID is `uuid` (torch's spelling or NVML's).
+
+    CUDA renumbers devices (CUDA_VISIBLE_DEVICES, fastest-first order), so the UUID is the only
+    safe link between a torch device and an NVML handle; never a guess by position.
+    """
+    if not nvml.ok:
+        return unavailable(nvml.reason or "NVML unavailable")
+    try:
+        handles = nvml.handles()
+        uuids = {}
+        for index, handle in enumerate(handles):
+            found = nvml.pynvml.nvmlDeviceGetUUID(handle)
+            uuids[index] = found.decode() if isinstance(found, bytes) else found
+    except Exception as exc:  # noqa: BLE001 - NVML's own error is the reason
+        return unavailable(describe_exception(exc))
+    index = nvml_index_by_uuid(uuid, uuids)
+    return handles[index] if index is not None else unavailable(f"no NVML device has torch's UUID {uuid!r}")
 
 
 def _nvml_init_reason(exc: Exception) -> str:

@@ -508,7 +508,7 @@ def _pcie_of(topology: dict[str, Any]) -> dict[str, Any]:
     if isinstance(nvml, dict) and nvml.get("devices"):
         # the link's capability: an idle GPU may report a downshifted current generation
         pcie = nvml["devices"][0].get("pcie", {})
-        return {"generation": pcie.get("max_generation"), "width": pcie.get("max_width")}
+        return {"generation": pcie.get("max_gen"), "width": pcie.get("max_width")}
     return {}
 
 

@@ -25,8 +25,9 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import bandwidth as analysis
+from harness.analysis.device_mapping import normalise_uuid
 from harness.probes._contract import ProbeUsageError, attempt, log, probe_main, progress, unavailable
-from harness.probes._nvml import NvmlSession, Sampler, sample
+from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid, sample
 
 NAME = "bandwidth"
 SAFE_FRACTION = 0.5  # three buffers within half of the memory free at start
@@ -217,15 +218,12 @@ def point_record(size_mib: float, elements: int, kernel: str, times: list[float]
 
 def nvml_handle(nvml: NvmlSession, torch: Any, index: int) -> tuple[Any, str]:
     """The NVML handle of torch's device `index`, matched by UUID (CUDA_VISIBLE_DEVICES reorders)."""
-    props = torch.cuda.get_device_properties(index)
-    uuid = getattr(props, "uuid", None)
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
     if uuid is not None:
-        text = str(uuid)
-        text = text if text.startswith("GPU-") else f"GPU-{text}"
-        try:
-            return nvml.pynvml.nvmlDeviceGetHandleByUUID(text), f"by UUID {text}"
-        except Exception as exc:  # noqa: BLE001 - fall back, and say so
-            log(f"bandwidth: NVML has no device with UUID {text} ({exc}); using NVML index {index}")
+        handle = handle_by_uuid(nvml, str(uuid))
+        if not isinstance(handle, dict):
+            return handle, f"by UUID {normalise_uuid(str(uuid))}"
+        log(f"bandwidth: {handle['unavailable']}; using NVML index {index}")
     return nvml.pynvml.nvmlDeviceGetHandleByIndex(index), f"by index {index} (torch gave no UUID NVML knows)"
 
 

@@ -22,7 +22,7 @@ from harness.analysis import gemm_shapes
 from harness.analysis import roofline as analysis
 from harness.probes._contract import (ProbeUsageError, attempt, describe_exception, log, probe_main,
                                       progress, unavailable, utc_now)
-from harness.probes._nvml import NvmlSession, Sampler
+from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid
 
 NAME = "roofline"
 DTYPES = tuple(analysis.DTYPE_WIDTHS)
@@ -126,7 +126,7 @@ def gpu_facts(torch: Any, nvml: NvmlSession, index: int) -> tuple[dict[str, Any]
         "cache_mib": props.L2_cache_size / 2**20, "memory_free_mib": free / 2**20,
         "memory_total_mib": total / 2**20,
     }
-    handle = nvml_handle(nvml, str(getattr(props, "uuid", "")))
+    handle = handle_by_uuid(nvml, str(getattr(props, "uuid", "")))
     if isinstance(handle, dict):
         facts.update(max_sm_clock_mhz=handle, sku_id=None, sku_evidence=handle["unavailable"])
         return facts, None
@@ -142,22 +142,6 @@ def gpu_facts(torch: Any, nvml: NvmlSession, index: int) -> tuple[dict[str, Any]
                                power / 1000 if isinstance(power, int) else None)
     facts.update(sku_id=found.sku_id, sku_evidence=found.evidence)
     return facts, handle
-
-
-def nvml_handle(nvml: NvmlSession, torch_uuid: str) -> Any:
-    """The NVML handle whose UUID is torch's device UUID; never a guess by position."""
-    if not nvml.ok:
-        return unavailable(nvml.reason or "NVML unavailable")
-    want = torch_uuid.lower().removeprefix("gpu-")
-    try:
-        for handle in nvml.handles():
-            uuid = nvml.pynvml.nvmlDeviceGetUUID(handle)
-            uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-            if want and uuid.lower().removeprefix("gpu-") == want:
-                return handle
-    except Exception as exc:  # noqa: BLE001
-        return unavailable(describe_exception(exc))
-    return unavailable(f"no NVML device has torch's UUID {torch_uuid!r}")
 
 
 def gpu_roofs(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]:
