@@ -42,6 +42,7 @@ class RunOptions:
     name: str | None = None
     runner_choice: str = "auto"
     skip: tuple[str, ...] = ()
+    runner_options: tuple[tuple[str, str], ...] = ()  # e.g. (("--image", "cuda"),): recorded to reproduce
 
 
 def probe_missing(runner: Runner, probe: str) -> str | None:
@@ -220,7 +221,8 @@ def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence
         steps = run_steps(plan, runner, display, options.skip)
     return RunRecord(steps=steps, runner={"name": runner.name, "why": runner_why},
                      tool=provenance.tool_info(), host=host,
-                     options={"runner": options.runner_choice, "skip": sorted(options.skip)},
+                     options={"runner": options.runner_choice, "skip": sorted(options.skip),
+                              "runner_options": [list(pair) for pair in options.runner_options]},
                      started_at=started, finished_at=utc_now())
 
 

@@ -47,6 +47,9 @@ def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
                             help="where probes run (default: auto; the bundle records which ran and why)")
 
 
+RUNNER_FLAGS = (("--image", "image"), ("--gpus", "gpus"), ("--container-memory", "container_memory"))
+
+
 def runner_for(args: argparse.Namespace):
     return select_runner(args.runner, image=getattr(args, "image", None), gpus=getattr(args, "gpus", None),
                          mem_limit=getattr(args, "container_memory", None))
@@ -68,8 +71,10 @@ def handle(args: argparse.Namespace) -> int:
     key, note = signing_key_for_run(args.key)
     if note:
         print(note, file=sys.stderr)
+    extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
+                  if getattr(args, attr, None) is not None)
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
-                         skip=tuple(args.skip))
+                         skip=tuple(args.skip), runner_options=extra)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
     try:
         path = run_dossier(options, runner, why, key)

@@ -40,6 +40,8 @@ def command_line(entry: dict[str, Any]) -> str | None:
 def dossier_command(commands: dict[str, Any]) -> str:
     options = commands.get("options") or {}
     argv = ["dossier", "run", "--runner", str(options.get("runner", "auto"))]
+    for flag, value in options.get("runner_options") or []:
+        argv += [flag, value]
     for step in options.get("skip") or []:
         argv += ["--skip", step]
     return shlex.join(argv)
