@@ -12,7 +12,6 @@ import importlib
 import importlib.util
 import multiprocessing
 import os
-import pickle
 import tempfile
 from collections.abc import Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -38,7 +37,10 @@ def plot_module_name(plots: str) -> tuple[str | None, str | None]:
 
 def render_step_plots(module_name: str, plots: str, step: str, document: Mapping[str, Any]) -> Rendered:
     """Call MODULE.render(document, path) in a fresh folder; members plots/STEP/<relative name>."""
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:  # e.g. matplotlib absent on this host: no plots, measurements kept
+        return {}, f"cannot import harness/plots/{plots}.py: {type(exc).__name__}: {exc}"
     with tempfile.TemporaryDirectory(prefix="dossier-plots-") as tmp:
         out_dir = Path(tmp).resolve()
         # render() gets a path inside a fresh folder: used as a file stem (STEM.png, STEM.svg)
@@ -117,6 +119,6 @@ class BackgroundPlots:
         if step in self._pending:
             try:
                 self._done[step] = self._pending.pop(step).result()
-            except (BrokenProcessPool, OSError, EOFError, pickle.PicklingError):
+            except Exception:  # noqa: BLE001 - the worker died or could not start: render inline
                 return None
         return self._done.get(step)

@@ -94,3 +94,10 @@ def test_diff_against_itself_and_another_run(dossier, tmp_path, capsys):
     comparison = json.loads(capsys.readouterr().out)
     assert all(f["same"] for f in comparison["fields"])
     assert all(m["ratio"] in (1.0, None) for m in comparison["metrics"])
+
+
+def test_no_private_key_and_no_secret_environment_in_the_bundle(dossier, monkeypatch):
+    files = read_all(dossier["path"])
+    assert not any(b"PRIVATE KEY" in data for data in files.values())
+    environment = json.loads(files["environment.json"])["host"]["environment"]
+    assert not any("TOKEN" in name or "SECRET" in name or name == "DOSSIER_KEY" for name in environment)

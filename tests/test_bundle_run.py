@@ -149,3 +149,16 @@ def test_independent_step_prepared_early_records_its_failure_and_the_run_goes_on
     early, fails = record.steps
     assert early.status == "failed" and "offline" in early.why and early.run is None
     assert fails.status == "failed" and fails.run.exit_code == 3
+
+
+def test_a_plot_module_that_cannot_import_leaves_a_note_not_a_crash(recorded, monkeypatch, tmp_path):
+    import dataclasses
+    from harness.plotting import render_step_plots
+    monkeypatch.setitem(sys.modules, "tests_broken_plots", None)  # importing it raises ImportError
+    files, note = render_step_plots("tests_broken_plots", "tick", "tick", {})
+    assert files == {} and "cannot import harness/plots/tick.py" in note
+    key, _ = make_key(tmp_path / "k")
+    tick = next(s for s in recorded.steps if s.step == "tick")
+    noted = dataclasses.replace(recorded, steps=(dataclasses.replace(tick, plot_files={}, plot_note=note),))
+    commands = json.loads(read_all(_write(noted, key, tmp_path))["commands.json"])
+    assert commands["steps"][0]["plot_note"] == note and commands["steps"][0]["plots"] == []
