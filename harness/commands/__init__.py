@@ -3,6 +3,6 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import bandwidth, health, health_diff
+from harness.commands import bandwidth, diff, health, health_diff, keygen, report, run, verify
 
-COMMANDS = [health, health_diff, bandwidth]
+COMMANDS = [run, health, health_diff, bandwidth, verify, diff, report, keygen]

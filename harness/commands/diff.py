@@ -1,0 +1,54 @@
+"""`dossier diff A B`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from harness.bundle.read import UnsafeBundle, read_all
+from harness.bundle.view import BundleFormatError, BundleView
+from harness.diff import compare, text_lines
+from harness.errors import CheckFailed, UsageError
+from harness.signing.keys import load_public
+from harness.verify import verify_bundle
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "diff", help="hardware, software and metric differences between two bundles",
+        description="Compare bundle B against bundle A: hardware and software fields side by side, and "
+                    "each measured figure as the ratio B/A with each side's spread. With --key (one for "
+                    "both) or --key-a/--key-b, each bundle is verified first and refused if it fails.")
+    parser.add_argument("a", type=Path, help="your bundle (the reference)")
+    parser.add_argument("b", type=Path, help="the bundle to compare")
+    parser.add_argument("--key", type=Path, help="public key that signed both bundles")
+    parser.add_argument("--key-a", type=Path, help="public key for A")
+    parser.add_argument("--key-b", type=Path, help="public key for B")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.set_defaults(func=handle)
+
+
+def load_view(path: Path) -> BundleView:
+    try:
+        return BundleView.from_files(read_all(path))
+    except FileNotFoundError:
+        raise UsageError(f"{path} does not exist") from None
+    except (UnsafeBundle, BundleFormatError) as exc:
+        raise UsageError(f"{path} is not a readable dossier bundle: {exc}") from exc
+
+
+def handle(args: argparse.Namespace) -> int:
+    for path, key in ((args.a, args.key_a or args.key), (args.b, args.key_b or args.key)):
+        if key is not None:
+            result = verify_bundle(path, load_public(key))
+            if not result.ok:
+                raise CheckFailed(f"{path} fails verification ({len(result.failures)} check(s)); "
+                                  f"first: {result.failures[0].line()}",
+                                  hint=f"run `dossier verify {path} --key {key}` for every failure")
+    comparison = compare(load_view(args.a), load_view(args.b))
+    if args.json:
+        print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, default=str))
+    else:
+        print("\n".join(text_lines(comparison, str(args.a), str(args.b))))
+    return 0

@@ -1,0 +1,80 @@
+"""`dossier run`: every lab step as its own probe process, then one signed bundle (what `make dossier` calls)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from harness.bundle.layout import SUFFIX
+from harness.commands import _probe
+from harness.dossier import RunOptions, run_dossier
+from harness.errors import UsageError
+from harness.runners.select import RUNNER_CHOICES, select_runner
+from harness.signing.keys import signing_key_for_run
+from harness.steps import step_ids
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "run", help="run every lab step and write a signed bundle (what `make dossier` calls)",
+        description="Run the lab's steps in order (health at idle, bandwidth sweep and repeats, roofline, "
+                    "precision, all-reduce, health under load, idle/load diff), each as its own probe "
+                    "process. A failed step is recorded and the run goes on; a step this build cannot run "
+                    "is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed with your key, and "
+                    "prints its path. Ctrl-C leaves no bundle behind.")
+    parser.add_argument("--output-dir", type=Path, default=Path("bundles"),
+                        help="where the bundle goes (default: bundles)")
+    parser.add_argument("--name", help="bundle file name without .tar.gz (default: dossier-HOST-TIMESTAMP)")
+    parser.add_argument("--key", type=Path, default=None,
+                        help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
+                             "~/.config/rig-dossier/dossier.key, made on first use)")
+    add_runner_arguments(parser)
+    parser.add_argument("--skip", action="append", default=[], metavar="STEP",
+                        help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
+    parser.set_defaults(func=handle)
+
+
+def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
+    """--runner (and, when the container runner is in this build, its options): shared with the
+    single-probe commands through harness.commands._probe when it offers them."""
+    shared = getattr(_probe, "add_runner_options", None)
+    if shared is not None:
+        shared(parser)
+    else:
+        parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
+                            help="where probes run (default: auto; the bundle records which ran and why)")
+
+
+def runner_for(args: argparse.Namespace):
+    return select_runner(args.runner, image=getattr(args, "image", None), gpus=getattr(args, "gpus", None),
+                         mem_limit=getattr(args, "container_memory", None))
+
+
+def _terminate_as_interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def handle(args: argparse.Namespace) -> int:
+    unknown = sorted(set(args.skip) - set(step_ids()))
+    if unknown:
+        raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids())}")
+    if args.name:
+        destination = args.output_dir / (args.name if args.name.endswith(SUFFIX) else args.name + SUFFIX)
+        if destination.exists():  # say so before spending minutes on probes
+            raise UsageError(f"{destination} already exists", hint="choose another --name")
+    runner, why = runner_for(args)
+    key, note = signing_key_for_run(args.key)
+    if note:
+        print(note, file=sys.stderr)
+    options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
+                         skip=tuple(args.skip))
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
+    try:
+        path = run_dossier(options, runner, why, key)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
+    print(path)
+    return 0

@@ -1,0 +1,59 @@
+"""What a dossier run recorded: one StepRecord per lab step, one RunRecord for the run.
+
+These are the inputs of bundle assembly: the same records always give the same bundle bytes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.runners.interface import ProbeRun
+
+COMPLETED, FAILED, NOT_RUN = "completed", "failed", "not_run"
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One step's outcome: completed (document), failed (why, raw output) or not run (why)."""
+
+    step: str
+    title: str
+    lab_step: str
+    kind: str  # "probe" or "host"
+    status: str
+    schema: str
+    probe: str | None = None
+    analysis: str | None = None
+    plots: str | None = None
+    why: str | None = None
+    run: ProbeRun | None = None
+    document: Mapping[str, Any] | None = None
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    checkpoint: Mapping[str, Any] | None = None
+    schema_violations: tuple[str, ...] = ()
+    needs: tuple[str, ...] = ()
+    function: str | None = None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything a bundle is made from."""
+
+    steps: tuple[StepRecord, ...]
+    runner: Mapping[str, Any]  # {"name", "why"}
+    tool: Mapping[str, Any]
+    host: Mapping[str, Any]
+    options: Mapping[str, Any]  # the `dossier run` options that shape the run
+    started_at: str
+    finished_at: str
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def duration_s(started_at: str, finished_at: str) -> float:
+    return round((parse_timestamp(finished_at) - parse_timestamp(started_at)).total_seconds(), 6)

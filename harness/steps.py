@@ -1,0 +1,199 @@
+"""The lab's steps as data: what `dossier run` runs, in order, and how each gets its arguments.
+
+A probe step runs `python -m harness.probes.PROBE ARGS` through the runner; a host step computes
+a document on the host from earlier documents. A step whose arguments need an earlier result
+that is missing raises NotReady and is recorded as not run, with why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import statistics
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import DossierError
+
+
+class NotReady(Exception):
+    """The step cannot run: something it needs does not exist yet (the message says what)."""
+
+
+class StepSetupFailed(Exception):
+    """Preparing the step failed for a real reason (e.g. the checkpoint could not be fetched)."""
+
+
+@dataclass(frozen=True)
+class StepArgs:
+    """A probe's arguments, the inputs they came from, and checkpoint provenance if any."""
+
+    args: tuple[str, ...] = ()
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    checkpoint: Mapping[str, Any] | None = None
+    mounts: tuple[str, ...] = ()  # host paths a container runner must mount read-only
+
+
+def analysis_module(name: str):
+    """harness.analysis.NAME, or NotReady when it is not in this build."""
+    try:
+        return importlib.import_module(f"harness.analysis.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name in (f"harness.analysis.{name}",):
+            raise NotReady(f"harness/analysis/{name}.py is not in this build") from exc
+        raise
+
+
+class RunState:
+    """The documents completed so far, by step, and their recomputed headline figures."""
+
+    def __init__(self) -> None:
+        self.documents: dict[str, dict[str, Any]] = {}
+        self.analysis_names: dict[str, str] = {}
+
+    def add(self, step: str, document: dict[str, Any], analysis: str | None) -> None:
+        self.documents[step] = document
+        if analysis:
+            self.analysis_names[step] = analysis
+
+    def document(self, step: str, why_needed: str) -> dict[str, Any]:
+        if step not in self.documents:
+            raise NotReady(f"needs {why_needed} from the {step} step, which did not complete")
+        return self.documents[step]
+
+    def headlines(self, step: str, why_needed: str) -> dict[str, Any]:
+        document = self.document(step, why_needed)
+        return analysis_module(self.analysis_names.get(step, step)).headlines(document)
+
+
+@dataclass(frozen=True)
+class ProbeStep:
+    step: str  # the step's id: raw/STEP.json, logs/STEP.*, plots/STEP/
+    probe: str  # module name under the runner's probe package
+    title: str
+    lab_step: str
+    schema: str
+    analysis: str | None
+    plots: str | None
+    timeout_s: float
+    arguments: Callable[[RunState], StepArgs] = lambda state: StepArgs()
+
+    kind = "probe"
+
+
+@dataclass(frozen=True)
+class HostStep:
+    step: str
+    title: str
+    lab_step: str
+    schema: str
+    needs: tuple[str, ...]
+    function: str  # "module:function", called with the needed documents in order
+    analysis: str | None = None
+    plots: str | None = None
+
+    kind = "host"
+
+    def compute(self, state: RunState) -> dict[str, Any]:
+        documents = [state.document(need, f"the {need} document") for need in self.needs]
+        module_name, function_name = self.function.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                raise NotReady(f"{module_name.replace('.', '/')}.py is not in this build") from exc
+            raise
+        return getattr(module, function_name)(*documents)
+
+
+Step = ProbeStep | HostStep
+
+
+def sustained_bandwidth_gbps(state: RunState) -> float:
+    """The sustained median the roofline is fed: the median of the three repeat medians."""
+    figures = state.headlines("bandwidth", "the sustained bandwidth median")
+    if isinstance(figures.get("repeat_median_gbps"), (int, float)):
+        return float(figures["repeat_median_gbps"])
+    medians = figures.get("repeat_medians_gbps") or []
+    if not medians:
+        raise NotReady("the bandwidth step recorded no repeat medians")
+    return float(statistics.median(medians))
+
+
+def measured_device(state: RunState) -> str:
+    return str(state.headlines("bandwidth", "the device the bandwidth ran on").get("device", "cpu"))
+
+
+def roofline_arguments(state: RunState) -> StepArgs:
+    bandwidth = sustained_bandwidth_gbps(state)
+    device = measured_device(state)
+    dtype = "bf16" if device == "cuda" else "fp32"
+    return StepArgs(("--bandwidth-gbps", f"{bandwidth:.6g}", "--dtype", dtype),
+                    inputs={"bandwidth_gbps": bandwidth,
+                            "bandwidth_from": "median of the bandwidth step's three repeat medians",
+                            "dtype_from": f"bandwidth ran on {device}: "
+                                          + ("bf16 tensor cores" if dtype == "bf16" else "fp32 on the CPU")})
+
+
+def precision_arguments(state: RunState) -> StepArgs:
+    try:
+        module = importlib.import_module("harness.commands.precision")
+    except ModuleNotFoundError as exc:
+        if exc.name == "harness.commands.precision":
+            raise NotReady("harness/commands/precision.py (checkpoint resolution) is not in this build") from exc
+        raise
+    try:
+        probe_args, provenance = module.probe_args_for(None, [])
+    except DossierError as exc:
+        raise StepSetupFailed(f"could not resolve the default checkpoint: {exc.diagnostics()}") from exc
+    probe_args = [str(a) for a in probe_args]
+    files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
+    return StepArgs(tuple(probe_args), inputs={"checkpoint_from": "the default checkpoint"},
+                    checkpoint=dict(provenance), mounts=files)
+
+
+def gpu_count(state: RunState) -> tuple[int, str]:
+    """How many GPUs the probes saw, and from which document."""
+    if "health" in state.documents:
+        count = state.headlines("health", "the device count").get("device_count")
+        if isinstance(count, int):
+            return count, f"health found {count} device(s)"
+    if "bandwidth" in state.documents:
+        device = measured_device(state)
+        return (1 if device == "cuda" else 0), f"bandwidth ran on {device}"
+    return 0, "neither health nor bandwidth completed, so no GPU is assumed"
+
+
+def allreduce_arguments(state: RunState) -> StepArgs:
+    count, evidence = gpu_count(state)
+    if count >= 1:
+        return StepArgs(("--backend", "nccl"), inputs={"backend_from": evidence})
+    return StepArgs(("--backend", "gloo", "--world-size", "2"),
+                    inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"})
+
+
+LAB_PLAN: tuple[Step, ...] = (
+    ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)",
+              schema="health", analysis="health", plots="health", timeout_s=300),
+    ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
+              schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
+              arguments=lambda state: StepArgs(("--repeats", "3"))),
+    ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)",
+              schema="roofline", analysis="roofline", plots="roofline", timeout_s=900,
+              arguments=roofline_arguments),
+    ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
+              schema="precision", analysis="precision", plots="precision", timeout_s=900,
+              arguments=precision_arguments),
+    ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
+              schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
+              arguments=allreduce_arguments),
+    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)",
+              schema="health", analysis="health", plots="health", timeout_s=300,
+              arguments=lambda state: StepArgs(("--under-load", "8"))),
+    HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
+             needs=("health", "health-load"), function="harness.analysis.health_diff:diff"),
+)
+
+
+def step_ids(plan: tuple[Step, ...] = LAB_PLAN) -> list[str]:
+    return [s.step for s in plan]

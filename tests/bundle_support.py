@@ -1,0 +1,55 @@
+"""Shared by the bundle tests: keys, the test-only plan, bundles read back and rewritten."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from harness.assemble import sign_files
+from harness.bundle import layout
+from harness.bundle.read import read_all
+from harness.bundle.write import archive_bytes
+from harness.display import RunDisplay
+from harness.dossier import RunOptions, collect
+from harness.runners.local import LocalRunner
+from harness.signing.keys import generate, load_private
+from tests.bundle_probes import plan as test_plan
+from tests.bundle_probes import tick_analysis, tick_plots
+
+
+def make_key(directory: Path):
+    private, public = generate(directory)
+    return load_private(private), public
+
+
+def quiet_display(steps: int) -> RunDisplay:
+    return RunDisplay(steps, console=Console(file=io.StringIO(), force_terminal=False))
+
+
+@pytest.fixture
+def tick_modules(monkeypatch):
+    """harness.analysis.tick and harness.plots.tick, test-only, for the tick probe."""
+    monkeypatch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
+    monkeypatch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+
+
+def collect_test_plan(tmp: Path, plan=test_plan.PLAN):
+    runner = LocalRunner(package=test_plan.PACKAGE)
+    return collect(RunOptions(output_dir=tmp), runner, "tests: the test-only probe package", plan,
+                   display=quiet_display(len(plan)))
+
+
+def rewrite(path: Path, out: Path, edit=None, resign_with=None) -> Path:
+    """Read a bundle back, apply EDIT(files) and write it again, re-signed only if asked."""
+    files = read_all(path)
+    if edit:
+        edit(files)
+    if resign_with is not None:
+        files.pop(layout.ATTESTATION, None)
+        files[layout.ATTESTATION] = sign_files(files, resign_with)
+    out.write_bytes(archive_bytes(files))
+    return out

@@ -1,0 +1,130 @@
+"""Running a plan into a bundle: outcomes recorded, deterministic bytes, nothing half-written."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import dossier
+from harness.assemble import assemble
+from harness.bundle.read import read_all
+from harness.dossier import RunOptions, bundle_path, run_dossier
+from harness.runners.local import LocalRunner
+from harness.verify import verify_bundle
+from tests.bundle_probes import plan as test_plan
+from tests.bundle_support import collect_test_plan, make_key, quiet_display, tick_modules  # noqa: F401
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def recorded(tmp_path, tick_modules):  # noqa: F811
+    return collect_test_plan(tmp_path)
+
+
+def test_each_outcome_is_recorded_and_the_run_goes_on(recorded):
+    status = {s.step: s.status for s in recorded.steps}
+    assert status == {"tick": "completed", "fails": "failed", "tock": "completed",
+                      "orphan": "not_run", "absent": "not_run"}
+    by_step = {s.step: s for s in recorded.steps}
+    assert by_step["fails"].run.exit_code == 3 and "exited with code 3" in by_step["fails"].why
+    assert "needs the failed step's output from the fails step" in by_step["orphan"].why
+    assert "no_such_probe.py is not in this build" in by_step["absent"].why
+    assert by_step["tock"].run.argv[-2:] == ("--label", "after-tick")
+
+
+def test_bundle_holds_raw_output_logs_plots_and_commands(recorded, tmp_path):
+    key, _ = make_key(tmp_path / "k")
+    files = read_all(_write(recorded, key, tmp_path))
+    assert json.loads(files["raw/tick.json"])["probe"] == "tick"
+    assert files["logs/fails.stdout.txt"] == b'{"partial": \n'
+    assert b"the device went away" in files["logs/fails.stderr.txt"]
+    assert b"##progress" in files["logs/tick.stderr.txt"]
+    assert {"plots/tick/tick.png", "plots/tick/tick.svg"} <= set(files)
+    commands = json.loads(files["commands.json"])
+    fails = next(s for s in commands["steps"] if s["step"] == "fails")
+    assert fails["exit_code"] == 3 and "device went away" in fails["stderr_tail"]
+    assert fails["stdout"] == "logs/fails.stdout.txt" and fails["output"] is None
+    report = files["report.md"].decode()
+    assert "| 2 | fails | test | failed | 3 |" in report
+    assert "![plots/tick/tick.png](plots/tick/tick.png)" not in report  # not a lab criterion's step
+    assert "mean_mib_per_s:" in report and "MiB/s" in report
+
+
+def test_same_records_give_byte_identical_bundles(recorded, tmp_path):
+    key, _ = make_key(tmp_path / "k")
+    assert assemble(recorded, key) == assemble(recorded, key)
+
+
+def _write(recorded, key, tmp_path):
+    from harness.bundle.write import write_atomically
+    return write_atomically(assemble(recorded, key), tmp_path / "out" / "b.tar.gz")
+
+
+def test_a_crash_while_assembling_or_writing_leaves_no_bundle(tmp_path, monkeypatch, tick_modules):  # noqa: F811
+    key, _ = make_key(tmp_path / "k")
+    options = RunOptions(output_dir=tmp_path / "out", name="crashed")
+    runner = LocalRunner(package=test_plan.PACKAGE)
+    plan = test_plan.PLAN[:1]
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("simulated crash while signing")
+    monkeypatch.setattr(dossier, "assemble", boom)
+    with pytest.raises(RuntimeError):
+        run_dossier(options, runner, "test", key, plan, display=quiet_display(1))
+    monkeypatch.undo()
+    monkeypatch.setattr(os, "link", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        run_dossier(options, runner, "test", key, plan, display=quiet_display(1))
+    assert list((tmp_path / "out").iterdir()) == []  # neither the bundle nor a temporary
+
+
+INTERRUPTED_RUN = """
+import sys
+from pathlib import Path
+from harness.dossier import RunOptions, run_dossier
+from harness.runners.local import LocalRunner
+from harness.signing.keys import load_private
+from tests.bundle_probes.plan import PACKAGE, SLOW_PLAN
+try:
+    run_dossier(RunOptions(Path(sys.argv[1]), name="interrupted"), LocalRunner(package=PACKAGE), "test",
+                load_private(Path(sys.argv[2])), SLOW_PLAN)
+except KeyboardInterrupt:
+    raise SystemExit(130)
+"""
+
+
+def test_sigint_during_a_run_leaves_no_bundle_and_stops_the_probe(tmp_path):
+    key, _ = make_key(tmp_path / "k")
+    out, pidfile = tmp_path / "out", tmp_path / "probe.pid"
+    env = dict(os.environ, DOSSIER_TEST_PIDFILE=str(pidfile), PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, str(out), str(key.path)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not pidfile.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+        time.sleep(0.05)
+    probe_pid = int(pidfile.read_text())
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr.decode()
+    assert not out.exists() or list(out.iterdir()) == []
+    with pytest.raises(ProcessLookupError):
+        os.kill(probe_pid, 0)
+
+
+def test_bundle_name_defaults_to_host_and_time(recorded, tmp_path):
+    path = bundle_path(RunOptions(output_dir=tmp_path), recorded)
+    assert path.parent == tmp_path and path.name.startswith("dossier-") and path.name.endswith("Z.tar.gz")
+
+
+def test_test_plan_bundle_verifies(recorded, tmp_path):
+    key, public = make_key(tmp_path / "k")
+    from harness.signing.keys import load_public
+    result = verify_bundle(_write(recorded, key, tmp_path), load_public(public))
+    assert result.ok, [c.line() for c in result.failures]

@@ -1,0 +1,68 @@
+"""Keys, keyids, DSSE PAE and envelopes."""
+
+import base64
+import hashlib
+import stat
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from harness.cli import main
+from harness.errors import UsageError
+from harness.signing import dsse
+from harness.signing.keys import generate, keyid, load_private, load_public, signing_key_for_run
+
+
+def test_pae_matches_the_dsse_spec_example():
+    # protocol.md test vector: type "http://example.com/HelloWorld", body "hello world"
+    assert dsse.pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world")
+
+
+def test_keygen_writes_0600_private_key_and_keyid_is_sha256_of_der(tmp_path, capsys):
+    assert main(["keygen", "--out", str(tmp_path)]) == 0
+    private = tmp_path / "dossier.key"
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    public = load_public(tmp_path / "dossier.pub")
+    der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    assert keyid(public) == hashlib.sha256(der).hexdigest()
+    assert capsys.readouterr().out.strip() == f"keyid {keyid(public)}"
+    assert main(["keygen", "--out", str(tmp_path)]) == 2  # never overwrites silently
+
+
+def test_envelope_round_trip_and_rejections(tmp_path):
+    key = load_private(generate(tmp_path / "a")[0])
+    other = load_private(generate(tmp_path / "b")[0])
+    envelope = dsse.sign(b'{"x": 1}', dsse.IN_TOTO_PAYLOAD_TYPE, key)
+    assert envelope["signatures"][0]["keyid"] == key.keyid
+    assert dsse.verify(envelope, key.public) == b'{"x": 1}'
+    with pytest.raises(dsse.EnvelopeError, match="no signature verifies"):
+        dsse.verify(envelope, other.public)
+    tampered = dict(envelope, payload=base64.b64encode(b'{"x": 2}').decode())
+    with pytest.raises(dsse.EnvelopeError):
+        dsse.verify(tampered, key.public)
+    retyped = dict(envelope, payloadType="application/json")
+    with pytest.raises(dsse.EnvelopeError, match="payloadType"):
+        dsse.verify(retyped, key.public)
+
+
+def test_signing_is_deterministic(tmp_path):
+    key = load_private(generate(tmp_path)[0])
+    assert dsse.sign(b"same", "t", key) == dsse.sign(b"same", "t", key)
+
+
+def test_run_makes_a_key_on_first_use_and_says_where(tmp_path, monkeypatch):
+    monkeypatch.setenv("DOSSIER_KEY", str(tmp_path / "cfg" / "dossier.key"))
+    key, note = signing_key_for_run(None)
+    assert key.path == tmp_path / "cfg" / "dossier.key" and "made a new signing key" in note
+    assert stat.S_IMODE(key.path.stat().st_mode) == 0o600
+    again, note = signing_key_for_run(None)
+    assert again.keyid == key.keyid and note is None
+    with pytest.raises(Exception, match="cannot read the signing key"):
+        signing_key_for_run(tmp_path / "missing.key")
+
+
+def test_a_public_key_is_not_a_signing_key(tmp_path):
+    _, public = generate(tmp_path)
+    with pytest.raises(UsageError):
+        load_private(public)
