@@ -3,6 +3,7 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import bandwidth, diff, health, health_diff, keygen, report, run, verify
+from harness.commands import (accept, bandwidth, diff, health, health_diff, keygen, report, run, verify,
+                              verify_acceptance)
 
-COMMANDS = [run, health, health_diff, bandwidth, verify, diff, report, keygen]
+COMMANDS = [run, health, health_diff, bandwidth, verify, diff, report, keygen, accept, verify_acceptance]
