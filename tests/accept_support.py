@@ -12,10 +12,11 @@ Fail paths change one recorded fact each and rebuild the document through the sa
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
-import statistics
+import os
+import sys
+import types
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -34,7 +35,8 @@ from harness.runners.local import LocalRunner
 from harness.steps import LAB_PLAN, HostStep, ProbeStep, StepArgs
 from tests.bandwidth_fixtures import h200_copy_sweep
 from tests.bundle_support import quiet_display
-from tests.h200_capture import recorded_pair
+from tests.h200_capture import document as health_document
+from tests.h200_capture import nvidia_smi_xml
 
 H200_L2_BYTES = 60 * 2**20  # torch L2_cache_size on the lent H200 (h200-baseline.md)
 H200_MEMORY_MIB = 143771.0  # NVML total on the lent H200 (nvidia-smi-query.csv)
@@ -57,13 +59,14 @@ def _point(size_mib: float, gbps: float) -> dict[str, Any]:
                                         H200_L2_BYTES, H200_LAUNCH_FLOOR_S)
 
 
-def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0),
+def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), scale: float = 1.0,
                    sku_id: str = "h200-sxm-141gb") -> dict[str, Any]:
     """bandwidth.json for the H200 from the baseline's copy sweep, built by the probe's own code.
 
-    REPEAT_SCALE multiplies each repeat's recorded GB/s (a fail path slows one repeat).
+    REPEAT_SCALE multiplies each repeat's recorded GB/s (a fail path slows one repeat); SCALE every
+    figure (a fail path: a card slower than the known-good one).
     """
-    sweep_values = dict(h200_copy_sweep())
+    sweep_values = {size: gbps * scale for size, gbps in h200_copy_sweep()}
     sweep = [_point(size, gbps) for size, gbps in sorted(sweep_values.items())]
     runs = [_point(size, sweep_values[size] * scale) for size, scale in zip(H200_REPEAT_SIZES_MIB, repeat_scale)]
     medians = [r["median_gbps"] for r in runs]
@@ -93,9 +96,72 @@ def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0),
             "finished_at": FINISHED, "argv": ["--repeats", "3"], **document}
 
 
-def h200_health() -> tuple[dict[str, Any], dict[str, Any]]:
-    """(idle, under load) health.json from the nvidia-smi -q captures (GEMM load, SW power cap)."""
-    return recorded_pair("nvidia-smi-q")
+def h200_health(edit_idle=None, edit_load=None, load_pids=None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(idle, under load) health.json from the nvidia-smi -q captures (bf16 GEMM load, SW power cap).
+
+    EDIT_IDLE / EDIT_LOAD change recorded NVML answers (a fail path changes one fact) before the
+    probe's own code builds the document, so its contracts and SKU stay consistent. LOAD_PIDS
+    declares which pids the harness started (default: the pid NVML recorded for the load).
+    """
+    idle, load = nvidia_smi_xml("nvidia-smi-q.idle.xml"), nvidia_smi_xml("nvidia-smi-q.load.xml")
+    for nvml, edit in ((idle, edit_idle), (load, edit_load)):
+        if edit:
+            edit(nvml.answers)
+    recorded = [p.pid for p in load.answers["nvmlDeviceGetComputeRunningProcesses"]]
+    pids = recorded if load_pids is None else load_pids
+    return health_document(idle, [os.getpid()]), health_document(load, pids, "under_load", load_pids=pids)
+
+
+def by_args(answers: dict[str, Any], call: str, args: tuple, value: Any) -> None:
+    """Replace one recorded answer of a call that depends on its arguments."""
+    table = type(answers[call])(answers[call])
+    table[args] = value
+    answers[call] = table
+
+
+# --- test-only stand-ins for analysis modules on other branches -----------------------------
+
+def standin_roofline() -> types.ModuleType:
+    """harness.analysis.roofline's headline keys (the brief's), recomputed from timed GEMMs.
+
+    Used until the roofline branch lands; a document carries `measurements` [{shape, flop, median_s}].
+    """
+    module = types.ModuleType("harness.analysis.roofline")
+
+    def headlines(document):
+        rates = [(m["flop"] / m["median_s"] / 1e12, m["shape"]) for m in document["measurements"]]
+        best = max(rates) if rates else (None, None)
+        return {"device": document["device"], "dtype": document["dtype"], "best_tflops": best[0],
+                "best_shape": best[1], "classifications": {}, "all_explained": True}
+
+    module.headlines, module.discrepancies = headlines, lambda document: []
+    return module
+
+
+def standin_allreduce() -> types.ModuleType:
+    """harness.analysis.allreduce's headline keys (the brief's): curves -> busbw_at_max_gbps."""
+    module = types.ModuleType("harness.analysis.allreduce")
+
+    def headlines(document):
+        curves = {name: {"busbw_at_max_gbps": value} for name, value in document["busbw_at_max_gbps"].items()}
+        return {"backend": document["backend"], "world_size": document["world_size"], "curves": curves,
+                "limitations": [item["what"] for item in document["limitations"]]}
+
+    module.headlines, module.discrepancies = headlines, lambda document: []
+    return module
+
+
+def install_standins(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "harness.analysis.roofline", standin_roofline())
+    monkeypatch.setitem(sys.modules, "harness.analysis.allreduce", standin_allreduce())
+
+
+def roofline_document(dtype: str, tflops: float, shape=(4096, 4096, 8192)) -> dict[str, Any]:
+    """A GEMM timed at TFLOPS on SHAPE (the baseline's mamf-finder best shapes)."""
+    m, n, k = shape
+    flop = 2 * m * n * k
+    return {"probe": "roofline", "device": "cuda", "dtype": dtype, "argv": ["--dtype", dtype],
+            "measurements": [{"shape": f"{m}x{n}x{k}", "flop": flop, "median_s": flop / (tflops * 1e12)}]}
 
 
 # --- records and bundles --------------------------------------------------------------------
@@ -139,8 +205,8 @@ def record(documents: dict[str, dict[str, Any]]) -> RunRecord:
                      started_at=STARTED, finished_at=FINISHED)
 
 
-def h200_documents() -> dict[str, dict[str, Any]]:
-    idle, load = h200_health()
+def h200_documents(**health_edits) -> dict[str, dict[str, Any]]:
+    idle, load = h200_health(**health_edits)
     return {"health": idle, "bandwidth": h200_bandwidth(), "health-load": load}
 
 
@@ -164,15 +230,9 @@ def small_cpu_plan() -> tuple:
 def cpu_dossier(path: Path, key) -> Path:
     plan = small_cpu_plan()
     runner = LocalRunner()
+    path.parent.mkdir(parents=True, exist_ok=True)
     rec = collect(RunOptions(output_dir=path.parent), runner, "tests: this machine's CPU", plan,
                   display=quiet_display(len(plan)))
     path.write_bytes(assemble(rec, key))
     return path
 
-
-def deep(document: dict[str, Any]) -> dict[str, Any]:
-    return copy.deepcopy(document)
-
-
-def median(values) -> float:
-    return statistics.median(values)
