@@ -82,9 +82,20 @@ def _read_exact(stream: BinaryIO, size: int) -> bytes:
     return data
 
 
-def _skip(stream: BinaryIO, size: int) -> None:
+def _chunks(stream: BinaryIO, size: int, buffer: bytearray) -> Iterator[memoryview]:
+    """SIZE bytes of STREAM as views into one reused BUFFER (no allocation per chunk)."""
+    view = memoryview(buffer)
     while size > 0:
-        size -= len(_read_exact(stream, min(size, CHUNK)))
+        got = stream.readinto(view[:min(size, len(buffer))])
+        if not got:
+            raise UnsafeBundle("the archive ends in the middle of a record (truncated)")
+        size -= got
+        yield view[:got]
+
+
+def _skip(stream: BinaryIO, size: int, buffer: bytearray) -> None:
+    for _ in _chunks(stream, size, buffer):
+        pass
 
 
 def _padded(size: int) -> int:
@@ -93,6 +104,7 @@ def _padded(size: int) -> int:
 
 def _headers(stream: BinaryIO) -> Iterator[MemberHeader]:
     """Each member's header in order; stops at the end-of-archive block. Skips data, unread."""
+    buffer = bytearray(CHUNK)
     while True:
         block = _read_exact(stream, BLOCK)
         if block == b"\0" * BLOCK:
@@ -108,7 +120,7 @@ def _headers(stream: BinaryIO) -> Iterator[MemberHeader]:
             raise UnsafeBundle(f"member {info.name!r} declares a negative size")
         yield MemberHeader(info.name, info.size)
         # The caller has checked this header before we move past its data.
-        _skip(stream, info.size + _padded(info.size))
+        _skip(stream, info.size + _padded(info.size), buffer)
 
 
 def scan(path: Path, limits: Limits = Limits()) -> list[MemberHeader]:
@@ -141,20 +153,18 @@ def read_members(path: Path, keep: Callable[[str], bool], limits: Limits = Limit
     """Pass two (after `scan` passed): hash every member, keeping the contents `keep` asks for."""
     headers = scan(path, limits)
     members: dict[str, Member] = {}
+    buffer = bytearray(CHUNK)
     try:
         with _open(path) as stream:
             for header in headers:
                 _read_exact(stream, BLOCK)  # the header block, already checked in pass one
                 digest = hashlib.sha256()
                 kept = bytearray() if keep(header.name) else None
-                remaining = header.size
-                while remaining:
-                    chunk = _read_exact(stream, min(remaining, CHUNK))
+                for chunk in _chunks(stream, header.size, buffer):
                     digest.update(chunk)
                     if kept is not None:
-                        kept.extend(chunk)
-                    remaining -= len(chunk)
-                _skip(stream, _padded(header.size))
+                        kept += chunk
+                _skip(stream, _padded(header.size), buffer)
                 members[header.name] = Member(header.name, header.size, digest.hexdigest(),
                                               bytes(kept) if kept is not None else None)
     except (OSError, EOFError, zlib.error) as exc:

@@ -25,6 +25,8 @@ def number(value: float | int) -> str:
         return str(value).lower()
     if isinstance(value, int):
         return str(value)
+    if abs(value) >= 1e5:
+        return f"{value:.0f}"  # bytes and the like: whole numbers, never 2.0009e+05
     return f"{value:.5g}"
 
 
@@ -33,6 +35,8 @@ def value_text(key: str, value: Any) -> str:
     if value is None:
         return "none"
     if isinstance(value, dict):
+        if not value:
+            return "none"
         if set(value) == {"unavailable"}:
             return f"unavailable ({value['unavailable']})"
         return "; ".join(f"{k}: {value_text(k if unit_for(k) else key, v)}" for k, v in value.items())

@@ -1,0 +1,114 @@
+"""The lab's success criteria as judged from recomputed figures, the unit formatting, and diff.
+
+Inputs here are figure dictionaries fed to the judging logic (as harness.analysis would return
+them), to reach each pass and fail path; no report is made from them.
+"""
+
+import pytest
+
+from harness import catalogue
+from harness.bundle.view import BundleView, Figures
+from harness.diff import compare, text_lines
+from harness.report import criteria
+from harness.report.figures import value_text
+
+
+def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None, documents=None):
+    statuses = statuses or {}
+    steps = [{"step": s, "status": statuses.get(s, "completed"), "why": "because", "analysis": s,
+              "inputs": (inputs or {}).get(s, {}), "plots": [], "image": None, "checkpoint": None}
+             for s in set(figures) | set(statuses)]
+    v = BundleView(files={}, commands={"steps": steps, "tool": {}, "runner": {}}, environment={"host": {}},
+                   documents=documents or {s: {} for s in figures})
+    object.__setattr__(v, "figures", lambda step: Figures(figures.get(step), None if step in figures else "absent"))
+    return v
+
+
+def bandwidth(**over):
+    base = {"repeat_spread": 0.02, "repeat_verdict": "pass", "known_good_ratio": 0.97, "sku_id": "h200-sxm-141gb",
+            "repeat_medians_gbps": [4200.0, 4210.0, 4190.0], "plateau_gbps": 4205.0}
+    return {**base, **over}
+
+
+@pytest.mark.parametrize("over, status", [
+    ({}, "pass"),
+    ({"repeat_spread": 0.07, "repeat_verdict": "fail"}, "fail"),
+    ({"known_good_ratio": 0.80}, "fail"),
+    ({"known_good_ratio": None}, "fail"),
+])
+def test_bandwidth_criterion(over, status):
+    judgement = criteria.judge_bandwidth(view({"bandwidth": bandwidth(**over)}))
+    assert judgement.status == status
+    if over.get("known_good_ratio", 1) is None:
+        assert any("cannot be made" in e for e in judgement.evidence)
+
+
+def test_not_run_and_failed_steps():
+    assert criteria.judge_health(view({}, {"health": "not_run"})).status == "not-run"
+    failed = criteria.judge_health(view({}, {"health": "failed"}))
+    assert failed.status == "fail" and "because" in failed.evidence[0]
+    assert criteria.judge_precision(view({})).status == "not-run"  # not in the run at all
+
+
+@pytest.mark.parametrize("curves, limitations, status", [
+    ({"normal": {"knee_bytes": 65536}, "p2p_disabled": {"knee_bytes": 131072}}, [], "pass"),
+    ({"normal": {"knee_bytes": 65536}}, ["P2P-disabled control curve"], "pass"),
+    ({}, ["one GPU: no all-reduce"], "pass"),
+    ({"normal": {"knee_bytes": None}}, [], "fail"),
+])
+def test_allreduce_criterion(curves, limitations, status):
+    figures = {"allreduce": {"backend": "nccl", "world_size": 2, "curves": curves, "limitations": limitations}}
+    assert criteria.judge_allreduce(view(figures)).status == status
+
+
+@pytest.mark.parametrize("tensors, explanations, status", [
+    ({"embedding": "a", "attention": "b", "mlp": "c"}, {"range": 1, "outlier": 0, "reversal": 0}, "pass"),
+    ({"embedding": "a", "attention": "b"}, {"range": 2}, "fail"),
+    ({"embedding": "a", "attention": "b", "mlp": "c"}, {"range": 0, "outlier": 0, "reversal": 0}, "fail"),
+])
+def test_precision_criterion(tensors, explanations, status):
+    figures = {"precision": {"tensors": tensors, "explanations": explanations}}
+    assert criteria.judge_precision(view(figures)).status == status
+
+
+def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
+    peak = catalogue.by_id("h200-sxm-141gb")["published"]["dense_tflops"]["bf16"]
+    roof = {"dtype": "bf16", "bandwidth_gbps": 4200.0, "peak_tflops": peak, "all_explained": True,
+            "classifications": {"square-4096": "compute"}}
+    figures = {"roofline": roof, "bandwidth": bandwidth()}
+    assert criteria.judge_roofline(view(figures, inputs={"roofline": {"bandwidth_gbps": 4200.0}})).status == "pass"
+    assert criteria.judge_roofline(view(figures, inputs={"roofline": {"bandwidth_gbps": 3000.0}})).status == "fail"
+    wrong_peak = {**figures, "roofline": {**roof, "peak_tflops": peak * 2}}
+    assert criteria.judge_roofline(view(wrong_peak, inputs={"roofline": {"bandwidth_gbps": 4200.0}})).status == "fail"
+    unexplained = {**figures, "roofline": {**roof, "all_explained": False}}
+    assert criteria.judge_roofline(view(unexplained)).status == "fail"
+
+
+@pytest.mark.parametrize("checks, verdict, status", [
+    ([{"name": "clocks_rose", "status": "pass"}, {"name": "no_unexpected_process", "status": "pass"}], "pass", "pass"),
+    ([{"name": "clocks_rose", "status": "fail"}], "fail", "fail"),
+    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "not-run"),
+])
+def test_idle_load_criterion(checks, verdict, status):
+    v = view({}, {"health-diff": "completed"}, documents={"health-diff": {"checks": checks, "verdict": verdict}})
+    assert criteria.judge_idle_load(v).status == status
+
+
+def test_units_come_from_the_key():
+    assert value_text("plateau_gbps", 4213.456) == "4213.5 GB/s"
+    assert value_text("repeat_spread", 0.0123) == "0.0123 (1.23 %)"
+    assert value_text("knee_bytes", 200090.4) == "200090 bytes"
+    assert value_text("repeat_medians_gbps", [1.0, 2.5]) == "1, 2.5 GB/s"
+    assert value_text("driver", {"unavailable": "NVML not found"}) == "unavailable (NVML not found)"
+
+
+def test_diff_gives_ratios_with_each_sides_spread():
+    a = view({"bandwidth": bandwidth(), "health": {"driver_version": "580.159.04", "devices": []}})
+    b = view({"bandwidth": bandwidth(plateau_gbps=4625.5, repeat_spread=0.01),
+              "health": {"driver_version": "570.86.15", "devices": []}})
+    comparison = compare(a, b)
+    plateau = next(m for m in comparison.metrics if m.metric == "bandwidth plateau")
+    assert plateau.ratio == pytest.approx(1.1) and (plateau.a_spread, plateau.b_spread) == (0.02, 0.01)
+    text = "\n".join(text_lines(comparison, "a", "b"))
+    assert "DIFFERENT  driver_version: A 580.159.04 | B 570.86.15" in text
+    assert "spread 2.00 %" in text and "spread 1.00 %" in text and "B/A 1.1000" in text
