@@ -38,6 +38,7 @@ from tests.bundle_support import quiet_display
 from tests.h200_capture import document as health_document
 from tests.h200_capture import nvidia_smi_xml
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "accept"
 H200_L2_BYTES = 60 * 2**20  # torch L2_cache_size on the lent H200 (h200-baseline.md)
 H200_MEMORY_MIB = 143771.0  # NVML total on the lent H200 (nvidia-smi-query.csv)
 # The lowest per-copy time the baseline records (4 MiB copy, "launch-bound: ~9.5 us"): it stands in
@@ -228,11 +229,18 @@ def small_cpu_plan() -> tuple:
 
 
 def cpu_dossier(path: Path, key) -> Path:
+    """A real dossier of this machine; roofline (27 s here) and precision (a checkpoint download)
+    are skipped for time and recorded as skipped, as `dossier run --skip` does."""
     plan = small_cpu_plan()
     runner = LocalRunner()
     path.parent.mkdir(parents=True, exist_ok=True)
-    rec = collect(RunOptions(output_dir=path.parent), runner, "tests: this machine's CPU", plan,
-                  display=quiet_display(len(plan)))
+    rec = collect(RunOptions(output_dir=path.parent, skip=("roofline", "precision")), runner,
+                  "tests: this machine's CPU", plan, display=quiet_display(len(plan)))
     path.write_bytes(assemble(rec, key))
     return path
 
+
+
+def recorded_cpu(name: str) -> dict[str, Any]:
+    """A real probe output recorded on this project's CPU VM (tests/fixtures/accept/)."""
+    return json.loads((FIXTURES / name).read_text())

@@ -10,7 +10,7 @@ from harness.acceptance.criteria import FAIL, NOT_MEASURED, PASS, evaluate
 from harness.acceptance.facts import BundleFacts
 from harness.acceptance.profile import apply_file, resolve
 from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_health, install_standins,
-                                  roofline_document, view_of)
+                                  recorded_cpu, roofline_document, view_of)
 from tests.h200_capture import SM
 
 SXM = "h200-sxm-141gb"
@@ -164,3 +164,25 @@ def test_one_gpu_allreduce_is_not_measured_with_the_recorded_limitation(monkeypa
     assert result.status == NOT_MEASURED and "at least two GPUs" in result.why
     gloo = judged({**h200_documents(), "allreduce": allreduce_document("gloo", 2, 1.5)})["allreduce_busbw"]
     assert gloo.status == NOT_MEASURED and "gloo" in gloo.why
+
+
+def cpu_profile(**thresholds):
+    return apply_file(None, {"sku_id": "ci-xeon-2core", "name": "the CI VM's CPU", "form_factor": "VM",
+                             "thresholds": thresholds,
+                             "known_good": {"gemm_tflops": {"fp32": {"value": 0.1, "source": "test figure"}}}},
+                      "test profile")
+
+
+@pytest.mark.parametrize("share, status", [(0.5, PASS), (1.5, FAIL)])
+def test_gemm_from_a_real_roofline_run_through_the_real_analysis(share, status):
+    documents = {"roofline": recorded_cpu("roofline-cpu.json")}
+    result = judged(documents, cpu_profile(gemm_min_share={"fp32": share}))["gemm_fp32"]
+    assert result.status == status
+    assert result.measured.value == pytest.approx(0.0988, rel=0.01)  # harness.analysis.roofline's best
+    assert "awkward-1000" in result.measured.text
+
+
+def test_a_real_gloo_allreduce_is_not_the_gpu_interconnect():
+    documents = {**h200_documents(), "allreduce": recorded_cpu("allreduce-cpu-gloo.json")}
+    result = judged(documents, with_allreduce_reference())["allreduce_busbw"]
+    assert result.status == NOT_MEASURED and "gloo" in result.why and "P2P-disabled" in result.why
