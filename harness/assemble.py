@@ -8,17 +8,15 @@ sha256 of every other member.
 
 from __future__ import annotations
 
-import importlib
 import json
-import tempfile
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from harness import attestation
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.bundle.write import archive_bytes
+from harness.plotting import render_inline
 from harness.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
 from harness.report.render import render_report
 from harness.signing import dsse
@@ -32,28 +30,12 @@ def json_bytes(value: Any) -> bytes:
 
 
 def render_plots(record: StepRecord) -> tuple[dict[str, bytes], str | None]:
-    """The step's plots (member name -> bytes) from its document, and a note when there are none."""
-    if record.status != COMPLETED or not record.plots or record.document is None:
+    """The step's plots: rendered during the run when they were, else rendered now."""
+    if record.status != COMPLETED:
         return {}, None
-    try:
-        module = importlib.import_module(f"harness.plots.{record.plots}")
-    except ModuleNotFoundError as exc:
-        if exc.name == f"harness.plots.{record.plots}":
-            return {}, f"harness/plots/{record.plots}.py is not in this build"
-        raise
-    with tempfile.TemporaryDirectory(prefix="dossier-plots-") as tmp:
-        out_dir = Path(tmp)
-        # render() gets a path inside a fresh folder: used as a file stem (STEM.png, STEM.svg)
-        # or as a folder, what it writes lands under out_dir and keeps its relative name.
-        try:
-            paths = [Path(p) for p in module.render(dict(record.document), out_dir / record.plots)]
-        except Exception as exc:  # noqa: BLE001 - a plot bug must not lose the measurements
-            return {}, f"harness/plots/{record.plots}.py raised {type(exc).__name__}: {exc}"
-        outside = [str(p) for p in paths if not p.resolve().is_relative_to(out_dir.resolve())]
-        if outside:
-            return {}, f"harness/plots/{record.plots}.py wrote outside its folder: {', '.join(outside)}"
-        return {layout.plot_name(record.step, p.resolve().relative_to(out_dir.resolve()).as_posix()):
-                p.read_bytes() for p in sorted(paths)}, None
+    if record.plot_files is not None:
+        return dict(record.plot_files), record.plot_note
+    return render_inline(record.plots, record.step, record.document)
 
 
 def step_files(record: StepRecord) -> dict[str, bytes]:

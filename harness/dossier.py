@@ -22,6 +22,7 @@ from harness.bundle.write import write_atomically
 from harness.display import RunDisplay
 from harness.errors import UsageError
 from harness.outcome import Completed, judge
+from harness.plotting import BackgroundPlots
 from harness.probes._contract import utc_now
 from harness.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeInvocation, Runner
@@ -134,20 +135,35 @@ def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepR
 
 def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay,
               skip: Sequence[str] = ()) -> tuple[StepRecord, ...]:
-    """Every step in order; each failure recorded, never stopping the run."""
+    """Every step in order; each failure recorded, never stopping the run.
+
+    A completed step's plots are rendered in the background while the next steps run.
+    """
     state = RunState()
     records = []
-    for step in plan:
-        why = (f"skipped with --skip {step.step}" if step.step in skip
-               else step_missing(runner, step))
-        if why:
-            display.skip(step.step, why)
-            records.append(StepRecord(**_base(step), status=NOT_RUN, why=why))
-        elif isinstance(step, ProbeStep):
-            records.append(run_probe_step(step, runner, state, display))
-        else:
-            records.append(run_host_step(step, state, display))
-    return tuple(records)
+    with BackgroundPlots() as plots:
+        for step in plan:
+            why = (f"skipped with --skip {step.step}" if step.step in skip
+                   else step_missing(runner, step))
+            if why:
+                display.skip(step.step, why)
+                record = StepRecord(**_base(step), status=NOT_RUN, why=why)
+            elif isinstance(step, ProbeStep):
+                record = run_probe_step(step, runner, state, display)
+            else:
+                record = run_host_step(step, state, display)
+            if record.status == COMPLETED and record.document is not None:
+                plots.submit(record.plots, record.step, record.document)
+            records.append(record)
+        return tuple(_with_plots(record, plots) for record in records)
+
+
+def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:
+    rendered = plots.result(record.step)
+    if rendered is None:
+        return record
+    files, note = rendered
+    return dataclasses.replace(record, plot_files=files, plot_note=note)
 
 
 def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence[Step] = LAB_PLAN,

@@ -36,6 +36,8 @@ class StepRecord:
     schema_violations: tuple[str, ...] = ()
     needs: tuple[str, ...] = ()
     function: str | None = None
+    plot_files: Mapping[str, bytes] | None = None  # rendered during the run (None: render at assembly)
+    plot_note: str | None = None
 
 
 @dataclass(frozen=True)

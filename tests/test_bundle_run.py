@@ -128,3 +128,10 @@ def test_test_plan_bundle_verifies(recorded, tmp_path):
     from harness.signing.keys import load_public
     result = verify_bundle(_write(recorded, key, tmp_path), load_public(public))
     assert result.ok, [c.line() for c in result.failures]
+
+
+def test_plots_rendered_in_the_background_equal_plots_rendered_inline(recorded):
+    from harness.plotting import render_inline
+    tick = next(s for s in recorded.steps if s.step == "tick")
+    assert tick.plot_files and tick.plot_note is None
+    assert dict(tick.plot_files) == render_inline(tick.plots, tick.step, tick.document)[0]
