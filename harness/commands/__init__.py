@@ -3,6 +3,6 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import health
+from harness.commands import fleet, health
 
-COMMANDS = [health]
+COMMANDS = [health, fleet]

@@ -1,0 +1,108 @@
+"""The figures compared across nodes, read from one node's verified raw JSON.
+
+Rates come from each probe's own `harness.analysis.PROBE.headlines` (recomputed from the raw
+measured data, as `dossier verify` does), never from a probe's stated summary. A metric a node
+did not measure is `{"unavailable": why}`, never a default.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.probes._contract import describe_exception, unavailable
+
+
+@dataclass(frozen=True)
+class RateMetric:
+    """One rate compared across nodes: which probe's headline, in which unit."""
+
+    name: str
+    probe: str
+    headline: str
+    unit: str
+    description: str
+
+
+RATE_METRICS = (
+    RateMetric("bandwidth_plateau_gbps", "bandwidth", "plateau_gbps", "GB/s",
+               "sustained memory bandwidth (plateau of the size sweep)"),
+    RateMetric("gemm_best_tflops", "roofline", "best_tflops", "TFLOP/s",
+               "best measured GEMM rate over the roofline's shapes"),
+)
+
+
+def headline(raw: Mapping[str, Any], metric: RateMetric) -> Any:
+    """The metric's value for one node, or why it has none."""
+    document = raw.get(metric.probe)
+    if document is None:
+        return unavailable(f"{metric.probe} did not run on this node (no raw/{metric.probe}.json)")
+    try:
+        analysis = importlib.import_module(f"harness.analysis.{metric.probe}")
+    except ModuleNotFoundError:
+        return unavailable(f"harness.analysis.{metric.probe} is not part of this build")
+    try:
+        value = analysis.headlines(document).get(metric.headline)
+    except Exception as exc:  # noqa: BLE001 - a bad document is recorded, not fatal to the fleet
+        return unavailable(f"{metric.probe} headlines could not be recomputed: {describe_exception(exc)}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    return value if isinstance(value, dict) and "unavailable" in value else unavailable(
+        f"{metric.probe} headline {metric.headline} is {value!r}, not a number")
+
+
+def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    if isinstance(node, dict) and "unavailable" not in node:
+        for key, value in node.items():
+            yield from _leaves(value, f"{path}.{key}".lower())
+    else:
+        yield path, node
+
+
+def _device_counter(device: Mapping[str, Any], *words: str) -> int | None:
+    """The largest count in a device's fields whose name has all `words` (aggregate >= volatile)."""
+    counts = [v for path, v in _leaves(device) if all(w in path for w in words)
+              and isinstance(v, int) and not isinstance(v, bool)]
+    return max(counts) if counts else None
+
+
+def _device_mode(device: Mapping[str, Any]) -> str | None:
+    modes = [str(v) for path, v in _leaves(device) if "ecc" in path and "mode" in path
+             and isinstance(v, (str, bool)) and "pending" not in path]
+    return modes[0] if modes else None
+
+
+def ecc_state(health: Mapping[str, Any] | None) -> Any:
+    """A node's ECC state summed over its devices: mode and the counters that must be zero.
+
+    The health document's ECC fields are found by name (a field path containing "ecc" and
+    "uncorrect"; "remap" with "pending" or "fail"), so a renamed field in the health schema is
+    still read; a node whose health document has none of them is unavailable, with that reason.
+    """
+    if health is None:
+        return unavailable("health did not run on this node (no raw/health.json)")
+    devices = [d for d in health.get("devices", []) if isinstance(d, dict)]
+    if not devices:
+        return unavailable("health lists no GPU device: no ECC state to compare (CPU-only node)")
+    per_device = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect"),
+                   "pending_row_remaps": _device_counter(d, "remap", "pending"),
+                   "failed_row_remaps": _device_counter(d, "remap", "fail"),
+                   "mode": _device_mode(d)} for d in devices]
+    if all(d["uncorrectable_errors"] is None and d["mode"] is None for d in per_device):
+        return unavailable("health reports no ECC field for any device (NVML did not answer)")
+    state: dict[str, Any] = {}
+    for counter in ("uncorrectable_errors", "pending_row_remaps", "failed_row_remaps"):
+        counts = [d[counter] for d in per_device if d[counter] is not None]
+        state[counter] = sum(counts) if counts else unavailable(f"no device reports {counter.replace('_', ' ')}")
+    modes = sorted({d["mode"] for d in per_device if d["mode"] is not None})
+    state["mode"] = ",".join(modes) if modes else None
+    return state
+
+
+def node_metrics(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """Every compared figure for one node, from its raw documents keyed by probe name."""
+    metrics: dict[str, Any] = {m.name: headline(raw, m) for m in RATE_METRICS}
+    metrics["ecc"] = ecc_state(raw.get("health"))
+    return metrics
