@@ -82,7 +82,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle_submit(args: argparse.Namespace) -> int:
     from harness.fleet import slurm  # imported here: `dossier --help` stays fast
-    from harness.fleet.submit import parse_node_env, submit
+    from harness.fleet.script import parse_node_env
+    from harness.fleet.submit import submit
 
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must be 0 or more, got {args.gpus_per_node}")

@@ -62,9 +62,11 @@ def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def _device_counter(device: Mapping[str, Any], *words: str) -> int | None:
-    """The largest count in a device's fields whose name has all `words` (aggregate >= volatile)."""
-    counts = [v for path, v in _leaves(device) if all(w in path for w in words)
-              and isinstance(v, int) and not isinstance(v, bool)]
+    """The largest count in a device's fields whose name has all `words` (aggregate >= volatile).
+
+    A flag (NVML's row-remap "pending"/"failure" are booleans) counts as 0 or 1.
+    """
+    counts = [int(v) for path, v in _leaves(device) if all(w in path for w in words) and isinstance(v, int)]
     return max(counts) if counts else None
 
 

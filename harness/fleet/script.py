@@ -14,11 +14,12 @@ Layout of a fleet run directory RUN (on a filesystem every node shares):
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import __version__
+from harness.errors import UsageError
 
 NODE_LOG = "logs/slurm-{job}-{node}.out"
 
@@ -169,3 +170,30 @@ def render_node_script(spec: FleetSpec) -> str:
         "exit \"$code\"",
         ""]
     return "\n".join(lines)
+
+
+def parse_node_env(items: Sequence[str]) -> dict[str, dict[str, str]]:
+    """NODE:NAME=VALUE items -> {node: {NAME: VALUE}}."""
+    env: dict[str, dict[str, str]] = {}
+    for item in items:
+        node, sep, assignment = item.partition(":")
+        name, eq, value = assignment.partition("=")
+        if not (sep and eq and node and name.isidentifier()):
+            raise UsageError(f"--node-env {item!r}: expected NODE:NAME=VALUE (e.g. n2:OMP_NUM_THREADS=1)")
+        env.setdefault(node, {})[name] = value
+    return env
+
+
+def submit_command(spec: FleetSpec, output_dir: Path) -> list[str]:
+    """The `dossier fleet submit` command line that generates this job again."""
+    argv = ["dossier", "fleet", "submit", "--nodes", str(spec.nodes), "--output-dir", str(output_dir),
+            "--key", str(spec.key), "--time", str(spec.time_min)]
+    options = {"--partition": spec.partition, "--gpus-per-node": spec.gpus_per_node or None,
+               "--container-image": spec.container_image, "--node-time": spec.node_time_min}
+    argv += [word for flag, value in options.items() if value is not None for word in (flag, str(value))]
+    repeated = [("--skip", s) for s in spec.skip] + [("--run-arg", a) for a in spec.run_args]
+    repeated += [("--allreduce-arg", a) for a in spec.allreduce_args]
+    repeated += [("--node-env", f"{node}:{name}={value}") for node, env in sorted(spec.node_env.items())
+                 for name, value in sorted(env.items())]
+    argv += [f"{flag}={value}" for flag, value in repeated]  # = keeps values starting with - intact
+    return argv + (["--serial"] if spec.serial else [])

@@ -13,13 +13,12 @@ import datetime as _dt
 import json
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.errors import UsageError
 from harness.fleet import slurm
-from harness.fleet.script import FleetSpec, render_node_script, render_sbatch
+from harness.fleet.script import FleetSpec, render_node_script, render_sbatch, submit_command
 from harness.signing.keys import PRIVATE_NAME, generate, load_private, public_path_for
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -51,37 +50,10 @@ def new_run_dir(output_dir: Path) -> Path:
     raise UsageError(f"could not make a fresh run directory under {output_dir}")
 
 
-def parse_node_env(items: Sequence[str]) -> dict[str, dict[str, str]]:
-    """NODE:NAME=VALUE items -> {node: {NAME: VALUE}}."""
-    env: dict[str, dict[str, str]] = {}
-    for item in items:
-        node, sep, assignment = item.partition(":")
-        name, eq, value = assignment.partition("=")
-        if not (sep and eq and node and name.isidentifier()):
-            raise UsageError(f"--node-env {item!r}: expected NODE:NAME=VALUE (e.g. n2:OMP_NUM_THREADS=1)")
-        env.setdefault(node, {})[name] = value
-    return env
-
-
 def check_path(path: Path) -> None:
     # #SBATCH lines and srun mount lists cannot carry white space or commas in a path
     if any(c.isspace() for c in str(path)) or "," in str(path):
         raise UsageError(f"{path}: the output directory must have no spaces or commas (Slurm options carry it)")
-
-
-def submit_command(spec: FleetSpec, output_dir: Path) -> list[str]:
-    """The `dossier fleet submit` command line that generates this job again."""
-    argv = ["dossier", "fleet", "submit", "--nodes", str(spec.nodes), "--output-dir", str(output_dir),
-            "--key", str(spec.key), "--time", str(spec.time_min)]
-    options = {"--partition": spec.partition, "--gpus-per-node": spec.gpus_per_node or None,
-               "--container-image": spec.container_image, "--node-time": spec.node_time_min}
-    argv += [word for flag, value in options.items() if value is not None for word in (flag, str(value))]
-    repeated = [("--skip", s) for s in spec.skip] + [("--run-arg", a) for a in spec.run_args]
-    repeated += [("--allreduce-arg", a) for a in spec.allreduce_args]
-    repeated += [("--node-env", f"{node}:{name}={value}") for node, env in sorted(spec.node_env.items())
-                 for name, value in sorted(env.items())]
-    argv += [f"{flag}={value}" for flag, value in repeated]  # = keeps values starting with - intact
-    return argv + (["--serial"] if spec.serial else [])
 
 
 def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tuple[str, Path]:
