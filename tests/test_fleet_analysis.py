@@ -68,19 +68,19 @@ def test_ecc_errors_and_a_different_mode_are_flagged():
 
 
 def test_headlines_recompute_the_table_and_discrepancies_catch_an_edit():
-    nodes = {"n1": {"bandwidth_plateau_gbps": 38.0, "ecc": {"unavailable": "cpu"}},
-             "n2": {"bandwidth_plateau_gbps": 12.0, "ecc": {"unavailable": "cpu"}},
-             "n3": {"bandwidth_plateau_gbps": 37.0, "ecc": {"unavailable": "cpu"}}}
-    table = fleet.build_table(nodes, ["bandwidth_plateau_gbps"])
+    nodes = {"n1": {"bandwidth_sustained_gbps": 38.0, "ecc": {"unavailable": "cpu"}},
+             "n2": {"bandwidth_sustained_gbps": 12.0, "ecc": {"unavailable": "cpu"}},
+             "n3": {"bandwidth_sustained_gbps": 37.0, "ecc": {"unavailable": "cpu"}}}
+    table = fleet.build_table(nodes, ["bandwidth_sustained_gbps"])
     document = {"nodes": [{"name": n, "metrics": m} for n, m in nodes.items()],
                 "table": table, "outliers": fleet.outliers(table)}
-    assert fleet.outliers(table) == {"bandwidth_plateau_gbps": ["n2"]}
+    assert fleet.outliers(table) == {"bandwidth_sustained_gbps": ["n2"]}
     assert fleet.discrepancies(document) == []
     document["outliers"] = {}
     assert any("outliers" in line for line in fleet.discrepancies(document))
     document["outliers"] = fleet.outliers(table)
-    document["nodes"][1]["metrics"] = {**nodes["n2"], "bandwidth_plateau_gbps": 37.5}
-    assert any("bandwidth_plateau_gbps" in line for line in fleet.discrepancies(document))
+    document["nodes"][1]["metrics"] = {**nodes["n2"], "bandwidth_sustained_gbps": 37.5}
+    assert any("bandwidth_sustained_gbps" in line for line in fleet.discrepancies(document))
 
 
 H200_DEVICE = {  # the ECC figures read on the lent H200 (../shared/reference/h200-captures/nvml-fields.idle.json)
@@ -108,5 +108,5 @@ def test_ecc_state_is_unavailable_with_the_cause():
 
 def test_node_metrics_say_why_a_probe_is_missing():
     metrics = node_metrics({})
-    assert "did not run" in metrics["bandwidth_plateau_gbps"]["unavailable"]
+    assert "did not run" in metrics["bandwidth_sustained_gbps"]["unavailable"]
     assert "did not run" in metrics["gemm_best_tflops"]["unavailable"]

@@ -187,7 +187,7 @@ def fleet_document(run: FleetRun, nodes: list[dict[str, Any]], allreduce: dict[s
                 "submission": run.submission},
         "nodes": nodes,
         "failed_nodes": [n["name"] for n in nodes if n["status"] != "ok"],
-        "metrics": {m.name: {"unit": m.unit, "probe": m.probe, "headline": m.headline,
+        "metrics": {m.name: {"unit": m.unit, "probe": m.probe,
                              "description": m.description} for m in RATE_METRICS},
         "outlier_rule": {"text": fleet_analysis.RULE_TEXT, "relative_threshold": fleet_analysis.RELATIVE_THRESHOLD,
                          "robust_z_threshold": fleet_analysis.ROBUST_Z_THRESHOLD,

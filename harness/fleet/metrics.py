@@ -8,29 +8,41 @@ did not measure is `{"unavailable": why}`, never a default.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator, Mapping
+import statistics
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.probes._contract import describe_exception, unavailable
 
 
+def _sustained_bandwidth(heads: Mapping[str, Any]) -> Any:
+    """The median of the three repeat medians: the sustained figure the roofline is fed too.
+
+    Not the plateau: a CPU sweep may find none, while the repeats are always measured.
+    """
+    if heads.get("repeat_median_gbps") is not None:
+        return heads["repeat_median_gbps"]
+    medians = heads.get("repeat_medians_gbps") or []
+    return statistics.median(medians) if medians else None
+
+
 @dataclass(frozen=True)
 class RateMetric:
-    """One rate compared across nodes: which probe's headline, in which unit."""
+    """One rate compared across nodes: which probe's headlines, what is read from them, its unit."""
 
     name: str
     probe: str
-    headline: str
     unit: str
     description: str
+    read: Callable[[Mapping[str, Any]], Any]
 
 
 RATE_METRICS = (
-    RateMetric("bandwidth_plateau_gbps", "bandwidth", "plateau_gbps", "GB/s",
-               "sustained memory bandwidth (plateau of the size sweep)"),
-    RateMetric("gemm_best_tflops", "roofline", "best_tflops", "TFLOP/s",
-               "best measured GEMM rate over the roofline's shapes"),
+    RateMetric("bandwidth_sustained_gbps", "bandwidth", "GB/s",
+               "sustained memory bandwidth (median of the three repeat medians)", _sustained_bandwidth),
+    RateMetric("gemm_best_tflops", "roofline", "TFLOP/s",
+               "best measured GEMM rate over the roofline's shapes", lambda heads: heads.get("best_tflops")),
 )
 
 
@@ -44,13 +56,13 @@ def headline(raw: Mapping[str, Any], metric: RateMetric) -> Any:
     except ModuleNotFoundError:
         return unavailable(f"harness.analysis.{metric.probe} is not part of this build")
     try:
-        value = analysis.headlines(document).get(metric.headline)
+        value = metric.read(analysis.headlines(document))
     except Exception as exc:  # noqa: BLE001 - a bad document is recorded, not fatal to the fleet
         return unavailable(f"{metric.probe} headlines could not be recomputed: {describe_exception(exc)}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     return value if isinstance(value, dict) and "unavailable" in value else unavailable(
-        f"{metric.probe} headline {metric.headline} is {value!r}, not a number")
+        f"{metric.probe} measured no {metric.description} ({value!r})")
 
 
 def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -85,7 +97,10 @@ def ecc_state(health: Mapping[str, Any] | None) -> Any:
     """
     if health is None:
         return unavailable("health did not run on this node (no raw/health.json)")
-    devices = [d for d in health.get("devices", []) if isinstance(d, dict)]
+    listed = health.get("devices", [])
+    if isinstance(listed, dict) and "unavailable" in listed:
+        return unavailable(f"health could not list devices: {listed['unavailable']}")
+    devices = [d for d in listed if isinstance(d, dict)]
     if not devices:
         return unavailable("health lists no GPU device: no ECC state to compare (CPU-only node)")
     per_device = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect"),
