@@ -84,7 +84,16 @@ def verify_bundle(bundle: Path, public_key: Path) -> dict[str, Any]:
     except json.JSONDecodeError:
         report = done.stdout.strip()
     return {"passed": done.returncode == 0, "exit_code": done.returncode, "report": report,
-            "stderr": done.stderr.strip()}
+            "failures": verify_failures(report, done.stderr), "stderr": done.stderr.strip()}
+
+
+def verify_failures(report: Any, stderr: str) -> list[str]:
+    """One line per failed check: from `--json`'s checks where it has them, else verify's own lines."""
+    checks = report.get("checks") if isinstance(report, dict) else None
+    if isinstance(checks, list):
+        return [f"{c.get('subject')}: {c.get('check')}: {c.get('detail')}"
+                for c in checks if isinstance(c, dict) and not c.get("ok")]
+    return [line for line in (str(report) + "\n" + stderr).splitlines() if line.strip()]
 
 
 def read_raw(bundle: Path) -> dict[str, Any]:
