@@ -15,6 +15,7 @@ def test_a_node_at_half_the_bandwidth_is_flagged_below():
     assert flagged(summary) == ["n2"]
     assert summary["median"] == 37.9
     assert "below" in summary["nodes"]["n2"]["why"]
+    assert summary["nodes"]["n2"]["ratio_to_others"] == pytest.approx(13.5 / 38.15, rel=1e-5)
     assert summary["spread"] == pytest.approx((38.4 - 13.5) / 37.9, rel=1e-5)
 
 
@@ -23,6 +24,15 @@ def test_noise_within_ten_percent_is_never_flagged_even_with_a_tight_fleet():
     summary = fleet.summarise_rate({"n1": 100.0, "n2": 100.1, "n3": 92.0, "n4": 100.05})
     assert flagged(summary) == []
     assert abs(summary["nodes"]["n3"]["robust_z"]) > fleet.ROBUST_Z_THRESHOLD
+
+
+def test_in_a_three_node_fleet_the_slow_node_is_judged_against_the_other_two():
+    # Measured shape on the 2-core CI host: two nodes near 7 GB/s, one single-threaded near 4.5.
+    # Against the whole fleet the MAD would be the 0.6 gap of the normal pair and z only -2.8;
+    # against the other two nodes (median 7.3, MAD 0.3) it is -6.3.
+    summary = fleet.summarise_rate({"n1": 7.0, "n2": 4.5, "n3": 7.6})
+    assert flagged(summary) == ["n2"]
+    assert summary["nodes"]["n2"]["robust_z"] == pytest.approx(0.6745 * (4.5 - 7.3) / 0.3, rel=1e-4)
 
 
 def test_a_noisy_fleet_does_not_flag_a_node_that_is_only_as_far_as_the_others():

@@ -1,13 +1,16 @@
 """Comparing the nodes of a fleet: the per-metric table and the outlier rule (standard library only).
 
-A node "stands apart" on a rate (bandwidth, GEMM) when BOTH hold:
+A node "stands apart" on a rate (bandwidth, GEMM) when, compared with the OTHER nodes (leave
+one out: a slow node must not drag its own reference towards itself, which matters most in a
+small fleet, where one node moves the median absolute deviation), BOTH hold:
 
-  * it differs from the fleet median by more than RELATIVE_THRESHOLD (10 %): a difference too
-    small to matter for a purchase is never flagged, however tight the other nodes are; and
-  * its robust z-score, 0.6745 * (x - median) / MAD, exceeds ROBUST_Z_THRESHOLD (3.5, the
-    modified z-score cut of Iglewicz and Hoaglin, 1993): a node is not flagged merely because
-    the whole fleet is noisy. When MAD is 0 (half the nodes agree exactly) the z-score is
-    undefined and the relative test alone decides.
+  * its ratio to the others' median is off 1 by more than RELATIVE_THRESHOLD (10 %): a
+    difference too small to matter for a purchase is never flagged, however tight the others
+    are; and
+  * its robust z-score against the others, 0.6745 * (x - median_others) / MAD_others, exceeds
+    ROBUST_Z_THRESHOLD (3.5, the modified z-score cut of Iglewicz and Hoaglin, 1993) in
+    magnitude: a node is not flagged when the others are as scattered as it is. When MAD_others
+    is 0 (the others agree exactly) the z-score is undefined and the relative test decides.
 
 Both sides are flagged (a node far above the others is as suspicious as one far below). With
 fewer than MIN_NODES measured nodes there is no majority to stand apart from: nothing is flagged
@@ -34,9 +37,10 @@ MIN_NODES = 3
 MAD_TO_Z = 0.6745  # the 0.75 quantile of the standard normal: makes MAD comparable to a sigma
 ECC_COUNTERS = ("uncorrectable_errors", "pending_row_remaps", "failed_row_remaps")
 
-RULE_TEXT = (f"rates: flagged when |x/median - 1| > {RELATIVE_THRESHOLD:g} and the robust z-score "
-             f"{MAD_TO_Z}*(x-median)/MAD exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative test "
-             f"alone when MAD = 0); needs at least {MIN_NODES} measured nodes. ECC: flagged on any "
+RULE_TEXT = (f"rates, each node against the other nodes: flagged when |x/median_others - 1| > "
+             f"{RELATIVE_THRESHOLD:g} and the robust z-score {MAD_TO_Z}*(x-median_others)/MAD_others "
+             f"exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative test alone when MAD_others = 0); "
+             f"needs at least {MIN_NODES} measured nodes. ECC: flagged on any "
              "uncorrectable error or pending/failed row remap, or an ECC mode unlike most nodes'.")
 
 
@@ -47,6 +51,24 @@ def _is_number(value: Any) -> bool:
 def _round(value: float | None) -> float | None:
     """Stable, readable figures in the table (the raw values stay in each node's bundle)."""
     return None if value is None else round(value, 6)
+
+
+def _judge(x: float, others: list[float], enough: bool) -> dict[str, Any]:
+    """One node's row: its value against the others' median and MAD, and whether it stands apart."""
+    if not others:
+        return {"value": x, "ratio_to_others": None, "robust_z": None, "flagged": False}
+    median = statistics.median(others)
+    mad = statistics.median(abs(v - median) for v in others)
+    ratio = x / median if median else None
+    z = MAD_TO_Z * (x - median) / mad if mad else None
+    far = ratio is not None and abs(ratio - 1) > RELATIVE_THRESHOLD
+    flagged = enough and far and (z is None or abs(z) > ROBUST_Z_THRESHOLD)
+    row = {"value": x, "ratio_to_others": _round(ratio), "robust_z": _round(z), "flagged": flagged}
+    if flagged:
+        side = "below" if x < median else "above"
+        row["why"] = (f"{abs(ratio - 1) * 100:.1f} % {side} the other nodes' median"
+                      + (f", robust z {z:+.1f}" if z is not None else ", the others agree exactly"))
+    return row
 
 
 def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -64,17 +86,7 @@ def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
         if node not in measured:
             nodes[node] = {"value": value, "flagged": False}
             continue
-        x = measured[node]
-        ratio = x / median if median else None
-        z = MAD_TO_Z * (x - median) / mad if mad else None
-        far = ratio is not None and abs(ratio - 1) > RELATIVE_THRESHOLD
-        flagged = enough and far and (z is None or abs(z) > ROBUST_Z_THRESHOLD)
-        row = {"value": x, "ratio_to_median": _round(ratio), "robust_z": _round(z), "flagged": flagged}
-        if flagged:
-            side = "below" if x < median else "above"
-            row["why"] = (f"{abs(ratio - 1) * 100:.1f} % {side} the fleet median"
-                          + (f", robust z {z:+.1f}" if z is not None else ", MAD 0"))
-        nodes[node] = row
+        nodes[node] = _judge(measured[node], [v for n, v in measured.items() if n != node], enough)
     summary = {"measured_nodes": len(measured), "median": _round(median),
                "minimum": _round(min(measured.values())), "maximum": _round(max(measured.values())),
                "spread": _round((max(measured.values()) - min(measured.values())) / median) if median else None,

@@ -15,7 +15,7 @@ TEMPLATE = "fleet.md.j2"
 
 def value_text(value: Any) -> str:
     """A table cell for a number, a missing figure, or an unavailable field (with its reason)."""
-    if value is None:
+    if value is None or isinstance(value, jinja2.Undefined):
         return "-"
     if isinstance(value, dict) and "unavailable" in value:
         return f"unavailable: {value['unavailable']}"
