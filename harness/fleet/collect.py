@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from harness.fleet import slurm
 from harness.fleet.metrics import RATE_METRICS, node_metrics
 from harness.schemas import violations
 
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SUBMISSION = "submission.json"
 LOG_TAIL_LINES = 30
 VERIFY_TIMEOUT_S = 300
@@ -75,10 +77,17 @@ def nodes_of(run: FleetRun) -> list[str]:
                      "know its nodes)", hint=f"see {run.batch_log()} and `scontrol show job {run.job_id}`")
 
 
+def _harness_command(*argv: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """`python -m harness ARGV` in its own process, importing this very harness (as the local runner does)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True, text=True,
+                          timeout=timeout_s, check=False, env=env)
+
+
 def verify_bundle(bundle: Path, public_key: Path) -> dict[str, Any]:
     """`dossier verify BUNDLE --key PUB --json`, in its own process: passed, exit code, its report."""
-    argv = [sys.executable, "-m", "harness", "verify", str(bundle), "--key", str(public_key), "--json"]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=VERIFY_TIMEOUT_S, check=False)
+    done = _harness_command("verify", str(bundle), "--key", str(public_key), "--json", timeout_s=VERIFY_TIMEOUT_S)
     try:
         report: Any = json.loads(done.stdout)
     except json.JSONDecodeError:
@@ -120,8 +129,7 @@ def acceptance(bundle: Path, raw: dict[str, Any], profile: str | None) -> dict[s
         why = ("no catalogue SKU was identified on this node (CPU-only or unknown GPU); pass --profile"
                if not skus else f"the node has several SKUs ({', '.join(skus)}); pass --profile")
         return {"verdict": "not run", "why": why}
-    argv = [sys.executable, "-m", "harness", "accept", str(bundle), "--profile", skus[0]]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=ACCEPT_TIMEOUT_S, check=False)
+    done = _harness_command("accept", str(bundle), "--profile", skus[0], timeout_s=ACCEPT_TIMEOUT_S)
     verdict = {0: "pass", 1: "fail"}.get(done.returncode, "error")
     return {"verdict": verdict, "profile": skus[0], "exit_code": done.returncode,
             "output_tail": "\n".join((done.stdout + done.stderr).splitlines()[-LOG_TAIL_LINES:])}
