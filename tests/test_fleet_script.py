@@ -33,7 +33,7 @@ def test_cpu_fleet_script_runs_one_dossier_per_node_then_a_gloo_allreduce(tmp_pa
     assert "--ntasks-per-node=1" in node_step and "--nodes=3" in node_step
     allreduce = next(line for line in text.splitlines() if "harness.probes.allreduce" in line)
     assert "--launcher env --backend gloo" in allreduce and '--master-addr "$MASTER_ADDR"' in allreduce
-    assert "--nodes=3 --ntasks-per-node=1" in allreduce
+    assert "--nodes=3 --ntasks=3 --ntasks-per-node=1" in allreduce
     assert "NodeAddr" in text and "MASTER_PORT" in text
     node = render_node_script(s)
     assert f"--output-dir {s.run_dir}/nodes/\"$NODE\" --name \"$NODE\" --key {s.key}" in node
@@ -46,7 +46,7 @@ def test_gpu_fleet_asks_for_gres_and_runs_one_nccl_rank_per_gpu(tmp_path):
     text = render_sbatch(spec(tmp_path, gpus_per_node=8))
     assert "#SBATCH --gpus-per-node=8" in text and "#SBATCH --ntasks-per-node=8" in text
     allreduce = next(line for line in text.splitlines() if "harness.probes.allreduce" in line)
-    assert "--ntasks-per-node=8 --gpus-per-node=8" in allreduce and "--backend nccl" in allreduce
+    assert "--ntasks=24 --ntasks-per-node=8 --gpus-per-node=8" in allreduce and "--backend nccl" in allreduce
 
 
 def test_container_image_goes_through_pyxis_with_the_run_dir_and_key_mounted(tmp_path):
@@ -62,7 +62,7 @@ def test_container_image_goes_through_pyxis_with_the_run_dir_and_key_mounted(tmp
 
 def test_serial_mode_runs_nodes_one_at_a_time(tmp_path):
     text = render_sbatch(spec(tmp_path, serial=True, node_time_min=5))
-    assert 'while read -r node' in text and '--nodes=1 --nodelist="$node"' in text and "--time=5" in text
+    assert 'while read -r node' in text and '--nodes=1 --ntasks=1 --nodelist="$node"' in text and "--time=5" in text
     assert bash_syntax_ok(text, tmp_path)
 
 

@@ -150,7 +150,11 @@ def node_result(run: FleetRun, node: str, public_key: Path, profile: str | None)
         why = (f"dossier run exited with code {code} and wrote no bundle" if code is not None else
                "no exit status recorded: its dossier step was killed before it finished (step or job "
                "time limit, cancellation, or the node failed)")
-        return {**result, "status": "failed", "why": why, "log_tail": tail(run.node_log(node)),
+        log_tail = tail(run.node_log(node))
+        if log_tail is None:  # the step may never have started: the batch log says why
+            why += f"; the node wrote no log, see logs/{run.batch_log().name}"
+            log_tail = tail(run.batch_log())
+        return {**result, "status": "failed", "why": why, "log_tail": log_tail,
                 "metrics": None, "acceptance": {"verdict": "not run", "why": "no bundle"}}
     verified = verify_bundle(bundle, public_key)
     result.update(bundle=f"nodes/{node}.tar.gz", verify=verified)

@@ -86,18 +86,20 @@ def render_sbatch(spec: FleetSpec) -> str:
     run = _q(spec.run_dir)
     gpus = [f"--gpus-per-node={spec.gpus_per_node}"] if spec.gpus_per_node else []
     step_limit = [f"--time={spec.node_time_min}"] if spec.node_time_min else []
+    # --ntasks is always explicit: a step otherwise inherits the job's SLURM_NTASKS
     node_srun = " ".join(["srun", "--ntasks-per-node=1", *gpus, *step_limit, *_container_flags(spec),
                           f"--output={run}/logs/step-%j-%n.out"])
     if spec.serial:
         node_step = [
             "# One node at a time (--serial): virtual nodes on one host would otherwise share its cores.",
             f"while read -r node; do",
-            f"  {node_srun} --nodes=1 --nodelist=\"$node\" bash {run}/node.sh",
+            f"  {node_srun} --nodes=1 --ntasks=1 --nodelist=\"$node\" bash {run}/node.sh",
             f"done < {run}/nodelist"]
     else:
-        node_step = [f"{node_srun} --nodes={spec.nodes} bash {run}/node.sh"]
+        node_step = [f"{node_srun} --nodes={spec.nodes} --ntasks={spec.nodes} bash {run}/node.sh"]
     probe = [spec.python, "-m", "harness.probes.allreduce", "--launcher", "env", "--backend", spec.backend]
-    allreduce = " ".join(["srun", f"--nodes={spec.nodes}", f"--ntasks-per-node={spec.ranks_per_node}", *gpus,
+    allreduce = " ".join(["srun", f"--nodes={spec.nodes}", f"--ntasks={spec.nodes * spec.ranks_per_node}",
+                          f"--ntasks-per-node={spec.ranks_per_node}", *gpus,
                           *_container_flags(spec), f"--output={run}/allreduce/rank-%t.out",
                           f"--error={run}/allreduce/rank-%t.err", *map(_q, probe),
                           '--master-addr "$MASTER_ADDR"', *map(_q, spec.allreduce_args)])
