@@ -3,8 +3,8 @@
 # on 127.0.0.1). Facts behind each line: ../shared/recipes/slurm-cluster.md.
 #
 #   tests/services/slurm.sh start    install if missing, start, wait until every node is idle,
-#                                    print `export SLURM_CONF=...` (idempotent: a running cluster
-#                                    is reused)
+#                                    print `export SLURM_CONF=...` and write it to $STATE/env
+#                                    (idempotent: a running cluster is reused)
 #   tests/services/slurm.sh status   exit 0 when every daemon it started is alive; show sinfo
 #   tests/services/slurm.sh stop     stop exactly the daemons it started (by pid), remove the state
 #
@@ -155,6 +155,7 @@ start() {
     start_daemons || { stop; exit 1; }
   fi
   wait_until_idle || { stop; exit 1; }
+  echo "export SLURM_CONF=$CONF" >"$STATE/env"  # tests/services/with-services.sh sources this
   echo "export SLURM_CONF=$CONF"
 }
 
