@@ -89,3 +89,14 @@ def comparable(sku_a: str | None, sku_b: str | None) -> tuple[bool, str]:
                     f"{b['memory_gib']} GiB): a different capacity or form factor is not interchangeable")
         return False, why
     return True, f"same SKU ({sku_a})"
+
+
+def primary_known_good(sku: dict[str, Any], metric: str, *, kernel: str | None = None,
+                       dtype: str | None = None) -> dict[str, Any] | None:
+    """The known-good entry comparisons use for one metric and kernel (or dtype), if recorded."""
+    for entry in sku.get("known_good", []):
+        if (entry["metric"] == metric and entry.get("primary")
+                and (kernel is None or entry.get("kernel") == kernel)
+                and (dtype is None or entry.get("dtype") == dtype)):
+            return entry
+    return None

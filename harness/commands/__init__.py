@@ -3,6 +3,6 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import fleet, health
+from harness.commands import bandwidth, fleet, health
 
-COMMANDS = [health, fleet]
+COMMANDS = [health, bandwidth, fleet]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.errors import ProbeFailed, UsageError
 from harness.outcome import Completed, Failed, judge
+from harness.probes._contract import EXIT_USAGE
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.runners.local import LocalRunner
 
@@ -41,10 +42,19 @@ def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
     output.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(outcome, Failed):
         kept = save_raw(outcome, output)
+        if outcome.run.exit_code == EXIT_USAGE:  # the probe refused its arguments: say why, as usage
+            raise UsageError(usage_message(outcome.run.stderr_tail(8)),
+                             hint=f"raw output kept in {', '.join(map(str, kept))}")
         raise ProbeFailed(outcome.describe(), hint=f"raw output kept in {', '.join(map(str, kept))}")
     output.write_text(json.dumps(outcome.document, allow_nan=False, sort_keys=True, indent=1) + "\n")
     print(f"wrote {output}", file=sys.stderr)
     return outcome
+
+
+def usage_message(stderr_tail: str) -> str:
+    """The probe's own `NAME: error: ...` line (probe_main's usage report), else its stderr tail."""
+    errors = [line for line in stderr_tail.splitlines() if ": error: " in line]
+    return errors[-1] if errors else f"the probe refused its arguments:\n{stderr_tail}"
 
 
 def save_raw(outcome: Failed, output: Path) -> list[Path]:
