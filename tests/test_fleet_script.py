@@ -62,7 +62,7 @@ def test_container_image_goes_through_pyxis_with_the_run_dir_and_key_mounted(tmp
 
 def test_serial_mode_runs_nodes_one_at_a_time(tmp_path):
     text = render_sbatch(spec(tmp_path, serial=True, node_time_min=5))
-    assert 'while read -r node' in text and '--nodes=1 --ntasks=1 --nodelist="$node"' in text and "--time=5" in text
+    assert 'for node in $(cat' in text and '--nodes=1 --ntasks=1 --nodelist="$node"' in text and "--time=5" in text
     assert bash_syntax_ok(text, tmp_path)
 
 

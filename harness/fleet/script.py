@@ -92,9 +92,9 @@ def render_sbatch(spec: FleetSpec) -> str:
     if spec.serial:
         node_step = [
             "# One node at a time (--serial): virtual nodes on one host would otherwise share its cores.",
-            f"while read -r node; do",
+            f"for node in $(cat {run}/nodelist); do  # not `while read`: srun would eat its stdin",
             f"  {node_srun} --nodes=1 --ntasks=1 --nodelist=\"$node\" bash {run}/node.sh",
-            f"done < {run}/nodelist"]
+            "done"]
     else:
         node_step = [f"{node_srun} --nodes={spec.nodes} --ntasks={spec.nodes} bash {run}/node.sh"]
     probe = [spec.python, "-m", "harness.probes.allreduce", "--launcher", "env", "--backend", spec.backend]
