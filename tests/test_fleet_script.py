@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.fleet.script import FleetSpec, parse_node_env, render_node_script, render_sbatch, submit_command
+from harness.fleet.script import (FleetSpec, parse_node_env, parse_node_prefix, render_node_script, render_sbatch,
+                                  submit_command)
 from harness.errors import UsageError
 
 
@@ -70,18 +71,32 @@ def test_node_env_is_parsed_and_rendered_per_node(tmp_path):
     env = parse_node_env(["n2:OMP_NUM_THREADS=1", "n2:MKL_NUM_THREADS=1", "n3:X=a b"])
     assert env == {"n2": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, "n3": {"X": "a b"}}
     node = render_node_script(spec(tmp_path, node_env=env))
-    assert "n2) export MKL_NUM_THREADS=1; export OMP_NUM_THREADS=1 ;;" in node
-    assert "n3) export X='a b' ;;" in node
+    assert "n2) export MKL_NUM_THREADS=1; export OMP_NUM_THREADS=1; ;;" in node
+    assert "n3) export X='a b'; ;;" in node
     for bad in ("OMP_NUM_THREADS=1", "n2:=1", "n2:1X=1", ":A=1"):
         with pytest.raises(UsageError):
             parse_node_env([bad])
 
 
+def test_node_prefix_is_parsed_like_a_shell_and_wraps_only_that_node(tmp_path):
+    prefixes = parse_node_prefix(["n2:taskset -c 0", "n3:nice -n 19 'my tool'"])
+    assert prefixes == {"n2": ("taskset", "-c", "0"), "n3": ("nice", "-n", "19", "my tool")}
+    node = render_node_script(spec(tmp_path, node_prefix=prefixes, node_env={"n2": {"A": "1"}}))
+    assert "n2) export A=1; PREFIX=(taskset -c 0); ;;" in node
+    assert "n3) PREFIX=(nice -n 19 'my tool'); ;;" in node
+    assert '"${PREFIX[@]}" /opt/py/bin/python -m harness run' in node
+    for bad in ("taskset -c 0", "n2:", ":taskset"):
+        with pytest.raises(UsageError):
+            parse_node_prefix([bad])
+
+
 def test_submit_command_reproduces_the_options(tmp_path):
-    s = spec(tmp_path, partition="p", skip=("roofline",), node_env={"n2": {"OMP_NUM_THREADS": "1"}}, serial=True)
+    s = spec(tmp_path, partition="p", skip=("roofline",), node_env={"n2": {"OMP_NUM_THREADS": "1"}}, serial=True,
+             node_prefix={"n2": ("taskset", "-c", "0")})
     argv = submit_command(s, tmp_path)
     assert argv[:5] == ["dossier", "fleet", "submit", "--nodes", "3"]
     assert "--skip=roofline" in argv and "--node-env=n2:OMP_NUM_THREADS=1" in argv and argv[-1] == "--serial"
+    assert "--node-prefix=n2:taskset -c 0" in argv
     assert argv[argv.index("--partition") + 1] == "p"
 
 
@@ -93,7 +108,9 @@ def write_exe(path, text):
 
 def test_node_script_logs_under_the_node_name_applies_its_env_and_records_the_exit_code(tmp_path):
     fake_python = write_exe(tmp_path / "python", '#!/bin/bash\necho "argv: $*"\necho "omp=${OMP_NUM_THREADS:-unset}"\nexit 3\n')
-    s = spec(tmp_path, python=str(fake_python), node_env={"n2": {"OMP_NUM_THREADS": "1"}})
+    wrapper = write_exe(tmp_path / "wrap", '#!/bin/bash\necho "wrapped"\nexec "$@"\n')
+    s = spec(tmp_path, python=str(fake_python), node_env={"n2": {"OMP_NUM_THREADS": "1"}},
+             node_prefix={"n2": (str(wrapper),)})
     script = tmp_path / "node.sh"
     script.write_text(render_node_script(s))
     for node in ("n1", "n2"):
@@ -103,6 +120,7 @@ def test_node_script_logs_under_the_node_name_applies_its_env_and_records_the_ex
     log1 = (s.run_dir / "logs" / "slurm-42-n1.out").read_text()
     log2 = (s.run_dir / "logs" / "slurm-42-n2.out").read_text()
     assert "omp=unset" in log1 and "omp=1" in log2
+    assert "wrapped" in log2 and "wrapped" not in log1
     assert f"-m harness run --output-dir {s.run_dir}/nodes/n2 --name n2" in log2
     assert "dossier run exit code 3" in log2
 

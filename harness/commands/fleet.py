@@ -45,6 +45,8 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
                    help="one more argument for the all-reduce probe")
     p.add_argument("--node-env", action="append", default=[], metavar="NODE:NAME=VALUE",
                    help="set a variable for one node's dossier only (e.g. n2:OMP_NUM_THREADS=1)")
+    p.add_argument("--node-prefix", action="append", default=[], metavar="NODE:COMMAND",
+                   help="run one node's dossier under COMMAND (e.g. 'n2:taskset -c 0', 'n2:numactl -N 0')")
     p.add_argument("--serial", action="store_true",
                    help="run the node dossiers one node at a time (for virtual nodes sharing one host)")
     p.add_argument("--python", help="interpreter with the harness on every node (default: this one; "
@@ -82,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def handle_submit(args: argparse.Namespace) -> int:
     from harness.fleet import slurm  # imported here: `dossier --help` stays fast
-    from harness.fleet.script import parse_node_env
+    from harness.fleet.script import parse_node_env, parse_node_prefix
     from harness.fleet.submit import submit
 
     if args.gpus_per_node < 0:
@@ -90,7 +92,8 @@ def handle_submit(args: argparse.Namespace) -> int:
     spec_args = dict(nodes=args.nodes, partition=args.partition, gpus_per_node=args.gpus_per_node,
                      container_image=args.container_image, time_min=args.time, node_time_min=args.node_time,
                      skip=tuple(args.skip), run_args=tuple(args.run_arg), allreduce_args=tuple(args.allreduce_arg),
-                     node_env=parse_node_env(args.node_env), serial=args.serial, python=args.python)
+                     node_env=parse_node_env(args.node_env),
+                     node_prefix=parse_node_prefix(args.node_prefix), serial=args.serial, python=args.python)
     job_id, run_dir = submit(spec_args, args.output_dir, args.key)
     print(f"submitted fleet job {job_id}; run directory {run_dir}", file=sys.stderr)
     print(job_id)

@@ -41,6 +41,7 @@ class FleetSpec:
     run_args: tuple[str, ...] = ()  # more `dossier run` arguments
     allreduce_args: tuple[str, ...] = ()  # more all-reduce probe arguments
     node_env: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # node -> NAME -> value
+    node_prefix: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # node -> command prefix
     pythonpath: str | None = None  # where the harness is importable from, outside a container
     serial: bool = False  # one node at a time (virtual nodes sharing one host)
 
@@ -129,13 +130,17 @@ def render_sbatch(spec: FleetSpec) -> str:
     return "\n".join(lines)
 
 
-def _env_cases(node_env: Mapping[str, Mapping[str, str]]) -> list[str]:
-    if not node_env:
-        return ["# (no per-node environment: --node-env was not given)"]
-    lines = ['case "$NODE" in']
-    for node, env in sorted(node_env.items()):
-        exports = "; ".join(f"export {name}={_q(value)}" for name, value in sorted(env.items()))
-        lines.append(f"  {_q(node)}) {exports} ;;")
+def _node_cases(spec: FleetSpec) -> list[str]:
+    """Per-node hooks: variables to export, and a command to run the node's dossier under."""
+    nodes = sorted(set(spec.node_env) | set(spec.node_prefix))
+    if not nodes:
+        return ["PREFIX=()  # no per-node hook: --node-env / --node-prefix were not given"]
+    lines = ["PREFIX=()", 'case "$NODE" in']
+    for node in nodes:
+        words = [f"export {name}={_q(value)};" for name, value in sorted(spec.node_env.get(node, {}).items())]
+        if node in spec.node_prefix:
+            words.append(f"PREFIX=({' '.join(map(_q, spec.node_prefix[node]))});")
+        lines.append(f"  {_q(node)}) {' '.join(words)} ;;")
     return lines + ["esac"]
 
 
@@ -151,7 +156,7 @@ def render_node_script(spec: FleetSpec) -> str:
     run = _q(spec.run_dir)
     rest = ["--key", str(spec.key), "--runner", "local",
             *(word for step in spec.skip for word in ("--skip", step)), *spec.run_args]
-    command = " ".join([*map(_q, [spec.python, "-m", "harness", "run"]),
+    command = " ".join(['"${PREFIX[@]}"', *map(_q, [spec.python, "-m", "harness", "run"]),
                         "--output-dir", f'{run}/nodes/"$NODE"', "--name", '"$NODE"', *map(_q, rest)])
     lines = [
         "#!/bin/bash",
@@ -162,8 +167,8 @@ def render_node_script(spec: FleetSpec) -> str:
         f"rm -f {run}/nodes/\"$NODE\"/exit_code",
         f"exec > {run}/logs/slurm-\"$SLURM_JOB_ID\"-\"$NODE\".out 2>&1",
         "echo \"node $NODE (SLURM_NODEID ${SLURM_NODEID:-?}) on host $(hostname), job $SLURM_JOB_ID\"",
-        "# Per-node environment (--node-env): recorded in the node's bundle through the allowlist.",
-        *_env_cases(spec.node_env),
+        "# Per-node hooks (--node-env, recorded in the node's bundle through the allowlist; --node-prefix).",
+        *_node_cases(spec),
         *_pythonpath(spec),
         command,
         "code=$?",
@@ -186,6 +191,18 @@ def parse_node_env(items: Sequence[str]) -> dict[str, dict[str, str]]:
     return env
 
 
+def parse_node_prefix(items: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """NODE:COMMAND items -> {node: argv}; COMMAND is split like a shell would."""
+    prefixes: dict[str, tuple[str, ...]] = {}
+    for item in items:
+        node, sep, command = item.partition(":")
+        words = tuple(shlex.split(command)) if sep else ()
+        if not (node and words):
+            raise UsageError(f"--node-prefix {item!r}: expected NODE:COMMAND (e.g. 'n2:taskset -c 0')")
+        prefixes[node] = words
+    return prefixes
+
+
 def submit_command(spec: FleetSpec, output_dir: Path) -> list[str]:
     """The `dossier fleet submit` command line that generates this job again."""
     argv = ["dossier", "fleet", "submit", "--nodes", str(spec.nodes), "--output-dir", str(output_dir),
@@ -197,5 +214,6 @@ def submit_command(spec: FleetSpec, output_dir: Path) -> list[str]:
     repeated += [("--allreduce-arg", a) for a in spec.allreduce_args]
     repeated += [("--node-env", f"{node}:{name}={value}") for node, env in sorted(spec.node_env.items())
                  for name, value in sorted(env.items())]
+    repeated += [("--node-prefix", f"{node}:{shlex.join(words)}") for node, words in sorted(spec.node_prefix.items())]
     argv += [f"{flag}={value}" for flag, value in repeated]  # = keeps values starting with - intact
     return argv + (["--serial"] if spec.serial else [])
