@@ -1,7 +1,7 @@
 """Fleets on a real Slurm cluster of 3 virtual nodes on this machine (tests/services/slurm.sh).
 
-Two jobs, each collected and checked: a CPU fleet dossier on 3 nodes where n2 runs held to a
-quarter of the CPU (tests/throttle.py, slow for real) and must be flagged; and a fleet where n3's Python cannot start (a real
+Two jobs, each collected and checked: a CPU fleet dossier on 3 nodes where n2 runs held to
+15 % of the CPU (tests/throttle.py, slow for real) and must be flagged; and a fleet where n3's Python cannot start (a real
 failure) and must be named with its log while n1 and n2 are kept. The dossier is reduced to
 health and bandwidth (`--skip` the rest) so the whole group takes about a minute.
 """
@@ -75,7 +75,7 @@ def fleet_json(bundle: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def slow_fleet(slurm_cluster, tmp_path_factory):
-    """3 nodes at once, n2 held to a quarter of the CPU.
+    """3 nodes at once, n2 held to 15 % of the CPU.
 
     At once, not --serial: the virtual nodes share this host, so whatever else loads it then
     loads all three alike, and n1 and n3 stay comparable. Not a single thread: on a busy
@@ -83,7 +83,7 @@ def slow_fleet(slurm_cluster, tmp_path_factory):
     """
     out = tmp_path_factory.mktemp("fleet-slow")
     return (out, *submit_and_collect(out, "--node-env", "n2:OMP_NUM_THREADS=2",
-                                     "--node-prefix", f"n2:{sys.executable} {THROTTLE} --share 0.25 --"))
+                                     "--node-prefix", f"n2:{sys.executable} {THROTTLE} --share 0.15 --"))
 
 
 def test_a_cpu_fleet_on_three_nodes_is_collected_and_every_bundle_verifies(slow_fleet):
@@ -120,7 +120,7 @@ def test_a_node_made_slow_for_real_is_flagged_as_the_outlier(slow_fleet):
         node_script = tar.extractfile("job/node.sh").read().decode()
         inner = tarfile.open(fileobj=io.BytesIO(tar.extractfile("nodes/n2.tar.gz").read()))
         environment = json.dumps(json.load(inner.extractfile("environment.json")))
-    assert "n2) export OMP_NUM_THREADS=2; PREFIX=(" in node_script and "throttle.py --share 0.25" in node_script
+    assert "n2) export OMP_NUM_THREADS=2; PREFIX=(" in node_script and "throttle.py --share 0.15" in node_script
     assert '"OMP_NUM_THREADS": "2"' in environment
 
 
