@@ -1,9 +1,9 @@
 """Fleets on a real Slurm cluster of 3 virtual nodes on this machine (tests/services/slurm.sh).
 
-Two jobs, each collected and checked: a CPU fleet dossier on 3 nodes where n2 runs held to
-15 % of the CPU (tests/throttle.py, slow for real) and must be flagged; and a fleet where n3's Python cannot start (a real
-failure) and must be named with its log while n1 and n2 are kept. The dossier is reduced to
-health and bandwidth (`--skip` the rest) so the whole group takes about a minute.
+Two jobs, each collected and checked: a CPU fleet dossier on 3 nodes where n2 is held to 15 % of
+the CPU (tests/throttle.py: slow for real) and must be flagged; and a fleet where n3's Python
+cannot start (a real failure) and must be named with its log while n1 and n2 are kept. The
+dossier is reduced to health and bandwidth (`--skip` the rest): the group takes 1-1.5 minutes.
 """
 
 from __future__ import annotations
