@@ -106,6 +106,11 @@ def test_a_cpu_fleet_on_three_nodes_is_collected_and_every_bundle_verifies(slow_
     inner = out / "n1-copy.tar.gz"
     inner.write_bytes(files["nodes/n1.tar.gz"])
     assert dossier("verify", str(inner), "--key", str(out / "keys" / "dossier.pub"))[0] == 0
+    # Deterministic: collecting the same job again gives the same bytes.
+    first = bundle.read_bytes()
+    bundle.rename(out / "first.tar.gz")
+    dossier("fleet", "collect", job_id, "--output-dir", str(out), "--key", str(out / "keys" / "dossier.pub"))
+    assert bundle.read_bytes() == first
 
 
 def test_a_node_made_slow_for_real_is_flagged_as_the_outlier(slow_fleet):

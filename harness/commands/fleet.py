@@ -108,10 +108,13 @@ def handle_collect(args: argparse.Namespace) -> int:
     from harness.fleet.collect import collect
     from harness.signing.keys import load_private
 
+    destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
+    if destination.exists():
+        raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
     run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait)
     key = load_private(args.sign_key or Path(run.submission["spec"]["key"]))
     files = package.fleet_files(run, document, report.render(document))
-    path = sealing.seal(args.output_dir / f"fleet-{args.job_id}.tar.gz", files, package.predicate(document), key)
+    path = sealing.seal(destination, files, package.predicate(document), key)
     print(path)
     problems = [f"node {n['name']}: {n['status']}: {n['why']} (log {n['log']})"
                 for n in document["nodes"] if n["status"] != "ok"]
