@@ -75,15 +75,18 @@ def fleet_json(bundle: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def slow_fleet(slurm_cluster, tmp_path_factory):
-    """3 nodes at once, n2 held to 15 % of the CPU.
+    """3 nodes at once, each single-threaded on a core of its own, n2 held to 15 % of its core.
 
-    At once, not --serial: the virtual nodes share this host, so whatever else loads it then
-    loads all three alike, and n1 and n3 stay comparable. Not a single thread: on a busy
-    2-core host one thread is as often faster than two as slower.
+    The virtual nodes share this host: pinned, n1 and n3 each have a core as real nodes would,
+    and stay comparable. The slowdown is a CPU share, not a thread count: on a busy 2-core host
+    one thread is as often faster than two as slower.
     """
     out = tmp_path_factory.mktemp("fleet-slow")
-    return (out, *submit_and_collect(out, "--node-env", "n2:OMP_NUM_THREADS=2",
-                                     "--node-prefix", f"n2:{sys.executable} {THROTTLE} --share 0.15 --"))
+    pin = {"n1": "taskset -c 0", "n2": f"taskset -c 1 {sys.executable} {THROTTLE} --share 0.15 --",
+           "n3": "taskset -c 1"}
+    options = [word for node, prefix in pin.items() for word in ("--node-prefix", f"{node}:{prefix}")]
+    options += [word for node in pin for word in ("--node-env", f"{node}:OMP_NUM_THREADS=1")]
+    return (out, *submit_and_collect(out, *options))
 
 
 def test_a_cpu_fleet_on_three_nodes_is_collected_and_every_bundle_verifies(slow_fleet):
@@ -125,8 +128,8 @@ def test_a_node_made_slow_for_real_is_flagged_as_the_outlier(slow_fleet):
         node_script = tar.extractfile("job/node.sh").read().decode()
         inner = tarfile.open(fileobj=io.BytesIO(tar.extractfile("nodes/n2.tar.gz").read()))
         environment = json.dumps(json.load(inner.extractfile("environment.json")))
-    assert "n2) export OMP_NUM_THREADS=2; PREFIX=(" in node_script and "throttle.py --share 0.15" in node_script
-    assert '"OMP_NUM_THREADS": "2"' in environment
+    assert "n2) export OMP_NUM_THREADS=1; PREFIX=(taskset -c 1 " in node_script
+    assert "throttle.py --share 0.15" in node_script and '"OMP_NUM_THREADS": "1"' in environment
 
 
 @pytest.mark.skipif(importlib.util.find_spec("harness.probes.allreduce") is None,
