@@ -93,27 +93,36 @@ def test_headlines_recompute_the_table_and_discrepancies_catch_an_edit():
     assert any("bandwidth_sustained_gbps" in line for line in fleet.discrepancies(document))
 
 
-H200_DEVICE = {  # the ECC figures read on the lent H200 (../shared/reference/h200-captures/nvml-fields.idle.json)
+# One device as the health probe writes it (harness/probes/_health_devices.py ecc_facts), with the
+# values read on the lent H200 (../shared/reference/h200-captures/nvml-fields.idle.json:
+# ecc_mode enabled, ecc_vol_uncorr 0, ecc_agg_uncorr 0, remapped_rows (0, 0, 0, 0)).
+H200_DEVICE = {
     "index": 0, "name": "NVIDIA H200",
-    "ecc": {"mode": {"current": "enabled", "pending": "enabled"},
-            "errors": {"volatile_uncorrected": 0, "aggregate_uncorrected": 0}},
-    "row_remapping": {"correctable": 0, "uncorrectable": 0, "pending": False, "failure": False},
+    "ecc": {"mode_current": "Enabled", "mode_pending": "Enabled",
+            "volatile_corrected_errors": 0, "volatile_uncorrected_errors": 0,
+            "aggregate_corrected_errors": 0, "aggregate_uncorrected_errors": 0,
+            "remapped_rows_corrected": 0, "remapped_rows_uncorrected": 0,
+            "remapped_rows_pending": False, "remapped_rows_failure": False},
 }
 
 
 def test_ecc_state_reads_counters_by_name():
-    state = ecc_state({"devices": [H200_DEVICE, {**H200_DEVICE, "ecc": {
-        "mode": {"current": "enabled"}, "errors": {"volatile_uncorrected": 1, "aggregate_uncorrected": 3}}}]})
-    assert state["uncorrectable_errors"] == 3  # aggregate (3) counted once, not volatile + aggregate
-    assert state["mode"] == "enabled"
-    assert state["pending_row_remaps"] == 0 and state["failed_row_remaps"] == 0
-    failing = {**H200_DEVICE, "row_remapping": {"pending": True, "failure": False}}
-    assert ecc_state({"devices": [failing]})["pending_row_remaps"] == 1
+    assert ecc_state({"devices": [H200_DEVICE]}) == {"mode": "Enabled", "uncorrectable_errors": 0,
+                                                      "pending_row_remaps": 0, "failed_row_remaps": 0}
+    errors = {**H200_DEVICE["ecc"], "volatile_uncorrected_errors": 1, "aggregate_uncorrected_errors": 3,
+              "remapped_rows_uncorrected": 7, "remapped_rows_pending": True}
+    state = ecc_state({"devices": [H200_DEVICE, {**H200_DEVICE, "ecc": errors}]})
+    assert state["uncorrectable_errors"] == 3  # aggregate counted once, not volatile + aggregate + remapped rows
+    assert state["pending_row_remaps"] == 1 and state["failed_row_remaps"] == 0
 
 
 def test_ecc_state_is_unavailable_with_the_cause():
     assert "no raw/health.json" in ecc_state(None)["unavailable"]
     assert "CPU-only" in ecc_state({"devices": []})["unavailable"]
+    nvml = {"unavailable": "NVML library not found"}
+    assert ecc_state({"devices": nvml})["unavailable"] == "health could not list devices: NVML library not found"
+    unread = {**H200_DEVICE, "ecc": {k: {"unavailable": "NVMLError_NotSupported"} for k in H200_DEVICE["ecc"]}}
+    assert "no ECC field" in ecc_state({"devices": [unread]})["unavailable"]
 
 
 def test_node_metrics_say_why_a_probe_is_missing():

@@ -3,7 +3,6 @@ with stand-ins for srun/scontrol and for the interpreter (fast, no Slurm needed)
 
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 

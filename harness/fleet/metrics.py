@@ -73,12 +73,13 @@ def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
         yield path, node
 
 
-def _device_counter(device: Mapping[str, Any], *words: str) -> int | None:
+def _device_counter(device: Mapping[str, Any], *words: str, without: str = "\0") -> int | None:
     """The largest count in a device's fields whose name has all `words` (aggregate >= volatile).
 
     A flag (NVML's row-remap "pending"/"failure" are booleans) counts as 0 or 1.
     """
-    counts = [int(v) for path, v in _leaves(device) if all(w in path for w in words) and isinstance(v, int)]
+    counts = [int(v) for path, v in _leaves(device)
+              if all(w in path for w in words) and without not in path and isinstance(v, int)]
     return max(counts) if counts else None
 
 
@@ -91,9 +92,10 @@ def _device_mode(device: Mapping[str, Any]) -> str | None:
 def ecc_state(health: Mapping[str, Any] | None) -> Any:
     """A node's ECC state summed over its devices: mode and the counters that must be zero.
 
-    The health document's ECC fields are found by name (a field path containing "ecc" and
-    "uncorrect"; "remap" with "pending" or "fail"), so a renamed field in the health schema is
-    still read; a node whose health document has none of them is unavailable, with that reason.
+    The health probe's fields (devices[i].ecc: mode_current, volatile_/aggregate_uncorrected_errors,
+    remapped_rows_pending/_failure) are found by the words in their names (a path with "ecc" and
+    "uncorrect" but not "remap"; "remap" with "pending" or "fail"), so a renamed field is still
+    read; a node whose health document has none of them is unavailable, with that reason.
     """
     if health is None:
         return unavailable("health did not run on this node (no raw/health.json)")
@@ -103,7 +105,7 @@ def ecc_state(health: Mapping[str, Any] | None) -> Any:
     devices = [d for d in listed if isinstance(d, dict)]
     if not devices:
         return unavailable("health lists no GPU device: no ECC state to compare (CPU-only node)")
-    per_device = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect"),
+    per_device = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect", without="remap"),
                    "pending_row_remaps": _device_counter(d, "remap", "pending"),
                    "failed_row_remaps": _device_counter(d, "remap", "fail"),
                    "mode": _device_mode(d)} for d in devices]
