@@ -3,6 +3,6 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import bandwidth, fleet, health
+from harness.commands import allreduce, bandwidth, fleet, health, health_diff, precision, roofline
 
-COMMANDS = [health, bandwidth, fleet]
+COMMANDS = [health, health_diff, bandwidth, roofline, precision, allreduce, fleet]

@@ -26,6 +26,16 @@ class ProbeUsageError(Exception):
     """Bad arguments or input for a probe: reported on stderr with exit code 2."""
 
 
+class NoDocument(Exception):
+    """This process measured but does not report: e.g. a non-zero rank of a collective probe
+    launched by torchrun or srun, where only rank 0 prints the document. Nothing is printed
+    on stdout; the process exits with `exit_code`."""
+
+    def __init__(self, exit_code: int = 0, message: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 def unavailable(reason: str) -> dict[str, str]:
     """A field that could not be read, with the real cause. Never a made-up default."""
     reason = str(reason).strip()
@@ -96,6 +106,10 @@ def probe_main(
         except ProbeUsageError as exc:
             log(f"{name}: error: {exc}")
             return EXIT_USAGE
+        except NoDocument as exc:
+            if str(exc):
+                log(f"{name}: {exc}")
+            return exc.exit_code
         except Exception:  # noqa: BLE001 - a crash is reported, with its traceback, on stderr
             log(f"{name}: crashed:\n{traceback.format_exc()}")
             return EXIT_CRASH

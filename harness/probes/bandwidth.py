@@ -191,7 +191,7 @@ def kernel_fn(torch: Any, kernel: str, a: Any, b: Any, c: Any, out: Any, scalar:
     if kernel == "copy":
         return lambda: c.copy_(a)
     if kernel == "read":
-        return lambda: torch.sum(a, out=out)
+        return lambda: torch.sum(a, dim=(0,), out=out)  # torch 2.11 has no out= form without dim
     if kernel == "triad":
         return lambda: torch.add(b, c, alpha=scalar, out=a)
     if kernel == "write":

@@ -1,0 +1,260 @@
+"""The roofline probe on this CPU, for real: small shapes, measured CPU roofs, fusion, plot, CLI."""
+
+import copy
+import json
+
+import pytest
+import torch
+
+from harness.analysis import roofline as rl
+from harness.catalogue import by_id
+from harness.cli import main
+from harness.commands.roofline import probe_args
+from harness.outcome import Completed, judge
+from harness.plots import roofline as plot
+from harness.probes import _roofline_torch as side
+from harness.probes import roofline as probe
+from harness.probes._contract import ProbeUsageError, probe_main
+from harness.runners.interface import ProbeInvocation
+from harness.runners.local import LocalRunner
+
+SMALL = ["--dtype", "fp32", "--max-square", "512", "--decode-tokens", "1", "--prefill-tokens", "2048",
+         "--max-shape-seconds", "0.5", "--max-operand-mib", "70", "--shapes", "64x96x128:tiny"]
+
+H200_DENSE = by_id("h200-sxm-141gb")["published"]["dense_tflops"]  # the catalogue is the source
+
+
+def run_probe(*args, timeout_s=180.0):
+    outcome = judge(LocalRunner().run(ProbeInvocation("roofline", tuple(args), timeout_s)))
+    assert isinstance(outcome, Completed), getattr(outcome, "describe", lambda: outcome)()
+    return outcome.document
+
+
+@pytest.fixture(scope="module")
+def document():
+    return run_probe(*SMALL, "--fusion-elements", str(2**22))
+
+
+def test_cpu_roofs_are_measured_and_said_to_be(document):
+    assert document["device"] == "cpu"
+    roofs, measured = document["roofs"], document["cpu_roofs"]
+    assert roofs["bandwidth_gbps"] == measured["copy_gbps"] > 0
+    assert roofs["peak_tflops"] == measured["gemm_peak_tflops"] > 0
+    assert roofs["bandwidth_source"].startswith("measured here") and roofs["peak_source"].startswith("measured here")
+    assert "CPU" in document["sizing"] and "measured here, not assumed" in document["sizing"]
+    assert roofs["ridge_flop_per_byte"] == pytest.approx(roofs["peak_tflops"] * 1e3 / roofs["bandwidth_gbps"])
+
+
+def test_every_shape_is_predicted_before_any_gemm_is_timed(document):
+    recorded = document["predictions"]["recorded_at"]
+    measured = [s for s in document["measurements"]["shapes"] if s["status"] == "measured"]
+    assert measured, "no shape was measured"
+    assert document["measurements"]["started_at"] >= recorded
+    assert all(s["measured_at"] > recorded for s in measured)
+    events = [e["event"] for e in document["timeline"]]
+    assert events.index("predictions recorded") < events.index("first GEMM timed") < events.index("last GEMM timed")
+    stamps = [e["at"] for e in document["timeline"]]
+    assert stamps == sorted(stamps)
+    labels = [p["label"] for p in document["predictions"]["shapes"]]
+    assert labels == [s["label"] for s in document["measurements"]["shapes"]]
+    for p in document["predictions"]["shapes"]:
+        assert p["flops"] == 2 * p["m"] * p["n"] * p["k"]
+
+
+def test_shapes_cover_squares_production_awkward_and_user(document):
+    kinds = {p["kind"] for p in document["predictions"]["shapes"]}
+    assert kinds == {"square", "prefill", "decode", "awkward", "user"}
+    by_label = {s["label"]: s for s in document["measurements"]["shapes"]}
+    assert by_label["square-256"]["status"] == "measured" and by_label["tiny"]["status"] == "measured"
+    assert by_label["awkward-1000"]["status"] == "measured"
+    skipped = [s for s in by_label.values() if s["status"] == "skipped"]
+    assert all("budget" in s["reason"] for s in skipped)
+
+
+def test_measured_shapes_are_explained_from_their_numbers(document):
+    for shape in document["measurements"]["shapes"]:
+        if shape["status"] != "measured":
+            continue
+        assert len(shape["times_s"]) == shape["iterations"] >= 3
+        assert shape["explanation"]["text"].startswith(("Memory-bound", "Compute-side"))
+        assert f"{shape['fraction_of_attainable']:.0%}" in shape["explanation"]["text"]
+        assert shape["clocks"] == {"unavailable": "no NVML sampler on this device"}
+
+
+def test_the_document_agrees_with_its_recomputation(document):
+    assert rl.discrepancies(document) == []
+    head = rl.headlines(document)
+    assert head["device"] == "cpu" and head["dtype"] == "fp32"
+    assert head["best_shape"] in {s["label"] for s in document["measurements"]["shapes"]}
+    assert set(head["classifications"]) == {p["label"] for p in document["predictions"]["shapes"]}
+
+
+def test_tampering_is_caught(document):
+    doc = copy.deepcopy(document)
+    first = doc["predictions"]["shapes"][0]
+    first["bound"] = "memory" if first["bound"] == "compute" else "compute"
+    measured = next(s for s in doc["measurements"]["shapes"] if s["status"] == "measured")
+    measured["measured_at"] = "2000-01-01T00:00:00.000000Z"
+    doc["summary"]["best_tflops"] *= 2
+    found = "\n".join(rl.discrepancies(doc))
+    assert f"prediction {first['label']}: bound" in found
+    assert "precedes the prediction" in found
+    assert "summary.best_tflops" in found
+
+
+def test_fusion_counts_bytes_and_compares_time_with_traffic(document):
+    fusion = document["fusion"]
+    assert fusion["unfused_bytes"] == 4 * fusion["fused_bytes"] == 4 * 2 * 2**22 * 4
+    assert fusion["unfused"]["median_s"] > 0
+    if "unavailable" in fusion["fused"]:  # no compiler here: recorded, not a crash
+        assert any("torch.compile" in lim["what"] for lim in document["limitations"])
+    else:
+        assert fusion["outputs_match"] is True
+        assert "fewer bytes" in fusion["comparison"]["text"]
+        assert document["summary"]["fusion_speedup"] == pytest.approx(
+            fusion["unfused"]["median_s"] / fusion["fused"]["median_s"])
+
+
+def test_plot_is_written_non_empty_and_deterministic(document, tmp_path):
+    first = plot.render(document, tmp_path / "a" / "roofline")
+    second = plot.render(document, tmp_path / "b" / "roofline")
+    assert [p.suffix for p in first] == [".png", ".svg"]
+    for a, b in zip(first, second):
+        assert a.stat().st_size > 10_000 and a.read_bytes() == b.read_bytes()
+    labelled = [p["label"] for p in plot.points(document)]
+    measured = [s["label"] for s in document["measurements"]["shapes"] if s["status"] == "measured"]
+    assert labelled[:len(measured)] == measured and "unfused chain" in labelled
+
+
+def test_fp8_on_cpu_is_a_recorded_limitation_not_a_crash():
+    doc = run_probe("--dtype", "fp8", "--no-default-shapes", "--shapes", "64x64x64", "--no-fusion",
+                    "--bandwidth-gbps", "20")
+    assert doc["limitations"][0]["what"] == "fp8 GEMMs on cpu"
+    assert doc["measurements"]["shapes"][0]["status"] == "skipped"
+    assert "unavailable" in doc["roofs"]["peak_tflops"] and "unavailable" in doc["predictions"]["shapes"][0]["bound"]
+
+
+def test_bad_shape_is_a_usage_error_before_any_work(capsys):
+    assert probe_main("roofline", probe.build_parser, probe.measure, ["--shapes", "12x"]) == 2
+    assert "not MxNxK" in capsys.readouterr().err
+    assert probe_main("roofline", probe.build_parser, probe.measure, ["--prefill-tokens", "100"]) == 2
+
+
+H200_FACTS = {"sku_id": "h200-sxm-141gb", "sku_evidence": "test"}
+
+
+def gpu_args(*argv):
+    return probe.build_parser().parse_args(list(argv))
+
+
+def test_gpu_roofs_need_the_measured_bandwidth():
+    with pytest.raises(ProbeUsageError, match="--bandwidth-gbps is required"):
+        probe.gpu_roofs(gpu_args("--dtype", "bf16"), H200_FACTS)
+
+
+def test_gpu_peak_comes_from_the_catalogue_for_the_dtype_used():
+    roofs = probe.gpu_roofs(gpu_args("--dtype", "fp8", "--bandwidth-gbps", "4254"), H200_FACTS)
+    assert roofs["peak_tflops"] == H200_DENSE["fp8"] and "h200-sxm-141gb" in roofs["peak_source"]
+    roofs = probe.gpu_roofs(gpu_args("--dtype", "tf32", "--bandwidth-gbps", "4254", "--peak-tflops", "400"), H200_FACTS)
+    assert roofs["peak_tflops"] == 400 and roofs["peak_source"] == "given with --peak-tflops"
+    with pytest.raises(ProbeUsageError, match="--peak-tflops"):
+        probe.gpu_roofs(gpu_args("--bandwidth-gbps", "4254"), {"sku_id": None, "sku_evidence": "PCI device id 0x1234 is not in the catalogue"})
+
+
+def test_fp8_call_uses_scaled_mm_with_per_tensor_scales_and_column_major_b():
+    pool = side.OperandPool("fp8", "cpu", cache_bytes=2**16, pool_cap_bytes=2**20)
+    operands, rotation = pool.sets(32, 48, 64)
+    a, b = operands.sets[0]
+    assert a.dtype == torch.float8_e4m3fn and b.stride() == (1, 64)  # B is [K, N] column-major
+    out = side.gemm_call("fp8", "cpu", operands, 32, 48)(0)
+    assert out.dtype == torch.bfloat16 and out.shape == (32, 48)
+    reference = (a.float() * operands.scale) @ (b.float() * operands.scale)
+    assert torch.allclose(out.float(), reference, rtol=2e-2, atol=2e-2)
+
+
+def test_operand_sets_rotate_through_distinct_random_memory():
+    pool = side.OperandPool("bf16", "cpu", cache_bytes=2**20, pool_cap_bytes=2**24)
+    operands, rotation = pool.sets(64, 64, 64)
+    assert rotation["input_sets"] == 2 * 2**20 // (2 * 64 * 64 * 2) and rotation["cache_defeated"]
+    pointers = {a.data_ptr() for a, _ in operands.sets}
+    assert len(pointers) == rotation["input_sets"]
+    assert all(bool((a != 0).any()) for a, _ in operands.sets)
+
+
+def test_command_writes_json_and_plot(tmp_path):
+    out = tmp_path / "r" / "roofline.json"
+    given = ["--bandwidth-gbps", "20", "--peak-tflops", "0.2"]  # given roofs: nothing to measure first
+    assert main(["roofline", *SMALL, *given, "--no-fusion", "--max-square", "256", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["probe"] == "roofline" and doc["fusion"] == {"unavailable": "skipped with --no-fusion"}
+    assert doc["roofs"]["peak_source"] == "given with --peak-tflops" and "cpu_roofs" not in doc
+    for suffix in (".png", ".svg"):
+        assert out.with_suffix(suffix).stat().st_size > 10_000
+
+
+def test_command_passes_probe_options_through():
+    from harness.cli import build_parser
+    args = build_parser().parse_args(["roofline", "--dtype", "fp8", "--bandwidth-gbps", "4254",
+                                      "--shapes", "1x2x3", "4x5x6", "--no-fusion"])
+    assert probe_args(args) == ["--bandwidth-gbps", "4254.0", "--dtype", "fp8", "--shapes", "1x2x3", "4x5x6",
+                                "--no-fusion"]
+
+
+class FakeNvml:
+    """The NVML calls gpu_facts makes, answering what nvidia-smi-query.csv recorded on the H200."""
+
+    NVML_CLOCK_SM = 1
+
+    class Pci:
+        pciDeviceId = 0x233510DE
+
+    class Memory:
+        total = 143771 * 2**20
+
+    def nvmlDeviceGetCount(self):
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return "h0"
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "GPU-ebdc8522-46d8-d0c7-3612-d5a4b8930e9c"
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, clock):
+        return 1980
+
+    def nvmlDeviceGetPciInfo_v3(self, handle):
+        return self.Pci()
+
+    def nvmlDeviceGetMemoryInfo(self, handle):
+        return self.Memory()
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle):
+        return 700_000
+
+
+class FakeTorch:
+    class cuda:
+        @staticmethod
+        def get_device_properties(index):
+            from types import SimpleNamespace
+            return SimpleNamespace(name="NVIDIA H200", major=9, minor=0, multi_processor_count=132,
+                                   L2_cache_size=60 * 2**20, uuid="ebdc8522-46d8-d0c7-3612-d5a4b8930e9c")
+
+        @staticmethod
+        def mem_get_info(index):
+            return 140 * 2**30, 143771 * 2**20
+
+
+def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
+    from harness.probes._nvml import NvmlSession
+    session = NvmlSession()
+    session.pynvml = FakeNvml()
+    facts, handle = probe.gpu_facts(FakeTorch, session, 0)
+    assert handle == "h0" and facts["sku_id"] == "h200-sxm-141gb"
+    assert facts["sm_count"] == 132 and facts["cache_mib"] == 60 and facts["max_sm_clock_mhz"] == 1980
+    roofs = probe.gpu_roofs(gpu_args("--bandwidth-gbps", "4254"), facts)
+    assert roofs["peak_tflops"] == H200_DENSE["bf16"]
+    session.pynvml.nvmlDeviceGetUUID = lambda handle: "GPU-00000000-0000-0000-0000-000000000000"
+    facts, handle = probe.gpu_facts(FakeTorch, session, 0)
+    assert handle is None and facts["sku_id"] is None and "no NVML device has torch's UUID" in facts["sku_evidence"]
