@@ -26,7 +26,8 @@ pytestmark = pytest.mark.slurm
 
 SERVICE = Path(__file__).resolve().parent / "services" / "slurm.sh"
 THROTTLE = Path(__file__).resolve().parent / "throttle.py"
-REDUCED = ["--skip=roofline", "--skip=precision", "--skip=allreduce", "--skip=health-load", "--skip=health-diff"]
+REDUCED = ["--skip=roofline", "--skip=precision", "--skip=allreduce", "--skip=health-load", "--skip=health-diff",
+           "--allreduce-arg=--max-bytes=1M"]  # the fleet all-reduce: a short gloo sweep
 JOB_WAIT_S = 240
 
 
