@@ -7,6 +7,7 @@ that is missing raises NotReady and is recorded as not run, with why.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import statistics
 from collections.abc import Callable, Mapping
@@ -138,7 +139,20 @@ def roofline_arguments(state: RunState) -> StepArgs:
                                           + ("bf16 tensor cores" if dtype == "bf16" else "fp32 on the CPU")})
 
 
-def precision_arguments(state: RunState) -> StepArgs:
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """Which checkpoint the precision step measures: the default manifest unless given
+    (`dossier run --checkpoint ... --tensor ROLE=NAME --file-sha256 HEX`, as `dossier precision`)."""
+
+    checkpoint: str | None = None
+    tensors: tuple[str, ...] = ()
+    file_sha256: str | None = None
+
+    def describe(self) -> str:
+        return f"--checkpoint {self.checkpoint}" if self.checkpoint else "the default checkpoint"
+
+
+def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
     try:
         module = importlib.import_module("harness.commands.precision")
     except ModuleNotFoundError as exc:
@@ -146,12 +160,13 @@ def precision_arguments(state: RunState) -> StepArgs:
             raise NotReady("harness/commands/precision.py (checkpoint resolution) is not in this build") from exc
         raise
     try:
-        probe_args, provenance = module.probe_args_for(None, [])
+        probe_args, provenance = module.probe_args_for(request.checkpoint, list(request.tensors),
+                                                       file_sha256=request.file_sha256)
     except DossierError as exc:
-        raise StepSetupFailed(f"could not resolve the default checkpoint: {exc.diagnostics()}") from exc
+        raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
     probe_args = [str(a) for a in probe_args]
     files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
-    return StepArgs(tuple(probe_args), inputs={"checkpoint_from": "the default checkpoint"},
+    return StepArgs(tuple(probe_args), inputs={"checkpoint_from": request.describe()},
                     checkpoint=dict(provenance), mounts=files)
 
 
@@ -175,27 +190,33 @@ def allreduce_arguments(state: RunState) -> StepArgs:
                     inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"})
 
 
-LAB_PLAN: tuple[Step, ...] = (
-    ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)",
-              schema="health", analysis="health", plots="health", timeout_s=300),
-    ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
-              schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
-              arguments=lambda state: StepArgs(("--repeats", "3"))),
-    ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)",
-              schema="roofline", analysis="roofline", plots="roofline", timeout_s=900,
-              arguments=roofline_arguments),
-    ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
-              schema="precision", analysis="precision", plots="precision", timeout_s=900,
-              arguments=precision_arguments, independent=True),
-    ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
-              schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
-              arguments=allreduce_arguments),
-    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)",
-              schema="health", analysis="health", plots="health", timeout_s=300,
-              arguments=lambda state: StepArgs(("--under-load", "8"))),
-    HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
-             needs=("health", "health-load"), function="harness.analysis.health_diff:diff"),
-)
+def lab_plan(checkpoint: CheckpointRequest = CheckpointRequest()) -> tuple[Step, ...]:
+    """The lab's steps in order; `checkpoint` picks what the precision step measures."""
+    return (
+        ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)",
+                  schema="health", analysis="health", plots="health", timeout_s=300),
+        ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
+                  schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
+                  arguments=lambda state: StepArgs(("--repeats", "3"))),
+        ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)",
+                  schema="roofline", analysis="roofline", plots="roofline", timeout_s=900,
+                  arguments=roofline_arguments),
+        ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
+                  schema="precision", analysis="precision", plots="precision", timeout_s=900,
+                  arguments=functools.partial(precision_arguments, request=checkpoint),
+                  independent=True),
+        ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
+                  schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
+                  arguments=allreduce_arguments),
+        ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)",
+                  schema="health", analysis="health", plots="health", timeout_s=300,
+                  arguments=lambda state: StepArgs(("--under-load", "8"))),
+        HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
+                 needs=("health", "health-load"), function="harness.analysis.health_diff:diff"),
+    )
+
+
+LAB_PLAN: tuple[Step, ...] = lab_plan()
 
 
 def step_ids(plan: tuple[Step, ...] = LAB_PLAN) -> list[str]:

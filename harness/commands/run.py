@@ -13,7 +13,7 @@ from harness.dossier import RunOptions, run_dossier
 from harness.errors import UsageError
 from harness.runners.select import RUNNER_CHOICES, select_runner
 from harness.signing.keys import signing_key_for_run
-from harness.steps import step_ids
+from harness.steps import CheckpointRequest, lab_plan, step_ids
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,6 +31,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
                              "~/.config/rig-dossier/dossier.key, made on first use)")
     add_runner_arguments(parser)
+    checkpoint = parser.add_argument_group("what the precision step measures (as `dossier precision`)")
+    checkpoint.add_argument("--checkpoint", metavar="REPO@REVISION|PATH",
+                            help="a safetensors checkpoint: a Hub repo pinned to a 40-hex commit, or a local "
+                                 "file or folder (default: the all-MiniLM-L6-v2 manifest)")
+    checkpoint.add_argument("--tensor", action="append", default=[], metavar="ROLE=NAME",
+                            help="a tensor to measure, by role (embedding, attention_projection, "
+                                 "mlp_projection); repeat for each")
+    checkpoint.add_argument("--file-sha256", metavar="HEX",
+                            help="the whole file's sha256, required for a file no manifest pins")
     parser.add_argument("--skip", action="append", default=[], metavar="STEP",
                         help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
     parser.set_defaults(func=handle)
@@ -73,11 +82,15 @@ def handle(args: argparse.Namespace) -> int:
         print(note, file=sys.stderr)
     extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
                   if getattr(args, attr, None) is not None)
+    request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
+    extra += tuple(("--checkpoint", c) for c in [args.checkpoint] if c)
+    extra += tuple(("--tensor", t) for t in args.tensor)
+    extra += tuple(("--file-sha256", h) for h in [args.file_sha256] if h)
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
                          skip=tuple(args.skip), runner_options=extra)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
     try:
-        path = run_dossier(options, runner, why, key)
+        path = run_dossier(options, runner, why, key, plan=lab_plan(request))
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
