@@ -3,7 +3,8 @@
 The explicit list below is the CLI's registry: its order is the order in `--help`.
 """
 
-from harness.commands import (allreduce, bandwidth, diff, health, health_diff, keygen, precision, report,
-                              roofline, run, verify)
+from harness.commands import (accept, allreduce, bandwidth, diff, fleet, health, health_diff, keygen,
+                              precision, report, roofline, run, verify, verify_acceptance)
 
-COMMANDS = [run, health, health_diff, bandwidth, roofline, precision, allreduce, verify, diff, report, keygen]
+COMMANDS = [run, health, health_diff, bandwidth, roofline, precision, allreduce, verify, diff, report,
+            keygen, accept, verify_acceptance, fleet]

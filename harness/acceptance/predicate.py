@@ -1,0 +1,94 @@
+"""The acceptance as a signed in-toto test-result attestation.
+
+An in-toto Statement v1 whose subject is the bundle file (name and sha256 of its bytes) and whose
+predicate is https://in-toto.io/attestation/test-result/v0.1: result PASSED / WARNED / FAILED,
+the configuration it was judged with (the effective profile, carried inline, the catalogue, the
+key that verified the bundle, the tool) as ResourceDescriptors, and the criteria by outcome.
+Signed like the bundle: a DSSE envelope (harness.signing.dsse) with an Ed25519 key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from harness.acceptance.verdict import Acceptance
+from harness.attestation import STATEMENT_TYPE, sha256_hex, statement_bytes
+from harness.signing import dsse
+from harness.signing.keys import SigningKey
+
+PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+
+
+class AttestationMismatch(Exception):
+    """The envelope verifies but is not an acceptance of this bundle."""
+
+
+def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_bytes: bytes | None) -> list[dict]:
+    """ResourceDescriptors of everything the verdict depends on besides the bundle."""
+    profile = acceptance.profile.canonical_bytes()
+    descriptors = [{
+        "name": f"acceptance-profile/{acceptance.profile.sku_id}.json", "mediaType": "application/json",
+        "digest": {"sha256": sha256_hex(profile)}, "content": base64.b64encode(profile).decode("ascii"),
+        "annotations": {"sources": "; ".join(acceptance.profile.sources)},
+    }]
+    if catalogue_bytes is not None:
+        descriptors.append({"name": "harness/data/gpus.json", "mediaType": "application/json",
+                            "digest": {"sha256": sha256_hex(catalogue_bytes)}})
+    descriptors.append({"name": "bundle-signer-public-key", "digest": {"sha256": acceptance.bundle.signer_keyid},
+                        "annotations": {"meaning": "keyid (sha256 of the DER public key) that verified the bundle",
+                                        "verify_checks_passed": acceptance.bundle.checks_passed}})
+    tool_entry: dict[str, Any] = {"name": str(tool.get("name", "rig-dossier")),
+                                  "uri": f"pkg:generic/{tool.get('name', 'rig-dossier')}@{tool.get('version')}",
+                                  "annotations": {"git_dirty": tool.get("git_dirty")}}
+    if isinstance(tool.get("git_commit"), str):
+        tool_entry["digest"] = {"gitCommit": tool["git_commit"]}
+    descriptors.append(tool_entry)
+    return descriptors
+
+
+def statement(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_bytes: bytes | None) -> dict[str, Any]:
+    return {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": acceptance.bundle.name, "digest": {"sha256": acceptance.bundle.sha256}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "result": acceptance.result,
+            "configuration": configuration(acceptance, tool, catalogue_bytes),
+            "passedTests": acceptance.named("pass"),
+            "warnedTests": acceptance.named("not-measured"),
+            "failedTests": acceptance.named("fail"),
+        },
+    }
+
+
+def signed_envelope(acceptance: Acceptance, key: SigningKey, tool: Mapping[str, Any],
+                    catalogue_bytes: bytes | None) -> bytes:
+    """The DSSE envelope's bytes over the statement (Ed25519 is deterministic)."""
+    payload = statement_bytes(statement(acceptance, tool, catalogue_bytes))
+    return dsse.envelope_bytes(dsse.sign(payload, dsse.IN_TOTO_PAYLOAD_TYPE, key))
+
+
+def verify_envelope(data: bytes, trusted: Ed25519PublicKey, bundle_sha256: str | None = None) -> dict[str, Any]:
+    """The verified statement; raises dsse.EnvelopeError or AttestationMismatch naming why."""
+    payload = dsse.verify(dsse.parse(data), trusted)
+    try:
+        stmt = json.loads(payload)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AttestationMismatch(f"the signed payload is not JSON ({exc})") from exc
+    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE:
+        raise AttestationMismatch("the signed payload is not an in-toto Statement v1")
+    if stmt.get("predicateType") != PREDICATE_TYPE:
+        raise AttestationMismatch(f"predicateType is {stmt.get('predicateType')!r}, not {PREDICATE_TYPE}")
+    predicate = stmt.get("predicate")
+    if not isinstance(predicate, dict) or predicate.get("result") not in ("PASSED", "WARNED", "FAILED"):
+        raise AttestationMismatch("the predicate has no result PASSED, WARNED or FAILED")
+    digests = [s.get("digest", {}).get("sha256") for s in stmt.get("subject") or [] if isinstance(s, dict)]
+    if bundle_sha256 is not None and bundle_sha256 not in digests:
+        raise AttestationMismatch(f"the attestation is about sha256 {', '.join(str(d)[:16] + '...' for d in digests)}, "
+                                  f"not this bundle (sha256 {bundle_sha256[:16]}...)")
+    return stmt

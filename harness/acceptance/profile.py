@@ -1,0 +1,199 @@
+"""Acceptance profiles: one SKU's thresholds and known-good figures.
+
+A profile starts from the SKU's `acceptance` block and primary known-good results in the
+catalogue (harness/data/gpus.json); a user's profile file (schemas/acceptance-profile.schema.json)
+replaces whatever it names. A SKU the catalogue lacks needs a file that is the whole profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import catalogue
+from harness.errors import EnvironmentProblem, UsageError
+from harness.schemas import violations
+
+FORMAT = "rig-dossier/acceptance-profile"
+SCHEMA = "acceptance-profile"
+CATALOGUE_NAME = "harness/data/gpus.json"
+# What must be measured when a file-only profile names no `required` list (the catalogue's default).
+DEFAULT_REQUIRED = ("sku_matches_profile", "bandwidth_plateau", "repeat_spread", "ecc_uncorrectable_zero",
+                    "row_remaps_clean", "pcie_link_at_max_under_load", "clocks_rise_under_load",
+                    "no_unexpected_process")
+
+
+class NoProfile(UsageError):
+    """No acceptance profile exists for the SKU asked for; the hint says how to write one."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A known-good figure and where it comes from."""
+
+    value: float
+    unit: str
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"value": self.value, "unit": self.unit, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Everything `dossier accept` judges against, with where each part came from."""
+
+    sku_id: str
+    name: str
+    form_factor: str
+    thresholds: Mapping[str, Any]  # the keys of the schema's `thresholds`, absent = none stated
+    hbm_known_good: Mapping[str, Reference]  # kernel -> GB/s
+    gemm_known_good: Mapping[str, Reference]  # dtype -> TFLOPS
+    allreduce_known_good: Mapping[int, Reference]  # world size -> GB/s
+    required: tuple[str, ...]
+    sources: tuple[str, ...] = field(default=())
+    why: str | None = None
+
+    def threshold(self, key: str) -> Any:
+        return self.thresholds.get(key)
+
+    def to_json(self) -> dict[str, Any]:
+        """The effective profile as data (what the signed predicate's configuration digests)."""
+        return {
+            "sku_id": self.sku_id, "name": self.name, "form_factor": self.form_factor,
+            "thresholds": dict(sorted(self.thresholds.items())),
+            "known_good": {
+                "hbm_bandwidth_gbps": {k: r.to_json() for k, r in sorted(self.hbm_known_good.items())},
+                "gemm_tflops": {k: r.to_json() for k, r in sorted(self.gemm_known_good.items())},
+                "allreduce_busbw_gbps": {str(k): r.to_json() for k, r in sorted(self.allreduce_known_good.items())},
+            },
+            "required": list(self.required), "sources": list(self.sources), "why": self.why,
+        }
+
+    def canonical_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), allow_nan=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+def _catalogue_reference(entry: Mapping[str, Any]) -> Reference:
+    return Reference(float(entry["value"]), entry["unit"],
+                     f"{entry['tool']}; {entry['setting']}; {entry['source']} ({entry['date']})")
+
+
+def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Reference]:
+    found: dict[Any, Reference] = {}
+    for entry in sku.get("known_good", []):
+        if entry["metric"] == metric and entry.get("primary") and entry.get(key) is not None:
+            found.setdefault(entry[key], _catalogue_reference(entry))
+    return found
+
+
+def from_catalogue(sku: Mapping[str, Any]) -> Profile:
+    block = sku["acceptance"]
+    thresholds = {k: v for k, v in block.items() if k not in ("why", "required", "pcie_source")}
+    return Profile(
+        sku_id=sku["id"], name=sku["name"], form_factor=sku["form_factor"], thresholds=thresholds,
+        hbm_known_good=_primary(sku, "hbm_bandwidth", "kernel"),
+        gemm_known_good=_primary(sku, "gemm", "dtype"),
+        allreduce_known_good=_primary(sku, "allreduce_busbw", "world_size"),
+        required=tuple(block.get("required", DEFAULT_REQUIRED)),
+        sources=(f"catalogue {CATALOGUE_NAME} ({sku['id']})",),
+        why=block.get("why") + (f"; PCIe: {block['pcie_source']}" if block.get("pcie_source") else ""),
+    )
+
+
+def _file_reference(value: Any, unit: str, where: str) -> Reference:
+    if isinstance(value, dict):
+        return Reference(float(value["value"]), unit, f"{value['source']} (from {where})")
+    return Reference(float(value), unit, f"stated in {where}")
+
+
+def read_profile_file(path: Path) -> tuple[dict[str, Any], str]:
+    """The file's JSON, schema-checked, and its sha256."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the profile file {path}: {exc.strerror}") from exc
+    try:
+        document = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"the profile file {path} is not JSON ({exc})", hint=how_to_write(None)) from exc
+    found = violations(SCHEMA, document)
+    if found:
+        raise UsageError(f"the profile file {path} does not match schemas/{SCHEMA}.schema.json: "
+                         + "; ".join(str(v) for v in found[:5]), hint=how_to_write(None))
+    return document, hashlib.sha256(data).hexdigest()
+
+
+def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) -> Profile:
+    """BASE with everything DOCUMENT names replaced (BASE None: the file is the whole profile)."""
+    known = document.get("known_good", {})
+    hbm = {k: _file_reference(v, "GB/s", where) for k, v in known.get("hbm_bandwidth_gbps", {}).items()}
+    gemm = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_tflops", {}).items()}
+    allreduce = {int(k): _file_reference(v, "GB/s", where) for k, v in known.get("allreduce_busbw_gbps", {}).items()}
+    thresholds = dict(base.thresholds) if base else {}
+    for key, value in document.get("thresholds", {}).items():
+        thresholds[key] = ({**thresholds.get(key, {}), **value} if key == "gemm_min_share" else value)
+    if base is None:
+        missing = [k for k in ("name", "form_factor") if k not in document]
+        if missing:
+            raise UsageError(f"{where} is for {document['sku_id']}, which the catalogue lacks, so it must "
+                             f"state {' and '.join(missing)}", hint=how_to_write(document["sku_id"]))
+    return Profile(
+        sku_id=document["sku_id"],
+        name=document.get("name", base.name if base else ""),
+        form_factor=document.get("form_factor", base.form_factor if base else ""),
+        thresholds=thresholds,
+        hbm_known_good={**(base.hbm_known_good if base else {}), **hbm},
+        gemm_known_good={**(base.gemm_known_good if base else {}), **gemm},
+        allreduce_known_good={**(base.allreduce_known_good if base else {}), **allreduce},
+        required=tuple(document.get("required", base.required if base else DEFAULT_REQUIRED)),
+        sources=(base.sources if base else ()) + (where,),
+        why="; ".join(w for w in (base.why if base else None, document.get("why")) if w) or None,
+    )
+
+
+def resolve(sku_id: str, profile_file: Path | None = None) -> Profile:
+    """The profile for SKU_ID: the catalogue's, overridden by PROFILE_FILE when given."""
+    sku = catalogue.by_id(sku_id)
+    base = from_catalogue(sku) if sku else None
+    if profile_file is None:
+        if base is None:
+            raise NoProfile(f"there is no acceptance profile for SKU {sku_id!r}: the catalogue "
+                            f"({CATALOGUE_NAME}) has {', '.join(s['id'] for s in catalogue.skus())}",
+                            hint=how_to_write(sku_id))
+        return base
+    document, digest = read_profile_file(profile_file)
+    if document["sku_id"] != sku_id:
+        raise UsageError(f"--profile {sku_id} but {profile_file} is for {document['sku_id']!r}",
+                         hint="pass the same SKU to --profile as the file's sku_id")
+    return apply_file(base, document, f"profile file {profile_file.name} (sha256 {digest[:16]}...)")
+
+
+def example(sku_id: str) -> dict[str, Any]:
+    """A complete profile file for SKU_ID (the figures shown are the lent H200 SXM's, as a model)."""
+    return {
+        "format": FORMAT, "format_version": 1, "sku_id": sku_id,
+        "name": "Vendor Model 141GB", "form_factor": "SXM",
+        "why": "purchase order 1234, clause 5: within 15% of the vendor's reference run",
+        "thresholds": {"bandwidth_plateau_min_share": 0.85, "repeat_spread_max": 0.05,
+                       "gemm_min_share": {"bf16": 0.85}, "pcie_min_generation": 5, "pcie_min_width": 16},
+        "known_good": {"hbm_bandwidth_gbps": {"copy": {"value": 4234, "source": "torch c.copy_(a), 2 GiB fp32, "
+                                                       "median of 5 x 20 iterations, on a known-good unit"}},
+                       "gemm_tflops": {"bf16": {"value": 765.1, "source": "mamf-finder.py best median, "
+                                                "m,n,k in {4096, 8192, 16384}"}}},
+        "required": list(DEFAULT_REQUIRED),
+    }
+
+
+def how_to_write(sku_id: str | None) -> str:
+    """The hint for a missing or malformed profile: the format, an example file and the command."""
+    sku = sku_id or "my-gpu-sku"
+    text = json.dumps(example(sku), indent=2, sort_keys=True)
+    return (f"write a profile file (JSON, schema schemas/{SCHEMA}.schema.json; docs/accept.md explains each "
+            f"field), for example {sku}.json:\n{text}\n"
+            f"then run: dossier accept BUNDLE --profile {sku} --profile-file {sku}.json --key SIGNER.pub\n"
+            f"(for a SKU in the catalogue the file only needs the fields it changes)")

@@ -1,0 +1,149 @@
+"""`dossier accept BUNDLE --profile SKU`: pre-procurement acceptance of a verified bundle.
+
+I/O only: the profile comes from harness.acceptance.profile, verification from harness.verify,
+the judgement from harness.acceptance.verdict; this module reads the bundle, prints, and writes
+the JUnit XML, the signed attestation and the summary pages asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from harness import catalogue, provenance
+from harness.acceptance import predicate
+from harness.acceptance.junit import junit_xml
+from harness.acceptance.profile import resolve
+from harness.acceptance.summary import Files, render_html, render_markdown
+from harness.acceptance.verdict import Acceptance, BundleRef, judge
+from harness.bundle.read import UnsafeBundle, read_members
+from harness.bundle.view import BundleFormatError, BundleView
+from harness.errors import CheckFailed, EnvironmentProblem, UsageError
+from harness.signing.keys import (configured_key_path, keyid, load_public, public_path_for,
+                                  signing_key_for_run)
+from harness.verify import verify_bundle
+
+STATUS_MARK = {"pass": "PASS", "fail": "FAIL", "not-measured": "N/M "}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "accept", help="judge a verified bundle against a SKU's acceptance thresholds",
+        description="Verify BUNDLE (a bundle that fails `dossier verify` is refused), then judge it against "
+                    "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
+                    "exact SKU and form factor, overridden by --profile-file. Each criterion passes, fails or "
+                    "is not measured (with why); a criterion the profile requires that was not measured fails. "
+                    "Exit 0 when nothing failed, 1 otherwise.")
+    parser.add_argument("bundle", type=Path, help="the bundle (.tar.gz) to judge")
+    parser.add_argument("--profile", required=True, metavar="SKU",
+                        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb)")
+    parser.add_argument("--profile-file", type=Path, metavar="F",
+                        help="your own profile (JSON, schemas/acceptance-profile.schema.json): replaces the "
+                             "catalogue's thresholds and known-good figures it names")
+    parser.add_argument("--key", type=Path, metavar="PUB",
+                        help="the bundle signer's public key (default: the public half of your own key, "
+                             "for a bundle you made)")
+    parser.add_argument("--signing-key", type=Path, metavar="KEY",
+                        help="private key that signs --attestation (default: $DOSSIER_KEY or the default "
+                             "key, made on first use)")
+    parser.add_argument("--junit", type=Path, metavar="F", help="write a JUnit XML report (one testcase per criterion)")
+    parser.add_argument("--attestation", type=Path, metavar="F",
+                        help="write a signed in-toto test-result attestation (DSSE) about the bundle")
+    parser.add_argument("--summary", type=Path, metavar="F.md", help="write the one-page summary (Markdown)")
+    parser.add_argument("--html", type=Path, metavar="F.html", help="write the one-page summary (HTML)")
+    parser.add_argument("--json", action="store_true", help="print the acceptance as JSON on stdout")
+    parser.set_defaults(func=handle)
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read the bundle {path}: {exc.strerror}") from exc
+    return digest.hexdigest()
+
+
+def trusted_key(explicit: Path | None) -> tuple[Path, object]:
+    """The public key the bundle must verify with: --key, else the public half of your own key."""
+    if explicit is not None:
+        return explicit, load_public(explicit)
+    path = public_path_for(configured_key_path())
+    if not path.exists():
+        raise UsageError(f"no --key given and no key of your own at {path}",
+                         hint="pass --key SIGNER.pub: the public key of whoever signed the bundle")
+    print(f"accept: verifying with your own key {path}; pass --key for a bundle someone else signed",
+          file=sys.stderr)
+    return path, load_public(path)
+
+
+def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, BundleRef]:
+    """The bundle's data, only if `dossier verify` passes on exactly the bytes judged."""
+    before = sha256_file(bundle)
+    result = verify_bundle(bundle, trusted)
+    if not result.ok:
+        lines = "\n".join("  " + c.line() for c in result.failures[:20])
+        raise CheckFailed(f"refused: {bundle} does not verify with {key_path} (keyid {result.keyid[:16]}...): "
+                          f"{len(result.failures)} check(s) failed:\n{lines}",
+                          hint="a bundle that fails `dossier verify` is never judged: check that --key is the "
+                               "signer's public key, and get an untouched copy of the bundle")
+    try:
+        members = read_members(bundle, lambda name: name.endswith((".json", ".md")))
+        view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None})
+    except (UnsafeBundle, BundleFormatError) as exc:
+        raise CheckFailed(f"refused: {bundle} changed while it was read: {exc}") from exc
+    if sha256_file(bundle) != before:
+        raise CheckFailed(f"refused: {bundle} changed while it was being verified")
+    passed = len(result.checks) - len(result.failures)
+    return view, BundleRef(bundle.name, before, result.keyid, passed)
+
+
+def print_results(acceptance: Acceptance) -> None:
+    for r in acceptance.results:
+        measured = r.measured.text if r.measured else "not measured"
+        threshold = r.threshold.text if r.threshold else "no threshold"
+        print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
+        if r.status != "pass":
+            print(f"     why: {r.why}")
+    print(f"{acceptance.result}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+          f"{len(acceptance.named('pass'))} passed, {len(acceptance.named('fail'))} failed, "
+          f"{len(acceptance.named('not-measured'))} not measured")
+
+
+def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: BundleView, key_path: Path) -> None:
+    acceptor_keyid = None
+    if args.attestation:
+        key, note = signing_key_for_run(args.signing_key)
+        if note:
+            print(f"accept: {note}", file=sys.stderr)
+        args.attestation.write_bytes(predicate.signed_envelope(
+            acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()))
+        acceptor_keyid = keyid(key.public)
+        print(f"accept: wrote {args.attestation} (signed by keyid {acceptor_keyid[:16]}...)", file=sys.stderr)
+    if args.junit:
+        args.junit.write_bytes(junit_xml(acceptance))
+    files = Files(bundle=str(args.bundle), signer_key=str(key_path),
+                  attestation=str(args.attestation) if args.attestation else None, acceptor_keyid=acceptor_keyid,
+                  profile_file=str(args.profile_file) if args.profile_file else None)
+    if args.summary:
+        args.summary.write_text(render_markdown(acceptance, view, files))
+    if args.html:
+        args.html.write_text(render_html(acceptance, view, files))
+
+
+def handle(args: argparse.Namespace) -> int:
+    profile = resolve(args.profile, args.profile_file)  # an unknown SKU is refused before any reading
+    key_path, trusted = trusted_key(args.key)
+    view, bundle = verified_view(args.bundle, key_path, trusted)
+    acceptance = judge(view, profile, bundle)
+    write_outputs(args, acceptance, view, key_path)
+    if args.json:
+        print(json.dumps(acceptance.to_json(), indent=1, sort_keys=True, allow_nan=False))
+    else:
+        print_results(acceptance)
+    return acceptance.exit_code

@@ -1,0 +1,45 @@
+"""`dossier verify-acceptance ATTESTATION BUNDLE --key PUB`: is this signed verdict about this bundle?"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness.acceptance.predicate import AttestationMismatch, verify_envelope
+from harness.commands.accept import sha256_file
+from harness.errors import CheckFailed, EnvironmentProblem
+from harness.signing import dsse
+from harness.signing.keys import keyid, load_public
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "verify-acceptance", help="check a signed acceptance verdict against its bundle",
+        description="Check that ATTESTATION (written by `dossier accept --attestation`) is signed by the key "
+                    "PUB (DSSE, Ed25519), is an in-toto test-result statement, and names BUNDLE's sha256 as "
+                    "its subject; then print the verdict it carries. Exit 0 when all of that holds, 1 otherwise "
+                    "(whatever the verdict itself).")
+    parser.add_argument("attestation", type=Path)
+    parser.add_argument("bundle", type=Path)
+    parser.add_argument("--key", type=Path, required=True,
+                        help="the acceptor's public key (PEM), obtained outside the files")
+    parser.set_defaults(func=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    try:
+        data = args.attestation.read_bytes()
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot read {args.attestation}: {exc.strerror}") from exc
+    trusted = load_public(args.key)
+    try:
+        stmt = verify_envelope(data, trusted, sha256_file(args.bundle))
+    except (dsse.EnvelopeError, AttestationMismatch) as exc:
+        raise CheckFailed(f"NOT VERIFIED {args.attestation}: {exc}",
+                          hint="check that --key is the acceptor's public key and BUNDLE the file judged") from exc
+    p = stmt["predicate"]
+    print(f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}")
+    print(f"result {p['result']}: passed {', '.join(p.get('passedTests') or []) or 'none'}; "
+          f"failed {', '.join(p.get('failedTests') or []) or 'none'}; "
+          f"not measured {', '.join(p.get('warnedTests') or []) or 'none'}")
+    return 0

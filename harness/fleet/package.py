@@ -1,0 +1,59 @@
+"""The fleet bundle's members: fleet.json and fleet.md, the job as submitted, every log, the
+verified node bundles and the all-reduce document. Signed by `harness.fleet.sealing`.
+
+Layout:
+  fleet.json, fleet.md            the comparison (schemas/fleet.schema.json) and its report
+  job/fleet.sbatch, job/node.sh, job/submission.json, job/nodelist   what ran
+  logs/batch-JOB.out, logs/slurm-JOB-NODE.out   the batch log and every node's log
+  nodes/NODE.tar.gz               each node's own signed bundle (verified before it was put here)
+  raw/allreduce.json, allreduce/rank-T.err      the multi-node all-reduce
+  attestation.intoto.json         DSSE envelope over the in-toto statement of all of the above
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.fleet.collect import FleetRun
+
+JOB_FILES = ("fleet.sbatch", "node.sh", "submission.json", "nodelist")
+
+
+def json_bytes(value: Any) -> bytes:
+    return (json.dumps(value, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
+
+
+def _read_if(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
+def fleet_files(run: FleetRun, document: dict[str, Any], report: str) -> dict[str, bytes]:
+    files = {"fleet.json": json_bytes(document), "fleet.md": report.encode()}
+    candidates = {f"job/{name}": run.path / name for name in JOB_FILES}
+    candidates[f"logs/{run.batch_log().name}"] = run.batch_log()
+    for node in document["nodes"]:
+        candidates[node["log"]] = run.path / node["log"]
+        if node["status"] == "ok":
+            candidates[node["bundle"]] = run.node_bundle(node["name"])
+    for log in document["allreduce"]["logs"]:
+        candidates[log] = run.path / log
+    if document["allreduce"]["status"] == "ok":
+        candidates["raw/allreduce.json"] = run.path / "allreduce" / "rank-0.out"
+    for name, path in candidates.items():
+        data = _read_if(path)
+        if data is not None:
+            files[name] = data
+    return files
+
+
+def predicate(document: dict[str, Any]) -> dict[str, Any]:
+    """What the fleet attestation records: the job, each node's status and bundle, the outliers."""
+    return {
+        "tool": {"name": "rig-dossier", "version": __version__},
+        "job_id": document["job"]["id"],
+        "nodes": [{"name": n["name"], "status": n["status"], "bundle": n.get("bundle")} for n in document["nodes"]],
+        "outliers": document["outliers"],
+    }

@@ -1,0 +1,83 @@
+"""The few Slurm client calls a fleet needs: sbatch to submit, scontrol to follow a job.
+
+`sacct` is not used: it needs slurmdbd, which many small clusters (and CI) do not run.
+`scontrol show job` knows a job until MinJobAge after it ends; after that the run directory's
+own records (nodelist, exit codes) are what a collect reads.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from harness.errors import CheckFailed, EnvironmentProblem
+
+ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
+                           "RESIZING", "STAGE_OUT", "SIGNALING", "REQUEUE_HOLD", "REQUEUE_FED"})
+CLUSTER_HINT = ("run on a Slurm login node (sbatch, scontrol on PATH; SLURM_CONF set where the "
+                "configuration is not at its default place)")
+
+
+def _client(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise EnvironmentProblem(f"{name} is not on PATH: no Slurm client here", hint=CLUSTER_HINT)
+    return path
+
+
+def _run(argv: list[str], timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+
+
+def submit(script: Path) -> tuple[str, list[str]]:
+    """Submit a batch script; its job id and the exact sbatch argv."""
+    argv = [_client("sbatch"), "--parsable", str(script)]
+    done = _run(argv)
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"sbatch refused the fleet job: {done.stderr.strip() or done.stdout.strip()}",
+                                 hint=CLUSTER_HINT)
+    job_id = done.stdout.strip().split(";")[0]  # --parsable prints "id" or "id;cluster"
+    if not job_id.isdigit():
+        raise EnvironmentProblem(f"sbatch printed {done.stdout.strip()!r}, not a job id")
+    return job_id, argv
+
+
+def job_fields(job_id: str) -> dict[str, str] | None:
+    """`scontrol show job -o` as KEY -> value, or None once Slurm no longer knows the job."""
+    done = _run([_client("scontrol"), "show", "job", "-o", job_id])
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    fields = {}
+    for word in done.stdout.split():
+        key, sep, value = word.partition("=")
+        if sep and key not in fields:
+            fields[key] = value
+    return fields
+
+
+def job_state(job_id: str) -> str | None:
+    fields = job_fields(job_id)
+    return fields.get("JobState") if fields else None
+
+
+def hostnames(nodelist: str) -> list[str]:
+    """Expand a Slurm node list (n[1-3]) into names."""
+    done = _run([_client("scontrol"), "show", "hostnames", nodelist])
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"scontrol could not expand node list {nodelist!r}: {done.stderr.strip()}")
+    return done.stdout.split()
+
+
+def wait(job_id: str, timeout_s: float, poll_s: float = 1.0) -> str | None:
+    """Wait until the job leaves the active states; its final state (None if Slurm forgot it)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        state = job_state(job_id)
+        if state is None or state.split("+")[0] not in ACTIVE_STATES:
+            return state
+        if time.monotonic() > deadline:
+            raise CheckFailed(f"job {job_id} still {state} after {timeout_s:g} s",
+                              hint=f"collect it later: dossier fleet collect {job_id}")
+        time.sleep(poll_s)

@@ -1,0 +1,188 @@
+"""Each acceptance criterion's pass and fail path on recorded H200 data (tests/accept_support.py).
+
+The pass path is the data as recorded; each fail path changes one recorded fact and rebuilds the
+document through the probe's own code, so the document stays what a probe would have written.
+"""
+
+import pytest
+
+from harness.acceptance.criteria import FAIL, NOT_MEASURED, PASS, evaluate
+from harness.acceptance.facts import BundleFacts
+from harness.acceptance.profile import apply_file, resolve
+from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_health, install_standins,
+                                  recorded_cpu, roofline_document, view_of)
+from tests.h200_capture import SM
+
+SXM = "h200-sxm-141gb"
+REQUIRED = {"sku_matches_profile", "bandwidth_plateau", "repeat_spread", "ecc_uncorrectable_zero", "row_remaps_clean",
+            "pcie_link_at_max_under_load", "clocks_rise_under_load", "no_unexpected_process"}
+
+
+def judged(documents, profile=None):
+    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM))}
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return judged(h200_documents())
+
+
+def test_recorded_h200_passes_every_required_criterion(recorded):
+    assert {n for n, r in recorded.items() if r.status == PASS} == REQUIRED
+    for name in REQUIRED:
+        r = recorded[name]
+        assert r.required and r.evidence and r.threshold is not None and r.measured.unit, name
+
+
+def test_recorded_figures_are_the_baseline_ones(recorded):
+    assert recorded["bandwidth_plateau"].measured.value == pytest.approx(4254, abs=0.5)  # median of 1/4/8 GiB
+    assert recorded["bandwidth_plateau"].threshold.value == pytest.approx(0.85 * 4234)
+    assert recorded["repeat_spread"].measured.value == pytest.approx((4281 - 4213) / 4254)
+    assert recorded["clocks_rise_under_load"].measured.value == 1365  # nvidia-smi -q under the GEMM load
+    assert recorded["pcie_link_at_max_under_load"].measured.value == "Gen5 x16"
+    assert recorded["ecc_uncorrectable_zero"].measured.value == 0
+    assert "raw/bandwidth.json sweep[].iteration_times_s" in recorded["bandwidth_plateau"].evidence
+
+
+def test_what_this_bundle_lacks_is_not_measured_with_why(recorded):
+    for name in ("gemm_bf16", "gemm_fp16", "gemm_fp8", "gemm_tf32", "gemm_fp32", "allreduce_busbw"):
+        assert recorded[name].status == NOT_MEASURED and not recorded[name].required
+        assert "not run" in recorded[name].why
+    assert "gemm_fp64" not in recorded  # a share but no known-good and not measured: no row
+
+
+def test_h200_nvl_bundle_against_the_sxm_profile_fails_naming_the_form_factor():
+    def as_nvl(answers):
+        answers["nvmlDeviceGetPciInfo_v3"].pciDeviceId = 0x233B10DE
+        answers["nvmlDeviceGetPowerManagementDefaultLimit"] = 600_000
+        answers["nvmlDeviceGetEnforcedPowerLimit"] = 600_000
+    idle, load = h200_health(edit_idle=as_nvl, edit_load=as_nvl)
+    assert idle["devices"][0]["sku"]["id"] == "h200-nvl-141gb"
+    result = judged({"health": idle, "health-load": load,
+                     "bandwidth": h200_bandwidth(sku_id="h200-nvl-141gb")})["sku_matches_profile"]
+    assert result.status == FAIL
+    assert "h200-nvl-141gb is not h200-sxm-141gb" in result.why and "form factor" in result.why
+
+
+def test_slower_card_fails_the_bandwidth_share():
+    documents = {**h200_documents(), "bandwidth": h200_bandwidth(scale=0.8)}
+    result = judged(documents)["bandwidth_plateau"]
+    assert result.status == FAIL and result.measured.value == pytest.approx(0.8 * 4254, abs=0.5)
+    assert "below" in result.why
+
+
+def test_one_slow_repeat_fails_the_spread():
+    documents = {**h200_documents(), "bandwidth": h200_bandwidth(repeat_scale=(1.0, 0.9, 1.0))}
+    result = judged(documents)["repeat_spread"]
+    assert result.status == FAIL and result.measured.value > 0.05
+
+
+def test_an_uncorrectable_ecc_error_under_load_fails():
+    documents = h200_documents(edit_load=lambda a: by_args(a, "nvmlDeviceGetTotalEccErrors", (1, 1), 2))
+    result = judged(documents)["ecc_uncorrectable_zero"]
+    assert result.status == FAIL and result.measured.value == 2
+    assert "aggregate_uncorrected_errors = 2" in result.why
+
+
+def test_a_pending_row_remap_fails():
+    documents = h200_documents(edit_idle=lambda a: a.update(nvmlDeviceGetRemappedRows=(0, 0, 1, 0)))
+    result = judged(documents)["row_remaps_clean"]
+    assert result.status == FAIL and "remap pending" in result.why
+
+
+@pytest.mark.parametrize("call, value, words", [
+    ("nvmlDeviceGetCurrPcieLinkWidth", 8, "narrower"),
+    ("nvmlDeviceGetCurrPcieLinkGeneration", 4, "while working"),
+])
+def test_a_pcie_link_below_its_maximum_under_load_fails(call, value, words):
+    result = judged(h200_documents(edit_load=lambda a: a.update({call: value})))["pcie_link_at_max_under_load"]
+    assert result.status == FAIL and words in result.why
+
+
+def test_a_slot_below_the_skus_generation_fails_against_the_catalogue():
+    def gen4_slot(answers):  # a Gen4 slot: the link's maximum is Gen4, and it runs at it
+        answers.update(nvmlDeviceGetCurrPcieLinkGeneration=4, nvmlDeviceGetMaxPcieLinkGeneration=4,
+                       nvmlDeviceGetGpuMaxPcieLinkGeneration=4)
+    result = judged(h200_documents(edit_load=gen4_slot))["pcie_link_at_max_under_load"]
+    assert result.status == FAIL and "Gen5" in result.why
+
+
+def test_clocks_that_do_not_rise_under_load_fail():
+    documents = h200_documents(edit_load=lambda a: by_args(a, "nvmlDeviceGetClockInfo", (SM,), 345))
+    result = judged(documents)["clocks_rise_under_load"]
+    assert result.status == FAIL and result.measured.value == 345
+
+
+def test_a_process_the_harness_did_not_start_fails_and_is_named():
+    result = judged(h200_documents(load_pids=[999999]))["no_unexpected_process"]
+    assert result.status == FAIL and result.measured.value == 1
+    assert "pid 417" in result.measured.text
+
+
+def test_required_criteria_without_their_step_fail_saying_not_measured():
+    documents = h200_documents()
+    del documents["health-load"]
+    results = judged(documents)
+    for name in ("pcie_link_at_max_under_load", "clocks_rise_under_load", "no_unexpected_process"):
+        assert results[name].status == FAIL and "not measured, and the profile requires it" in results[name].why
+    assert results["ecc_uncorrectable_zero"].status == PASS  # the idle reading still counts
+
+
+@pytest.mark.parametrize("tflops, status", [(765.1, PASS), (0.8 * 765.1, FAIL)])
+def test_gemm_against_the_baseline_bf16_figure(monkeypatch, tflops, status):
+    install_standins(monkeypatch)
+    results = judged({**h200_documents(), "roofline": roofline_document("bf16", tflops)})
+    assert results["gemm_bf16"].status == status
+    assert results["gemm_bf16"].threshold.value == pytest.approx(0.85 * 765.1)
+    assert results["gemm_fp16"].status == NOT_MEASURED and "measured bf16 only" in results["gemm_fp16"].why
+
+
+def allreduce_document(backend, world_size, busbw, limitations=()):
+    return {"probe": "allreduce", "backend": backend, "world_size": world_size,
+            "busbw_at_max_gbps": {"normal": busbw} if busbw is not None else {},
+            "limitations": [{"what": w, "why": "recorded"} for w in limitations]}
+
+
+def with_allreduce_reference(share=0.8, busbw=400.0):
+    return apply_file(resolve(SXM), {"sku_id": SXM, "thresholds": {"allreduce_busbw_min_share": share},
+                                     "known_good": {"allreduce_busbw_gbps": {"8": busbw}}}, "test profile")
+
+
+@pytest.mark.parametrize("measured, status", [(380.0, PASS), (200.0, FAIL)])
+def test_allreduce_busbw_where_measured(monkeypatch, measured, status):
+    install_standins(monkeypatch)
+    documents = {**h200_documents(), "allreduce": allreduce_document("nccl", 8, measured)}
+    result = judged(documents, with_allreduce_reference())["allreduce_busbw"]
+    assert result.status == status and result.threshold.value == pytest.approx(320.0)
+
+
+def test_one_gpu_allreduce_is_not_measured_with_the_recorded_limitation(monkeypatch):
+    install_standins(monkeypatch)
+    documents = {**h200_documents(),
+                 "allreduce": allreduce_document("nccl", 1, None, ["all-reduce needs at least two GPUs"])}
+    result = judged(documents, with_allreduce_reference())["allreduce_busbw"]
+    assert result.status == NOT_MEASURED and "at least two GPUs" in result.why
+    gloo = judged({**h200_documents(), "allreduce": allreduce_document("gloo", 2, 1.5)})["allreduce_busbw"]
+    assert gloo.status == NOT_MEASURED and "gloo" in gloo.why
+
+
+def cpu_profile(**thresholds):
+    return apply_file(None, {"sku_id": "ci-xeon-2core", "name": "the CI VM's CPU", "form_factor": "VM",
+                             "thresholds": thresholds,
+                             "known_good": {"gemm_tflops": {"fp32": {"value": 0.1, "source": "test figure"}}}},
+                      "test profile")
+
+
+@pytest.mark.parametrize("share, status", [(0.5, PASS), (1.5, FAIL)])
+def test_gemm_from_a_real_roofline_run_through_the_real_analysis(share, status):
+    documents = {"roofline": recorded_cpu("roofline-cpu.json")}
+    result = judged(documents, cpu_profile(gemm_min_share={"fp32": share}))["gemm_fp32"]
+    assert result.status == status
+    assert result.measured.value == pytest.approx(0.0988, rel=0.01)  # harness.analysis.roofline's best
+    assert "awkward-1000" in result.measured.text
+
+
+def test_a_real_gloo_allreduce_is_not_the_gpu_interconnect():
+    documents = {**h200_documents(), "allreduce": recorded_cpu("allreduce-cpu-gloo.json")}
+    result = judged(documents, with_allreduce_reference())["allreduce_busbw"]
+    assert result.status == NOT_MEASURED and "gloo" in result.why and "P2P-disabled" in result.why
