@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.bundle.view import BundleView
+from harness.report.figures import number
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ def compare(a: BundleView, b: BundleView) -> Comparison:
 def _num(value: float | None, unit: str, spread: float | None) -> str:
     if value is None:
         return "not measured"
-    text = f"{value:.5g} {unit}"
+    text = f"{number(value)} {unit}"
     return text + (f" (spread {spread * 100:.2f} %)" if isinstance(spread, (int, float))
                    else " (one measurement, no spread)")
 

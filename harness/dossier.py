@@ -10,10 +10,10 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 import shlex
+import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,13 +83,6 @@ def _base(step: Step) -> dict[str, Any]:
     return common
 
 
-def _mounts(paths: tuple[str, ...]) -> dict[str, Any]:
-    """ProbeInvocation's mounts (read-only host paths for container runners), where it has them."""
-    if paths and "mounts" in {f.name for f in dataclasses.fields(ProbeInvocation)}:
-        return {"mounts": paths}
-    return {}
-
-
 def _lowest_priority_thread() -> None:
     """Linux nice values are per thread: this one only gets CPU the probes leave idle."""
     try:
@@ -133,7 +126,7 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
         display.skip(step.step, f"failed before starting: {why}")
         return StepRecord(**base, status=FAILED, why=why)
-    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, **_mounts(prepared.mounts))
+    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, mounts=prepared.mounts)
     package = getattr(runner, "package", "harness.probes")
     command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])
     display.begin(step.step, step.title, command)

@@ -4,7 +4,6 @@ Steps whose probe or analysis is not in this build are listed as not run; as pro
 run here for real. One run is shared by the tests of this module.
 """
 
-import io
 import json
 
 import pytest
