@@ -1,0 +1,71 @@
+"""A real dossier bundle made on the lent H200 SXM (tests/fixtures/h200/dossier-h200.tar.gz).
+
+Taken 2026-11-29 with `OUT=$OUT bash bench/gpu_dossier.sh` (one device call: keygen, `dossier run
+--runner local`, every step on the GPU); the public key beside it is the one that run made. A
+colleague's bundle checked on another machine: this CPU machine verifies and judges it.
+"""
+
+import io
+import json
+import tarfile
+from pathlib import Path
+
+from harness.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "h200"
+BUNDLE = FIXTURES / "dossier-h200.tar.gz"
+PUBLIC_KEY = FIXTURES / "dossier-h200.pub"
+
+
+def raw(name):
+    with tarfile.open(BUNDLE) as tar:
+        return json.load(tar.extractfile(f"raw/{name}.json"))
+
+
+def test_the_h200_bundle_verifies_here_with_its_signer_key(capsys):
+    assert main(["verify", str(BUNDLE), "--key", str(PUBLIC_KEY)]) == 0
+    assert "checks passed" in capsys.readouterr().out
+
+
+def test_one_flipped_byte_fails_verify_and_names_the_member(tmp_path, capsys):
+    members = {}
+    with tarfile.open(BUNDLE) as tar:
+        for info in tar.getmembers():
+            members[info.name] = tar.extractfile(info).read()
+    data = bytearray(members["raw/bandwidth.json"])
+    data[data.index(b'"kernel"') + 1] ^= 0x01
+    members["raw/bandwidth.json"] = bytes(data)
+    tampered = tmp_path / "tampered.tar.gz"
+    with tarfile.open(tampered, "w:gz") as tar:
+        for name, content in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tar.addfile(info, io.BytesIO(content))
+    assert main(["verify", str(tampered), "--key", str(PUBLIC_KEY)]) != 0
+    assert "raw/bandwidth.json" in capsys.readouterr().out
+
+
+def test_the_h200_is_identified_as_h200_sxm_and_meets_the_lab_criteria():
+    health = raw("health")
+    assert [d["sku"]["id"] for d in health["devices"]] == ["h200-sxm-141gb"]
+    from harness.analysis import bandwidth, roofline
+    bw = bandwidth.headlines(raw("bandwidth"))
+    assert bw["repeat_verdict"] == "pass" and bw["repeat_spread"] < 0.05
+    assert 0.85 <= bw["known_good_ratio"] <= 1.15  # within 15% of the known-good for this SKU
+    rl = roofline.headlines(raw("roofline"))
+    assert rl["classifications"]["qkv-decode-1"] == "memory"
+    assert rl["classifications"]["qkv-prefill-8192"] == "compute"
+
+
+def test_the_h200_bundle_passes_acceptance_for_its_own_sku(tmp_path):
+    junit = tmp_path / "accept.xml"
+    code = main(["accept", str(BUNDLE), "--profile", "h200-sxm-141gb", "--key", str(PUBLIC_KEY),
+                 "--signing-key", str(tmp_path / "acceptor.key"), "--junit", str(junit)])
+    assert code == 0
+    assert 'failures="0"' in junit.read_text()
+
+
+def test_the_h200_sxm_bundle_fails_against_the_h200_nvl_profile(tmp_path):
+    code = main(["accept", str(BUNDLE), "--profile", "h200-nvl-141gb", "--key", str(PUBLIC_KEY),
+                 "--signing-key", str(tmp_path / "acceptor.key")])
+    assert code == 1
