@@ -30,8 +30,10 @@ dossier: venv
 unit: venv
 	$(BIN)/python -m pytest -q -m "not docker and not slurm"
 
+# Starts the Docker engine (with a loopback registry and the CPU probe image) and a 3-node Slurm
+# cluster, runs every test, then stops exactly what it started (tests/services/with-services.sh).
 test: venv
-	$(BIN)/python -m pytest -q
+	PYTHON=$(CURDIR)/$(BIN)/python tests/services/with-services.sh $(BIN)/python -m pytest -q
 
 # Services the tests need (tests/services/NAME.sh start|stop|status; each stops only what it started).
 SERVICES ?= docker
