@@ -1,0 +1,62 @@
+"""Real multi-GPU evidence: the all-reduce probe on two NVLink-connected H200s (tests/fixtures/h200x2/).
+
+Taken 2026-11-29 on the `nvidia-h200-x2` device machine in one call:
+`python3 -m harness.probes.health > health.json; OUT=$OUT bash bench/allreduce_vs_nccl_tests.sh`
+(our probe at world size 2, normal and NCCL_P2P_DISABLE=1, then nccl-tests' all_reduce_perf -g 2,
+NCCL_NVLS_ENABLE=0 throughout).
+"""
+
+import json
+from pathlib import Path
+
+from harness.analysis import allreduce, health
+from harness.analysis.topology import gpu_pairs, parse_topo_matrix
+from harness.schemas import violations
+
+FIXTURES = Path(__file__).parent / "fixtures" / "h200x2"
+
+
+def load(name):
+    return json.loads((FIXTURES / name).read_text())
+
+
+def test_documents_validate_and_recompute_without_discrepancy():
+    assert violations("allreduce", load("allreduce.json")) == []
+    assert violations("health", load("health.json")) == []
+    assert allreduce.discrepancies(load("allreduce.json")) == []
+    assert health.discrepancies(load("health.json")) == []
+
+
+def test_both_curves_have_a_startup_to_bandwidth_knee():
+    curves = allreduce.headlines(load("allreduce.json"))["curves"]
+    for name in ("normal", "p2p_disabled"):
+        curve = curves[name]
+        assert curve["alpha_us"] > 0 and curve["beta_gbps"] > 0
+        knee = curve["alpha_us"] * 1e-6 * curve["beta_gbps"] * 1e9  # where alpha = s / beta
+        assert abs(curve["knee_bytes"] / knee - 1) < 1e-9
+    # NVLink's higher beta moves the knee to larger messages than the host-memory path
+    assert curves["normal"]["knee_bytes"] > curves["p2p_disabled"]["knee_bytes"]
+
+
+def test_the_gap_is_explained_by_the_nvlink_topology():
+    document = load("allreduce.json")
+    explanation = document["explanations"]["2"]
+    assert explanation["explained"] and "NV18" in explanation["text"]
+    gap = allreduce.headlines(document)["p2p_gap"]["2"]
+    assert gap["busbw_ratio"] > 5  # NVLink against staging through host memory
+    matrix = parse_topo_matrix((FIXTURES / "nvidia-smi-topo-m.txt").read_text())
+    assert gpu_pairs(matrix, [0, 1]) == {"GPU0-GPU1": "NV18"}
+
+
+def test_busbw_at_1_gib_is_within_5_percent_of_nccl_tests():
+    ours = allreduce.headlines(load("allreduce.json"))["curves"]["normal"]["busbw_at_max_gbps"]
+    row = next(line.split() for line in (FIXTURES / "all_reduce_perf.g2.txt").read_text().splitlines()
+               if line.strip().startswith("1073741824"))
+    theirs = float(row[7])  # out-of-place busbw column
+    assert abs(ours / theirs - 1) < 0.05
+
+
+def test_two_gpu_health_passes_its_nvlink_contract():
+    contracts = {c["name"]: c["status"] for c in load("health.json")["contracts"]}
+    assert contracts["nvlink_links_up"] == "pass"
+    assert all(status != "fail" for status in contracts.values())
