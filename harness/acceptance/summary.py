@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from harness import templating
 from harness.acceptance.criteria import FAIL, NOT_MEASURED, PASS
 from harness.acceptance.facts import BundleFacts
 from harness.acceptance.verdict import FAILED, PASSED, Acceptance
@@ -33,13 +34,7 @@ class Files:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("harness", "templates"),
-                             autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",)),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    # A Markdown table cell: a pipe would end the cell, a newline the row.
-    env.filters["cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
-    return env
+    return templating.environment()
 
 
 def _text(value: Any) -> str:

@@ -10,6 +10,8 @@ from typing import Any
 
 import jinja2
 
+from harness import templating
+
 TEMPLATE = "fleet.md.j2"
 
 
@@ -31,11 +33,7 @@ def ecc_text(value: Any) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("harness", "templates"), autoescape=False,
-                             undefined=jinja2.ChainableUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    env.filters["cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
-    return env
+    return templating.environment(jinja2.ChainableUndefined)
 
 
 def render(document: dict[str, Any]) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from harness import templating
 from harness.bundle import layout
 from harness.bundle.view import MODULE_NAME, BundleView
 from harness.report.criteria import PASS, judge_all
@@ -21,11 +22,7 @@ TEMPLATE = "report.md.j2"
 
 
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("harness", "templates"), autoescape=False,
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    env.filters["cell"] = lambda text: str(text).replace("|", "\\|").replace("\n", " ")
-    return env
+    return templating.environment()
 
 
 def command_line(entry: dict[str, Any]) -> str | None:
