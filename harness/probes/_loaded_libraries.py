@@ -60,10 +60,11 @@ def open_library(soname: str, packages: tuple[str, ...],
         if not candidate.exists():
             continue
         try:
-            return ctypes.CDLL(str(candidate)), loaded_path(soname.split(".so")[0] + ".so", str(candidate))
+            return ctypes.CDLL(str(candidate)), str(candidate)  # opened by path: that file
         except OSError as exc:
             tried.append(str(exc))
     try:
+        # by name: the maps file says which file the loader's search found
         return ctypes.CDLL(soname), loaded_path(soname.split(".so")[0] + ".so", soname)
     except OSError as exc:
         tried.append(str(exc))
