@@ -102,6 +102,8 @@ def test_a_package_lib_folder_comes_before_the_loaders_search(tmp_path, monkeypa
     monkeypatch.syspath_prepend(str(tmp_path))
     lib, where = open_library(name, ("vendorns.zlibpkg",))
     assert lib is not None and where == str(folder / name)
+    sibling, where = open_library(name, ("vendorns.otherpkg",))  # another lib/ of the same namespace
+    assert sibling is not None and where == str(folder / name)
     missing, why = open_library("libdoesnotexist.so.7", ("vendorns.zlibpkg", "vendorns.absent"))
     assert missing is None and "libdoesnotexist.so.7: cannot open shared object file" in why["unavailable"]
 

@@ -49,13 +49,29 @@ def package_lib_dirs(package: str) -> list[Path]:
     return [Path(p) / "lib" for p in spec.submodule_search_locations if (Path(p) / "lib").is_dir()]
 
 
+def namespace_lib_dirs(namespace: str) -> list[Path]:
+    """Every `namespace/*/lib` folder ('nvidia' -> nvidia/cudnn/lib, nvidia/cu13/lib, ...)."""
+    try:
+        spec = importlib.util.find_spec(namespace)
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [d for p in spec.submodule_search_locations for d in sorted(Path(p).glob("*/lib")) if d.is_dir()]
+
+
 def open_library(soname: str, packages: tuple[str, ...],
                  extra_dirs: tuple[Path, ...] = ()) -> tuple[Any, str] | tuple[None, dict[str, str]]:
     """dlopen `soname` where torch's loader would find it: the pip packages torch depends on
-    (their lib/ folders, as torch's RPATH and preload name them), then torch's own lib/, then by
-    name through the loader's search path. (library, file mapped) or (None, why not)."""
+    (their lib/ folders, as torch's RPATH and preload name them), then `extra_dirs` (torch/lib),
+    then any other lib/ of those packages' namespace (nvidia/*/lib: the CUDA 13 wheels'
+    nvidia/cu13/lib), then by name through the loader's search path.
+    (library, file loaded) or (None, why not)."""
     tried = []
-    for folder in [d for package in packages for d in package_lib_dirs(package)] + list(extra_dirs):
+    folders = [d for package in packages for d in package_lib_dirs(package)] + list(extra_dirs)
+    for namespace in dict.fromkeys(p.split(".")[0] for p in packages if "." in p):
+        folders += [d for d in namespace_lib_dirs(namespace) if d not in folders]
+    for folder in folders:
         candidate = folder / soname
         if not candidate.exists():
             continue
@@ -70,4 +86,5 @@ def open_library(soname: str, packages: tuple[str, ...],
         tried.append(str(exc))
     searched = ", ".join(packages) or "no package"
     return None, unavailable(f"{soname} not loadable (searched the {searched} package lib folders, "
-                             f"torch/lib, then the loader's path): {'; '.join(tried)}")
+                             f"torch/lib, the other lib folders of that namespace, then the loader's "
+                             f"path): {'; '.join(tried)}")
