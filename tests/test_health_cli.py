@@ -18,6 +18,7 @@ def test_dossier_health_writes_valid_json(tmp_path):
     document = json.loads(out.read_text())
     assert violations("health", document) == []
     assert discrepancies(document) == []
+    assert document["torch_imported"] is False and "CUDA driver API" in document["device_view_source"]
 
 
 def test_failed_contract_exits_1_and_is_named(tmp_path, monkeypatch, capsys):
@@ -42,6 +43,16 @@ def test_under_load_option_reaches_the_probe_and_stretches_the_timeout(monkeypat
     assert main(["health", "--under-load", "300", "-o", str(tmp_path / "h.json")]) == 0
     assert seen["argv"] == ["--under-load", "300", "--sample-interval", "0.1"]
     assert seen["timeout"] >= 300 + 120
+
+
+def test_torch_option_reaches_the_probe(monkeypatch, tmp_path):
+    seen = {}
+    monkeypatch.setattr(health_command, "run_probe", lambda probe, argv, args: (
+        seen.update(argv=argv), Completed(None, recorded_pair("nvidia-smi-q")[0]))[1])
+    assert main(["health", "--torch", "-o", str(tmp_path / "h.json")]) == 0
+    assert seen["argv"] == ["--torch"]
+    assert main(["health", "--torch", "--under-load", "2", "-o", str(tmp_path / "h.json")]) == 0
+    assert seen["argv"] == ["--torch", "--under-load", "2", "--sample-interval", "0.1"]
 
 
 def test_dossier_health_under_load_runs_here(tmp_path):

@@ -136,7 +136,7 @@ class CapturedSession:
 
 def test_probe_gpu_path_end_to_end_on_recorded_answers(monkeypatch):
     """measure() with NVML, torch and nvidia-smi answering as the H200 did (load capture)."""
-    from harness.probes import _health_load, health
+    from harness.probes import _health_load, _health_torch, health
     from harness.probes._health_topology import topology_from_output
     from harness.schemas import violations
     from tests.h200_capture import BASELINE_SOFTWARE, topo_text
@@ -147,7 +147,8 @@ def test_probe_gpu_path_end_to_end_on_recorded_answers(monkeypatch):
     torch_view.update(torch_device_count=1, torch_devices=[{
         "torch_index": 0, "name": "NVIDIA H200", "uuid": uuid.removeprefix("GPU-"),
         "pci_bus_id": "00000000:00:06.0", "total_memory_mib": 143771.0, "compute_capability": "9.0",
-        "multiprocessor_count": 132}])
+        "multiprocessor_count": 132}], torch_imported=True, device_view_source=_health_torch.DEVICE_VIEW_SOURCE,
+        torch_version_source=_health_torch.VERSION_SOURCE)
     monkeypatch.setattr(health, "NvmlSession", lambda: CapturedSession(nvml))
     monkeypatch.setattr(health, "torch_facts", lambda: torch_view)
     monkeypatch.setattr(health.TopologyCapture, "start", classmethod(

@@ -51,6 +51,11 @@ def label(device: dict[str, Any]) -> str:
     return f"GPU{device.get('nvml_index')}"
 
 
+def torch_imported(facts: dict[str, Any]) -> bool:
+    """Whether the facts are torch's own answers; documents from before the field existed imported torch."""
+    return facts.get("torch_imported", True) is not False
+
+
 def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:2])
 
@@ -81,7 +86,9 @@ def driver_supports_torch_cuda_build(facts: dict[str, Any]) -> dict[str, str]:
     if software.get("torch_cuda_available") is not True:
         reason = unavailable_reason(facts.get("torch_devices")) or "torch.cuda is not available"
         return contract(name, FAIL, f"{evidence}; but CUDA does not start: {reason}", remedy)
-    return contract(name, PASS, evidence + "; CUDA initialised", remedy)
+    started = "CUDA initialised" if torch_imported(facts) else \
+        "the CUDA driver initialised (cuInit; torch not imported: --torch checks torch's own start)"
+    return contract(name, PASS, f"{evidence}; {started}", remedy)
 
 
 def visible_selection(cvd: str | None, devices: list[dict[str, Any]]) -> tuple[list[int | None], str]:
@@ -139,8 +146,11 @@ def nccl_loads(facts: dict[str, Any]) -> dict[str, str]:
     version, available = software.get("nccl_version"), software.get("nccl_available")
     if no_gpu:
         return contract(name, NOT_APPLICABLE, f"{no_gpu}; NCCL: {unavailable_reason(version) or version}", remedy)
-    if isinstance(version, str) and available is True:
+    if isinstance(version, str) and available is True and torch_imported(facts):
         return contract(name, PASS, f"NCCL {version} loaded by torch; torch.distributed NCCL backend available", remedy)
+    if isinstance(version, str) and available is True:
+        return contract(name, PASS, f"NCCL {version} loaded from {software.get('nccl_library')} and answered "
+                        "ncclGetVersion (the library torch loads; torch not imported)", remedy)
     return contract(name, FAIL, f"NCCL version: {unavailable_reason(version) or version}; "
                     f"NCCL backend available: {unavailable_reason(available) or available}", remedy)
 

@@ -25,17 +25,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="run the load for this many seconds (e.g. 8) and record health under it")
     parser.add_argument("--sample-interval", type=float, default=0.1, metavar="SECONDS",
                         help="NVML sampling period under load (default: 0.1)")
+    parser.add_argument("--torch", action="store_true",
+                        help="import torch for its own versions and device list (adds the torch import, "
+                             "4-6 s on the H200 image); by default the idle reading takes them from "
+                             "torch's version.py, the cuDNN/NCCL libraries and the CUDA driver API")
     parser.set_defaults(func=handle)
 
 
 def probe_args(args: argparse.Namespace) -> list[str]:
     """The probe's own arguments; the timeout grows with the load so it cannot cut it short."""
+    own = ["--torch"] if args.torch else []
     if args.under_load is None:
-        return []
+        return own
     if args.under_load <= 0:
         raise UsageError(f"--under-load must be a positive number of seconds, got {args.under_load:g}")
     args.timeout = max(args.timeout, DEFAULT_TIMEOUT_S + args.under_load)
-    return ["--under-load", f"{args.under_load:g}", "--sample-interval", f"{args.sample_interval:g}"]
+    return own + ["--under-load", f"{args.under_load:g}", "--sample-interval", f"{args.sample_interval:g}"]
 
 
 def handle(args: argparse.Namespace) -> int:

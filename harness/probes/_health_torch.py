@@ -1,7 +1,8 @@
 """What torch sees: its version, CUDA build, cuDNN and NCCL, and the CUDA devices it can use.
 
-Torch is imported here, lazily, because it is the slowest import of the health probe; the
-probe starts `nvidia-smi topo -m` before calling this so both run at once.
+Torch is imported here, lazily: it is the slowest import of the health probe (4-6 s on the
+H200 image), so only `--torch` and `--under-load` (whose load needs torch anyway) come here;
+the idle path reads the same facts without torch (harness.probes._health_software).
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ from typing import Any
 
 from harness.analysis.device_mapping import normalise_uuid
 from harness.probes._contract import attempt, describe_exception, unavailable
+from harness.probes._loaded_libraries import mapped_file
+
+DEVICE_VIEW_SOURCE = "torch.cuda (torch imported: torch.cuda.init, device_count, get_device_properties)"
+VERSION_SOURCE = "torch.__version__ and torch.version.cuda (torch imported)"
 
 
 def torch_facts() -> dict[str, Any]:
@@ -19,13 +24,15 @@ def torch_facts() -> dict[str, Any]:
         import torch
     except Exception as exc:  # noqa: BLE001 - a missing or broken torch is a recorded fact
         reason = unavailable(f"torch cannot be imported: {describe_exception(exc)}")
-        return {key: reason for key in ("torch_version", "torch_cuda_build", "cudnn_version",
-                                        "nccl_version", "nccl_available", "torch_cuda_available",
-                                        "torch_device_count", "torch_devices")}
+        return {**{key: reason for key in ("torch_version", "torch_cuda_build", "cudnn_version",
+                                           "nccl_version", "nccl_available", "torch_cuda_available",
+                                           "torch_device_count", "torch_devices")},
+                **_sources(reason)}
     version = torch.__version__
     cuda_build = torch.version.cuda
     no_cuda = unavailable(f"torch {version} was built without CUDA")
     facts: dict[str, Any] = {
+        **_sources(VERSION_SOURCE),
         "torch_version": version,
         "torch_cuda_build": cuda_build or no_cuda,
         "cudnn_version": _cudnn(torch) if cuda_build else no_cuda,
@@ -34,6 +41,7 @@ def torch_facts() -> dict[str, Any]:
                            if torch.distributed.is_available()
                            else unavailable("torch.distributed is not available in this build")),
     }
+    facts.update(cudnn_library=_mapped("libcudnn.so"), nccl_library=_mapped("libnccl.so"))
     if not cuda_build:
         facts.update(torch_cuda_available=False, torch_device_count=no_cuda, torch_devices=no_cuda)
         return facts
@@ -47,6 +55,16 @@ def torch_facts() -> dict[str, Any]:
     facts.update(torch_cuda_available=True, torch_device_count=count,
                  torch_devices=[_device(torch, i) for i in range(count)])
     return facts
+
+
+def _sources(version_source: Any) -> dict[str, Any]:
+    return {"torch_version_source": version_source, "device_view_source": DEVICE_VIEW_SOURCE,
+            "torch_imported": not isinstance(version_source, dict)}
+
+
+def _mapped(prefix: str) -> Any:
+    """The library file torch has loaded (after its version queries), from /proc/self/maps."""
+    return mapped_file(prefix) or unavailable(f"no {prefix}* file is mapped in this process after torch's query")
 
 
 def _cudnn(torch: Any) -> Any:

@@ -1,10 +1,14 @@
 """M1T5 health probe: host, software and per-device facts, and the toolchain contracts.
 
-    python -m harness.probes.health                   # idle health, in a few seconds
-    python -m harness.probes.health --under-load 8    # the same, taken halfway through 8 s of load
+    python -m harness.probes.health                   # idle health, in about a second
+    python -m harness.probes.health --torch           # idle, with torch's own answers (import torch: seconds)
+    python -m harness.probes.health --under-load 8    # taken halfway through 8 s of load (imports torch)
 
-Every field is a value or {"unavailable": reason}. Imports only the standard library, torch
-(lazily), nvidia-ml-py and the stdlib-only harness modules the probe contract allows.
+Every field is a value or {"unavailable": reason}. The idle path does not import torch (4-6 s
+on the H200 image): it reads torch's version.py, dlopens cuDNN and NCCL and asks the CUDA
+driver API for the devices torch enumerates (harness.probes._health_software), naming each
+source. Imports only the standard library, torch (lazily), nvidia-ml-py and the stdlib-only
+harness modules the probe contract allows.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from harness.probes._contract import (ProbeUsageError, attempt, describe_excepti
 from harness.probes._health_devices import device_facts, system_facts
 from harness.probes._health_host import host_facts
 from harness.probes._health_load import run_load
+from harness.probes._health_software import software_facts
 from harness.probes._health_topology import TopologyCapture
 from harness.probes._health_torch import cuda_visible_devices, torch_facts
 from harness.probes._nvml import NvmlSession
@@ -37,6 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "take the health reading halfway through it, sampling throughout")
     parser.add_argument("--sample-interval", type=float, default=0.1, metavar="SECONDS",
                         help="NVML sampling period under load (default: 0.1)")
+    parser.add_argument("--torch", action="store_true",
+                        help="import torch and record its own versions and device list (seconds "
+                             "slower); without it the idle path reads them without importing torch. "
+                             "--under-load always imports torch, since its load runs in torch")
     return parser
 
 
@@ -52,18 +61,21 @@ def check_args(args: argparse.Namespace) -> None:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     check_args(args)
-    topology = TopologyCapture.start()  # overlaps the torch import below
+    topology = TopologyCapture.start()  # overlaps the torch (or driver) reading below
     progress(0, 4, "host")
     facts: dict[str, Any] = {"mode": "under_load" if args.under_load else "idle",
                              "host": host_facts(), "harness_pids": [os.getpid()],
                              "cuda_visible_devices": cuda_visible_devices(),
                              "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER")}
-    progress(1, 4, "torch")
-    seen_by_torch = torch_facts()
+    import_torch = bool(args.torch or args.under_load)
+    progress(1, 4, "torch" if import_torch else "torch, cuDNN, NCCL and CUDA devices without torch")
+    seen_by_torch = torch_facts() if import_torch else software_facts()
     limitations: list[dict[str, str]] = []
     with NvmlSession() as nvml:
         progress(2, 4, "NVML")
         facts["software"] = software(nvml, seen_by_torch)
+        facts["device_view_source"] = seen_by_torch["device_view_source"]
+        facts["torch_imported"] = seen_by_torch["torch_imported"]
         facts["torch_device_count"] = seen_by_torch["torch_device_count"]
         facts["torch_devices"] = seen_by_torch["torch_devices"]
         handles = attempt(nvml.handles) if nvml.ok else unavailable(str(nvml.reason))
@@ -85,7 +97,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     facts["contracts"] = evaluate(facts)
     progress(4, 4, "done")
     facts["sizing"] = sizing(args, facts)
-    facts["limitations"] = limitations + gpu_limitations(facts)
+    facts["limitations"] = limitations + gpu_limitations(facts) + torch_limitations(facts)
     return facts
 
 
@@ -98,9 +110,15 @@ def software(nvml: NvmlSession, seen_by_torch: dict[str, Any]) -> dict[str, Any]
     return {
         **versions,
         "nvidia_ml_py_version": _package_version("nvidia-ml-py"),
-        **{k: seen_by_torch[k] for k in ("torch_version", "torch_cuda_build", "cudnn_version",
-                                         "nccl_version", "nccl_available", "torch_cuda_available")},
+        **{k: seen_by_torch[k] for k in SOFTWARE_KEYS if k in seen_by_torch},
     }
+
+
+# Read from torch (--torch, --under-load) or from their sources without torch (idle); the last
+# five say where each came from (the driver's two only on the path that calls it).
+SOFTWARE_KEYS = ("torch_version", "torch_cuda_build", "cudnn_version", "nccl_version", "nccl_available",
+                 "torch_cuda_available", "torch_version_source", "cudnn_library", "nccl_library",
+                 "cuda_driver_library", "cuda_driver_api_version")
 
 
 def _package_version(name: str) -> Any:
@@ -188,8 +206,11 @@ def attach_topology(facts: dict[str, Any]) -> None:
 
 
 def sizing(args: argparse.Namespace, facts: dict[str, Any]) -> str:
+    if not args.under_load and args.torch:
+        return "No work is run: every field is read from the kernel, NVML, nvidia-smi and torch (imported)."
     if not args.under_load:
-        return "No work is run: every field is read from the kernel, NVML, nvidia-smi and torch."
+        return ("No work is run: every field is read from the kernel, NVML, nvidia-smi, torch's version.py, "
+                "the cuDNN and NCCL libraries and the CUDA driver API (torch is not imported).")
     load = facts.get("load")
     if is_unavailable(load):
         return f"A {args.under_load:g} s load was asked for but not run: {_reason(load)}."
@@ -205,6 +226,17 @@ def gpu_limitations(facts: dict[str, Any]) -> list[dict[str, str]]:
         return []
     return [{"what": "every per-device field, the topology and the GPU contracts",
              "why": f"no GPU visible: {_reason(facts['devices'])}"}]
+
+
+def torch_limitations(facts: dict[str, Any]) -> list[dict[str, str]]:
+    """What the idle path cannot see because it does not import torch."""
+    if facts["torch_imported"] or is_unavailable(facts["software"]["torch_version"]):
+        return []
+    return [{"what": "torch's own CUDA start and device list",
+             "why": "torch is not imported on the idle path (its import alone takes 4-6 s on the H200 "
+                    "image); devices come from the CUDA driver API torch enumerates through, so a failure "
+                    "only torch's CUDA runtime would hit (a runtime newer than the driver beyond minor-"
+                    "version compatibility, a missing kernel image) shows only with --torch"}]
 
 
 if __name__ == "__main__":
