@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -101,6 +102,8 @@ def test_a_rank_that_dies_is_named_and_the_points_before_are_kept(tmp_path, monk
 @pytest.mark.timeout(120)
 def test_a_hung_rank_times_out_without_hanging(tmp_path, monkeypatch):
     monkeypatch.setenv(probe.FAULT_ENV, "hang:1:1024")
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"  # tells this run's workers from any other's
+    monkeypatch.setenv("DOSSIER_TEST_RUN_MARK", mark)
     started = time.monotonic()
     run = LocalRunner().run(ProbeInvocation("allreduce", (*QUICK, "--max-bytes", "8K", "--size-timeout-s", "2"), 120))
     assert time.monotonic() - started < 90
@@ -113,12 +116,21 @@ def test_a_hung_rank_times_out_without_hanging(tmp_path, monkeypatch):
     assert "apply_fault" in failure["ranks"]["1"]["stderr_tail"]
     assert "all_reduce" in failure["ranks"]["0"]["stderr_tail"]
     assert [p["bytes"] for p in outcome.document["runs"][0]["points"]] == [8, 16, 32, 64, 128, 256, 512]
-    assert not _workers_left()
+    assert not _workers_left(mark)
 
 
-def _workers_left():
+def _workers_left(mark):
+    """Live worker processes of the run carrying MARK in their environment."""
     found = subprocess.run(["pgrep", "-f", "harness.probes._collective_worker"], capture_output=True, text=True)
-    return [pid for pid in found.stdout.split() if int(pid) != os.getpid()]
+    left = []
+    for pid in found.stdout.split():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:  # ended between pgrep and here
+            continue
+        if f"DOSSIER_TEST_RUN_MARK={mark}".encode() in environ.split(b"\0"):
+            left.append(pid)
+    return left
 
 
 def test_nccl_on_this_cpu_machine_records_limitations_never_a_curve():
