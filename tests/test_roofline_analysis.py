@@ -164,3 +164,20 @@ def test_token_ranges_and_duplicate_labels_are_refused():
     gemm_shapes.check_tokens((1, 64), gemm_shapes.DECODE_TOKENS_RANGE, "decode")
     with pytest.raises(ValueError, match="twice"):
         gemm_shapes.unique_labels([gemm_shapes.parse_shape("1x1x1:x"), gemm_shapes.parse_shape("2x2x2:x")])
+
+
+def test_full_clocks_and_clean_tiling_leave_the_kernel_itself_as_the_named_cause():
+    """The real H200 case (2026-11-29): 4096^3 bf16 at 790 TFLOPS, 1980 MHz, no cap reason."""
+    p = predicted(4096, 4096, 4096)
+    clocks = {"samples": 4, "sm_clock_mhz_median": 1980, "clock_event_reasons": []}
+    explanation = rl.explain(p, at_tflops(p, 790, clocks=clocks), h200_context(launch_floor_s=20.9e-6))
+    assert [c["cause"] for c in explanation["causes"]] == ["kernel_efficiency"]
+    assert explanation["explained"]
+    for fact in ("1980 of 1980 MHz", "3.88 waves", "97% wave efficiency", "0.0% padding"):
+        assert fact in explanation["text"], fact
+
+
+def test_without_a_clock_reading_nothing_is_concluded_by_elimination():
+    p = predicted(4096, 4096, 4096)
+    explanation = rl.explain(p, at_tflops(p, 790), h200_context(launch_floor_s=20.9e-6))
+    assert not explanation["explained"] and "unexplained" in explanation["text"]

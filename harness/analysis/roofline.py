@@ -181,7 +181,29 @@ def _causes(prediction: dict[str, Any], measurement: dict[str, Any], context: di
     clock = _clock_cause(measurement.get("clocks"), context.get("max_sm_clock_mhz"))
     if clock:
         causes.append(clock)
+    if not causes and prediction["bound"] == "compute":
+        residual = _kernel_efficiency(prediction, measurement, context, seconds, model)
+        if residual:
+            causes.append(residual)
     return causes
+
+
+def _kernel_efficiency(prediction: dict[str, Any], measurement: dict[str, Any], context: dict[str, Any],
+                       seconds: float, model: dict[str, Any] | None) -> dict[str, str] | None:
+    """By elimination, with every check's number: full clocks with no cap, efficient waves, no
+    padding, a small launch share. What is left is the kernel's own efficiency against the
+    datasheet's theoretical peak. Only when every one of those facts was measured."""
+    clocks = measurement.get("clocks")
+    floor, max_mhz = context.get("launch_floor_s"), context.get("max_sm_clock_mhz")
+    if not (model and isinstance(clocks, dict) and _is_number(clocks.get("sm_clock_mhz_median"))
+            and _is_number(max_mhz) and _is_number(floor)):
+        return None
+    return {"cause": "kernel_efficiency", "detail": (
+        f"the kernel's own efficiency: the SM clock stayed at {clocks['sm_clock_mhz_median']:.0f} of "
+        f"{max_mhz:.0f} MHz with no power or thermal reason, {model['waves_exact']:.2f} waves ran at "
+        f"{model['wave_efficiency']:.0%} wave efficiency with {model['padding_share']:.1%} padding, and the "
+        f"empty launch is {floor / seconds:.1%} of the time, so what is left is the library kernel "
+        f"against the datasheet peak, a theoretical rate no kernel fully reaches")}
 
 
 def _clock_cause(clocks: Any, max_mhz: Any) -> dict[str, str] | None:
