@@ -152,6 +152,25 @@ class CheckpointRequest:
         return f"--checkpoint {self.checkpoint}" if self.checkpoint else "the default checkpoint"
 
 
+# The shapes the established tool (mamf-finder) reported its best GEMMs at on the H200
+# (bench/RESULTS.md): enough to judge each dtype against its known-good, in a few seconds each.
+DTYPE_CHECK_SHAPES = ("4096x4096x8192", "4096x8192x8192", "8192x8192x8192")
+DTYPE_CHECKS = ("fp8", "fp16", "tf32", "fp32")
+
+
+def dtype_check_arguments(state: RunState, dtype: str) -> StepArgs:
+    """A short roofline in one more dtype (GPU only), so acceptance can judge every dtype's GEMM."""
+    device = measured_device(state)
+    if device != "cuda":
+        raise NotReady(f"a GPU check: bandwidth ran on {device}, and the roofline step already "
+                       f"measured this device's own dtype")
+    bandwidth = sustained_bandwidth_gbps(state)
+    return StepArgs(("--bandwidth-gbps", f"{bandwidth:.6g}", "--dtype", dtype, "--no-fusion",
+                     "--no-default-shapes", "--shapes", *DTYPE_CHECK_SHAPES),
+                    inputs={"bandwidth_gbps": bandwidth,
+                            "shapes_from": "the shapes of mamf-finder's best results on the H200"})
+
+
 def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
     try:
         module = importlib.import_module("harness.commands.precision")
@@ -201,6 +220,10 @@ def lab_plan(checkpoint: CheckpointRequest = CheckpointRequest()) -> tuple[Step,
         ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)",
                   schema="roofline", analysis="roofline", plots="roofline", timeout_s=900,
                   arguments=roofline_arguments),
+        *(ProbeStep(f"roofline-{dtype}", "roofline", f"GEMM rate in {dtype} (for acceptance)", "4 (M1T2)",
+                    schema="roofline", analysis="roofline", plots=None, timeout_s=300,
+                    arguments=functools.partial(dtype_check_arguments, dtype=dtype))
+          for dtype in DTYPE_CHECKS),
         ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
                   schema="precision", analysis="precision", plots="precision", timeout_s=900,
                   arguments=functools.partial(precision_arguments, request=checkpoint),
