@@ -62,7 +62,17 @@ def test_the_h200_bundle_passes_acceptance_for_its_own_sku(tmp_path):
     code = main(["accept", str(BUNDLE), "--profile", "h200-sxm-141gb", "--key", str(PUBLIC_KEY),
                  "--signing-key", str(tmp_path / "acceptor.key"), "--junit", str(junit)])
     assert code == 0
-    assert 'failures="0"' in junit.read_text()
+    text = junit.read_text()
+    assert 'failures="0"' in text
+    for dtype in ("bf16", "fp16", "fp8", "tf32", "fp32"):  # every dtype's GEMM was judged
+        assert f'name="gemm_{dtype}"' in text
+
+
+def test_every_lab_criterion_passes_in_the_h200_report():
+    with tarfile.open(BUNDLE) as tar:
+        report = tar.extractfile("report.md").read().decode()
+    criteria = [line for line in report.splitlines() if line.startswith("- [")]
+    assert len(criteria) == 6 and all(line.startswith("- [x] **pass**") for line in criteria)
 
 
 def test_the_h200_sxm_bundle_fails_against_the_h200_nvl_profile(tmp_path):
