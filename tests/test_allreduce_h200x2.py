@@ -60,3 +60,18 @@ def test_two_gpu_health_passes_its_nvlink_contract():
     contracts = {c["name"]: c["status"] for c in load("health.json")["contracts"]}
     assert contracts["nvlink_links_up"] == "pass"
     assert all(status != "fail" for status in contracts.values())
+
+
+BUNDLE = FIXTURES / "dossier-h200x2.tar.gz"  # `OUT=$OUT bash bench/gpu_dossier.sh` on nvidia-h200-x2, 16:09 UTC
+
+
+def test_the_two_gpu_dossier_verifies_and_passes_every_acceptance_criterion(tmp_path):
+    from harness.cli import main
+
+    assert main(["verify", str(BUNDLE), "--key", str(FIXTURES / "dossier-h200x2.pub")]) == 0
+    junit = tmp_path / "accept.xml"
+    assert main(["accept", str(BUNDLE), "--profile", "h200-sxm-141gb", "--key",
+                 str(FIXTURES / "dossier-h200x2.pub"), "--signing-key", str(tmp_path / "acceptor.key"),
+                 "--junit", str(junit)]) == 0
+    text = junit.read_text()
+    assert 'failures="0"' in text and 'skipped="0"' in text and 'name="allreduce_busbw"' in text
