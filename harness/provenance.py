@@ -25,7 +25,8 @@ def _git(*args: str) -> str:
     done = subprocess.run(["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True,
                           timeout=20)
     if done.returncode != 0:
-        raise RuntimeError(done.stderr.strip() or f"git {' '.join(args)} exited {done.returncode}")
+        first_line = (done.stderr.strip().splitlines() or [""])[0]  # git's hint lines add nothing
+        raise RuntimeError(f"git {' '.join(args)}: {first_line or f'exited {done.returncode}'}")
     return done.stdout.strip()
 
 
