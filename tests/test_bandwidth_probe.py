@@ -85,3 +85,34 @@ def test_headlines_keys_match_the_brief():
     assert {"device", "kernel", "plateau_gbps", "plateau_sizes_mib", "plateau_tolerance", "repeat_size_mib",
             "repeat_medians_gbps", "repeat_spread", "repeat_verdict", "sku_id", "spec_gbps", "known_good_gbps",
             "known_good_ratio"} <= set(headlines(cpu_sweep()))
+
+
+def test_a_torch_device_nvml_cannot_match_by_uuid_is_never_guessed_by_position():
+    """CUDA_VISIBLE_DEVICES=1 makes torch's cuda:0 NVML's device 1: a position is no identity."""
+    from types import SimpleNamespace
+
+    from harness.probes import bandwidth as probe
+    from harness.probes._nvml import NvmlSession
+
+    class Nvml:  # the two NVML calls UUID matching makes; one device, another card's UUID
+        def nvmlDeviceGetCount(self):
+            return 1
+
+        def nvmlDeviceGetHandleByIndex(self, index):
+            return f"handle{index}"
+
+        def nvmlDeviceGetUUID(self, handle):
+            return "GPU-11111111-2222-3333-4444-555555555555"
+
+    def fake_torch(uuid):
+        props = SimpleNamespace(uuid=uuid)
+        return SimpleNamespace(cuda=SimpleNamespace(get_device_properties=lambda index: props))
+
+    session = NvmlSession()
+    session.pynvml = Nvml()
+    handle, how = probe.nvml_handle(session, fake_torch("GPU-99999999-2222-3333-4444-555555555555"), 0)
+    assert isinstance(handle, dict) and "no NVML device has torch's UUID" in handle["unavailable"]
+    handle, how = probe.nvml_handle(session, fake_torch(None), 0)
+    assert "torch gave no UUID" in handle["unavailable"]
+    handle, how = probe.nvml_handle(session, fake_torch("GPU-11111111-2222-3333-4444-555555555555"), 0)
+    assert handle == "handle0" and how.startswith("by UUID")

@@ -26,7 +26,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis import bandwidth as analysis
 from harness.analysis.device_mapping import normalise_uuid
-from harness.probes._contract import ProbeUsageError, attempt, log, probe_main, progress, unavailable
+from harness.probes._contract import ProbeUsageError, attempt, probe_main, progress, unavailable
 from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid, sample
 
 NAME = "bandwidth"
@@ -217,14 +217,13 @@ def point_record(size_mib: float, elements: int, kernel: str, times: list[float]
 # --- the GPU's identity and telemetry ----------------------------------------------------------
 
 def nvml_handle(nvml: NvmlSession, torch: Any, index: int) -> tuple[Any, str]:
-    """The NVML handle of torch's device `index`, matched by UUID (CUDA_VISIBLE_DEVICES reorders)."""
+    """The NVML handle of torch's device `index`, matched by UUID (CUDA_VISIBLE_DEVICES reorders),
+    or an unavailable field saying why: never a guess by position, which could name another GPU."""
     uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
-    if uuid is not None:
-        handle = handle_by_uuid(nvml, str(uuid))
-        if not isinstance(handle, dict):
-            return handle, f"by UUID {normalise_uuid(str(uuid))}"
-        log(f"bandwidth: {handle['unavailable']}; using NVML index {index}")
-    return nvml.pynvml.nvmlDeviceGetHandleByIndex(index), f"by index {index} (torch gave no UUID NVML knows)"
+    if uuid is None:
+        return unavailable(f"torch gave no UUID for cuda:{index}, so no NVML device can be matched to it"), ""
+    handle = handle_by_uuid(nvml, str(uuid))
+    return handle, ("" if isinstance(handle, dict) else f"by UUID {normalise_uuid(str(uuid))}")
 
 
 def identify_gpu(nvml: NvmlSession, handle: Any) -> dict[str, Any]:
@@ -380,7 +379,11 @@ class Measurement:
         if not self.nvml.ok:
             self.limitations.append({"what": "SKU identification and telemetry", "why": self.nvml.reason})
             return None, self.nvml.reason
-        self.handle, how = nvml_handle(self.nvml, self.torch, self.args.device_index)
+        handle, how = nvml_handle(self.nvml, self.torch, self.args.device_index)
+        if isinstance(handle, dict):
+            self.limitations.append({"what": "SKU identification and telemetry", "why": handle["unavailable"]})
+            return None, handle["unavailable"]
+        self.handle = handle
         identity = identify_gpu(self.nvml, self.handle)
         identity["nvml_handle"] = how
         return identity, None
