@@ -42,7 +42,9 @@ class RunOptions:
     name: str | None = None
     runner_choice: str = "auto"
     skip: tuple[str, ...] = ()
-    runner_options: tuple[tuple[str, str], ...] = ()  # e.g. (("--image", "cuda"),): recorded to reproduce
+    # The run's own flags (runner and checkpoint options, e.g. ("--image", "cuda")), recorded so the
+    # report's reproduce command repeats them; the key keeps its first name for existing bundles.
+    runner_options: tuple[tuple[str, str], ...] = ()
 
 
 def probe_missing(runner: Runner, probe: str) -> str | None:

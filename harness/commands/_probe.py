@@ -40,11 +40,14 @@ def add_runner_options(parser: argparse.ArgumentParser) -> None:
                        help="memory limit of each probe container, e.g. 64g (default: none)")
 
 
+def select_from_args(args: argparse.Namespace) -> tuple[Runner, str]:
+    """The runner asked for with the options of add_runner_options, and why it was chosen."""
+    return select_runner(args.runner, image=args.image, gpus=args.gpus, mem_limit=args.container_memory)
+
+
 def runner_from_args(args: argparse.Namespace) -> Runner:
     """The runner asked for on the command line; says on stderr which one and why."""
-    runner, why = select_runner(getattr(args, "runner", "local"), image=getattr(args, "image", None),
-                                gpus=getattr(args, "gpus", None),
-                                mem_limit=getattr(args, "container_memory", None))
+    runner, why = select_from_args(args)
     print(f"runner: {why}", file=sys.stderr)
     return runner
 

@@ -11,7 +11,6 @@ from harness.bundle.layout import SUFFIX
 from harness.commands import _probe
 from harness.dossier import RunOptions, run_dossier
 from harness.errors import UsageError
-from harness.runners.select import RUNNER_CHOICES, select_runner
 from harness.signing.keys import signing_key_for_run
 from harness.steps import CheckpointRequest, lab_plan, step_ids
 
@@ -30,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", type=Path, default=None,
                         help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
                              "~/.config/rig-dossier/dossier.key, made on first use)")
-    add_runner_arguments(parser)
+    _probe.add_runner_options(parser)
     checkpoint = parser.add_argument_group("what the precision step measures (as `dossier precision`)")
     checkpoint.add_argument("--checkpoint", metavar="REPO@REVISION|PATH",
                             help="a safetensors checkpoint: a Hub repo pinned to a 40-hex commit, or a local "
@@ -45,23 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=handle)
 
 
-def add_runner_arguments(parser: argparse.ArgumentParser) -> None:
-    """--runner (and, when the container runner is in this build, its options): shared with the
-    single-probe commands through harness.commands._probe when it offers them."""
-    shared = getattr(_probe, "add_runner_options", None)
-    if shared is not None:
-        shared(parser)
-    else:
-        parser.add_argument("--runner", choices=RUNNER_CHOICES, default="auto",
-                            help="where probes run (default: auto; the bundle records which ran and why)")
-
-
 RUNNER_FLAGS = (("--image", "image"), ("--gpus", "gpus"), ("--container-memory", "container_memory"))
-
-
-def runner_for(args: argparse.Namespace):
-    return select_runner(args.runner, image=getattr(args, "image", None), gpus=getattr(args, "gpus", None),
-                         mem_limit=getattr(args, "container_memory", None))
 
 
 def _terminate_as_interrupt(signum, frame) -> None:
@@ -76,12 +59,12 @@ def handle(args: argparse.Namespace) -> int:
         destination = args.output_dir / (args.name if args.name.endswith(SUFFIX) else args.name + SUFFIX)
         if destination.exists():  # say so before spending minutes on probes
             raise UsageError(f"{destination} already exists", hint="choose another --name")
-    runner, why = runner_for(args)
+    runner, why = _probe.select_from_args(args)
     key, note = signing_key_for_run(args.key)
     if note:
         print(note, file=sys.stderr)
     extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
-                  if getattr(args, attr, None) is not None)
+                  if getattr(args, attr) is not None)
     request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
     extra += tuple(("--checkpoint", c) for c in [args.checkpoint] if c)
     extra += tuple(("--tensor", t) for t in args.tensor)
