@@ -22,7 +22,7 @@ from harness.report.render import render_report
 from harness.signing import dsse
 from harness.signing.keys import SigningKey
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = layout.FORMAT_VERSION
 
 
 def json_bytes(value: Any) -> bytes:

@@ -186,6 +186,15 @@ def check_report(view: BundleView) -> Check:
     stored = view.files.get(layout.REPORT)
     if stored is None:
         return Check("report", layout.REPORT, False, "report.md is missing")
+    made, tool = view.commands.get("format_version"), view.commands.get("tool", {}).get("version")
+    if made != layout.FORMAT_VERSION:
+        if isinstance(made, int) and 1 <= made < layout.FORMAT_VERSION:
+            # An older report format cannot be re-rendered by this build's rules; its bytes are
+            # still covered by the signature, and its figures are checked from the raw JSON above.
+            return Check("report", layout.REPORT, True, f"format {made} (rig-dossier {tool}): signed, not "
+                         f"re-rendered (this build renders format {layout.FORMAT_VERSION}; `dossier report` shows it so)")
+        return Check("report", layout.REPORT, False, f"commands.json format_version {made!r} is not one this "
+                     f"build knows (1 to {layout.FORMAT_VERSION}): update rig-dossier")
     expected = render_report(view)
     if stored == expected.encode():
         return Check("report", layout.REPORT, True, "identical to the report re-rendered from the raw JSON")

@@ -11,6 +11,8 @@ DERIVED_DIR = "derived/"
 LOGS_DIR = "logs/"
 PLOTS_DIR = "plots/"
 SUFFIX = ".tar.gz"
+# commands.json format_version. 2: the report follows this build's rules (1: rig-dossier 0.1.0).
+FORMAT_VERSION = 2
 
 
 def raw_name(step: str) -> str:
