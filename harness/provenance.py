@@ -3,6 +3,7 @@ and environment.json). Each fact is a value or {"unavailable": reason}."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import os
 import platform
@@ -17,6 +18,7 @@ from harness.environment import recorded_environment
 from harness.probes._contract import attempt, unavailable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SOURCE_PATTERNS = ("harness/**/*.py", "harness/templates/*", "harness/data/**/*.json", "schemas/*.json")
 HOST_PACKAGES = ("torch", "nvidia-ml-py", "jsonschema", "cryptography", "jinja2", "docker",
                  "huggingface-hub", "safetensors", "matplotlib", "rich")
 
@@ -30,13 +32,41 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
+def _own_git(*args: str) -> str:
+    """git ARGS, only when PROJECT_ROOT is the top of its own repository: a copy of the project
+    inside another repository must never record that other repository's commit as its own."""
+    top = Path(_git("rev-parse", "--show-toplevel")).resolve()
+    if top != PROJECT_ROOT:
+        raise RuntimeError(f"the harness at {PROJECT_ROOT} is not a git checkout of its own (it lies "
+                           f"inside the repository at {top}); source_sha256 identifies it")
+    return _git(*args)
+
+
+def source_files(root: Path = PROJECT_ROOT) -> list[Path]:
+    """The files that make up the harness: its package (code, templates, data) and the schemas."""
+    found = [p for pattern in SOURCE_PATTERNS for p in root.glob(pattern)
+             if p.is_file() and "__pycache__" not in p.parts]
+    return sorted(set(found), key=lambda p: p.relative_to(root).as_posix())
+
+
+def source_sha256(root: Path = PROJECT_ROOT) -> str:
+    """sha256 over 'relative path NUL sha256(content) LF' of every source file, in path order:
+    the same harness gives the same digest wherever it lies, with or without git."""
+    digest = hashlib.sha256()
+    for path in source_files(root):
+        digest.update(f"{path.relative_to(root).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+    return digest.hexdigest()
+
+
 def tool_info() -> dict[str, Any]:
-    """The harness's name, version and the git commit of its source (dirty when edited)."""
-    commit = attempt(_git, "rev-parse", "HEAD")
-    status = attempt(_git, "status", "--porcelain", "--untracked-files=no")
+    """The harness's name, version, the content hash of its own files, and the git commit of its
+    source (dirty when edited) when it is a checkout of its own."""
+    commit = attempt(_own_git, "rev-parse", "HEAD")
+    status = attempt(_own_git, "status", "--porcelain", "--untracked-files=no")
     return {
         "name": "rig-dossier",
         "version": __version__,
+        "source_sha256": attempt(source_sha256),
         "git_commit": commit,
         "git_dirty": (bool(status) if isinstance(status, str) else status),
     }

@@ -45,8 +45,11 @@ def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_byt
     tool_entry: dict[str, Any] = {"name": str(tool.get("name", "rig-dossier")),
                                   "uri": f"pkg:generic/{tool.get('name', 'rig-dossier')}@{tool.get('version')}",
                                   "annotations": {"git_dirty": tool.get("git_dirty")}}
+    digest = {"sha256": tool["source_sha256"]} if isinstance(tool.get("source_sha256"), str) else {}
     if isinstance(tool.get("git_commit"), str):
-        tool_entry["digest"] = {"gitCommit": tool["git_commit"]}
+        digest["gitCommit"] = tool["git_commit"]
+    if digest:  # sha256: the harness's own files (harness.provenance.source_sha256)
+        tool_entry["digest"] = digest
     descriptors.append(tool_entry)
     return descriptors
 
