@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 from pathlib import Path
 
-from harness.bundle.layout import SUFFIX
+from harness import paths
 from harness.commands import _probe
-from harness.dossier import RunOptions, run_dossier
+from harness.dossier import RunOptions, bundle_file_name, run_dossier
 from harness.errors import UsageError
 from harness.signing.keys import signing_key_for_run
 from harness.steps import CheckpointRequest, lab_plan, step_ids
@@ -51,14 +52,20 @@ def _terminate_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def check_destination(args: argparse.Namespace) -> None:
+    """--output-dir writable (or creatable), --name a plain file name not taken: before any probe."""
+    paths.output_dir(args.output_dir, "--output-dir")
+    if args.name:
+        destination = args.output_dir / bundle_file_name(args.name)
+        if os.path.lexists(destination):
+            raise UsageError(f"{destination} already exists", hint="choose another --name")
+
+
 def handle(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.skip) - set(step_ids()))
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids())}")
-    if args.name:
-        destination = args.output_dir / (args.name if args.name.endswith(SUFFIX) else args.name + SUFFIX)
-        if destination.exists():  # say so before spending minutes on probes
-            raise UsageError(f"{destination} already exists", hint="choose another --name")
+    check_destination(args)
     runner, why = _probe.select_from_args(args)
     key, note = signing_key_for_run(args.key)
     if note:
