@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import signal
 import sys
@@ -61,6 +62,21 @@ def check_destination(args: argparse.Namespace) -> None:
             raise UsageError(f"{destination} already exists", hint="choose another --name")
 
 
+def resolved_checkpoint(request: CheckpointRequest) -> CheckpointRequest:
+    """A checkpoint the user named is hashed, parsed and indexed now, before any probe: input that
+    cannot work is refused here (exit 2) rather than recorded as a failed step minutes later. The
+    default checkpoint stays a step of the run (fetched in the background; if it is not available
+    here, the step is recorded as failed and the run goes on)."""
+    if not request.given:
+        return request
+    from harness.checkpoints import plan  # torch and safetensors only when a checkpoint is named
+
+    resolved = plan(request.checkpoint, list(request.tensors), request.file_sha256)
+    print(f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
+          f"from {resolved.provenance['source']}", file=sys.stderr)
+    return dataclasses.replace(request, resolved=resolved)
+
+
 def handle(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.skip) - set(step_ids()))
     if unknown:
@@ -73,6 +89,8 @@ def handle(args: argparse.Namespace) -> int:
     extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
                   if getattr(args, attr) is not None)
     request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
+    if "precision" not in args.skip:
+        request = resolved_checkpoint(request)
     extra += tuple(("--checkpoint", c) for c in [args.checkpoint] if c)
     extra += tuple(("--tensor", t) for t in args.tensor)
     extra += tuple(("--file-sha256", h) for h in [args.file_sha256] if h)
