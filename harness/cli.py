@@ -38,7 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMANDS:
         module.add_parser(sub)
+    for subparser in _subparsers(parser):  # `dossier verify ... -v` works too
+        subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                               help="show tracebacks for errors")
     return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield child
+                yield from _subparsers(child)
 
 
 def chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

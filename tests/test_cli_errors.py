@@ -104,3 +104,11 @@ def test_epilog_documents_every_exit_code():
     for code in ("0 ok", "1 a check failed", "2 bad usage", "3 a probe failed", "4 the environment",
                  "70 an internal error", "130 interrupted", "141 the reader of standard output"):
         assert code in " ".join(help_text.split()), code
+
+
+def test_verbose_works_after_the_subcommand_too(diff_raises, capsys):
+    diff_raises(KeyError("missing"))
+    assert cli.main(["diff", "a", "b", "-v"]) == EXIT_INTERNAL
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
+    assert cli.main(["diff", "a", "b"]) == EXIT_INTERNAL
+    assert "Traceback" not in capsys.readouterr().err
