@@ -101,6 +101,7 @@ BAD_INPUTS = [
     ("run --output-dir {T}/out --key {KEY} --checkpoint {T}/nothing.safetensors", 2, "no such file"),
     ("run --output-dir {T}/out --key {KEY} --checkpoint org/model@main", 2, "not a commit sha"),
     ("run --output-dir {T}/out --key {KEY} --tensor embedding", 2, "ROLE=NAME"),
+    ("run --output-dir {T}/out --checkpoint {T}/readme.txt", 2, "readme.txt"),  # and no default key made
     ("run --output-dir {T}/out --key {KEY} --skip nope", 2, "no such step"),
     ("fleet collect 7 --output-dir {T}/missing --key {BPUB}", 2, "--output-dir"),
     ("fleet collect 7 --output-dir {T}/folder --key {T}/missing.pub", 2, "missing.pub"),

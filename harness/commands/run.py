@@ -82,15 +82,15 @@ def handle(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids())}")
     check_destination(args)
+    request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
+    if "precision" not in args.skip:
+        request = resolved_checkpoint(request)
     runner, why = _probe.select_from_args(args)
-    key, note = signing_key_for_run(args.key)
+    key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)
     extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
                   if getattr(args, attr) is not None)
-    request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
-    if "precision" not in args.skip:
-        request = resolved_checkpoint(request)
     extra += tuple(("--checkpoint", c) for c in [args.checkpoint] if c)
     extra += tuple(("--tensor", t) for t in args.tensor)
     extra += tuple(("--file-sha256", h) for h in [args.file_sha256] if h)
