@@ -11,6 +11,7 @@ import dataclasses
 import importlib.util
 import os
 import shlex
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import provenance
-from harness.assemble import assemble
+from harness import provenance, recovery
+from harness.assemble import assemble, step_files
 from harness.bundle import layout
 from harness.bundle.write import write_atomically
 from harness.display import RunDisplay
-from harness.errors import UsageError
+from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.outcome import Completed, judge
 from harness.plotting import BackgroundPlots
 from harness.probes._contract import utc_now
@@ -221,6 +222,13 @@ def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence
                      started_at=started, finished_at=utc_now())
 
 
+def bundle_file_name(name: str) -> str:
+    """NAME.tar.gz for --name NAME, which must be a plain file name (checked before any probe runs)."""
+    if not name or any(c in name for c in "/\\\0") or name.startswith("."):
+        raise UsageError(f"--name {name!r} must be a plain file name (no '/', not starting with '.')")
+    return name if name.endswith(layout.SUFFIX) else name + layout.SUFFIX
+
+
 def bundle_path(options: RunOptions, record: RunRecord) -> Path:
     name = options.name
     if not name:
@@ -228,14 +236,50 @@ def bundle_path(options: RunOptions, record: RunRecord) -> Path:
         host = host if isinstance(host, str) and host else "host"
         stamp = record.started_at[:19].replace("-", "").replace(":", "")
         name = f"dossier-{host}-{stamp}Z"
-    if "/" in name or name.startswith("."):
-        raise UsageError(f"--name {name!r} must be a plain file name")
-    return options.output_dir / (name if name.endswith(layout.SUFFIX) else name + layout.SUFFIX)
+    return options.output_dir / bundle_file_name(name)
+
+
+RECOVERED = """\
+{bundle}: the signed bundle, complete: check it with `dossier verify {bundle} --key YOUR.pub`
+raw/STEP.json: each completed probe's JSON, exactly as it printed it; derived/: documents computed on the host
+logs/: each probe's stderr, and its stdout where it failed (unsigned copies of the bundle's members)"""
+
+
+def keep_measurements(record: RunRecord, destination: Path | None, bundle: bytes | None, why: str) -> Path:
+    """Every measured result of RECORD (and the signed bundle, when it was made) in a recovery folder."""
+    files = {destination.name: bundle} if (destination is not None and bundle is not None) else {}
+    for step in record.steps:
+        files.update(step_files(step))
+    what = RECOVERED.format(bundle=destination.name if bundle is not None and destination else "(no bundle)")
+    name = destination.name.removesuffix(layout.SUFFIX) if destination is not None else "dossier"
+    return recovery.keep(name, files, why, what if bundle is not None else what.split("\n", 1)[1])
+
+
+def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Path:
+    """Assemble, sign and write the bundle; if any of that fails, keep what was measured first."""
+    destination = bundle = None
+    try:
+        destination = bundle_path(options, record)
+        bundle = assemble(record, key)
+        return write_atomically(bundle, destination)
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the measurements are kept (not on Ctrl-C)
+        if isinstance(exc, OSError):
+            why = exc.strerror or str(exc)
+        else:
+            why = str(exc) if isinstance(exc, DossierError) else f"{type(exc).__name__}: {exc}"
+        folder = keep_measurements(record, destination, bundle, f"writing {destination} failed: {why}")
+        if isinstance(exc, (OSError, DossierError)):
+            raise EnvironmentProblem(f"could not write {destination}: {why}; everything measured is kept "
+                                     f"in {folder}") from exc
+        print(f"error: everything measured is kept in {folder}", file=sys.stderr)
+        raise
 
 
 def run_dossier(options: RunOptions, runner: Runner, runner_why: str, key: SigningKey,
                 plan: Sequence[Step] = LAB_PLAN, display: RunDisplay | None = None) -> Path:
-    """Run every step, then assemble, sign and write the bundle; returns its path."""
+    """Run every step, then assemble, sign and write the bundle; returns its path.
+
+    When the bundle cannot be made or written, every measured result is kept in a recovery
+    folder (harness.recovery) and the error names it."""
     record = collect(options, runner, runner_why, plan, display)
-    destination = bundle_path(options, record)
-    return write_atomically(assemble(record, key), destination)
+    return write_or_keep(record, options, key)

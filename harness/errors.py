@@ -5,10 +5,17 @@ Exit codes (documented in README.md):
   1  a check failed (a contract, a verification, an acceptance criterion)
   2  bad usage or bad input
   3  a probe failed (crashed, timed out, printed non-JSON or schema-invalid JSON)
-  4  the environment cannot do what was asked (no engine, no image, missing file)
+  4  the environment cannot do what was asked (no engine, no image, a missing checkpoint)
+ 70  an internal error: a bug, reported as one line (EX_SOFTWARE; `dossier -v` shows the traceback)
+130  interrupted (Ctrl-C or SIGTERM during a run)
+141  standard output was closed by its reader (e.g. `dossier diff A B | head -1`; 128 + SIGPIPE)
 """
 
 from __future__ import annotations
+
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
 
 
 class DossierError(Exception):

@@ -3,17 +3,19 @@
 `render_step_plots` is the one rendering function. `BackgroundPlots` runs it in one spawned
 worker process at the lowest CPU priority (nice 19) while later probes run, so plotting costs a
 dossier almost no wall time and takes almost no CPU from a measurement; the bytes are the same
-as rendering inline.
+as rendering inline. The worker ignores Ctrl-C: the parent handles it and stops the worker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import multiprocessing
 import os
+import signal
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -65,11 +67,30 @@ def render_inline(plots: str | None, step: str, document: Mapping[str, Any] | No
     return render_step_plots(module_name, plots, step, document)
 
 
-def _lowest_priority() -> None:
+def _worker_setup() -> None:
+    """In the plot worker: Ctrl-C is the parent's to handle (it stops this worker), and only CPU
+    the probes leave idle is used."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         os.nice(19)
     except OSError:
         pass
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """Block SIGINT in this thread while the worker is spawned: the worker inherits the blocked
+    mask, so a Ctrl-C that reaches the whole process group while it starts up (before
+    `_worker_setup` runs) is never a KeyboardInterrupt traceback there; here, a Ctrl-C that
+    arrived meanwhile is delivered as soon as the mask is restored."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 class BackgroundPlots:
@@ -107,10 +128,13 @@ class BackgroundPlots:
             self._done[step] = ({}, why)
             return
         try:
-            if self._pool is None:
+            if self._pool is None:  # (this starts multiprocessing's resource tracker, which unblocks
+                # SIGINT in this thread when it has started: so the block below comes after)
                 self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_lowest_priority)
-            self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step, dict(document))
+                                                 initializer=_worker_setup)
+            with _sigint_blocked():  # the first submit spawns the worker
+                self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step,
+                                                        dict(document))
         except (OSError, RuntimeError, BrokenProcessPool):
             return  # rendered inline at assembly
 

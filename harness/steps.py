@@ -147,6 +147,14 @@ class CheckpointRequest:
     checkpoint: str | None = None
     tensors: tuple[str, ...] = ()
     file_sha256: str | None = None
+    # The request already resolved (a harness.checkpoints.Plan: file hashed, header parsed, tensors
+    # indexed) by `dossier run` before any probe, so that input that cannot work is refused first.
+    resolved: Any = field(default=None, compare=False)
+
+    @property
+    def given(self) -> bool:
+        """Whether the user asked for anything but the default checkpoint."""
+        return bool(self.checkpoint or self.tensors or self.file_sha256)
 
     def describe(self) -> str:
         return f"--checkpoint {self.checkpoint}" if self.checkpoint else "the default checkpoint"
@@ -172,6 +180,8 @@ def dtype_check_arguments(state: RunState, dtype: str) -> StepArgs:
 
 
 def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
+    if request.resolved is not None:
+        return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
     try:
         module = importlib.import_module("harness.commands.precision")
     except ModuleNotFoundError as exc:
@@ -183,6 +193,10 @@ def precision_arguments(state: RunState, request: CheckpointRequest = Checkpoint
                                                        file_sha256=request.file_sha256)
     except DossierError as exc:
         raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
+    return _precision_step_args(probe_args, provenance, request)
+
+
+def _precision_step_args(probe_args, provenance, request: CheckpointRequest) -> StepArgs:
     probe_args = [str(a) for a in probe_args]
     files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
     return StepArgs(tuple(probe_args), inputs={"checkpoint_from": request.describe()},

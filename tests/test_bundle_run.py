@@ -118,6 +118,44 @@ def test_sigint_during_a_run_leaves_no_bundle_and_stops_the_probe(tmp_path):
         os.kill(probe_pid, 0)
 
 
+# `dossier run` itself (harness.cli.main) on a plan whose first step is plotted, so the background
+# plot worker is running when the second step waits for Ctrl-C.
+CLI_RUN_OF_THE_TEST_PLAN = """
+import sys
+from harness import cli
+from harness.commands import _probe, run
+from harness.runners.local import LocalRunner
+from tests.bundle_probes import plan, tick_analysis, tick_plots
+sys.modules["harness.analysis.tick"] = tick_analysis
+sys.modules["harness.plots.tick"] = tick_plots
+run.lab_plan = lambda request: plan.PLOTTED_SLOW_PLAN
+_probe.select_from_args = lambda args: (LocalRunner(package=plan.PACKAGE), "tests: the test-only probes")
+raise SystemExit(cli.main(sys.argv[1:]))
+"""
+
+
+def test_ctrl_c_during_dossier_run_prints_no_traceback_from_any_process(tmp_path):
+    """Ctrl-C at a terminal signals the whole foreground process group: the CLI and the plot worker."""
+    key, _ = make_key(tmp_path / "k")
+    out, pidfile = tmp_path / "out", tmp_path / "probe.pid"
+    env = dict(os.environ, DOSSIER_TEST_PIDFILE=str(pidfile), PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-c", CLI_RUN_OF_THE_TEST_PLAN, "run", "--output-dir", str(out),
+                             "--name", "interrupted", "--key", str(key.path)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not pidfile.exists():  # the slow probe started: the tick step is done and its plots submitted
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    text = stderr.decode()
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert "interrupted: nothing half-written was left behind" in text
+    assert not out.exists() or list(out.iterdir()) == []
+
+
 def test_bundle_name_defaults_to_host_and_time(recorded, tmp_path):
     path = bundle_path(RunOptions(output_dir=tmp_path), recorded)
     assert path.parent == tmp_path and path.name.startswith("dossier-") and path.name.endswith("Z.tar.gz")

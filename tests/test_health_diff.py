@@ -113,7 +113,7 @@ def test_cli_refuses_swapped_or_invalid_documents(tmp_path, capsys):
     assert main(["health-diff", str(l), str(i)]) == 2
     bad = write(tmp_path, "bad.json", {"probe": "health"})
     assert main(["health-diff", str(i), str(bad)]) == 2
-    assert main(["health-diff", str(i), str(tmp_path / "missing.json")]) == 4
+    assert main(["health-diff", str(i), str(tmp_path / "missing.json")]) == 2  # unreadable input: usage
     assert "not a valid health.json" in capsys.readouterr().err
 
 

@@ -58,7 +58,7 @@ def test_run_makes_a_key_on_first_use_and_says_where(tmp_path, monkeypatch):
     assert stat.S_IMODE(key.path.stat().st_mode) == 0o600
     again, note = signing_key_for_run(None)
     assert again.keyid == key.keyid and note is None
-    with pytest.raises(Exception, match="cannot read the signing key"):
+    with pytest.raises(UsageError, match="signing key .*missing.key: no such file"):
         signing_key_for_run(tmp_path / "missing.key")
 
 
@@ -66,3 +66,35 @@ def test_a_public_key_is_not_a_signing_key(tmp_path):
     _, public = generate(tmp_path)
     with pytest.raises(UsageError):
         load_private(public)
+
+
+def test_a_private_key_others_can_read_is_refused_as_ssh_does(tmp_path):
+    private, _ = generate(tmp_path)
+    private.chmod(0o644)
+    with pytest.raises(UsageError) as refused:
+        load_private(private)
+    assert str(refused.value) == (f"private key {private} has mode 0644: others may read it; "
+                                  f"allow only its owner with `chmod 600 {private}`")
+    assert refused.value.exit_code == 2 and refused.value.hint is None
+    with pytest.raises(UsageError, match="chmod 600"):
+        load_public(private)  # a private key given where a public one is expected: the same rule
+    private.chmod(0o600)
+    assert load_private(private).keyid == keyid(load_public(private.with_suffix(".pub")))
+
+
+@pytest.mark.parametrize("content, why", [
+    (b"", "is empty"),
+    (b"hello\n", "is not a PEM file"),
+    (b"-----BEGIN PRIVATE KEY-----\nnot base64 at all\n-----END PRIVATE KEY-----\n", "does not parse as a key"),
+    (b"-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n", "is encrypted"),
+])
+def test_a_garbage_key_file_is_one_line_of_ours(tmp_path, content, why):
+    path = tmp_path / "bad.key"
+    path.write_bytes(content)
+    path.chmod(0o600)
+    for load in (load_private, load_public):
+        with pytest.raises(UsageError) as refused:
+            load(path)
+        text = refused.value.diagnostics()
+        assert why in text and str(path) in text and "\n" not in text
+        assert "cryptography" not in text and "MalformedFraming" not in text and "http" not in text

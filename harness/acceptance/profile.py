@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import catalogue
-from harness.errors import EnvironmentProblem, UsageError
+from harness.errors import UsageError
 from harness.schemas import violations
 
 FORMAT = "rig-dossier/acceptance-profile"
@@ -116,7 +116,7 @@ def read_profile_file(path: Path) -> tuple[dict[str, Any], str]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the profile file {path}: {exc.strerror}") from exc
+        raise UsageError(f"--profile-file {path}: cannot be read ({exc.strerror or exc})") from exc
     try:
         document = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -8,7 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from harness.errors import ProbeFailed, UsageError
+from harness import paths, recovery
+from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
 from harness.outcome import Completed, Failed, judge
 from harness.probes._contract import EXIT_USAGE
 from harness.runners.interface import ProbeInvocation, Runner
@@ -64,18 +65,22 @@ def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
     `mounts`: host files the probe reads (a container runner mounts them read-only)."""
     if args.timeout <= 0:
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    output: Path = paths.output_file(args.output, "--output")  # before the probe, not after it
     runner = runner_from_args(args)
     outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
                                on_stderr_line=stream_progress))
-    output: Path = args.output
-    output.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(outcome, Failed):
         kept = save_raw(outcome, output)
         if outcome.run.exit_code == EXIT_USAGE:  # the probe refused its arguments: say why, as usage
             raise UsageError(usage_message(outcome.run.stderr_tail(8)),
                              hint=f"raw output kept in {', '.join(map(str, kept))}")
         raise ProbeFailed(outcome.describe(), hint=f"raw output kept in {', '.join(map(str, kept))}")
-    output.write_text(json.dumps(outcome.document, allow_nan=False, sort_keys=True, indent=1) + "\n")
+    text = json.dumps(outcome.document, allow_nan=False, sort_keys=True, indent=1) + "\n"
+    try:
+        paths.write_output(output, text, "--output")
+    except EnvironmentProblem as exc:  # measured, then unwritable: keep it where it can be written
+        folder = recovery.keep(output.stem, {output.name: text.encode()}, str(exc))
+        raise EnvironmentProblem(f"{exc}; the measured {output.name} is kept in {folder}") from exc
     print(f"wrote {output}", file=sys.stderr)
     return outcome
 
@@ -88,9 +93,10 @@ def usage_message(stderr_tail: str) -> str:
 
 def save_raw(outcome: Failed, output: Path) -> list[Path]:
     stem = output.with_suffix("")
-    kept = []
-    for name, data in (("stdout", outcome.run.stdout), ("stderr", outcome.run.stderr)):
-        path = Path(f"{stem}.failed.{name}")
-        path.write_bytes(data)
-        kept.append(path)
-    return kept
+    files = {f"{stem.name}.failed.{name}": data for name, data in (("stdout", outcome.run.stdout),
+                                                                  ("stderr", outcome.run.stderr))}
+    try:
+        return [paths.write_output(stem.with_name(name), data, "--output") for name, data in files.items()]
+    except EnvironmentProblem as exc:
+        folder = recovery.keep(stem.name, files, str(exc))
+        return [folder / name for name in files]

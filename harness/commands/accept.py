@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness import catalogue, provenance
+from harness import catalogue, paths, provenance
 from harness.acceptance import predicate
 from harness.acceptance.junit import junit_xml
 from harness.acceptance.profile import resolve
@@ -21,8 +21,8 @@ from harness.acceptance.summary import Files, render_html, render_markdown
 from harness.acceptance.verdict import Acceptance, BundleRef, judge
 from harness.bundle.read import UnsafeBundle, read_members
 from harness.bundle.view import BundleFormatError, BundleView
-from harness.errors import CheckFailed, EnvironmentProblem, UsageError
-from harness.signing.keys import (configured_key_path, keyid, load_public, public_path_for,
+from harness.errors import CheckFailed, UsageError
+from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)
 from harness.verify import verify_bundle
 
@@ -65,7 +65,7 @@ def sha256_file(path: Path) -> str:
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the bundle {path}: {exc.strerror}") from exc
+        raise UsageError(f"bundle {path}: cannot be read ({exc.strerror or exc})") from exc
     return digest.hexdigest()
 
 
@@ -115,29 +115,48 @@ def print_results(acceptance: Acceptance) -> None:
           f"{len(acceptance.named('not-measured'))} not measured")
 
 
+OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),
+                  ("--html", "html"))
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Every file named is readable and every output writable, before any verifying or judging."""
+    paths.input_bundle(args.bundle)
+    signing_key = args.signing_key if args.attestation else None  # only read to sign an attestation
+    for option, path in (("--profile-file", args.profile_file), ("--key", args.key),
+                         ("--signing-key", signing_key)):
+        if path is not None:
+            paths.input_file(path, option)
+    inputs = [p for p in (args.bundle, args.profile_file, args.key, args.signing_key) if p is not None]
+    paths.output_files([(option, getattr(args, attr)) for option, attr in OUTPUT_OPTIONS], inputs)
+
+
 def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: BundleView, key_path: Path) -> None:
     acceptor_keyid = None
     if args.attestation:
         key, note = signing_key_for_run(args.signing_key)
         if note:
             print(f"accept: {note}", file=sys.stderr)
-        args.attestation.write_bytes(predicate.signed_envelope(
-            acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()))
+        paths.write_output(args.attestation, predicate.signed_envelope(
+            acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()), "--attestation")
         acceptor_keyid = keyid(key.public)
         print(f"accept: wrote {args.attestation} (signed by keyid {acceptor_keyid[:16]}...)", file=sys.stderr)
     if args.junit:
-        args.junit.write_bytes(junit_xml(acceptance))
+        paths.write_output(args.junit, junit_xml(acceptance), "--junit")
     files = Files(bundle=str(args.bundle), signer_key=str(key_path),
                   attestation=str(args.attestation) if args.attestation else None, acceptor_keyid=acceptor_keyid,
                   profile_file=str(args.profile_file) if args.profile_file else None)
     if args.summary:
-        args.summary.write_text(render_markdown(acceptance, view, files))
+        paths.write_output(args.summary, render_markdown(acceptance, view, files), "--summary")
     if args.html:
-        args.html.write_text(render_html(acceptance, view, files))
+        paths.write_output(args.html, render_html(acceptance, view, files), "--html")
 
 
 def handle(args: argparse.Namespace) -> int:
+    check_paths(args)
     profile = resolve(args.profile, args.profile_file)  # an unknown SKU is refused before any reading
+    if args.attestation and args.signing_key is not None:
+        load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)
     view, bundle = verified_view(args.bundle, key_path, trusted)
     acceptance = judge(view, profile, bundle)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import paths
 from harness.analysis.bandwidth import KERNELS
 from harness.catalogue import by_id, skus
 from harness.commands._probe import add_common_options, run_probe
@@ -72,7 +73,10 @@ def probe_arguments(args: argparse.Namespace) -> list[str]:
 
 
 def handle(args: argparse.Namespace) -> int:
-    outcome = run_probe("bandwidth", probe_arguments(args), args)
+    argv = probe_arguments(args)
+    if args.plot is not None:  # checked before the sweep, not after it
+        paths.output_files([("--plot", Path(f"{args.plot}{suffix}")) for suffix in (".png", ".svg")])
+    outcome = run_probe("bandwidth", argv, args)
     document = outcome.document
     print(summary(document), file=sys.stderr)
     if args.plot is not None:

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from harness import paths
 from harness.bundle.read import UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.diff import compare, text_lines
@@ -30,15 +31,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_view(path: Path) -> BundleView:
+    paths.input_bundle(path)
     try:
         return BundleView.from_files(read_all(path))
-    except FileNotFoundError:
-        raise UsageError(f"{path} does not exist") from None
     except (UnsafeBundle, BundleFormatError) as exc:
         raise UsageError(f"{path} is not a readable dossier bundle: {exc}") from exc
 
 
 def handle(args: argparse.Namespace) -> int:
+    paths.input_bundle(args.a, "bundle A")
+    paths.input_bundle(args.b, "bundle B")
     for path, key in ((args.a, args.key_a or args.key), (args.b, args.key_b or args.key)):
         if key is not None:
             result = verify_bundle(path, load_public(key))

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness import paths
 from harness.errors import CheckFailed, UsageError
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
@@ -89,6 +90,7 @@ def handle_submit(args: argparse.Namespace) -> int:
 
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must be 0 or more, got {args.gpus_per_node}")
+    paths.output_dir(args.output_dir, "--output-dir")
     spec_args = dict(nodes=args.nodes, partition=args.partition, gpus_per_node=args.gpus_per_node,
                      container_image=args.container_image, time_min=args.time, node_time_min=args.node_time,
                      skip=tuple(args.skip), run_args=tuple(args.run_arg), allreduce_args=tuple(args.allreduce_arg),
@@ -106,8 +108,13 @@ def handle_submit(args: argparse.Namespace) -> int:
 def handle_collect(args: argparse.Namespace) -> int:
     from harness.fleet import package, report, sealing
     from harness.fleet.collect import collect
-    from harness.signing.keys import load_private
+    from harness.signing.keys import load_private, load_public
 
+    paths.input_dir(args.output_dir, "--output-dir")
+    paths.output_dir(args.output_dir, "--output-dir")  # the fleet bundle is written there
+    load_public(args.key)
+    if args.sign_key is not None:
+        load_private(args.sign_key)
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness import paths
 from harness.analysis.health_diff import diff
-from harness.errors import CheckFailed, EnvironmentProblem, UsageError
+from harness.errors import CheckFailed, UsageError
 from harness.schemas import violations
 
 
@@ -29,10 +30,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_health(path: Path, role: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise EnvironmentProblem(f"{role} document {path} does not exist")
+    paths.input_file(path, role)
     try:
-        document = json.loads(path.read_text())
+        document = json.loads(path.read_bytes())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{role} document {path} is not JSON: {exc}") from exc
     found = violations("health", document)
@@ -43,6 +43,8 @@ def load_health(path: Path, role: str) -> dict[str, Any]:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.output is not None:
+        paths.output_file(args.output, "--output", inputs=[args.idle, args.active])
     idle, active = load_health(args.idle, "IDLE"), load_health(args.active, "ACTIVE")
     if idle.get("mode") != "idle":
         raise UsageError(f"IDLE {args.idle} was taken with --under-load", hint="pass the idle reading first")
@@ -57,8 +59,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
     else:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text)
+        paths.write_output(args.output, text, "--output")
         print(f"wrote {args.output}", file=sys.stderr)
     for check in result["checks"]:
         print(f"{check['status']:>14}  {check['name']} [{check['device']}]: {check['evidence']}", file=sys.stderr)

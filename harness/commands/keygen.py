@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness import paths
 from harness.signing.keys import default_key_dir, generate, load_private
 
 
@@ -22,7 +23,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    private_path, public_path = generate(args.out or default_key_dir(), force=args.force)
+    out = paths.output_dir(args.out or default_key_dir(), "--out")
+    private_path, public_path = generate(out, force=args.force)
     key = load_private(private_path)
     print(f"private key: {private_path} (mode 0600; sign with `dossier run --key {private_path}` "
           f"or DOSSIER_KEY={private_path})", file=sys.stderr)

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness import paths
 from harness.checkpoints import plan, probe_args_for  # probe_args_for: for the orchestrator
 from harness.checkpoints.cache import ENV_VAR
 from harness.commands._probe import add_common_options, run_probe
@@ -47,12 +48,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    markdown = args.markdown or args.output.with_suffix(".md")
+    paths.output_files([("--output", args.output), ("--markdown", markdown)])  # before fetching
+    if args.cache_dir is not None:
+        paths.output_dir(args.cache_dir, "--cache-dir")
     checked = plan(args.checkpoint, args.tensor, args.file_sha256, args.offline, args.cache_dir)
     print(f"checkpoint {checked.provenance['label']}: sha256 {checked.provenance['file_sha256']} "
           f"from {checked.provenance['source']}", file=sys.stderr)
     outcome = run_probe("precision", checked.probe_args(args.device), args, mounts=(str(checked.path),))
-    markdown = args.markdown or args.output.with_suffix(".md")
-    markdown.parent.mkdir(parents=True, exist_ok=True)
-    markdown.write_text(render(outcome.document))
+    paths.write_output(markdown, render(outcome.document), "--markdown")
     print(f"wrote {markdown}", file=sys.stderr)
     return 0

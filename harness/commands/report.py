@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from harness import paths
 from harness.commands.diff import load_view
 from harness.report.render import render_report
 
@@ -22,9 +23,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    paths.input_bundle(args.bundle)
+    if args.output:
+        paths.output_file(args.output, "--output", inputs=[args.bundle])
     text = render_report(load_view(args.bundle))
     if args.output:
-        args.output.write_text(text)
+        paths.write_output(args.output, text, "--output")
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import signal
 import sys
 from pathlib import Path
 
-from harness.bundle.layout import SUFFIX
+from harness import paths
 from harness.commands import _probe
-from harness.dossier import RunOptions, run_dossier
+from harness.dossier import RunOptions, bundle_file_name, run_dossier
 from harness.errors import UsageError
 from harness.signing.keys import signing_key_for_run
 from harness.steps import CheckpointRequest, lab_plan, step_ids
@@ -51,21 +53,44 @@ def _terminate_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def check_destination(args: argparse.Namespace) -> None:
+    """--output-dir writable (or creatable), --name a plain file name not taken: before any probe."""
+    paths.output_dir(args.output_dir, "--output-dir")
+    if args.name:
+        destination = args.output_dir / bundle_file_name(args.name)
+        if os.path.lexists(destination):
+            raise UsageError(f"{destination} already exists", hint="choose another --name")
+
+
+def resolved_checkpoint(request: CheckpointRequest) -> CheckpointRequest:
+    """A checkpoint the user named is hashed, parsed and indexed now, before any probe: input that
+    cannot work is refused here (exit 2) rather than recorded as a failed step minutes later. The
+    default checkpoint stays a step of the run (fetched in the background; if it is not available
+    here, the step is recorded as failed and the run goes on)."""
+    if not request.given:
+        return request
+    from harness.checkpoints import plan  # torch and safetensors only when a checkpoint is named
+
+    resolved = plan(request.checkpoint, list(request.tensors), request.file_sha256)
+    print(f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
+          f"from {resolved.provenance['source']}", file=sys.stderr)
+    return dataclasses.replace(request, resolved=resolved)
+
+
 def handle(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.skip) - set(step_ids()))
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids())}")
-    if args.name:
-        destination = args.output_dir / (args.name if args.name.endswith(SUFFIX) else args.name + SUFFIX)
-        if destination.exists():  # say so before spending minutes on probes
-            raise UsageError(f"{destination} already exists", hint="choose another --name")
+    check_destination(args)
+    request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
+    if "precision" not in args.skip:
+        request = resolved_checkpoint(request)
     runner, why = _probe.select_from_args(args)
-    key, note = signing_key_for_run(args.key)
+    key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)
     extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
                   if getattr(args, attr) is not None)
-    request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
     extra += tuple(("--checkpoint", c) for c in [args.checkpoint] if c)
     extra += tuple(("--tensor", t) for t in args.tensor)
     extra += tuple(("--file-sha256", h) for h in [args.file_sha256] if h)

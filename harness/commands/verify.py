@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness import paths
 from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
 from harness.errors import UsageError
 from harness.signing.keys import load_public
@@ -21,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "extra files and oversize archives are rejected before any content is read), checks the "
                     "DSSE signature, every sha256, every JSON against its schema, recomputes the headline "
                     "figures from the raw JSON and re-renders report.md. Exit 0 only when every check "
-                    "passes; each failure is printed on its own line.")
+                    "passes; each failure is printed on its own line. A BUNDLE that cannot be read (missing, a "
+                    "folder, unreadable, not a gzip file) or a --key that is not a public key is exit 2.")
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--key", type=Path, required=True, help="the signer's public key (PEM)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
@@ -34,6 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     if args.max_size_mib <= 0:
         raise UsageError("--max-size-mib must be positive")
+    paths.input_bundle(args.bundle)
     result = verify_bundle(args.bundle, load_public(args.key),
                            Limits(max_total_bytes=int(args.max_size_mib * 2**20)))
     if args.json:

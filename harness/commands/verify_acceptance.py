@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harness import paths
 from harness.acceptance.predicate import AttestationMismatch, verify_envelope
 from harness.commands.accept import sha256_file
-from harness.errors import CheckFailed, EnvironmentProblem
+from harness.errors import CheckFailed
 from harness.signing import dsse
 from harness.signing.keys import keyid, load_public
 
@@ -27,11 +28,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    try:
-        data = args.attestation.read_bytes()
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot read {args.attestation}: {exc.strerror}") from exc
+    paths.input_file(args.attestation, "ATTESTATION")
+    paths.input_bundle(args.bundle, "BUNDLE")
     trusted = load_public(args.key)
+    data = args.attestation.read_bytes()
     try:
         stmt = verify_envelope(data, trusted, sha256_file(args.bundle))
     except (dsse.EnvelopeError, AttestationMismatch) as exc:

@@ -52,8 +52,12 @@ class FleetRun:
 def find_run(output_dir: Path, job_id: str) -> FleetRun:
     """The run directory under OUTPUT_DIR whose submission.json records JOB_ID."""
     for candidate in sorted(output_dir.glob(f"*/{SUBMISSION}")):
-        submission = json.loads(candidate.read_text())
-        if str(submission.get("job_id")) == job_id:
+        try:
+            submission = json.loads(candidate.read_bytes())
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"{candidate} cannot be read as a fleet submission ({exc})",
+                             hint="move the damaged run directory aside, or pass another --output-dir") from exc
+        if isinstance(submission, dict) and str(submission.get("job_id")) == job_id:
             return FleetRun(candidate.parent, job_id, submission)
     raise UsageError(f"no fleet run for job {job_id} under {output_dir}",
                      hint="pass the --output-dir given to `dossier fleet submit`")

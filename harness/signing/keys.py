@@ -75,50 +75,86 @@ def write_pair(private: Ed25519PrivateKey, private_path: Path, force: bool = Fal
     for path in (private_path, public_path):
         if path.exists() and not force:
             raise UsageError(f"{path} already exists", hint="pass --force to replace it, or choose --out")
-    private_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                 serialization.NoEncryption())
-    # Create with 0600 from the start: never a moment where the key is world-readable.
-    if force and private_path.exists():
-        private_path.unlink()
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(pem)
-    os.chmod(private_path, 0o600)
-    public_path.write_bytes(public_pem(private.public_key()))
+    try:
+        private_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        # Create with 0600 from the start: never a moment where the key is world-readable.
+        if force and private_path.exists():
+            private_path.unlink()
+        fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(pem)
+        os.chmod(private_path, 0o600)
+        public_path.write_bytes(public_pem(private.public_key()))
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot write the key pair in {private_path.parent}: "
+                                 f"{exc.strerror or exc}") from exc
     return private_path, public_path
 
 
-def load_private(path: Path) -> SigningKey:
+def _read_key_file(path: Path, what: str) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise UsageError(f"{what} {path}: no such file",
+                         hint="make a key pair with `dossier keygen`, or pass the right --key PATH") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} {path}: is a folder, not a key file") from None
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the signing key {path}: {exc.strerror}",
-                                 hint="make one with `dossier keygen`, or pass --key PATH") from exc
+        raise UsageError(f"{what} {path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _not_a_key(path: Path, data: bytes, what: str) -> UsageError:
+    """Our own one line about a file that does not parse as a key (not cryptography's text)."""
+    if not data.strip():
+        why = "is empty"
+    elif b"-----BEGIN" not in data:
+        why = "is not a PEM file (no '-----BEGIN' line)"
+    elif b"ENCRYPTED" in data:
+        why = "is encrypted; dossier signs with an unencrypted key (make one with `dossier keygen`)"
+    else:
+        why = "holds a PEM block that does not parse as a key (damaged or truncated?)"
+    return UsageError(f"{what} {path} {why}")
+
+
+def check_private_mode(path: Path) -> None:
+    """Refuse a private key others can read or write, as ssh does."""
+    if os.name != "posix":
+        return
+    mode = os.stat(path).st_mode & 0o777
+    if mode & 0o077:
+        raise UsageError(f"private key {path} has mode {mode:04o}: others may read it; "
+                         f"allow only its owner with `chmod 600 {path}`")
+
+
+def load_private(path: Path) -> SigningKey:
+    data = _read_key_file(path, "signing key")
+    check_private_mode(path)
     try:
         private = serialization.load_pem_private_key(data, password=None)
-    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        raise UsageError(f"{path} is not an unencrypted PEM private key ({exc})") from exc
+    except (ValueError, TypeError, UnsupportedAlgorithm):
+        raise _not_a_key(path, data, "signing key") from None
     if not isinstance(private, Ed25519PrivateKey):
-        raise UsageError(f"{path} is not an Ed25519 private key")
+        raise UsageError(f"signing key {path} is not an Ed25519 private key")
     return SigningKey(private, path)
 
 
 def load_public(path: Path) -> Ed25519PublicKey:
     """A trusted public key (PEM). A private key file is accepted too: its public half is used."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot read the public key {path}: {exc.strerror}") from exc
+    data = _read_key_file(path, "public key")
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
+        if b"PRIVATE KEY" not in data:
+            raise _not_a_key(path, data, "public key") from None
+        check_private_mode(path)
         try:
             key = serialization.load_pem_private_key(data, password=None).public_key()
-        except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-            raise UsageError(f"{path} is not a PEM Ed25519 public key ({exc})") from exc
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            raise _not_a_key(path, data, "public key") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise UsageError(f"{path} is not an Ed25519 public key")
+        raise UsageError(f"public key {path} is not an Ed25519 public key")
     return key
 
 

@@ -33,3 +33,11 @@ SLOW_PLAN = (
     ProbeStep("slow", "slow", "Waits to be interrupted (test)", "test", schema="common",
               analysis=None, plots=None, timeout_s=300),
 )
+
+# A plotted step (so the background plot worker is running), then a probe waiting for Ctrl-C.
+PLOTTED_SLOW_PLAN = (
+    ProbeStep("tick", "tick", "Hash timing (test probe)", "test", schema="common",
+              analysis="tick", plots="tick", timeout_s=60),
+    ProbeStep("slow", "slow", "Waits to be interrupted (test)", "test", schema="common",
+              analysis=None, plots=None, timeout_s=300),
+)

@@ -1,0 +1,55 @@
+"""Where measured results go when their destination cannot be written: nothing measured is lost.
+
+A fresh folder RECOVERY_ROOT/NAME-UTCSTAMP-XXXX/ (mode 0700) with the files and a README.txt
+saying what happened and what each file is. RECOVERY_ROOT is CACHE_ROOT/recovery (CACHE_ROOT as
+the checkpoint cache: $DOSSIER_CACHE_DIR, $XDG_CACHE_HOME/rig-dossier, ~/.cache/rig-dossier),
+else the system's temporary folder when that cannot be written either.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from harness.checkpoints.cache import default_root
+from harness.errors import EnvironmentProblem
+
+
+def recovery_roots() -> list[Path]:
+    return [default_root() / "recovery", Path(tempfile.gettempdir()) / "rig-dossier-recovery"]
+
+
+def _safe_member(name: str) -> str:
+    """A relative name inside the folder (member names are the harness's own; never trust one)."""
+    parts = [p for p in PurePosixPath(name).parts if p not in ("", ".", "..", "/")]
+    return "/".join(parts) or "unnamed"
+
+
+def _write_into(root: Path, name: str, files: Mapping[str, bytes], readme: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    folder = Path(tempfile.mkdtemp(prefix=f"{name}-{stamp}-", dir=root))
+    for member, data in files.items():
+        target = folder / _safe_member(member)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    (folder / "README.txt").write_text(readme)
+    return folder
+
+
+def keep(name: str, files: Mapping[str, bytes], why: str, what: str = "") -> Path:
+    """FILES (relative name -> bytes) in a fresh recovery folder; returns the folder.
+
+    WHY says what could not be written; WHAT describes the files (a line each, for README.txt)."""
+    readme = (f"Rig Dossier kept these files here because: {why}\n"
+              f"Nothing in them was changed; move them where you need them.\n" + (what and what + "\n"))
+    errors = []
+    for root in recovery_roots():
+        try:
+            return _write_into(root, name, files, readme)
+        except OSError as exc:
+            errors.append(f"{root}: {exc.strerror or exc}")
+    raise EnvironmentProblem(f"{why}; and the results could not be kept anywhere else either: "
+                             + "; ".join(errors))
