@@ -411,7 +411,7 @@ class Measurement:
             runs.append(point_record(size, n, self.kernel, times, cache_bytes, empty_s))
         medians = [run["median_gbps"] for run in runs]
         spread = analysis.spread(medians)
-        verdict = "pass" if spread <= analysis.REPEAT_SPREAD_MAX else "fail"
+        verdict = "pass" if analysis.repeats_agree(spread) else "fail"
         telemetry = ({"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S, "samples": samples,
                       "own_pids": owners[0], "own_pids_how": owners[1]} if samples is not None
                      else {"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S,

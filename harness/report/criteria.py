@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import catalogue
+from harness.analysis import bandwidth as bandwidth_rules
 from harness.bundle.view import BundleView
 from harness.report.figures import figure, value_text
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not-run"
-SPREAD_LIMIT = 0.05
-KNOWN_GOOD_TOLERANCE = 0.15
 
 
 @dataclass
@@ -74,13 +73,14 @@ def judge_bandwidth(view: BundleView) -> Judgement:
                                               "repeat_size_mib", "repeat_medians_gbps", "repeat_spread",
                                               "spec_gbps", "known_good_gbps", "known_good_ratio")]
     spread = b.get("repeat_spread")
-    spread_ok = isinstance(spread, (int, float)) and spread < SPREAD_LIMIT and b.get("repeat_verdict") == "pass"
-    evidence.append(f"three repeats vary by less than 5%: {'yes' if spread_ok else 'no'} "
-                    f"(verdict {b.get('repeat_verdict')})")
+    spread_ok = isinstance(spread, (int, float)) and bandwidth_rules.repeats_agree(spread)
+    evidence.append(f"three repeats vary by less than {bandwidth_rules.REPEAT_SPREAD_MAX:.0%}: "
+                    f"{'yes' if spread_ok else 'no'} ({bandwidth_rules.REPEAT_SPREAD_SOURCE})")
     ratio = b.get("known_good_ratio")
     if isinstance(ratio, (int, float)):
-        near = abs(ratio - 1) <= KNOWN_GOOD_TOLERANCE
-        evidence.append(f"median within 15% of the known-good result: {'yes' if near else 'no'}")
+        near = bandwidth_rules.within_known_good(ratio)
+        evidence.append(f"median within {bandwidth_rules.KNOWN_GOOD_TOLERANCE:.0%} of the known-good result: "
+                        f"{'yes' if near else 'no'} ({bandwidth_rules.KNOWN_GOOD_SOURCE})")
     else:
         near = False
         evidence.append(f"no known-good result for this SKU and form factor (sku {b.get('sku_id')}), "
