@@ -17,13 +17,12 @@ from typing import Any
 
 import torch
 
-from harness.analysis.roofline import DTYPE_WIDTHS, fusion_accounting
+from harness.analysis.roofline import DTYPE_WIDTHS, OPERAND_ALIGN_ELEMENTS, fusion_accounting, input_set_bytes
 from harness.probes._contract import describe_exception, unavailable
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                 "tf32": torch.float32, "fp8": torch.float8_e4m3fn}
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
-ALIGN_ELEMENTS = 256  # operand views start on 256-element boundaries: pointer alignment is not the test
 CPU_DTYPES = ("fp32", "bf16")
 
 
@@ -105,7 +104,7 @@ class OperandPool:
     def sets(self, m: int, n: int, k: int) -> tuple[Operands, dict[str, Any]]:
         """Input sets (A [m,k] row-major, B [k,n] column-major) and how they were rotated."""
         a_len, w_len = _aligned(m * k), _aligned(n * k)
-        set_bytes = (a_len + w_len) * self.in_bytes
+        set_bytes = input_set_bytes(m, n, k, self.in_bytes)
         wanted = max(1, math.ceil(2 * self.cache_bytes / set_bytes))
         if set_bytes * 2 <= self.pool_bytes:
             count = min(wanted, self.pool_bytes // set_bytes)
@@ -135,7 +134,8 @@ class Operands:
 
 
 def _aligned(elements: int) -> int:
-    return -(-elements // ALIGN_ELEMENTS) * ALIGN_ELEMENTS
+    """Operand views start on aligned boundaries: pointer alignment is not what is tested."""
+    return -(-elements // OPERAND_ALIGN_ELEMENTS) * OPERAND_ALIGN_ELEMENTS
 
 
 def gemm_call(dtype: str, device: str, operands: Operands, m: int, n: int) -> Callable[[int], Any]:
