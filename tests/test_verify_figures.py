@@ -99,3 +99,108 @@ def test_a_stated_median_and_everything_it_feeds_restated_still_fails_on_the_tim
     found = failures(H200, "raw/roofline.json", faster, signer, tmp_path)
     assert_named(found, "raw/roofline.json", "square-8192", "median_s", "times_s")
     assert any("summary.best_tflops" in f.detail for f in found)
+
+
+# --- item 10: the byte count follows the kernel's rule and the buffer; no figure above the datasheet
+
+def restate(document: dict) -> None:
+    """Every figure the probe derives from bytes and times, recomputed from the document's own
+    (tampered) bytes_per_iteration, as an attacker covering their tracks would."""
+    from harness.analysis import bandwidth as bw
+    cache, empty = document["cache"]["size_bytes"], document["launch"]["empty_launch_s"]
+    for point in document["sweep"] + document["repeats"]["runs"]:
+        median_s = point["median_s"]
+        point["median_gbps"] = bw.gbps(point["bytes_per_iteration"], median_s)
+        point["marks"], point["why"] = bw.classify(median_s, point["bytes_per_iteration"], cache, empty)
+        point["bytes_vs_cache"] = point["bytes_per_iteration"] / cache
+    points = [{"size_mib": p["size_mib"], "gbps": p["median_gbps"], "marks": p["marks"], "why": p["why"]}
+              for p in document["sweep"]]
+    found, top = bw.plateau(points), max(points, key=lambda p: p["gbps"])
+    document["plateau"].update(gbps=found["gbps"], sizes_mib=found["sizes_mib"], reached=found["reached"],
+                               why=found["why"], off_plateau=bw.explain_off_plateau(points, found["gbps"],
+                                                                                    found["sizes_mib"]))
+    document["plateau"]["maximum"].update(size_mib=top["size_mib"], gbps=top["gbps"])
+    repeats = document["repeats"]
+    repeats["medians_gbps"] = [r["median_gbps"] for r in repeats["runs"]]
+    repeats["spread"] = bw.spread(repeats["medians_gbps"])
+    reference = document["reference"]
+    reference["known_good_ratio"] = found["gbps"] / reference["known_good_gbps"]
+    reference["spec_ratio"] = found["gbps"] / reference["spec_gbps"]
+
+
+def _scaled(*keys: str, factor: float = 1.5):
+    def change(document):
+        for point in document["sweep"] + document["repeats"]["runs"]:
+            for key in keys:
+                point[key] = type(point[key])(point[key] * factor)
+        if "size_mib" in keys:
+            document["repeats"]["size_mib"] *= factor
+        restate(document)
+        assert document["plateau"]["gbps"] == pytest.approx(1.5 * 4258.51, rel=1e-4)  # the issue's 6388 GB/s
+    return change
+
+
+def test_a_copy_byte_count_raised_1_5x_fails_on_the_kernels_byte_rule(signer, tmp_path):
+    found = failures(H200, "raw/bandwidth.json", _scaled("bytes_per_iteration"), signer, tmp_path)
+    assert_named(found, "raw/bandwidth.json", "sweep 16384 MiB bytes_per_iteration", "34359738368")
+
+
+def test_a_buffer_raised_with_its_byte_count_fails_on_the_buffer_size(signer, tmp_path):
+    change = _scaled("bytes_per_iteration", "buffer_bytes", "elements")
+    found = failures(H200, "raw/bandwidth.json", change, signer, tmp_path)
+    assert_named(found, "raw/bandwidth.json", "sweep 16384 MiB elements", "16384 MiB of float32")
+
+
+def test_sizes_raised_with_everything_else_fail_on_the_datasheet_limit(signer, tmp_path):
+    change = _scaled("bytes_per_iteration", "buffer_bytes", "elements", "size_mib")
+    found = failures(H200, "raw/bandwidth.json", change, signer, tmp_path)
+    assert_named(found, "raw/bandwidth.json", "plateau.gbps: 6388 GB/s", "above the 4800 GB/s datasheet figure",
+                 "h200-sxm-141gb")
+    assert not any("bytes_per_iteration" in f.detail for f in found)  # consistent: only the limit catches it
+
+
+# --- item 11: every stated summary is recomputed -----------------------------------------------
+
+def _set(path: str, value):
+    """Set document[a][b]... (list indices as integers) to VALUE, or to VALUE(old) when callable."""
+    keys = [int(k) if k.isdigit() else k for k in path.split(".")]
+
+    def change(document):
+        target = document
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value(target[keys[-1]]) if callable(value) else value
+    return change
+
+
+BANDWIDTH_SUMMARIES = [
+    ("repeats.medians_gbps.1", lambda v: v + 10, "repeats.medians_gbps"),
+    ("plateau.maximum.gbps", lambda v: v * 1.1, "plateau.maximum.gbps"),
+    ("plateau.maximum.size_mib", 8192, "plateau.maximum.size_mib"),
+    ("plateau.off_plateau.0.vs_plateau", 0.0, "plateau.off_plateau"),
+    ("plateau.why", "5 largest sizes agree within 1%", "plateau.why"),
+    ("plateau.tolerance", 0.5, "plateau.tolerance"),
+    ("sweep.7.median_s", lambda v: v / 2, "sweep 16384 MiB median_s"),
+    ("sweep.7.min_s", lambda v: v / 2, "sweep 16384 MiB min_s"),
+    ("sweep.0.max_s", lambda v: v * 2, "sweep 4 MiB max_s"),
+    ("sweep.0.iterations", 10, "sweep 4 MiB iterations"),
+    ("sweep.0.why", ["launch-bound"], "sweep 4 MiB why"),
+    ("repeats.count", 5, "repeats.count"),
+    ("repeats.trusted", False, "repeats.trusted"),
+    ("repeats.spread_max", 0.5, "repeats.spread_max"),
+    ("memory.largest_safe_size_mib", 100000.0, "memory.largest_safe_size_mib"),
+    ("cache.size_mib", 50.0, "cache.size_mib"),
+    ("reference.spec_ratio", 0.95, "reference.spec_ratio"),
+    ("reference.spec_gbps", 6000, "reference.spec_gbps"),
+    ("reference.known_good_gbps", 4000, "reference.known_good_gbps"),
+    ("reference.sku_id", "h200-nvl-141gb", "reference.sku_id"),
+    ("device_identity.sku_id", "h100-sxm5-80gb", "device_identity.sku_id"),
+    ("byte_counting.reads", 2, "byte_counting.reads"),
+    ("launch.launch_bound_factor", 1.0, "launch.launch_bound_factor"),
+]
+
+
+@pytest.mark.parametrize("path, value, named", BANDWIDTH_SUMMARIES, ids=[s[0] for s in BANDWIDTH_SUMMARIES])
+def test_each_stated_bandwidth_summary_is_recomputed(path, value, named, signer, tmp_path):
+    found = failures(H200, "raw/bandwidth.json", _set(path, value), signer, tmp_path)
+    assert_named(found, "raw/bandwidth.json", named)

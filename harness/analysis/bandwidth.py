@@ -219,12 +219,22 @@ def _other_processes(samples: Sequence[dict[str, Any]], own_pids: Sequence[int])
 
 # --- recomputation from raw data ---------------------------------------------------------------
 
-def point_gbps(point: dict[str, Any]) -> float:
-    """A sweep point's GB/s from its raw per-iteration times."""
-    return gbps(point["bytes_per_iteration"], statistics.median(point["iteration_times_s"]))
+ELEMENT_BYTES = {"float32": 4}  # the probe's buffers: (element type -> bytes)
 
 
-def _recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
+def point_bytes(document: dict[str, Any], point: dict[str, Any]) -> int:
+    """A point's bytes per iteration from the kernel's byte rule and its buffer, elements x element
+    bytes: never the stated bytes_per_iteration."""
+    return bytes_per_iteration(document["kernel"], point["elements"] * ELEMENT_BYTES[document["dtype"]])
+
+
+def point_gbps(document: dict[str, Any], point: dict[str, Any]) -> float:
+    """A point's GB/s from its raw per-iteration times and its recounted bytes."""
+    return gbps(point_bytes(document, point), statistics.median(point["iteration_times_s"]))
+
+
+def recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sweep's points {size_mib, gbps, marks, why} recomputed from times, sizes and the rules."""
     cache = document["cache"].get("size_bytes")
     empty = document["launch"].get("empty_launch_s")
     cache = cache if isinstance(cache, (int, float)) else None
@@ -232,8 +242,8 @@ def _recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
     points = []
     for p in document["sweep"]:
         median_s = statistics.median(p["iteration_times_s"])
-        marks, why = classify(median_s, p["bytes_per_iteration"], cache, empty)
-        points.append({"size_mib": p["size_mib"], "gbps": point_gbps(p), "marks": marks, "why": why})
+        marks, why = classify(median_s, point_bytes(document, p), cache, empty)
+        points.append({"size_mib": p["size_mib"], "gbps": point_gbps(document, p), "marks": marks, "why": why})
     return points
 
 
@@ -244,9 +254,9 @@ def _number_or_none(value: Any) -> float | None:
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the sweep's and repeats' per-iteration times."""
     tolerance = document["plateau"]["tolerance"]
-    found = plateau(_recomputed_points(document), tolerance)
+    found = plateau(recomputed_points(document), tolerance)
     repeats = document["repeats"]
-    medians = [point_gbps(run) for run in repeats["runs"]]
+    medians = [point_gbps(document, run) for run in repeats["runs"]]
     repeat_spread = spread(medians) if medians else None
     reference = document["reference"]
     known_good = _number_or_none(reference.get("known_good_gbps"))
@@ -270,36 +280,19 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
+def differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
+    """A stated figure against its recomputation: numbers within REL, lists element by element."""
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return abs(stated - computed) > rel * max(abs(stated), abs(computed), 1e-12)
     if isinstance(stated, list) and isinstance(computed, list):
-        return len(stated) != len(computed) or any(_differs(a, b, rel) for a, b in zip(stated, computed))
+        return len(stated) != len(computed) or any(differs(a, b, rel) for a, b in zip(stated, computed))
+    if isinstance(stated, dict) and isinstance(computed, dict):
+        return stated.keys() != computed.keys() or any(differs(stated[k], computed[k], rel) for k in stated)
     return stated != computed
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's own stated figures differ from the recomputation."""
-    found = []
-    for stated, computed in zip(document["sweep"], _recomputed_points(document)):
-        if _differs(stated["median_gbps"], computed["gbps"]):
-            found.append(f"sweep {stated['size_mib']:g} MiB: states {stated['median_gbps']} GB/s, "
-                         f"its iteration times give {computed['gbps']}")
-        if sorted(stated["marks"]) != sorted(computed["marks"]):
-            found.append(f"sweep {stated['size_mib']:g} MiB: marked {stated['marks']}, "
-                         f"the rules give {computed['marks']}")
-    heads = headlines(document)
-    pairs = [
-        ("plateau.gbps", document["plateau"]["gbps"], heads["plateau_gbps"]),
-        ("plateau.sizes_mib", document["plateau"]["sizes_mib"], heads["plateau_sizes_mib"]),
-        ("repeats.medians_gbps", [r["median_gbps"] for r in document["repeats"]["runs"]],
-         heads["repeat_medians_gbps"]),
-        ("repeats.spread", document["repeats"]["spread"], heads["repeat_spread"]),
-        ("repeats.verdict", document["repeats"]["verdict"], heads["repeat_verdict"]),
-        ("reference.known_good_ratio", _number_or_none(document["reference"].get("known_good_ratio")),
-         heads["known_good_ratio"]),
-    ]
-    for name, stated, computed in pairs:
-        if _differs(stated, computed):
-            found.append(f"{name}: states {stated}, recomputed {computed}")
-    return found
+    """Where the document's stated figures differ from the recomputation
+    (harness.analysis.bandwidth_checks: byte rule, times, plateau, repeats, reference, datasheet)."""
+    from harness.analysis import bandwidth_checks
+    return bandwidth_checks.discrepancies(document)

@@ -420,7 +420,8 @@ class Measurement:
         diagnosis = None
         if verdict == "fail":
             diagnosis = (analysis.diagnose(samples, owners[0], self.power_limit()) if samples is not None
-                         else {"causes": [], "summary": f"no telemetry to diagnose from ({telemetry_reason})"})
+                         else {"causes": [], "summary": "no telemetry to diagnose from "
+                                                       f"({telemetry['samples']['unavailable']})"})
         return {"size_mib": size, "count": self.args.repeats, "runs": runs, "medians_gbps": medians,
                 "spread": spread, "spread_max": analysis.REPEAT_SPREAD_MAX, "verdict": verdict,
                 "trusted": verdict == "pass", "telemetry": telemetry, "diagnosis": diagnosis}
