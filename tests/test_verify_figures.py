@@ -204,3 +204,72 @@ BANDWIDTH_SUMMARIES = [
 def test_each_stated_bandwidth_summary_is_recomputed(path, value, named, signer, tmp_path):
     found = failures(H200, "raw/bandwidth.json", _set(path, value), signer, tmp_path)
     assert_named(found, "raw/bandwidth.json", named)
+
+
+# --- item 12: the roofline's roof is the bandwidth step's recomputed median ---------------------
+
+def on_roof(roof_gbps: float):
+    """A roofline document restated on another memory roof: ridge, predictions, rates,
+    explanations, fusion comparison and summary all recomputed, as an attacker would."""
+    from harness.analysis import roofline as rl
+
+    def change(document):
+        roofs = document["roofs"]
+        roofs["bandwidth_gbps"] = roof_gbps
+        roofs["ridge_flop_per_byte"] = rl.ridge_flop_per_byte(roofs["peak_tflops"], roof_gbps)
+        widths = (document["precision"]["input_bytes"], document["precision"]["output_bytes"])
+        predictions = {}
+        for p in document["predictions"]["shapes"]:
+            p.update(rl.classify(p["m"], p["n"], p["k"], *widths, roofs["peak_tflops"], roof_gbps))
+            predictions[p["label"]] = p
+        for shape in document["measurements"]["shapes"]:
+            if shape["status"] == "measured":
+                p = predictions[shape["label"]]
+                shape["fraction_of_attainable"] = shape["achieved_tflops"] / p["attainable_tflops"]
+                explanation = rl.explain(p, shape, rl.context_of(document))
+                shape["explanation"] = {k: explanation[k] for k in ("verdict", "explained", "causes", "text")}
+        fusion = document["fusion"]
+        if "comparison" in fusion:
+            fusion["comparison"] = rl.fusion_comparison(fusion, roofs["peak_tflops"], roof_gbps)
+        document["summary"].update({k: v for k, v in rl.headlines(document).items() if k in document["summary"]})
+    return change
+
+
+def test_a_roofline_restated_on_another_roof_fails_against_the_bandwidth_step(signer, tmp_path):
+    from harness.analysis import roofline as rl
+    from tests.test_h200_bundle import raw
+
+    restated = raw("roofline")
+    on_roof(4800.0)(restated)
+    assert rl.discrepancies(restated) == []  # consistent in itself
+    found = failures(H200, "raw/roofline.json", on_roof(4800.0), signer, tmp_path)
+    assert_named(found, "raw/roofline.json", "roofs.bandwidth_gbps 4800 GB/s", "sustained median 4272.85 GB/s",
+                 "raw/bandwidth.json")
+
+
+def test_the_stored_input_edited_with_the_roof_still_fails(signer, tmp_path):
+    """The report used to compare the roof with commands.json's stored input: edit both."""
+    private, public = signer
+
+    def both(files):
+        edit_json("raw/roofline.json", on_roof(4800.0))(files)
+
+        def inputs(commands):
+            step = next(s for s in commands["steps"] if s["step"] == "roofline")
+            step["inputs"]["bandwidth_gbps"] = 4800.0
+        edit_json("commands.json", inputs)(files)
+    found = verify_bundle(rewrite(H200, tmp_path / "both.tar.gz", both, resign_with=private), public).failures
+    assert_named(found, "raw/roofline.json", "roofs.bandwidth_gbps 4800 GB/s")
+    assert any(f.subject == "commands.json" and "inputs.bandwidth_gbps 4800.0" in f.detail for f in found)
+
+
+def test_bandwidth_claiming_a_device_health_does_not_list_fails(signer, tmp_path):
+    """A B200's 8000 GB/s datasheet would lift the limit: health lists an H200."""
+    def as_b200(document):
+        document["device_identity"].update(pci_device_id="0x290110de", memory_total_mib=183359.0,
+                                           power_limit_w=1000.0, sku_id="b200-180gb")
+        document["reference"].update(sku_id="b200-180gb", spec_gbps=8000, comparable=False, known_good=None,
+                                     known_good_gbps=None, known_good_ratio=None,
+                                     spec_ratio=document["plateau"]["gbps"] / 8000)
+    found = failures(H200, "raw/bandwidth.json", as_b200, signer, tmp_path)
+    assert_named(found, "raw/bandwidth.json", "identifies b200-180gb", "no health step lists", "h200-sxm-141gb")
