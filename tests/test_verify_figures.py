@@ -273,3 +273,36 @@ def test_bandwidth_claiming_a_device_health_does_not_list_fails(signer, tmp_path
                                      spec_ratio=document["plateau"]["gbps"] / 8000)
     found = failures(H200, "raw/bandwidth.json", as_b200, signer, tmp_path)
     assert_named(found, "raw/bandwidth.json", "identifies b200-180gb", "no health step lists", "h200-sxm-141gb")
+
+
+# --- item 13: the precision table's per-tensor rank column --------------------------------------
+
+def test_a_reversed_per_tensor_ranking_fails(signer, tmp_path):
+    def reverse(document):
+        document["tensors"][0]["ranking"].reverse()
+    found = failures(H200, "raw/precision.json", reverse, signer, tmp_path)
+    assert_named(found, "raw/precision.json", "tensor embedding ranking", "ranked by SQNR")
+
+
+def test_a_reversed_ranking_restated_in_both_places_fails(signer, tmp_path):
+    def reverse(document):
+        for tensor in document["tensors"]:
+            tensor["ranking"].reverse()
+            document["ranks"][tensor["role"]] = list(tensor["ranking"])
+    found = failures(H200, "raw/precision.json", reverse, signer, tmp_path)
+    assert_named(found, "raw/precision.json", "tensor mlp_projection ranking")
+    assert any("ranks[attention_projection]" in f.detail for f in found)
+
+
+PRECISION_SUMMARIES = [
+    ("tensors.0.formats.3.bits_per_element_with_scales", 8.0, "bits_per_element_with_scales"),
+    ("tensors.1.stats.beyond_6sigma_share", 0.5, "beyond_6sigma_share"),
+    ("explanations.0.formats", ["int8_per_tensor"], "explanations: the kind, role, formats or order"),
+    ("explanations.0.role", "mlp_projection", "explanations: the kind, role, formats or order"),
+]
+
+
+@pytest.mark.parametrize("path, value, named", PRECISION_SUMMARIES, ids=[s[0] for s in PRECISION_SUMMARIES])
+def test_each_stated_precision_summary_is_recomputed(path, value, named, signer, tmp_path):
+    found = failures(H200, "raw/precision.json", _set(path, value), signer, tmp_path)
+    assert_named(found, "raw/precision.json", named)
