@@ -147,6 +147,8 @@ def judge_allreduce(view: BundleView) -> Judgement:
     evidence = [figure(k, a.get(k)) for k in ("backend", "world_size")]
     evidence += [f"curve {name}: {value_text('curve', curve)}" for name, curve in sorted(curves.items())]
     evidence += [f"limitation recorded: {what}" for what in limitations]
+    if a.get("medians_from"):
+        evidence.append(f"per-rank medians: {a['medians_from']}")
     missing = [name for name in ("normal", "p2p_disabled")
                if not isinstance(curves.get(name), dict) or curves[name].get("knee_bytes") is None]
     if not missing:
