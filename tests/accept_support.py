@@ -15,8 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
-import types
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -120,49 +119,21 @@ def by_args(answers: dict[str, Any], call: str, args: tuple, value: Any) -> None
     answers[call] = table
 
 
-# --- test-only stand-ins for analysis modules on other branches -----------------------------
+# --- real GEMM and all-reduce documents from the committed H200 bundles ------------------------
 
-def standin_roofline() -> types.ModuleType:
-    """harness.analysis.roofline's headline keys (the brief's), recomputed from timed GEMMs.
-
-    Used until the roofline branch lands; a document carries `measurements` [{shape, flop, median_s}].
-    """
-    module = types.ModuleType("harness.analysis.roofline")
-
-    def headlines(document):
-        rates = [(m["flop"] / m["median_s"] / 1e12, m["shape"]) for m in document["measurements"]]
-        best = max(rates) if rates else (None, None)
-        return {"device": document["device"], "dtype": document["dtype"], "best_tflops": best[0],
-                "best_shape": best[1], "classifications": {}, "all_explained": True}
-
-    module.headlines, module.discrepancies = headlines, lambda document: []
-    return module
+H200_BUNDLE = FIXTURES.parent / "h200" / "dossier-h200.tar.gz"  # the lent H200 SXM, `dossier run`
+H200X2_ALLREDUCE = FIXTURES.parent / "h200x2" / "allreduce.json"  # two NVLink H200s (tests/fixtures/README.md)
 
 
-def standin_allreduce() -> types.ModuleType:
-    """harness.analysis.allreduce's headline keys (the brief's): curves -> busbw_at_max_gbps."""
-    module = types.ModuleType("harness.analysis.allreduce")
-
-    def headlines(document):
-        curves = {name: {"busbw_at_max_gbps": value} for name, value in document["busbw_at_max_gbps"].items()}
-        return {"backend": document["backend"], "world_size": document["world_size"], "curves": curves,
-                "limitations": [item["what"] for item in document["limitations"]]}
-
-    module.headlines, module.discrepancies = headlines, lambda document: []
-    return module
+def h200_raw(step: str) -> dict[str, Any]:
+    """raw/STEP.json of the signed dossier made on the lent H200 SXM (tests/fixtures/h200/)."""
+    with tarfile.open(H200_BUNDLE) as tar:
+        return json.load(tar.extractfile(f"raw/{step}.json"))
 
 
-def install_standins(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "harness.analysis.roofline", standin_roofline())
-    monkeypatch.setitem(sys.modules, "harness.analysis.allreduce", standin_allreduce())
-
-
-def roofline_document(dtype: str, tflops: float, shape=(4096, 4096, 8192)) -> dict[str, Any]:
-    """A GEMM timed at TFLOPS on SHAPE (the baseline's mamf-finder best shapes)."""
-    m, n, k = shape
-    flop = 2 * m * n * k
-    return {"probe": "roofline", "device": "cuda", "dtype": dtype, "argv": ["--dtype", dtype],
-            "measurements": [{"shape": f"{m}x{n}x{k}", "flop": flop, "median_s": flop / (tflops * 1e12)}]}
+def h200x2_allreduce() -> dict[str, Any]:
+    """The all-reduce probe's document from two NVLink-connected H200s (NCCL, world size 2)."""
+    return json.loads(H200X2_ALLREDUCE.read_text())
 
 
 # --- records and bundles --------------------------------------------------------------------
