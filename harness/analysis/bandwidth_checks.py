@@ -54,6 +54,10 @@ def rule_discrepancies(document: dict[str, Any]) -> list[str]:
             bw.REPEAT_SPREAD_SOURCE)
     _stated(found, "launch.launch_bound_factor", document["launch"].get("launch_bound_factor"),
             bw.LAUNCH_BOUND_FACTOR, "this build's rule")
+    times = document["launch"].get("empty_launch_times_s")
+    if isinstance(times, list) and times:  # kept from probe contract 2 on
+        _stated(found, "launch.empty_launch_s", document["launch"].get("empty_launch_s"), statistics.median(times),
+                "the median of empty_launch_times_s")
     return found
 
 

@@ -102,7 +102,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     stated_ridge = document["roofs"].get("ridge_flop_per_byte")
     if head["ridge_flop_per_byte"] is not None and _differs(stated_ridge, head["ridge_flop_per_byte"]):
         found.append(f"roofs.ridge_flop_per_byte {stated_ridge} != {head['ridge_flop_per_byte']}")
-    found += cpu_roof_discrepancies(document)
+    found += cpu_roof_discrepancies(document) + sample_discrepancies(document)
     if _roofs_known(document):
         found += _prediction_discrepancies(document)
         for shape in _measured(document):
@@ -255,6 +255,10 @@ def cpu_roof_discrepancies(document: dict[str, Any]) -> list[str]:
     trials = measured.get("gemm_trials")
     if isinstance(trials, list) and trials:
         for trial in trials:
+            median = median_of(trial.get("times_s"))  # the times are kept from probe contract 2 on
+            if median is not None and _differs(trial["median_s"], median):
+                found.append(f"cpu_roofs.gemm_trials[{trial['size']}].median_s {trial['median_s']} but the median "
+                             f"of its times_s is {median}")
             rate = 2 * trial["size"] ** 3 / trial["median_s"] / 1e12
             if _differs(trial.get("tflops"), rate):
                 found.append(f"cpu_roofs.gemm_trials[{trial['size']}].tflops {trial.get('tflops')} != {rate}")
@@ -265,4 +269,26 @@ def cpu_roof_discrepancies(document: dict[str, Any]) -> list[str]:
                          f"{measured.get('gemm_peak_size')} is not the best trial ({rate} at {best['size']})")
         if str(roofs.get("peak_source", "")).startswith(MEASURED) and _differs(roofs.get("peak_tflops"), rate):
             found.append(f"roofs.peak_tflops {roofs.get('peak_tflops')} is not the GEMM peak measured here ({rate})")
+    return found
+
+
+def sample_discrepancies(document: dict[str, Any]) -> list[str]:
+    """Medians of samples the document keeps (probe contract 2 on): the empty-kernel floor and each
+    shape's SM clock."""
+    found = []
+    facts = document.get("device_facts", {})
+    floor = median_of(facts.get("launch_floor_times_s"))
+    if floor is not None and _differs(facts.get("launch_floor_s"), floor):
+        found.append(f"device_facts.launch_floor_s {facts.get('launch_floor_s')} but the median of "
+                     f"launch_floor_times_s is {floor}")
+    for shape in _measured(document):
+        clocks = shape.get("clocks")
+        samples = clocks.get("sm_clock_mhz_samples") if isinstance(clocks, dict) else None
+        if not isinstance(samples, list):
+            continue
+        median = median_of(samples)
+        if clocks.get("samples") != len(samples) or _differs(clocks.get("sm_clock_mhz_median"), median):
+            found.append(f"measurement {shape['label']}: clocks state {clocks.get('samples')} samples, median "
+                         f"{clocks.get('sm_clock_mhz_median')} MHz, but sm_clock_mhz_samples give {len(samples)}, "
+                         f"{median} MHz")
     return found

@@ -171,11 +171,12 @@ def can_run(dtype: str, device: str) -> str | None:
     return None
 
 
-def launch_floor_s(device: str, iterations: int) -> float:
-    """Median time of an (almost) empty kernel, timed exactly as the GEMMs are."""
+def launch_floor(device: str, iterations: int) -> tuple[float, list[float]]:
+    """Median time of an (almost) empty kernel, timed exactly as the GEMMs are, and the times it is
+    the median of (the first fifth, a warm-up, left out)."""
     tiny = torch.ones(1, device=device)
-    times = time_each(device, lambda i: tiny.add_(1), iterations)
-    return statistics.median(times[iterations // 5:])
+    kept = time_each(device, lambda i: tiny.add_(1), iterations)[iterations // 5:]
+    return statistics.median(kept), kept
 
 
 # ------------------------------------------------------------------------------ CPU roofs
@@ -208,7 +209,7 @@ def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: in
         b = torch.randn(size, size, dtype=TORCH_DTYPES[dtype]).t()
         out = torch.empty(size, size, dtype=TORCH_DTYPES[dtype])
         times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]
-        results.append({"size": size, "median_s": statistics.median(times),
+        results.append({"size": size, "times_s": times, "median_s": statistics.median(times),
                         "tflops": 2 * size**3 / statistics.median(times) / 1e12})
     best = max(results, key=lambda r: r["tflops"])
     return {"gemm_peak_tflops": best["tflops"], "gemm_peak_size": best["size"], "gemm_trials": results,
