@@ -354,3 +354,24 @@ def test_a_shapes_clock_median_is_recomputed_from_its_kept_samples():
     assert roofline_figures.sample_discrepancies(document) == []
     shape["clocks"]["sm_clock_mhz_samples"] = [1305]  # what the samples would say under a power cap
     assert any("square-256" in line and "1305" in line for line in roofline_figures.sample_discrepancies(document))
+
+
+ROOFLINE_SUMMARIES = [
+    ("measurements.shapes.3.rotated_mib", 512.0, "rotated_mib"),
+    ("measurements.shapes.3.cache_defeated", False, "cache_defeated"),
+    ("measurements.shapes.0.explanation.causes", [], "explanation causes"),
+    ("measurements.shapes.0.iterations", 50, "iterations 50"),
+    ("predictions.shapes.0.min_bytes", 1, "prediction square-256: min_bytes"),
+    ("fusion.comparison.traffic_ratio", 8.0, "fusion.comparison.traffic_ratio"),
+    ("fusion.unfused_bytes", 4294967296, "fusion.unfused_bytes"),
+    ("fusion.fused.achieved_gbps", 8000.0, "fusion.fused.achieved_gbps"),
+    ("fusion.unfused.iterations", 100, "fusion.unfused: iterations"),
+    ("roofs.peak_tflops", 1979.0, "the catalogue's dense bf16 figure"),
+    ("summary.classifications.square-256", "compute", "summary.classifications"),
+]
+
+
+@pytest.mark.parametrize("path, value, named", ROOFLINE_SUMMARIES, ids=[s[0] for s in ROOFLINE_SUMMARIES])
+def test_each_stated_roofline_summary_is_recomputed(path, value, named, signer, tmp_path):
+    found = failures(H200, "raw/roofline.json", _set(path, value), signer, tmp_path)
+    assert_named(found, "raw/roofline.json", named)

@@ -13,6 +13,7 @@ import math
 import statistics
 from typing import Any
 
+from harness import catalogue
 from harness.analysis import roofline as rl
 
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
@@ -102,7 +103,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     stated_ridge = document["roofs"].get("ridge_flop_per_byte")
     if head["ridge_flop_per_byte"] is not None and _differs(stated_ridge, head["ridge_flop_per_byte"]):
         found.append(f"roofs.ridge_flop_per_byte {stated_ridge} != {head['ridge_flop_per_byte']}")
-    found += cpu_roof_discrepancies(document) + sample_discrepancies(document)
+    found += cpu_roof_discrepancies(document) + sample_discrepancies(document) + catalogue_peak_discrepancies(document)
     if _roofs_known(document):
         found += _prediction_discrepancies(document)
         for shape in _measured(document):
@@ -292,3 +293,15 @@ def sample_discrepancies(document: dict[str, Any]) -> list[str]:
                          f"{clocks.get('sm_clock_mhz_median')} MHz, but sm_clock_mhz_samples give {len(samples)}, "
                          f"{median} MHz")
     return found
+
+
+def catalogue_peak_discrepancies(document: dict[str, Any]) -> list[str]:
+    """A compute roof the document says came from the catalogue is the catalogue's dense figure."""
+    roofs, sku_id = document.get("roofs", {}), document.get("device_facts", {}).get("sku_id")
+    if not str(roofs.get("peak_source", "")).startswith("catalogue") or not isinstance(sku_id, str):
+        return []
+    peak = ((catalogue.by_id(sku_id) or {}).get("published", {}).get("dense_tflops", {})).get(document.get("dtype"))
+    if _differs(roofs.get("peak_tflops"), peak):
+        return [f"roofs.peak_tflops {roofs.get('peak_tflops')} but the catalogue's dense {document.get('dtype')} "
+                f"figure for {sku_id} is {peak}"]
+    return []
