@@ -267,7 +267,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "plateau_gbps": found["gbps"],
         "plateau_sizes_mib": found["sizes_mib"] if found["reached"] else [],
         "plateau_tolerance": tolerance,
-        "repeat_size_mib": repeats["size_mib"],
+        "repeat_size_mib": max((r["size_mib"] for r in repeats["runs"]), default=None),
         "repeat_medians_gbps": medians,
         "repeat_median_gbps": statistics.median(medians) if medians else None,
         "repeat_spread": repeat_spread,

@@ -125,6 +125,11 @@ def repeats_discrepancies(document: dict[str, Any]) -> list[str]:
     found: list[str] = []
     repeats, heads = document["repeats"], bw.headlines(document)
     _stated(found, "repeats.count", repeats.get("count"), len(repeats["runs"]))
+    _stated(found, "repeats.size_mib", repeats.get("size_mib"), heads["repeat_size_mib"], "the largest run's size")
+    largest = max((p["size_mib"] for p in document["sweep"]), default=None)
+    if heads["repeat_size_mib"] is not None and largest is not None and heads["repeat_size_mib"] != largest:
+        found.append(f"repeats at {heads['repeat_size_mib']:g} MiB, not the largest size swept ({largest:g} MiB): "
+                     "lab M1 step 3 repeats the largest safe size")
     _stated(found, "repeats.medians_gbps", repeats.get("medians_gbps"), heads["repeat_medians_gbps"],
             "the median of each run's iteration_times_s")
     _stated(found, "repeats.runs[].median_gbps", [r["median_gbps"] for r in repeats["runs"]],

@@ -252,6 +252,10 @@ def _ruled_out(prediction: dict[str, Any], context: dict[str, Any], seconds: flo
     return "; ".join(notes)
 
 
+# The elementwise chain the probe fuses: four eager kernels, four FLOPs per element (x*2, +1, relu, y*y).
+FUSION_CHAIN = {"text": "y = x*2; y = y+1; y = relu(y); y = y*y", "kernels": 4, "flops_per_element": 4}
+
+
 def fusion_accounting(elements: int, element_bytes: int, unfused_kernels: int,
                       flops_per_element: int) -> dict[str, Any]:
     """HBM bytes each version of an elementwise chain must move, and its intensity.

@@ -204,6 +204,11 @@ def fusion_discrepancies(document: dict[str, Any]) -> list[str]:
                                       fusion["flops_per_element"])
     found = [f"fusion.{key} {fusion.get(key)} != {value}" for key, value in accounting.items()
              if _differs(fusion.get(key), value)]
+    if fusion.get("chain") == rl.FUSION_CHAIN["text"]:
+        for key, value in (("unfused_kernels", rl.FUSION_CHAIN["kernels"]),
+                           ("flops_per_element", rl.FUSION_CHAIN["flops_per_element"])):
+            if fusion.get(key) != value:
+                found.append(f"fusion.{key} {fusion.get(key)} but the chain {fusion['chain']!r} has {value}")
     width = rl.DTYPE_WIDTHS.get(fusion.get("dtype"), (None,))[0]
     if width is not None and fusion["element_bytes"] != width:
         found.append(f"fusion.element_bytes {fusion['element_bytes']} but {fusion['dtype']} is {width} bytes")

@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from harness.analysis.roofline import DTYPE_WIDTHS, OPERAND_ALIGN_ELEMENTS, fusion_accounting, input_set_bytes
+from harness.analysis.roofline import (DTYPE_WIDTHS, FUSION_CHAIN, OPERAND_ALIGN_ELEMENTS, fusion_accounting,
+                                      input_set_bytes)
 from harness.probes._contract import describe_exception, unavailable
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
@@ -218,9 +219,9 @@ def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: in
 
 # -------------------------------------------------------------------------------- fusion
 
-CHAIN_TEXT = "y = x*2; y = y+1; y = relu(y); y = y*y"
-CHAIN_KERNELS = 4
-CHAIN_FLOPS_PER_ELEMENT = 4
+CHAIN_TEXT = FUSION_CHAIN["text"]
+CHAIN_KERNELS = FUSION_CHAIN["kernels"]
+CHAIN_FLOPS_PER_ELEMENT = FUSION_CHAIN["flops_per_element"]
 
 
 def chain(x: torch.Tensor) -> torch.Tensor:
