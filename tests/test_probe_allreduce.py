@@ -308,7 +308,8 @@ def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tm
         files["raw/allreduce.json"] = json.dumps(tampered, sort_keys=True).encode()
     found = verify_bundle(rewrite(path, tmp_path / "slower.tar.gz", slower, resign_with=key),
                           load_public(public)).failures
-    assert found and {f.check for f in found} == {"figures"}
+    # signature, hashes and schemas pass; the figures fail (and so does the report re-rendered from them)
+    assert found and "figures" in {f.check for f in found} <= {"figures", "report"}
     assert any(f.subject == "raw/allreduce.json" and "rank_median_time_us" in f.detail and "rank_times_us" in f.detail
                for f in found)
 
@@ -321,7 +322,7 @@ def test_a_contract_2_point_without_its_per_call_times_breaks_the_schema(gloo_ru
     stripped["contract_version"] = 1  # a document from before the times were kept
     for run in stripped["runs"]:
         for point in run["points"]:
-            point.pop("rank_times_us")
+            point.pop("rank_times_us", None)
     assert violations("allreduce", stripped) == []
     assert ar.discrepancies(stripped) == []  # its stated medians are checked as stated
     assert "not recomputable from per-call times" in ar.headlines(stripped)["medians_from"]
