@@ -77,6 +77,13 @@ def identify(pci_device_id: str | int, memory_total_mib: float | None,
     return Identification(sku, f"{sku['name']} ({sku['form_factor']}): " + ", ".join(parts))
 
 
+def datasheet_bandwidth_gbps(sku_id: str | None) -> float | None:
+    """The SKU's published memory bandwidth (GB/s), the most its memory can move; None if unknown."""
+    sku = by_id(sku_id) if sku_id else None
+    value = (sku or {}).get("published", {}).get("memory_bandwidth_gbps")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def comparable(sku_a: str | None, sku_b: str | None) -> tuple[bool, str]:
     """A known-good result compares only within one SKU, capacity and form factor."""
     if sku_a is None or sku_b is None:

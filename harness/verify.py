@@ -20,6 +20,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness import attestation
+from harness.analysis import cross_checks
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
 from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures
@@ -179,6 +180,11 @@ def check_figures(view: BundleView) -> list[Check]:
         checks += [Check("figures", name, False, problem) for problem in problems]
         if not problems:
             checks.append(Check("figures", name, True, f"stated figures match harness.analysis.{entry['analysis']}"))
+    try:  # figures one step took from another (the roofline's roof is the bandwidth step's median)
+        across = cross_checks.discrepancies(view.steps, view.documents)
+    except Exception as exc:  # noqa: BLE001
+        across = [("bundle", f"cross_checks.discrepancies() raised {type(exc).__name__}: {exc}")]
+    checks += [Check("figures", member, False, problem) for member, problem in across]
     return checks
 
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
-import types
+import tarfile
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -72,14 +71,14 @@ def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), s
     runs = [_point(size, sweep_values[size] * scale) for size, scale in zip(H200_REPEAT_SIZES_MIB, repeat_scale)]
     medians = [r["median_gbps"] for r in runs]
     spread = bw.spread(medians)
+    agree = bw.repeats_agree(spread)
     repeats = {"size_mib": max(H200_REPEAT_SIZES_MIB), "count": 3, "runs": runs, "medians_gbps": medians,
                "spread": spread, "spread_max": bw.REPEAT_SPREAD_MAX,
-               "verdict": "pass" if spread <= bw.REPEAT_SPREAD_MAX else "fail",
-               "trusted": spread <= bw.REPEAT_SPREAD_MAX,
+               "verdict": "pass" if agree else "fail", "trusted": agree,
                "telemetry": {"repeat_index": 1, "interval_s": 0.05,
                              "samples": {"unavailable": "not recorded with the baseline figures"},
                              "own_pids": [1], "own_pids_how": "no telemetry"},
-               "diagnosis": None if spread <= bw.REPEAT_SPREAD_MAX else
+               "diagnosis": None if agree else
                {"causes": [], "summary": "no telemetry to diagnose from (not recorded with the baseline figures)"}}
     identity = {"pci_device_id": "0x233510de", "memory_total_mib": H200_MEMORY_MIB, "power_limit_w": 700.0,
                 "sku_id": sku_id, "evidence": "recorded: PCI device id 0x2335, 143771 MiB, 700 W (h200-baseline.md)",
@@ -93,6 +92,7 @@ def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), s
     data = {"initialisation": "recorded figures (h200-baseline.md)", "seed": 0, "scalar": 1.0}
     document = measurement.document(facts, sorted(sweep_values), sweep, repeats, identity, H200_LAUNCH_FLOOR_S,
                                     data, 0.3, 1.0, bandwidth_probe.largest_safe_mib(facts["free"]))
+    document["launch"]["empty_launch_times_s"] = [H200_LAUNCH_FLOOR_S]  # the one stood-in time (see above)
     return {"probe": "bandwidth", "contract_version": CONTRACT_VERSION, "started_at": STARTED,
             "finished_at": FINISHED, "argv": ["--repeats", "3"], **document}
 
@@ -120,49 +120,21 @@ def by_args(answers: dict[str, Any], call: str, args: tuple, value: Any) -> None
     answers[call] = table
 
 
-# --- test-only stand-ins for analysis modules on other branches -----------------------------
+# --- real GEMM and all-reduce documents from the committed H200 bundles ------------------------
 
-def standin_roofline() -> types.ModuleType:
-    """harness.analysis.roofline's headline keys (the brief's), recomputed from timed GEMMs.
-
-    Used until the roofline branch lands; a document carries `measurements` [{shape, flop, median_s}].
-    """
-    module = types.ModuleType("harness.analysis.roofline")
-
-    def headlines(document):
-        rates = [(m["flop"] / m["median_s"] / 1e12, m["shape"]) for m in document["measurements"]]
-        best = max(rates) if rates else (None, None)
-        return {"device": document["device"], "dtype": document["dtype"], "best_tflops": best[0],
-                "best_shape": best[1], "classifications": {}, "all_explained": True}
-
-    module.headlines, module.discrepancies = headlines, lambda document: []
-    return module
+H200_BUNDLE = FIXTURES.parent / "h200" / "dossier-h200.tar.gz"  # the lent H200 SXM, `dossier run`
+H200X2_ALLREDUCE = FIXTURES.parent / "h200x2" / "allreduce.json"  # two NVLink H200s (tests/fixtures/README.md)
 
 
-def standin_allreduce() -> types.ModuleType:
-    """harness.analysis.allreduce's headline keys (the brief's): curves -> busbw_at_max_gbps."""
-    module = types.ModuleType("harness.analysis.allreduce")
-
-    def headlines(document):
-        curves = {name: {"busbw_at_max_gbps": value} for name, value in document["busbw_at_max_gbps"].items()}
-        return {"backend": document["backend"], "world_size": document["world_size"], "curves": curves,
-                "limitations": [item["what"] for item in document["limitations"]]}
-
-    module.headlines, module.discrepancies = headlines, lambda document: []
-    return module
+def h200_raw(step: str) -> dict[str, Any]:
+    """raw/STEP.json of the signed dossier made on the lent H200 SXM (tests/fixtures/h200/)."""
+    with tarfile.open(H200_BUNDLE) as tar:
+        return json.load(tar.extractfile(f"raw/{step}.json"))
 
 
-def install_standins(monkeypatch) -> None:
-    monkeypatch.setitem(sys.modules, "harness.analysis.roofline", standin_roofline())
-    monkeypatch.setitem(sys.modules, "harness.analysis.allreduce", standin_allreduce())
-
-
-def roofline_document(dtype: str, tflops: float, shape=(4096, 4096, 8192)) -> dict[str, Any]:
-    """A GEMM timed at TFLOPS on SHAPE (the baseline's mamf-finder best shapes)."""
-    m, n, k = shape
-    flop = 2 * m * n * k
-    return {"probe": "roofline", "device": "cuda", "dtype": dtype, "argv": ["--dtype", dtype],
-            "measurements": [{"shape": f"{m}x{n}x{k}", "flop": flop, "median_s": flop / (tflops * 1e12)}]}
+def h200x2_allreduce() -> dict[str, Any]:
+    """The all-reduce probe's document from two NVLink-connected H200s (NCCL, world size 2)."""
+    return json.loads(H200X2_ALLREDUCE.read_text())
 
 
 # --- records and bundles --------------------------------------------------------------------

@@ -9,9 +9,12 @@ NCCL_NVLS_ENABLE=0 throughout).
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.analysis import allreduce, health
 from harness.analysis.topology import gpu_pairs, parse_topo_matrix
 from harness.schemas import violations
+from tests.test_analysis_allreduce import independent_alpha_beta
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200x2"
 
@@ -28,12 +31,24 @@ def test_documents_validate_and_recompute_without_discrepancy():
 
 
 def test_both_curves_have_a_startup_to_bandwidth_knee():
-    curves = allreduce.headlines(load("allreduce.json"))["curves"]
+    document = load("allreduce.json")
+    curves = allreduce.headlines(document)["curves"]
     for name in ("normal", "p2p_disabled"):
         curve = curves[name]
         assert curve["alpha_us"] > 0 and curve["beta_gbps"] > 0
-        knee = curve["alpha_us"] * 1e-6 * curve["beta_gbps"] * 1e9  # where alpha = s / beta
-        assert abs(curve["knee_bytes"] / knee - 1) < 1e-9
+        points = sorted(next(r for r in document["runs"] if r["curve"] == name)["points"], key=lambda p: p["bytes"])
+        # the same fit written another way, from the measured per-rank medians
+        alpha, beta = independent_alpha_beta([p["bytes"] for p in points],
+                                             [max(p["rank_median_time_us"]) * 1e-6 for p in points])
+        assert curve["knee_bytes"] == pytest.approx(alpha * beta, rel=1e-9)
+        # and what the knee means, in the measurements: a call there takes about twice the startup
+        # time (interpolated between the sizes around it), and algbw reaches half its plateau near it
+        below = [p for p in points if p["bytes"] <= curve["knee_bytes"]][-1]
+        above = next(p for p in points if p["bytes"] > curve["knee_bytes"])
+        at_knee = below["time_us"] + (above["time_us"] - below["time_us"]) * (
+            (curve["knee_bytes"] - below["bytes"]) / (above["bytes"] - below["bytes"]))
+        assert 0.75 < at_knee / (2 * curve["alpha_us"]) < 1.25
+        assert 0.5 < curve["knee_bytes"] / curve["half_plateau_bytes"] < 2
     # NVLink's higher beta moves the knee to larger messages than the host-memory path
     assert curves["normal"]["knee_bytes"] > curves["p2p_disabled"]["knee_bytes"]
 

@@ -7,20 +7,37 @@ import random
 import pytest
 
 from harness.analysis import allreduce as ar
+from harness.analysis import allreduce_evidence as evidence
 
 ALPHA_S, BETA = 20e-6, 100e9  # 20 us startup, 100 GB/s: knee at 2e6 bytes
 SIZES = [2**k for k in range(3, 31)]  # 8 B .. 1 GiB
 
 
 def synthetic_run(world=2, curve="normal", alpha=ALPHA_S, beta=BETA, noise=0.0, seed=0):
+    """A run as the probe records it: five calls per rank around each rank's median time."""
     rng = random.Random(seed)
     points = []
     for size in SIZES:
         t_us = (alpha + size / beta) * 1e6
         medians = [t_us * (1 + rng.uniform(-noise, noise)) for _ in range(world)]
-        points.append({"bytes": size, "rank_median_time_us": medians, **ar.point_figures(
-            {"bytes": size, "rank_median_time_us": medians}, world)})
-    return {"world_size": world, "curve": curve, "points": points, "started_at": "2026-01-01T00:00:01.000000Z"}
+        times = [[m * f for f in (1.02, 0.99, 1.0, 0.98, 1.01)] for m in medians]  # median of each: m
+        point = {"bytes": size, "elements": size // 4, "iterations": 5, "warmup_iterations": 1,
+                 "rank_times_us": times, "rank_median_time_us": medians}
+        points.append({**point, **ar.point_figures(point, world)})
+    return {"world_size": world, "curve": curve, "points": points, "started_at": "2026-01-01T00:00:01.000000Z",
+            "status": "completed", "failure": None}
+
+
+def independent_alpha_beta(sizes, times_s):
+    """The same weighted least squares written another way, for checking the harness's fit: minimise
+    sum((1 - alpha/t - (1/beta) s/t)^2), a two-variable fit through the origin solved by Cramer's rule.
+    Returns (alpha_s, beta_bytes_per_s)."""
+    u, v = [1 / t for t in times_s], [s / t for s, t in zip(sizes, times_s)]
+    suu, svv, suv = sum(x * x for x in u), sum(x * x for x in v), sum(a * b for a, b in zip(u, v))
+    det = suu * svv - suv * suv
+    alpha = (sum(u) * svv - sum(v) * suv) / det
+    inverse_beta = (suu * sum(v) - suv * sum(u)) / det
+    return alpha, 1 / inverse_beta
 
 
 # --- sizes ---------------------------------------------------------------------------------
@@ -70,8 +87,12 @@ def test_fit_recovers_alpha_beta_and_knee_from_exact_data():
     assert fit.beta_bytes_per_s == pytest.approx(BETA, rel=1e-9)
     assert fit.knee_bytes == pytest.approx(2e6, rel=1e-9)
     assert fit.rel_rms_residual < 1e-9
-    # at the knee the two terms are equal: startup time == transfer time
-    assert fit.alpha_s == pytest.approx(fit.knee_bytes / fit.beta_bytes_per_s)
+    # at the knee the two terms are equal, so a call there takes twice the startup time: the
+    # measured times of the sizes around 2e6 B, interpolated, give 2 x 20 us
+    below, above = (next(p for p in run["points"] if p["bytes"] == b) for b in (2**20, 2**21))
+    at_knee = below["time_us"] + (above["time_us"] - below["time_us"]) * (
+        (fit.knee_bytes - 2**20) / (2**21 - 2**20))
+    assert at_knee == pytest.approx(2 * ALPHA_S * 1e6, rel=1e-9)
 
 
 def test_fit_is_robust_to_five_percent_noise():
@@ -151,14 +172,21 @@ def test_gap_explanation_uses_topology_transports_and_pcie():
 # --- headlines and discrepancies ----------------------------------------------------------------
 
 def document_with(runs, prediction=None):
+    """A document as the probe assembles it around RUNS (no NCCL log, no topology)."""
     return {"backend": "nccl", "world_sizes": sorted({r["world_size"] for r in runs}), "runs": runs,
-            "limitations": [{"what": "x", "why": "y"}], "nvls": {"NCCL_NVLS_ENABLE": "0"}, "prediction": prediction}
+            "dtype": "float32", "sizes_bytes": SIZES, "contract_version": 2,
+            "limitations": [{"what": "x", "why": "y"}], "prediction": prediction,
+            "nvls": evidence.nvls_record(runs, {"NCCL_NVLS_ENABLE": "0"}),
+            "ring_comparison": (ar.ring_comparison(prediction, runs) if prediction
+                                else {"unavailable": "one world size measured"}),
+            "explanations": evidence.explanations(runs, {}), "topology": {}}
 
 
 def stamped(run):
     figures = ar.curve_figures(run)
     run["fit"] = {k: figures[k] for k in ("alpha_us", "beta_gbps", "beta_bus_gbps", "knee_bytes")}
-    run["half_plateau"] = {k: figures[k] for k in ("half_plateau_bytes", "plateau_busbw_gbps")}
+    run["fit"]["rel_rms_residual"] = figures["fit_rel_rms_residual"]
+    run["half_plateau"] = {k: figures[k] for k in ("half_plateau_bytes", "plateau_busbw_gbps", "plateau_sizes_bytes")}
     run["busbw_at_max_gbps"] = figures["busbw_at_max_gbps"]
     return run
 

@@ -47,6 +47,11 @@ def test_cli_runs_the_probe_on_cpu_and_writes_a_valid_document(tmp_path, capsys)
     assert document["repeats"]["telemetry"]["samples"] == {"unavailable": "device=cpu: no GPU to sample"}
     assert (tmp_path / "bw.png").stat().st_size > 0 and (tmp_path / "bw.svg").stat().st_size > 0
     assert "triad on cpu" in capsys.readouterr().err
+    # the empty-launch times are kept, so the median that marks launch-bound points is recomputed
+    launch = document["launch"]
+    assert len(launch["empty_launch_times_s"]) == 200 and document["contract_version"] >= 2
+    launch["empty_launch_s"] *= 10
+    assert any(line.startswith("launch.empty_launch_s") for line in discrepancies(document))
 
 
 def test_cli_rejects_a_non_positive_size(tmp_path, capsys):

@@ -13,13 +13,14 @@ def row(name, family, bits, scaling, sqnr, underflow=0.0, saturated=0.0, mse=Non
             "mse": mse, "sqnr_db": sqnr, "relative_rmse": math.sqrt(mse / mean_square), "max_abs_error": 0.01,
             "saturated_count": round(saturated * 10000), "saturated_share": saturated,
             "underflow_count": round(underflow * 10000), "underflow_share": underflow, "scales": 1,
-            "bits_per_element_with_scales": bits, **extra}
+            "bits_per_element_with_scales": bits + analysis.SCALE_BITS * 1 / 10000, **extra}
 
 
 def tensor(role, ratio, formats, std=0.1):
-    return {"role": role, "name": f"{role}.weight", "formats": formats,
+    return {"role": role, "name": f"{role}.weight", "formats": formats, "ranking": analysis.rank(formats),
             "stats": {"numel": 10000, "min": -ratio * std, "max": ratio * std, "absmax": ratio * std, "std": std,
-                      "mean_square": 1e-2, "excess_kurtosis": 1.0, "absmax_over_std": ratio}}
+                      "mean_square": 1e-2, "excess_kurtosis": 1.0, "absmax_over_std": ratio,
+                      "beyond_6sigma_count": 3, "beyond_6sigma_share": 3 / 10000}}
 
 
 def lab_formats(ratio, e4m3_underflow):

@@ -48,8 +48,10 @@ def test_small_file_document_is_schema_valid_and_self_consistent(small):
     for t in document["tensors"]:
         assert hashlib.sha256(data[t["byte_range"][0]:t["byte_range"][1]]).hexdigest() == t["sha256"]
     assert proj["stats"]["absmax"] == pytest.approx(0.9)
-    assert document["checkpoint"]["file_sha256"] == {"unavailable": pytest.approx(
-        document["checkpoint"]["file_sha256"]["unavailable"])}  # no host provenance: said so, not invented
+    # no host provenance: said so with the real reason, never an invented digest
+    assert document["checkpoint"]["file_sha256"] == {
+        "unavailable": "the host did not pass it (--provenance); the probe hashes only the tensors it reads"}
+    assert document["checkpoint"]["source"] == document["checkpoint"]["pinned_by"] == document["checkpoint"]["file_sha256"]
 
 
 def test_a_missing_tensor_name_is_a_usage_error(small):

@@ -7,6 +7,7 @@ time budgets are kept small so the module runs in well under a minute on two cor
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import allreduce as ar
+from harness.analysis import allreduce_evidence as evidence
 from harness.cli import main
 from harness.outcome import Completed, judge
 from harness.probes import allreduce as probe
@@ -22,6 +24,7 @@ from harness.probes._contract import ProbeUsageError, probe_main
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import PROJECT_ROOT, LocalRunner
 from harness.schemas import violations
+from tests.test_analysis_allreduce import independent_alpha_beta
 
 QUICK = ["--backend", "gloo", "--time-budget-s", "0.01"]
 
@@ -43,10 +46,21 @@ def test_gloo_run_gives_real_verified_curves_with_knees(gloo_run):
     for run in document["runs"]:
         assert [p["bytes"] for p in run["points"]] == ar.sweep_sizes(8, 2**20)
         assert all(p["verified"] and len(p["rank_median_time_us"]) == run["world_size"] for p in run["points"])
-        # knee fitting on a real run: positive alpha and beta
-        assert run["fit"]["alpha_us"] > 0 and run["fit"]["beta_gbps"] > 0
-        # alpha x beta; on a busy 2-core CPU the knee can land past the largest size swept
-        assert run["fit"]["knee_bytes"] == pytest.approx(run["fit"]["alpha_us"] * 1e-6 * run["fit"]["beta_gbps"] * 1e9)
+        # every rank's per-call times are kept, and each rank's median is theirs
+        for p in run["points"]:
+            assert [len(t) for t in p["rank_times_us"]] == [p["iterations"]] * run["world_size"]
+            assert p["rank_median_time_us"] == [statistics.median(t) for t in p["rank_times_us"]]
+        # knee fitting on a real run, against the same fit written another way. On a busy 2-core CPU
+        # the knee can land past the largest size swept, or the noise leave no startup regime to
+        # resolve (fitted alpha <= 0): then the fit is unavailable with that reason, never invented.
+        alpha, beta = independent_alpha_beta([p["bytes"] for p in run["points"]],
+                                             [max(p["rank_median_time_us"]) * 1e-6 for p in run["points"]])
+        if "unavailable" in run["fit"]:
+            assert alpha <= 0 or beta <= 0, run["fit"]
+        else:
+            assert run["fit"]["alpha_us"] > 0 and run["fit"]["beta_gbps"] > 0
+            assert run["fit"]["alpha_us"] == pytest.approx(alpha * 1e6, rel=1e-6)
+            assert run["fit"]["knee_bytes"] == pytest.approx(alpha * beta, rel=1e-6)
         assert run["half_plateau"]["half_plateau_bytes"] in ar.sweep_sizes(8, 2**20)
         assert run["points"][0]["nccl_algorithm"] == {"unavailable": "backend gloo: NCCL's algorithm choice does not apply"}
     assert ar.discrepancies(document) == []
@@ -263,10 +277,52 @@ def test_nccl_document_pieces_from_a_real_format_log():
     assert "no 'AllReduce: 1024 Bytes -> Algo' line" in normal["points"][1]["nccl_algorithm"]["unavailable"]
     assert normal["nccl"]["algorithms_seen"] == ["RING/LL"]  # the 24-byte control message is not a sweep size
     assert control["environment"]["NCCL_P2P_DISABLE"] == "1"
-    nvls = probe.nvls_record(runs)
+    nvls = evidence.nvls_record(runs, probe.NO_MULTICAST)
     assert nvls["nvls_algorithm_seen"] is False and nvls["nccl_reported"][0].startswith("NVLS multicast support is not")
     topology = {"gpu_indices": [0, 1], "gpu_pairs": {"GPU0-GPU1": "NV18"},
                 "nvml": {"devices": [{"pcie": {"max_gen": 5, "max_width": 16}}]}}
-    explained = probe.explanations(runs, topology)["2"]
+    explained = evidence.explanations(runs, topology)["2"]
     assert explained["explained"] and "NV18" in explained["text"] and "SHM/direct/direct" in explained["text"]
     assert explained["gap"]["busbw_ratio"] > 1
+
+
+def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tmp_path):
+    """Item 15: a real gloo document in a signed bundle; every per-call time multiplied by 3 and the
+    bundle re-signed with the right key must fail, naming the medians the times no longer give."""
+    from harness.signing.keys import load_public
+    from harness.verify import verify_bundle
+    from tests.accept_support import write_bundle
+    from tests.bundle_support import make_key, rewrite
+
+    _, _, document = gloo_run
+    assert document["contract_version"] >= 2
+    key, public = make_key(tmp_path / "k")
+    path = write_bundle(tmp_path / "gloo.tar.gz", {"allreduce": document}, key)
+    assert verify_bundle(path, load_public(public)).failures == []
+
+    def slower(files):
+        tampered = json.loads(files["raw/allreduce.json"])
+        for run in tampered["runs"]:
+            for point in run["points"]:
+                point["rank_times_us"] = [[t * 3 for t in rank] for rank in point["rank_times_us"]]
+        files["raw/allreduce.json"] = json.dumps(tampered, sort_keys=True).encode()
+    found = verify_bundle(rewrite(path, tmp_path / "slower.tar.gz", slower, resign_with=key),
+                          load_public(public)).failures
+    # signature, hashes and schemas pass; the figures fail (and so does the report re-rendered from them)
+    assert found and "figures" in {f.check for f in found} <= {"figures", "report"}
+    assert any(f.subject == "raw/allreduce.json" and "rank_median_time_us" in f.detail and "rank_times_us" in f.detail
+               for f in found)
+
+
+def test_a_contract_2_point_without_its_per_call_times_breaks_the_schema(gloo_run):
+    _, _, document = gloo_run
+    stripped = json.loads(json.dumps(document))
+    del stripped["runs"][0]["points"][0]["rank_times_us"]
+    assert any("rank_times_us" in v.message for v in violations("allreduce", stripped))
+    stripped["contract_version"] = 1  # a document from before the times were kept
+    for run in stripped["runs"]:
+        for point in run["points"]:
+            point.pop("rank_times_us", None)
+    assert violations("allreduce", stripped) == []
+    assert ar.discrepancies(stripped) == []  # its stated medians are checked as stated
+    assert "not recomputable from per-call times" in ar.headlines(stripped)["medians_from"]

@@ -75,12 +75,17 @@ def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
     peak = catalogue.by_id("h200-sxm-141gb")["published"]["dense_tflops"]["bf16"]
     roof = {"dtype": "bf16", "bandwidth_gbps": 4200.0, "peak_tflops": peak, "all_explained": True,
             "classifications": {"square-4096": "compute"}}
-    figures = {"roofline": roof, "bandwidth": bandwidth()}
-    assert criteria.judge_roofline(view(figures, inputs={"roofline": {"bandwidth_gbps": 4200.0}})).status == "pass"
-    assert criteria.judge_roofline(view(figures, inputs={"roofline": {"bandwidth_gbps": 3000.0}})).status == "fail"
-    wrong_peak = {**figures, "roofline": {**roof, "peak_tflops": peak * 2}}
-    assert criteria.judge_roofline(view(wrong_peak, inputs={"roofline": {"bandwidth_gbps": 4200.0}})).status == "fail"
-    unexplained = {**figures, "roofline": {**roof, "all_explained": False}}
+    # the bandwidth step's median recomputed from its repeat times decides, not the stored input
+    measured = {"roofline": roof, "bandwidth": bandwidth(repeat_median_gbps=4200.0)}
+    assert criteria.judge_roofline(view(measured, inputs={"roofline": {"bandwidth_gbps": 3000.0}})).status == "pass"
+    other = {"roofline": roof, "bandwidth": bandwidth(repeat_median_gbps=3000.0)}
+    judged = criteria.judge_roofline(view(other, inputs={"roofline": {"bandwidth_gbps": 4200.0}}))
+    assert judged.status == "fail" and any("3000 GB/s" in e and e.endswith(": no") for e in judged.evidence)
+    alone = criteria.judge_roofline(view({"roofline": roof}))
+    assert alone.status == "fail" and any("cannot be shown" in e for e in alone.evidence)
+    wrong_peak = {**measured, "roofline": {**roof, "peak_tflops": peak * 2}}
+    assert criteria.judge_roofline(view(wrong_peak)).status == "fail"
+    unexplained = {**measured, "roofline": {**roof, "all_explained": False}}
     assert criteria.judge_roofline(view(unexplained)).status == "fail"
 
 

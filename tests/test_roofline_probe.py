@@ -102,6 +102,18 @@ def test_tampering_is_caught(document):
     assert "summary.best_tflops" in found
 
 
+def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document):
+    doc = copy.deepcopy(document)
+    facts, trials = doc["device_facts"], doc["cpu_roofs"]["gemm_trials"]
+    assert len(facts["launch_floor_times_s"]) == 80  # 100 timed on a CPU, the first fifth left out
+    assert all(len(t["times_s"]) == 3 for t in trials)
+    facts["launch_floor_s"] /= 2
+    trials[0]["median_s"] *= 2
+    found = "\n".join(rl.discrepancies(doc))
+    assert "launch_floor_s" in found and "launch_floor_times_s" in found
+    assert f"cpu_roofs.gemm_trials[{trials[0]['size']}].median_s" in found
+
+
 def test_fusion_counts_bytes_and_compares_time_with_traffic(document):
     fusion = document["fusion"]
     assert fusion["unfused_bytes"] == 4 * fusion["fused_bytes"] == 4 * 2 * 2**22 * 4

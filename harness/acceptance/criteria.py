@@ -16,6 +16,7 @@ from typing import Any
 from harness import catalogue
 from harness.acceptance.facts import BundleFacts
 from harness.acceptance.profile import Profile
+from harness.analysis import bandwidth as bandwidth_rules
 from harness.analysis import health_contracts as contracts
 from harness.analysis.health_diff import load_window_samples, unexpected_processes
 
@@ -121,9 +122,10 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     measured = Value(plateau, "GB/s", f"{_fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
                                       f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
                                       "of known-good")
-    ok = plateau >= threshold.value
+    ok = bandwidth_rules.meets_known_good_floor(plateau, reference.value, share)
     return [Result(name, title, PASS if ok else FAIL, measured, threshold, evidence,
-                   f"{_fmt(plateau)} GB/s is {'at or above' if ok else 'below'} {_fmt(threshold.value)} GB/s")]
+                   f"{_fmt(plateau)} GB/s is {'at or above' if ok else 'below'} {_fmt(threshold.value)} GB/s "
+                   f"({bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE})")]
 
 
 def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -146,7 +148,7 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     measured = Value(spread, "fraction", f"{spread:.2%} across {len(medians)} repeats at "
                                          f"{b.values.get('repeat_size_mib'):g} MiB "
                                          f"({', '.join(_fmt(m) for m in medians)} GB/s)")
-    ok = spread < limit
+    ok = bandwidth_rules.repeats_agree(spread, limit)
     return [Result(name, title, PASS if ok else FAIL, measured, threshold, evidence,
                    f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}")]
 

@@ -138,9 +138,30 @@ def fit_alpha_beta(sizes: list[int], times_s: list[float]) -> AlphaBetaFit:
 
 # --- per-curve figures -------------------------------------------------------------------
 
+def rank_medians_us(point: dict[str, Any]) -> list[float]:
+    """Each rank's median call time (us): from its per-call times where the point kept them
+    (contract 2 on); a contract 1 point kept only the medians, which are then taken as stated."""
+    times = point.get("rank_times_us")
+    if isinstance(times, list) and times:
+        return [statistics.median(t) for t in times]
+    return list(point["rank_median_time_us"])
+
+
+def medians_source(document: dict[str, Any]) -> str | None:
+    """Where the per-rank medians come from: every point's per-call times, or (contract 1) the
+    stated medians; None when no point was measured."""
+    points = [p for run in document.get("runs", []) for p in run.get("points", [])]
+    if not points:
+        return None
+    if all(isinstance(p.get("rank_times_us"), list) for p in points):
+        return "recomputed from every rank's per-call times"
+    return ("not recomputable from per-call times: this document (contract "
+            f"{document.get('contract_version')}) kept only the per-rank medians, checked as stated")
+
+
 def point_figures(point: dict[str, Any], world_size: int) -> dict[str, float]:
-    """time_us (max over ranks of per-rank medians), algbw and busbw, from the raw medians."""
-    time_us = max(point["rank_median_time_us"])
+    """time_us (max over ranks of per-rank medians), algbw and busbw, from the per-call times."""
+    time_us = max(rank_medians_us(point))
     algbw = algbw_gbps(point["bytes"], time_us * 1e-6)
     return {"time_us": time_us, "algbw_gbps": algbw, "busbw_gbps": busbw_gbps(algbw, world_size)}
 
@@ -330,7 +351,7 @@ def _headline_curve(figures: dict[str, Any]) -> dict[str, Any]:
 
 
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
-    """Headline figures recomputed from the runs' raw per-rank medians."""
+    """Headline figures recomputed from the runs' per-call times (per-rank medians in contract 1)."""
     runs = document.get("runs", [])
     primary = primary_world_size(document)
     by_ws: dict[str, dict[str, Any]] = {}
@@ -346,6 +367,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "failures": [f"{r['curve']} n={r['world_size']}: {r['failure']['message']}"
                      for r in runs if r.get("failure")],
         "nvls_enabled": document.get("nvls", {}).get("NCCL_NVLS_ENABLE") != "0",
+        "medians_from": medians_source(document),
     }
     prediction = document.get("prediction")
     out["ring_comparison"] = ring_comparison(prediction, runs) if isinstance(prediction, dict) else None
@@ -362,58 +384,8 @@ def _run(runs: list[dict[str, Any]], world_size: int, curve: str) -> dict[str, A
     return next(r for r in runs if r["world_size"] == world_size and r["curve"] == curve)
 
 
-def _differs(stated: Any, recomputed: Any) -> bool:
-    if isinstance(stated, dict) and set(stated) == {"unavailable"}:
-        return recomputed is not None
-    if stated is None or recomputed is None:
-        return stated != recomputed
-    if isinstance(stated, (int, float)) and isinstance(recomputed, (int, float)):
-        return not math.isclose(stated, recomputed, rel_tol=REL_TOL, abs_tol=1e-12)
-    return stated != recomputed
-
-
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from the recomputation from raw medians."""
-    found: list[str] = []
-    for run in document.get("runs", []):
-        label = f"runs[{run['curve']} n={run['world_size']}]"
-        for point in run.get("points", []):
-            recomputed = point_figures(point, run["world_size"])
-            for key, value in recomputed.items():
-                if _differs(point.get(key), value):
-                    found.append(f"{label} {point['bytes']} B {key}: stated {point.get(key)}, recomputed {value}")
-        figures = curve_figures(run)
-        fit = run.get("fit")
-        if isinstance(fit, dict) and "unavailable" not in fit:
-            for key in ("knee_bytes", "alpha_us", "beta_gbps", "beta_bus_gbps"):
-                if _differs(fit.get(key), figures[key]):
-                    found.append(f"{label} fit {key}: stated {fit.get(key)}, recomputed {figures[key]}")
-        elif figures["knee_bytes"] is not None and run.get("points"):
-            found.append(f"{label} fit: stated unavailable, but recomputation gives a knee at {figures['knee_bytes']}")
-        half = run.get("half_plateau")
-        if isinstance(half, dict) and "unavailable" not in half:
-            for key in ("half_plateau_bytes", "plateau_busbw_gbps"):
-                if _differs(half.get(key), figures[key]):
-                    found.append(f"{label} half_plateau {key}: stated {half.get(key)}, recomputed {figures[key]}")
-        if run.get("points") and _differs(run.get("busbw_at_max_gbps"), figures["busbw_at_max_gbps"]):
-            found.append(f"{label} busbw_at_max_gbps: stated {run.get('busbw_at_max_gbps')}, "
-                         f"recomputed {figures['busbw_at_max_gbps']}")
-    found += _prediction_discrepancies(document)
-    return found
-
-
-def _prediction_discrepancies(document: dict[str, Any]) -> list[str]:
-    prediction = document.get("prediction")
-    if not isinstance(prediction, dict):
-        return []
-    found = []
-    expected = ring_prediction([int(n) for n in prediction["multipliers"]])
-    for key in ("multipliers", "predicted_algbw_ratio"):
-        for n, value in expected[key].items():
-            if _differs(prediction[key].get(n), value):
-                found.append(f"prediction {key}[{n}]: stated {prediction[key].get(n)}, formula gives {value}")
-    starts = [r["started_at"] for r in document.get("runs", []) if r.get("started_at")]
-    if starts and prediction.get("written_at", "") >= min(starts):
-        found.append(f"prediction written at {prediction.get('written_at')}, not before the first run "
-                     f"started ({min(starts)})")
-    return found
+    """Where the document's stated figures differ from the recomputation from per-call times
+    (harness.analysis.allreduce_checks)."""
+    from harness.analysis import allreduce_checks
+    return allreduce_checks.discrepancies(document)

@@ -27,7 +27,6 @@ BYTE_RULE = ("bytes per iteration = (buffers read + buffers written) x buffer by
 PLATEAU_TOLERANCE = 0.03  # (max - min) / median of the plateau points
 PLATEAU_MIN_POINTS = 2
 LAUNCH_BOUND_FACTOR = 3.0  # per-iteration time <= 3 x the measured empty-launch time
-REPEAT_SPREAD_MAX = 0.05  # lab M1: three large-buffer medians vary by less than 5%
 CLOCK_DROP_FRACTION = 0.10  # a sampled clock more than 10% under the highest sampled clock
 POWER_NEAR_LIMIT = 0.97  # drawing at least 97% of the enforced power limit
 
@@ -40,6 +39,34 @@ PLATEAU_RULE = (f"the longest run of the largest sizes, none cache-resident nor 
 LAUNCH_RULE = (f"launch-bound when the median per-iteration time is at most {LAUNCH_BOUND_FACTOR:g} x "
                f"the median time of an empty launch (a one-element in-place add) measured the same way")
 CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cache (<= its size)"
+
+
+# --- the bandwidth criteria: each rule written once, with its source ----------------------------
+# Lab M1 (shared/spec/lab-m1.txt), success criterion 2: "Three large-buffer bandwidth medians vary
+# by less than 5% and the median is within 15% of a known-good result from the same GPU SKU and
+# form factor." The report judges the lab's criterion as the lab states it; acceptance judges a
+# buyer's floor (a card faster than the known-good unit is no failure for a buyer).
+REPEAT_SPREAD_MAX = 0.05
+REPEAT_SPREAD_SOURCE = "lab M1 criterion 2: three large-buffer medians \"vary by less than 5%\""
+KNOWN_GOOD_TOLERANCE = 0.15
+KNOWN_GOOD_SOURCE = "lab M1 criterion 2: the median is \"within 15% of a known-good result\" (either side)"
+KNOWN_GOOD_FLOOR_SOURCE = ("acceptance: at least the profile's share of the known-good result; a faster card "
+                           "is no failure for a buyer")
+
+
+def repeats_agree(spread_fraction: float, limit: float = REPEAT_SPREAD_MAX) -> bool:
+    """The repeat medians "vary by less than" LIMIT: (max - min) / median strictly under it."""
+    return spread_fraction < limit
+
+
+def within_known_good(ratio: float, tolerance: float = KNOWN_GOOD_TOLERANCE) -> bool:
+    """The lab's two-sided rule: measured / known-good within 1 +- TOLERANCE (15% slower or faster)."""
+    return 1 - tolerance <= ratio <= 1 + tolerance
+
+
+def meets_known_good_floor(measured_gbps: float, known_good_gbps: float, share: float) -> bool:
+    """Acceptance's one-sided rule: at least SHARE x the known-good figure; faster always passes."""
+    return measured_gbps >= share * known_good_gbps
 
 
 def bytes_per_iteration(kernel: str, buffer_bytes: int) -> int:
@@ -192,12 +219,22 @@ def _other_processes(samples: Sequence[dict[str, Any]], own_pids: Sequence[int])
 
 # --- recomputation from raw data ---------------------------------------------------------------
 
-def point_gbps(point: dict[str, Any]) -> float:
-    """A sweep point's GB/s from its raw per-iteration times."""
-    return gbps(point["bytes_per_iteration"], statistics.median(point["iteration_times_s"]))
+ELEMENT_BYTES = {"float32": 4}  # the probe's buffers: (element type -> bytes)
 
 
-def _recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
+def point_bytes(document: dict[str, Any], point: dict[str, Any]) -> int:
+    """A point's bytes per iteration from the kernel's byte rule and its buffer, elements x element
+    bytes: never the stated bytes_per_iteration."""
+    return bytes_per_iteration(document["kernel"], point["elements"] * ELEMENT_BYTES[document["dtype"]])
+
+
+def point_gbps(document: dict[str, Any], point: dict[str, Any]) -> float:
+    """A point's GB/s from its raw per-iteration times and its recounted bytes."""
+    return gbps(point_bytes(document, point), statistics.median(point["iteration_times_s"]))
+
+
+def recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sweep's points {size_mib, gbps, marks, why} recomputed from times, sizes and the rules."""
     cache = document["cache"].get("size_bytes")
     empty = document["launch"].get("empty_launch_s")
     cache = cache if isinstance(cache, (int, float)) else None
@@ -205,8 +242,8 @@ def _recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
     points = []
     for p in document["sweep"]:
         median_s = statistics.median(p["iteration_times_s"])
-        marks, why = classify(median_s, p["bytes_per_iteration"], cache, empty)
-        points.append({"size_mib": p["size_mib"], "gbps": point_gbps(p), "marks": marks, "why": why})
+        marks, why = classify(median_s, point_bytes(document, p), cache, empty)
+        points.append({"size_mib": p["size_mib"], "gbps": point_gbps(document, p), "marks": marks, "why": why})
     return points
 
 
@@ -217,9 +254,9 @@ def _number_or_none(value: Any) -> float | None:
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the sweep's and repeats' per-iteration times."""
     tolerance = document["plateau"]["tolerance"]
-    found = plateau(_recomputed_points(document), tolerance)
+    found = plateau(recomputed_points(document), tolerance)
     repeats = document["repeats"]
-    medians = [point_gbps(run) for run in repeats["runs"]]
+    medians = [point_gbps(document, run) for run in repeats["runs"]]
     repeat_spread = spread(medians) if medians else None
     reference = document["reference"]
     known_good = _number_or_none(reference.get("known_good_gbps"))
@@ -230,12 +267,12 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "plateau_gbps": found["gbps"],
         "plateau_sizes_mib": found["sizes_mib"] if found["reached"] else [],
         "plateau_tolerance": tolerance,
-        "repeat_size_mib": repeats["size_mib"],
+        "repeat_size_mib": max((r["size_mib"] for r in repeats["runs"]), default=None),
         "repeat_medians_gbps": medians,
         "repeat_median_gbps": statistics.median(medians) if medians else None,
         "repeat_spread": repeat_spread,
         "repeat_verdict": (None if repeat_spread is None
-                           else "pass" if repeat_spread <= repeats["spread_max"] else "fail"),
+                           else "pass" if repeats_agree(repeat_spread, repeats["spread_max"]) else "fail"),
         "sku_id": reference.get("sku_id"),
         "spec_gbps": _number_or_none(reference.get("spec_gbps")),
         "known_good_gbps": known_good,
@@ -243,36 +280,19 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
+def differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
+    """A stated figure against its recomputation: numbers within REL, lists element by element."""
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return abs(stated - computed) > rel * max(abs(stated), abs(computed), 1e-12)
     if isinstance(stated, list) and isinstance(computed, list):
-        return len(stated) != len(computed) or any(_differs(a, b, rel) for a, b in zip(stated, computed))
+        return len(stated) != len(computed) or any(differs(a, b, rel) for a, b in zip(stated, computed))
+    if isinstance(stated, dict) and isinstance(computed, dict):
+        return stated.keys() != computed.keys() or any(differs(stated[k], computed[k], rel) for k in stated)
     return stated != computed
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's own stated figures differ from the recomputation."""
-    found = []
-    for stated, computed in zip(document["sweep"], _recomputed_points(document)):
-        if _differs(stated["median_gbps"], computed["gbps"]):
-            found.append(f"sweep {stated['size_mib']:g} MiB: states {stated['median_gbps']} GB/s, "
-                         f"its iteration times give {computed['gbps']}")
-        if sorted(stated["marks"]) != sorted(computed["marks"]):
-            found.append(f"sweep {stated['size_mib']:g} MiB: marked {stated['marks']}, "
-                         f"the rules give {computed['marks']}")
-    heads = headlines(document)
-    pairs = [
-        ("plateau.gbps", document["plateau"]["gbps"], heads["plateau_gbps"]),
-        ("plateau.sizes_mib", document["plateau"]["sizes_mib"], heads["plateau_sizes_mib"]),
-        ("repeats.medians_gbps", [r["median_gbps"] for r in document["repeats"]["runs"]],
-         heads["repeat_medians_gbps"]),
-        ("repeats.spread", document["repeats"]["spread"], heads["repeat_spread"]),
-        ("repeats.verdict", document["repeats"]["verdict"], heads["repeat_verdict"]),
-        ("reference.known_good_ratio", _number_or_none(document["reference"].get("known_good_ratio")),
-         heads["known_good_ratio"]),
-    ]
-    for name, stated, computed in pairs:
-        if _differs(stated, computed):
-            found.append(f"{name}: states {stated}, recomputed {computed}")
-    return found
+    """Where the document's stated figures differ from the recomputation
+    (harness.analysis.bandwidth_checks: byte rule, times, plateau, repeats, reference, datasheet)."""
+    from harness.analysis import bandwidth_checks
+    return bandwidth_checks.discrepancies(document)

@@ -51,12 +51,17 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
     found = []
-    stated = {c.get("name"): c.get("status") for c in document.get("contracts", []) if isinstance(c, dict)}
-    recomputed = headlines(document)["contracts"]
-    for name in sorted(set(stated) | set(recomputed)):
-        if stated.get(name) != recomputed.get(name):
-            found.append(f"contract {name}: document says {stated.get(name)!r}, "
-                         f"the facts give {recomputed.get(name)!r}")
+    stated = {c.get("name"): c for c in document.get("contracts", []) if isinstance(c, dict)}
+    recomputed = {c["name"]: c for c in evaluate(document)}
+    for name in sorted(set(stated) | set(recomputed), key=str):
+        said, again = stated.get(name) or {}, recomputed.get(name) or {}
+        if said.get("status") != again.get("status"):
+            found.append(f"contract {name}: document says {said.get('status')!r}, "
+                         f"the facts give {again.get('status')!r}")
+        elif said != again:
+            keys = sorted(k for k in set(said) | set(again) if said.get(k) != again.get(k))
+            found.append(f"contract {name}: {', '.join(keys)} differ from what the facts give")
+    found += load_discrepancies(document)
     devices = document.get("devices") if isinstance(document.get("devices"), list) else []
     for device in devices:
         said = (device.get("sku") or {}).get("id")
@@ -67,4 +72,25 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     count = document.get("nvml_device_count")
     if isinstance(count, int) and count != len(devices):
         found.append(f"nvml_device_count {count} but {len(devices)} device record(s)")
+    return found
+
+
+def load_discrepancies(document: dict[str, Any]) -> list[str]:
+    """The load's work counts from its rounds: 2 n^3 FLOP per GEMM, each copy read and written."""
+    load = document.get("load")
+    if not isinstance(load, dict) or not isinstance(load.get("devices"), list):
+        return []
+    found = []
+    for device in load["devices"]:
+        rounds, n = device.get("rounds"), device.get("gemm_n")
+        if not isinstance(rounds, int) or not isinstance(n, int) or _number(device.get("copy_mib")) is None:
+            continue
+        where = f"load GPU{device.get('nvml_index')}"
+        if device.get("gemm_flop") != 2 * n**3 * rounds:
+            found.append(f"{where} gemm_flop {device.get('gemm_flop')} but {rounds} rounds of a {n}^3 GEMM are "
+                         f"{2 * n**3 * rounds}")
+        moved = 2 * round(device["copy_mib"] * 2**20) * rounds
+        if device.get("copy_bytes_moved") != moved:
+            found.append(f"{where} copy_bytes_moved {device.get('copy_bytes_moved')} but {rounds} copies of "
+                         f"{device['copy_mib']:g} MiB read and write {moved}")
     return found

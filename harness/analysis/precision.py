@@ -28,6 +28,7 @@ MODEL_QUALITY_CAVEAT = (
     "layers and on the task; measure that with an evaluation, not with this table."
 )
 
+SCALE_BITS = 32  # scales are counted as fp32 when reporting bits per element with scales
 REVERSAL_MARGIN_DB = 1.0  # smaller SQNR differences are not called a ranking reversal
 RANGE_UNDERFLOW_SHARE = 0.01  # an unscaled format underflowing at least this share is explained
 OUTLIER_GAIN_DB = 1.0  # per-channel must beat per-tensor int8 by this much to be explained
@@ -265,9 +266,16 @@ def _format_discrepancies(tensor: dict[str, Any]) -> list[str]:
             if not _close(row[f"{what}_share"], row[f"{what}_count"] / n):
                 out.append(f"{name}: {what}_share {row[f'{what}_share']} but {what}_count/numel = "
                            f"{row[f'{what}_count'] / n}")
+        with_scales = row["bits"] + SCALE_BITS * row["scales"] / n
+        if not _close(row.get("bits_per_element_with_scales"), with_scales):
+            out.append(f"{name}: bits_per_element_with_scales {row.get('bits_per_element_with_scales')} but "
+                       f"bits + {SCALE_BITS} x scales / numel = {with_scales}")
     if not _close(stats["absmax"], max(abs(stats["min"]), abs(stats["max"]))):
         out.append(f"{where}: absmax {stats['absmax']} but max(|min|, |max|) = "
                    f"{max(abs(stats['min']), abs(stats['max']))}")
+    if not _close(stats.get("beyond_6sigma_share"), stats["beyond_6sigma_count"] / n):
+        out.append(f"{where}: beyond_6sigma_share {stats.get('beyond_6sigma_share')} but beyond_6sigma_count/numel = "
+                   f"{stats['beyond_6sigma_count'] / n}")
     if stats.get("absmax_over_std") is not None and not _close(stats["absmax_over_std"],
                                                                stats["absmax"] / stats["std"]):
         out.append(f"{where}: absmax_over_std {stats['absmax_over_std']} but absmax/std = "
@@ -281,21 +289,39 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for tensor in tensors:
         out += _format_discrepancies(tensor)
-    recomputed = headlines(document)
-    stated_ranks = document.get("ranks", {})
-    for role, order in recomputed["ranks"].items():
-        if stated_ranks.get(role) != order:
-            out.append(f"ranks[{role}]: stated {stated_ranks.get(role)} but recomputed {order}")
-    stated = [e.get("text") for e in document.get("explanations", [])]
-    expected = [e["text"] for e in explain(tensors)]
-    for text in stated:
-        if text not in expected:
-            out.append(f"explanation not supported by the measured values: {text}")
-    for text in expected:
-        if text not in stated:
-            out.append(f"explanation the measured values support is missing: {text}")
+    out += _rank_discrepancies(document)
+    out += _explanation_discrepancies(document.get("explanations", []), explain(tensors))
     if document.get("model_quality_caveat") != MODEL_QUALITY_CAVEAT:
         out.append("model_quality_caveat is missing or altered: MSE is not a model-quality claim")
+    return out
+
+
+def _rank_discrepancies(document: dict[str, Any]) -> list[str]:
+    """Each tensor's own ranking column and the document's ranks, against the ranking by SQNR."""
+    out, stated_ranks = [], document.get("ranks", {})
+    recomputed = {t["role"]: rank(t.get("formats", [])) for t in document.get("tensors", [])}
+    for tensor in document.get("tensors", []):
+        if tensor.get("ranking") != recomputed[tensor["role"]]:
+            out.append(f"tensor {tensor['role']} ranking: stated {tensor.get('ranking')} but ranked by SQNR "
+                       f"{recomputed[tensor['role']]}")
+    for role in sorted(set(stated_ranks) | set(recomputed)):
+        if stated_ranks.get(role) != recomputed.get(role):
+            out.append(f"ranks[{role}]: stated {stated_ranks.get(role)} but recomputed {recomputed.get(role)}")
+    return out
+
+
+def _explanation_discrepancies(stated: list[Any], expected: list[dict[str, Any]]) -> list[str]:
+    """Every explanation (kind, role, formats and text, in order) as the measured values give it."""
+    out = []
+    texts = [e.get("text") if isinstance(e, dict) else e for e in stated]
+    for text in texts:
+        if text not in [e["text"] for e in expected]:
+            out.append(f"explanation not supported by the measured values: {text}")
+    for entry in expected:
+        if entry["text"] not in texts:
+            out.append(f"explanation the measured values support is missing: {entry['text']}")
+    if not out and stated != expected:
+        out.append("explanations: the kind, role, formats or order of an explanation differ from the recomputation")
     return out
 
 

@@ -35,6 +35,17 @@ DTYPE_WIDTHS = {
 }
 
 
+# The probe's input sets: each operand view starts on a 256-element boundary in its pool.
+OPERAND_ALIGN_ELEMENTS = 256
+
+
+def input_set_bytes(m: int, n: int, k: int, in_bytes: int) -> int:
+    """Bytes of one rotated input set, A [m,k] and W [n,k], each padded to the view alignment."""
+    def aligned(elements: int) -> int:
+        return -(-elements // OPERAND_ALIGN_ELEMENTS) * OPERAND_ALIGN_ELEMENTS
+    return (aligned(m * k) + aligned(n * k)) * in_bytes
+
+
 def gemm_flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
@@ -241,6 +252,10 @@ def _ruled_out(prediction: dict[str, Any], context: dict[str, Any], seconds: flo
     return "; ".join(notes)
 
 
+# The elementwise chain the probe fuses: four eager kernels, four FLOPs per element (x*2, +1, relu, y*y).
+FUSION_CHAIN = {"text": "y = x*2; y = y+1; y = relu(y); y = y*y", "kernels": 4, "flops_per_element": 4}
+
+
 def fusion_accounting(elements: int, element_bytes: int, unfused_kernels: int,
                       flops_per_element: int) -> dict[str, Any]:
     """HBM bytes each version of an elementwise chain must move, and its intensity.
@@ -288,118 +303,15 @@ def context_of(document: dict[str, Any]) -> dict[str, Any]:
             "cache_mib": facts.get("cache_mib")}
 
 
-def _roofs_known(document: dict[str, Any]) -> bool:
-    roofs = document.get("roofs", {})
-    return _is_number(roofs.get("peak_tflops")) and _is_number(roofs.get("bandwidth_gbps"))
-
-
-def _measured(document: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for s in document.get("measurements", {}).get("shapes", []) if s.get("status") == "measured"]
-
-
-def _predictions(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {p["label"]: p for p in document.get("predictions", {}).get("shapes", [])}
-
-
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
-    """Headline figures recomputed from the document's roofs, shapes and measured times."""
-    roofs, precision = document["roofs"], document["precision"]
-    known = _roofs_known(document)
-    predictions = _predictions(document)
-    classifications, best, best_shape, explained = {}, None, None, []
-    if known:
-        for label, p in predictions.items():
-            classifications[label] = classify(p["m"], p["n"], p["k"], precision["input_bytes"],
-                                              precision["output_bytes"], roofs["peak_tflops"],
-                                              roofs["bandwidth_gbps"])["bound"]
-        for shape in _measured(document):
-            p = {**predictions[shape["label"]], **classify(
-                *(predictions[shape["label"]][d] for d in "mnk"), precision["input_bytes"],
-                precision["output_bytes"], roofs["peak_tflops"], roofs["bandwidth_gbps"])}
-            tflops = p["flops"] / shape["median_s"] / 1e12
-            if best is None or tflops > best:
-                best, best_shape = tflops, shape["label"]
-            explained.append(explain(p, shape, context_of(document))["explained"])
-    fusion = document.get("fusion", {})
-    speedup = None
-    if isinstance(fusion, dict) and _is_number(fusion.get("unfused", {}).get("median_s")) \
-            and _is_number(fusion.get("fused", {}).get("median_s")):
-        speedup = fusion["unfused"]["median_s"] / fusion["fused"]["median_s"]
-    return {
-        "device": document["device"], "dtype": document["dtype"],
-        "bandwidth_gbps": roofs["bandwidth_gbps"] if known else None,
-        "peak_tflops": roofs["peak_tflops"] if known else None,
-        "ridge_flop_per_byte": (ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
-                                if known else None),
-        "classifications": classifications,
-        "best_tflops": best, "best_shape": best_shape,
-        "all_explained": bool(explained) and all(explained),
-        "fusion_speedup": speedup,
-    }
-
-
-def _differs(stated: Any, recomputed: Any) -> bool:
-    if _is_number(stated) and _is_number(recomputed):
-        return not math.isclose(stated, recomputed, rel_tol=REL_TOL, abs_tol=0.0)
-    return stated != recomputed
+    """Headline figures recomputed from the roofs, the shapes and the per-call times
+    (harness.analysis.roofline_figures)."""
+    from harness.analysis import roofline_figures
+    return roofline_figures.headlines(document)
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from the recomputation, or order is broken."""
-    found: list[str] = []
-    head = headlines(document)
-    roofs, precision = document["roofs"], document["precision"]
-    if head["ridge_flop_per_byte"] is not None and _differs(roofs.get("ridge_flop_per_byte"),
-                                                            head["ridge_flop_per_byte"]):
-        found.append(f"roofs.ridge_flop_per_byte {roofs.get('ridge_flop_per_byte')} != "
-                     f"{head['ridge_flop_per_byte']}")
-    predictions = _predictions(document)
-    if _roofs_known(document):
-        for label, p in predictions.items():
-            again = classify(p["m"], p["n"], p["k"], precision["input_bytes"], precision["output_bytes"],
-                             roofs["peak_tflops"], roofs["bandwidth_gbps"])
-            found += [f"prediction {label}: {key} {p.get(key)} != {value}"
-                      for key, value in again.items() if _differs(p.get(key), value)]
-        for shape in _measured(document):
-            p = predictions.get(shape["label"])
-            if p is None:
-                found.append(f"measurement {shape['label']} has no prediction")
-                continue
-            found += _measurement_discrepancies(p, shape, context_of(document))
-    found += _order_discrepancies(document)
-    summary = document.get("summary", {})
-    for key in ("best_tflops", "best_shape", "all_explained", "fusion_speedup", "classifications"):
-        if key in summary and _differs(summary[key], head[key]):
-            found.append(f"summary.{key} {summary[key]!r} != recomputed {head[key]!r}")
-    return found
-
-
-def _measurement_discrepancies(p: dict[str, Any], shape: dict[str, Any],
-                               context: dict[str, Any]) -> list[str]:
-    found = []
-    seconds = shape["median_s"]
-    recomputed = {"achieved_tflops": p["flops"] / seconds / 1e12,
-                  "effective_gbps": p["min_bytes"] / seconds / 1e9,
-                  "fraction_of_attainable": p["flops"] / seconds / 1e12 / p["attainable_tflops"]}
-    found += [f"measurement {shape['label']}: {key} {shape.get(key)} != {value}"
-              for key, value in recomputed.items() if _differs(shape.get(key), value)]
-    again = explain(p, shape, context)
-    stated = shape.get("explanation", {})
-    found += [f"measurement {shape['label']}: explanation {key} differs from the recomputation"
-              for key in ("verdict", "explained", "text") if stated.get(key) != again[key]]
-    return found
-
-
-def _order_discrepancies(document: dict[str, Any]) -> list[str]:
-    """The prediction must be recorded before the first GEMM is timed."""
-    predicted = document.get("predictions", {}).get("recorded_at")
-    found = []
-    for shape in document.get("measurements", {}).get("shapes", []):
-        at = shape.get("measured_at")
-        if predicted and at and at < predicted:  # RFC 3339 UTC strings order as text
-            found.append(f"measurement {shape['label']} at {at} precedes the prediction at {predicted}")
-    events = [e["event"] for e in document.get("timeline", [])]
-    if "predictions recorded" in events and "first GEMM timed" in events \
-            and events.index("first GEMM timed") < events.index("predictions recorded"):
-        found.append("timeline: a GEMM was timed before the predictions were recorded")
-    return found
+    """Where the document's stated figures differ from their recomputation
+    (harness.analysis.roofline_figures)."""
+    from harness.analysis import roofline_figures
+    return roofline_figures.discrepancies(document)

@@ -7,7 +7,7 @@ to `<events_dir>/rank<R>.jsonl` and flushed after every line, so the supervisor 
 completed point even when this process is killed.
 
 Events: ready, size_started {bytes}, point {bytes, elements, iterations, warmup_iterations,
-rank_median_time_us} (rank 0 only), error {kind, message}, done.
+rank_times_us, rank_median_time_us} (rank 0 only), error {kind, message}, done.
 
 Measurement of one size:
 1. verify: fill the buffer with a rank-dependent pattern (rank+1) * (1 + i mod 5), all-reduce,
@@ -17,8 +17,9 @@ Measurement of one size:
    with an all-reduce MAX of a 3-element float64 tensor (24 bytes: never a sweep size, which
    are powers of two);
 3. time each call (CUDA events around each call on the current stream for NCCL, recorded back
-   to back and synchronised once; perf_counter around each blocking call for gloo), take the
-   median, gather every rank's median;
+   to back and synchronised once; perf_counter around each blocking call for gloo), gather every
+   rank's per-call times (all ranks time the same agreed count), and take each rank's median of
+   them: the per-call times are kept so the medians can be recomputed from them;
 4. verify again with the pattern, so a corruption during the timed calls is also caught.
 """
 
@@ -156,16 +157,19 @@ class Rank:
         warm = self.time_calls(buf, cfg["warmup"])
         estimate = self.control(statistics.median(warm))
         iterations = min(cfg["max_iters"], max(cfg["min_iters"], math.ceil(cfg["time_budget_s"] / max(estimate, 1e-9))))
-        median_s = statistics.median(self.time_calls(buf, iterations))
-        mine = torch.zeros(CONTROL_ELEMENTS, dtype=torch.float64, device=self.device)
-        mine[0] = median_s * 1e6
-        gathered = [torch.zeros_like(mine) for _ in range(self.world)]
-        self.dist.all_gather(gathered, mine)
-        medians = [float(g[0].item()) for g in gathered]
+        times_us = self.gather_times([t * 1e6 for t in self.time_calls(buf, iterations)])
         self.verify(buf, pattern, nbytes, "after")
         del buf, pattern
         return {"bytes": nbytes, "elements": count, "iterations": iterations, "warmup_iterations": cfg["warmup"],
-                "rank_median_time_us": medians}
+                "rank_times_us": times_us, "rank_median_time_us": [statistics.median(t) for t in times_us]}
+
+    def gather_times(self, mine: list[float]) -> list[list[float]]:
+        """Every rank's per-call times (us), in rank order; every rank timed the same agreed count."""
+        torch = self.torch
+        local = torch.tensor(mine, dtype=torch.float64, device=self.device)
+        gathered = [torch.zeros_like(local) for _ in range(self.world)]
+        self.dist.all_gather(gathered, local)
+        return [g.cpu().tolist() for g in gathered]
 
     def sweep(self) -> None:
         for nbytes in self.config["sizes"]:

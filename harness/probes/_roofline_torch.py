@@ -17,13 +17,13 @@ from typing import Any
 
 import torch
 
-from harness.analysis.roofline import DTYPE_WIDTHS, fusion_accounting
+from harness.analysis.roofline import (DTYPE_WIDTHS, FUSION_CHAIN, OPERAND_ALIGN_ELEMENTS, fusion_accounting,
+                                      input_set_bytes)
 from harness.probes._contract import describe_exception, unavailable
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                 "tf32": torch.float32, "fp8": torch.float8_e4m3fn}
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
-ALIGN_ELEMENTS = 256  # operand views start on 256-element boundaries: pointer alignment is not the test
 CPU_DTYPES = ("fp32", "bf16")
 
 
@@ -105,7 +105,7 @@ class OperandPool:
     def sets(self, m: int, n: int, k: int) -> tuple[Operands, dict[str, Any]]:
         """Input sets (A [m,k] row-major, B [k,n] column-major) and how they were rotated."""
         a_len, w_len = _aligned(m * k), _aligned(n * k)
-        set_bytes = (a_len + w_len) * self.in_bytes
+        set_bytes = input_set_bytes(m, n, k, self.in_bytes)
         wanted = max(1, math.ceil(2 * self.cache_bytes / set_bytes))
         if set_bytes * 2 <= self.pool_bytes:
             count = min(wanted, self.pool_bytes // set_bytes)
@@ -135,7 +135,8 @@ class Operands:
 
 
 def _aligned(elements: int) -> int:
-    return -(-elements // ALIGN_ELEMENTS) * ALIGN_ELEMENTS
+    """Operand views start on aligned boundaries: pointer alignment is not what is tested."""
+    return -(-elements // OPERAND_ALIGN_ELEMENTS) * OPERAND_ALIGN_ELEMENTS
 
 
 def gemm_call(dtype: str, device: str, operands: Operands, m: int, n: int) -> Callable[[int], Any]:
@@ -171,11 +172,12 @@ def can_run(dtype: str, device: str) -> str | None:
     return None
 
 
-def launch_floor_s(device: str, iterations: int) -> float:
-    """Median time of an (almost) empty kernel, timed exactly as the GEMMs are."""
+def launch_floor(device: str, iterations: int) -> tuple[float, list[float]]:
+    """Median time of an (almost) empty kernel, timed exactly as the GEMMs are, and the times it is
+    the median of (the first fifth, a warm-up, left out)."""
     tiny = torch.ones(1, device=device)
-    times = time_each(device, lambda i: tiny.add_(1), iterations)
-    return statistics.median(times[iterations // 5:])
+    kept = time_each(device, lambda i: tiny.add_(1), iterations)[iterations // 5:]
+    return statistics.median(kept), kept
 
 
 # ------------------------------------------------------------------------------ CPU roofs
@@ -208,7 +210,7 @@ def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: in
         b = torch.randn(size, size, dtype=TORCH_DTYPES[dtype]).t()
         out = torch.empty(size, size, dtype=TORCH_DTYPES[dtype])
         times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]
-        results.append({"size": size, "median_s": statistics.median(times),
+        results.append({"size": size, "times_s": times, "median_s": statistics.median(times),
                         "tflops": 2 * size**3 / statistics.median(times) / 1e12})
     best = max(results, key=lambda r: r["tflops"])
     return {"gemm_peak_tflops": best["tflops"], "gemm_peak_size": best["size"], "gemm_trials": results,
@@ -217,9 +219,9 @@ def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: in
 
 # -------------------------------------------------------------------------------- fusion
 
-CHAIN_TEXT = "y = x*2; y = y+1; y = relu(y); y = y*y"
-CHAIN_KERNELS = 4
-CHAIN_FLOPS_PER_ELEMENT = 4
+CHAIN_TEXT = FUSION_CHAIN["text"]
+CHAIN_KERNELS = FUSION_CHAIN["kernels"]
+CHAIN_FLOPS_PER_ELEMENT = FUSION_CHAIN["flops_per_element"]
 
 
 def chain(x: torch.Tensor) -> torch.Tensor:

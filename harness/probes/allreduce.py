@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import allreduce as ar
+from harness.analysis import allreduce_evidence as evidence
 from harness.analysis import nccl_log
 from harness.probes import _interconnect
 from harness.probes._collective_supervisor import Launch, Supervisor
@@ -467,51 +468,6 @@ def sizing_sentence(settings: Settings, world_sizes: list[int], host_note: str) 
             f"timed by {method}; the median per rank, the maximum over ranks; a second exact-sum check.{ci}")
 
 
-def nvls_record(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    parsed = [run["nccl"] for run in runs if "transports" in run["nccl"]]
-    seen = [label for found in parsed for label in found["algorithms_seen"]]
-    support = sorted({line for found in parsed for line in found["nvls_support"]})
-    logs = bool(parsed)
-    return {**NO_MULTICAST, "multicast": "never requested: NCCL_NVLS_ENABLE=0 in every worker",
-            "nvls_algorithm_seen": (any(label.startswith("NVLS") for label in seen) if logs
-                                    else unavailable("no NCCL log was read (no NCCL run, or logging off)")),
-            "nccl_reported": support if logs else unavailable("no NCCL log was read")}
-
-
-def explanations(runs: list[dict[str, Any]], topology: dict[str, Any]) -> dict[str, Any]:
-    """Per world size with both curves: the gap, and the sentences that explain it from the evidence."""
-    out = {}
-    for world in sorted({r["world_size"] for r in runs}):
-        pair = {r["curve"]: r for r in runs if r["world_size"] == world}
-        if not set(ar.CURVES) <= set(pair) or not all(pair[c]["points"] for c in ar.CURVES):
-            continue
-        gap = ar.p2p_gap(pair["normal"], pair["p2p_disabled"])
-        links = _links_between(topology, world)
-        transports = {c: pair[c]["nccl"].get("transports", []) for c in ar.CURVES}
-        out[str(world)] = {"gap": gap, **ar.explain_gap(gap, links, transports, _pcie_of(topology))}
-    return out
-
-
-def _links_between(topology: dict[str, Any], world: int) -> dict[str, Any]:
-    """The topo -m cells between the GPUs of ranks 0..world-1 (GPU i serves local rank i)."""
-    pairs, indices = topology.get("gpu_pairs"), topology.get("gpu_indices")
-    if not isinstance(pairs, dict) or "unavailable" in pairs or not isinstance(indices, list):
-        reason = pairs.get("unavailable") if isinstance(pairs, dict) else "no topology matrix"
-        return {"kinds": [], "reason": reason}
-    used = indices[:world]
-    return {"kinds": [pairs[f"GPU{a}-GPU{b}"] for i, a in enumerate(used) for b in used[i + 1:]
-                      if f"GPU{a}-GPU{b}" in pairs]}
-
-
-def _pcie_of(topology: dict[str, Any]) -> dict[str, Any]:
-    nvml = topology.get("nvml")
-    if isinstance(nvml, dict) and nvml.get("devices"):
-        # the link's capability: an idle GPU may report a downshifted current generation
-        pcie = nvml["devices"][0].get("pcie", {})
-        return {"generation": pcie.get("max_gen"), "width": pcie.get("max_width")}
-    return {}
-
-
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     if args.launcher == "env":
         rendezvous = rendezvous_from_env(dict(os.environ), args.master_addr, args.master_port)
@@ -565,12 +521,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                  "device_name": (campaign.ready or {}).get("device_name") or unavailable("no rank joined")},
         "timing": _timing_record(settings),
         "bus_factor": {"formula": ar.BUS_FACTOR_FORMULA, "source": ar.BUS_FACTOR_SOURCE},
-        "nvls": nvls_record(runs),
+        "nvls": evidence.nvls_record(runs, NO_MULTICAST),
         "prediction": prediction,
         "ring_comparison": (ar.ring_comparison(prediction, runs) if prediction
                             else unavailable("one world size measured: the ring multiplier needs two (>= 4 GPUs)")),
         "topology": topology,
-        "explanations": explanations(runs, topology),
+        "explanations": evidence.explanations(runs, topology),
         "runs": runs,
         "test_hooks": {"fault": settings.fault} if settings.fault else {},
         "limitations": limitations,

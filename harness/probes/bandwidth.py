@@ -352,7 +352,7 @@ class Measurement:
                    for _ in range(BUFFERS))
         out = torch.empty((), dtype=torch.float32, device=self.device)
         scalar = 0.25 + float(torch.rand(1, generator=generator, device=self.device).item())
-        empty_s = self.empty_launch(timer)
+        empty_s, empty_times = self.empty_launch(timer)
         cache_bytes = facts["cache"]["size_bytes"] if isinstance(facts["cache"]["size_bytes"], int) else None
 
         total_steps = len(sizes) + args.repeats
@@ -368,8 +368,10 @@ class Measurement:
         progress(total_steps, total_steps, "done")
         data = {"initialisation": "torch.rand (uniform [0, 1)) from a fresh random seed; never zeros",
                 "seed": seed, "scalar": scalar}
-        return self.document(facts, sizes, sweep, repeats, identity, empty_s, data, budget, repeat_budget,
-                             safe_mib)
+        document = self.document(facts, sizes, sweep, repeats, identity, empty_s, data, budget, repeat_budget,
+                                 safe_mib)
+        document["launch"]["empty_launch_times_s"] = empty_times  # so the median can be recomputed
+        return document
 
     def open_telemetry(self) -> tuple[dict[str, Any] | None, str | None]:
         if self.device == "cpu":
@@ -388,10 +390,12 @@ class Measurement:
         identity["nvml_handle"] = how
         return identity, None
 
-    def empty_launch(self, timer: Timer) -> float:
+    def empty_launch(self, timer: Timer) -> tuple[float, list[float]]:
+        """The median time of a one-element in-place add after 10 untimed ones, and its times."""
         tiny = self.torch.rand(1, device=self.device)
         timer(lambda: tiny.add_(1.0), 10)
-        return statistics.median(timer(lambda: tiny.add_(1.0), EMPTY_LAUNCH_ITERATIONS))
+        times = timer(lambda: tiny.add_(1.0), EMPTY_LAUNCH_ITERATIONS)
+        return statistics.median(times), times
 
     def repeats(self, fn: Callable[[], Any], size: float, n: int, timer: Timer, budget: float,
                 cache_bytes: float | None, empty_s: float, done: int, total: int,
@@ -411,7 +415,7 @@ class Measurement:
             runs.append(point_record(size, n, self.kernel, times, cache_bytes, empty_s))
         medians = [run["median_gbps"] for run in runs]
         spread = analysis.spread(medians)
-        verdict = "pass" if spread <= analysis.REPEAT_SPREAD_MAX else "fail"
+        verdict = "pass" if analysis.repeats_agree(spread) else "fail"
         telemetry = ({"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S, "samples": samples,
                       "own_pids": owners[0], "own_pids_how": owners[1]} if samples is not None
                      else {"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S,
@@ -420,7 +424,8 @@ class Measurement:
         diagnosis = None
         if verdict == "fail":
             diagnosis = (analysis.diagnose(samples, owners[0], self.power_limit()) if samples is not None
-                         else {"causes": [], "summary": f"no telemetry to diagnose from ({telemetry_reason})"})
+                         else {"causes": [], "summary": "no telemetry to diagnose from "
+                                                       f"({telemetry['samples']['unavailable']})"})
         return {"size_mib": size, "count": self.args.repeats, "runs": runs, "medians_gbps": medians,
                 "spread": spread, "spread_max": analysis.REPEAT_SPREAD_MAX, "verdict": verdict,
                 "trusted": verdict == "pass", "telemetry": telemetry, "diagnosis": diagnosis}

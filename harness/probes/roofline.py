@@ -264,7 +264,8 @@ class Run:
             if cannot:
                 self.limitations.append({"what": f"{args.dtype} GEMMs on {self.device}", "why": cannot})
             timing = side.Timing(**(GPU_TIMING if self.device == "cuda" else CPU_TIMING))
-            facts["launch_floor_s"] = side.launch_floor_s(self.device, 200 if self.device == "cuda" else 100)
+            facts["launch_floor_s"], facts["launch_floor_times_s"] = side.launch_floor(
+                self.device, 200 if self.device == "cuda" else 100)
 
             document: dict[str, Any] = {
                 "device": self.device, "dtype": args.dtype, "device_facts": facts, "roofs": roofs,
@@ -396,7 +397,7 @@ class Run:
                                f"(sampled every {SAMPLE_INTERVAL_S * 1e3:.0f} ms)")
         reasons = sorted({r for s in inside if isinstance(s["clock_event_reasons"], list)
                           for r in s["clock_event_reasons"]})
-        return {"samples": len(clocks), "sm_clock_mhz_median": statistics.median(clocks),
+        return {"samples": len(clocks), "sm_clock_mhz_samples": clocks, "sm_clock_mhz_median": statistics.median(clocks),
                 "clock_event_reasons": reasons}
 
     def fusion(self, timing, facts, roofs) -> Any:

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import catalogue
+from harness.analysis import bandwidth as bandwidth_rules
+from harness.analysis import cross_checks
 from harness.bundle.view import BundleView
 from harness.report.figures import figure, value_text
 
 PASS, FAIL, NOT_RUN = "pass", "fail", "not-run"
-SPREAD_LIMIT = 0.05
-KNOWN_GOOD_TOLERANCE = 0.15
 
 
 @dataclass
@@ -74,13 +74,14 @@ def judge_bandwidth(view: BundleView) -> Judgement:
                                               "repeat_size_mib", "repeat_medians_gbps", "repeat_spread",
                                               "spec_gbps", "known_good_gbps", "known_good_ratio")]
     spread = b.get("repeat_spread")
-    spread_ok = isinstance(spread, (int, float)) and spread < SPREAD_LIMIT and b.get("repeat_verdict") == "pass"
-    evidence.append(f"three repeats vary by less than 5%: {'yes' if spread_ok else 'no'} "
-                    f"(verdict {b.get('repeat_verdict')})")
+    spread_ok = isinstance(spread, (int, float)) and bandwidth_rules.repeats_agree(spread)
+    evidence.append(f"three repeats vary by less than {bandwidth_rules.REPEAT_SPREAD_MAX:.0%}: "
+                    f"{'yes' if spread_ok else 'no'} ({bandwidth_rules.REPEAT_SPREAD_SOURCE})")
     ratio = b.get("known_good_ratio")
     if isinstance(ratio, (int, float)):
-        near = abs(ratio - 1) <= KNOWN_GOOD_TOLERANCE
-        evidence.append(f"median within 15% of the known-good result: {'yes' if near else 'no'}")
+        near = bandwidth_rules.within_known_good(ratio)
+        evidence.append(f"median within {bandwidth_rules.KNOWN_GOOD_TOLERANCE:.0%} of the known-good result: "
+                        f"{'yes' if near else 'no'} ({bandwidth_rules.KNOWN_GOOD_SOURCE})")
     else:
         near = False
         evidence.append(f"no known-good result for this SKU and form factor (sku {b.get('sku_id')}), "
@@ -104,12 +105,16 @@ def judge_roofline(view: BundleView) -> Judgement:
                                               "ridge_flop_per_byte", "classifications", "best_tflops",
                                               "best_shape", "all_explained", "fusion_speedup")]
     ok = bool(r.get("all_explained")) and bool(r.get("classifications"))
-    fed = ((view.step("roofline") or {}).get("inputs") or {}).get("bandwidth_gbps")
-    if isinstance(fed, (int, float)) and isinstance(r.get("bandwidth_gbps"), (int, float)):
-        same = math.isclose(fed, r["bandwidth_gbps"], rel_tol=1e-4)
-        evidence.append(f"uses the measured sustained median {value_text('x_gbps', fed)}: "
-                        f"{'yes' if same else 'no'}")
-        ok = ok and same
+    median = (view.figures("bandwidth").values or {}).get("repeat_median_gbps")
+    if isinstance(median, (int, float)):
+        same = cross_checks.roof_is_sustained_median(r.get("bandwidth_gbps"), median)
+        evidence.append(f"uses the measured sustained median {value_text('x_gbps', median)} (recomputed from the "
+                        f"bandwidth step's repeat times): {'yes' if same else 'no'}")
+    else:
+        same = False
+        evidence.append("the bandwidth step's sustained median is not in this bundle, so the memory roof cannot "
+                        "be shown to be the measured one")
+    ok = ok and same
     peak = _peak_from_catalogue(view, str(r.get("dtype")))
     if peak is not None and isinstance(r.get("peak_tflops"), (int, float)):
         same = math.isclose(peak, r["peak_tflops"], rel_tol=1e-6)
@@ -142,6 +147,8 @@ def judge_allreduce(view: BundleView) -> Judgement:
     evidence = [figure(k, a.get(k)) for k in ("backend", "world_size")]
     evidence += [f"curve {name}: {value_text('curve', curve)}" for name, curve in sorted(curves.items())]
     evidence += [f"limitation recorded: {what}" for what in limitations]
+    if a.get("medians_from"):
+        evidence.append(f"per-rank medians: {a['medians_from']}")
     missing = [name for name in ("normal", "p2p_disabled")
                if not isinstance(curves.get(name), dict) or curves[name].get("knee_bytes") is None]
     if not missing:
