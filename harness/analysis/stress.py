@@ -44,19 +44,19 @@ def bucket_figures(bucket: dict[str, Any], samples: list[dict[str, Any]], flop_p
     }
 
 
-def _samples(record: dict[str, Any]) -> list[dict[str, Any]]:
+def samples_of(record: dict[str, Any]) -> list[dict[str, Any]]:
     telemetry = record.get("telemetry")
     return telemetry.get("samples", []) if isinstance(telemetry, dict) and "unavailable" not in telemetry else []
 
 
-def _buckets(record: dict[str, Any]) -> list[dict[str, Any]]:
+def buckets_of(record: dict[str, Any]) -> list[dict[str, Any]]:
     gemm = record.get("gemm")
     return gemm.get("buckets", []) if isinstance(gemm, dict) and "unavailable" not in gemm else []
 
 
 def rates(record: dict[str, Any], flop_per_gemm: int) -> dict[str, Any]:
     """Burst, steady, their ratio, the steady throughput and the share of steady time outside GEMMs."""
-    buckets = _buckets(record)
+    buckets = buckets_of(record)
     if not buckets:
         return {"buckets": 0, "burst_tflops": None, "steady_tflops": None, "burst_over_steady": None,
                 "steady_throughput_tflops": None, "steady_outside_gemm_share": None}
@@ -74,7 +74,7 @@ def rates(record: dict[str, Any], flop_per_gemm: int) -> dict[str, Any]:
 def result_check(record: dict[str, Any], enabled: bool) -> dict[str, Any]:
     """Iterations checked and every iteration with mismatched elements, from the per-iteration counts."""
     failing, checked = [], 0
-    for bucket in _buckets(record):
+    for bucket in buckets_of(record):
         counts = bucket.get("mismatched_elements")
         if counts is None:
             continue
@@ -125,7 +125,7 @@ def counter_figures(record: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def device_headlines(record: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
-    samples = _samples(record)
+    samples = samples_of(record)
     gemm = record.get("gemm") if isinstance(record.get("gemm"), dict) else {}
     start, end = gemm.get("started_s"), gemm.get("finished_s")
     phase = tel.between(samples, start, end) if start is not None and end is not None else []
@@ -263,8 +263,8 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     found = _differences("summary", document.get("summary"), headlines(document))
     flop = document["settings"]["flop_per_gemm"]
     for record in document.get("devices", []):
-        samples = _samples(record)
-        for bucket in _buckets(record):
+        samples = samples_of(record)
+        for bucket in buckets_of(record):
             found += _differences(f"devices[{record['index']}].bucket[{bucket['index']}].figures",
                                   bucket.get("figures"), bucket_figures(bucket, samples, flop))
     return found

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import os
 import signal
 import sys
 import threading
@@ -22,6 +23,8 @@ from typing import Any
 
 from harness.probes._collective_worker import Events, die_with_parent
 from harness.probes._contract import describe_exception, unavailable
+
+TEST_FAULT_ENV = "RIG_DOSSIER_STRESS_FAULT"  # tests: "die:N" SIGKILLs the worker after bucket N is written
 
 
 class LockedEvents(Events):
@@ -108,6 +111,7 @@ class Worker:
         def on_bucket(bucket: dict[str, Any]) -> None:
             self.flush_samples()
             self.events.emit("bucket", bucket=bucket)
+            apply_test_fault(bucket["index"])
 
         result = loop.run(c["seconds"], on_bucket)
         del loop
@@ -170,6 +174,13 @@ class Worker:
         if self.counters is not None:
             done["counters_after"] = self.counters()
         self.events.emit("finish", **done)
+
+
+def apply_test_fault(bucket_index: int) -> None:
+    """The test hook: a real death (SIGKILL, as a GPU fault may bring) right after one bucket."""
+    kind, _, at = os.environ.get(TEST_FAULT_ENV, "").partition(":")
+    if kind == "die" and at.isdigit() and int(at) == bucket_index:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def main(argv: list[str]) -> int:
