@@ -163,10 +163,10 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
         checks.append(check("memory_test", "not_measured", _why(record.get("memory_test"), "not run")))
     elif memory["mismatched_words"]:
         f = memory["first_failure"]
-        checks.append(check("memory_test", "fail", (
-            f"{memory['mismatched_words']} mismatched word(s); first in pattern {f['pattern']} at byte offset "
-            f"{f['byte_offset']} (chunk {f['chunk']}, offset {f['chunk_byte_offset']}): expected "
-            f"{f['expected_hex']}, found {f['found_hex']}")))
+        where = (f"first in pattern {f['pattern']} at byte offset {f['byte_offset']} (chunk {f['chunk']}, offset "
+                 f"{f['chunk_byte_offset']}): expected {f['expected_hex']}, found {f['found_hex']}"
+                 if f else "the first failing word was not recorded")
+        checks.append(check("memory_test", "fail", f"{memory['mismatched_words']} mismatched word(s); {where}"))
     else:
         checks.append(check("memory_test", "pass", f"{memory['bytes_tested']} bytes of {memory['where']} "
                                                    f"in {memory['patterns']} patterns, no mismatch"))

@@ -1,7 +1,7 @@
 """The stress probe's NVML samples read back: per-bucket telemetry, the clock-event reason
 histogram, when the power cap engaged, and power against the enforced limit.
 
-Standard library only. A sample is {t_s, sm_clock_mhz, memory_clock_mhz, power_w,
+Standard library only. A sample is {t_s, sm_clock_mhz, memory_clock_mhz, power_w, power_average_w,
 gpu_temperature_c, memory_temperature_c, clock_event_reasons_mask}; any field may be
 {"unavailable": reason}, and such a value is left out of every figure (never read as zero).
 """
@@ -30,9 +30,17 @@ FLAGGED_RULE = ("fails on any sample showing hw_slowdown, sw_thermal_slowdown, h
 # limit; the median is reported beside it, and whether DCGM's floor was met.
 POWER_TARGET_RATIO = 0.9
 DCGM_TARGETED_POWER_MIN_RATIO = 0.75
-POWER_RULE = (f"power target reached when the maximum NVML power sample of the GEMM phase is at least "
+# Which power reading the power figures use: the one-second average where NVML gives it (Ampere and
+# newer), else nvmlDeviceGetPowerUsage, which on the lent H200 (driver 580) matched nvidia-smi's
+# instant_power_draw: 573 W against a 689 W one-second average in the same nvidia-smi -q under a GEMM.
+POWER_SOURCES = (
+    ("power_average_w", "NVML_FI_DEV_POWER_AVERAGE (board power averaged over one second)"),
+    ("power_w", "nvmlDeviceGetPowerUsage (on the lent H200 this matched the instantaneous reading)"),
+)
+POWER_RULE = (f"power target reached when the maximum power sample of the GEMM phase is at least "
               f"{POWER_TARGET_RATIO:g} x the enforced power limit (issue 16's target; DCGM targeted_power "
-              f"judges the same maximum at {DCGM_TARGETED_POWER_MIN_RATIO:g} x its target)")
+              f"judges the same maximum at {DCGM_TARGETED_POWER_MIN_RATIO:g} x its target); samples are the "
+              f"one-second average where NVML gives it, else nvmlDeviceGetPowerUsage")
 
 
 def number(value: Any) -> float | None:
@@ -66,6 +74,7 @@ def bucket_telemetry(samples: Sequence[dict[str, Any]], start_s: float, end_s: f
         "sm_clock_mhz": _median(values(inside, "sm_clock_mhz")),
         "memory_clock_mhz": _median(values(inside, "memory_clock_mhz")),
         "power_w": _median(values(inside, "power_w")),
+        "power_average_w": _median(values(inside, "power_average_w")),
         "gpu_temperature_c": max(gpu_t) if gpu_t else None,
         "memory_temperature_c": max(mem_t) if mem_t else None,
         "clock_event_reasons": sorted({r for s in inside for r in reasons_of(s)}),
@@ -83,6 +92,11 @@ def reason_histogram(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
+def power_source(samples: Sequence[dict[str, Any]]) -> tuple[str, str]:
+    """(field, what it is): the first of POWER_SOURCES any sample holds a number for."""
+    return next(((key, text) for key, text in POWER_SOURCES if values(samples, key)), POWER_SOURCES[-1])
+
+
 def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float,
               limit_w: float | None) -> dict[str, Any]:
     """When sw_power_cap first showed in the GEMM phase (seconds after it began), or why never."""
@@ -93,7 +107,7 @@ def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float,
     readable = [s for s in inside if number(s.get("clock_event_reasons_mask")) is not None]
     if not readable:
         return {"engaged_after_s": None, "why_never": "no readable clock-event reasons in the GEMM phase"}
-    power = values(inside, "power_w")
+    power = values(inside, power_source(inside)[0])
     drawn = f"; power up to {max(power):g} W" if power else ""
     of_limit = f" of the {limit_w:g} W limit" if power and limit_w else ""
     return {"engaged_after_s": None,
@@ -104,16 +118,17 @@ def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float,
 def power_figures(samples: Sequence[dict[str, Any]], limit_w: float | None,
                   cap: dict[str, Any], flagged: list[str]) -> dict[str, Any]:
     """Median and maximum power against the enforced limit, and the power target reached or why not."""
-    power = values(samples, "power_w")
+    key, source = power_source(samples)
+    power = values(samples, key)
     if not power or not limit_w:
         why = "no NVML power samples" if not power else "the enforced power limit is unreadable"
-        return {"limit_w": limit_w, "median_w": _median(power), "max_w": max(power) if power else None,
-                "median_fraction": None, "max_fraction": None, "target_reached": None,
-                "dcgm_floor_met": None, "why": why}
+        return {"source": source, "limit_w": limit_w, "median_w": _median(power),
+                "max_w": max(power) if power else None, "median_fraction": None, "max_fraction": None,
+                "target_reached": None, "dcgm_floor_met": None, "why": why}
     top, median = max(power), statistics.median(power)
     reached = top >= POWER_TARGET_RATIO * limit_w
-    return {"limit_w": limit_w, "median_w": median, "max_w": top, "median_fraction": median / limit_w,
-            "max_fraction": top / limit_w, "target_reached": reached,
+    return {"source": source, "limit_w": limit_w, "median_w": median, "max_w": top,
+            "median_fraction": median / limit_w, "max_fraction": top / limit_w, "target_reached": reached,
             "dcgm_floor_met": top >= DCGM_TARGETED_POWER_MIN_RATIO * limit_w,
             "why": _power_why(reached, top, limit_w, cap, flagged, samples)}
 

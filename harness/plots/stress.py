@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import stress as analysis
-from harness.analysis.stress_telemetry import POWER_TARGET_RATIO
+from harness.analysis.stress_telemetry import POWER_TARGET_RATIO, power_source
 from harness.plots._figure import new_figure, save_figure
 
 COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -24,11 +24,12 @@ def series(document: dict[str, Any]) -> list[dict[str, Any]]:
         start = record["gemm"]["started_s"]
         samples = analysis.samples_of(record)
         figures = [analysis.bucket_figures(b, samples, flop) for b in buckets]
+        power = power_source(samples)[0]  # the one-second average where NVML gives it
         found.append({"index": record["index"], "name": record.get("name"),
                       "t_s": [(b["start_s"] + b["end_s"]) / 2 - start for b in buckets],
                       "tflops": [f["tflops"] for f in figures],
                       "sm_clock_mhz": [f["sm_clock_mhz"] for f in figures],
-                      "power_w": [f["power_w"] for f in figures]})
+                      "power_w": [f[power] for f in figures]})
     return found
 
 
@@ -79,7 +80,7 @@ def _label(axes: Any, document: dict[str, Any], label: str, lines: list[dict[str
     axes[0].set_title(f"Stress: {settings['dtype']} GEMM {shape}, {settings['seconds']:g} s, per 1 s bucket")
     axes[0].set_ylabel("GEMM TFLOPS")
     axes[1].set_ylabel("SM clock (MHz, median)")
-    axes[2].set_ylabel("power (W, median)")
+    axes[2].set_ylabel("power (W, bucket median)")
     axes[2].set_xlabel("seconds since the GEMM phase began (bucket midpoints)")
     for ax, what in ((axes[1], "SM clock"), (axes[2], "power")):
         if not ax.lines:

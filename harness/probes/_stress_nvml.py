@@ -24,32 +24,43 @@ EVENT_TYPES: dict[str, int] = {
     "double_bit_ecc_error": 0x2,
 }
 EVENT_WAIT_MS = 250  # how long one nvmlEventSetWait blocks before the thread looks at its stop flag
-NVML_FI_DEV_MEMORY_TEMP = 82  # nvml.h: HBM temperature field (C)
+NVML_FI_DEV_MEMORY_TEMP = 82  # nvml.h: HBM temperature (C)
+NVML_FI_DEV_POWER_AVERAGE = 185  # nvml.h: board power averaged over one second (mW; Ampere and newer)
 NVML_VALUE_READERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
-SAMPLE_FIELDS = ("sm_clock_mhz", "memory_clock_mhz", "power_w", "gpu_temperature_c",
-                 "memory_temperature_c", "clock_event_reasons_mask")
 
 
-def memory_temperature_c(pynvml: Any, handle: Any) -> Any:
-    """HBM temperature through nvmlDeviceGetFieldValues (NVML_FI_DEV_MEMORY_TEMP)."""
-    value = pynvml.nvmlDeviceGetFieldValues(handle, [NVML_FI_DEV_MEMORY_TEMP])[0]
+def field_values(pynvml: Any, handle: Any) -> dict[str, Any]:
+    """HBM temperature and one-second average power in one nvmlDeviceGetFieldValues call; each
+    field that NVML refuses carries its own return code's reason."""
+    try:
+        found = pynvml.nvmlDeviceGetFieldValues(handle, [NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_POWER_AVERAGE])
+    except Exception as exc:  # noqa: BLE001 - NVML's refusal is the recorded reason
+        why = unavailable(describe_exception(exc))
+        return {"memory_temperature_c": why, "power_average_w": why}
+    temperature, power = (_field(pynvml, value) for value in found)
+    return {"memory_temperature_c": temperature,
+            "power_average_w": round(power / 1000.0, 3) if isinstance(power, (int, float)) else power}
+
+
+def _field(pynvml: Any, value: Any) -> Any:
     if value.nvmlReturn != 0:
         return unavailable(describe_exception(pynvml.NVMLError(value.nvmlReturn)))
     reader = NVML_VALUE_READERS.get(value.valueType)
     if reader is None:
-        return unavailable(f"NVML returned value type {value.valueType} for the memory temperature")
+        return unavailable(f"NVML returned value type {value.valueType} for field {value.fieldId}")
     return getattr(value.value, reader)
 
 
 def read_sample(pynvml: Any, handle: Any, t_s: float) -> dict[str, Any]:
-    """One sample: clocks, power (NVML's nvmlDeviceGetPowerUsage), temperatures, clock-event reasons."""
+    """One sample: clocks, power (nvmlDeviceGetPowerUsage, and the one-second average field),
+    temperatures, clock-event reasons."""
     return {
         "t_s": round(t_s, 4),
         "sm_clock_mhz": attempt(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_SM),
         "memory_clock_mhz": attempt(pynvml.nvmlDeviceGetClockInfo, handle, pynvml.NVML_CLOCK_MEM),
         "power_w": watts(attempt(pynvml.nvmlDeviceGetPowerUsage, handle)),
         "gpu_temperature_c": attempt(pynvml.nvmlDeviceGetTemperature, handle, pynvml.NVML_TEMPERATURE_GPU),
-        "memory_temperature_c": attempt(memory_temperature_c, pynvml, handle),
+        **field_values(pynvml, handle),
         "clock_event_reasons_mask": attempt(pynvml.nvmlDeviceGetCurrentClocksEventReasons, handle),
     }
 
