@@ -149,3 +149,22 @@ def test_default_gpu_shapes_say_why_and_keep_checking_cheap():
         settings = probe.settings_for(args, "cuda")
         assert tuple(settings["shape"].values()) == shape and settings["shape_why"] == probe.GPU_SHAPE_WHY
         assert settings["flop_per_gemm"] == 2 * shape[0] * shape[1] * shape[2]
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "tf32", "fp32", "fp8"])
+def test_every_dtype_is_compared_bit_for_bit_and_a_flipped_bit_is_counted(dtype):
+    """The probe's own operands and calls on a small shape (fp8 through torch._scaled_mm, each input
+    with its own scale): repeated results match the reference, one flipped bit counts one element."""
+    import torch
+
+    from harness.probes._stress_gemm import GemmPlan, Operands
+    ops = Operands(GemmPlan(m=64, n=64, k=128, dtype=dtype, device="cpu", seed=16, check=True, bucket_s=1.0))
+    ops.gemm()
+    ops.reference.copy_(ops.out)
+    slot = torch.zeros((), dtype=torch.int64)
+    ops.gemm()
+    ops.compare_into(slot)
+    assert int(slot) == 0 and not torch.isnan(ops.out.float()).any()
+    ops.flip_one_bit()
+    ops.compare_into(slot)
+    assert int(slot) == 1

@@ -77,12 +77,13 @@ class Operands:
     def __init__(self, plan: GemmPlan) -> None:
         generator = torch.Generator(device=plan.device).manual_seed(plan.seed)
         self.plan = plan
-        self.scale = None
+        self.scales: tuple[torch.Tensor, torch.Tensor] | None = None
         if plan.dtype == "fp8":
-            a, self.scale = _fp8(torch.randn(plan.m, plan.k, generator=generator, device=plan.device,
-                                              dtype=torch.bfloat16))
-            w, _ = _fp8(torch.randn(plan.n, plan.k, generator=generator, device=plan.device,
-                                    dtype=torch.bfloat16), self.scale)
+            a, scale_a = _fp8(torch.randn(plan.m, plan.k, generator=generator, device=plan.device,
+                                          dtype=torch.bfloat16))
+            w, scale_b = _fp8(torch.randn(plan.n, plan.k, generator=generator, device=plan.device,
+                                          dtype=torch.bfloat16))
+            self.scales = (scale_a, scale_b)
             out_dtype = torch.bfloat16
         else:
             dtype = TORCH_DTYPES[plan.dtype]
@@ -97,8 +98,8 @@ class Operands:
         self.out_bits, self.reference_bits = self.out.view(view), self.reference.view(view)
 
     def gemm(self) -> None:
-        if self.scale is not None:
-            torch._scaled_mm(self.a, self.b, scale_a=self.scale, scale_b=self.scale,
+        if self.scales is not None:
+            torch._scaled_mm(self.a, self.b, scale_a=self.scales[0], scale_b=self.scales[1],
                              out_dtype=torch.bfloat16, out=self.out)
         else:
             torch.mm(self.a, self.b, out=self.out)
@@ -114,10 +115,9 @@ class Operands:
         self.out_bits[row:row + 1, col:col + 1].bitwise_xor_(1)
 
 
-def _fp8(values: torch.Tensor, scale: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """float8_e4m3fn with a per-tensor float32 scale (x = q * scale), as the roofline probe quantizes."""
-    if scale is None:
-        scale = (values.abs().max().float() / FP8_MAX).reshape(1)
+def _fp8(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """float8_e4m3fn with its own per-tensor float32 scale (x = q * scale), as the roofline probe quantizes."""
+    scale = (values.abs().max().float() / FP8_MAX).reshape(1)
     return (values / scale).to(torch.float8_e4m3fn), scale
 
 
@@ -134,6 +134,7 @@ class OpenBucket:
     end_marker: Any = None
     readback: Any = None
     readback_done: Any = None
+    pinned: Any = None
     closed_by: str = "time"
 
 
@@ -148,6 +149,7 @@ class GemmLoop:
         self.capacity = 0
         self.warmup: dict[str, Any] = {}
         self.injected: dict[str, Any] | None = None
+        self.pinned: list[Any] = []  # page-locked readback buffers, reused once their bucket is recorded
 
     def now_s(self) -> float:
         return time.monotonic() - self.time_zero
@@ -197,7 +199,9 @@ class GemmLoop:
         if bucket.counts is not None:
             used = bucket.counts[:len(bucket.pairs)]
             if self.clock.cuda:
-                bucket.readback = torch.empty(used.shape, dtype=used.dtype, pin_memory=True)
+                bucket.pinned = self.pinned.pop() if self.pinned else torch.empty(
+                    self.capacity, dtype=torch.int64, pin_memory=True)
+                bucket.readback = bucket.pinned[:len(bucket.pairs)]
                 bucket.readback.copy_(used, non_blocking=True)
             else:
                 bucket.readback = used
@@ -206,12 +210,15 @@ class GemmLoop:
     def _record(self, bucket: OpenBucket) -> dict[str, Any]:
         self.clock.wait(bucket.readback_done)
         elapsed = self.clock.elapsed_ms
+        counts = bucket.readback.tolist() if bucket.readback is not None else None
+        if bucket.pinned is not None:
+            self.pinned.append(bucket.pinned)
         return {
             "index": bucket.index, "first_iteration": bucket.first_iteration, "iterations": len(bucket.pairs),
             "start_s": round(bucket.start_s, 4), "end_s": round(bucket.end_s, 4),
             "span_ms": round(elapsed(bucket.start_marker, bucket.end_marker), GEMM_MS_DECIMALS),
             "gemm_ms": [round(elapsed(s, e), GEMM_MS_DECIMALS) for s, e in bucket.pairs],
-            "mismatched_elements": bucket.readback.tolist() if bucket.readback is not None else None,
+            "mismatched_elements": counts,
             "closed_by": bucket.closed_by,
         }
 

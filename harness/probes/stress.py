@@ -156,7 +156,7 @@ def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
 
 def _gemm_path(dtype: str, device: str) -> str:
     if dtype == "fp8":
-        return ("torch._scaled_mm, float8_e4m3fn inputs with one per-tensor float32 scale, bf16 output, "
+        return ("torch._scaled_mm, float8_e4m3fn inputs with a per-tensor float32 scale each, bf16 output, "
                 "A row-major, B column-major")
     mode = {"tf32": " with TF32 tensor-core math", "fp32": " with TF32 off"}.get(dtype, "")
     library = "cuBLAS" if device == "cuda" else "the CPU BLAS"
