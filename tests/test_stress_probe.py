@@ -55,6 +55,8 @@ def test_cpu_run_records_nvml_as_unavailable_with_the_real_reason(clean):
     for field in ("telemetry", "nvml_events", "counters_before", "counters_after", "power_limit_w"):
         assert record[field]["unavailable"].startswith("a CPU run: no GPU to read (NVML: ")
     assert any(limit["what"].startswith("NVML telemetry") for limit in document["limitations"])
+    [no_gpu] = [limit["why"] for limit in document["limitations"] if limit["what"] == "a GPU to stress"]
+    assert no_gpu.startswith("the CPU runs instead: ")  # this machine's own reason (no CUDA build, no driver...)
 
 
 def test_cpu_memory_test_covers_host_memory_with_every_pattern(clean):

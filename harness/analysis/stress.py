@@ -24,6 +24,15 @@ MEMORY_RULE = "fails on any 64-bit word read back different from the pattern wri
 EVENTS_RULE = "fails on any XID or ECC event NVML delivered during the run"
 COUNTERS_RULE = ("fails on new volatile uncorrected ECC errors, new remapped rows, or a row-remap pending "
                  "or failure flag raised during the run (corrected ECC errors are reported, not failed)")
+WORD_BYTES = 8  # the memory test's word
+MEMORY_PATTERNS: dict[str, str] = {
+    "walking_ones": "word i holds 1 << (i mod 64): a single one walks through the 64 bits of consecutive words",
+    "walking_zeros": "word i holds ~(1 << (i mod 64)): a single zero walks through the 64 bits",
+    "address": "word i holds its own byte offset in the region (8 i): a word answering for another "
+               "address (an address-line fault) holds the wrong offset",
+    "random": "word i holds 64 random bits from torch's generator on the device, seeded with the probe's "
+              "seed plus the chunk index, drawn again for the check",
+}
 REL_TOL = 1e-9
 LISTED_MAX = 10  # failing iterations named in one line of evidence
 

@@ -18,15 +18,9 @@ from typing import Any
 
 import torch
 
-WORD_BYTES = 8
-PATTERNS: dict[str, str] = {
-    "walking_ones": "word i holds 1 << (i mod 64): a single one walks through the 64 bits of consecutive words",
-    "walking_zeros": "word i holds ~(1 << (i mod 64)): a single zero walks through the 64 bits",
-    "address": "word i holds its own byte offset in the region (8 i): a word answering for another "
-               "address (an address-line fault) holds the wrong offset",
-    "random": "word i holds 64 random bits from torch's generator on the device, seeded with the probe's "
-              "seed plus the chunk index, drawn again for the check",
-}
+from harness.analysis.stress import MEMORY_PATTERNS as PATTERNS
+from harness.analysis.stress import WORD_BYTES
+
 INJECT_PATTERN, INJECT_BIT = "walking_ones", 5  # --inject-fault memory flips this bit of one word...
 MiB = 2**20
 

@@ -23,9 +23,10 @@ from typing import Any
 
 from harness.analysis import stress as analysis
 from harness.analysis import stress_telemetry as tel
+from harness.probes import _cuda_driver
 from harness.probes._contract import ProbeUsageError, log, probe_main, progress
+from harness.probes._health_software import torch_build, torch_directory
 from harness.probes._stress_document import device_record
-from harness.probes._stress_memory import PATTERNS, WORD_BYTES
 from harness.probes._stress_supervisor import StressSupervisor
 
 NAME = "stress"
@@ -117,14 +118,34 @@ def check_arguments(args: argparse.Namespace) -> None:
         parse_shape(args.shape)
 
 
-def pick_device(args: argparse.Namespace, torch: Any) -> tuple[str, list[int]]:
-    available = torch.cuda.is_available()
-    if args.device == "cuda" and not available:
-        raise ProbeUsageError("--device cuda: torch sees no CUDA device "
-                              f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
-    if args.device == "cpu" or not available:
-        return "cpu", [0]
-    return "cuda", list(range(torch.cuda.device_count()))
+def visible_gpus() -> tuple[int, str]:
+    """(CUDA devices the driver lists, honouring CUDA_VISIBLE_DEVICES; why none), read through libcuda
+    and torch/version.py so that this process never imports torch: only the workers do, in parallel."""
+    build = torch_build(torch_directory())["torch_cuda_build"]
+    if not isinstance(build, str):
+        why = build["unavailable"] if isinstance(build, dict) else "torch/version.py names no CUDA version"
+        return 0, f"torch is not a CUDA build ({why})"
+    driver, loaded = _cuda_driver.load()
+    if driver is None:
+        return 0, loaded["cuda_driver_library"]["unavailable"]
+    try:
+        driver.call("cuInit", 0)
+        count = driver.integer("cuDeviceGetCount")
+    except _cuda_driver.CudaError as exc:
+        return 0, str(exc)
+    return count, "" if count else "the CUDA driver lists no device"
+
+
+def pick_device(args: argparse.Namespace) -> tuple[str, list[int], str]:
+    """(cuda or cpu, the worker indices, why not a GPU when it is the CPU)."""
+    if args.device == "cpu":
+        return "cpu", [0], "--device cpu"
+    count, why = visible_gpus()
+    if count:
+        return "cuda", list(range(count)), ""
+    if args.device == "cuda":
+        raise ProbeUsageError(f"--device cuda: no CUDA device ({why})")
+    return "cpu", [0], why
 
 
 def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
@@ -148,7 +169,7 @@ def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
                             "summed on the device into one slot per iteration, copied back once per bucket"},
         "memory_test": {"enabled": memory_on, "share_of_free": args.memory_share if device == "cuda" else None,
                         "chunk_bytes": (args.memory_chunk_mib if device == "cuda" else CPU_CHUNK_MIB) * 2**20,
-                        "word_bytes": WORD_BYTES, "patterns": dict(PATTERNS)},
+                        "word_bytes": analysis.WORD_BYTES, "patterns": dict(analysis.MEMORY_PATTERNS)},
         "inject_fault": args.inject_fault,
         "inject_gemm_iteration": INJECT_GEMM_ITERATION if args.inject_fault == "gemm" else None,
     }
@@ -233,9 +254,7 @@ def sizing(settings: dict[str, Any], records: list[dict[str, Any]]) -> str:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     check_arguments(args)
-    import torch
-
-    device, indices = pick_device(args, torch)
+    device, indices, no_gpu = pick_device(args)
     settings = settings_for(args, device)
     watch = Progress(indices, settings["seconds"], device)
     watch.flop = settings["flop_per_gemm"]
@@ -246,10 +265,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         records = [device_record(w, settings) for w in workers]
     limitations = [{"what": f"worker {r['index']}", "why": r["failure"]["message"]} for r in records if r["failure"]]
     if device == "cpu":
+        limitations.append({"what": "a GPU to stress", "why": f"the CPU runs instead: {no_gpu}"})
         limitations.append({"what": "NVML telemetry, XID/ECC events and error counters",
                             "why": records[0]["nvml"].get("unavailable", "a CPU run")})
-    document = {"device": device, "torch_version": torch.__version__, "settings": settings,
-                "rules": rules(), "devices": records, "sizing": sizing(settings, records),
+    document = {"device": device, "torch_version": torch_build(torch_directory())["torch_version"],
+                "settings": settings, "rules": rules(), "devices": records, "sizing": sizing(settings, records),
                 "limitations": limitations}
     document["summary"] = analysis.headlines(document)
     return document
