@@ -92,19 +92,28 @@ def _kind_key(s: dict[str, Any]) -> str:
 
 
 def peer_matrix(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """write/read[src->dst] plateau GB/s, and each bidirectional pair's members and total."""
+    """write/read["src->dst"] per alone peer series, and each bidirectional pair's members and total.
+
+    Each cell: plateau_gbps (None when not reached), rate_gbps and its basis, ceiling_gbps, ratio.
+    """
     peer = document.get("peer") or {}
     out: dict[str, Any] = {"measured": bool(peer.get("measured")), "why": peer.get("why", ""),
                            "write": {}, "read": {}, "bidirectional": {}}
     for s in document.get("series", []):
         if s["direction"] == "device_to_device_peer" and s["concurrency"] == "alone":
-            out[s["peer_mode"]][f"{s['src_gpu']}->{s['dst_gpu']}"] = figures[s["id"]]["plateau"]["gbps"]
+            out[s["peer_mode"]][f"{s['src_gpu']}->{s['dst_gpu']}"] = _cell(figures[s["id"]])
     for group in document.get("groups", []):
         if group["kind"] == "peer_bidirectional":
-            members = {m: figures[m]["plateau"]["gbps"] for m in group["members"]}
-            out["bidirectional"][group["id"]] = {"members_gbps": members,
+            members = {m: _cell(figures[m]) for m in group["members"]}
+            out["bidirectional"][group["id"]] = {"members": members,
                                                  "total_gbps": group_figures(group, figures)["total_plateau_gbps"]}
     return out
+
+
+def _cell(fig: dict[str, Any]) -> dict[str, Any]:
+    link = fig["link"]
+    return {"plateau_gbps": fig["plateau"]["gbps"], "rate_gbps": link["rate_gbps"], "rate_basis": link["rate_basis"],
+            "ceiling_gbps": link["ceiling_gbps"], "ratio": link["ratio"], "link_kind": link["kind"]}
 
 
 def comparisons(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

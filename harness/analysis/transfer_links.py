@@ -98,11 +98,10 @@ def nvlink_ceiling(links: Any, version_code: Any) -> tuple[float | None, str]:
 
 def ratio_sentence(rate: float | None, ceiling: float | None, what: str, basis: str) -> str:
     if rate is None:
-        return f"no rate to compare ({basis})"
+        return f"{what}: no rate to compare ({basis})"
     if ceiling is None:
-        return f"{rate:.4g} GB/s ({basis}); no theoretical rate to compare"
-    return (f"{what}: {rate:.4g} GB/s ({basis}) is {rate / ceiling:.3f} of the {ceiling:.4g} GB/s the link "
-            f"allows per direction")
+        return f"{what}: {rate:.4g} GB/s ({basis}); no theoretical rate to compare"
+    return f"{what}: {rate:.4g} GB/s ({basis}) is {rate / ceiling:.3f} of the {ceiling:.4g} GB/s ceiling"
 
 
 # --- the degraded-link rule ---------------------------------------------------------------------

@@ -76,7 +76,7 @@ def state_figures(document: dict[str, Any]) -> dict[str, Any]:
                          why=computed["why"])
         link = fig["link"]
         series.update(plateau=fig["plateau"], latency=fig["latency"],
-                      link={**link, "explanation": link["explanation"] + ". " + link_rules.ratio_sentence(
+                      link={**link, "explanation": link["explanation"].rstrip(".") + ". " + link_rules.ratio_sentence(
                           link["rate_gbps"], link["ceiling_gbps"], series["id"], link["rate_basis"])})
     for group in document["groups"]:
         computed = analysis.group_figures(group, figures)

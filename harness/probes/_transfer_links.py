@@ -10,6 +10,7 @@ copies crossed). Standard library, nvidia-ml-py and (passed in) torch.
 from __future__ import annotations
 
 from itertools import permutations
+from pathlib import Path
 from typing import Any
 
 from harness import catalogue
@@ -19,7 +20,7 @@ from harness.probes._contract import attempt, unavailable
 from harness.probes._health_devices import nvlink_facts, pcie_facts, text
 from harness.probes._interconnect import nvml_links
 from harness.probes._nvml import NvmlSession
-from harness.probes._transfer_host import gpu_numa
+from harness.probes._transfer_host import PCI_ROOT, gpu_numa
 from harness.analysis.transfer_links import NVLINK_VERSION_NAMES
 
 
@@ -57,7 +58,7 @@ def nvlink_summary(pynvml: Any, handle: Any) -> dict[str, Any]:
 
 def memory_spec(pynvml: Any, handle: Any) -> tuple[Any, str]:
     """(published memory bandwidth GB/s or unavailable, source) from the catalogue SKU."""
-    pci = attempt(lambda: pynvml.nvmlDeviceGetPciInfo(handle).pciDeviceId)
+    pci = attempt(lambda: pynvml.nvmlDeviceGetPciInfo_v3(handle).pciDeviceId)
     if not isinstance(pci, int):
         return pci, "no PCI device id"
     memory = attempt(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**20)
@@ -70,7 +71,7 @@ def memory_spec(pynvml: Any, handle: Any) -> tuple[Any, str]:
     return published["memory_bandwidth_gbps"], f"catalogue {found.sku_id}: {published['source']}"
 
 
-def gpu_facts(torch: Any, nvml: NvmlSession, index: int) -> tuple[dict[str, Any], Any]:
+def gpu_facts(torch: Any, nvml: NvmlSession, index: int, pci_root: Path = PCI_ROOT) -> tuple[dict[str, Any], Any]:
     """One GPU's record for the document, and its NVML handle (None when unmatched)."""
     props = torch.cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
@@ -86,9 +87,9 @@ def gpu_facts(torch: Any, nvml: NvmlSession, index: int) -> tuple[dict[str, Any]
                      memory_spec_gbps=reason, memory_spec_source=reason["unavailable"])
         return facts, None
     pynvml = nvml.pynvml
-    bus = attempt(lambda: text(pynvml.nvmlDeviceGetPciInfo(handle).busId))
+    bus = attempt(lambda: text(pynvml.nvmlDeviceGetPciInfo_v3(handle).busId))
     spec, source = memory_spec(pynvml, handle)
-    facts.update(pci_bus_id=bus, numa=gpu_numa(pynvml, handle, bus),
+    facts.update(pci_bus_id=bus, numa=gpu_numa(pynvml, handle, bus, pci_root),
                  pcie={"idle": pcie_facts(pynvml, handle), "under_copy": unavailable("not read yet"),
                        "under_copy_how": "not read yet"},
                  nvlink=nvlink_summary(pynvml, handle), memory_spec_gbps=spec, memory_spec_source=source)
@@ -103,14 +104,24 @@ def peer_access(torch: Any, indices: list[int]) -> dict[str, Any]:
 def topology(capture: dict[str, Any], gpus: list[dict[str, Any]]) -> dict[str, Any]:
     """The topo -m capture, the cells between the GPUs measured (by NVML index), NVML's P2P status."""
     indices = [g["nvml_index"] for g in gpus]
-    if not all(isinstance(i, int) for i in indices):
-        reason = unavailable("not every GPU has an NVML index (see gpus[].nvml_index)")
-        return {"nvidia_smi_topo": capture, "gpu_pairs": reason, "nvml_p2p": reason}
-    matrix = capture["matrix"]
-    pairs = (gpu_pairs(matrix, sorted(indices)) if "rows" in matrix
-             else unavailable(f"no parsed nvidia-smi topo -m matrix: {matrix['unavailable']}"))
     if len(indices) < 2:
-        return {"nvidia_smi_topo": capture, "gpu_pairs": pairs, "nvml_p2p": unavailable("one GPU: no pairs")}
-    links = nvml_links(sorted(indices))
-    p2p = links["p2p_status"] if isinstance(links, dict) and "p2p_status" in links else links
-    return {"nvidia_smi_topo": capture, "gpu_pairs": pairs, "nvml_p2p": p2p}
+        p2p: Any = unavailable(f"{len(indices)} GPU: no pairs")
+    elif all(isinstance(i, int) for i in indices):
+        links = nvml_links(sorted(indices))
+        p2p = links["p2p_status"] if isinstance(links, dict) and "p2p_status" in links else links
+    else:
+        p2p = unavailable("not every GPU has an NVML index (see gpus[].nvml_index)")
+    return pair_topology(capture, gpus, p2p)
+
+
+def pair_topology(capture: dict[str, Any], gpus: list[dict[str, Any]], nvml_p2p: Any) -> dict[str, Any]:
+    """The topology block from a topo -m capture and NVML's P2P status (read or recorded)."""
+    indices = [g["nvml_index"] for g in gpus]
+    matrix = capture["matrix"]
+    if not all(isinstance(i, int) for i in indices):
+        pairs: Any = unavailable("not every GPU has an NVML index (see gpus[].nvml_index)")
+    elif "rows" not in matrix:
+        pairs = unavailable(f"no parsed nvidia-smi topo -m matrix: {matrix['unavailable']}")
+    else:
+        pairs = gpu_pairs(matrix, sorted(indices))
+    return {"nvidia_smi_topo": capture, "gpu_pairs": pairs, "nvml_p2p": nvml_p2p}

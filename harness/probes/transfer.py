@@ -90,6 +90,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
               "statistic": "median of per-copy times", "warmup_copies": WARMUP_COPIES, "point_budget_s": budget,
               "min_copies": MIN_COPIES, "max_copies": MAX_COPIES}
     if device == "cpu":
+        if args.gpus:
+            raise ProbeUsageError("--gpus: this run copies host memory on the CPU (no GPU is used)")
         return measure_cpu(torch, args, sizes, defaults, timing)
     with NvmlSession() as nvml:
         return measure_gpus(torch, args, nvml, sizes, defaults, timing)
