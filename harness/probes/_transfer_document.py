@@ -24,7 +24,8 @@ COPY_PATHS = {
                    "data (nvbandwidth device_to_device_memcpy_write_ce)"),
     "peer_read": ("cuMemcpyAsync (CUDA driver API through ctypes) on a side stream of the destination GPU b, so "
                   "b's copy engine pulls the data (nvbandwidth device_to_device_memcpy_read_ce); torch cannot "
-                  "issue this copy: it always uses the source GPU's stream"),
+                  "issue this copy: it always uses the source GPU's stream. Peer access is enabled beforehand by "
+                  "one small torch copy each granted way (cudaDeviceEnablePeerAccess)"),
     "device_local": "torch copy_ within one GPU: cudaMemcpyAsync device to device (nvbandwidth device_local_copy)",
     "host_memory": "torch Tensor.copy_ between two CPU tensors: host memory, timed with perf_counter; not PCIe",
 }

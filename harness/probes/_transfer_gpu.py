@@ -42,6 +42,19 @@ def copy_into(dst: Any, src: Any) -> Any:
     return lambda n: dst[:n].copy_(src[:n], non_blocking=True)
 
 
+def driver_pull(driver: Any, device: int, dst_ptr: int, src_ptr: int, stream_handle: int) -> Any:
+    """cuMemcpyAsync on the destination GPU's stream, its primary context (torch's) made current first."""
+    ordinal, context = ctypes.c_int(), ctypes.c_void_p()
+    driver.call("cuDeviceGet", ctypes.byref(ordinal), device)
+    driver.call("cuDevicePrimaryCtxRetain", ctypes.byref(context), ordinal)
+
+    def pull(n: int) -> None:
+        driver.call("cuCtxSetCurrent", context)
+        driver.call("cuMemcpyAsync", ctypes.c_uint64(dst_ptr), ctypes.c_uint64(src_ptr), ctypes.c_size_t(n),
+                    ctypes.c_void_p(stream_handle))
+    return pull
+
+
 class GpuRun:
     """Measures every series and group; `series`, `groups` and `limitations` collect the results."""
 
@@ -150,18 +163,23 @@ class GpuRun:
         src_t, dst_t = getattr(s, nbuf), getattr(d, nbuf)
         if mode == "write":
             return Stream(sid, copy_into(dst_t, src_t), src, s.main, also_current=[d.side])
-        handle = d.main.cuda_stream
+        return Stream(sid, driver_pull(driver, dst, dst_t.data_ptr(), src_t.data_ptr(), d.main.cuda_stream), dst, d.main)
 
-        def pull(n: int) -> None:
-            driver.call("cuMemcpyAsync", ctypes.c_uint64(dst_t.data_ptr()), ctypes.c_uint64(src_t.data_ptr()),
-                        ctypes.c_size_t(n), ctypes.c_void_p(handle))
-        return Stream(sid, pull, dst, d.main)
+    def enable_peer_access(self, access: dict[str, Any]) -> None:
+        """One small torch copy each granted way: torch enables peer access (cudaDeviceEnablePeerAccess)
+        for the copying GPU, which the driver's reads then use too."""
+        for a, b in permutations(self.gpus, 2):
+            if access.get(f"{a}->{b}") is True:
+                self.buffers[b].dev_a[:1].copy_(self.buffers[a].dev_a[:1])
+        for index in self.gpus:
+            self.torch.cuda.synchronize(index)
 
     def peers(self, access: dict[str, Any]) -> None:
         driver, loaded = load_driver()
         if driver is None:
             self.limitations.append({"what": "peer reads (the destination GPU's copy engine pulling)",
                                      "why": loaded["cuda_driver_library"]["unavailable"]})
+        self.enable_peer_access(access)
         for a, b in permutations(self.gpus, 2):
             for mode, needs in (("write", f"{a}->{b}"), ("read", f"{b}->{a}")):
                 if access.get(needs) is not True or (mode == "read" and driver is None):
