@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.transfer import discrepancies, headlines
+from harness.plots.transfer import render
 from harness.probes import transfer as probe
 from harness.probes._contract import ProbeUsageError
 from harness.probes._nvml import NvmlSession
@@ -41,6 +42,11 @@ def test_a_cpu_run_is_schema_valid_and_recomputes_exactly(cpu_document):
     assert series["direction"] == "host_to_host" and series["memory"] == "host"
     assert all(len(p["copy_times_s"]) == p["copies"] >= 5 for p in series["points"])
     assert series["link"]["kind"] == "host_memory" and series["link"]["ceiling_gbps"] is None
+
+
+def test_a_cpu_run_plots_its_sweep_and_no_heatmap(cpu_document, tmp_path):
+    paths = render(cpu_document, tmp_path / "transfer")
+    assert sorted(p.name for p in paths) == ["transfer.png", "transfer.svg"]
 
 
 def test_a_cpu_run_says_it_measured_host_memory_not_pcie(cpu_document):
@@ -116,6 +122,7 @@ def test_refused_peer_access_measures_no_peer_copy_and_says_so():
     document = measure_on_standin(2, False, "--skip", "pageable", "bidirectional")
     assert violations("transfer", document) == []
     assert not any(s["direction"] == "device_to_device_peer" for s in document["series"])
+    assert document["peer"]["measured"] is False
     assert "no peer access for 0->1, 1->0" in document["peer"]["why"]
     assert document["peer"]["access"] == {"0->1": False, "1->0": False}
 

@@ -194,8 +194,9 @@ def across_gpus(run: GpuRun, gpus: list[int], access: dict[str, Any], skip: set[
     else:
         refused = [k for k, v in sorted(access.items()) if v is not True]
         run.peers(access)
-        peer = {"measured": True, "why": ("every pair has peer access" if not refused else
-                                          f"no peer access for {', '.join(refused)}: those cells are not measured")}
+        measured = any(s["direction"] == "device_to_device_peer" for s in run.series)
+        peer = {"measured": measured, "why": ("every pair has peer access" if not refused else
+                                              f"no peer access for {', '.join(refused)}: those cells are not measured")}
     if "all-gpus" in skip:
         return peer, {"measured": False, "why": "--skip all-gpus"}
     run.all_at_once()
