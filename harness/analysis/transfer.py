@@ -246,5 +246,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         stated = {str(c.get("gpu", c.get("pair"))): c for c in document.get(name, [])}
         for check in rule(document, figures):
             key = str(check.get("gpu", check.get("pair")))
-            _compare(found, f"{name}[{key}]", [("status", (stated.get(key) or {}).get("status"), check["status"])])
+            said = stated.get(key) or {}
+            _compare(found, f"{name}[{key}]", [("status", said.get("status"), check["status"])] + (
+                [("ceiling_gbps", said.get("ceiling_gbps"), check["ceiling_gbps"])] if name == "link_checks" else []))
     return found

@@ -10,7 +10,6 @@ tolerance, its median; never the maximum). Links and their verdicts: harness.ana
 
 from __future__ import annotations
 
-import math
 import statistics
 from typing import Any
 
@@ -28,6 +27,10 @@ BYTE_RULE = ("bytes copied once per copy (nvbandwidth's convention): a copy of S
 LATENCY_RULE = (f"small-copy latency: the median per-copy time of the series' smallest size when it is at most "
                 f"{LATENCY_MAX_BYTES // 1024} KiB; a point is latency-bound when its median per-copy time is at "
                 f"most {LATENCY_BOUND_FACTOR:g} x that latency")
+PLATEAU_RULE = (f"the longest run of the largest sizes, none latency-bound (nor, for host memory copies, "
+                f"cache-resident), whose GB/s lie within {PLATEAU_TOLERANCE:.0%} ((max - min) / median); at least "
+                f"{sweep_rules.PLATEAU_MIN_POINTS} sizes; their median, never the maximum "
+                f"(harness.analysis.bandwidth.plateau)")
 CACHE_RULE = "host memory copies only: cache-resident when 2 x bytes (read + write) fit in the CPU's last-level cache"
 HOST_DIRECTIONS = ("host_to_device", "device_to_host")
 

@@ -55,7 +55,7 @@ def group_record(group_id: str, kind: str, what: str, members: list[str], same_c
 
 def rules() -> dict[str, Any]:
     return {"plateau_tolerance": series_rules.PLATEAU_TOLERANCE,
-            "plateau": series_rules.sweep_rules.PLATEAU_RULE,
+            "plateau": series_rules.PLATEAU_RULE,
             "latency_max_bytes": series_rules.LATENCY_MAX_BYTES,
             "latency_bound_factor": series_rules.LATENCY_BOUND_FACTOR,
             "latency": series_rules.LATENCY_RULE, "cache_resident": series_rules.CACHE_RULE,
