@@ -33,10 +33,7 @@ PLATEAU_RULE = (f"the longest run of the largest sizes, none latency-bound (nor,
                 f"(harness.analysis.bandwidth.plateau)")
 CACHE_RULE = "host memory copies only: cache-resident when 2 x bytes (read + write) fit in the CPU's last-level cache"
 HOST_DIRECTIONS = ("host_to_device", "device_to_host")
-
-
-def gbps(nbytes: float, seconds: float) -> float:
-    return nbytes / seconds / 1e9
+gbps = sweep_rules.gbps  # decimal GB/s, the bandwidth sweep's own
 
 
 # --- one series ---------------------------------------------------------------------------------
