@@ -23,6 +23,7 @@ WORK=$(mktemp -d)
 BUDGET_S=${BUDGET_S:-530}
 COOL_S=${COOL_S:-25}
 RUN_S=${RUN_S:-60}      # the 60 s runs (a CPU dry run of this script's plumbing shortens them)
+BURN_S=${BURN_S:-$RUN_S} # gpu_burn -tc seconds
 SHORT_S=${SHORT_S:-30}  # the two 30 s runs
 START=$(date +%s)
 if compgen -G ".whl/*.whl" >/dev/null; then
@@ -67,7 +68,7 @@ step "idle sample, then gpu_burn -tc 60 with NVML sampled"
 sample_nvml 5 nvml-idle
 sample_nvml 150 nvml-gpu-burn 0.1 &  # stopped (SIGTERM) when gpu-burn ends; it writes what it has
 WATCH_PID=$!
-(cd "$BUILD" && timeout 120 ./gpu_burn -tc 60) >"$WORK/gpu_burn.log" 2>&1
+(cd "$BUILD" && timeout $(( BURN_S + 60 )) ./gpu_burn -tc "$BURN_S") >"$WORK/gpu_burn.log" 2>&1
 echo "gpu_burn rc=$?" | tee -a "$WORK/session.log"
 tail -c 600 "$WORK/gpu_burn.log" | tr '\r' '\n' | tail -6 >>"$WORK/session.log"
 kill -TERM "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null
