@@ -4,6 +4,7 @@ named, a worker killed half way with what it wrote kept, and bad arguments refus
 import json
 
 import pytest
+import torch
 
 from harness.analysis import stress as analysis
 from harness.outcome import Completed, judge
@@ -170,3 +171,20 @@ def test_every_dtype_is_compared_bit_for_bit_and_a_flipped_bit_is_counted(dtype)
     ops.flip_one_bit()
     ops.compare_into(slot)
     assert int(slot) == 1
+
+
+@pytest.mark.parametrize("numel", [1, 7, 1023, 1024, 1025, 64 * 64, 3 * 1024 + 5])
+def test_the_mask_counter_counts_exactly_what_a_plain_sum_counts(numel):
+    """Byte lanes never carry: every count from none to all of the mask, on odd sizes too."""
+    from harness.probes._stress_count import MaskCounter
+    counter = MaskCounter(numel, "cpu")
+    slot = torch.zeros((), dtype=torch.int64)
+    generator = torch.Generator().manual_seed(numel)
+    for share in (0.0, 0.001, 0.5, 1.0):
+        values = torch.rand(numel, generator=generator) < share
+        counter.mask((numel,)).copy_(values)
+        counter.count_into(slot)
+        assert int(slot) == int(values.sum())
+    counter.mask((numel,)).fill_(True)
+    counter.count_into(slot)
+    assert int(slot) == numel

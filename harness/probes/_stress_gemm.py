@@ -20,6 +20,8 @@ from typing import Any
 
 import torch
 
+from harness.probes._stress_count import MaskCounter
+
 from harness.probes._roofline_torch import FP8_MAX, TORCH_DTYPES
 
 IN_FLIGHT = 3  # iterations queued ahead of the host
@@ -93,7 +95,8 @@ class Operands:
         self.a, self.b = a, w.t()
         self.out = torch.empty(plan.m, plan.n, device=plan.device, dtype=out_dtype)
         self.reference = torch.empty_like(self.out)
-        self.mask = torch.empty(plan.m, plan.n, device=plan.device, dtype=torch.bool)
+        self.counter = MaskCounter(plan.m * plan.n, plan.device)
+        self.mask = self.counter.mask((plan.m, plan.n))
         view = compare_view_dtype(self.out.element_size())
         self.out_bits, self.reference_bits = self.out.view(view), self.reference.view(view)
 
@@ -107,7 +110,7 @@ class Operands:
     def compare_into(self, slot: torch.Tensor) -> None:
         """Count the output elements whose bits differ from the reference into `slot` (on the device)."""
         torch.ne(self.out_bits, self.reference_bits, out=self.mask)
-        torch.sum(self.mask.view(-1), dim=0, out=slot)
+        self.counter.count_into(slot)
 
     def flip_one_bit(self) -> None:
         """The test hook: flip bit 0 of one output element between the GEMM and its check."""

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from harness.probes._stress_count import MaskCounter
+
 from harness.analysis.stress import MEMORY_PATTERNS as PATTERNS
 from harness.analysis.stress import WORD_BYTES
 
@@ -48,10 +50,10 @@ class MemoryTest:
         self.chunk_words = plan.chunk_bytes // WORD_BYTES
         self.region = torch.empty(plan.region_bytes // WORD_BYTES, dtype=torch.int64, device=plan.device)
         self.scratch = torch.empty(self.chunk_words, dtype=torch.int64, device=plan.device)
-        self.mask = torch.empty(self.chunk_words, dtype=torch.bool, device=plan.device)
         self.one = torch.ones((), dtype=torch.int64, device=plan.device)
         words = self.region.numel()
         self.chunks = [(start, min(self.chunk_words, words - start)) for start in range(0, words, self.chunk_words)]
+        self.counters = {length: MaskCounter(length, plan.device) for length in {n for _, n in self.chunks}}
         self.injected: dict[str, Any] | None = None
 
     def fill(self, pattern: str, chunk: int, out: torch.Tensor) -> None:
@@ -99,10 +101,10 @@ class MemoryTest:
         written = self._mark()
         counts = torch.zeros(len(self.chunks), dtype=torch.int64, device=self.plan.device)
         for chunk, (first, length) in enumerate(self.chunks):
-            expected, mask = self.scratch[:length], self.mask[:length]
+            expected, counter = self.scratch[:length], self.counters[length]
             self.fill(pattern, chunk, expected)
-            torch.ne(self.region[first:first + length], expected, out=mask)
-            torch.sum(mask, dim=0, out=counts[chunk])
+            torch.ne(self.region[first:first + length], expected, out=counter.mask((length,)))
+            counter.count_into(counts[chunk])
         checked = self._mark()
         per_chunk = counts.tolist()
         return {"pattern": pattern, "bytes_written": self.plan.region_bytes, "bytes_checked": self.plan.region_bytes,
