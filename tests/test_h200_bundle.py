@@ -5,11 +5,12 @@ Taken 2026-11-29 with `OUT=$OUT bash bench/gpu_dossier.sh` (one device call: key
 colleague's bundle checked on another machine: this CPU machine verifies and judges it.
 """
 
-import io
 import json
 import tarfile
 from pathlib import Path
 
+from harness.bundle.read import read_all
+from harness.bundle.write import archive_bytes
 from harness.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
@@ -28,21 +29,14 @@ def test_the_h200_bundle_verifies_here_with_its_signer_key(capsys):
 
 
 def test_one_flipped_byte_fails_verify_and_names_the_member(tmp_path, capsys):
-    members = {}
-    with tarfile.open(BUNDLE) as tar:
-        for info in tar.getmembers():
-            members[info.name] = tar.extractfile(info).read()
+    members = read_all(BUNDLE)
     data = bytearray(members["raw/bandwidth.json"])
     data[data.index(b'"kernel"') + 1] ^= 0x01
     members["raw/bandwidth.json"] = bytes(data)
     tampered = tmp_path / "tampered.tar.gz"
-    with tarfile.open(tampered, "w:gz") as tar:
-        for name, content in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(content)
-            tar.addfile(info, io.BytesIO(content))
+    tampered.write_bytes(archive_bytes(members))  # canonical form: only the content differs
     assert main(["verify", str(tampered), "--key", str(PUBLIC_KEY)]) != 0
-    assert "raw/bandwidth.json" in capsys.readouterr().out
+    assert "FAIL sha256 raw/bandwidth.json" in capsys.readouterr().out
 
 
 def test_the_h200_is_identified_as_h200_sxm_and_meets_the_lab_criteria():

@@ -6,7 +6,7 @@ import pytest
 
 from harness.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.write import archive_bytes
+from harness.bundle.write import archive_bytes, gzip_bytes
 from harness.cli import main
 from harness.signing.keys import load_public
 from harness.verify import verify_bundle
@@ -117,8 +117,7 @@ def test_unsafe_archive_fails_without_reading_contents_and_json_output(signed, t
         info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
         tar.addfile(info)
     evil = tmp_path / "evil.tar.gz"
-    import gzip
-    evil.write_bytes(gzip.compress(buffer.getvalue()))
+    evil.write_bytes(gzip_bytes(buffer.getvalue()))
     assert main(["verify", str(evil), "--key", str(public), "--json"]) == 1
     result = json.loads(capsys.readouterr().out)
     assert result["ok"] is False and result["checks"][0]["check"] == "structure"
