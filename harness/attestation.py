@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://rig-dossier.dev/attestation/dossier/v1"
+SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class StatementError(Exception):
@@ -54,24 +56,31 @@ def statement_bytes(stmt: Mapping[str, Any]) -> bytes:
     return json.dumps(stmt, allow_nan=False, sort_keys=True, separators=(",", ":")).encode()
 
 
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
+
+
 def parse_statement(payload: bytes) -> dict[str, Any]:
-    """Load and shape-check a statement; subjects as name -> sha256."""
+    """Load and shape-check a statement: its type, predicate type and subjects (name, sha256)."""
     try:
-        stmt = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StatementError(f"payload is not JSON ({exc})") from exc
-    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE:
-        raise StatementError(f"payload is not an in-toto Statement v1 (_type {stmt.get('_type')!r})"
-                             if isinstance(stmt, dict) else "payload is not a JSON object")
+        stmt = json.loads(payload.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise StatementError(f"payload is not JSON ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    if not isinstance(stmt, dict):
+        raise StatementError("payload is not a JSON object")
+    if stmt.get("_type") != STATEMENT_TYPE:
+        raise StatementError(f"payload is not an in-toto Statement v1 (_type {_shown(stmt.get('_type'))})")
     if stmt.get("predicateType") != PREDICATE_TYPE:
-        raise StatementError(f"predicateType is {stmt.get('predicateType')!r}, expected {PREDICATE_TYPE}")
+        raise StatementError(f"predicateType is {_shown(stmt.get('predicateType'))}, expected {PREDICATE_TYPE}")
     subjects = stmt.get("subject")
     if not isinstance(subjects, list):
         raise StatementError("statement has no subject list")
     for entry in subjects:
         if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
-                and isinstance(entry.get("digest"), dict) and isinstance(entry["digest"].get("sha256"), str)):
-            raise StatementError(f"malformed subject {entry!r}")
+                and isinstance(entry.get("digest"), dict) and isinstance(entry["digest"].get("sha256"), str)
+                and SHA256_HEX.fullmatch(entry["digest"]["sha256"])):
+            raise StatementError(f"malformed subject {_shown(entry)}")
     return stmt
 
 
@@ -80,6 +89,6 @@ def subject_digests(stmt: Mapping[str, Any]) -> dict[str, str]:
     digests: dict[str, str] = {}
     for entry in stmt["subject"]:
         if entry["name"] in digests:
-            raise StatementError(f"subject {entry['name']} is listed twice")
+            raise StatementError(f"subject {_shown(entry['name'])} is listed twice")
         digests[entry["name"]] = entry["digest"]["sha256"]
     return digests

@@ -1,17 +1,22 @@
 """`dossier verify`: is this bundle exactly what the holder of the trusted key signed, and do its
 figures follow from its raw JSON?
 
-Checks, in order: the archive's structure (headers only, nothing extracted), the DSSE signature
-with the trusted key, the file list against the statement's subjects, every sha256, the predicate
-against commands.json, every JSON member against its schema, every step's stated figures against
-their recomputation (harness.analysis.*), host-computed documents recomputed, and report.md
-re-rendered from the raw JSON. Each failure is one Check with ok=False.
+Checks, in order: the archive's structure and canonical form (headers only, nothing extracted),
+the DSSE signature with the trusted key, the statement, the file list against the statement's
+subjects, every sha256. A failure there ends the checks: nothing is read from content that is not
+what the key signed. Then the signed content: commands.json against its schema (its failure ends
+the checks: every other document is found through it), the predicate against commands.json,
+every document against its schema, every schema-valid step's stated figures against their
+recomputation (harness.analysis.*), host-computed documents recomputed, and report.md
+re-rendered from the raw JSON when every document it is rendered from is schema-valid. Each
+failure is one Check with ok=False; `verify_bundle` never raises.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import inspect
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,11 +28,15 @@ from harness import attestation
 from harness.analysis import cross_checks
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
-from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures
+from harness.bundle.view import (MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures,
+                                 load_json)
 from harness.report.render import render_report
 from harness.schemas import SCHEMA_DIR, violations
 from harness.signing import dsse
 from harness.signing.keys import keyid
+
+MAX_ATTESTATION_BYTES = 8 << 20  # parsed before its signature is checked: kept small
+INTERNAL_ERROR = "internal error"  # a check that raised: a bug in this build, never a verdict on the bundle
 
 
 @dataclass(frozen=True)
@@ -65,27 +74,29 @@ def _kept(name: str) -> bool:
     return name.endswith((".json", ".md"))
 
 
-def check_signature(members: dict[str, Member], trusted: Ed25519PublicKey) -> tuple[list[Check], dict | None]:
-    """The signature check, and the statement (verified or, when the signature fails, as claimed)."""
-    envelope_member = members.get(layout.ATTESTATION)
-    if envelope_member is None:
+def _failed(checks: list[Check]) -> bool:
+    return any(not c.ok for c in checks)
+
+
+def check_signature(members: dict[str, Member], trusted: Ed25519PublicKey,
+                    limits: Limits = Limits()) -> tuple[list[Check], dict | None]:
+    """The signature and statement checks, and the statement when both pass."""
+    member = members.get(layout.ATTESTATION)
+    if member is None or member.data is None:
         return [Check("signature", layout.ATTESTATION, False, "the attestation is missing")], None
+    if member.size > MAX_ATTESTATION_BYTES:
+        return [Check("signature", layout.ATTESTATION, False, f"{member.size} bytes, over the cap of "
+                      f"{MAX_ATTESTATION_BYTES} bytes for an attestation")], None
     try:
-        envelope = dsse.parse(envelope_member.data or b"")
+        payload = dsse.verify(dsse.parse(member.data), trusted)
     except dsse.EnvelopeError as exc:
-        return [Check("signature", layout.ATTESTATION, False, f"not a DSSE envelope: {exc}")], None
-    try:
-        payload = dsse.verify(envelope, trusted)
-        checks = [Check("signature", layout.ATTESTATION, True, "DSSE Ed25519 signature verifies")]
-    except dsse.EnvelopeError as exc:
-        checks = [Check("signature", layout.ATTESTATION, False, str(exc))]
-        try:  # still compare hashes so the output names what differs; verification already failed
-            payload = dsse.claimed_payload(envelope)
-        except dsse.EnvelopeError:
-            return checks, None
+        return [Check("signature", layout.ATTESTATION, False, str(exc))], None
+    checks = [Check("signature", layout.ATTESTATION, True, "DSSE Ed25519 signature verifies")]
     try:
         stmt = attestation.parse_statement(payload)
-        attestation.subject_digests(stmt)
+        subjects = attestation.subject_digests(stmt)
+        if len(subjects) > limits.max_members:
+            raise attestation.StatementError(f"{len(subjects)} subjects, more than {limits.max_members}")
     except attestation.StatementError as exc:
         return checks + [Check("statement", layout.ATTESTATION, False, str(exc))], None
     return checks + [Check("statement", layout.ATTESTATION, True, "in-toto Statement v1")], stmt
@@ -114,9 +125,10 @@ def check_predicate(view: BundleView, stmt: dict) -> Check:
     return Check("predicate", layout.ATTESTATION, False, "the signed predicate differs from commands.json")
 
 
-def _schema_check(name: str, schema: str, document: Any) -> Check:
-    if not MODULE_NAME.fullmatch(schema.replace("-", "_")) or not (SCHEMA_DIR / f"{schema}.schema.json").exists():
-        return Check("schema", name, False, f"no schema {schema!r} in this build")
+def _schema_check(name: str, schema: Any, document: Any) -> Check:
+    if (not isinstance(schema, str) or not MODULE_NAME.fullmatch(schema.replace("-", "_"))
+            or not (SCHEMA_DIR / f"{schema}.schema.json").exists()):
+        return Check("schema", name, False, f"no schema {str(schema)[:60]!r} in this build")
     found = violations(schema, document)
     if found:
         return Check("schema", name, False, f"{len(found)} violation(s) of schemas/{schema}.schema.json, "
@@ -125,8 +137,8 @@ def _schema_check(name: str, schema: str, document: Any) -> Check:
 
 
 def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
-    checks = [_schema_check(layout.COMMANDS, "commands", view.commands),
-              _schema_check(layout.ENVIRONMENT, "environment", view.environment)]
+    """environment.json and every step's document against their schemas; every member named."""
+    checks = [_schema_check(layout.ENVIRONMENT, "environment", view.environment)]
     referenced = {layout.COMMANDS, layout.ENVIRONMENT, layout.REPORT, layout.ATTESTATION}
     for entry in view.steps:
         for key in ("stdout", "stderr", "output"):
@@ -136,63 +148,85 @@ def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
                     checks.append(Check("files", entry[key], False, f"commands.json names it ({entry['step']} "
                                                                      f"{key}) but the bundle lacks it"))
         referenced.update(entry.get("plots") or [])
-        if entry.get("output") in view.files:
-            checks.append(_schema_check(entry["output"], str(entry.get("schema")), view.documents[entry["step"]]))
+        if entry["step"] in view.documents:
+            checks.append(_schema_check(entry["output"], entry.get("schema"), view.documents[entry["step"]]))
     for name in sorted(names - referenced):
         checks.append(Check("files", name, False, "not named by commands.json"))
     return checks
 
 
-def _recomputed_host_document(view: BundleView, entry: dict[str, Any]) -> Any:
-    module_name, function_name = str(entry.get("function")).split(":")
-    if not module_name.startswith("harness.analysis.") or not MODULE_NAME.fullmatch(module_name.rsplit(".", 1)[1]):
-        raise BundleFormatError(f"host function {entry.get('function')!r} is not in harness.analysis")
-    inputs = [view.documents[need] for need in entry.get("needs") or []]
-    result = getattr(importlib.import_module(module_name), function_name)(*inputs)
-    return json.loads(json.dumps(result, allow_nan=False, sort_keys=True))
+def _host_function(entry: dict[str, Any]) -> Any:
+    """The function a host step names, only if it is a public function of a harness.analysis module."""
+    module_name, _, function_name = str(entry.get("function")).partition(":")
+    if (not module_name.startswith("harness.analysis.") or not MODULE_NAME.fullmatch(module_name.rsplit(".", 1)[1])
+            or not MODULE_NAME.fullmatch(function_name)):
+        raise BundleFormatError(f"host function {str(entry.get('function'))[:80]!r} is not in harness.analysis")
+    function = getattr(importlib.import_module(module_name), function_name, None)
+    if not inspect.isfunction(function) or function.__module__ != module_name:
+        raise BundleFormatError(f"{module_name} defines no function {function_name!r}")
+    return function
 
 
-def check_figures(view: BundleView) -> list[Check]:
-    """Each completed step's stated figures against their recomputation from its raw data."""
+def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str]) -> Check:
+    name, needs = entry["output"], entry.get("needs") or []
+    unusable = [need for need in needs if need not in valid]
+    if unusable:
+        return Check("figures", name, False, f"not recomputed: its inputs {unusable} are missing or schema-invalid")
+    try:
+        result = _host_function(entry)(*[view.documents[need] for need in needs])
+        same = json.loads(json.dumps(result, allow_nan=False, sort_keys=True)) == view.documents[entry["step"]]
+    except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
+        return Check("figures", name, False, f"could not recompute: {type(exc).__name__}: {str(exc)[:300]}")
+    return Check("figures", name, same, f"recomputed by {entry['function']}" if same else
+                 f"differs from what {entry['function']} computes from {needs}")
+
+
+def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
+    name, step = entry["output"], entry["step"]
+    figures = compute_figures(entry["analysis"], view.documents[step])
+    if figures.error:
+        return [Check("figures", name, False, figures.error)]
+    try:
+        problems = [str(p) for p in analysis(entry["analysis"]).discrepancies(view.documents[step])]
+    except Exception as exc:  # noqa: BLE001
+        problems = [f"discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
+    if problems:
+        return [Check("figures", name, False, problem) for problem in problems]
+    return [Check("figures", name, True, f"stated figures match harness.analysis.{entry['analysis']}")]
+
+
+def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
+    """Each completed step's stated figures against their recomputation from its raw data (only
+    steps whose document is in VALID: present and schema-valid)."""
     checks = []
     for entry in view.steps:
-        step, name = entry["step"], entry.get("output")
-        if entry.get("status") != "completed" or step not in view.documents:
+        if entry.get("status") != "completed" or entry["step"] not in valid:
             continue
         if entry.get("kind") == "host":
-            try:
-                same = _recomputed_host_document(view, entry) == view.documents[step]
-                checks.append(Check("figures", name, same, f"recomputed by {entry.get('function')}" if same else
-                                    f"differs from what {entry.get('function')} computes from {entry.get('needs')}"))
-            except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
-                checks.append(Check("figures", name, False, f"could not recompute: {type(exc).__name__}: {exc}"))
-            continue
-        if not entry.get("analysis"):
-            continue
-        figures = compute_figures(entry["analysis"], view.documents[step])
-        if figures.error:
-            checks.append(Check("figures", name, False, figures.error))
-            continue
-        try:
-            problems = list(analysis(entry["analysis"]).discrepancies(view.documents[step]))
-        except Exception as exc:  # noqa: BLE001
-            problems = [f"discrepancies() raised {type(exc).__name__}: {exc}"]
-        checks += [Check("figures", name, False, problem) for problem in problems]
-        if not problems:
-            checks.append(Check("figures", name, True, f"stated figures match harness.analysis.{entry['analysis']}"))
+            checks.append(_check_host_document(view, entry, valid))
+        elif entry.get("analysis"):
+            checks += _check_step_figures(view, entry)
+    documents = {step: document for step, document in view.documents.items() if step in valid}
     try:  # figures one step took from another (the roofline's roof is the bandwidth step's median)
-        across = cross_checks.discrepancies(view.steps, view.documents)
-    except Exception as exc:  # noqa: BLE001
-        across = [("bundle", f"cross_checks.discrepancies() raised {type(exc).__name__}: {exc}")]
-    checks += [Check("figures", member, False, problem) for member, problem in across]
-    return checks
+        across = cross_checks.discrepancies(view.steps, documents)
+    except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
+        across = [("bundle", f"cross_checks.discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}")]
+    return checks + [Check("figures", member, False, problem) for member, problem in across]
+
+
+def _first_difference(expected: str, stored: bytes) -> str:
+    stored_lines = stored.decode("utf-8", "replace").splitlines()
+    for line in difflib.unified_diff(expected.splitlines(), stored_lines, lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            return line[1:].strip()
+    return "(lines removed)"
 
 
 def check_report(view: BundleView) -> Check:
     stored = view.files.get(layout.REPORT)
     if stored is None:
         return Check("report", layout.REPORT, False, "report.md is missing")
-    made, tool = view.commands.get("format_version"), view.commands.get("tool", {}).get("version")
+    made, tool = view.commands.get("format_version"), view.commands["tool"].get("version")
     if made != layout.FORMAT_VERSION:
         if isinstance(made, int) and 1 <= made < layout.FORMAT_VERSION:
             # An older report format cannot be re-rendered by this build's rules; its bytes are
@@ -201,42 +235,66 @@ def check_report(view: BundleView) -> Check:
                          f"re-rendered (this build renders format {layout.FORMAT_VERSION}; `dossier report` shows it so)")
         return Check("report", layout.REPORT, False, f"commands.json format_version {made!r} is not one this "
                      f"build knows (1 to {layout.FORMAT_VERSION}): update rig-dossier")
-    expected = render_report(view)
+    try:
+        expected = render_report(view)
+    except Exception as exc:  # noqa: BLE001 - a document this build cannot render is a failed check
+        return Check("report", layout.REPORT, False, f"could not be re-rendered from the raw JSON: "
+                     f"{type(exc).__name__}: {str(exc)[:300]}")
     if stored == expected.encode():
         return Check("report", layout.REPORT, True, "identical to the report re-rendered from the raw JSON")
-    stored_lines = stored.decode("utf-8", "replace").splitlines()
-    for line in difflib.unified_diff(expected.splitlines(), stored_lines, lineterm="", n=0):
-        if line.startswith("+") and not line.startswith("+++"):
-            first = line[1:].strip()
-            break
-    else:
-        first = "(lines removed)"
-    tool = view.commands.get("tool", {}).get("version")
     return Check("report", layout.REPORT, False, f"differs from the report re-rendered from the raw JSON "
-                 f"(bundle made by rig-dossier {tool}); first differing line: {first[:200]}")
+                 f"(bundle made by rig-dossier {tool}); first differing line: {_first_difference(expected, stored)[:200]}")
 
 
-def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits()) -> Result:
-    result = lambda checks: Result(str(path), keyid(trusted), tuple(checks))  # noqa: E731
-    try:
-        members = read_members(path, _kept, limits)
-    except UnsafeBundle as exc:
-        return result([Check("structure", "bundle", False, f"{exc}; nothing was extracted")])
-    except FileNotFoundError:
-        return result([Check("structure", "bundle", False, f"{path} does not exist")])
-    checks = [Check("structure", "bundle", True, f"{len(members)} regular files, safe names, "
-                    f"{sum(m.size for m in members.values())} bytes")]
-    signature_checks, stmt = check_signature(members, trusted)
-    checks += signature_checks
-    if stmt is not None:
-        checks += check_files(members, stmt)
+def check_content(members: dict[str, Member], stmt: dict) -> list[Check]:
+    """The checks of signed content: schemas, predicate, figures, report."""
     files = {name: m.data for name, m in members.items() if m.data is not None}
+    try:
+        commands = load_json(files, layout.COMMANDS)
+    except BundleFormatError as exc:
+        return [Check("schema", layout.COMMANDS, False, str(exc))]
+    checks = [_schema_check(layout.COMMANDS, "commands", commands)]
+    if _failed(checks):  # every other document is found through commands.json: stop here
+        return checks
     try:
         view = BundleView.from_files(files)
     except BundleFormatError as exc:
-        return result(checks + [Check("files", "bundle", False, str(exc))])
-    if stmt is not None:
-        checks.append(check_predicate(view, stmt))
-    checks += check_schemas(view, set(members)) + check_figures(view)
-    checks.append(check_report(view))
-    return result(checks)
+        return checks + [Check("files", "bundle", False, str(exc))]
+    checks.append(check_predicate(view, stmt))
+    documents = check_schemas(view, set(members))
+    invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}
+    valid = {step for step in view.documents if (view.step(step) or {}).get("output") not in invalid}
+    checks += documents + check_figures(view, valid)
+    if invalid:
+        return checks  # the report is rendered from these documents: never from schema-invalid ones
+    return checks + [check_report(view)]
+
+
+def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits) -> list[Check]:
+    try:
+        members = read_members(path, _kept, limits)
+    except UnsafeBundle as exc:
+        return [Check("structure", "bundle", False, f"{exc}; nothing was extracted")]
+    except FileNotFoundError:
+        return [Check("structure", "bundle", False, f"{path} does not exist")]
+    checks = [Check("structure", "bundle", True, f"{len(members)} regular files in the canonical form, "
+                    f"safe names, {sum(m.size for m in members.values())} bytes")]
+    signature_checks, stmt = check_signature(members, trusted, limits)
+    checks += signature_checks
+    if stmt is None:
+        return checks
+    checks += check_files(members, stmt)
+    if _failed(checks):  # content that is not what the key signed is never read
+        return checks
+    return checks + check_content(members, stmt)
+
+
+def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits()) -> Result:
+    """Every check of the bundle at PATH against the TRUSTED key. Never raises: a check that raises
+    is reported as an internal-error failure (a bug in this build), so nothing unverified passes."""
+    try:
+        checks = _checks(path, trusted, limits)
+    except Exception as exc:  # noqa: BLE001 - the last guard: verify answers every input with a result
+        checks = [Check("internal", "bundle", False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {str(exc)[:300]} "
+                        "(a bug in rig-dossier: please report it with the bundle)")]
+    return Result(str(path), keyid(trusted), tuple(checks))

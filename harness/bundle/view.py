@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,19 +17,57 @@ from typing import Any
 from harness.bundle import layout
 
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+MAX_JSON_DEPTH = 64  # the writer's documents nest at most 8 deep
 
 
 class BundleFormatError(Exception):
     """A member the bundle format requires is missing or is not what it should be."""
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (the writer never emits it)")
+
+
+def _nesting_within(value: Any, limit: int) -> bool:
+    """Whether VALUE's arrays and objects nest at most LIMIT deep (iteratively: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return False
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return True
+
+
+def parse_json(data: bytes) -> Any:
+    """DATA as strict JSON: UTF-8, no NaN or Infinity, finite numbers, nested at most MAX_JSON_DEPTH.
+
+    Raises ValueError naming why; the bundle writer emits nothing else (json.dumps(allow_nan=False)).
+    """
+    try:
+        value = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite)
+    except RecursionError:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} deep") from None
+    if not _nesting_within(value, MAX_JSON_DEPTH):
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} deep")
+    return value
+
+
 def load_json(files: Mapping[str, bytes], name: str) -> Any:
     if name not in files:
         raise BundleFormatError(f"{name} is missing")
     try:
-        return json.loads(files[name])
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BundleFormatError(f"{name} is not JSON ({exc})") from exc
+        return parse_json(files[name])
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise BundleFormatError(f"{name} is not JSON ({str(exc)[:200]})") from exc
 
 
 @dataclass(frozen=True)
@@ -52,10 +91,18 @@ class BundleView:
         environment = load_json(files, layout.ENVIRONMENT)
         if not isinstance(commands, dict) or not isinstance(commands.get("steps"), list):
             raise BundleFormatError(f"{layout.COMMANDS} has no steps list")
-        documents = {}
+        if not isinstance(environment, dict):
+            raise BundleFormatError(f"{layout.ENVIRONMENT} is not a JSON object")
+        documents: dict[str, Any] = {}
+        seen: set[str] = set()
         for entry in commands["steps"]:
-            if isinstance(entry, dict) and entry.get("output"):
-                documents[entry["step"]] = load_json(files, entry["output"])
+            step = _step_id(entry, seen)
+            output = entry.get("output")
+            if output is None:
+                continue
+            if not isinstance(output, str) or not output:
+                raise BundleFormatError(f"{layout.COMMANDS}: step {step}'s output is not a member name")
+            documents[step] = load_json(files, output)
         return cls(files, commands, environment, documents)
 
     @property
@@ -80,8 +127,19 @@ class BundleView:
         return compute_figures(name, self.documents[step_id])
 
     def plots(self, step_id: str) -> list[str]:
-        entry = self.step(step_id)
-        return list(entry.get("plots") or []) if entry else []
+        plots = (self.step(step_id) or {}).get("plots")
+        return [p for p in plots if isinstance(p, str)] if isinstance(plots, list) else []
+
+
+def _step_id(entry: Any, seen: set[str]) -> str:
+    """A step entry's id (added to SEEN), refused unless the entry is an object with a string id and
+    status, and the id is new."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("step"), str) or not isinstance(entry.get("status"), str):
+        raise BundleFormatError(f"{layout.COMMANDS}: a step is not an object with a string step and status")
+    if entry["step"] in seen:
+        raise BundleFormatError(f"{layout.COMMANDS}: step {entry['step'][:60]!r} appears twice")
+    seen.add(entry["step"])
+    return entry["step"]
 
 
 def analysis(name: str):

@@ -15,7 +15,7 @@ import jinja2
 from harness import templating
 from harness.bundle import layout
 from harness.bundle.view import MODULE_NAME, BundleView
-from harness.report.criteria import PASS, judge_all
+from harness.report.criteria import CRITERIA, FAIL, PASS, Criterion, Judgement
 from harness.report.figures import figure, value_text
 
 TEMPLATE = "report.md.j2"
@@ -25,28 +25,57 @@ def _environment() -> jinja2.Environment:
     return templating.environment()
 
 
+STEP_KEYS = ("step", "lab_step", "status", "timed_out", "exit_code", "why", "image", "kind", "function")
+
+
+def _strings(value: Any) -> list[str]:
+    """VALUE if it is a list of strings, else an empty list (a malformed field renders as nothing)."""
+    return value if isinstance(value, list) and all(isinstance(v, str) for v in value) else []
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value: Any) -> float | int | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def command_line(entry: dict[str, Any]) -> str | None:
     """The step's exact command, with its recorded environment, as one shell line."""
-    if not entry.get("argv"):
+    argv = _strings(entry.get("argv"))
+    if not argv:
         return None
-    env = entry.get("env") or {}
+    env = {k: v for k, v in _mapping(entry.get("env")).items() if isinstance(v, str)}
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-    return (prefix + " " if prefix else "") + shlex.join(entry["argv"])
+    return (prefix + " " if prefix else "") + shlex.join(argv)
 
 
 def dossier_command(commands: dict[str, Any]) -> str:
-    options = commands.get("options") or {}
+    options = _mapping(commands.get("options"))
     argv = ["dossier", "run", "--runner", str(options.get("runner", "auto"))]
-    for flag, value in options.get("runner_options") or []:
-        argv += [flag, value]
-    for step in options.get("skip") or []:
+    pairs = options.get("runner_options")
+    for pair in pairs if isinstance(pairs, list) else []:
+        argv += _strings(pair)[:2]
+    for step in _strings(options.get("skip")):
         argv += ["--skip", step]
     return shlex.join(argv)
 
 
+def _judged(criterion: Criterion, view: BundleView) -> Judgement:
+    """The criterion's judgement; a judge that cannot read this bundle's data fails the criterion
+    with the reason (and verify's re-rendering shows the same), never a traceback."""
+    try:
+        return criterion.judge(view)
+    except Exception as exc:  # noqa: BLE001 - shown as the criterion's evidence
+        return Judgement(FAIL, [f"could not be judged from this bundle's data: {type(exc).__name__}: {exc}"],
+                         list(criterion.steps))
+
+
 def criteria_context(view: BundleView) -> list[dict[str, Any]]:
     rows = []
-    for criterion, judgement in judge_all(view):
+    for criterion in CRITERIA:
+        judgement = _judged(criterion, view)
         steps = [view.step(s) for s in judgement.steps]
         rows.append({
             "status": judgement.status, "mark": "x" if judgement.status == PASS else " ",
@@ -63,8 +92,8 @@ def figures_context(view: BundleView) -> list[dict[str, Any]]:
         if entry.get("status") != "completed" or not entry.get("analysis"):
             continue
         figures = view.figures(entry["step"])
-        lines = [figure(k, v) for k, v in sorted((figures.values or {}).items())]
-        document = view.documents.get(entry["step"]) or {}
+        lines = [figure(str(k), v) for k, v in sorted(_mapping(figures.values).items())]
+        document = _mapping(view.documents.get(entry["step"]))
         sections.append({"step": entry["step"], "output": entry.get("output"), "lines": lines,
                          "error": figures.error, "sizing": document.get("sizing")})
     return sections
@@ -75,7 +104,7 @@ def tables_context(view: BundleView) -> list[dict[str, str]]:
     tables = []
     for entry in view.steps:
         name = entry.get("analysis")
-        if entry.get("status") != "completed" or not name or not MODULE_NAME.fullmatch(name):
+        if entry.get("status") != "completed" or not isinstance(name, str) or not MODULE_NAME.fullmatch(name):
             continue
         try:
             module = importlib.import_module(f"harness.render.{name}")
@@ -84,7 +113,7 @@ def tables_context(view: BundleView) -> list[dict[str, str]]:
                 continue
             raise
         try:
-            text = module.render(view.documents[entry["step"]])
+            text = str(module.render(view.documents[entry["step"]]))
         except Exception as exc:  # noqa: BLE001 - shown in the report, and verify re-renders the same
             text = f"harness/render/{name}.py raised {type(exc).__name__}: {exc}"
         lines = [("##" + line) if line.startswith("#") else line for line in text.rstrip("\n").splitlines()]
@@ -98,39 +127,51 @@ def limitations_context(view: BundleView) -> list[str]:
         step = entry["step"]
         if entry.get("status") != "completed":
             found.append(f"{step}: {entry['status'].replace('_', ' ')}: {entry.get('why')}")
-        for item in (view.documents.get(step) or {}).get("limitations", []) if isinstance(
-                view.documents.get(step), dict) else []:
+        limitations = _mapping(view.documents.get(step)).get("limitations")
+        for item in limitations if isinstance(limitations, list) else []:
             if isinstance(item, dict):
                 found.append(f"{step}: {item.get('what')}: {item.get('why')}")
-        if entry.get("plot_note") and "is not in this build" not in entry["plot_note"]:
-            found.append(f"{step}: no plots: {entry['plot_note']}")
+        note = entry.get("plot_note")
+        if isinstance(note, str) and note and "is not in this build" not in note:
+            found.append(f"{step}: no plots: {note}")
     return found
 
 
 def host_context(view: BundleView) -> list[str]:
-    host = (view.environment or {}).get("host") or {}
+    host = _mapping(view.environment.get("host"))
     keys = ("hostname", "os", "machine", "cpu_model", "cpu_count", "memory_total_mib")
     lines = [figure(k, host.get(k)) for k in keys if k in host]
-    python = host.get("python") or {}
+    python = _mapping(host.get("python"))
     if python:
         lines.append(f"host python: {python.get('version')} ({python.get('executable')})")
-    for name, version in sorted((host.get("packages") or {}).items()):
+    for name, version in sorted(_mapping(host.get("packages")).items()):
         lines.append(f"host package {name}: {value_text(name, version)}")
     return lines
 
 
+def step_rows(view: BundleView) -> list[dict[str, Any]]:
+    """Each step as the template reads it: every key present, numbers and lists only where valid."""
+    return [{**{key: entry.get(key) for key in STEP_KEYS}, "command": command_line(entry),
+             "duration_s": _number(entry.get("duration_s")), "needs": _strings(entry.get("needs"))}
+            for entry in view.steps]
+
+
 def context(view: BundleView) -> dict[str, Any]:
     commands = view.commands
-    steps = [{**entry, "command": command_line(entry)} for entry in view.steps]
-    images = sorted({s["image"] for s in view.steps if s.get("image")})
-    checkpoints = [s["checkpoint"] for s in view.steps if s.get("checkpoint")]
-    host = (view.environment or {}).get("host") or {}
+    images = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str) and s["image"]})
+    checkpoints = [s["checkpoint"] for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
+    host = _mapping(view.environment.get("host"))
+    tool, runner = _mapping(commands.get("tool")), _mapping(commands.get("runner"))
+    git_commit = tool.get("git_commit")
+    if isinstance(git_commit, dict):  # {"unavailable": why}: the report shows why
+        git_commit = git_commit.get("unavailable")
     return {
         "hostname": host.get("hostname") if isinstance(host.get("hostname"), str) else "unknown host",
-        "tool": commands.get("tool") or {}, "runner": commands.get("runner") or {},
+        "tool": {**{k: tool.get(k) for k in ("name", "version", "git_dirty")}, "git_commit": git_commit},
+        "runner": {k: runner.get(k) for k in ("name", "why")},
         "started_at": commands.get("started_at"), "finished_at": commands.get("finished_at"),
-        "duration_s": commands.get("duration_s"),
-        "criteria": criteria_context(view), "steps": steps, "figures": figures_context(view),
+        "duration_s": _number(commands.get("duration_s")),
+        "criteria": criteria_context(view), "steps": step_rows(view), "figures": figures_context(view),
         "tables": tables_context(view),
         "limitations": limitations_context(view), "host": host_context(view),
         "images": images, "checkpoints": checkpoints, "dossier_command": dossier_command(commands),

@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from harness.signing.keys import SigningKey, keyid
 
 IN_TOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+MAX_SIGNATURES = 64  # an envelope is tried against at most this many signatures (bounded time)
 
 
 class EnvelopeError(Exception):
@@ -47,19 +48,25 @@ def envelope_bytes(envelope: dict[str, Any]) -> bytes:
 
 
 def _b64(text: Any, what: str) -> bytes:
+    """Base64 as DSSE's envelope.md allows: standard or URL-safe (RFC 4648 sections 4 and 5), each
+    with its padding and nothing outside its alphabet (the reference implementation's rule)."""
     if not isinstance(text, str):
         raise EnvelopeError(f"{what} is not a base64 string")
     try:
         return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        pass
+    try:
+        return base64.b64decode(text, altchars=b"-_", validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise EnvelopeError(f"{what} is not valid base64 ({exc})") from exc
+        raise EnvelopeError(f"{what} is not valid standard or URL-safe base64 ({exc})") from exc
 
 
 def parse(data: bytes) -> dict[str, Any]:
     try:
-        envelope = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise EnvelopeError(f"not JSON ({exc})") from exc
+        envelope = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise EnvelopeError(f"not JSON ({type(exc).__name__}: {str(exc)[:200]})") from exc
     if not isinstance(envelope, dict) or not isinstance(envelope.get("signatures"), list):
         raise EnvelopeError("not a DSSE envelope (no signatures list)")
     if not isinstance(envelope.get("payloadType"), str):
@@ -67,29 +74,34 @@ def parse(data: bytes) -> dict[str, Any]:
     return envelope
 
 
-def claimed_payload(envelope: dict[str, Any]) -> bytes:
-    """The payload bytes WITHOUT checking any signature: only for naming what differs."""
-    return _b64(envelope.get("payload"), "payload")
-
-
 def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey,
            expected_type: str = IN_TOTO_PAYLOAD_TYPE) -> bytes:
-    """The payload bytes, if a signature in the envelope verifies with `trusted`; else raise."""
+    """The payload bytes, if a signature in the envelope verifies with `trusted`; else raise.
+
+    A signature whose keyid names another key is not tried; one without a keyid (absent, null or
+    empty) is. The keyid is an unsigned hint, so this only makes it truthful, never trusted.
+    """
     if envelope["payloadType"] != expected_type:
-        raise EnvelopeError(f"payloadType is {envelope['payloadType']!r}, expected {expected_type!r}")
+        raise EnvelopeError(f"payloadType is {envelope['payloadType'][:100]!r}, expected {expected_type!r}")
     payload = _b64(envelope.get("payload"), "payload")
     message = pae(envelope["payloadType"], payload)
     trusted_id = keyid(trusted)
+    if len(envelope["signatures"]) > MAX_SIGNATURES:
+        raise EnvelopeError(f"{len(envelope['signatures'])} signatures; at most {MAX_SIGNATURES} are tried")
     ids = []
     for i, entry in enumerate(envelope["signatures"]):
         if not isinstance(entry, dict):
             raise EnvelopeError(f"signature {i} is not an object")
-        ids.append(str(entry.get("keyid", "")))
+        named = entry.get("keyid")
+        ids.append(named if isinstance(named, str) else "")
+        if named not in (None, "") and named != trusted_id:
+            continue  # names another key (DSSE reference implementation: such a signature is not tried)
         try:
             trusted.verify(_b64(entry.get("sig"), f"signature {i}"), message)
             return payload
         except InvalidSignature:
             continue
-    named = ", ".join(k[:16] + "..." for k in ids) or "none"
+    shown = [k[:16] + "..." if k else "(no keyid)" for k in ids[:5]]
+    named = (", ".join(shown) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")) if ids else "none"
     raise EnvelopeError(f"no signature verifies with the trusted key (keyid {trusted_id[:16]}...); "
                         f"the envelope is signed by keyid {named}")
