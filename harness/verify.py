@@ -251,15 +251,12 @@ def check_content(members: dict[str, Member], stmt: dict) -> list[Check]:
     files = {name: m.data for name, m in members.items() if m.data is not None}
     try:
         commands = load_json(files, layout.COMMANDS)
-    except BundleFormatError as exc:
-        return [Check("schema", layout.COMMANDS, False, str(exc))]
-    checks = [_schema_check(layout.COMMANDS, "commands", commands)]
-    if _failed(checks):  # every other document is found through commands.json: stop here
-        return checks
-    try:
+        checks = [_schema_check(layout.COMMANDS, "commands", commands)]
+        if _failed(checks):  # every other document is found through commands.json: stop here
+            return checks
         view = BundleView.from_files(files)
     except BundleFormatError as exc:
-        return checks + [Check("files", "bundle", False, str(exc))]
+        return [Check("files" if exc.missing else "schema", exc.member or "bundle", False, str(exc))]
     checks.append(check_predicate(view, stmt))
     documents = check_schemas(view, set(members))
     invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}

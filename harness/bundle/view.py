@@ -23,6 +23,11 @@ MAX_JSON_DEPTH = 64  # the writer's documents nest at most 8 deep
 class BundleFormatError(Exception):
     """A member the bundle format requires is missing or is not what it should be."""
 
+    def __init__(self, message: str, member: str | None = None, missing: bool = False) -> None:
+        super().__init__(message)
+        self.member = member  # the member at fault, where there is one
+        self.missing = missing
+
 
 def _finite(text: str) -> float:
     value = float(text)
@@ -63,11 +68,11 @@ def parse_json(data: bytes) -> Any:
 
 def load_json(files: Mapping[str, bytes], name: str) -> Any:
     if name not in files:
-        raise BundleFormatError(f"{name} is missing")
+        raise BundleFormatError(f"{name} is missing", name, missing=True)
     try:
         return parse_json(files[name])
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise BundleFormatError(f"{name} is not JSON ({str(exc)[:200]})") from exc
+        raise BundleFormatError(f"{name} is not JSON ({str(exc)[:200]})", name) from exc
 
 
 @dataclass(frozen=True)
@@ -90,9 +95,9 @@ class BundleView:
         commands = load_json(files, layout.COMMANDS)
         environment = load_json(files, layout.ENVIRONMENT)
         if not isinstance(commands, dict) or not isinstance(commands.get("steps"), list):
-            raise BundleFormatError(f"{layout.COMMANDS} has no steps list")
+            raise BundleFormatError(f"{layout.COMMANDS} has no steps list", layout.COMMANDS)
         if not isinstance(environment, dict):
-            raise BundleFormatError(f"{layout.ENVIRONMENT} is not a JSON object")
+            raise BundleFormatError(f"{layout.ENVIRONMENT} is not a JSON object", layout.ENVIRONMENT)
         documents: dict[str, Any] = {}
         seen: set[str] = set()
         for entry in commands["steps"]:
@@ -101,7 +106,7 @@ class BundleView:
             if output is None:
                 continue
             if not isinstance(output, str) or not output:
-                raise BundleFormatError(f"{layout.COMMANDS}: step {step}'s output is not a member name")
+                raise BundleFormatError(f"{layout.COMMANDS}: step {step}'s output is not a member name", layout.COMMANDS)
             documents[step] = load_json(files, output)
         return cls(files, commands, environment, documents)
 
@@ -135,9 +140,10 @@ def _step_id(entry: Any, seen: set[str]) -> str:
     """A step entry's id (added to SEEN), refused unless the entry is an object with a string id and
     status, and the id is new."""
     if not isinstance(entry, dict) or not isinstance(entry.get("step"), str) or not isinstance(entry.get("status"), str):
-        raise BundleFormatError(f"{layout.COMMANDS}: a step is not an object with a string step and status")
+        raise BundleFormatError(f"{layout.COMMANDS}: a step is not an object with a string step and status",
+                                layout.COMMANDS)
     if entry["step"] in seen:
-        raise BundleFormatError(f"{layout.COMMANDS}: step {entry['step'][:60]!r} appears twice")
+        raise BundleFormatError(f"{layout.COMMANDS}: step {entry['step'][:60]!r} appears twice", layout.COMMANDS)
     seen.add(entry["step"])
     return entry["step"]
 
