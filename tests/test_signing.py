@@ -98,3 +98,50 @@ def test_a_garbage_key_file_is_one_line_of_ours(tmp_path, content, why):
         text = refused.value.diagnostics()
         assert why in text and str(path) in text and "\n" not in text
         assert "cryptography" not in text and "MalformedFraming" not in text and "http" not in text
+
+
+def _urlsafe(text):
+    return text.replace("+", "-").replace("/", "_")
+
+
+def test_url_safe_base64_is_accepted_as_dsse_allows_and_anything_else_is_refused(tmp_path):
+    key = load_private(generate(tmp_path)[0])
+    payload = (bytes(range(256)) * 3)[:-1]  # its standard base64 holds "+", "/" and one "=" of padding
+    envelope = dsse.sign(payload, dsse.IN_TOTO_PAYLOAD_TYPE, key)
+    urlsafe = {**envelope, "payload": _urlsafe(envelope["payload"]),
+               "signatures": [{**envelope["signatures"][0], "sig": _urlsafe(envelope["signatures"][0]["sig"])}]}
+    assert urlsafe["payload"] != envelope["payload"]
+    assert dsse.verify(urlsafe, key.public) == payload
+    standard = envelope["payload"]
+    for bad in (standard.rstrip("="), standard[:40] + "\n" + standard[40:], standard.replace("+", "-", 1),
+                standard[:-4] + "====", "é" + standard[1:], "QR=="):
+        with pytest.raises(dsse.EnvelopeError, match="not valid standard or URL-safe base64"):
+            dsse.verify({**envelope, "payload": bad}, key.public)
+
+
+def test_a_signature_naming_another_keyid_is_not_tried_and_one_without_a_keyid_is(tmp_path):
+    key = load_private(generate(tmp_path)[0])
+    envelope = dsse.sign(b"{}", dsse.IN_TOTO_PAYLOAD_TYPE, key)
+    signature = envelope["signatures"][0]
+    for absent in ({k: v for k, v in signature.items() if k != "keyid"}, {**signature, "keyid": ""},
+                   {**signature, "keyid": None}):
+        assert dsse.verify({**envelope, "signatures": [absent]}, key.public) == b"{}"
+    with pytest.raises(dsse.EnvelopeError, match="signed by keyid 0000000000000000"):
+        dsse.verify({**envelope, "signatures": [{**signature, "keyid": "0" * 64}]}, key.public)
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"[" * 100_000, "not JSON"), (b"\xff", "not JSON"), (b"[]", "no signatures list"),
+    (b'{"signatures": [], "payloadType": 1}', "no payloadType"),
+])
+def test_a_malformed_envelope_is_an_envelope_error(data, why):
+    with pytest.raises(dsse.EnvelopeError, match=why):
+        dsse.parse(data)
+
+
+def test_signatures_beyond_the_cap_are_refused_not_tried(tmp_path):
+    key = load_private(generate(tmp_path)[0])
+    envelope = dsse.sign(b"{}", dsse.IN_TOTO_PAYLOAD_TYPE, key)
+    many = {**envelope, "signatures": envelope["signatures"] * (dsse.MAX_SIGNATURES + 1)}
+    with pytest.raises(dsse.EnvelopeError, match="at most 64 are tried"):
+        dsse.verify(many, key.public)

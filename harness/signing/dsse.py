@@ -47,19 +47,28 @@ def envelope_bytes(envelope: dict[str, Any]) -> bytes:
     return (json.dumps(envelope, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
 
 
+URL_SAFE = str.maketrans("-_", "+/")
+
+
 def _b64(text: Any, what: str) -> bytes:
-    """Base64 as DSSE's envelope.md allows: standard or URL-safe (RFC 4648 sections 4 and 5), each
-    with its padding and nothing outside its alphabet (the reference implementation's rule)."""
+    """Base64 as DSSE's envelope.md allows: standard or URL-safe (RFC 4648 sections 4 and 5).
+
+    Strict otherwise: one alphabet throughout, ASCII only, the padding exactly as RFC 4648 has it,
+    no whitespace, and the one encoding of the bytes (RFC 4648 3.5: pad bits zero), so the text
+    is exactly what an encoder writes.
+    """
     if not isinstance(text, str):
         raise EnvelopeError(f"{what} is not a base64 string")
+    if ("-" in text or "_" in text) and not ("+" in text or "/" in text):
+        text = text.translate(URL_SAFE)
     try:
-        return base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        pass
-    try:
-        return base64.b64decode(text, altchars=b"-_", validate=True)
-    except (binascii.Error, ValueError) as exc:
+        data = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
         raise EnvelopeError(f"{what} is not valid standard or URL-safe base64 ({exc})") from exc
+    if base64.b64encode(data).decode("ascii") != text:
+        raise EnvelopeError(f"{what} is not valid standard or URL-safe base64 (not the canonical encoding "
+                            "of its bytes: excess padding or non-zero pad bits)")
+    return data
 
 
 def parse(data: bytes) -> dict[str, Any]:
