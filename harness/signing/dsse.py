@@ -50,7 +50,7 @@ def envelope_bytes(envelope: dict[str, Any]) -> bytes:
 URL_SAFE = str.maketrans("-_", "+/")
 
 
-def _b64(text: Any, what: str) -> bytes:
+def decode_base64(text: Any, what: str) -> bytes:
     """Base64 as DSSE's envelope.md allows: standard or URL-safe (RFC 4648 sections 4 and 5).
 
     Strict otherwise: one alphabet throughout, ASCII only, the padding exactly as RFC 4648 has it,
@@ -92,7 +92,7 @@ def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey,
     """
     if envelope["payloadType"] != expected_type:
         raise EnvelopeError(f"payloadType is {envelope['payloadType'][:100]!r}, expected {expected_type!r}")
-    payload = _b64(envelope.get("payload"), "payload")
+    payload = decode_base64(envelope.get("payload"), "payload")
     message = pae(envelope["payloadType"], payload)
     trusted_id = keyid(trusted)
     if len(envelope["signatures"]) > MAX_SIGNATURES:
@@ -106,7 +106,7 @@ def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey,
         if named not in (None, "") and named != trusted_id:
             continue  # names another key (DSSE reference implementation: such a signature is not tried)
         try:
-            trusted.verify(_b64(entry.get("sig"), f"signature {i}"), message)
+            trusted.verify(decode_base64(entry.get("sig"), f"signature {i}"), message)
             return payload
         except InvalidSignature:
             continue

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""A long fuzz run of `dossier verify` (issue 14): N mutants of two real bundles, in worker processes.
+
+Bases, both verifying cleanly before any mutation:
+  - tick: a bundle of the test plan (tests/bundle_support.py collect_test_plan), signed here;
+  - h200: the committed H200 bundle's members (genuine lab-plan documents), its report re-rendered
+    by this build as format 2 and re-signed with a key made here, so re-signed mutations reach the
+    real schemas, analyses, criteria and report.
+Mutations (tests/fuzz_support.py) in the gzip stream, in the decompressed tar (re-gzipped
+canonically) and in one member, half of those re-signed with the right key. Counts, per outcome:
+  - crash: verify_bundle raised (it must never);
+  - internal error: a check raised and verify's last guard caught it (a bug);
+  - ACCEPTED CHANGE: verify passed content the key did not sign (must be 0);
+  - accepted (same content, or a re-signed change the key vouches for): not failures;
+  - refused, by reason (the first failing check, particulars blanked);
+  - criterion guarded: a lab criterion's judge raised (harness/report/criteria.py) and the report
+    shows it as failed; not a verify crash, listed for the criteria's owner.
+Time per input (median, p99, max) and wall time. Deterministic for a given --seed.
+
+    python bench/fuzz_verify.py [--mutants 10000] [--processes 2] [--seed 0] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import multiprocessing
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from harness.bundle import layout  # noqa: E402
+from harness.bundle.read import read_all  # noqa: E402
+from harness.bundle.view import BundleView  # noqa: E402
+from harness.bundle.write import archive_bytes  # noqa: E402
+from harness.report import render  # noqa: E402
+from harness.signing.keys import load_private, load_public  # noqa: E402
+from harness.verify import verify_bundle  # noqa: E402
+from tests.bundle_probes import tick_analysis, tick_plots  # noqa: E402
+from tests.fuzz_support import OPS, Mutation, mutant, verdict  # noqa: E402
+
+H200 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
+STATE: dict = {}
+
+
+def install_tick_modules() -> None:
+    sys.modules["harness.analysis.tick"] = tick_analysis
+    sys.modules["harness.plots.tick"] = tick_plots
+
+
+def build_bases(work: Path) -> dict[str, Path]:
+    from harness.assemble import assemble
+    from tests.bundle_support import collect_test_plan, make_key, resign
+    key, public = make_key(work / "keys")
+    tick = work / "tick.tar.gz"
+    tick.write_bytes(assemble(collect_test_plan(work / "plan"), key))
+    files = read_all(H200)
+    commands = json.loads(files[layout.COMMANDS])
+    commands["format_version"] = layout.FORMAT_VERSION
+    files[layout.COMMANDS] = (json.dumps(commands, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
+    files[layout.REPORT] = render.render_report(BundleView.from_files(files)).encode()
+    resign(files, key)
+    h200 = work / "h200.tar.gz"
+    h200.write_bytes(archive_bytes(files))
+    for path in (tick, h200):
+        result = verify_bundle(path, load_public(public))
+        assert result.ok, (path, [c.line() for c in result.failures])
+    return {"tick": tick, "h200": h200, "key": work / "keys" / "dossier.key", "public": public}
+
+
+def _record_guarded_criteria() -> None:
+    original = render._judged
+
+    def recording(criterion, view):
+        try:
+            return criterion.judge(view)
+        except Exception as exc:  # noqa: BLE001 - counted, then judged as the build does
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            STATE["guarded"].append(f"{criterion.key}: {type(exc).__name__} in {frame.name} "
+                                    f"({Path(frame.filename).name}:{frame.lineno})")
+            return original(criterion, view)
+    render._judged = recording
+
+
+def init_worker(paths: dict[str, str]) -> None:
+    install_tick_modules()
+    _record_guarded_criteria()
+    STATE.update(key=load_private(Path(paths["key"])), public=load_public(Path(paths["public"])),
+                 bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in ("tick", "h200")},
+                 mutant=Path(tempfile.mkdtemp(prefix="fuzz-mutant-")) / "mutant.tar.gz", guarded=[])
+
+
+def random_mutation(rng: random.Random) -> Mutation:
+    layer = rng.choice(sorted(OPS))
+    return Mutation(layer, rng.choice(OPS[layer]), rng.random(), rng.randbytes(rng.randint(1, 12)),
+                    rng.randrange(64), rng.random() < 0.5)
+
+
+def one(task: tuple[int, int]) -> dict:
+    seed, index = task
+    rng = random.Random(seed * 1_000_003 + index)
+    base = "tick" if index % 2 == 0 else "h200"
+    files, archive = STATE["bases"][base]
+    mutation = random_mutation(rng)
+    STATE["mutant"].write_bytes(mutant(files, archive, mutation, STATE["key"]))
+    STATE["guarded"].clear()
+    start = time.perf_counter()
+    try:
+        result = verify_bundle(STATE["mutant"], STATE["public"])
+        outcome = verdict(files, STATE["mutant"], result, mutation.resign and mutation.layer == "member")
+    except Exception as exc:  # noqa: BLE001 - a crash: counted with where it happened
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        outcome = f"CRASH: {type(exc).__name__} in {frame.name} ({Path(frame.filename).name}:{frame.lineno})"
+    target = f" ({sorted(files)[mutation.member % len(files)]})" if mutation.layer == "member" else ""
+    return {"base": base, "layer": mutation.layer, "outcome": outcome, "seconds": time.perf_counter() - start,
+            "mutation": mutation.describe() + target, "guarded": list(STATE["guarded"])}
+
+
+def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[str]:
+    outcomes = collections.Counter(r["outcome"].split(":")[0] if not r["outcome"].startswith(("refused", "accepted"))
+                                   else ("refused" if r["outcome"].startswith("refused") else r["outcome"])
+                                   for r in results)
+    reasons = collections.Counter(r["outcome"].removeprefix("refused: ") for r in results if r["outcome"].startswith("refused"))
+    bad = [r for r in results if r["outcome"].startswith(("CRASH", "INTERNAL", "ACCEPTED"))]
+    guarded = collections.Counter(g for r in results for g in r["guarded"])
+    lines = [f"verify fuzz: {len(results)} mutants (seed {args.seed}), {args.processes} processes, "
+             f"{wall:.0f} s wall, {os.cpu_count()} CPUs", "", "| outcome | count |", "| --- | --- |"]
+    lines += [f"| {name} | {count} |" for name, count in sorted(outcomes.items(), key=lambda kv: -kv[1])]
+    lines += ["", "| base | inputs | median s | p99 s | max s |", "| --- | --- | --- | --- | --- |"]
+    for base in ("tick", "h200"):
+        times = sorted(r["seconds"] for r in results if r["base"] == base)
+        if times:
+            lines.append(f"| {base} | {len(times)} | {statistics.median(times):.3f} | "
+                         f"{times[int(0.99 * (len(times) - 1))]:.3f} | {times[-1]:.3f} |")
+    lines += ["", "Refusals by reason (first failing check), most frequent first:", ""]
+    lines += [f"- {count} x {reason}" for reason, count in reasons.most_common(40)]
+    if len(reasons) > 40:
+        lines.append(f"- ... and {len(reasons) - 40} rarer reasons")
+    lines += ["", f"Crashes, internal errors, accepted changes: {len(bad)}"]
+    lines += [f"- {r['outcome']} <- {r['base']} {r['mutation']}" for r in bad[:50]]
+    lines += ["", f"Criteria that raised (guarded: the report shows the criterion failed): {sum(guarded.values())}"]
+    lines += [f"- {count} x {what}" for what, count in guarded.most_common()]
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mutants", type=int, default=10_000)
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, help="also write every result as JSON here")
+    args = parser.parse_args()
+    install_tick_modules()
+    with tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp:
+        print("building the two base bundles...", file=sys.stderr)
+        paths = {k: str(v) for k, v in build_bases(Path(tmp)).items()}
+        start = time.perf_counter()
+        results = []
+        with multiprocessing.get_context("spawn").Pool(args.processes, init_worker, (paths,)) as pool:
+            tasks = [(args.seed, i) for i in range(args.mutants)]
+            for i, result in enumerate(pool.imap_unordered(one, tasks, chunksize=16), 1):
+                results.append(result)
+                if i % 500 == 0 or i == args.mutants:
+                    print(f"  {i}/{args.mutants} mutants, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        wall = time.perf_counter() - start
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    print("\n".join(summary(results, wall, args)))
+    return 1 if any(r["outcome"].startswith(("CRASH", "INTERNAL", "ACCEPTED")) for r in results) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

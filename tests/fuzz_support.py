@@ -1,0 +1,171 @@
+"""Mutations of a real bundle, and the verdict on verify's answer to each (issue 14's fuzz).
+
+Shared by tests/test_verify_fuzz.py (hypothesis, a small derandomized budget) and
+bench/fuzz_verify.py (a long seeded run). Three layers are mutated:
+  - gzip: the compressed bytes as stored;
+  - tar: the decompressed archive (bytes or header fields), re-gzipped in the canonical framing;
+  - member: one member's bytes or, for a JSON member, one value of its tree; re-signed with the
+    right key when the mutation says so (then the content is signed and may verify; without
+    re-signing it must never verify).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from harness.bundle import layout
+from harness.bundle.read import read_all
+from harness.bundle.write import BLOCK, archive_bytes, gzip_bytes
+from harness.signing import dsse
+from harness.verify import INTERNAL_ERROR
+from tests.bundle_support import resign
+
+BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "append", "duplicate")
+OPS = {"gzip": BYTE_OPS,
+       "tar": BYTE_OPS + ("header", "header", "swap", "after-end"),
+       "member": BYTE_OPS + ("json", "json", "json")}
+ODD_VALUES = (None, [], {}, "", "x", 0, -1, 1.5, 1e308, True, [[[]]], {"unavailable": "x"}, "é" * 300, [0] * 50)
+HEADER_EDITS = ((100, b"0004755\0"), (108, b"0001750\0"), (136, b"00000000000\0"), (156, b"2"), (156, b"5"),
+                (0, b"../x\0"), (0, b"/etc/x\0"), (124, b"77777777777\0"), (257, b"ustar  \0"), (265, b"root\0"))
+
+
+@dataclass(frozen=True)
+class Mutation:
+    layer: str  # gzip, tar, member
+    op: str
+    where: float  # position (or tree node) as a fraction of the target's length, 0 to 1
+    value: bytes  # bytes to insert, set or append; also picks among choices
+    member: int  # which member (member layer; header index in the tar layer)
+    resign: bool  # member layer: re-sign with the right key afterwards
+
+    def describe(self) -> str:
+        return (f"{self.layer}:{self.op} at {self.where:.4f} value {self.value.hex()} member {self.member}"
+                + (" re-signed" if self.resign else ""))
+
+
+def byte_edit(data: bytes, op: str, where: float, value: bytes) -> bytes:
+    i = min(int(where * len(data)), max(len(data) - 1, 0))
+    first = value[0] if value else 1
+    if op == "flip":
+        return data[:i] + bytes([data[i] ^ (first or 1)]) + data[i + 1:] if data else b"\x01"
+    if op == "set":
+        return data[:i] + bytes([first]) + data[i + 1:]
+    if op == "insert":
+        return data[:i] + value + data[i:]
+    if op == "delete":
+        return data[:i] + data[i + len(value):]
+    if op == "truncate":
+        return data[:i]
+    if op == "append":
+        return data + value * (1 + first % 4)
+    if op == "duplicate":
+        return data[:i] + data[i:i + 16 * len(value)] + data[i:]
+    raise ValueError(op)
+
+
+def _tar_edit(tar: bytes, m: Mutation) -> bytes:
+    headers = [i for i in range(0, len(tar) - BLOCK, BLOCK) if tar[i + 257:i + 263] == b"ustar\x00"]
+    at = headers[m.member % len(headers)]
+    if m.op == "header":
+        offset, field = HEADER_EDITS[(m.value[0] if m.value else 0) % len(HEADER_EDITS)]
+        block = bytearray(tar[at:at + BLOCK])
+        block[offset:offset + len(field)] = field
+        if m.where < 0.8:  # mostly with a correct checksum, so the header parses
+            block[148:156] = b"        "
+            block[148:156] = b"%06o\0 " % sum(block)
+        return tar[:at] + bytes(block) + tar[at + BLOCK:]
+    if m.op == "swap":  # the first member's header and data moved after another's
+        other = headers[(m.member + 1) % len(headers)]
+        if other == at:
+            return tar
+        first, second = sorted((at, other))
+        return tar[:first] + tar[second:_member_end(tar, second)] + tar[first:second] + tar[_member_end(tar, second):]
+    if m.op == "after-end":  # a member hidden after the end-of-archive marker
+        return tar + tar[at:_member_end(tar, at)] + bytes(10240)
+    return byte_edit(tar, m.op, m.where, m.value)
+
+
+def _member_end(tar: bytes, at: int) -> int:
+    size = int(tar[at + 124:at + 135].decode("ascii", "replace").strip("\0 ") or "0", 8)
+    return at + BLOCK + size + (-size % BLOCK)
+
+
+def _json_nodes(value: Any, path: tuple = ()) -> list[tuple]:
+    nodes = [path]
+    if isinstance(value, dict):
+        for key in value:
+            nodes += _json_nodes(value[key], path + (key,))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            nodes += _json_nodes(item, path + (i,))
+    return nodes
+
+
+def json_edit(data: bytes, where: float, value: bytes) -> bytes:
+    """One value of the JSON tree replaced by an odd one, or its key deleted or renamed."""
+    document = json.loads(data)
+    nodes = _json_nodes(document)
+    path = nodes[min(int(where * len(nodes)), len(nodes) - 1)]
+    choice = value[0] if value else 0
+    if not path:
+        return json.dumps(ODD_VALUES[choice % len(ODD_VALUES)]).encode()
+    parent = document
+    for step in path[:-1]:
+        parent = parent[step]
+    last, kind = path[-1], choice % 4
+    if kind == 0 and isinstance(parent, dict):
+        del parent[last]
+    elif kind == 1 and isinstance(parent, dict):
+        parent[str(last) + "_"] = parent.pop(last)
+    else:
+        parent[last] = ODD_VALUES[(choice // 4) % len(ODD_VALUES)]
+    return json.dumps(document).encode()
+
+
+def mutant(files: dict[str, bytes], archive: bytes, m: Mutation, key=None) -> bytes:
+    """The archive bytes of mutation M of the bundle whose members are FILES and bytes ARCHIVE."""
+    if m.layer == "gzip":
+        return byte_edit(archive, m.op, m.where, m.value)
+    if m.layer == "tar":
+        return gzip_bytes(_tar_edit(gzip.decompress(archive), m))
+    changed = dict(files)
+    name = sorted(changed)[m.member % len(changed)]
+    if m.op == "json" and name.endswith(".json"):
+        changed[name] = json_edit(changed[name], m.where, m.value)
+    else:
+        changed[name] = byte_edit(changed[name], "flip" if m.op == "json" else m.op, m.where, m.value)
+    if m.resign and key is not None:
+        resign(changed, key)
+    return archive_bytes(changed)
+
+
+def signed_content(files: dict[str, bytes]) -> tuple:
+    """What the key vouches for: every member but the envelope, and the envelope's signed payload."""
+    envelope = dsse.parse(files[layout.ATTESTATION])
+    payload = dsse.decode_base64(envelope.get("payload"), "payload")
+    return (envelope["payloadType"], payload, tuple(sorted((n, d) for n, d in files.items() if n != layout.ATTESTATION)))
+
+
+def verdict(base: dict[str, bytes], mutant_path, result, resigned: bool) -> str:
+    """'refused: CHECK: reason', 'accepted: same content', 'accepted: re-signed change', or
+    'ACCEPTED CHANGE' (verify passed content the key did not sign: a failure) or 'INTERNAL ERROR'."""
+    if any(INTERNAL_ERROR in c.detail for c in result.checks):
+        return "INTERNAL ERROR: " + next(c.detail for c in result.checks if INTERNAL_ERROR in c.detail)[:160]
+    if not result.ok:
+        first = result.failures[0]
+        return f"refused: {first.check}: {normalized(first.detail)}"
+    if signed_content(read_all(mutant_path)) == signed_content(base):
+        return "accepted: same content"
+    return "accepted: re-signed change" if resigned else "ACCEPTED CHANGE"
+
+
+def normalized(detail: str) -> str:
+    """A failure's detail with its particulars (names, numbers, hashes) blanked, to count by reason."""
+    text = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", detail)
+    text = re.sub(r"[0-9a-f]{16}\.\.\.", "HASH...", text)
+    text = re.sub(r"\d+(\.\d+)?", "N", text)
+    return text[:90]
