@@ -240,3 +240,8 @@ def test_a_corrupt_gzip_trailer_is_refused(tmp_path):
     data = bytearray(archive_bytes(CANONICAL))
     data[-5] ^= 0x01  # the CRC-32
     assert "gzip" in refusal(tmp_path, bytes(data))
+
+
+def test_a_cut_gzip_stream_is_refused_as_truncated(tmp_path):
+    data = archive_bytes(CANONICAL)
+    assert "the gzip stream is truncated" in refusal(tmp_path, data[:len(data) // 2])

@@ -111,7 +111,7 @@ class GzipMember:
                 if not self._pending:
                     self._pending = self._handle.read(CHUNK)
                     if not self._pending:
-                        raise UnsafeBundle("the gzip stream ends before its end (truncated)")
+                        raise UnsafeBundle("the gzip stream is truncated (the file ends before the stream does)")
                 out = self._inflate.decompress(self._pending, limit)
                 self._pending = self._inflate.unconsumed_tail
                 if out:
