@@ -22,7 +22,7 @@ from tests.bundle_probes import tick_analysis, tick_plots
 from tests.bundle_support import collect_test_plan, make_key
 from tests.fuzz_support import OPS, Mutation, mutant, verdict
 
-EXAMPLES = 700  # about 30-40 s on a 2-core machine
+EXAMPLES = 1500  # about 30 s on a 2-core machine
 
 
 @pytest.fixture(scope="module")
