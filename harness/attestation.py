@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from harness.bundle.read import check_name
+
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://rig-dossier.dev/attestation/dossier/v1"
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
@@ -56,6 +58,14 @@ def statement_bytes(stmt: Mapping[str, Any]) -> bytes:
     return json.dumps(stmt, allow_nan=False, sort_keys=True, separators=(",", ":")).encode()
 
 
+def _not_utf8(name: str) -> str | None:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a name that is not UTF-8 (a lone surrogate)"
+    return None
+
+
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:80] + "..."
@@ -81,6 +91,9 @@ def parse_statement(payload: bytes) -> dict[str, Any]:
                 and isinstance(entry.get("digest"), dict) and isinstance(entry["digest"].get("sha256"), str)
                 and SHA256_HEX.fullmatch(entry["digest"]["sha256"])):
             raise StatementError(f"malformed subject {_shown(entry)}")
+        why = check_name(entry["name"]) or _not_utf8(entry["name"])
+        if why:
+            raise StatementError(f"subject {_shown(entry['name'])} has {why}")
     return stmt
 
 

@@ -46,7 +46,9 @@ class Check:
     detail: str = ""
 
     def line(self) -> str:
-        return f"{'ok  ' if self.ok else 'FAIL'} {self.check} {self.subject}" + (f": {self.detail}" if self.detail else "")
+        """One printable line (a lone surrogate from a document's string shown escaped, never raised on)."""
+        text = f"{'ok  ' if self.ok else 'FAIL'} {self.check} {self.subject}" + (f": {self.detail}" if self.detail else "")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @dataclass(frozen=True)
@@ -238,10 +240,11 @@ def check_report(view: BundleView) -> Check:
                      f"build knows (1 to {layout.FORMAT_VERSION}): update rig-dossier")
     try:
         expected = render_report(view)
+        rendered = expected.encode()  # a lone surrogate in a document cannot be UTF-8: a failure, not a raise
     except Exception as exc:  # noqa: BLE001 - a document this build cannot render is a failed check
         return Check("report", layout.REPORT, False, f"could not be re-rendered from the raw JSON: "
                      f"{type(exc).__name__}: {str(exc)[:300]}")
-    if stored == expected.encode():
+    if stored == rendered:
         return Check("report", layout.REPORT, True, "identical to the report re-rendered from the raw JSON")
     return Check("report", layout.REPORT, False, f"differs from the report re-rendered from the raw JSON "
                  f"(bundle made by rig-dossier {tool}); first differing line: {_first_difference(expected, stored)[:200]}")

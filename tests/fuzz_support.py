@@ -28,7 +28,8 @@ BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "append", "duplicate"
 OPS = {"gzip": BYTE_OPS,
        "tar": BYTE_OPS + ("header", "header", "swap", "after-end"),
        "member": BYTE_OPS + ("json", "json", "json")}
-ODD_VALUES = (None, [], {}, "", "x", 0, -1, 1.5, 1e308, True, [[[]]], {"unavailable": "x"}, "é" * 300, [0] * 50)
+ODD_VALUES = (None, [], {}, "", "x", 0, -1, 1.5, 1e308, True, [[[]]], {"unavailable": "x"}, "é" * 300, [0] * 50,
+              "\udcff", "|\n#")
 HEADER_EDITS = ((100, b"0004755\0"), (108, b"0001750\0"), (136, b"00000000000\0"), (156, b"2"), (156, b"5"),
                 (0, b"../x\0"), (0, b"/etc/x\0"), (124, b"77777777777\0"), (257, b"ustar  \0"), (265, b"root\0"))
 

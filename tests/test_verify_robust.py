@@ -209,3 +209,29 @@ def test_a_kept_member_just_under_its_cap_is_held_once_and_never_parsed_unsigned
     peak = _peak_bytes(lambda: result.append(verified(big, public, limits)))
     assert [(c.check, c.subject) for c in result[0].failures] == [("sha256", "raw/tick.json")]
     assert peak < 16 << 20, f"verify peaked at {peak / 2**20:.1f} MiB for a 4 MiB kept member"
+
+
+def test_a_lone_surrogate_in_a_signed_document_is_a_named_failure_and_prints(signed, tmp_path):
+    def odd_limitation(files):
+        document = json.loads(files["raw/tick.json"])
+        document["limitations"] = [{"what": "\udcff", "why": "a lone surrogate, escaped in JSON"}]
+        files["raw/tick.json"] = json.dumps(document).encode()  # ASCII: "\udcff" as an escape
+    result = resigned(signed, tmp_path, odd_limitation)
+    assert no_crash(result) == [("report", layout.REPORT)]
+    assert "UnicodeEncodeError" in result.failures[0].detail
+    assert all(c.line().encode("utf-8") for c in result.checks)
+
+
+def test_a_signed_subject_name_that_is_not_a_safe_member_name_fails_the_statement(signed, tmp_path):
+    from harness import attestation
+    from harness.signing import dsse
+    path, key, public = signed
+
+    def odd_subject(files):
+        files.pop(layout.ATTESTATION)
+        stmt = attestation.statement({**files, "\udcff/x": b""}, {})
+        envelope = dsse.sign(attestation.statement_bytes(stmt), dsse.IN_TOTO_PAYLOAD_TYPE, key)
+        files[layout.ATTESTATION] = dsse.envelope_bytes(envelope)
+    result = verified(rewrite(path, tmp_path / "s.tar.gz", odd_subject), public)
+    assert no_crash(result) == [("statement", layout.ATTESTATION)]
+    assert "not UTF-8" in result.failures[0].detail and result.failures[0].line().encode("utf-8")
