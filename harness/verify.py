@@ -253,14 +253,14 @@ def check_report(view: BundleView) -> Check:
 def check_content(members: dict[str, Member], stmt: dict) -> list[Check]:
     """The checks of signed content: schemas, predicate, figures, report."""
     files = {name: m.data for name, m in members.items() if m.data is not None}
+    checks: list[Check] = []
     try:
-        commands = load_json(files, layout.COMMANDS)
-        checks = [_schema_check(layout.COMMANDS, "commands", commands)]
+        checks.append(_schema_check(layout.COMMANDS, "commands", load_json(files, layout.COMMANDS)))
         if _failed(checks):  # every other document is found through commands.json: stop here
             return checks
         view = BundleView.from_files(files)
     except BundleFormatError as exc:
-        return [Check("files" if exc.missing else "schema", exc.member or "bundle", False, str(exc))]
+        return checks + [Check("files" if exc.missing else "schema", exc.member or "bundle", False, str(exc))]
     checks.append(check_predicate(view, stmt))
     documents = check_schemas(view, set(members))
     invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}
