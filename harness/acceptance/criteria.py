@@ -10,42 +10,20 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from harness import catalogue
-from harness.acceptance.facts import BundleFacts
 from harness.acceptance.profile import Profile
 from harness.analysis import bandwidth as bandwidth_rules
 from harness.analysis import health_contracts as contracts
 from harness.analysis.health_diff import load_window_samples, unexpected_processes
+from harness.analysis.verdict import Verdict
+from harness.judge import engine
+from harness.judge.engine import Criterion, Result, Value
+from harness.judge.facts import BundleFacts
 
-PASS, FAIL, NOT_MEASURED = "pass", "fail", "not-measured"
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order rows appear in
-
-
-@dataclass(frozen=True)
-class Value:
-    """A figure with its unit and the same in plain words."""
-
-    value: Any
-    unit: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Result:
-    name: str
-    title: str  # what is checked, in plain words
-    status: str
-    measured: Value | None
-    threshold: Value | None
-    evidence: str  # the raw JSON fields the measured value comes from
-    why: str
-    required: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _num(value: Any) -> float | None:
@@ -76,23 +54,23 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
     else:
         bandwidth = facts.figures("bandwidth")
         if not bandwidth.present:
-            return [Result(name, title, NOT_MEASURED, None, threshold, "raw/health.json devices[]",
+            return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, "raw/health.json devices[]",
                            f"{health.why}; {bandwidth.why}")]
         evidence = f"{facts.output('bandwidth')} reference.sku_id (health did not complete: {health.why})"
         found = [(f"the {bandwidth.values.get('device')} device", bandwidth.values.get("sku_id"))]
     if not found:
-        return [Result(name, title, FAIL, Value(None, "SKU id", "no GPU"), threshold, evidence,
+        return [Result(name, title, Verdict.FAIL, Value(None, "SKU id", "no GPU"), threshold, evidence,
                        "the bundle lists no GPU: it was not measured on the hardware being bought")]
     measured = Value(", ".join(sorted({str(s) for _, s in found})), "SKU id",
                      "; ".join(f"{label}: {sku or 'not identified'}" for label, sku in found))
     wrong = [(label, sku) for label, sku in found if sku != profile.sku_id]
     if not wrong:
-        return [Result(name, title, PASS, measured, threshold, evidence, f"{len(found)} GPU(s), all {profile.sku_id}")]
+        return [Result(name, title, Verdict.PASS, measured, threshold, evidence, f"{len(found)} GPU(s), all {profile.sku_id}")]
     reasons = []
     for label, sku in wrong:
         _, why = catalogue.comparable(sku, profile.sku_id)
         reasons.append(f"{label}: {why}" if sku else f"{label}: not identified as any catalogue SKU")
-    return [Result(name, title, FAIL, measured, threshold, evidence, "; ".join(reasons))]
+    return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(reasons))]
 
 
 # --- memory bandwidth -----------------------------------------------------------------------
@@ -104,26 +82,26 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     evidence = (f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
                 "(plateau recomputed by harness.analysis.bandwidth)")
     if not b.present:
-        return [Result(name, title, NOT_MEASURED, None, None, evidence, b.why)]
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
     reference = profile.hbm_known_good.get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
-        return [Result(name, title, NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
                        f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = _share_threshold(share, reference, "GB/s", f"{kernel} kernel")
     plateau = _num(b.values.get("plateau_gbps"))
     if plateau is None:
         document = facts.document("bandwidth") or {}
         why = (document.get("plateau") or {}).get("why", "no plateau")
-        return [Result(name, title, FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
+        return [Result(name, title, Verdict.FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
                        f"the sweep reached no plateau: {why}")]
     sizes = ", ".join(f"{s:g}" for s in b.values.get("plateau_sizes_mib") or [])
     measured = Value(plateau, "GB/s", f"{_fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
                                       f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
                                       "of known-good")
     ok = bandwidth_rules.meets_known_good_floor(plateau, reference.value, share)
-    return [Result(name, title, PASS if ok else FAIL, measured, threshold, evidence,
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
                    f"{_fmt(plateau)} GB/s is {'at or above' if ok else 'below'} {_fmt(threshold.value)} GB/s "
                    f"({bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE})")]
 
@@ -137,19 +115,19 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     threshold = (Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
                  if limit is not None else None)
     if not b.present:
-        return [Result(name, title, NOT_MEASURED, None, threshold, evidence, b.why)]
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, b.why)]
     if limit is None:
-        return [Result(name, title, NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
                        f"the profile for {profile.sku_id} states no repeat_spread_max")]
     spread, medians = _num(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
     if spread is None or len(medians) < 2:
-        return [Result(name, title, FAIL, Value(None, "fraction", f"{len(medians)} repeat(s)"), threshold, evidence,
+        return [Result(name, title, Verdict.FAIL, Value(None, "fraction", f"{len(medians)} repeat(s)"), threshold, evidence,
                        "fewer than two repeats were recorded, so their agreement cannot be shown")]
     measured = Value(spread, "fraction", f"{spread:.2%} across {len(medians)} repeats at "
                                          f"{b.values.get('repeat_size_mib'):g} MiB "
                                          f"({', '.join(_fmt(m) for m in medians)} GB/s)")
     ok = bandwidth_rules.repeats_agree(spread, limit)
-    return [Result(name, title, PASS if ok else FAIL, measured, threshold, evidence,
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
                    f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}")]
 
 
@@ -179,19 +157,19 @@ def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts
     threshold = _share_threshold(share, reference, "TFLOPS", dtype) if reference else None
     if figures is None:
         why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
-        return Result(name, title, NOT_MEASURED, None, threshold, evidence, why)
+        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
     if reference is None:
-        return Result(name, title, NOT_MEASURED, None, None, evidence,
+        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
                       f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
                       f"file can add known_good.gemm_tflops.{dtype}")
     best = _num(figures.values.get("best_tflops"))
     if best is None:
-        return Result(name, title, FAIL, Value(None, "TFLOPS", "no GEMM timed"), threshold, evidence,
+        return Result(name, title, Verdict.FAIL, Value(None, "TFLOPS", "no GEMM timed"), threshold, evidence,
                       "the roofline step completed but timed no GEMM")
     value = Value(best, "TFLOPS", f"{_fmt(best)} TFLOPS best ({figures.values.get('best_shape')}, on "
                                   f"{figures.values.get('device')}), {best / reference.value:.1%} of known-good")
     ok = best >= threshold.value
-    return Result(name, title, PASS if ok else FAIL, value, threshold, evidence,
+    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, value, threshold, evidence,
                   f"{_fmt(best)} TFLOPS is {'at or above' if ok else 'below'} {_fmt(threshold.value)} TFLOPS")
 
 
@@ -213,18 +191,18 @@ def _contract_result(facts: BundleFacts, name: str, title: str, contract: Callab
     evidence = " and ".join(f"{facts.output(step)} devices[].{fields}" for step, _ in documents) or \
         f"raw/health.json devices[].{fields}"
     if not documents:
-        return [Result(name, title, NOT_MEASURED, None, threshold, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
                        f"{facts.step_why('health')}; {facts.step_why('health-load')}")]
     judged = [(step, contract(doc)) for step, doc in documents]
-    failed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == contracts.FAIL]
-    passed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == contracts.PASS]
+    failed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.FAIL]
+    passed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.PASS]
     measured = measure(documents)
     if failed:
-        return [Result(name, title, FAIL, measured, threshold, evidence, "; ".join(failed))]
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
     if not passed:
-        return [Result(name, title, NOT_MEASURED, None, threshold, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
                        "; ".join(f"{step}: {c['evidence']}" for step, c in judged))]
-    return [Result(name, title, PASS, measured, threshold, evidence, "; ".join(passed))]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(passed))]
 
 
 def _shown(value: Any) -> str:
@@ -288,7 +266,7 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     if document is None or not _gpus(document):
         why = facts.step_why("health-load") if document is None else \
             f"the under-load health lists no GPU: {contracts.gpus(document)[1]}"
-        return [Result(name, title, NOT_MEASURED, None, threshold, evidence, why + " (an idle reading cannot "
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why + " (an idle reading cannot "
                        "tell: the driver lowers the link speed when idle)")]
     devices = _gpus(document)
     links = [(d, d.get("pcie", {})) for d in devices]
@@ -297,15 +275,15 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
                      "; ".join(f"GPU{d.get('nvml_index')} Gen{p.get('current_gen')} x{p.get('current_width')} "
                                f"of Gen{p.get('max_gen')} x{p.get('max_width')}" for d, p in links))
     judged = contracts.pcie_link_at_max(document)
-    problems = [judged["evidence"]] if judged["status"] != contracts.PASS else []
+    problems = [judged["evidence"]] if judged["status"] != Verdict.PASS else []
     for d, p in links:
         if gen and isinstance(p.get("current_gen"), int) and p["current_gen"] < gen:
             problems.append(f"GPU{d.get('nvml_index')} runs Gen{p['current_gen']}, the SKU's host link is Gen{gen}")
         if width and isinstance(p.get("current_width"), int) and p["current_width"] < width:
             problems.append(f"GPU{d.get('nvml_index')} runs x{p['current_width']}, the SKU's host link is x{width}")
     if problems:
-        return [Result(name, title, FAIL, measured, threshold, evidence, "; ".join(problems))]
-    return [Result(name, title, PASS, measured, threshold, evidence, judged["evidence"] + " (under load)")]
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(problems))]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, judged["evidence"] + " (under load)")]
 
 
 # --- idle versus load (health-diff) ---------------------------------------------------------
@@ -317,7 +295,7 @@ def _diff_checks(facts: BundleFacts, check: str) -> tuple[list[dict[str, Any]] |
         return None, facts.step_why("health-diff")
     checks = [c for c in document.get("checks") or [] if isinstance(c, dict)]
     load_ran = next((c for c in checks if c.get("name") == "load_ran"), None)
-    if load_ran and load_ran.get("status") != "pass":
+    if load_ran and load_ran.get("status") != Verdict.PASS:
         return None, f"no load was observed: {load_ran.get('evidence')}"
     found = [c for c in checks if c.get("name") == check]
     return (found, "") if found else (None, f"derived/health-diff.json has no {check} check")
@@ -343,7 +321,7 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
                 "and raw/health-load.json load.devices[].samples[].sm_clock_mhz")
     checks, why = _diff_checks(facts, "clocks_rose")
     if checks is None:
-        return [Result(name, title, NOT_MEASURED, None, threshold, evidence, why)]
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)]
     rows = _under_load_clock(facts)
     under = [u for _, _, u in rows if u is not None]
     measured = Value(min(under) if under else None, "MHz", "; ".join(
@@ -351,11 +329,11 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
         for label, i, u in rows))
     statuses = {c.get("status") for c in checks}
     detail = "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in checks)
-    if "fail" in statuses:
-        return [Result(name, title, FAIL, measured, threshold, evidence, detail)]
-    if statuses != {"pass"}:
-        return [Result(name, title, NOT_MEASURED, measured, threshold, evidence, detail)]
-    return [Result(name, title, PASS, measured, threshold, evidence, detail)]
+    if Verdict.FAIL in statuses:
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, detail)]
+    if statuses != {Verdict.PASS}:
+        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence, detail)]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, detail)]
 
 
 def _foreign_processes(facts: BundleFacts) -> list[str]:
@@ -378,15 +356,15 @@ def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
                 "and raw/health-load.json load.devices[].samples[].processes")
     checks, why = _diff_checks(facts, "no_unexpected_process")
     if checks is None:
-        return [Result(name, title, NOT_MEASURED, None, threshold, evidence, why)]
-    failed = [c for c in checks if c.get("status") == "fail"]
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)]
+    failed = [c for c in checks if c.get("status") == Verdict.FAIL]
     foreign = _foreign_processes(facts)
     measured = Value(len(foreign), "processes", "; ".join(foreign) if foreign else
                      "only the harness's own processes were listed")
     if failed:
-        return [Result(name, title, FAIL, measured, threshold, evidence,
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
                        "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in failed))]
-    return [Result(name, title, PASS, measured, threshold, evidence, "every listed process was the harness's own")]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "every listed process was the harness's own")]
 
 
 # --- all-reduce -----------------------------------------------------------------------------
@@ -398,33 +376,48 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     evidence = (f"{facts.output('allreduce')} runs[].points[] per-rank medians "
                 "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)")
     if not a.present:
-        return [Result(name, title, NOT_MEASURED, None, None, evidence, a.why)]
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, a.why)]
     backend, world = a.values.get("backend"), a.values.get("world_size")
     curve = (a.values.get("curves") or {}).get("normal") or {}
     busbw = _num(curve.get("busbw_at_max_gbps"))
     limits = "; ".join(str(x) for x in a.values.get("limitations") or [])
     if backend != "nccl":
-        return [Result(name, title, NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
                        f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
                        f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""))]
     if busbw is None:
-        return [Result(name, title, NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
                        "no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
     share, reference = profile.threshold("allreduce_busbw_min_share"), profile.allreduce_known_good.get(world)
     measured = Value(busbw, "GB/s", f"{_fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
     if share is None or reference is None:
         missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"
-        return [Result(name, title, NOT_MEASURED, measured, None, evidence,
+        return [Result(name, title, Verdict.NOT_MEASURED, measured, None, evidence,
                        f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = _share_threshold(share, reference, "GB/s", f"{world} GPUs")
     ok = busbw >= threshold.value
-    return [Result(name, title, PASS if ok else FAIL, measured, threshold, evidence,
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
                    f"{_fmt(busbw)} GB/s is {'at or above' if ok else 'below'} {_fmt(threshold.value)} GB/s")]
 
 
-CRITERIA: tuple[Callable[[BundleFacts, Profile], list[Result]], ...] = (
-    sku_matches_profile, bandwidth_plateau, repeat_spread, gemm, ecc_uncorrectable_zero, row_remaps_clean,
-    pcie_link_at_max_under_load, clocks_rise_under_load, no_unexpected_process, allreduce_busbw,
+CRITERIA: tuple[Criterion, ...] = (
+    Criterion("sku_matches_profile", "The GPUs are the SKU being bought", ("health", "bandwidth"), sku_matches_profile),
+    Criterion("bandwidth_plateau", "Memory bandwidth (sustained plateau) reaches the stated share of a known-good unit",
+              ("bandwidth",), bandwidth_plateau),
+    Criterion("repeat_spread", "Three repeated large-buffer bandwidth runs agree", ("bandwidth",), repeat_spread),
+    Criterion("gemm", "Dense matrix multiply reaches the stated share of a known-good unit", ("roofline",), gemm),
+    Criterion("ecc_uncorrectable_zero", "Memory has no uncorrectable ECC errors", ("health", "health-load"),
+              ecc_uncorrectable_zero),
+    Criterion("row_remaps_clean", "No memory row remap is pending or has failed", ("health", "health-load"),
+              row_remaps_clean),
+    Criterion("pcie_link_at_max_under_load", "The host link (PCIe) runs at its full generation and width while working",
+              ("health-load",), pcie_link_at_max_under_load),
+    Criterion("clocks_rise_under_load", "GPU clocks rise from idle when work starts",
+              ("health", "health-load", "health-diff"), clocks_rise_under_load),
+    Criterion("no_unexpected_process", "Nothing else was running on the GPUs",
+              ("health", "health-load", "health-diff"), no_unexpected_process),
+    Criterion("allreduce_busbw", "GPU-to-GPU all-reduce bus bandwidth reaches the stated share of a known-good system",
+              ("allreduce",), allreduce_busbw),
 )
 
 
@@ -435,8 +428,8 @@ def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[R
     for r in results:
         if r.name not in needed:
             out.append(r)
-        elif r.status == NOT_MEASURED:
-            out.append(replace(r, status=FAIL, required=True,
+        elif r.status == Verdict.NOT_MEASURED:
+            out.append(replace(r, status=Verdict.FAIL, required=True,
                                why=f"not measured, and the profile requires it: {r.why}"))
         else:
             out.append(replace(r, required=True))
@@ -444,11 +437,11 @@ def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[R
 
 
 def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
-    results = [r for criterion in CRITERIA for r in criterion(facts, profile)]
+    results = engine.evaluate(CRITERIA, facts, profile)
     present = {r.name for r in results}
     # A required GEMM dtype the profile has no share or known-good for still gets a row.
     for name in profile.required:
         if name not in present and name.startswith("gemm_"):
-            results.append(Result(name, f"Dense matrix multiply ({name[5:]})", NOT_MEASURED, None, None,
+            results.append(Result(name, f"Dense matrix multiply ({name[5:]})", Verdict.NOT_MEASURED, None, None,
                                   "raw/roofline.json", "the profile states no share or known-good for this dtype"))
     return apply_required(results, profile.required)

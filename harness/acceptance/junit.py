@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from harness.acceptance.criteria import FAIL, NOT_MEASURED, Result
 from harness.acceptance.verdict import Acceptance
+from harness.analysis.verdict import Verdict
+from harness.judge.engine import Result
 
 
 def _text(result: Result) -> str:
@@ -30,9 +31,9 @@ def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
                        ("threshold", result.threshold.text if result.threshold else ""),
                        ("evidence", result.evidence)):
         ET.SubElement(properties, "property", {"name": key, "value": value})
-    if result.status == FAIL:
+    if result.status == Verdict.FAIL:
         ET.SubElement(case, "failure", {"message": result.why, "type": "acceptance"}).text = _text(result)
-    elif result.status == NOT_MEASURED:
+    elif result.status == Verdict.NOT_MEASURED:
         ET.SubElement(case, "skipped", {"message": result.why})
     ET.SubElement(case, "system-out").text = _text(result)
 
@@ -40,8 +41,8 @@ def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
 def junit_xml(acceptance: Acceptance) -> bytes:
     """<testsuites><testsuite name="accept SKU"> with tests/failures/skipped counts."""
     results = acceptance.results
-    counts = {"tests": str(len(results)), "failures": str(sum(r.status == FAIL for r in results)),
-              "errors": "0", "skipped": str(sum(r.status == NOT_MEASURED for r in results)), "time": "0"}
+    counts = {"tests": str(len(results)), "failures": str(sum(r.status == Verdict.FAIL for r in results)),
+              "errors": "0", "skipped": str(sum(r.status == Verdict.NOT_MEASURED for r in results)), "time": "0"}
     root = ET.Element("testsuites", {"name": "dossier accept", **counts})
     suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts})
     properties = ET.SubElement(suite, "properties")

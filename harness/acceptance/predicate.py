@@ -17,6 +17,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness.acceptance.verdict import Acceptance
+from harness.analysis.verdict import Verdict
 from harness.attestation import STATEMENT_TYPE, sha256_hex, statement_bytes
 from harness.signing import dsse
 from harness.signing.keys import SigningKey
@@ -62,9 +63,9 @@ def statement(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_bytes: 
         "predicate": {
             "result": acceptance.result,
             "configuration": configuration(acceptance, tool, catalogue_bytes),
-            "passedTests": acceptance.named("pass"),
-            "warnedTests": acceptance.named("not-measured"),
-            "failedTests": acceptance.named("fail"),
+            "passedTests": acceptance.named(Verdict.PASS),
+            "warnedTests": acceptance.named(Verdict.NOT_MEASURED),
+            "failedTests": acceptance.named(Verdict.FAIL),
         },
     }
 

@@ -13,13 +13,13 @@ from typing import Any
 import jinja2
 
 from harness import templating
-from harness.acceptance.criteria import FAIL, NOT_MEASURED, PASS
-from harness.acceptance.facts import BundleFacts
 from harness.acceptance.verdict import FAILED, PASSED, Acceptance
+from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
+from harness.judge.facts import BundleFacts
 
 VERDICT_WORDS = {PASSED: "ACCEPTED", "WARNED": "ACCEPTED, WITH GAPS", FAILED: "REJECTED"}
-STATUS_WORDS = {PASS: "Pass", FAIL: "FAIL", NOT_MEASURED: "Not measured"}
+STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "Not measured"}
 
 
 @dataclass(frozen=True)
@@ -71,13 +71,13 @@ def _row(result) -> dict[str, Any]:
 
 
 def _verdict_sentence(acceptance: Acceptance) -> str:
-    failed, missing = acceptance.named(FAIL), acceptance.named(NOT_MEASURED)
+    failed, missing = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.NOT_MEASURED)
     total = len(acceptance.results)
     if acceptance.result == FAILED:
         return (f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
                 "the machine is not accepted as this SKU.")
     if missing:
-        return (f"Every criterion that was measured passed ({len(acceptance.named(PASS))} of {total}); "
+        return (f"Every criterion that was measured passed ({len(acceptance.named(Verdict.PASS))} of {total}); "
                 f"{len(missing)} could not be measured in this bundle and were not judged: {', '.join(missing)}.")
     return f"All {total} criteria passed."
 
@@ -94,8 +94,8 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
         "verdict_sentence": _verdict_sentence(acceptance),
         "machine": machine(view), "profile": profile, "bundle": acceptance.bundle, "files": files,
         "rows": rows,
-        "failed": [r for r in rows if r["status"] == FAIL],
-        "not_measured": [r for r in rows if r["status"] == NOT_MEASURED],
+        "failed": [r for r in rows if r["status"] == Verdict.FAIL],
+        "not_measured": [r for r in rows if r["status"] == Verdict.NOT_MEASURED],
         "rerun": " ".join(rerun),
         "references": references(profile),
     }

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.acceptance.criteria import FAIL, NOT_MEASURED, PASS, Result, evaluate
-from harness.acceptance.facts import BundleFacts
+from harness.acceptance.criteria import evaluate
 from harness.acceptance.profile import Profile
+from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
+from harness.judge.engine import Result
+from harness.judge.facts import BundleFacts
 
 PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
 
@@ -39,9 +41,9 @@ class Acceptance:
 
     @property
     def result(self) -> str:
-        if self.named(FAIL):
+        if self.named(Verdict.FAIL):
             return FAILED
-        return WARNED if self.named(NOT_MEASURED) else PASSED
+        return WARNED if self.named(Verdict.NOT_MEASURED) else PASSED
 
     @property
     def exit_code(self) -> int:
@@ -54,7 +56,8 @@ class Acceptance:
                        "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed},
             "profile": self.profile.to_json(),
             "result": self.result,
-            "passed": self.named(PASS), "failed": self.named(FAIL), "not_measured": self.named(NOT_MEASURED),
+            "passed": self.named(Verdict.PASS), "failed": self.named(Verdict.FAIL),
+            "not_measured": self.named(Verdict.NOT_MEASURED),
             "criteria": [r.to_json() for r in self.results],
         }
 

@@ -2,7 +2,7 @@
 
 Each contract reads only the collected facts, so the probe, `dossier verify` and the tests
 (on facts built from real H200 captures) all judge the same way. A contract is
-{"name", "status": "pass" | "fail" | "not-applicable", "evidence", "remedy"}; "fail" means
+{"name", "status": a Verdict (pass, fail or not-applicable), "evidence", "remedy"}; "fail" means
 it should pass on this host and does not. Standard library only.
 """
 
@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not-applicable"
+from harness.analysis.verdict import Verdict
+
 HARDWARE_SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
                       "sw_thermal_slowdown")
 
@@ -32,8 +33,8 @@ def verdict(name: str, remedy: str, problems: list[str], notes: list[str],
     NOT_APPLICABLE when `feature` is given and no device supports it."""
     unsupported = unsupported or []
     if feature is not None and not problems and not notes:
-        return contract(name, NOT_APPLICABLE, f"{feature} not supported: " + "; ".join(unsupported), remedy)
-    return contract(name, FAIL if problems else PASS, "; ".join(problems or notes + unsupported), remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, f"{feature} not supported: " + "; ".join(unsupported), remedy)
+    return contract(name, Verdict.FAIL if problems else Verdict.PASS, "; ".join(problems or notes + unsupported), remedy)
 
 
 def gpus(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
@@ -70,25 +71,25 @@ def driver_supports_torch_cuda_build(facts: dict[str, Any]) -> dict[str, str]:
     devices, no_gpu = gpus(facts)
     build, driver = software.get("torch_cuda_build"), software.get("cuda_driver_version")
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, f"{no_gpu}; torch CUDA build: "
+        return contract(name, Verdict.NOT_APPLICABLE, f"{no_gpu}; torch CUDA build: "
                         f"{unavailable_reason(build) or build}", remedy)
     if unavailable_reason(build):
-        return contract(name, FAIL, f"{unavailable_reason(build)}, but NVML lists "
+        return contract(name, Verdict.FAIL, f"{unavailable_reason(build)}, but NVML lists "
                         f"{len(devices)} GPU(s)", remedy)
     if unavailable_reason(driver):
-        return contract(name, FAIL, f"CUDA driver version unreadable: {unavailable_reason(driver)}", remedy)
+        return contract(name, Verdict.FAIL, f"CUDA driver version unreadable: {unavailable_reason(driver)}", remedy)
     b, d = version_tuple(build), version_tuple(driver)
     evidence = f"driver supports CUDA {driver}; torch {software.get('torch_version')} built for CUDA {build}"
     if d[0] < b[0]:
-        return contract(name, FAIL, evidence + ": the driver is a major version behind", remedy)
+        return contract(name, Verdict.FAIL, evidence + ": the driver is a major version behind", remedy)
     if d < b:
         evidence += " (runs by CUDA minor-version compatibility: no PTX JIT for newer code)"
     if software.get("torch_cuda_available") is not True:
         reason = unavailable_reason(facts.get("torch_devices")) or "torch.cuda is not available"
-        return contract(name, FAIL, f"{evidence}; but CUDA does not start: {reason}", remedy)
+        return contract(name, Verdict.FAIL, f"{evidence}; but CUDA does not start: {reason}", remedy)
     started = "CUDA initialised" if torch_imported(facts) else \
         "the CUDA driver initialised (cuInit; torch not imported: --torch checks torch's own start)"
-    return contract(name, PASS, f"{evidence}; {started}", remedy)
+    return contract(name, Verdict.PASS, f"{evidence}; {started}", remedy)
 
 
 def visible_selection(cvd: str | None, devices: list[dict[str, Any]]) -> tuple[list[int | None], str]:
@@ -119,10 +120,10 @@ def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
               "and check that the container was given every GPU (--gpus all)")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     torch_count = facts.get("torch_device_count")
     if not isinstance(torch_count, int):
-        return contract(name, FAIL, f"torch sees no CUDA device: {unavailable_reason(torch_count)}", remedy)
+        return contract(name, Verdict.FAIL, f"torch sees no CUDA device: {unavailable_reason(torch_count)}", remedy)
     selected, note = visible_selection(facts.get("cuda_visible_devices"), devices)
     mapping = facts.get("device_mapping")
     mapped = [m.get("nvml_index") for m in mapping] if isinstance(mapping, list) else []
@@ -131,11 +132,11 @@ def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
                 f"{torch_count}; torch->NVML {mapped}")
     if torch_count != len(selected) or unmatched:
         extra = f"; torch device(s) {unmatched} match no NVML device" if unmatched else ""
-        return contract(name, FAIL, evidence + extra, remedy)
+        return contract(name, Verdict.FAIL, evidence + extra, remedy)
     wrong = [(t, s, m) for t, (s, m) in enumerate(zip(selected, mapped)) if s is not None and s != m]
     if wrong:
-        return contract(name, FAIL, evidence + f"; order differs from CUDA_VISIBLE_DEVICES at {wrong}", remedy)
-    return contract(name, PASS, evidence, remedy)
+        return contract(name, Verdict.FAIL, evidence + f"; order differs from CUDA_VISIBLE_DEVICES at {wrong}", remedy)
+    return contract(name, Verdict.PASS, evidence, remedy)
 
 
 def nccl_loads(facts: dict[str, Any]) -> dict[str, str]:
@@ -145,13 +146,13 @@ def nccl_loads(facts: dict[str, Any]) -> dict[str, str]:
     _, no_gpu = gpus(facts)
     version, available = software.get("nccl_version"), software.get("nccl_available")
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, f"{no_gpu}; NCCL: {unavailable_reason(version) or version}", remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, f"{no_gpu}; NCCL: {unavailable_reason(version) or version}", remedy)
     if isinstance(version, str) and available is True and torch_imported(facts):
-        return contract(name, PASS, f"NCCL {version} loaded by torch; torch.distributed NCCL backend available", remedy)
+        return contract(name, Verdict.PASS, f"NCCL {version} loaded by torch; torch.distributed NCCL backend available", remedy)
     if isinstance(version, str) and available is True:
-        return contract(name, PASS, f"NCCL {version} loaded from {software.get('nccl_library')} and answered "
+        return contract(name, Verdict.PASS, f"NCCL {version} loaded from {software.get('nccl_library')} and answered "
                         "ncclGetVersion (the library torch loads; torch not imported)", remedy)
-    return contract(name, FAIL, f"NCCL version: {unavailable_reason(version) or version}; "
+    return contract(name, Verdict.FAIL, f"NCCL version: {unavailable_reason(version) or version}; "
                     f"NCCL backend available: {unavailable_reason(available) or available}", remedy)
 
 
@@ -160,7 +161,7 @@ def no_mig_or_compute_mode_block(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "disable MIG (nvidia-smi -mig 0, then reset the GPU) and set compute mode Default (nvidia-smi -c 0)"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
         modes = d.get("modes", {})
@@ -189,7 +190,7 @@ def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
               "a reset and, if they recur, an RMA")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     problems, notes, unsupported = [], [], []
     for d in devices:
         ecc = d.get("ecc", {})
@@ -215,7 +216,7 @@ def no_pending_or_failed_row_remaps(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "reset the GPU to apply pending row remaps (nvidia-smi -r); a remap failure means an RMA"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     problems, notes, unsupported = [], [], []
     for d in devices:
         ecc = d.get("ecc", {})
@@ -237,11 +238,11 @@ def persistence_mode_on(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "enable persistence (nvidia-smi -pm 1, or run nvidia-persistenced)"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     states = {label(d): d.get("modes", {}).get("persistence") for d in devices}
     off = [f"{k} {_show(v)}" for k, v in states.items() if v != "enabled"]
     evidence = "; ".join(off) if off else ", ".join(f"{k} enabled" for k in states)
-    return contract(name, FAIL if off else PASS, evidence, remedy)
+    return contract(name, Verdict.FAIL if off else Verdict.PASS, evidence, remedy)
 
 
 def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
@@ -250,7 +251,7 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
               "BIOS PCIe settings and risers")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     problems, idle_downshift, notes = [], [], []
     for d in devices:
         p = d.get("pcie", {})
@@ -273,11 +274,11 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
         else:
             notes.append(text)
     if problems:
-        return contract(name, FAIL, "; ".join(problems), remedy)
+        return contract(name, Verdict.FAIL, "; ".join(problems), remedy)
     if idle_downshift:
-        return contract(name, NOT_APPLICABLE, "; ".join(idle_downshift + notes)
+        return contract(name, Verdict.NOT_APPLICABLE, "; ".join(idle_downshift + notes)
                         + "; only a reading under load can tell: run `dossier health --under-load 5`", remedy)
-    return contract(name, PASS, "; ".join(notes), remedy)
+    return contract(name, Verdict.PASS, "; ".join(notes), remedy)
 
 
 def _idle(device: dict[str, Any]) -> bool:
@@ -307,15 +308,15 @@ def no_foreign_process(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "stop the named processes (or move the run to an idle machine) before measuring"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     foreign, unreadable = foreign_processes(facts)
     if foreign:
-        return contract(name, FAIL, "not started by the harness: " + "; ".join(foreign), remedy)
+        return contract(name, Verdict.FAIL, "not started by the harness: " + "; ".join(foreign), remedy)
     if unreadable and len(unreadable) == len(devices):
-        return contract(name, NOT_APPLICABLE, "NVML cannot list processes here, so this could not be "
+        return contract(name, Verdict.NOT_APPLICABLE, "NVML cannot list processes here, so this could not be "
                         "checked: " + "; ".join(unreadable), remedy)
     own = sorted(set(facts.get("harness_pids") or []))
-    return contract(name, PASS, f"no process other than the harness's own (pids {own}) on "
+    return contract(name, Verdict.PASS, f"no process other than the harness's own (pids {own}) on "
                     f"{len(devices) - len(unreadable)} device(s)"
                     + (f"; unreadable: {'; '.join(unreadable)}" if unreadable else ""), remedy)
 
@@ -326,7 +327,7 @@ def clocks_not_locked_below_max(facts: dict[str, Any]) -> dict[str, str]:
               "-rac (application clocks)")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
         c = d.get("clocks", {})
@@ -349,7 +350,7 @@ def power_limit_at_default(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "restore the default power limit (nvidia-smi -pl DEFAULT_WATTS) unless the cap is intended"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
         p = d.get("power", {})
@@ -368,9 +369,9 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "check the NVLink/NVSwitch fabric (nvidia-smi nvlink -s, fabric manager) and reset the GPUs"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
     if len(devices) < 2:
-        return contract(name, NOT_APPLICABLE, "one GPU: no NVLink peers", remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, "one GPU: no NVLink peers", remedy)
     down, up, unsupported = [], [], []
     for d in devices:
         links = d.get("nvlink")
@@ -383,13 +384,13 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
         up.append(f"{label(d)} {sum(1 for l in links if l.get('active'))}/{len(links)} links active")
     sxm = [label(d) for d in devices if "SXM" in str(d.get("sku", {}).get("form_factor") or "")]
     if down:
-        return contract(name, FAIL, "; ".join(down), remedy)
+        return contract(name, Verdict.FAIL, "; ".join(down), remedy)
     if unsupported and sxm:
-        return contract(name, FAIL, f"SXM devices ({', '.join(sxm)}) report no NVLink: "
+        return contract(name, Verdict.FAIL, f"SXM devices ({', '.join(sxm)}) report no NVLink: "
                         + "; ".join(unsupported), remedy)
     if unsupported and not up:
-        return contract(name, NOT_APPLICABLE, "no NVLink on these devices: " + "; ".join(unsupported), remedy)
-    return contract(name, PASS, "; ".join(up + unsupported), remedy)
+        return contract(name, Verdict.NOT_APPLICABLE, "no NVLink on these devices: " + "; ".join(unsupported), remedy)
+    return contract(name, Verdict.PASS, "; ".join(up + unsupported), remedy)
 
 
 CONTRACTS: tuple[Callable[[dict[str, Any]], dict[str, str]], ...] = (

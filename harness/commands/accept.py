@@ -19,6 +19,7 @@ from harness.acceptance.junit import junit_xml
 from harness.acceptance.profile import resolve
 from harness.acceptance.summary import Files, render_html, render_markdown
 from harness.acceptance.verdict import Acceptance, BundleRef, judge
+from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
@@ -26,7 +27,7 @@ from harness.signing.keys import (configured_key_path, keyid, load_private, load
                                   signing_key_for_run)
 from harness.verify import verify_bundle
 
-STATUS_MARK = {"pass": "PASS", "fail": "FAIL", "not-measured": "N/M "}
+STATUS_MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "N/M "}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -108,11 +109,11 @@ def print_results(acceptance: Acceptance) -> None:
         measured = r.measured.text if r.measured else "not measured"
         threshold = r.threshold.text if r.threshold else "no threshold"
         print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
-        if r.status != "pass":
+        if r.status != Verdict.PASS:
             print(f"     why: {r.why}")
     print(f"{acceptance.result}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
-          f"{len(acceptance.named('pass'))} passed, {len(acceptance.named('fail'))} failed, "
-          f"{len(acceptance.named('not-measured'))} not measured")
+          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.FAIL))} failed, "
+          f"{len(acceptance.named(Verdict.NOT_MEASURED))} not measured")
 
 
 OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),

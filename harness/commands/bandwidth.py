@@ -9,6 +9,7 @@ from typing import Any
 
 from harness import paths
 from harness.analysis.bandwidth import KERNELS
+from harness.analysis.verdict import Verdict
 from harness.catalogue import by_id, skus
 from harness.commands._probe import add_common_options, run_probe
 from harness.errors import CheckFailed, UsageError
@@ -84,7 +85,7 @@ def handle(args: argparse.Namespace) -> int:
         for path in render(document, args.plot):
             print(f"wrote {path}", file=sys.stderr)
     repeats = document["repeats"]
-    if repeats["verdict"] == "fail":
+    if repeats["verdict"] == Verdict.FAIL:
         diagnosis = repeats["diagnosis"] or {}
         raise CheckFailed(f"the {repeats['count']} repeats at {repeats['size_mib']:g} MiB vary by "
                           f"{repeats['spread']:.1%} (> {repeats['spread_max']:.0%}): not a number to trust",

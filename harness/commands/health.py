@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from harness.analysis.verdict import Verdict
 from harness.commands._probe import add_common_options, run_probe
 from harness.errors import CheckFailed, UsageError
 
@@ -45,7 +46,7 @@ def probe_args(args: argparse.Namespace) -> list[str]:
 
 def handle(args: argparse.Namespace) -> int:
     outcome = run_probe("health", probe_args(args), args)
-    failed = [c for c in outcome.document.get("contracts", []) if c.get("status") == "fail"]
+    failed = [c for c in outcome.document.get("contracts", []) if c.get("status") == Verdict.FAIL]
     for contract in failed:
         print(f"contract failed: {contract['name']}: {contract.get('evidence', '')}\n"
               f"  remedy: {contract.get('remedy', '')}", file=sys.stderr)

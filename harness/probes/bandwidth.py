@@ -26,6 +26,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis import bandwidth as analysis
 from harness.analysis.device_mapping import normalise_uuid
+from harness.analysis.verdict import Verdict
 from harness.probes._contract import ProbeUsageError, attempt, probe_main, progress, unavailable
 from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid, sample
 
@@ -415,20 +416,20 @@ class Measurement:
             runs.append(point_record(size, n, self.kernel, times, cache_bytes, empty_s))
         medians = [run["median_gbps"] for run in runs]
         spread = analysis.spread(medians)
-        verdict = "pass" if analysis.repeats_agree(spread) else "fail"
+        verdict = analysis.repeat_verdict(spread)
         telemetry = ({"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S, "samples": samples,
                       "own_pids": owners[0], "own_pids_how": owners[1]} if samples is not None
                      else {"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S,
                            "samples": unavailable(telemetry_reason or "no NVML handle"),
                            "own_pids": owners[0], "own_pids_how": owners[1]})
         diagnosis = None
-        if verdict == "fail":
+        if verdict == Verdict.FAIL:
             diagnosis = (analysis.diagnose(samples, owners[0], self.power_limit()) if samples is not None
                          else {"causes": [], "summary": "no telemetry to diagnose from "
                                                        f"({telemetry['samples']['unavailable']})"})
         return {"size_mib": size, "count": self.args.repeats, "runs": runs, "medians_gbps": medians,
                 "spread": spread, "spread_max": analysis.REPEAT_SPREAD_MAX, "verdict": verdict,
-                "trusted": verdict == "pass", "telemetry": telemetry, "diagnosis": diagnosis}
+                "trusted": verdict == Verdict.PASS, "telemetry": telemetry, "diagnosis": diagnosis}
 
     def power_limit(self) -> float | None:
         value = attempt(lambda: self.nvml.pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000.0)

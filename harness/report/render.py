@@ -13,9 +13,12 @@ from typing import Any
 import jinja2
 
 from harness import templating
+from harness.analysis.verdict import Verdict
 from harness.bundle import layout
 from harness.bundle.view import MODULE_NAME, BundleView
-from harness.report.criteria import CRITERIA, FAIL, PASS, Criterion, Judgement
+from harness.judge import lab
+from harness.judge.engine import evaluate
+from harness.judge.facts import BundleFacts
 from harness.report.figures import figure, value_text
 
 TEMPLATE = "report.md.j2"
@@ -62,26 +65,15 @@ def dossier_command(commands: dict[str, Any]) -> str:
     return shlex.join(argv)
 
 
-def _judged(criterion: Criterion, view: BundleView) -> Judgement:
-    """The criterion's judgement; a judge that cannot read this bundle's data fails the criterion
-    with the reason (and verify's re-rendering shows the same), never a traceback."""
-    try:
-        return criterion.judge(view)
-    except Exception as exc:  # noqa: BLE001 - shown as the criterion's evidence
-        return Judgement(FAIL, [f"could not be judged from this bundle's data: {type(exc).__name__}: {exc}"],
-                         list(criterion.steps))
-
-
 def criteria_context(view: BundleView) -> list[dict[str, Any]]:
     rows = []
-    for criterion in CRITERIA:
-        judgement = _judged(criterion, view)
-        steps = [view.step(s) for s in judgement.steps]
+    for judged in evaluate(lab.CRITERIA, BundleFacts(view)):
+        steps = [view.step(s) for s in judged.steps]
         rows.append({
-            "status": judgement.status, "mark": "x" if judgement.status == PASS else " ",
-            "text": criterion.text, "evidence": judgement.evidence,
+            "status": judged.status, "mark": "x" if judged.status == Verdict.PASS else " ",
+            "text": judged.title, "evidence": list(judged.findings),
             "commands": [c for c in (command_line(s) for s in steps if s) if c],
-            "plots": [p for s in judgement.steps for p in view.plots(s)],
+            "plots": [p for s in judged.steps for p in view.plots(s)],
         })
     return rows
 

@@ -1,5 +1,5 @@
-"""What the acceptance criteria read from a verified bundle: each step's recomputed figures or why
-there are none, and the health documents.
+"""What a criterion reads from a bundle: each step's recomputed figures or why there are none,
+and the steps' documents.
 
 Figures always come from harness.analysis.NAME.headlines (recomputed from the raw JSON), never
 from a document's own summary.
@@ -8,9 +8,10 @@ from a document's own summary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.bundle.view import BundleView
+if TYPE_CHECKING:
+    from harness.bundle.view import BundleView
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class StepFigures:
 @dataclass(frozen=True)
 class BundleFacts:
     view: BundleView
+
+    def status(self, step: str) -> str:
+        return self.view.status(step)
 
     def step_why(self, step: str) -> str:
         entry = self.view.step(step)
