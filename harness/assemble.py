@@ -12,14 +12,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from harness import attestation
 from harness.bundle import layout
+from harness.bundle.seal import sign_files
 from harness.bundle.view import BundleView
 from harness.bundle.write import archive_bytes
 from harness.plotting import render_inline
 from harness.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
 from harness.report.render import render_report
-from harness.signing import dsse
 from harness.signing.keys import SigningKey
 
 FORMAT_VERSION = layout.FORMAT_VERSION
@@ -116,14 +115,6 @@ def unsigned_files(record: RunRecord) -> dict[str, bytes]:
     files[layout.ENVIRONMENT] = json_bytes(environment_document(record))
     files[layout.REPORT] = render_report(BundleView.from_files(files)).encode()
     return files
-
-
-def sign_files(files: Mapping[str, bytes], key: SigningKey) -> bytes:
-    """The DSSE envelope over the in-toto statement of FILES."""
-    commands = json.loads(files[layout.COMMANDS])
-    stmt = attestation.statement(files, attestation.predicate_from_commands(commands))
-    envelope = dsse.sign(attestation.statement_bytes(stmt), dsse.IN_TOTO_PAYLOAD_TYPE, key)
-    return dsse.envelope_bytes(envelope)
 
 
 def assemble(record: RunRecord, key: SigningKey) -> bytes:

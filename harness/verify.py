@@ -23,9 +23,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from harness import attestation
 from harness.analysis import cross_checks
-from harness.bundle import layout
+from harness.bundle import layout, seal
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
 from harness.bundle.view import (MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures,
                                  load_json)
@@ -33,6 +32,7 @@ from harness.report.render import render_report
 from harness.schemas import SCHEMA_DIR, violations
 from harness.signing import dsse
 from harness.signing.keys import keyid
+from harness.signing.statement import StatementError, subject_digests, unsigned_changes
 
 MAX_ATTESTATION_BYTES = 8 << 20  # parsed before its signature is checked: kept small
 INTERNAL_ERROR = "internal error"  # a check that raised: a bug in this build, never a verdict on the bundle
@@ -94,33 +94,34 @@ def check_signature(members: dict[str, Member], trusted: Ed25519PublicKey,
         return [Check("signature", layout.ATTESTATION, False, str(exc))], None
     checks = [Check("signature", layout.ATTESTATION, True, "DSSE Ed25519 signature verifies")]
     try:
-        stmt = attestation.parse_statement(payload)
-        subjects = attestation.subject_digests(stmt)
+        stmt = seal.parse(payload)
+        subjects = subject_digests(stmt)
         if len(subjects) > limits.max_members:
-            raise attestation.StatementError(f"{len(subjects)} subjects, more than {limits.max_members}")
-    except attestation.StatementError as exc:
+            raise StatementError(f"{len(subjects)} subjects, more than {limits.max_members}")
+    except StatementError as exc:
         return checks + [Check("statement", layout.ATTESTATION, False, str(exc))], None
     return checks + [Check("statement", layout.ATTESTATION, True, "in-toto Statement v1")], stmt
 
 
 def check_files(members: dict[str, Member], stmt: dict) -> list[Check]:
-    subjects = attestation.subject_digests(stmt)
-    present = {name for name in members if name != layout.ATTESTATION}
+    subjects = subject_digests(stmt)
+    present = {name: m.sha256 for name, m in members.items() if name != layout.ATTESTATION}
+    changes = unsigned_changes(present, subjects)
     checks = [Check("files", name, False, "listed in the attestation but missing from the bundle")
-              for name in sorted(set(subjects) - present)]
+              for name in changes["missing"]]
     checks += [Check("files", name, False, "in the bundle but not covered by the attestation")
-               for name in sorted(present - set(subjects))]
-    for name in sorted(present & set(subjects)):
-        ok = members[name].sha256 == subjects[name]
+               for name in changes["unsigned"]]
+    for name in sorted(set(present) & set(subjects)):
+        ok = name not in changes["changed"]
         checks.append(Check("sha256", name, ok, "" if ok else
-                            f"sha256 {members[name].sha256[:16]}... differs from the signed {subjects[name][:16]}..."))
+                            f"sha256 {present[name][:16]}... differs from the signed {subjects[name][:16]}..."))
     if not checks or all(c.check == "sha256" for c in checks):
         checks.insert(0, Check("files", "bundle", True, f"{len(present)} files, exactly the signed subjects"))
     return checks
 
 
 def check_predicate(view: BundleView, stmt: dict) -> Check:
-    expected = attestation.predicate_from_commands(view.commands)
+    expected = seal.predicate_from_commands(view.commands)
     if stmt.get("predicate") == expected:
         return Check("predicate", layout.ATTESTATION, True, "matches commands.json")
     return Check("predicate", layout.ATTESTATION, False, "the signed predicate differs from commands.json")

@@ -9,15 +9,14 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harness import attestation
-from harness.assemble import sign_files
 from harness.bundle import layout
+from harness.bundle.seal import bundle_statement, sign_files
 from harness.bundle.read import read_all
 from harness.bundle.write import archive_bytes
 from harness.display import RunDisplay
 from harness.dossier import RunOptions, collect
 from harness.runners.local import LocalRunner
-from harness.signing import dsse
+from harness.signing.statement import sign_statement
 from harness.signing.keys import generate, load_private
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_probes import tick_analysis, tick_plots
@@ -52,9 +51,7 @@ def resign(files: dict[str, bytes], key) -> None:
     try:
         files[layout.ATTESTATION] = sign_files(files, key)
     except Exception:  # noqa: BLE001 - commands.json too malformed to draw a predicate from
-        stmt = attestation.statement(files, {})
-        envelope = dsse.sign(attestation.statement_bytes(stmt), dsse.IN_TOTO_PAYLOAD_TYPE, key)
-        files[layout.ATTESTATION] = dsse.envelope_bytes(envelope)
+        files[layout.ATTESTATION] = sign_statement(bundle_statement(files, {}), key)
 
 
 def rewrite(path: Path, out: Path, edit=None, resign_with=None) -> Path:

@@ -223,15 +223,13 @@ def test_a_lone_surrogate_in_a_signed_document_is_a_named_failure_and_prints(sig
 
 
 def test_a_signed_subject_name_that_is_not_a_safe_member_name_fails_the_statement(signed, tmp_path):
-    from harness import attestation
-    from harness.signing import dsse
+    from harness.bundle.seal import bundle_statement
+    from harness.signing.statement import sign_statement
     path, key, public = signed
 
     def odd_subject(files):
         files.pop(layout.ATTESTATION)
-        stmt = attestation.statement({**files, "\udcff/x": b""}, {})
-        envelope = dsse.sign(attestation.statement_bytes(stmt), dsse.IN_TOTO_PAYLOAD_TYPE, key)
-        files[layout.ATTESTATION] = dsse.envelope_bytes(envelope)
+        files[layout.ATTESTATION] = sign_statement(bundle_statement({**files, "\udcff/x": b""}, {}), key)
     result = verified(rewrite(path, tmp_path / "s.tar.gz", odd_subject), public)
     assert no_crash(result) == [("statement", layout.ATTESTATION)]
     assert "not UTF-8" in result.failures[0].detail and result.failures[0].line().encode("utf-8")

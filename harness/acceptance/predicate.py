@@ -4,13 +4,12 @@ An in-toto Statement v1 whose subject is the bundle file (name and sha256 of its
 predicate is https://in-toto.io/attestation/test-result/v0.1: result PASSED / WARNED / FAILED,
 the configuration it was judged with (the effective profile, carried inline, the catalogue, the
 key that verified the bundle, the tool) as ResourceDescriptors, and the criteria by outcome.
-Signed like the bundle: a DSSE envelope (harness.signing.dsse) with an Ed25519 key.
+Signed like the bundle: harness.signing.statement (a DSSE envelope, Ed25519).
 """
 
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,14 +17,14 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness.acceptance.verdict import Acceptance
 from harness.analysis.verdict import Verdict
-from harness.attestation import STATEMENT_TYPE, sha256_hex, statement_bytes
-from harness.signing import dsse
 from harness.signing.keys import SigningKey
+from harness.signing.statement import (StatementError, sha256_hex, sign_statement, statement, subject,
+                                       verify_statement)
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 
 
-class AttestationMismatch(Exception):
+class AttestationMismatch(StatementError):
     """The envelope verifies but is not an acceptance of this bundle."""
 
 
@@ -55,43 +54,31 @@ def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_byt
     return descriptors
 
 
-def statement(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_bytes: bytes | None) -> dict[str, Any]:
-    return {
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": acceptance.bundle.name, "digest": {"sha256": acceptance.bundle.sha256}}],
-        "predicateType": PREDICATE_TYPE,
-        "predicate": {
-            "result": acceptance.result,
-            "configuration": configuration(acceptance, tool, catalogue_bytes),
-            "passedTests": acceptance.named(Verdict.PASS),
-            "warnedTests": acceptance.named(Verdict.NOT_MEASURED),
-            "failedTests": acceptance.named(Verdict.FAIL),
-        },
-    }
+def acceptance_statement(acceptance: Acceptance, tool: Mapping[str, Any],
+                         catalogue_bytes: bytes | None) -> dict[str, Any]:
+    return statement([subject(acceptance.bundle.name, acceptance.bundle.sha256)], PREDICATE_TYPE, {
+        "result": acceptance.result,
+        "configuration": configuration(acceptance, tool, catalogue_bytes),
+        "passedTests": acceptance.named(Verdict.PASS),
+        "warnedTests": acceptance.named(Verdict.NOT_MEASURED),
+        "failedTests": acceptance.named(Verdict.FAIL),
+    })
 
 
 def signed_envelope(acceptance: Acceptance, key: SigningKey, tool: Mapping[str, Any],
                     catalogue_bytes: bytes | None) -> bytes:
     """The DSSE envelope's bytes over the statement (Ed25519 is deterministic)."""
-    payload = statement_bytes(statement(acceptance, tool, catalogue_bytes))
-    return dsse.envelope_bytes(dsse.sign(payload, dsse.IN_TOTO_PAYLOAD_TYPE, key))
+    return sign_statement(acceptance_statement(acceptance, tool, catalogue_bytes), key)
 
 
 def verify_envelope(data: bytes, trusted: Ed25519PublicKey, bundle_sha256: str | None = None) -> dict[str, Any]:
-    """The verified statement; raises dsse.EnvelopeError or AttestationMismatch naming why."""
-    payload = dsse.verify(dsse.parse(data), trusted)
-    try:
-        stmt = json.loads(payload)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AttestationMismatch(f"the signed payload is not JSON ({exc})") from exc
-    if not isinstance(stmt, dict) or stmt.get("_type") != STATEMENT_TYPE:
-        raise AttestationMismatch("the signed payload is not an in-toto Statement v1")
-    if stmt.get("predicateType") != PREDICATE_TYPE:
-        raise AttestationMismatch(f"predicateType is {stmt.get('predicateType')!r}, not {PREDICATE_TYPE}")
+    """The verified statement; raises dsse.EnvelopeError or StatementError (AttestationMismatch:
+    a verdict about another bundle) naming why."""
+    stmt = verify_statement(data, trusted, PREDICATE_TYPE)
     predicate = stmt.get("predicate")
     if not isinstance(predicate, dict) or predicate.get("result") not in ("PASSED", "WARNED", "FAILED"):
         raise AttestationMismatch("the predicate has no result PASSED, WARNED or FAILED")
-    digests = [s.get("digest", {}).get("sha256") for s in stmt.get("subject") or [] if isinstance(s, dict)]
+    digests = [s["digest"]["sha256"] for s in stmt["subject"]]
     if bundle_sha256 is not None and bundle_sha256 not in digests:
         raise AttestationMismatch(f"the attestation is about sha256 {', '.join(str(d)[:16] + '...' for d in digests)}, "
                                   f"not this bundle (sha256 {bundle_sha256[:16]}...)")
