@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from harness import provenance  # noqa: E402
 from harness.assemble import assemble  # noqa: E402
 from harness.bundle.read import Limits, read_all, read_members  # noqa: E402
-from harness.probes._contract import utc_now  # noqa: E402
+from harness.probes.contract import utc_now  # noqa: E402
 from harness.records import FAILED, RunRecord, StepRecord  # noqa: E402
 from harness.runners.interface import ProbeRun  # noqa: E402
 from harness.signing.keys import generate, load_private, load_public  # noqa: E402

@@ -27,7 +27,7 @@ from harness.display import RunDisplay
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.outcome import Completed, judge
 from harness.plotting import BackgroundPlots
-from harness.probes._contract import utc_now
+from harness.probes.contract import utc_now
 from harness.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.schemas import SCHEMA_DIR, violations

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness import __version__
 from harness.environment import recorded_environment
-from harness.probes._contract import attempt, unavailable
+from harness.probes.contract import attempt, unavailable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_PATTERNS = ("harness/**/*.py", "harness/templates/*", "harness/data/**/*.json", "schemas/*.json")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import DossierError
+from harness.registry.spec import StepArgs
 
 
 class NotReady(Exception):
@@ -23,16 +24,6 @@ class NotReady(Exception):
 
 class StepSetupFailed(Exception):
     """Preparing the step failed for a real reason (e.g. the checkpoint could not be fetched)."""
-
-
-@dataclass(frozen=True)
-class StepArgs:
-    """A probe's arguments, the inputs they came from, and checkpoint provenance if any."""
-
-    args: tuple[str, ...] = ()
-    inputs: Mapping[str, Any] = field(default_factory=dict)
-    checkpoint: Mapping[str, Any] | None = None
-    mounts: tuple[str, ...] = ()  # host paths a container runner must mount read-only
 
 
 def analysis_module(name: str):
@@ -182,15 +173,11 @@ def dtype_check_arguments(state: RunState, dtype: str) -> StepArgs:
 def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
     if request.resolved is not None:
         return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
+    from harness import checkpoints  # the checkpoint fetch and index (no torch)
+
     try:
-        module = importlib.import_module("harness.commands.precision")
-    except ModuleNotFoundError as exc:
-        if exc.name == "harness.commands.precision":
-            raise NotReady("harness/commands/precision.py (checkpoint resolution) is not in this build") from exc
-        raise
-    try:
-        probe_args, provenance = module.probe_args_for(request.checkpoint, list(request.tensors),
-                                                       file_sha256=request.file_sha256)
+        probe_args, provenance = checkpoints.probe_args_for(request.checkpoint, list(request.tensors),
+                                                            file_sha256=request.file_sha256)
     except DossierError as exc:
         raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
     return _precision_step_args(probe_args, provenance, request)

@@ -26,7 +26,7 @@ from harness.assemble import assemble, unsigned_files
 from harness.bundle.view import BundleView
 from harness.dossier import RunOptions, collect
 from harness.probes import bandwidth as bandwidth_probe
-from harness.probes._contract import CONTRACT_VERSION
+from harness.probes.contract import CONTRACT_VERSION
 from harness.provenance import host_environment, tool_info
 from harness.records import COMPLETED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeRun

@@ -9,7 +9,7 @@ from harness.analysis.bandwidth import discrepancies, headlines
 from harness.cli import main
 from harness.plots.bandwidth import render
 from harness.probes import bandwidth as probe
-from harness.probes._contract import ProbeUsageError
+from harness.probes.contract import ProbeUsageError
 from harness.schemas import violations
 from tests.bandwidth_fixtures import cpu_sweep
 

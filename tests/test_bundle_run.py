@@ -123,7 +123,7 @@ def test_sigint_during_a_run_leaves_no_bundle_and_stops_the_probe(tmp_path):
 CLI_RUN_OF_THE_TEST_PLAN = """
 import sys
 from harness import cli
-from harness.commands import _probe, run
+from harness.commands import probe as _probe, run
 from harness.runners.local import LocalRunner
 from tests.bundle_probes import plan, tick_analysis, tick_plots
 sys.modules["harness.analysis.tick"] = tick_analysis

@@ -9,7 +9,7 @@ import pytest
 
 from harness import cli, dossier, paths
 from harness.bundle.read import read_all
-from harness.commands import _probe, run
+from harness.commands import probe as _probe, run
 from harness.errors import EnvironmentProblem, UsageError
 from harness.outcome import judge
 from harness.runners.local import LocalRunner

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.outcome import Completed, Failed, judge
-from harness.probes._contract import attempt, unavailable
+from harness.probes.contract import attempt, unavailable
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 

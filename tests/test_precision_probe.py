@@ -13,7 +13,7 @@ from harness.checkpoints import manifest as manifests
 from harness.checkpoints import probe_args_for
 from harness.cli import main
 from harness.probes import precision
-from harness.probes._contract import ProbeUsageError
+from harness.probes.contract import ProbeUsageError
 from harness.render.precision import render
 from harness.schemas import violations
 

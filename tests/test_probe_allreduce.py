@@ -20,7 +20,7 @@ from harness.analysis import allreduce_evidence as evidence
 from harness.cli import main
 from harness.outcome import Completed, judge
 from harness.probes import allreduce as probe
-from harness.probes._contract import ProbeUsageError, probe_main
+from harness.probes.contract import ProbeUsageError, probe_main
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import PROJECT_ROOT, LocalRunner
 from harness.schemas import violations

@@ -9,12 +9,12 @@ import torch
 from harness.analysis import roofline as rl
 from harness.catalogue import by_id
 from harness.cli import main
-from harness.commands.roofline import probe_args
+from harness.probes.contract import options_argv
 from harness.outcome import Completed, judge
 from harness.plots import roofline as plot
 from harness.probes import _roofline_torch as side
 from harness.probes import roofline as probe
-from harness.probes._contract import ProbeUsageError, probe_main
+from harness.probes.contract import ProbeUsageError, probe_main
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 
@@ -208,7 +208,7 @@ def test_command_passes_probe_options_through():
     from harness.cli import build_parser
     args = build_parser().parse_args(["roofline", "--dtype", "fp8", "--bandwidth-gbps", "4254",
                                       "--shapes", "1x2x3", "4x5x6", "--no-fusion"])
-    assert probe_args(args) == ["--bandwidth-gbps", "4254.0", "--dtype", "fp8", "--shapes", "1x2x3", "4x5x6",
+    assert options_argv(args, probe.OPTIONS) == ["--bandwidth-gbps", "4254.0", "--dtype", "fp8", "--shapes", "1x2x3", "4x5x6",
                                 "--no-fusion"]
 
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from harness import paths
-from harness.commands import _probe
+from harness.commands import probe
 from harness.dossier import RunOptions, bundle_file_name, run_dossier
 from harness.errors import UsageError
 from harness.signing.keys import signing_key_for_run
@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", type=Path, default=None,
                         help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
                              "~/.config/rig-dossier/dossier.key, made on first use)")
-    _probe.add_runner_options(parser)
+    probe.add_runner_options(parser)
     checkpoint = parser.add_argument_group("what the precision step measures (as `dossier precision`)")
     checkpoint.add_argument("--checkpoint", metavar="REPO@REVISION|PATH",
                             help="a safetensors checkpoint: a Hub repo pinned to a 40-hex commit, or a local "
@@ -85,7 +85,7 @@ def handle(args: argparse.Namespace) -> int:
     request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
     if "precision" not in args.skip:
         request = resolved_checkpoint(request)
-    runner, why = _probe.select_from_args(args)
+    runner, why = probe.select_from_args(args)
     key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)

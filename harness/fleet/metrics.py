@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.probes._contract import describe_exception, unavailable
+from harness.probes.contract import describe_exception, unavailable
 
 
 def _sustained_bandwidth(heads: Mapping[str, Any]) -> Any:

@@ -1,6 +1,6 @@
 """Probes: one module each, run as its own process (`python -m harness.probes.NAME`).
 
-The contract (see `_contract.py`): a probe imports only the standard library, torch and
+The contract (see `contract.py`): a probe imports only the standard library, torch and
 nvidia-ml-py; it writes exactly one JSON document on stdout, shaped by
 `schemas/NAME.schema.json`; everything else it says goes to stderr. The host side
 (runners, validation, bundles) never lives here.

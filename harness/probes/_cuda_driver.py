@@ -14,7 +14,7 @@ import ctypes
 from typing import Any
 
 from harness.analysis.device_mapping import normalise_bus_id, normalise_uuid
-from harness.probes._contract import unavailable
+from harness.probes.contract import unavailable
 from harness.probes._loaded_libraries import loaded_path
 
 LIBCUDA = "libcuda.so.1"

@@ -10,7 +10,7 @@ import os
 from typing import Any
 
 from harness import catalogue
-from harness.probes._contract import attempt, unavailable
+from harness.probes.contract import attempt, unavailable
 from harness.probes._nvml import decode_clock_event_reasons, processes
 
 COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}

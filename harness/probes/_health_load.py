@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from harness.probes._contract import progress, utc_now
+from harness.probes.contract import progress, utc_now
 from harness.probes._nvml import Sampler
 
 GEMM_DTYPE = "bfloat16"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes import _cuda_driver
-from harness.probes._contract import describe_exception, is_unavailable, unavailable
+from harness.probes.contract import describe_exception, is_unavailable, unavailable
 from harness.probes._loaded_libraries import open_library
 
 DEVICE_VIEW_SOURCE = ("CUDA driver API via ctypes (libcuda: cuInit, cuDeviceGet*; the enumeration torch "

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.analysis.clock_events import CLOCK_EVENT_REASONS, decode_clock_event_reasons  # noqa: F401 - re-exported
 from harness.analysis.device_mapping import nvml_index_by_uuid
-from harness.probes._contract import attempt, describe_exception, unavailable, utc_now
+from harness.probes.contract import attempt, describe_exception, unavailable, utc_now
 
 
 class NvmlSession:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.probes._contract import attempt, describe_exception, unavailable
+from harness.probes.contract import attempt, describe_exception, unavailable
 from harness.probes._health_devices import ecc_facts, watts
 
 # Event types asked for (nvml.h nvmlEventType*): a critical XID and the two ECC events.

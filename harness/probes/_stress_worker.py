@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes._collective_worker import Events, die_with_parent
-from harness.probes._contract import describe_exception, unavailable
+from harness.probes.contract import describe_exception, unavailable
 
 TEST_FAULT_ENV = "RIG_DOSSIER_STRESS_FAULT"  # tests: "die:N" SIGKILLs the worker after bucket N is written
 

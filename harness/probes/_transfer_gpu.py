@@ -12,7 +12,7 @@ import ctypes
 from itertools import combinations, permutations
 from typing import Any
 
-from harness.probes._contract import progress, unavailable
+from harness.probes.contract import progress, unavailable
 from harness.probes._cuda_driver import load as load_driver
 from harness.probes._health_devices import pcie_facts
 from harness.probes._transfer_copies import Stream, Timer, sweep_alone, sweep_together

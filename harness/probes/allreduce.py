@@ -32,8 +32,8 @@ from harness.analysis import allreduce_evidence as evidence
 from harness.analysis import nccl_log
 from harness.probes import _interconnect
 from harness.probes._collective_supervisor import Launch, Supervisor
-from harness.probes._contract import (NoDocument, ProbeUsageError, attempt, log, probe_main, progress,
-                                      unavailable, utc_now)
+from harness.probes.contract import (NoDocument, Option, ProbeUsageError, add_options, attempt, check_options, log,
+                                     positive, probe_main, progress, unavailable, utc_now)
 
 NAME = "allreduce"
 FAULT_ENV = "RIG_DOSSIER_ALLREDUCE_FAULT"  # test hook: "die:RANK:BYTES" or "hang:RANK:BYTES"
@@ -52,34 +52,53 @@ DEFAULTS = {
 }
 
 
+def readable_size(text: str) -> str | None:
+    """A check: TEXT is a size in bytes or binary units (8, 64K, 64M, 1G)."""
+    try:
+        ar.parse_size(text)
+    except ValueError as exc:
+        return f"{text}: {exc}"
+    return None
+
+
+OPTIONS = (
+    Option(("--world-size",), dict(metavar="N[,N...]",
+                                   help="ranks per curve; a list measures each (default nccl: 2 and 4 with >= 4 "
+                                        "GPUs, else every visible GPU; gloo: 2; env launcher: WORLD_SIZE)")),
+    Option(("--backend",), dict(choices=("nccl", "gloo"), help="default: nccl when CUDA is available, else gloo")),
+    Option(("--min-bytes",), dict(default="8", help="smallest buffer, a power of two (default 8)"),
+           check=readable_size),
+    Option(("--max-bytes",), dict(help="largest buffer, binary units: 64M, 1G (default 1G for nccl, 32M for gloo)"),
+           check=readable_size),
+    Option(("--launcher",), dict(choices=("spawn", "env"), default="spawn",
+                                 help="spawn: start one process per rank here; env: this process is a rank started "
+                                      "by torchrun or srun (default spawn)"), host=False),
+    Option(("--master-addr",), dict(help="env launcher: rendezvous host when MASTER_ADDR is not set (Slurm sets "
+                                         "none)"), host=False),
+    Option(("--master-port",), dict(type=int, help="env launcher: rendezvous base port when MASTER_PORT is not set "
+                                                   "(default 29500); curve k uses port + 1 + k"), host=False),
+    Option(("--time-budget-s",), dict(type=float, help="timed seconds per size, which sets the iteration count "
+                                                       "(default 0.2 nccl, 0.05 gloo)"), check=positive),
+    Option(("--warmup",), dict(type=int, help="warm-up calls per size (default 5 nccl, 2 gloo)"), check=positive),
+    Option(("--min-iters",), dict(type=int, help="fewest timed calls per size (default 5 nccl, 3 gloo)"),
+           check=positive),
+    Option(("--max-iters",), dict(type=int, help="most timed calls per size (default 1000 nccl, 50 gloo)"),
+           check=positive),
+    Option(("--size-timeout-s",), dict(type=float, default=120.0,
+                                       help="kill the workers when one size makes no progress for this long "
+                                            "(default 120)"), check=positive),
+    Option(("--init-timeout-s",), dict(type=float, default=300.0,
+                                       help="kill the workers when they have not all joined after this long "
+                                            "(default 300)"), check=positive),
+    Option(("--no-nccl-log",), dict(action="store_true",
+                                    help="do not set NCCL_DEBUG=INFO (the algorithm NCCL chose is then not recorded)")),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness.probes.allreduce", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--world-size", metavar="N[,N...]",
-                        help="ranks per curve; a list measures each (default nccl: 2 and 4 with >= 4 GPUs, "
-                             "else every visible GPU; gloo: 2; env launcher: WORLD_SIZE)")
-    parser.add_argument("--backend", choices=("nccl", "gloo"),
-                        help="default: nccl when CUDA is available, else gloo")
-    parser.add_argument("--min-bytes", default="8", help="smallest buffer, a power of two (default 8)")
-    parser.add_argument("--max-bytes", help="largest buffer, e.g. 1G, 64M (binary units; default 1G "
-                                            "for nccl, 32M for gloo)")
-    parser.add_argument("--launcher", choices=("spawn", "env"), default="spawn",
-                        help="spawn: start one process per rank here; env: this process is a rank started "
-                             "by torchrun or srun (default spawn)")
-    parser.add_argument("--master-addr", help="env launcher: rendezvous host when MASTER_ADDR is not set "
-                                              "(Slurm sets none)")
-    parser.add_argument("--master-port", type=int, help="env launcher: rendezvous base port when MASTER_PORT "
-                                                        "is not set (default 29500); curve k uses port + 1 + k")
-    parser.add_argument("--time-budget-s", type=float, help="timed seconds per size (sets the iteration count)")
-    parser.add_argument("--warmup", type=int, help="warm-up calls per size")
-    parser.add_argument("--min-iters", type=int, help="fewest timed calls per size")
-    parser.add_argument("--max-iters", type=int, help="most timed calls per size")
-    parser.add_argument("--size-timeout-s", type=float, default=120.0,
-                        help="kill the workers when one size makes no progress for this long (default 120)")
-    parser.add_argument("--init-timeout-s", type=float, default=300.0,
-                        help="kill the workers when they have not all joined after this long (default 300)")
-    parser.add_argument("--no-nccl-log", action="store_true",
-                        help="do not set NCCL_DEBUG=INFO (the algorithm NCCL chose is then not recorded)")
+    add_options(parser, OPTIONS)
     return parser
 
 
@@ -121,11 +140,8 @@ def parse_fault(text: str | None) -> dict[str, Any] | None:
     return {"kind": match.group(1), "rank": int(match.group(2)), "bytes": ar.parse_size(match.group(3))}
 
 
-def _positive(name: str, value: float | None, default: float) -> Any:
-    value = default if value is None else value
-    if value <= 0:
-        raise ProbeUsageError(f"{name} must be positive, got {value:g}")
-    return value
+def _or_default(value: float | None, default: float) -> Any:
+    return default if value is None else value
 
 
 def settings_from_args(args: argparse.Namespace, backend: str) -> Settings:
@@ -139,16 +155,15 @@ def settings_from_args(args: argparse.Namespace, backend: str) -> Settings:
         fault = parse_fault(os.environ.get(FAULT_ENV))
     except ValueError as exc:
         raise ProbeUsageError(str(exc)) from exc
-    min_iters = int(_positive("--min-iters", args.min_iters, defaults["min_iters"]))
-    max_iters = int(_positive("--max-iters", args.max_iters, defaults["max_iters"]))
+    min_iters = int(_or_default(args.min_iters, defaults["min_iters"]))
+    max_iters = int(_or_default(args.max_iters, defaults["max_iters"]))
     if min_iters > max_iters:
         raise ProbeUsageError(f"--min-iters {min_iters} is larger than --max-iters {max_iters}")
     return Settings(backend=backend, sizes=tuple(sizes),
-                    warmup=int(_positive("--warmup", args.warmup, defaults["warmup"])),
+                    warmup=int(_or_default(args.warmup, defaults["warmup"])),
                     min_iters=min_iters, max_iters=max_iters,
-                    time_budget_s=float(_positive("--time-budget-s", args.time_budget_s, defaults["time_budget_s"])),
-                    size_timeout_s=_positive("--size-timeout-s", args.size_timeout_s, 120.0),
-                    init_timeout_s=_positive("--init-timeout-s", args.init_timeout_s, 300.0),
+                    time_budget_s=float(_or_default(args.time_budget_s, defaults["time_budget_s"])),
+                    size_timeout_s=args.size_timeout_s, init_timeout_s=args.init_timeout_s,
                     nccl_log=backend == "nccl" and not args.no_nccl_log, fault=fault)
 
 
@@ -469,6 +484,7 @@ def sizing_sentence(settings: Settings, world_sizes: list[int], host_note: str) 
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    check_options(args, OPTIONS)
     if args.launcher == "env":
         rendezvous = rendezvous_from_env(dict(os.environ), args.master_addr, args.master_port)
     else:

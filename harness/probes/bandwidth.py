@@ -27,7 +27,8 @@ from harness import catalogue
 from harness.analysis import bandwidth as analysis
 from harness.analysis.device_mapping import normalise_uuid
 from harness.analysis.verdict import Verdict
-from harness.probes._contract import ProbeUsageError, attempt, probe_main, progress, unavailable
+from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, check_options, positive,
+                                     probe_main, progress, unavailable)
 from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid, sample
 
 NAME = "bandwidth"
@@ -46,23 +47,44 @@ SAMPLE_INTERVAL_S, MIN_SAMPLES = 0.05, 10
 Timer = Callable[[Callable[[], Any], int], list[float]]
 
 
+def known_sku(sku_id: str) -> str | None:
+    """A check: SKU_ID is in the catalogue."""
+    if catalogue.by_id(sku_id) is None:
+        return f"{sku_id}: not in the catalogue; known: " + ", ".join(s["id"] for s in catalogue.skus())
+    return None
+
+
+OPTIONS = (
+    Option(("--size-mib",), dict(type=float, nargs="+", metavar="N",
+                                 help="buffer sizes in MiB (default: 4 64 256 1024 and larger powers of two up to "
+                                      "the largest safe size on a GPU; 1 4 16 64 128 on the CPU)"),
+           check=lambda sizes: next((f"{s:g}: sizes must be positive (MiB per buffer, e.g. --size-mib 4 64 256 1024)"
+                                     for s in sizes if not s > 0), None)),
+    Option(("--repeats",), dict(type=int, default=3, help="runs of the largest size (default: 3)"),
+           check=lambda n: None if n >= 1 else f"{n}: at least 1 (the lab asks for 3)"),
+    Option(("--spec-gbps",), dict(type=float, metavar="GBPS",
+                                  help="published peak bandwidth in GB/s (overrides the catalogue's figure)"),
+           check=positive),
+    Option(("--kernel",), dict(choices=sorted(analysis.KERNELS), default="copy",
+                               help="access pattern: " + "; ".join(f"{k} reads {v['reads']} writes {v['writes']}"
+                                                                   for k, v in sorted(analysis.KERNELS.items()))
+                                    + " (default: copy)")),
+    Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
+                               help="auto: the GPU when torch sees one, else host memory (default: auto)")),
+    Option(("--device-index",), dict(type=int, default=0, help="CUDA device index (default: 0)")),
+    Option(("--point-budget-s",), dict(type=float, metavar="SECONDS",
+                                       help="timed seconds per sweep point (default: 0.3 on a GPU, 0.1 on the CPU)"),
+           check=positive),
+    Option(("--compare-sku",), dict(metavar="SKU_ID",
+                                    help="compare with this catalogue SKU's known-good result; refused unless it is "
+                                         "the device's own SKU, capacity and form factor (default: the device's own)"),
+           check=known_sku),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bandwidth", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mib", type=float, nargs="+", metavar="N",
-                        help="buffer sizes in MiB (default: 4 64 256 1024 and larger powers of two up "
-                             "to the largest safe size on a GPU; 1 4 16 64 128 on the CPU)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of the largest size (default: 3)")
-    parser.add_argument("--spec-gbps", type=float, help="published peak in GB/s (overrides the catalogue)")
-    parser.add_argument("--kernel", choices=sorted(analysis.KERNELS), default="copy",
-                        help="access pattern (default: copy)")
-    parser.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
-                        help="auto: the GPU when torch sees one, else host memory")
-    parser.add_argument("--device-index", type=int, default=0, help="CUDA device index (default: 0)")
-    parser.add_argument("--point-budget-s", type=float,
-                        help="seconds of timed iterations per sweep point (default: 0.3 GPU, 0.1 CPU)")
-    parser.add_argument("--compare-sku", metavar="SKU_ID",
-                        help="compare with this catalogue SKU's known-good result (refused unless it is "
-                             "the device's own SKU); default: the device's own SKU")
+    add_options(parser, OPTIONS)
     return parser
 
 
@@ -287,15 +309,7 @@ def reference(device: str, identity: dict[str, Any] | None, spec_gbps: float | N
 # --- measure -----------------------------------------------------------------------------------
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    if args.repeats < 1:
-        raise ProbeUsageError(f"--repeats {args.repeats}: at least 1 (the lab asks for 3)")
-    if args.spec_gbps is not None and not args.spec_gbps > 0:
-        raise ProbeUsageError(f"--spec-gbps {args.spec_gbps:g}: must be positive")
-    if args.point_budget_s is not None and not args.point_budget_s > 0:
-        raise ProbeUsageError(f"--point-budget-s {args.point_budget_s:g}: must be positive")
-    if args.compare_sku is not None and catalogue.by_id(args.compare_sku) is None:
-        raise ProbeUsageError(f"--compare-sku {args.compare_sku}: not in the catalogue; known: "
-                              + ", ".join(s["id"] for s in catalogue.skus()))
+    check_options(args, OPTIONS)
     import torch
 
     device = pick_device(torch, args.device)

@@ -18,30 +18,39 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from harness.analysis import precision as analysis
-from harness.probes import _quantize, _safetensors
-from harness.probes._contract import ProbeUsageError, attempt, log, probe_main, progress, unavailable
+from harness.probes import _safetensors
+from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, log, probe_main, progress,
+                                     unavailable)
+
+if TYPE_CHECKING:  # torch is imported when measuring, so the host reads OPTIONS without it
+    import torch
 
 NAME = "precision"
 PROVENANCE_KEYS = {"label", "repo", "revision", "file", "file_sha256", "source", "pinned_by"}
 
 
+OPTIONS = (
+    Option(("--file",), dict(required=True, help="the safetensors file (already verified by the host)"), host=False),
+    Option(("--tensor",), dict(action="append", default=[], metavar="ROLE=NAME",
+                               help="a tensor to measure and its role (repeat; measured in this order)"), host=False),
+    Option(("--tensor-index",), dict(metavar="JSON",
+                                     help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
+           host=False),
+    Option(("--provenance",), dict(metavar="JSON", help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
+           host=False),
+    Option(("--device",), dict(choices=("auto", "cpu", "cuda"), default="auto",
+                               help="where the probe computes (auto: CUDA when present, else the CPU); the numbers "
+                                    "are the same")),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness.probes.precision", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--file", required=True, help="the safetensors file (already verified by the host)")
-    parser.add_argument("--tensor", action="append", default=[], metavar="ROLE=NAME",
-                        help="a tensor to measure and its role (repeat; measured in this order)")
-    parser.add_argument("--tensor-index", metavar="JSON",
-                        help="the host's record of each tensor: dtype, shape, byte_range, sha256")
-    parser.add_argument("--provenance", metavar="JSON",
-                        help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS)))
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where to compute (auto: CUDA when present, else CPU)")
+    add_options(parser, OPTIONS)
     return parser
 
 
@@ -67,6 +76,8 @@ def _json_arg(text: str | None, what: str) -> dict[str, Any]:
 
 
 def pick_device(choice: str) -> torch.device:
+    import torch
+
     if choice == "cuda" and not torch.cuda.is_available():
         raise ProbeUsageError("--device cuda but torch.cuda.is_available() is False")
     if choice == "cpu" or not torch.cuda.is_available():
@@ -89,6 +100,8 @@ def check_against_index(entry: _safetensors.TensorEntry, digest: str, index: dic
 
 def load_tensor(path: str, entry: _safetensors.TensorEntry) -> tuple[torch.Tensor, str]:
     """The tensor as float32 (exact for fp32/fp16/bf16) and the sha256 of its bytes."""
+    import torch
+
     if entry.dtype not in _safetensors.MEASURABLE_DTYPES:
         raise ProbeUsageError(f"tensor {entry.name!r} is {entry.dtype}; the probe measures "
                               f"{', '.join(_safetensors.MEASURABLE_DTYPES)} tensors")
@@ -101,6 +114,8 @@ def load_tensor(path: str, entry: _safetensors.TensorEntry) -> tuple[torch.Tenso
 
 def measure_tensor(role: str, entry: _safetensors.TensorEntry, x32: torch.Tensor, digest: str,
                    device: torch.device) -> dict[str, Any]:
+    from harness.probes import _quantize
+
     x = x32.to(device)
     try:
         stats = _quantize.tensor_stats(x)
@@ -132,6 +147,8 @@ def checkpoint_record(args: argparse.Namespace, provenance: dict[str, Any]) -> d
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
     pairs = parse_tensor_specs(args.tensor)
     index = _json_arg(args.tensor_index, "tensor-index")
     provenance = _json_arg(args.provenance, "provenance")
@@ -174,7 +191,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             {"what": "model quality", "why": "the probe measures weight-representation error only; "
                                              "no activations, no evaluation (see model_quality_caveat)"},
             {"what": "scale storage", "why": f"bits_per_element_with_scales counts every scale as "
-                                             f"{_quantize.SCALE_BITS}-bit float; formats that store "
+                                             f"{analysis.SCALE_BITS}-bit float; formats that store "
                                              f"fp16 or e8m0 scales use fewer"},
         ],
     }

@@ -20,9 +20,9 @@ from typing import Any
 from harness import catalogue
 from harness.analysis import gemm_shapes
 from harness.analysis import roofline as analysis
-from harness.probes._contract import (ProbeUsageError, attempt, describe_exception, log, probe_main,
-                                      progress, unavailable, utc_now)
 from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid
+from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, describe_exception, log,
+                                     probe_main, progress, unavailable, utc_now)
 
 NAME = "roofline"
 DTYPES = tuple(analysis.DTYPE_WIDTHS)
@@ -34,51 +34,51 @@ TILES = {"tensor": (128, 256), "simt": (128, 128)}
 SAMPLE_INTERVAL_S = 0.01  # short shapes (~10 ms) must get a clock reading of their own
 
 
+OPTIONS = (
+    Option(("--bandwidth-gbps",), dict(type=float, metavar="B",
+        help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
+             "measured here on a CPU unless given)")),
+    Option(("--dtype",), dict(choices=DTYPES, default="bf16", help="GEMM dtype (default bf16)")),
+    Option(("--peak-tflops",), dict(type=float, metavar="P",
+        help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
+             "for the identified SKU; measured on a CPU)")),
+    Option(("--shapes",), dict(nargs="+", default=[], metavar="MxNxK[:label]",
+        help="extra GEMM shapes, C[M,N] = A[M,K] @ B[K,N]")),
+    Option(("--shapes-file",), dict(type=Path, metavar="F",
+        help="extra shapes, one 'MxNxK[:label]' per line, '#' comments")),
+    Option(("--no-default-shapes",), dict(action="store_true",
+        help="run only the shapes given with --shapes/--shapes-file")),
+    Option(("--max-square",), dict(type=int, metavar="N",
+        help=f"largest square size (default: 16384 on a GPU, memory permitting; "
+             f"{CPU_MAX_SQUARE} on a CPU)")),
+    Option(("--prefill-tokens",), dict(type=int, nargs="+", metavar="M",
+        default=list(gemm_shapes.DEFAULT_PREFILL_TOKENS),
+        help="prefill-like M for the model projections (2048..8192; default 2048 8192)")),
+    Option(("--decode-tokens",), dict(type=int, nargs="+", metavar="M",
+        default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
+        help="decode-like M for the model projections (1..64; default 1 64)")),
+    Option(("--max-shape-seconds",), dict(type=float, metavar="S",
+        help="skip a shape whose predicted warm-up + minimum timed calls exceed S seconds "
+             "(default 5 on a GPU, 2 on a CPU)")),
+    Option(("--max-operand-mib",), dict(type=float, metavar="MIB",
+        help="skip a shape whose inputs and output exceed this (default: a quarter of free "
+             "GPU memory; 512 on a CPU)")),
+    Option(("--tile",), dict(metavar="MxN",
+        help="output tile the wave model assumes (default 128x256 for tensor-core dtypes, "
+             "128x128 for fp32)")),
+    Option(("--no-fusion",), dict(action="store_true", help="skip the elementwise fusion comparison")),
+    Option(("--fusion-elements",), dict(type=int, metavar="N",
+        help="elements in the fusion chain (default 2^28 on a GPU, memory permitting; 2^26 on a CPU)")),
+    Option(("--device",), dict(choices=("auto", "cuda", "cpu"), default="auto",
+        help="where to run (default: cuda when available)")),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m harness.probes.roofline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
+    add_options(parser, OPTIONS)
     return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The probe's options; `dossier roofline` offers the same ones and passes them through."""
-    parser.add_argument("--bandwidth-gbps", type=float, metavar="B",
-                        help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
-                             "measured here on a CPU unless given)")
-    parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="GEMM dtype (default bf16)")
-    parser.add_argument("--peak-tflops", type=float, metavar="P",
-                        help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
-                             "for the identified SKU; measured on a CPU)")
-    parser.add_argument("--shapes", nargs="+", default=[], metavar="MxNxK[:label]",
-                        help="extra GEMM shapes, C[M,N] = A[M,K] @ B[K,N]")
-    parser.add_argument("--shapes-file", type=Path, metavar="F",
-                        help="extra shapes, one 'MxNxK[:label]' per line, '#' comments")
-    parser.add_argument("--no-default-shapes", action="store_true",
-                        help="run only the shapes given with --shapes/--shapes-file")
-    parser.add_argument("--max-square", type=int, metavar="N",
-                        help=f"largest square size (default: 16384 on a GPU, memory permitting; "
-                             f"{CPU_MAX_SQUARE} on a CPU)")
-    parser.add_argument("--prefill-tokens", type=int, nargs="+", metavar="M",
-                        default=list(gemm_shapes.DEFAULT_PREFILL_TOKENS),
-                        help="prefill-like M for the model projections (2048..8192; default 2048 8192)")
-    parser.add_argument("--decode-tokens", type=int, nargs="+", metavar="M",
-                        default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
-                        help="decode-like M for the model projections (1..64; default 1 64)")
-    parser.add_argument("--max-shape-seconds", type=float, metavar="S",
-                        help="skip a shape whose predicted warm-up + minimum timed calls exceed S seconds "
-                             "(default 5 on a GPU, 2 on a CPU)")
-    parser.add_argument("--max-operand-mib", type=float, metavar="MIB",
-                        help="skip a shape whose inputs and output exceed this (default: a quarter of free "
-                             "GPU memory; 512 on a CPU)")
-    parser.add_argument("--tile", metavar="MxN",
-                        help="output tile the wave model assumes (default 128x256 for tensor-core dtypes, "
-                             "128x128 for fp32)")
-    parser.add_argument("--no-fusion", action="store_true", help="skip the elementwise fusion comparison")
-    parser.add_argument("--fusion-elements", type=int, metavar="N",
-                        help="elements in the fusion chain (default 2^28 on a GPU, memory permitting; 2^26 on a CPU)")
-    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
-                        help="where to run (default: cuda when available)")
 
 
 # ------------------------------------------------------------------------------ shapes

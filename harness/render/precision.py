@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.precision import MODEL_QUALITY_CAVEAT, headlines
-from harness.probes._contract import is_unavailable
+from harness.probes.contract import is_unavailable
 
 
 def _cell(value: Any, spec: str = ".4g") -> str:

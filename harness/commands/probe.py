@@ -1,8 +1,16 @@
-"""Shared by the commands that run one probe and save its JSON."""
+"""`dossier NAME` for every probe in the registry: one parser and one handler, built from its ProbeSpec.
+
+The command offers the probe's own options (declared once, in the probe module's OPTIONS), the
+command's host options (CommandSpec.host_options), --output, --timeout and where probes run;
+checks the options as the probe would, runs the probe through the runner, validates and saves
+its JSON (keeping the raw output on failure), then hands the document to the spec's `finish`
+(summary lines, plots, tables, the exit-1 rule).
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -11,9 +19,33 @@ from pathlib import Path
 from harness import paths, recovery
 from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
 from harness.outcome import Completed, Failed, judge
-from harness.probes._contract import EXIT_USAGE
+from harness.probes.contract import EXIT_USAGE, ProbeUsageError, add_options, check_options, options_argv
+from harness.registry.spec import ProbeSpec, StepArgs
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.runners.select import RUNNER_CHOICES, select_runner
+
+
+def add_parser(sub: argparse._SubParsersAction, spec: ProbeSpec) -> None:
+    command = spec.command
+    parser = sub.add_parser(spec.name, help=command.help, description=command.description)
+    add_options(parser, spec.host_options)
+    add_options(parser, command.host_options)
+    add_common_options(parser, default_output=command.output, timeout_s=command.timeout_s)
+    parser.set_defaults(func=functools.partial(handle, spec))
+
+
+def handle(spec: ProbeSpec, args: argparse.Namespace) -> int:
+    """Check, run the probe, save its JSON, then the spec's own finish (which may raise CheckFailed)."""
+    try:
+        check_options(args, (*spec.host_options, *spec.command.host_options))
+    except ProbeUsageError as exc:  # the probe's own words, before it is started
+        raise UsageError(str(exc)) from None
+    argv = options_argv(args, spec.host_options)
+    prepared = spec.command.prepare(args, argv) if spec.command.prepare else StepArgs(tuple(argv))
+    outcome = run_probe(spec.name, list(prepared.args), args, mounts=prepared.mounts)
+    if spec.command.finish:
+        spec.command.finish(args, outcome.document)
+    return 0
 
 
 def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:

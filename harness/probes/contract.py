@@ -1,9 +1,14 @@
-"""The probe side of the contract: standard library only.
+"""The probe contract, probe side: standard library only (the host imports it too).
 
 `probe_main` wraps a probe's measurement: it parses arguments, keeps the real stdout for
 the one JSON document and points file descriptor 1 at stderr while measuring (so a library
 printing on stdout, NCCL's debug output for instance, cannot corrupt the document), stamps
 the common fields and writes the document with `allow_nan=False, sort_keys=True`.
+
+`Option` declares a probe's command-line option once: the probe's parser and `dossier NAME`
+add it the same way (`add_options`), refuse a bad value with the same words (`check_options`),
+and the host hands the user's values back to the probe (`options_argv`). `unavailable`,
+`attempt`, `utc_now`, `progress` and `log` are the helpers every probe's facts go through.
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 # 2: all-reduce points keep every rank's per-call times (rank_times_us); 1 stated only their medians.
@@ -35,6 +41,84 @@ class NoDocument(Exception):
     def __init__(self, exit_code: int = 0, message: str = "") -> None:
         super().__init__(message)
         self.exit_code = exit_code
+
+
+Check = Callable[[Any], "str | None"]  # why a parsed value is refused (after the flag), or None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a probe, declared once in the probe module (its OPTIONS).
+
+    `flags` and `kwargs` are exactly argparse.add_argument's; `check` refuses a parsed value
+    (its words follow the flag in the error); `host`: offered by `dossier NAME` as well (False:
+    set only by whoever launches the probe, e.g. the host's resolved checkpoint or srun's
+    rendezvous); `goes_with`: the dest of another option, with which this one is always handed
+    to the probe (its value then recorded even when it is the default)."""
+
+    flags: tuple[str, ...]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    check: Check | None = None
+    host: bool = True
+    goes_with: str | None = None
+
+    @property
+    def dest(self) -> str:
+        long = next((f for f in self.flags if f.startswith("--")), self.flags[0])
+        return self.kwargs.get("dest") or long.lstrip("-").replace("-", "_")
+
+    def add_to(self, parser: argparse.ArgumentParser | Any) -> None:
+        parser.add_argument(*self.flags, **self.kwargs)
+
+    def given(self, args: argparse.Namespace) -> bool:
+        """Whether ARGS sets this option to something other than its default."""
+        value = getattr(args, self.dest, None)
+        return value is not None and value is not False and value != self.kwargs.get("default")
+
+    def to_argv(self, args: argparse.Namespace) -> list[str]:
+        """The probe's command-line words for this option's value in ARGS (none when not given)."""
+        if not (self.given(args) or (self.goes_with and getattr(args, self.goes_with, None) not in (None, False))):
+            return []
+        value = getattr(args, self.dest)
+        flag = next((f for f in self.flags if f.startswith("--")), self.flags[0])
+        if self.kwargs.get("action") in ("store_true", "store_false"):
+            return [flag]
+        if self.kwargs.get("action") == "append":
+            return [word for item in value for word in (flag, str(item))]
+        if isinstance(value, (list, tuple)):
+            return [flag, *map(str, value)]
+        return [flag, str(value)]
+
+
+def add_options(parser: argparse.ArgumentParser | Any, options: Sequence[Option]) -> None:
+    for option in options:
+        option.add_to(parser)
+
+
+def options_argv(args: argparse.Namespace, options: Sequence[Option]) -> list[str]:
+    """Every option of OPTIONS that ARGS sets, as the probe's command line, in declaration order."""
+    return [word for option in options for word in option.to_argv(args)]
+
+
+def check_options(args: argparse.Namespace, options: Sequence[Option]) -> None:
+    """Refuse the first option whose value its check refuses: ProbeUsageError("--flag VALUE: why")."""
+    for option in options:
+        value = getattr(args, option.dest, None)
+        why = option.check(value) if option.check and value is not None else None
+        if why:
+            raise ProbeUsageError(f"{option.flags[0]} {why}")
+
+
+def number(text: str) -> int | float:
+    """A number as written: an int for "300", a float for "0.1" (so it is handed on as written)."""
+    value = float(text)
+    return int(text) if text.strip().lstrip("+-").isdigit() else value
+
+
+def positive(value: Any) -> str | None:
+    """A check: every number in VALUE (one, or a list) above zero."""
+    bad = next((v for v in (value if isinstance(value, (list, tuple)) else [value]) if not v > 0), None)
+    return None if bad is None else f"{bad:g}: must be positive"
 
 
 def unavailable(reason: str) -> dict[str, str]:
