@@ -45,7 +45,7 @@ from harness.judge import engine  # noqa: E402
 from harness.report import render  # noqa: E402
 from harness.signing.keys import load_private, load_public  # noqa: E402
 from harness.verify import verify_bundle  # noqa: E402
-from tests.bundle_probes import tick_analysis, tick_plots  # noqa: E402
+from tests.bundle_probes import plan as test_plan  # noqa: E402
 from tests.fuzz_support import OPS, Mutation, mutant, verdict  # noqa: E402
 
 H200 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
@@ -53,8 +53,7 @@ STATE: dict = {}
 
 
 def install_tick_modules() -> None:
-    sys.modules["harness.analysis.tick"] = tick_analysis
-    sys.modules["harness.plots.tick"] = tick_plots
+    test_plan.install()
 
 
 def build_bases(work: Path) -> dict[str, Path]:

@@ -6,7 +6,6 @@ measured one), so a colleague's figure can be judged against the noise of your o
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -92,18 +91,13 @@ SOFTWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
 )
 
 
-def _sustained(figures: dict[str, Any]) -> float | None:
-    medians = figures.get("repeat_medians_gbps")
-    return float(statistics.median(medians)) if medians else None
-
-
 def _metric_rows(view: BundleView) -> dict[str, tuple[str, float | None, float | None]]:
     """metric -> (unit, value, spread fraction) for one bundle."""
     b, r, a = _figures(view, "bandwidth"), _figures(view, "roofline"), _figures(view, "allreduce")
     spread = b.get("repeat_spread")
     rows: dict[str, tuple[str, float | None, float | None]] = {
         "bandwidth plateau": ("GB/s", b.get("plateau_gbps"), spread),
-        "bandwidth sustained median": ("GB/s", _sustained(b), spread),
+        "bandwidth sustained median": ("GB/s", b.get("repeat_median_gbps"), spread),
         "roofline best": ("TFLOPS", r.get("best_tflops"), None),
         "roofline ridge": ("FLOP/byte", r.get("ridge_flop_per_byte"), None),
         "roofline fusion speedup": ("x", r.get("fusion_speedup"), None),

@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,9 +30,10 @@ from harness.plotting import BackgroundPlots
 from harness.probes.contract import utc_now
 from harness.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeInvocation, Runner
-from harness.schemas import SCHEMA_DIR, violations
+from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
+from harness.schemas import violations
 from harness.signing.keys import SigningKey
-from harness.steps import LAB_PLAN, HostStep, NotReady, ProbeStep, RunState, Step, StepSetupFailed
+from harness.steps import LAB_PLAN
 
 
 @dataclass(frozen=True)
@@ -43,36 +44,21 @@ class RunOptions:
     name: str | None = None
     runner_choice: str = "auto"
     skip: tuple[str, ...] = ()
-    # The run's own flags (runner and checkpoint options, e.g. ("--image", "cuda")), recorded so the
+    # The run's own flags (runner and probe options, e.g. ("--image", "cuda")), recorded so the
     # report's reproduce command repeats them; the key keeps its first name for existing bundles.
-    runner_options: tuple[tuple[str, str], ...] = ()
+    runner_options: tuple[tuple[str, ...], ...] = ()
+    # What `dossier run` resolved for each probe before any ran (ProbeSpec.prepare_run), by probe.
+    prepared: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def probe_missing(runner: Runner, probe: str) -> str | None:
-    """Why the runner cannot run PROBE in this build, or None."""
+    """Why the runner cannot run PROBE (an image built from an older harness, a test package), or None."""
     has_probe = getattr(runner, "has_probe", None)
     if callable(has_probe):
         return None if has_probe(probe) else f"the {runner.name} runner has no probe {probe}"
     package = getattr(runner, "package", "harness.probes")
     if importlib.util.find_spec(f"{package}.{probe}") is None:
         return f"{package.replace('.', '/')}/{probe}.py is not in this build"
-    return None
-
-
-def step_missing(runner: Runner | None, step: Step) -> str | None:
-    """Why STEP cannot run in this build (probe, analysis or schema absent), or None."""
-    if isinstance(step, ProbeStep) and runner is not None:
-        why = probe_missing(runner, step.probe)
-        if why:
-            return why
-    if isinstance(step, HostStep):
-        module = step.function.split(":")[0]
-        if importlib.util.find_spec(module) is None:
-            return f"{module.replace('.', '/')}.py is not in this build"
-    if step.analysis and importlib.util.find_spec(f"harness.analysis.{step.analysis}") is None:
-        return f"harness/analysis/{step.analysis}.py is not in this build"
-    if not (SCHEMA_DIR / f"{step.schema}.schema.json").exists():
-        return f"schemas/{step.schema}.schema.json is not in this build"
     return None
 
 
@@ -97,12 +83,13 @@ def _lowest_priority_thread() -> None:
 class EarlyArguments:
     """Arguments of independent steps, prepared by one nice-19 thread from the run's start."""
 
-    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str]) -> None:
+    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str],
+                 prepared: Mapping[str, Any]) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="prepare", initializer=_lowest_priority_thread)
         self._futures: dict[str, Future] = {
-            step.step: self._pool.submit(step.arguments, RunState()) for step in plan
+            step.step: self._pool.submit(step.arguments, RunState(prepared)) for step in plan
             if isinstance(step, ProbeStep) and step.independent and step.step not in skip
-            and step_missing(runner, step) is None}
+            and probe_missing(runner, step.probe) is None}
 
     def arguments(self, step: ProbeStep, state: RunState) -> StepArgs:
         future = self._futures.pop(step.step, None)
@@ -166,16 +153,16 @@ def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepR
     return StepRecord(**base, status=COMPLETED, document=document)
 
 
-def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay,
-              skip: Sequence[str] = ()) -> tuple[StepRecord, ...]:
+def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: Sequence[str] = (),
+              prepared: Mapping[str, Any] | None = None) -> tuple[StepRecord, ...]:
     """Every step in order; each failure recorded, never stopping the run.
 
     Independent steps' arguments are prepared, and completed steps' plots rendered, in the
     background at the lowest CPU priority while the probes run.
     """
-    state = RunState()
+    state = RunState(prepared)
     records = []
-    early = EarlyArguments(plan, runner, skip)
+    early = EarlyArguments(plan, runner, skip, state.prepared)
     with BackgroundPlots() as plots:
         try:
             for step in plan:
@@ -190,7 +177,8 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay,
 
 def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, skip: Sequence[str],
              early: EarlyArguments) -> StepRecord:
-    why = f"skipped with --skip {step.step}" if step.step in skip else step_missing(runner, step)
+    why = f"skipped with --skip {step.step}" if step.step in skip else (
+        probe_missing(runner, step.probe) if isinstance(step, ProbeStep) else None)
     if why:
         display.skip(step.step, why)
         return StepRecord(**_base(step), status=NOT_RUN, why=why)
@@ -214,7 +202,7 @@ def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence
     host = provenance.host_environment()
     display = display or RunDisplay(len(plan))
     with display:
-        steps = run_steps(plan, runner, display, options.skip)
+        steps = run_steps(plan, runner, display, options.skip, options.prepared)
     return RunRecord(steps=steps, runner={"name": runner.name, "why": runner_why},
                      tool=provenance.tool_info(), host=host,
                      options={"runner": options.runner_choice, "skip": sorted(options.skip),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import multiprocessing
 import os
 import signal
@@ -21,20 +20,20 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from harness import registry
 from harness.bundle import layout
 
 Rendered = tuple[dict[str, bytes], str | None]  # member name -> bytes, and a note when none
 
 
 def plot_module_name(plots: str) -> tuple[str | None, str | None]:
-    """The importable name of harness.plots.PLOTS (tests may stand in a module), or why none.
-
-    Found without importing it, so the parent process never pays for matplotlib.
-    """
-    spec = importlib.util.find_spec(f"harness.plots.{plots}")
-    if spec is None:
-        return None, f"harness/plots/{plots}.py is not in this build"
-    return spec.name, None
+    """The importable name of the registry's plot module PLOTS, or why there is none (a plan that
+    names plots no registry entry gives: a bug, recorded as the step's plot note, never a crash
+    that would lose the run)."""
+    try:
+        return registry.plot_module_name(plots), None
+    except registry.NotInRegistry as exc:
+        return None, f"{exc} (a bug in this build: please report it)"
 
 
 def render_step_plots(module_name: str, plots: str, step: str, document: Mapping[str, Any]) -> Rendered:

@@ -14,8 +14,6 @@ failure is one Check with ok=False; `verify_bundle` never raises.
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from harness import registry
 from harness.analysis import cross_checks
 from harness.bundle import layout, seal
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
@@ -158,15 +157,18 @@ def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
 
 
 def _host_function(entry: dict[str, Any]) -> Any:
-    """The function a host step names, only if it is a public function of a harness.analysis module."""
-    module_name, _, function_name = str(entry.get("function")).partition(":")
+    """The function a host step names, only if it is a public harness.analysis function that a
+    registry entry's host step names (never an import of a string the bundle chose)."""
+    name = str(entry.get("function"))
+    module_name, _, function_name = name.partition(":")
     if (not module_name.startswith("harness.analysis.") or not MODULE_NAME.fullmatch(module_name.rsplit(".", 1)[1])
             or not MODULE_NAME.fullmatch(function_name)):
-        raise BundleFormatError(f"host function {str(entry.get('function'))[:80]!r} is not in harness.analysis")
-    function = getattr(importlib.import_module(module_name), function_name, None)
-    if not inspect.isfunction(function) or function.__module__ != module_name:
-        raise BundleFormatError(f"{module_name} defines no function {function_name!r}")
-    return function
+        raise BundleFormatError(f"host function {name[:80]!r} is not in harness.analysis")
+    try:
+        return registry.host_function(name)
+    except registry.NotInRegistry as exc:
+        raise BundleFormatError(f"{module_name} defines no function {function_name!r} that a host step of this "
+                                f"build's registry names") from exc
 
 
 def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str]) -> Check:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from harness.runners.local import LocalRunner
 from harness.signing.statement import sign_statement
 from harness.signing.keys import generate, load_private
 from tests.bundle_probes import plan as test_plan
-from tests.bundle_probes import tick_analysis, tick_plots
 
 
 def make_key(directory: Path):
@@ -33,9 +31,8 @@ def quiet_display(steps: int) -> RunDisplay:
 
 @pytest.fixture
 def tick_modules(monkeypatch):
-    """harness.analysis.tick and harness.plots.tick, test-only, for the tick probe."""
-    monkeypatch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
-    monkeypatch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+    """The tick probe registered, with harness.analysis.tick and harness.plots.tick, test-only."""
+    test_plan.install(monkeypatch)
 
 
 def collect_test_plan(tmp: Path, plan=test_plan.PLAN):

@@ -125,10 +125,9 @@ import sys
 from harness import cli
 from harness.commands import probe as _probe, run
 from harness.runners.local import LocalRunner
-from tests.bundle_probes import plan, tick_analysis, tick_plots
-sys.modules["harness.analysis.tick"] = tick_analysis
-sys.modules["harness.plots.tick"] = tick_plots
-run.lab_plan = lambda request: plan.PLOTTED_SLOW_PLAN
+from tests.bundle_probes import plan
+plan.install()
+run.lab_plan = lambda: plan.PLOTTED_SLOW_PLAN
 _probe.select_from_args = lambda args: (LocalRunner(package=plan.PACKAGE), "tests: the test-only probes")
 raise SystemExit(cli.main(sys.argv[1:]))
 """
@@ -176,7 +175,7 @@ def test_plots_rendered_in_the_background_equal_plots_rendered_inline(recorded):
 
 
 def test_independent_step_prepared_early_records_its_failure_and_the_run_goes_on(tmp_path):
-    from harness.steps import ProbeStep, StepSetupFailed
+    from harness.registry.steps import ProbeStep, StepSetupFailed
 
     def no_checkpoint(state):
         raise StepSetupFailed("could not resolve the default checkpoint: offline")

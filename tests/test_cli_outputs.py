@@ -85,7 +85,7 @@ def test_a_read_only_folder_is_refused_before_the_work(tmp_path, monkeypatch, ca
 def test_plan_run(monkeypatch, tmp_path, tick_modules):  # noqa: F811
     """`dossier run` of the test-only plan (one real tick probe), recovery folders under tmp_path."""
     monkeypatch.setenv("DOSSIER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(run, "lab_plan", lambda request: test_plan.PLAN[:1])
+    monkeypatch.setattr(run, "lab_plan", lambda: test_plan.PLAN[:1])
     monkeypatch.setattr(_probe, "select_from_args",
                         lambda args: (LocalRunner(package=test_plan.PACKAGE), "tests: the test-only probes"))
     key, public = make_key(tmp_path / "k")

@@ -148,8 +148,8 @@ def test_a_pinned_download_that_is_not_safetensors_is_not_kept(isolated, tmp_pat
 def test_dossier_run_resolves_a_named_checkpoint_once_before_any_probe(isolated, small, tmp_path, monkeypatch,
                                                                        capsys):
     from harness import checkpoints
-    from harness.commands.run import resolved_checkpoint
-    from harness.steps import CheckpointRequest, RunState, precision_arguments
+    from harness.registry.precision import CheckpointRequest, precision_arguments, resolved_checkpoint
+    from harness.registry.steps import RunState
 
     request = resolved_checkpoint(CheckpointRequest(str(small), ("embedding=tok.weight",)))
     assert request.resolved.provenance["source"] == f"local file {small}"

@@ -2,7 +2,6 @@
 content is a named failed check, never a traceback, and memory stays bounded."""
 
 import json
-import sys
 import tracemalloc
 
 import pytest
@@ -13,7 +12,8 @@ from harness.bundle.read import Limits, read_all
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
 from harness.verify import INTERNAL_ERROR, verify_bundle
-from tests.bundle_probes import tick_analysis, tick_plots
+from tests.bundle_probes import plan as test_plan
+from tests.bundle_probes import tick_analysis
 from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401
 
 
@@ -22,8 +22,7 @@ def plan_bundle(tmp_path_factory):
     """One real bundle of the test plan (tick, a failed step, a dependent and a not-run one)."""
     tmp = tmp_path_factory.mktemp("robust")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
-        patch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+        test_plan.install(patch)
         key, public = make_key(tmp / "k")
         path = tmp / "clean.tar.gz"
         path.write_bytes(assemble(collect_test_plan(tmp), key))

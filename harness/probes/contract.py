@@ -75,19 +75,24 @@ class Option:
         value = getattr(args, self.dest, None)
         return value is not None and value is not False and value != self.kwargs.get("default")
 
-    def to_argv(self, args: argparse.Namespace) -> list[str]:
-        """The probe's command-line words for this option's value in ARGS (none when not given)."""
+    def occurrences(self, args: argparse.Namespace) -> list[tuple[str, ...]]:
+        """This option's value in ARGS as command-line words, one tuple per flag (an appended option
+        once per value); none when not given."""
         if not (self.given(args) or (self.goes_with and getattr(args, self.goes_with, None) not in (None, False))):
             return []
         value = getattr(args, self.dest)
         flag = next((f for f in self.flags if f.startswith("--")), self.flags[0])
         if self.kwargs.get("action") in ("store_true", "store_false"):
-            return [flag]
+            return [(flag,)]
         if self.kwargs.get("action") == "append":
-            return [word for item in value for word in (flag, str(item))]
+            return [(flag, str(item)) for item in value]
         if isinstance(value, (list, tuple)):
-            return [flag, *map(str, value)]
-        return [flag, str(value)]
+            return [(flag, *map(str, value))]
+        return [(flag, str(value))]
+
+    def to_argv(self, args: argparse.Namespace) -> list[str]:
+        """The probe's command-line words for this option's value in ARGS (none when not given)."""
+        return [word for occurrence in self.occurrences(args) for word in occurrence]
 
 
 def add_options(parser: argparse.ArgumentParser | Any, options: Sequence[Option]) -> None:

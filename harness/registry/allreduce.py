@@ -7,11 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.acceptance import criteria as accept
 from harness.analysis import allreduce as ar
 from harness.errors import CheckFailed
+from harness.judge import lab
 from harness.probes import allreduce as probe
 from harness.probes.contract import Option
+from harness.registry.bandwidth import measured_device
 from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.steps import ProbeStep, RunState, StepArgs
 
 NO_PLOT = Option(("--no-plot",), dict(action="store_true", help="do not write allreduce.png/.svg beside the JSON"))
 
@@ -55,4 +59,31 @@ COMMAND = CommandSpec(
                 "Exits 1 when a curve stopped early (the points measured before are kept in the JSON).",
     output="allreduce.json", timeout_s=3600, host_options=(NO_PLOT,), finish=finish)
 
-SPEC = ProbeSpec(name="allreduce", title="all-reduce curves", lab="M1T4", options=probe.OPTIONS, command=COMMAND)
+def gpu_count(state: RunState) -> tuple[int, str]:
+    """How many GPUs the probes saw, and from which document."""
+    if "health" in state.documents:
+        count = state.headlines("health", "the device count").get("device_count")
+        if isinstance(count, int):
+            return count, f"health found {count} device(s)"
+    if "bandwidth" in state.documents:
+        device = measured_device(state)
+        return (1 if device == "cuda" else 0), f"bandwidth ran on {device}"
+    return 0, "neither health nor bandwidth completed, so no GPU is assumed"
+
+
+def allreduce_arguments(state: RunState) -> StepArgs:
+    """NCCL over the GPUs health found; else two gloo processes on the CPU (a real curve)."""
+    count, evidence = gpu_count(state)
+    if count >= 1:
+        return StepArgs(("--backend", "nccl"), inputs={"backend_from": evidence})
+    return StepArgs(("--backend", "gloo", "--world-size", "2"),
+                    inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"})
+
+
+SPEC = ProbeSpec(
+    name="allreduce", title="all-reduce curves", lab="M1T4", options=probe.OPTIONS, command=COMMAND,
+    analysis="allreduce", plots="allreduce",
+    steps=(ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
+                     schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
+                     arguments=allreduce_arguments, order=60),),
+    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(accept.ALLREDUCE_BUSBW,))

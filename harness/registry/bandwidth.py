@@ -8,12 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
+from harness.acceptance import criteria as accept
 from harness.analysis import bandwidth as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
+from harness.judge import lab
 from harness.probes import bandwidth as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, ProbeSpec, StepArgs
+from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
 PLOT = Option(("--plot",), dict(type=Path, metavar="STEM", help="also render the sweep to STEM.png and STEM.svg"))
 
@@ -70,4 +73,28 @@ COMMAND = CommandSpec(
                 f"{rules.REPEAT_SPREAD_MAX:.0%}.",
     output="bandwidth.json", timeout_s=600, host_options=(PLOT,), prepare=prepare, finish=finish)
 
-SPEC = ProbeSpec(name="bandwidth", title="HBM bandwidth sweep", lab="M1T1", options=probe.OPTIONS, command=COMMAND)
+def sustained_bandwidth_gbps(state: RunState) -> float:
+    """The sustained median later steps are fed (the roofline's memory roof): the median of the
+    three repeat medians, recomputed from the bandwidth step's raw times."""
+    median = state.headlines("bandwidth", "the sustained bandwidth median").get("repeat_median_gbps")
+    if not isinstance(median, (int, float)):
+        raise NotReady("the bandwidth step recorded no repeat medians")
+    return float(median)
+
+
+def measured_device(state: RunState) -> str:
+    """Where the bandwidth step ran (cuda or cpu): later steps size themselves to it."""
+    return str(state.headlines("bandwidth", "the device the bandwidth ran on").get("device", "cpu"))
+
+
+SUSTAINED = FleetMetric("bandwidth_sustained_gbps", "GB/s", "sustained memory bandwidth (median of the three "
+                        "repeat medians)", lambda heads: heads.get("repeat_median_gbps"))
+
+SPEC = ProbeSpec(
+    name="bandwidth", title="HBM bandwidth sweep", lab="M1T1", options=probe.OPTIONS, command=COMMAND,
+    analysis="bandwidth", plots="bandwidth",
+    steps=(ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
+                     schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
+                     arguments=lambda state: StepArgs(("--repeats", "3")), order=20),),
+    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(accept.BANDWIDTH_PLATEAU, accept.REPEAT_SPREAD),
+    fleet_metrics=(SUSTAINED,))

@@ -6,10 +6,13 @@ import argparse
 import sys
 from typing import Any
 
+from harness.acceptance import criteria as accept
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
+from harness.judge import lab
 from harness.probes import health as probe
-from harness.registry.spec import CommandSpec, ProbeSpec, StepArgs
+from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
 TIMEOUT_S = 120.0
 
@@ -41,5 +44,19 @@ COMMAND = CommandSpec(
                 "NVML samples are kept; compare it with an idle health.json using `dossier health-diff`.",
     output="health.json", timeout_s=TIMEOUT_S, prepare=prepare, finish=finish)
 
-SPEC = ProbeSpec(name="health", title="health and toolchain diagnostics", lab="M1T5",
-                 options=probe.OPTIONS, command=COMMAND)
+STEPS = (
+    ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)", schema="health",
+              analysis="health", plots=None, timeout_s=300, order=10),
+    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)", schema="health",
+              analysis="health", plots=None, timeout_s=300, arguments=lambda state: StepArgs(("--under-load", "8")),
+              order=70),
+    HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
+             needs=("health", "health-load"), function="harness.analysis.health_diff:diff", order=80),
+)
+
+SPEC = ProbeSpec(
+    name="health", title="health and toolchain diagnostics", lab="M1T5", options=probe.OPTIONS, command=COMMAND,
+    analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
+    acceptance_criteria=(accept.SKU_MATCHES_PROFILE, accept.ECC_UNCORRECTABLE_ZERO, accept.ROW_REMAPS_CLEAN,
+                         accept.PCIE_LINK_AT_MAX_UNDER_LOAD, accept.CLOCKS_RISE_UNDER_LOAD,
+                         accept.NO_UNEXPECTED_PROCESS))

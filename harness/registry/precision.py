@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import checkpoints, paths
 from harness.checkpoints.cache import ENV_VAR
+from harness.errors import DossierError
+from harness.judge import lab
 from harness.probes import precision as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, ProbeSpec, StepArgs
+from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
 CHECKPOINT_HELP = ("a Hub file pinned to a 40-hex commit (default file model.safetensors), or a local "
@@ -66,5 +71,71 @@ COMMAND = CommandSpec(
     output="precision.json", timeout_s=600,
     host_options=(CHECKPOINT, TENSOR, FILE_SHA256, OFFLINE, CACHE_DIR, MARKDOWN), prepare=prepare, finish=finish)
 
-SPEC = ProbeSpec(name="precision", title="precision of real checkpoint tensors", lab="M1T3",
-                 options=probe.OPTIONS, command=COMMAND)
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """Which checkpoint the precision step measures: the default manifest unless given
+    (`dossier run --checkpoint ... --tensor ROLE=NAME --file-sha256 HEX`, as `dossier precision`)."""
+
+    checkpoint: str | None = None
+    tensors: tuple[str, ...] = ()
+    file_sha256: str | None = None
+    # The request already resolved (a harness.checkpoints.Plan: file hashed, header parsed, tensors
+    # indexed) by `dossier run` before any probe, so that input that cannot work is refused first.
+    resolved: Any = field(default=None, compare=False)
+
+    @property
+    def given(self) -> bool:
+        """Whether the user asked for anything but the default checkpoint."""
+        return bool(self.checkpoint or self.tensors or self.file_sha256)
+
+    def describe(self) -> str:
+        return f"--checkpoint {self.checkpoint}" if self.checkpoint else "the default checkpoint"
+
+
+def resolved_checkpoint(request: CheckpointRequest) -> CheckpointRequest:
+    """A checkpoint the user named is hashed, parsed and indexed now, before any probe: input that
+    cannot work is refused here (exit 2) rather than recorded as a failed step minutes later. The
+    default checkpoint stays a step of the run (fetched in the background; if it is not available
+    here, the step is recorded as failed and the run goes on)."""
+    if not request.given:
+        return request
+    resolved = checkpoints.plan(request.checkpoint, list(request.tensors), request.file_sha256)
+    print(f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
+          f"from {resolved.provenance['source']}", file=sys.stderr)
+    return dataclasses.replace(request, resolved=resolved)
+
+
+def prepare_run(args: argparse.Namespace) -> CheckpointRequest:
+    """`dossier run`'s checkpoint options, resolved before any probe runs."""
+    return resolved_checkpoint(CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256))
+
+
+def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
+    if request.resolved is not None:
+        return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
+    try:
+        probe_args, provenance = checkpoints.probe_args_for(request.checkpoint, list(request.tensors),
+                                                            file_sha256=request.file_sha256)
+    except DossierError as exc:
+        raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
+    return _precision_step_args(probe_args, provenance, request)
+
+
+def _precision_step_args(probe_args, provenance, request: CheckpointRequest) -> StepArgs:
+    probe_args = [str(a) for a in probe_args]
+    files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
+    return StepArgs(tuple(probe_args), inputs={"checkpoint_from": request.describe()},
+                    checkpoint=dict(provenance), mounts=files)
+
+
+def step_arguments(state: RunState) -> StepArgs:
+    return precision_arguments(state, state.prepared.get("precision", CheckpointRequest()))
+
+
+SPEC = ProbeSpec(
+    name="precision", title="precision of real checkpoint tensors", lab="M1T3", options=probe.OPTIONS,
+    command=COMMAND, analysis="precision", table="precision",
+    steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
+                     schema="precision", analysis="precision", plots=None, timeout_s=900,
+                     arguments=step_arguments, independent=True, order=50),),
+    lab_criteria=(lab.PRECISION,), run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)

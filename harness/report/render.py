@@ -6,17 +6,15 @@ report from the raw JSON and compare it byte for byte.
 
 from __future__ import annotations
 
-import importlib
 import shlex
 from typing import Any
 
 import jinja2
 
-from harness import templating
+from harness import registry, templating
 from harness.analysis.verdict import Verdict
 from harness.bundle import layout
-from harness.bundle.view import MODULE_NAME, BundleView
-from harness.judge import lab
+from harness.bundle.view import BundleView
 from harness.judge.engine import evaluate
 from harness.judge.facts import BundleFacts
 from harness.report.figures import figure, value_text
@@ -67,7 +65,7 @@ def dossier_command(commands: dict[str, Any]) -> str:
 
 def criteria_context(view: BundleView) -> list[dict[str, Any]]:
     rows = []
-    for judged in evaluate(lab.CRITERIA, BundleFacts(view)):
+    for judged in evaluate(registry.lab_criteria(), BundleFacts(view)):
         steps = [view.step(s) for s in judged.steps]
         rows.append({
             "status": judged.status, "mark": "x" if judged.status == Verdict.PASS else " ",
@@ -92,22 +90,17 @@ def figures_context(view: BundleView) -> list[dict[str, Any]]:
 
 
 def tables_context(view: BundleView) -> list[dict[str, str]]:
-    """Markdown tables a step's harness/render/NAME.py makes from its raw document, headings demoted."""
+    """Markdown tables a probe's registry entry renders from a completed step's raw document
+    (its `table` module), headings demoted."""
     tables = []
     for entry in view.steps:
-        name = entry.get("analysis")
-        if entry.get("status") != "completed" or not isinstance(name, str) or not MODULE_NAME.fullmatch(name):
+        spec = registry.find(entry.get("probe"))
+        if entry.get("status") != "completed" or spec is None or not spec.table:
             continue
         try:
-            module = importlib.import_module(f"harness.render.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name in ("harness.render", f"harness.render.{name}"):
-                continue
-            raise
-        try:
-            text = str(module.render(view.documents[entry["step"]]))
+            text = str(registry.table_module(spec).render(view.documents[entry["step"]]))
         except Exception as exc:  # noqa: BLE001 - shown in the report, and verify re-renders the same
-            text = f"harness/render/{name}.py raised {type(exc).__name__}: {exc}"
+            text = f"the {spec.table} table raised {type(exc).__name__}: {exc}"
         lines = [("##" + line) if line.startswith("#") else line for line in text.rstrip("\n").splitlines()]
         tables.append({"step": entry["step"], "markdown": "\n".join(lines)})
     return tables
@@ -124,7 +117,7 @@ def limitations_context(view: BundleView) -> list[str]:
             if isinstance(item, dict):
                 found.append(f"{step}: {item.get('what')}: {item.get('why')}")
         note = entry.get("plot_note")
-        if isinstance(note, str) and note and "is not in this build" not in note:
+        if isinstance(note, str) and note:
             found.append(f"{step}: no plots: {note}")
     return found
 
