@@ -12,8 +12,8 @@ from harness.bundle import layout
 from harness.bundle.seal import bundle_statement, sign_files
 from harness.bundle.read import read_all
 from harness.bundle.write import archive_bytes
-from harness.display import RunDisplay
-from harness.dossier import RunOptions, collect
+from harness.run.display import RunDisplay
+from harness.run.orchestrate import RunOptions, collect
 from harness.runners.local import LocalRunner
 from harness.signing.statement import sign_statement
 from harness.signing.keys import generate, load_private
@@ -31,7 +31,7 @@ def quiet_display(steps: int) -> RunDisplay:
 
 @pytest.fixture
 def tick_modules(monkeypatch):
-    """The tick probe registered, with harness.analysis.tick and harness.plots.tick, test-only."""
+    """The tick probe registered, with harness.analysis.tick and harness.present.plots.tick, test-only."""
     test_plan.install(monkeypatch)
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness import catalogue
-from harness.acceptance.profile import NoProfile, apply_file, example, resolve
+from harness.judge.acceptance.profile import NoProfile, apply_file, example, resolve
 from harness.errors import UsageError
 
 SXM = "h200-sxm-141gb"

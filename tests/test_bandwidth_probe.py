@@ -7,7 +7,7 @@ import pytest
 
 from harness.analysis.bandwidth import discrepancies, headlines
 from harness.cli import main
-from harness.plots.bandwidth import render
+from harness.present.plots.bandwidth import render
 from harness.probes import bandwidth as probe
 from harness.probes.contract import ProbeUsageError
 from harness.schemas import violations

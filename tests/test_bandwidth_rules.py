@@ -4,8 +4,8 @@ one-sided. Inputs at and around each boundary; both users give the same answer a
 
 import pytest
 
-from harness.acceptance.criteria import evaluate
-from harness.acceptance.profile import apply_file, resolve
+from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.profile import apply_file, resolve
 from harness.analysis import bandwidth as bw
 from harness.analysis.verdict import Verdict
 from harness.judge import lab

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.outcome import Completed, Failed, judge
+from harness.run.outcome import Completed, Failed, judge
 from harness.probes.contract import attempt, unavailable
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner

@@ -7,7 +7,7 @@ import pytest
 from harness.analysis.health import discrepancies, headlines
 from harness.cli import main
 from harness.commands import probe as probe_command
-from harness.outcome import Completed
+from harness.run.outcome import Completed
 from harness.schemas import violations
 from tests.h200_capture import real_health_fixtures, recorded_pair
 

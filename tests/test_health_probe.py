@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from harness.outcome import Completed, judge
+from harness.run.outcome import Completed, judge
 from harness.probes import health
 from harness.probes.contract import ProbeUsageError
 from harness.runners.interface import ProbeInvocation

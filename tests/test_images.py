@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from harness import images
+from harness.runners import images
 from harness.cli import main
-from harness.images import ImageNotLocked, LockError
+from harness.runners.images import ImageNotLocked, LockError
 from harness.runners.docker import EngineUnavailable, connect, device_requests
 from harness.runners.select import parse_gpus, select_runner
 from harness.errors import UsageError

@@ -14,7 +14,7 @@ from harness.checkpoints import probe_args_for
 from harness.cli import main
 from harness.probes import precision
 from harness.probes.contract import ProbeUsageError
-from harness.render.precision import render
+from harness.present.tables.precision import render
 from harness.schemas import violations
 
 MINILM = manifests.default()

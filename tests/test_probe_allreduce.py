@@ -18,7 +18,7 @@ import pytest
 from harness.analysis import allreduce as ar
 from harness.analysis import allreduce_evidence as evidence
 from harness.cli import main
-from harness.outcome import Completed, judge
+from harness.run.outcome import Completed, judge
 from harness.probes import allreduce as probe
 from harness.probes.contract import ProbeUsageError, probe_main
 from harness.runners.interface import ProbeInvocation
@@ -87,7 +87,7 @@ def test_gloo_run_records_control_as_not_applicable_and_nvls_off(gloo_run):
 
 
 def test_command_writes_a_deterministic_plot(gloo_run, tmp_path):
-    from harness.plots.allreduce import render
+    from harness.present.plots.allreduce import render
 
     _, out, document = gloo_run
     assert out.with_suffix(".png").stat().st_size > 0 and out.with_suffix(".svg").exists()
@@ -290,7 +290,7 @@ def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tm
     """Item 15: a real gloo document in a signed bundle; every per-call time multiplied by 3 and the
     bundle re-signed with the right key must fail, naming the medians the times no longer give."""
     from harness.signing.keys import load_public
-    from harness.verify import verify_bundle
+    from harness.bundle.verify import verify_bundle
     from tests.accept_support import write_bundle
     from tests.bundle_support import make_key, rewrite
 

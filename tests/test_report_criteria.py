@@ -8,10 +8,10 @@ import pytest
 
 from harness import catalogue
 from harness.bundle.view import BundleView, Figures
-from harness.diff import compare, text_lines
+from harness.bundle.diff import compare, text_lines
 from harness.judge import lab
 from harness.judge.facts import BundleFacts
-from harness.report.figures import value_text
+from harness.present.figures import value_text
 
 
 def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None, documents=None):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from harness.analysis import stress as analysis
-from harness.outcome import Completed, judge
+from harness.run.outcome import Completed, judge
 from harness.probes import stress as probe
 from harness.probes.contract import probe_main
 from harness.probes._stress_memory import INJECT_BIT, WORD_BYTES, inject_word

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis.transfer import discrepancies, headlines
-from harness.plots.transfer import render
+from harness.present.plots.transfer import render
 from harness.probes import transfer as probe
 from harness.probes.contract import ProbeUsageError
 from harness.probes._nvml import NvmlSession

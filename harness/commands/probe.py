@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import paths, recovery
 from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
-from harness.outcome import Completed, Failed, judge
+from harness.run.outcome import Completed, Failed, judge
 from harness.probes.contract import EXIT_USAGE, ProbeUsageError, add_options, check_options, options_argv
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs

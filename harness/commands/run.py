@@ -10,7 +10,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.commands import probe
-from harness.dossier import RunOptions, bundle_file_name, run_dossier
+from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
 from harness.errors import UsageError
 from harness.probes.contract import ProbeUsageError, add_options, check_options
 from harness.registry import PROBES, lab_plan, step_ids

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from harness import paths
-from harness.acceptance.predicate import verify_envelope
+from harness.judge.acceptance.predicate import verify_envelope
 from harness.commands.accept import sha256_file
 from harness.errors import CheckFailed
 from harness.signing import dsse

@@ -25,8 +25,8 @@ from harness.registry.steps import HostStep, Step
 PROBES: tuple[ProbeSpec, ...] = (health.SPEC, bandwidth.SPEC, roofline.SPEC, precision.SPEC, allreduce.SPEC)
 
 ANALYSIS_PACKAGE = "harness.analysis"
-PLOTS_PACKAGE = "harness.plots"
-TABLES_PACKAGE = "harness.render"
+PLOTS_PACKAGE = "harness.present.plots"
+TABLES_PACKAGE = "harness.present.tables"
 
 
 class NotInRegistry(LookupError):

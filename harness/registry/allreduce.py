@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.acceptance import criteria as accept
+from harness.judge.acceptance import rates
 from harness.analysis import allreduce as ar
 from harness.errors import CheckFailed
 from harness.judge import lab
@@ -37,7 +37,7 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The plot beside the JSON, a line per curve; exit 1 when a curve stopped early."""
     if not args.no_plot and document.get("runs"):
-        from harness.plots.allreduce import render  # matplotlib only when plotting
+        from harness.present.plots.allreduce import render  # matplotlib only when plotting
 
         for path in render(document, Path(args.output).with_suffix("")):
             print(f"wrote {path}", file=sys.stderr)
@@ -86,4 +86,4 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
                      schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
                      arguments=allreduce_arguments, order=60),),
-    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(accept.ALLREDUCE_BUSBW,))
+    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.acceptance import criteria as accept
+from harness.judge.acceptance import rates
 from harness.analysis import bandwidth as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
@@ -31,7 +31,7 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The summary; the plot when asked; exit 1 when the repeats do not agree (the lab's rule)."""
     print(summary(document), file=sys.stderr)
     if args.plot is not None:
-        from harness.plots.bandwidth import render  # matplotlib only when asked
+        from harness.present.plots.bandwidth import render  # matplotlib only when asked
         for path in render(document, args.plot):
             print(f"wrote {path}", file=sys.stderr)
     repeats = document["repeats"]
@@ -96,5 +96,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
                      schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
                      arguments=lambda state: StepArgs(("--repeats", "3")), order=20),),
-    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(accept.BANDWIDTH_PLATEAU, accept.REPEAT_SPREAD),
+    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD),
     fleet_metrics=(SUSTAINED,))

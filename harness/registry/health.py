@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from harness.acceptance import criteria as accept
+from harness.judge.acceptance import identity, load, memory_health
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
@@ -57,6 +57,6 @@ STEPS = (
 SPEC = ProbeSpec(
     name="health", title="health and toolchain diagnostics", lab="M1T5", options=probe.OPTIONS, command=COMMAND,
     analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
-    acceptance_criteria=(accept.SKU_MATCHES_PROFILE, accept.ECC_UNCORRECTABLE_ZERO, accept.ROW_REMAPS_CLEAN,
-                         accept.PCIE_LINK_AT_MAX_UNDER_LOAD, accept.CLOCKS_RISE_UNDER_LOAD,
-                         accept.NO_UNEXPECTED_PROCESS))
+    acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
+                         memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
+                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS))

@@ -53,7 +53,7 @@ def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    from harness.render.precision import render
+    from harness.present.tables.precision import render
 
     markdown = markdown_path(args)
     paths.write_output(markdown, render(document), "--markdown")

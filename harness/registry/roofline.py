@@ -7,7 +7,7 @@ import functools
 import sys
 from typing import Any
 
-from harness.acceptance import criteria as accept
+from harness.judge.acceptance import rates
 from harness.judge import lab
 from harness.probes import roofline as probe
 from harness.registry.bandwidth import measured_device, sustained_bandwidth_gbps
@@ -23,7 +23,7 @@ DTYPE_CHECKS = ("fp8", "fp16", "tf32", "fp32")
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The plot beside the JSON, and the best GEMM."""
     try:
-        from harness.plots import roofline as plot  # matplotlib only when rendering
+        from harness.present.plots import roofline as plot  # matplotlib only when rendering
 
         written = plot.render(document, args.output.with_suffix(""))
     except ValueError as exc:
@@ -84,4 +84,4 @@ BEST_GEMM = FleetMetric("gemm_best_tflops", "TFLOP/s", "best measured GEMM rate 
 
 SPEC = ProbeSpec(name="roofline", title="roofline", lab="M1T2", options=probe.OPTIONS, command=COMMAND,
                  analysis="roofline", plots="roofline", steps=STEPS, lab_criteria=(lab.ROOFLINE,),
-                 acceptance_criteria=(accept.GEMM,), fleet_metrics=(BEST_GEMM,))
+                 acceptance_criteria=(rates.GEMM,), fleet_metrics=(BEST_GEMM,))

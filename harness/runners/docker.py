@@ -22,9 +22,9 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, LogConfig, Mount
 
-from harness.environment import recorded_environment
+from harness.run.environment import recorded_environment
 from harness.errors import EnvironmentProblem
-from harness.images import PinnedImage
+from harness.runners.images import PinnedImage
 from harness.probes.contract import utc_now
 from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
 

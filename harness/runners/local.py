@@ -9,7 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
-from harness.environment import recorded_environment
+from harness.run.environment import recorded_environment
 from harness.probes.contract import utc_now
 from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
 

@@ -1,6 +1,6 @@
 """Plans for bundle mechanics tests: a completed step, a failed one, a dependent one, a not-run one,
 and the tick probe's registry entry (its analysis and plots stand in as harness.analysis.tick and
-harness.plots.tick: `install`)."""
+harness.present.plots.tick: `install`)."""
 import sys
 
 from harness import registry
@@ -21,11 +21,11 @@ def install(patch=None) -> None:
     MonkeyPatch) for the test's duration, else for the process (a script, a worker)."""
     if patch is None:
         sys.modules["harness.analysis.tick"] = tick_analysis
-        sys.modules["harness.plots.tick"] = tick_plots
+        sys.modules["harness.present.plots.tick"] = tick_plots
         registry.PROBES = (*registry.PROBES, TICK)
         return
     patch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
-    patch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+    patch.setitem(sys.modules, "harness.present.plots.tick", tick_plots)
     patch.setattr(registry, "PROBES", (*registry.PROBES, TICK))
 
 
