@@ -18,6 +18,9 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
+# The reasons that are a fault, not the expected limiter of a full-power load (a software power
+# cap is expected and named, never failed).
+HARDWARE_SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
 
 def decode_clock_event_reasons(mask: int) -> list[str]:

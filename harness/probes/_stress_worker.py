@@ -56,7 +56,7 @@ class Worker:
     def facts(self) -> dict[str, Any]:
         torch = self.torch
         if not self.cuda:
-            from harness.probes.bandwidth import cpu_name
+            from harness.probes._bandwidth_device import cpu_name
             return {"name": cpu_name(), "uuid": None, "torch_version": torch.__version__,
                     "torch_threads": torch.get_num_threads()}
         torch.cuda.set_device(self.index)

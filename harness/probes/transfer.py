@@ -29,7 +29,7 @@ from harness.probes._transfer_document import COPY_PATHS, assemble, series_recor
 from harness.probes._transfer_gpu import GpuRun
 from harness.probes._transfer_host import host_nodes, numa_plan
 from harness.probes._transfer_links import gpu_facts, peer_access, topology
-from harness.probes.bandwidth import cpu_cache, cpu_name, meminfo_bytes
+from harness.probes._bandwidth_device import cpu_cache, cpu_name, meminfo_bytes
 
 NAME = "transfer"
 GPU_SIZES = ("4K", "64K", "1M", "4M", "16M", "64M", "256M", "512M", "1G")
