@@ -20,7 +20,7 @@ from harness.analysis.device_mapping import map_torch_to_nvml
 from harness.analysis.health_contracts import evaluate
 from harness.probes._health_devices import device_facts, system_facts
 from harness.probes._health_topology import topology_from_output
-from harness.probes._nvml import CLOCK_EVENT_REASONS, sample
+from harness.probes.nvml import CLOCK_EVENT_REASONS, sample
 from harness.probes.health import attach_topology
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "h200"

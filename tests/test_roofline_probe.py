@@ -259,7 +259,7 @@ class FakeTorch:
 
 
 def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
-    from harness.probes._nvml import NvmlSession
+    from harness.probes.nvml import NvmlSession
     session = NvmlSession()
     session.pynvml = FakeNvml()
     facts, handle = probe.gpu_facts(FakeTorch, session, 0)

@@ -1,6 +1,6 @@
 """NVML clock-event ("throttle") reasons: the bit table and its decoding. Standard library only.
 
-Shared by the probes (harness/probes/_nvml.py re-exports it) and by the analyses that decode the
+Shared by the probes (harness/probes/nvml.py re-exports it) and by the analyses that decode the
 raw masks a document keeps.
 """
 

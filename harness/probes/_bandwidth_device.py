@@ -11,7 +11,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.device_mapping import normalise_uuid
 from harness.probes._bandwidth_timing import DTYPE_NAME, ELEMENT_BYTES
-from harness.probes._nvml import NvmlSession, handle_by_uuid
+from harness.probes.nvml import NvmlSession, handle_by_uuid
 from harness.probes.contract import ProbeUsageError, attempt, unavailable
 
 SAFE_FRACTION = 0.5  # three buffers within half of the memory free at start

@@ -9,7 +9,7 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import gemm_shapes
-from harness.probes._nvml import NvmlSession, handle_by_uuid
+from harness.probes.nvml import NvmlSession, handle_by_uuid
 from harness.probes.contract import ProbeUsageError, attempt, log, unavailable
 
 # cuBLAS picks its tile per shape; the wave model states the tile it assumes.

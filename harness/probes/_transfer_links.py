@@ -20,7 +20,7 @@ from harness.analysis.transfer_links import NVLINK_VERSION_NAMES
 from harness.probes.contract import attempt, unavailable
 from harness.probes._health_devices import nvlink_facts, pcie_facts, text
 from harness.probes._interconnect import nvml_links
-from harness.probes._nvml import NvmlSession
+from harness.probes.nvml import NvmlSession
 from harness.probes._transfer_host import PCI_ROOT, gpu_numa
 
 

@@ -29,7 +29,7 @@ from harness.probes._bandwidth_device import (BUFFERS, SAFE_FRACTION, check_size
 from harness.probes._bandwidth_timing import (DTYPE_NAME, ELEMENT_BYTES, MAX_ITERATIONS, MIN_ITERATIONS,
                                               WARMUP_ITERATIONS, Timer, cpu_timer, cuda_timer, kernel_fn,
                                               point_record, timed)
-from harness.probes._nvml import NvmlSession, Sampler, sample
+from harness.probes.nvml import NvmlSession, Sampler, sample
 from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, check_options, positive,
                                      probe_main, progress, unavailable)
 

@@ -26,7 +26,7 @@ from harness.probes._health_load import run_load
 from harness.probes._health_software import software_facts
 from harness.probes._health_topology import TopologyCapture
 from harness.probes._health_torch import cuda_visible_devices, torch_facts
-from harness.probes._nvml import NvmlSession
+from harness.probes.nvml import NvmlSession
 from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, check_options, describe_exception,
                                      is_unavailable, number, probe_main, progress, unavailable)
 

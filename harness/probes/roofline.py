@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 
 from harness.analysis import gemm_shapes
 from harness.analysis import roofline as analysis
-from harness.probes._nvml import NvmlSession, Sampler
+from harness.probes.nvml import NvmlSession, Sampler
 from harness.probes._roofline_roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.contract import (Option, ProbeUsageError, add_options, describe_exception, log,
                                      probe_main, progress, unavailable, utc_now)

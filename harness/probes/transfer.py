@@ -23,7 +23,7 @@ from typing import Any
 from harness.analysis.allreduce import format_size, parse_size
 from harness.probes.contract import Option, ProbeUsageError, add_options, probe_main, progress, unavailable
 from harness.probes._health_topology import TopologyCapture
-from harness.probes._nvml import NvmlSession
+from harness.probes.nvml import NvmlSession
 from harness.probes._transfer_copies import MAX_COPIES, MIN_COPIES, WARMUP_COPIES, Stream, sweep_alone
 from harness.probes._transfer_document import COPY_PATHS, assemble, series_record
 from harness.probes._transfer_gpu import GpuRun

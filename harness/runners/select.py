@@ -21,7 +21,7 @@ class RunnerChoice(str, enum.Enum):
 
 def host_has_nvidia_gpu() -> tuple[bool, str]:
     """Whether NVML sees a GPU on this host, and what it said."""
-    from harness.probes._nvml import NvmlSession
+    from harness.probes.nvml import NvmlSession
 
     with NvmlSession() as nvml:
         if not nvml.ok:
