@@ -27,7 +27,7 @@ from harness.probes._allreduce_campaign import Campaign, curves_for
 from harness.probes._allreduce_setup import (FAULT_ENV, NO_MULTICAST, Host, Rendezvous, Settings, default_backend,
                                              discover, parse_world_sizes, plan_world_sizes, rendezvous_from_env,
                                              settings_from_args)
-from harness.probes.contract import (NoDocument, Option, ProbeUsageError, add_options, check_options, log, positive,
+from harness.probes.contract import (NoDocument, Option, ProbeUsageError, check_options, log, options_parser, positive,
                                      probe_main, unavailable, utc_now)
 
 NAME = "allreduce"
@@ -77,10 +77,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.allreduce", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 # --- the document ------------------------------------------------------------------------
@@ -117,7 +114,8 @@ def world_sizes_of(args: argparse.Namespace, backend: str, host: Host, rendezvou
                               f"{rendezvous.world_size}")
     if backend == "nccl" and not (host.nccl_available and host.gpu_count >= 1):
         limitations.append({"what": "NCCL all-reduce curves",
-                            "why": f"this rank sees {host.gpu_count} GPU(s) and NCCL available = {host.nccl_available}"})
+                            "why": f"this rank sees {host.gpu_count} GPU(s) and NCCL available = "
+                                   f"{host.nccl_available}"})
         return []
     return [rendezvous.world_size]
 

@@ -30,7 +30,7 @@ from harness.probes._bandwidth_timing import (DTYPE_NAME, ELEMENT_BYTES, MAX_ITE
                                               WARMUP_ITERATIONS, Timer, cpu_timer, cuda_timer, kernel_fn,
                                               point_record, timed)
 from harness.probes.nvml import NvmlSession, Sampler, sample
-from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, check_options, positive,
+from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, options_parser, positive,
                                      probe_main, progress, unavailable)
 
 NAME = "bandwidth"
@@ -76,9 +76,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bandwidth", description=__doc__.split("\n\n")[0])
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__.split("\n\n")[0], OPTIONS)
 
 
 # --- measure -----------------------------------------------------------------------------------

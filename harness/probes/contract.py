@@ -106,6 +106,14 @@ def add_options(parser: argparse.ArgumentParser | Any, options: Sequence[Option]
         option.add_to(parser)
 
 
+def options_parser(name: str, description: str, options: Sequence[Option]) -> argparse.ArgumentParser:
+    """A probe's command line: `python -m harness.probes.NAME` with its OPTIONS, its usage text as written."""
+    parser = argparse.ArgumentParser(prog=f"python -m harness.probes.{name}", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_options(parser, options)
+    return parser
+
+
 def options_argv(args: argparse.Namespace, options: Sequence[Option]) -> list[str]:
     """Every option of OPTIONS that ARGS sets, as the probe's command line, in declaration order."""
     return [word for option in options for word in option.to_argv(args)]

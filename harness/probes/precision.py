@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis import precision as analysis
 from harness.probes import tensor_file
-from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, log, probe_main, progress,
+from harness.probes.contract import (Option, ProbeUsageError, attempt, log, options_parser, probe_main, progress,
                                      unavailable)
 
 if TYPE_CHECKING:  # torch is imported when measuring, so the host reads OPTIONS without it
@@ -39,7 +39,8 @@ OPTIONS = (
     Option(("--tensor-index",), dict(metavar="JSON",
                                      help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
            host=False),
-    Option(("--provenance",), dict(metavar="JSON", help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
+    Option(("--provenance",), dict(metavar="JSON",
+                                   help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
            host=False),
     Option(("--device",), dict(choices=("auto", "cpu", "cuda"), default="auto",
                                help="where the probe computes (auto: CUDA when present, else the CPU); the numbers "
@@ -48,10 +49,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.precision", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 def parse_tensor_specs(specs: list[str]) -> list[tuple[str, str]]:

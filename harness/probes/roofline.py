@@ -23,8 +23,8 @@ from harness.analysis import gemm_shapes
 from harness.analysis import roofline as analysis
 from harness.probes.nvml import NvmlSession, Sampler
 from harness.probes._roofline_roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
-from harness.probes.contract import (Option, ProbeUsageError, add_options, describe_exception, log,
-                                     probe_main, progress, unavailable, utc_now)
+from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
+                                     progress, unavailable, utc_now)
 
 NAME = "roofline"
 DTYPES = tuple(analysis.DTYPE_WIDTHS)
@@ -75,10 +75,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.roofline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 # ------------------------------------------------------------------------------ the run
