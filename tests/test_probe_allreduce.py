@@ -18,11 +18,11 @@ import pytest
 from harness.analysis import allreduce as ar
 from harness.analysis import allreduce_evidence as evidence
 from harness.cli import main
-from harness.run.outcome import Completed, judge
 from harness.probes import _allreduce_campaign as campaign
 from harness.probes import _allreduce_setup as setup
 from harness.probes import allreduce as probe
 from harness.probes.contract import ProbeUsageError, probe_main
+from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import PROJECT_ROOT, LocalRunner
 from harness.schemas import violations
@@ -291,8 +291,8 @@ def test_nccl_document_pieces_from_a_real_format_log():
 def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tmp_path):
     """Item 15: a real gloo document in a signed bundle; every per-call time multiplied by 3 and the
     bundle re-signed with the right key must fail, naming the medians the times no longer give."""
-    from harness.signing.keys import load_public
     from harness.bundle.verify import verify_bundle
+    from harness.signing.keys import load_public
     from tests.accept_support import write_bundle
     from tests.bundle_support import make_key, rewrite
 

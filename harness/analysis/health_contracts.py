@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.contract_facts import (contract, gpus, label, show, torch_imported, unavailable_reason,
-                                            verdict, version_tuple)
+from harness.analysis.contract_facts import (contract, gpus, label, show, torch_imported, unavailable_reason, verdict,
+                                             version_tuple)
 from harness.analysis.device_contracts import (clocks_not_locked_below_max, ecc_enabled_no_uncorrectable,
-                                              no_foreign_process, no_pending_or_failed_row_remaps,
-                                              nvlink_links_up, pcie_link_at_max, persistence_mode_on,
-                                              power_limit_at_default)
+                                               no_foreign_process, no_pending_or_failed_row_remaps, nvlink_links_up,
+                                               pcie_link_at_max, persistence_mode_on, power_limit_at_default)
 from harness.analysis.verdict import Verdict
-
 
 # --- the toolchain contracts --------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from typing import Any
 from harness.checkpoints.errors import CheckpointFileError
 from harness.probes import tensor_file
 
+
 @dataclass(frozen=True)
 class TensorRecord:
     role: str

@@ -15,7 +15,6 @@ from harness.probes._allreduce_setup import Rendezvous, Settings, curve_env, fre
 from harness.probes._collective_supervisor import Launch, Supervisor
 from harness.probes.contract import log, progress, unavailable, utc_now
 
-
 # --- running the curves ------------------------------------------------------------------
 
 def curves_for(backend: str) -> tuple[str, ...]:

@@ -11,8 +11,8 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.device_mapping import normalise_uuid
 from harness.probes._bandwidth_timing import DTYPE_NAME, ELEMENT_BYTES
-from harness.probes.nvml import NvmlSession, handle_by_uuid
 from harness.probes.contract import ProbeUsageError, attempt, unavailable
+from harness.probes.nvml import NvmlSession, handle_by_uuid
 
 SAFE_FRACTION = 0.5  # three buffers within half of the memory free at start
 BUFFERS = 3

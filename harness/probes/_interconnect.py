@@ -13,9 +13,9 @@ import os
 from typing import Any
 
 from harness.analysis.topology import gpu_pairs
-from harness.probes.contract import attempt, unavailable
 from harness.probes._health_devices import nvlink_facts, pcie_facts, text
 from harness.probes._health_topology import TopologyCapture
+from harness.probes.contract import attempt, unavailable
 from harness.probes.nvml import NvmlSession
 
 # nvmlGpuP2PStatus_t (nvml.h)

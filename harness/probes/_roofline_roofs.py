@@ -9,8 +9,8 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import gemm_shapes
-from harness.probes.nvml import NvmlSession, handle_by_uuid
 from harness.probes.contract import ProbeUsageError, attempt, log, unavailable
+from harness.probes.nvml import NvmlSession, handle_by_uuid
 
 # cuBLAS picks its tile per shape; the wave model states the tile it assumes.
 TILES = {"tensor": (128, 256), "simt": (128, 128)}

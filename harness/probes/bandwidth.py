@@ -27,11 +27,11 @@ from harness.probes._bandwidth_device import (BUFFERS, SAFE_FRACTION, check_size
                                               identify_gpu, largest_safe_mib, meminfo_bytes, nvml_handle, own_pids,
                                               pick_device, reference)
 from harness.probes._bandwidth_timing import (DTYPE_NAME, ELEMENT_BYTES, MAX_ITERATIONS, MIN_ITERATIONS,
-                                              WARMUP_ITERATIONS, Timer, cpu_timer, cuda_timer, kernel_fn,
-                                              point_record, timed)
-from harness.probes.nvml import NvmlSession, Sampler, sample
+                                              WARMUP_ITERATIONS, Timer, cpu_timer, cuda_timer, kernel_fn, point_record,
+                                              timed)
 from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, options_parser, positive,
                                      probe_main, progress, unavailable)
+from harness.probes.nvml import NvmlSession, Sampler, sample
 
 NAME = "bandwidth"
 POINT_BUDGET_S = {"cuda": 0.3, "cpu": 0.1}

@@ -21,10 +21,10 @@ from typing import Any, NamedTuple
 
 from harness.analysis import gemm_shapes
 from harness.analysis import roofline as analysis
-from harness.probes.nvml import NvmlSession, Sampler
 from harness.probes._roofline_roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
                                      progress, unavailable, utc_now)
+from harness.probes.nvml import NvmlSession, Sampler
 
 NAME = "roofline"
 DTYPES = tuple(analysis.DTYPE_WIDTHS)

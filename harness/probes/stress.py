@@ -24,11 +24,11 @@ from typing import Any
 from harness.analysis import stress as analysis
 from harness.analysis import stress_telemetry as tel
 from harness.probes import _cuda_driver
-from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
-                                     progress)
 from harness.probes._health_software import torch_build, torch_directory
 from harness.probes._stress_document import device_record
 from harness.probes._stress_supervisor import StressSupervisor
+from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
+                                     progress)
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")

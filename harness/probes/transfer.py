@@ -21,15 +21,15 @@ import argparse
 from typing import Any
 
 from harness.analysis.allreduce import format_size, parse_size
-from harness.probes.contract import Option, ProbeUsageError, options_parser, probe_main, progress, unavailable
+from harness.probes._bandwidth_device import cpu_cache, cpu_name, meminfo_bytes
 from harness.probes._health_topology import TopologyCapture
-from harness.probes.nvml import NvmlSession
 from harness.probes._transfer_copies import MAX_COPIES, MIN_COPIES, WARMUP_COPIES, Stream, sweep_alone
 from harness.probes._transfer_document import COPY_PATHS, assemble, series_record
 from harness.probes._transfer_gpu import GpuRun
 from harness.probes._transfer_host import host_nodes, numa_plan
 from harness.probes._transfer_links import gpu_facts, peer_access, topology
-from harness.probes._bandwidth_device import cpu_cache, cpu_name, meminfo_bytes
+from harness.probes.contract import Option, ProbeUsageError, options_parser, probe_main, progress, unavailable
+from harness.probes.nvml import NvmlSession
 
 NAME = "transfer"
 GPU_SIZES = ("4K", "64K", "1M", "4M", "16M", "64M", "256M", "512M", "1G")

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import assert_never
 
-from harness.runners import images
 from harness.errors import DossierError, UsageError
+from harness.runners import images
 from harness.runners.interface import Runner
 from harness.runners.local import LocalRunner
 
