@@ -13,7 +13,7 @@ canonically) and in one member, half of those re-signed with the right key. Coun
   - ACCEPTED CHANGE: verify passed content the key did not sign (must be 0);
   - accepted (same content, or a re-signed change the key vouches for): not failures;
   - refused, by reason (the first failing check, particulars blanked);
-  - criterion guarded: a lab criterion's judge raised (harness/report/criteria.py) and the report
+  - criterion guarded: a lab criterion's judge raised (harness/judge/lab.py) and the report
     shows it as failed; not a verify crash, listed for the criteria's owner.
 Time per input (median, p99, max) and wall time. Deterministic for a given --seed.
 
@@ -41,10 +41,11 @@ from harness.bundle import layout  # noqa: E402
 from harness.bundle.read import read_all  # noqa: E402
 from harness.bundle.view import BundleView  # noqa: E402
 from harness.bundle.write import archive_bytes  # noqa: E402
-from harness.report import render  # noqa: E402
+from harness.judge import engine  # noqa: E402
+from harness.present import report as render  # noqa: E402
 from harness.signing.keys import load_private, load_public  # noqa: E402
-from harness.verify import verify_bundle  # noqa: E402
-from tests.bundle_probes import tick_analysis, tick_plots  # noqa: E402
+from harness.bundle.verify import verify_bundle  # noqa: E402
+from tests.bundle_probes import plan as test_plan  # noqa: E402
 from tests.fuzz_support import OPS, Mutation, mutant, verdict  # noqa: E402
 
 H200 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
@@ -52,12 +53,11 @@ STATE: dict = {}
 
 
 def install_tick_modules() -> None:
-    sys.modules["harness.analysis.tick"] = tick_analysis
-    sys.modules["harness.plots.tick"] = tick_plots
+    test_plan.install()
 
 
 def build_bases(work: Path) -> dict[str, Path]:
-    from harness.assemble import assemble
+    from harness.bundle.assemble import assemble
     from tests.bundle_support import collect_test_plan, make_key, resign
     key, public = make_key(work / "keys")
     tick = work / "tick.tar.gz"
@@ -77,17 +77,14 @@ def build_bases(work: Path) -> dict[str, Path]:
 
 
 def _record_guarded_criteria() -> None:
-    original = render._judged
+    original = engine.could_not_judge
 
-    def recording(criterion, view):
-        try:
-            return criterion.judge(view)
-        except Exception as exc:  # noqa: BLE001 - counted, then judged as the build does
-            frame = traceback.extract_tb(exc.__traceback__)[-1]
-            STATE["guarded"].append(f"{criterion.key}: {type(exc).__name__} in {frame.name} "
-                                    f"({Path(frame.filename).name}:{frame.lineno})")
-            return original(criterion, view)
-    render._judged = recording
+    def recording(criterion, exc):
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        STATE["guarded"].append(f"{criterion.name}: {type(exc).__name__} in {frame.name} "
+                                f"({Path(frame.filename).name}:{frame.lineno})")
+        return original(criterion, exc)  # then judged as the build does
+    engine.could_not_judge = recording
 
 
 def init_worker(paths: dict[str, str]) -> None:

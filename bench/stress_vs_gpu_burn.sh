@@ -108,7 +108,7 @@ for path in sorted(work.glob("stress-*.json")):
         print(f"{path.name}: schema check skipped ({exc})")
     print(f"{path.name}: discrepancies {discrepancies(doc) or 'none'}")
     try:
-        from harness.plots.stress import render
+        from harness.present.plots.stress import render
         render(doc, work / "plots" / path.stem)
     except Exception as exc:  # noqa: BLE001 - the plot is a convenience here
         print(f"{path.name}: plot not rendered ({type(exc).__name__}: {exc})")

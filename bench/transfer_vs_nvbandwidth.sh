@@ -88,7 +88,7 @@ echo "probe exit code $?, wall s: $(since "$started")" | tee -a "$INFO"
 $PY - "$OUT" >> "$INFO" 2>&1 <<'PYEOF'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
-from harness.plots.transfer import render
+from harness.present.plots.transfer import render
 for path in render(json.loads((out / "transfer.json").read_text()), out / "transfer"):
     if path.suffix == ".svg":
         path.unlink()  # the PNGs are enough here: at most 8 files come back

@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Sequence
 
 from harness import __version__
-from harness.commands import COMMANDS
+from harness.commands import add_parsers
 from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, DossierError
 
 DESCRIPTION = """\
@@ -36,8 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in COMMANDS:
-        module.add_parser(sub)
+    add_parsers(sub)
     for subparser in _subparsers(parser):  # `dossier verify ... -v` works too
         subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
                                help="show tracebacks for errors")

@@ -3,24 +3,21 @@
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 
 import pytest
 from rich.console import Console
 
-from harness import attestation
-from harness.assemble import sign_files
 from harness.bundle import layout
 from harness.bundle.read import read_all
+from harness.bundle.seal import bundle_statement, sign_files
 from harness.bundle.write import archive_bytes
-from harness.display import RunDisplay
-from harness.dossier import RunOptions, collect
+from harness.run.display import RunDisplay
+from harness.run.orchestrate import RunOptions, collect
 from harness.runners.local import LocalRunner
-from harness.signing import dsse
 from harness.signing.keys import generate, load_private
+from harness.signing.statement import sign_statement
 from tests.bundle_probes import plan as test_plan
-from tests.bundle_probes import tick_analysis, tick_plots
 
 
 def make_key(directory: Path):
@@ -34,9 +31,8 @@ def quiet_display(steps: int) -> RunDisplay:
 
 @pytest.fixture
 def tick_modules(monkeypatch):
-    """harness.analysis.tick and harness.plots.tick, test-only, for the tick probe."""
-    monkeypatch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
-    monkeypatch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+    """The tick probe registered, with harness.analysis.tick and harness.present.plots.tick, test-only."""
+    test_plan.install(monkeypatch)
 
 
 def collect_test_plan(tmp: Path, plan=test_plan.PLAN):
@@ -52,9 +48,7 @@ def resign(files: dict[str, bytes], key) -> None:
     try:
         files[layout.ATTESTATION] = sign_files(files, key)
     except Exception:  # noqa: BLE001 - commands.json too malformed to draw a predicate from
-        stmt = attestation.statement(files, {})
-        envelope = dsse.sign(attestation.statement_bytes(stmt), dsse.IN_TOTO_PAYLOAD_TYPE, key)
-        files[layout.ATTESTATION] = dsse.envelope_bytes(envelope)
+        files[layout.ATTESTATION] = sign_statement(bundle_statement(files, {}), key)
 
 
 def rewrite(path: Path, out: Path, edit=None, resign_with=None) -> Path:

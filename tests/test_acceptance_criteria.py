@@ -6,9 +6,10 @@ document through the probe's own code, so the document stays what a probe would 
 
 import pytest
 
-from harness.acceptance.criteria import FAIL, NOT_MEASURED, PASS, evaluate
-from harness.acceptance.facts import BundleFacts
-from harness.acceptance.profile import apply_file, resolve
+from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.profile import apply_file, resolve
+from harness.judge.facts import BundleFacts
 from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_health, h200_raw, h200x2_allreduce,
                                   recorded_cpu, view_of)
 from tests.h200_capture import SM
@@ -28,7 +29,7 @@ def recorded():
 
 
 def test_recorded_h200_passes_every_required_criterion(recorded):
-    assert {n for n, r in recorded.items() if r.status == PASS} == REQUIRED
+    assert {n for n, r in recorded.items() if r.status == Verdict.PASS} == REQUIRED
     for name in REQUIRED:
         r = recorded[name]
         assert r.required and r.evidence and r.threshold is not None and r.measured.unit, name
@@ -46,7 +47,7 @@ def test_recorded_figures_are_the_baseline_ones(recorded):
 
 def test_what_this_bundle_lacks_is_not_measured_with_why(recorded):
     for name in ("gemm_bf16", "gemm_fp16", "gemm_fp8", "gemm_tf32", "gemm_fp32", "allreduce_busbw"):
-        assert recorded[name].status == NOT_MEASURED and not recorded[name].required
+        assert recorded[name].status == Verdict.NOT_MEASURED and not recorded[name].required
         assert "not run" in recorded[name].why
     assert "gemm_fp64" not in recorded  # a share but no known-good and not measured: no row
 
@@ -60,34 +61,34 @@ def test_h200_nvl_bundle_against_the_sxm_profile_fails_naming_the_form_factor():
     assert idle["devices"][0]["sku"]["id"] == "h200-nvl-141gb"
     result = judged({"health": idle, "health-load": load,
                      "bandwidth": h200_bandwidth(sku_id="h200-nvl-141gb")})["sku_matches_profile"]
-    assert result.status == FAIL
+    assert result.status == Verdict.FAIL
     assert "h200-nvl-141gb is not h200-sxm-141gb" in result.why and "form factor" in result.why
 
 
 def test_slower_card_fails_the_bandwidth_share():
     documents = {**h200_documents(), "bandwidth": h200_bandwidth(scale=0.8)}
     result = judged(documents)["bandwidth_plateau"]
-    assert result.status == FAIL and result.measured.value == pytest.approx(0.8 * 4254, abs=0.5)
+    assert result.status == Verdict.FAIL and result.measured.value == pytest.approx(0.8 * 4254, abs=0.5)
     assert "below" in result.why
 
 
 def test_one_slow_repeat_fails_the_spread():
     documents = {**h200_documents(), "bandwidth": h200_bandwidth(repeat_scale=(1.0, 0.9, 1.0))}
     result = judged(documents)["repeat_spread"]
-    assert result.status == FAIL and result.measured.value > 0.05
+    assert result.status == Verdict.FAIL and result.measured.value > 0.05
 
 
 def test_an_uncorrectable_ecc_error_under_load_fails():
     documents = h200_documents(edit_load=lambda a: by_args(a, "nvmlDeviceGetTotalEccErrors", (1, 1), 2))
     result = judged(documents)["ecc_uncorrectable_zero"]
-    assert result.status == FAIL and result.measured.value == 2
+    assert result.status == Verdict.FAIL and result.measured.value == 2
     assert "aggregate_uncorrected_errors = 2" in result.why
 
 
 def test_a_pending_row_remap_fails():
     documents = h200_documents(edit_idle=lambda a: a.update(nvmlDeviceGetRemappedRows=(0, 0, 1, 0)))
     result = judged(documents)["row_remaps_clean"]
-    assert result.status == FAIL and "remap pending" in result.why
+    assert result.status == Verdict.FAIL and "remap pending" in result.why
 
 
 @pytest.mark.parametrize("call, value, words", [
@@ -96,7 +97,7 @@ def test_a_pending_row_remap_fails():
 ])
 def test_a_pcie_link_below_its_maximum_under_load_fails(call, value, words):
     result = judged(h200_documents(edit_load=lambda a: a.update({call: value})))["pcie_link_at_max_under_load"]
-    assert result.status == FAIL and words in result.why
+    assert result.status == Verdict.FAIL and words in result.why
 
 
 def test_a_slot_below_the_skus_generation_fails_against_the_catalogue():
@@ -104,18 +105,18 @@ def test_a_slot_below_the_skus_generation_fails_against_the_catalogue():
         answers.update(nvmlDeviceGetCurrPcieLinkGeneration=4, nvmlDeviceGetMaxPcieLinkGeneration=4,
                        nvmlDeviceGetGpuMaxPcieLinkGeneration=4)
     result = judged(h200_documents(edit_load=gen4_slot))["pcie_link_at_max_under_load"]
-    assert result.status == FAIL and "Gen5" in result.why
+    assert result.status == Verdict.FAIL and "Gen5" in result.why
 
 
 def test_clocks_that_do_not_rise_under_load_fail():
     documents = h200_documents(edit_load=lambda a: by_args(a, "nvmlDeviceGetClockInfo", (SM,), 345))
     result = judged(documents)["clocks_rise_under_load"]
-    assert result.status == FAIL and result.measured.value == 345
+    assert result.status == Verdict.FAIL and result.measured.value == 345
 
 
 def test_a_process_the_harness_did_not_start_fails_and_is_named():
     result = judged(h200_documents(load_pids=[999999]))["no_unexpected_process"]
-    assert result.status == FAIL and result.measured.value == 1
+    assert result.status == Verdict.FAIL and result.measured.value == 1
     assert "pid 417" in result.measured.text
 
 
@@ -124,15 +125,15 @@ def test_required_criteria_without_their_step_fail_saying_not_measured():
     del documents["health-load"]
     results = judged(documents)
     for name in ("pcie_link_at_max_under_load", "clocks_rise_under_load", "no_unexpected_process"):
-        assert results[name].status == FAIL and "not measured, and the profile requires it" in results[name].why
-    assert results["ecc_uncorrectable_zero"].status == PASS  # the idle reading still counts
+        assert results[name].status == Verdict.FAIL and "not measured, and the profile requires it" in results[name].why
+    assert results["ecc_uncorrectable_zero"].status == Verdict.PASS  # the idle reading still counts
 
 
 def with_known_good_gemm(dtype, tflops):
     return apply_file(resolve(SXM), {"sku_id": SXM, "known_good": {"gemm_tflops": {dtype: tflops}}}, "test profile")
 
 
-@pytest.mark.parametrize("known_good, status", [(None, PASS), (1000.0, FAIL)])
+@pytest.mark.parametrize("known_good, status", [(None, Verdict.PASS), (1000.0, Verdict.FAIL)])
 def test_gemm_of_the_real_h200_roofline_against_a_known_good_figure(known_good, status):
     """The H200 dossier's own bf16 roofline through the real analysis: its best GEMM (798.7 TFLOPS,
     down-prefill-2048) against the catalogue's mamf-finder 765.1 passes; against a 1000 TFLOPS
@@ -143,7 +144,7 @@ def test_gemm_of_the_real_h200_roofline_against_a_known_good_figure(known_good, 
     assert row.status == status
     assert row.measured.value == pytest.approx(798.70, abs=0.01) and "down-prefill-2048" in row.measured.text
     assert row.threshold.value == pytest.approx(0.85 * (known_good or 765.1))
-    assert results["gemm_fp16"].status == NOT_MEASURED and "measured bf16 only" in results["gemm_fp16"].why
+    assert results["gemm_fp16"].status == Verdict.NOT_MEASURED and "measured bf16 only" in results["gemm_fp16"].why
 
 
 def with_allreduce_reference(share=0.8, busbw=400.0, world=2):
@@ -151,7 +152,7 @@ def with_allreduce_reference(share=0.8, busbw=400.0, world=2):
                                      "known_good": {"allreduce_busbw_gbps": {str(world): busbw}}}, "test profile")
 
 
-@pytest.mark.parametrize("known_good, status", [(326.57, PASS), (500.0, FAIL)])
+@pytest.mark.parametrize("known_good, status", [(326.57, Verdict.PASS), (500.0, Verdict.FAIL)])
 def test_allreduce_busbw_of_two_real_h200s(known_good, status):
     """The all-reduce probe on two NVLink H200s: 327.6 GB/s busbw at 1 GiB, against nccl-tests'
     326.57 (passes at 80%) and against a 500 GB/s unit (below 400)."""
@@ -164,9 +165,9 @@ def test_allreduce_busbw_of_two_real_h200s(known_good, status):
 def test_one_gpu_allreduce_is_not_measured_with_the_recorded_limitation():
     documents = {**h200_documents(), "allreduce": h200_raw("allreduce")}  # the one-GPU H200's own document
     result = judged(documents, with_allreduce_reference(world=1))["allreduce_busbw"]
-    assert result.status == NOT_MEASURED and "all-reduce needs at least 2" in result.why
+    assert result.status == Verdict.NOT_MEASURED and "all-reduce needs at least 2" in result.why
     gloo = judged({**h200_documents(), "allreduce": recorded_cpu("allreduce-cpu-gloo.json")})["allreduce_busbw"]
-    assert gloo.status == NOT_MEASURED and "gloo" in gloo.why
+    assert gloo.status == Verdict.NOT_MEASURED and "gloo" in gloo.why
 
 
 def cpu_profile(**thresholds):
@@ -176,7 +177,7 @@ def cpu_profile(**thresholds):
                       "test profile")
 
 
-@pytest.mark.parametrize("share, status", [(0.5, PASS), (1.5, FAIL)])
+@pytest.mark.parametrize("share, status", [(0.5, Verdict.PASS), (1.5, Verdict.FAIL)])
 def test_gemm_from_a_real_roofline_run_through_the_real_analysis(share, status):
     documents = {"roofline": recorded_cpu("roofline-cpu.json")}
     result = judged(documents, cpu_profile(gemm_min_share={"fp32": share}))["gemm_fp32"]
@@ -188,4 +189,4 @@ def test_gemm_from_a_real_roofline_run_through_the_real_analysis(share, status):
 def test_a_real_gloo_allreduce_is_not_the_gpu_interconnect():
     documents = {**h200_documents(), "allreduce": recorded_cpu("allreduce-cpu-gloo.json")}
     result = judged(documents, with_allreduce_reference(world=2))["allreduce_busbw"]
-    assert result.status == NOT_MEASURED and "gloo" in result.why and "P2P-disabled" in result.why
+    assert result.status == Verdict.NOT_MEASURED and "gloo" in result.why and "P2P-disabled" in result.why

@@ -4,20 +4,21 @@ one-sided. Inputs at and around each boundary; both users give the same answer a
 
 import pytest
 
-from harness.acceptance.criteria import FAIL, PASS, evaluate
-from harness.acceptance.facts import BundleFacts
-from harness.acceptance.profile import apply_file, resolve
 from harness.analysis import bandwidth as bw
-from harness.report import criteria as report
+from harness.analysis.verdict import Verdict
+from harness.judge import lab
+from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.profile import apply_file, resolve
+from harness.judge.facts import BundleFacts
 from tests.accept_support import h200_bandwidth, h200_documents, view_of
 from tests.test_report_criteria import bandwidth as bandwidth_figures
-from tests.test_report_criteria import view
+from tests.test_report_criteria import judge_lab, view
 
 
 @pytest.mark.parametrize("spread, agree", [(0.0, True), (0.0499, True), (0.05, False), (0.06, False)])
 def test_the_lab_spread_is_strictly_less_than_5_percent(spread, agree):
     assert bw.repeats_agree(spread) is agree
-    judged = report.judge_bandwidth(view({"bandwidth": bandwidth_figures(repeat_spread=spread)}))
+    judged = judge_lab(lab.judge_bandwidth, view({"bandwidth": bandwidth_figures(repeat_spread=spread)}))
     assert (judged.status == "pass") is agree
 
 
@@ -25,7 +26,7 @@ def test_the_lab_spread_is_strictly_less_than_5_percent(spread, agree):
                                            (1.0, True)])
 def test_the_lab_known_good_rule_is_within_15_percent_either_side(ratio, within):
     assert bw.within_known_good(ratio) is within
-    judged = report.judge_bandwidth(view({"bandwidth": bandwidth_figures(known_good_ratio=ratio)}))
+    judged = judge_lab(lab.judge_bandwidth, view({"bandwidth": bandwidth_figures(known_good_ratio=ratio)}))
     assert (judged.status == "pass") is within
 
 
@@ -43,19 +44,19 @@ def test_a_card_20_percent_faster_fails_the_lab_but_passes_the_buyers_floor():
     documents = {**h200_documents(), "bandwidth": h200_bandwidth(scale=1.2)}
     facts = view_of(documents)
     assert facts.figures("bandwidth").values["known_good_ratio"] == pytest.approx(1.2 * 4254 / 4234)
-    assert report.judge_bandwidth(facts).status == "fail"  # the lab: "within 15%"
+    assert judge_lab(lab.judge_bandwidth, facts).status == "fail"  # the lab: "within 15%"
     accepted = _accept(documents)["bandwidth_plateau"]
-    assert accepted.status == PASS and bw.KNOWN_GOOD_FLOOR_SOURCE in accepted.why
+    assert accepted.status == Verdict.PASS and bw.KNOWN_GOOD_FLOOR_SOURCE in accepted.why
 
 
 def test_a_spread_at_exactly_the_limit_fails_in_both():
     s = bw.REPEAT_SPREAD_MAX
-    judged = report.judge_bandwidth(view({"bandwidth": bandwidth_figures(repeat_spread=s)}))
+    judged = judge_lab(lab.judge_bandwidth, view({"bandwidth": bandwidth_figures(repeat_spread=s)}))
     assert judged.status == "fail"
     documents = h200_documents()
     measured = view_of(documents).figures("bandwidth").values["repeat_spread"]
     at_limit = apply_file(resolve("h200-sxm-141gb"), {"sku_id": "h200-sxm-141gb",
                                                       "thresholds": {"repeat_spread_max": measured}}, "test profile")
     row = {r.name: r for r in evaluate(BundleFacts(view_of(documents)), at_limit)}["repeat_spread"]
-    assert row.status == FAIL and row.measured.value == measured
-    assert _accept(documents)["repeat_spread"].status == PASS  # the same spread under the catalogue's 5%
+    assert row.status == Verdict.FAIL and row.measured.value == measured
+    assert _accept(documents)["repeat_spread"].status == Verdict.PASS  # the same spread under the catalogue's 5%

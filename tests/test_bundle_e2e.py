@@ -8,16 +8,16 @@ import json
 
 import pytest
 
-from harness.assemble import assemble
+from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
+from harness.bundle.verify import verify_bundle
 from harness.bundle.write import write_atomically
 from harness.cli import main
-from harness.dossier import RunOptions, collect
-from harness.report.criteria import CRITERIA
+from harness.registry import lab_criteria
+from harness.run.orchestrate import RunOptions, collect
+from harness.run.plan import LAB_PLAN, step_ids
 from harness.runners.select import select_runner
 from harness.signing.keys import load_public
-from harness.steps import LAB_PLAN, step_ids
-from harness.verify import verify_bundle
 from tests.bundle_support import make_key, quiet_display, rewrite
 
 
@@ -53,9 +53,9 @@ def test_every_lab_step_is_listed_with_an_outcome_and_reason(dossier):
 
 def test_report_has_every_criterion_with_a_status(dossier):
     report = read_all(dossier["path"])["report.md"].decode()
-    for criterion in CRITERIA:
-        line = next(line for line in report.splitlines() if criterion.text in line)
-        assert any(f"**{status}**" in line for status in ("pass", "fail", "not-run"))
+    for criterion in lab_criteria():
+        line = next(line for line in report.splitlines() if criterion.title in line)
+        assert any(f"**{status}**" in line for status in ("pass", "fail", "not-measured"))
     assert "## How to reproduce" in report and "dossier run --runner " in report
 
 

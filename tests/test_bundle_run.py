@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import dossier
-from harness.assemble import assemble
+from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
-from harness.dossier import RunOptions, bundle_path, run_dossier
+from harness.bundle.verify import verify_bundle
+from harness.run import orchestrate as dossier
+from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
 from harness.runners.local import LocalRunner
-from harness.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import collect_test_plan, make_key, quiet_display, tick_modules  # noqa: F401
 
@@ -87,7 +87,7 @@ def test_a_crash_while_assembling_or_writing_leaves_no_bundle(tmp_path, monkeypa
 INTERRUPTED_RUN = """
 import sys
 from pathlib import Path
-from harness.dossier import RunOptions, run_dossier
+from harness.run.orchestrate import RunOptions, run_dossier
 from harness.runners.local import LocalRunner
 from harness.signing.keys import load_private
 from tests.bundle_probes.plan import PACKAGE, SLOW_PLAN
@@ -123,12 +123,11 @@ def test_sigint_during_a_run_leaves_no_bundle_and_stops_the_probe(tmp_path):
 CLI_RUN_OF_THE_TEST_PLAN = """
 import sys
 from harness import cli
-from harness.commands import _probe, run
+from harness.commands import probe as _probe, run
 from harness.runners.local import LocalRunner
-from tests.bundle_probes import plan, tick_analysis, tick_plots
-sys.modules["harness.analysis.tick"] = tick_analysis
-sys.modules["harness.plots.tick"] = tick_plots
-run.lab_plan = lambda request: plan.PLOTTED_SLOW_PLAN
+from tests.bundle_probes import plan
+plan.install()
+run.lab_plan = lambda: plan.PLOTTED_SLOW_PLAN
 _probe.select_from_args = lambda args: (LocalRunner(package=plan.PACKAGE), "tests: the test-only probes")
 raise SystemExit(cli.main(sys.argv[1:]))
 """
@@ -169,14 +168,14 @@ def test_test_plan_bundle_verifies(recorded, tmp_path):
 
 
 def test_plots_rendered_in_the_background_equal_plots_rendered_inline(recorded):
-    from harness.plotting import render_inline
+    from harness.present.plotting import render_inline
     tick = next(s for s in recorded.steps if s.step == "tick")
     assert tick.plot_files and tick.plot_note is None
     assert dict(tick.plot_files) == render_inline(tick.plots, tick.step, tick.document)[0]
 
 
 def test_independent_step_prepared_early_records_its_failure_and_the_run_goes_on(tmp_path):
-    from harness.steps import ProbeStep, StepSetupFailed
+    from harness.registry.steps import ProbeStep, StepSetupFailed
 
     def no_checkpoint(state):
         raise StepSetupFailed("could not resolve the default checkpoint: offline")
@@ -191,10 +190,11 @@ def test_independent_step_prepared_early_records_its_failure_and_the_run_goes_on
 
 def test_a_plot_module_that_cannot_import_leaves_a_note_not_a_crash(recorded, monkeypatch, tmp_path):
     import dataclasses
-    from harness.plotting import render_step_plots
+
+    from harness.present.plotting import render_step_plots
     monkeypatch.setitem(sys.modules, "tests_broken_plots", None)  # importing it raises ImportError
     files, note = render_step_plots("tests_broken_plots", "tick", "tick", {})
-    assert files == {} and "cannot import harness/plots/tick.py" in note
+    assert files == {} and "cannot import harness/present/plots/tick.py" in note
     key, _ = make_key(tmp_path / "k")
     tick = next(s for s in recorded.steps if s.step == "tick")
     noted = dataclasses.replace(recorded, steps=(dataclasses.replace(tick, plot_files={}, plot_note=note),))

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli, dossier, paths
+from harness import cli, paths
 from harness.bundle.read import read_all
-from harness.commands import _probe, run
+from harness.bundle.verify import verify_bundle
+from harness.commands import probe as _probe
+from harness.commands import run
 from harness.errors import EnvironmentProblem, UsageError
-from harness.outcome import judge
+from harness.run import orchestrate as dossier
+from harness.run.outcome import judge
 from harness.runners.local import LocalRunner
 from harness.signing.keys import load_public
-from harness.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import make_key, tick_modules  # noqa: F401
 
@@ -85,7 +87,7 @@ def test_a_read_only_folder_is_refused_before_the_work(tmp_path, monkeypatch, ca
 def test_plan_run(monkeypatch, tmp_path, tick_modules):  # noqa: F811
     """`dossier run` of the test-only plan (one real tick probe), recovery folders under tmp_path."""
     monkeypatch.setenv("DOSSIER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(run, "lab_plan", lambda request: test_plan.PLAN[:1])
+    monkeypatch.setattr(run, "lab_plan", lambda: test_plan.PLAN[:1])
     monkeypatch.setattr(_probe, "select_from_args",
                         lambda args: (LocalRunner(package=test_plan.PACKAGE), "tests: the test-only probes"))
     key, public = make_key(tmp_path / "k")

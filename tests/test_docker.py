@@ -13,11 +13,11 @@ from dataclasses import replace
 import docker
 import pytest
 
-from harness import images
 from harness.cli import main
-from harness.images import PROJECT_ROOT, PinnedImage
-from harness.outcome import Completed, Failed, judge
+from harness.run.outcome import Completed, Failed, judge
+from harness.runners import images
 from harness.runners.docker import DigestMismatch, DockerRunner, GpuUnavailable, ImageMissing
+from harness.runners.images import PROJECT_ROOT, PinnedImage
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 from harness.runners.select import select_runner
@@ -222,7 +222,7 @@ def test_containerized_and_local_bandwidth_agree_within_the_probes_spread(cpu_im
 
 
 def test_a_containerized_cpu_dossier_runs_end_to_end_and_verifies(cpu_image, tmp_path, capsys):
-    pytest.importorskip("harness.dossier", reason="the bundle (dossier run/verify) is not merged into this branch")
+    pytest.importorskip("harness.run.orchestrate", reason="the bundle (dossier run/verify) is not merged into this branch")
     from harness.bundle.read import read_all
     from tests.bundle_support import make_key
 

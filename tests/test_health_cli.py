@@ -6,8 +6,8 @@ import pytest
 
 from harness.analysis.health import discrepancies, headlines
 from harness.cli import main
-from harness.commands import health as health_command
-from harness.outcome import Completed
+from harness.commands import probe as probe_command
+from harness.run.outcome import Completed
 from harness.schemas import violations
 from tests.h200_capture import real_health_fixtures, recorded_pair
 
@@ -26,7 +26,7 @@ def test_failed_contract_exits_1_and_is_named(tmp_path, monkeypatch, capsys):
     idle["devices"][0]["modes"]["persistence"] = "disabled"
     idle["contracts"] = [c if c["name"] != "persistence_mode_on" else {**c, "status": "fail"}
                          for c in idle["contracts"]]
-    monkeypatch.setattr(health_command, "run_probe", lambda probe, argv, args: Completed(None, idle))
+    monkeypatch.setattr(probe_command, "run_probe", lambda probe, argv, args, **options: Completed(None, idle))
     assert main(["health", "-o", str(tmp_path / "h.json")]) == 1
     err = capsys.readouterr().err
     assert "contract failed: persistence_mode_on" in err and "nvidia-smi -pm 1" in err
@@ -35,11 +35,11 @@ def test_failed_contract_exits_1_and_is_named(tmp_path, monkeypatch, capsys):
 def test_under_load_option_reaches_the_probe_and_stretches_the_timeout(monkeypatch, tmp_path):
     seen = {}
 
-    def fake_run_probe(probe, argv, args):
+    def fake_run_probe(probe, argv, args, **options):
         seen.update(argv=argv, timeout=args.timeout)
         return Completed(None, recorded_pair("nvidia-smi-q")[1])
 
-    monkeypatch.setattr(health_command, "run_probe", fake_run_probe)
+    monkeypatch.setattr(probe_command, "run_probe", fake_run_probe)
     assert main(["health", "--under-load", "300", "-o", str(tmp_path / "h.json")]) == 0
     assert seen["argv"] == ["--under-load", "300", "--sample-interval", "0.1"]
     assert seen["timeout"] >= 300 + 120
@@ -47,7 +47,7 @@ def test_under_load_option_reaches_the_probe_and_stretches_the_timeout(monkeypat
 
 def test_torch_option_reaches_the_probe(monkeypatch, tmp_path):
     seen = {}
-    monkeypatch.setattr(health_command, "run_probe", lambda probe, argv, args: (
+    monkeypatch.setattr(probe_command, "run_probe", lambda probe, argv, args, **options: (
         seen.update(argv=argv), Completed(None, recorded_pair("nvidia-smi-q")[0]))[1])
     assert main(["health", "--torch", "-o", str(tmp_path / "h.json")]) == 0
     assert seen["argv"] == ["--torch"]

@@ -147,13 +147,13 @@ def test_a_pinned_download_that_is_not_safetensors_is_not_kept(isolated, tmp_pat
 
 def test_dossier_run_resolves_a_named_checkpoint_once_before_any_probe(isolated, small, tmp_path, monkeypatch,
                                                                        capsys):
-    from harness.commands import precision as precision_command
-    from harness.commands.run import resolved_checkpoint
-    from harness.steps import CheckpointRequest, RunState, precision_arguments
+    from harness import checkpoints
+    from harness.registry.precision import CheckpointRequest, precision_arguments, resolved_checkpoint
+    from harness.registry.steps import RunState
 
     request = resolved_checkpoint(CheckpointRequest(str(small), ("embedding=tok.weight",)))
     assert request.resolved.provenance["source"] == f"local file {small}"
-    monkeypatch.setattr(precision_command, "probe_args_for", lambda *a, **k: pytest.fail("resolved twice"))
+    monkeypatch.setattr(checkpoints, "probe_args_for", lambda *a, **k: pytest.fail("resolved twice"))
     prepared = precision_arguments(RunState(), request)
     assert list(prepared.args) == request.resolved.probe_args()
     assert prepared.checkpoint["file_sha256"] == request.resolved.provenance["file_sha256"]

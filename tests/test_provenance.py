@@ -6,7 +6,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import provenance
+from harness.run import provenance
 
 ROOT = provenance.PROJECT_ROOT
 
@@ -17,7 +17,7 @@ def _copy_harness(destination):
 
 
 def _tool_info_of(copy_root):
-    code = "import json; from harness.provenance import tool_info; print(json.dumps(tool_info()))"
+    code = "import json; from harness.run.provenance import tool_info; print(json.dumps(tool_info()))"
     done = subprocess.run([sys.executable, "-c", code], cwd=copy_root, capture_output=True, text=True,
                           env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(copy_root)}, timeout=60, check=True)
     return json.loads(done.stdout)
@@ -50,7 +50,7 @@ def test_the_content_hash_changes_with_any_source_file_and_not_with_its_location
     for root in (first, second):
         _copy_harness(root)
     assert provenance.source_sha256(first) == provenance.source_sha256(second) == provenance.source_sha256(ROOT)
-    template = second / "harness" / "templates" / "report.md.j2"
+    template = second / "harness" / "present" / "templates" / "report.md.j2"
     template.write_text(template.read_text() + "\n")
     assert provenance.source_sha256(second) != provenance.source_sha256(first)
 

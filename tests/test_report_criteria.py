@@ -7,10 +7,11 @@ them), to reach each pass and fail path; no report is made from them.
 import pytest
 
 from harness import catalogue
+from harness.bundle.diff import compare, text_lines
 from harness.bundle.view import BundleView, Figures
-from harness.diff import compare, text_lines
-from harness.report import criteria
-from harness.report.figures import value_text
+from harness.judge import lab
+from harness.judge.facts import BundleFacts
+from harness.present.figures import value_text
 
 
 def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None, documents=None):
@@ -22,6 +23,11 @@ def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None
                    documents=documents or {s: {} for s in figures})
     object.__setattr__(v, "figures", lambda step: Figures(figures.get(step), None if step in figures else "absent"))
     return v
+
+
+def judge_lab(judge, bundle_view):
+    """The one Result a lab criterion's judge gives for a bundle view."""
+    return judge(BundleFacts(bundle_view))[0]
 
 
 def bandwidth(**over):
@@ -37,17 +43,17 @@ def bandwidth(**over):
     ({"known_good_ratio": None}, "fail"),
 ])
 def test_bandwidth_criterion(over, status):
-    judgement = criteria.judge_bandwidth(view({"bandwidth": bandwidth(**over)}))
+    judgement = judge_lab(lab.judge_bandwidth, view({"bandwidth": bandwidth(**over)}))
     assert judgement.status == status
     if over.get("known_good_ratio", 1) is None:
-        assert any("cannot be made" in e for e in judgement.evidence)
+        assert any("cannot be made" in e for e in judgement.findings)
 
 
 def test_not_run_and_failed_steps():
-    assert criteria.judge_health(view({}, {"health": "not_run"})).status == "not-run"
-    failed = criteria.judge_health(view({}, {"health": "failed"}))
-    assert failed.status == "fail" and "because" in failed.evidence[0]
-    assert criteria.judge_precision(view({})).status == "not-run"  # not in the run at all
+    assert judge_lab(lab.judge_health, view({}, {"health": "not_run"})).status == "not-measured"
+    failed = judge_lab(lab.judge_health, view({}, {"health": "failed"}))
+    assert failed.status == "fail" and "because" in failed.findings[0]
+    assert judge_lab(lab.judge_precision, view({})).status == "not-measured"  # not in the run at all
 
 
 @pytest.mark.parametrize("curves, limitations, status", [
@@ -58,7 +64,7 @@ def test_not_run_and_failed_steps():
 ])
 def test_allreduce_criterion(curves, limitations, status):
     figures = {"allreduce": {"backend": "nccl", "world_size": 2, "curves": curves, "limitations": limitations}}
-    assert criteria.judge_allreduce(view(figures)).status == status
+    assert judge_lab(lab.judge_allreduce, view(figures)).status == status
 
 
 @pytest.mark.parametrize("tensors, explanations, status", [
@@ -68,7 +74,7 @@ def test_allreduce_criterion(curves, limitations, status):
 ])
 def test_precision_criterion(tensors, explanations, status):
     figures = {"precision": {"tensors": tensors, "explanations": explanations}}
-    assert criteria.judge_precision(view(figures)).status == status
+    assert judge_lab(lab.judge_precision, view(figures)).status == status
 
 
 def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
@@ -77,26 +83,26 @@ def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
             "classifications": {"square-4096": "compute"}}
     # the bandwidth step's median recomputed from its repeat times decides, not the stored input
     measured = {"roofline": roof, "bandwidth": bandwidth(repeat_median_gbps=4200.0)}
-    assert criteria.judge_roofline(view(measured, inputs={"roofline": {"bandwidth_gbps": 3000.0}})).status == "pass"
+    assert judge_lab(lab.judge_roofline, view(measured, inputs={"roofline": {"bandwidth_gbps": 3000.0}})).status == "pass"
     other = {"roofline": roof, "bandwidth": bandwidth(repeat_median_gbps=3000.0)}
-    judged = criteria.judge_roofline(view(other, inputs={"roofline": {"bandwidth_gbps": 4200.0}}))
-    assert judged.status == "fail" and any("3000 GB/s" in e and e.endswith(": no") for e in judged.evidence)
-    alone = criteria.judge_roofline(view({"roofline": roof}))
-    assert alone.status == "fail" and any("cannot be shown" in e for e in alone.evidence)
+    judged = judge_lab(lab.judge_roofline, view(other, inputs={"roofline": {"bandwidth_gbps": 4200.0}}))
+    assert judged.status == "fail" and any("3000 GB/s" in e and e.endswith(": no") for e in judged.findings)
+    alone = judge_lab(lab.judge_roofline, view({"roofline": roof}))
+    assert alone.status == "fail" and any("cannot be shown" in e for e in alone.findings)
     wrong_peak = {**measured, "roofline": {**roof, "peak_tflops": peak * 2}}
-    assert criteria.judge_roofline(view(wrong_peak)).status == "fail"
+    assert judge_lab(lab.judge_roofline, view(wrong_peak)).status == "fail"
     unexplained = {**measured, "roofline": {**roof, "all_explained": False}}
-    assert criteria.judge_roofline(view(unexplained)).status == "fail"
+    assert judge_lab(lab.judge_roofline, view(unexplained)).status == "fail"
 
 
 @pytest.mark.parametrize("checks, verdict, status", [
     ([{"name": "clocks_rose", "status": "pass"}, {"name": "no_unexpected_process", "status": "pass"}], "pass", "pass"),
     ([{"name": "clocks_rose", "status": "fail"}], "fail", "fail"),
-    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "not-run"),
+    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "not-measured"),
 ])
 def test_idle_load_criterion(checks, verdict, status):
     v = view({}, {"health-diff": "completed"}, documents={"health-diff": {"checks": checks, "verdict": verdict}})
-    assert criteria.judge_idle_load(v).status == status
+    assert judge_lab(lab.judge_idle_load, v).status == status
 
 
 def test_units_come_from_the_key():

@@ -10,7 +10,7 @@ import pytest
 from harness.bundle import layout
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleFormatError, BundleView
-from harness.report.render import render_report
+from harness.present.report import render_report
 
 H200 = Path(__file__).parent / "fixtures" / "h200" / "dossier-h200.tar.gz"
 ODD = ([], "x", None)

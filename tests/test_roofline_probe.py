@@ -9,12 +9,11 @@ import torch
 from harness.analysis import roofline as rl
 from harness.catalogue import by_id
 from harness.cli import main
-from harness.commands.roofline import probe_args
-from harness.outcome import Completed, judge
-from harness.plots import roofline as plot
+from harness.present.plots import roofline as plot
 from harness.probes import _roofline_torch as side
 from harness.probes import roofline as probe
-from harness.probes._contract import ProbeUsageError, probe_main
+from harness.probes.contract import ProbeUsageError, options_argv, probe_main
+from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 
@@ -208,7 +207,7 @@ def test_command_passes_probe_options_through():
     from harness.cli import build_parser
     args = build_parser().parse_args(["roofline", "--dtype", "fp8", "--bandwidth-gbps", "4254",
                                       "--shapes", "1x2x3", "4x5x6", "--no-fusion"])
-    assert probe_args(args) == ["--bandwidth-gbps", "4254.0", "--dtype", "fp8", "--shapes", "1x2x3", "4x5x6",
+    assert options_argv(args, probe.OPTIONS) == ["--bandwidth-gbps", "4254.0", "--dtype", "fp8", "--shapes", "1x2x3", "4x5x6",
                                 "--no-fusion"]
 
 
@@ -259,7 +258,7 @@ class FakeTorch:
 
 
 def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
-    from harness.probes._nvml import NvmlSession
+    from harness.probes.nvml import NvmlSession
     session = NvmlSession()
     session.pynvml = FakeNvml()
     facts, handle = probe.gpu_facts(FakeTorch, session, 0)

@@ -16,7 +16,7 @@ import pytest
 
 from harness.analysis import stress as analysis
 from harness.analysis import stress_telemetry as tel
-from harness.plots import stress as plot
+from harness.present.plots import stress as plot
 from harness.probes import _stress_nvml as nv
 from harness.schemas import violations
 from tests.h200_capture import nvidia_smi_xml

@@ -1,7 +1,7 @@
 """Transfer plots: a sweep figure per run, the peer heatmap only where a peer matrix was measured
 (and why not otherwise), byte-identical output for identical documents."""
 
-from harness.plots.transfer import heatmap_note, render
+from harness.present.plots.transfer import heatmap_note, render
 from tests.transfer_fixtures import FIXTURES, h200_document, two_gpu_document
 
 H200X2_TOPO = FIXTURES / "h200x2" / "nvidia-smi-topo-m.txt"

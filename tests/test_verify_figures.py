@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.bundle.verify import verify_bundle
 from harness.signing.keys import load_public
-from harness.verify import verify_bundle
 from tests.bundle_support import make_key, rewrite
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -315,13 +315,14 @@ def test_each_stated_precision_summary_is_recomputed(path, value, named, signer,
 def test_the_two_gpu_bundles_medians_are_checked_as_stated_and_the_report_says_why():
     from harness.bundle.read import read_all
     from harness.bundle.view import BundleView
-    from harness.report import criteria
+    from harness.judge import lab
+    from harness.judge.facts import BundleFacts
 
     view = BundleView.from_files(read_all(H200X2))
     assert view.documents["allreduce"]["contract_version"] == 1
-    judged = criteria.judge_allreduce(view)
+    [judged] = lab.judge_allreduce(BundleFacts(view))
     assert judged.status == "pass"
-    assert any("not recomputable from per-call times" in line and "contract 1" in line for line in judged.evidence)
+    assert any("not recomputable from per-call times" in line and "contract 1" in line for line in judged.findings)
 
 
 ALLREDUCE_SUMMARIES = [

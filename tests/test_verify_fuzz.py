@@ -8,17 +8,16 @@ decompressed tar (re-gzipped canonically) and in one member (re-signed with the 
 No timing is asserted (the suite never times); bench/fuzz_verify.py reports time per input.
 """
 
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.assemble import assemble
+from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
+from harness.bundle.verify import verify_bundle
 from harness.signing.keys import load_public
-from harness.verify import verify_bundle
-from tests.bundle_probes import tick_analysis, tick_plots
+from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import collect_test_plan, make_key
 from tests.fuzz_support import OPS, Mutation, mutant, verdict
 
@@ -29,8 +28,7 @@ EXAMPLES = 1500  # about 30 s on a 2-core machine
 def base(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fuzz")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
-        patch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+        test_plan.install(patch)
         key, public = make_key(tmp / "k")
         path = tmp / "base.tar.gz"
         path.write_bytes(assemble(collect_test_plan(tmp), key))

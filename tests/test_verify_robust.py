@@ -2,18 +2,18 @@
 content is a named failed check, never a traceback, and memory stays bounded."""
 
 import json
-import sys
 import tracemalloc
 
 import pytest
 
-from harness.assemble import assemble
 from harness.bundle import layout
+from harness.bundle.assemble import assemble
 from harness.bundle.read import Limits, read_all
+from harness.bundle.verify import INTERNAL_ERROR, verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from harness.verify import INTERNAL_ERROR, verify_bundle
-from tests.bundle_probes import tick_analysis, tick_plots
+from tests.bundle_probes import plan as test_plan
+from tests.bundle_probes import tick_analysis
 from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401
 
 
@@ -22,8 +22,7 @@ def plan_bundle(tmp_path_factory):
     """One real bundle of the test plan (tick, a failed step, a dependent and a not-run one)."""
     tmp = tmp_path_factory.mktemp("robust")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
-        patch.setitem(sys.modules, "harness.plots.tick", tick_plots)
+        test_plan.install(patch)
         key, public = make_key(tmp / "k")
         path = tmp / "clean.tar.gz"
         path.write_bytes(assemble(collect_test_plan(tmp), key))
@@ -129,7 +128,7 @@ def _host_step(function):
 @pytest.mark.parametrize("function, why", [
     ("harness.analysis.health_diff:json", "defines no function 'json'"),
     ("harness.analysis.health_diff:_private", "is not in harness.analysis"),
-    ("harness.report.render:render_report", "is not in harness.analysis"),
+    ("harness.present.report:render_report", "is not in harness.analysis"),
     ("os:system", "is not in harness.analysis"),
 ])
 def test_a_host_function_must_be_a_public_function_of_harness_analysis(signed, tmp_path, function, why):
@@ -150,10 +149,10 @@ def test_an_analysis_that_raises_is_a_named_figures_failure(signed, tmp_path, mo
 
 
 def test_a_check_that_raises_is_reported_as_an_internal_error_never_raised(signed, monkeypatch):
-    import harness.verify
+    import harness.bundle.verify
     def broken(*args):
         raise RuntimeError("boom")
-    monkeypatch.setattr(harness.verify, "check_content", broken)
+    monkeypatch.setattr(harness.bundle.verify, "check_content", broken)
     path, _, public = signed
     result = verified(path, public)
     assert not result.ok and [c.check for c in result.checks] == ["internal"]
@@ -223,15 +222,13 @@ def test_a_lone_surrogate_in_a_signed_document_is_a_named_failure_and_prints(sig
 
 
 def test_a_signed_subject_name_that_is_not_a_safe_member_name_fails_the_statement(signed, tmp_path):
-    from harness import attestation
-    from harness.signing import dsse
+    from harness.bundle.seal import bundle_statement
+    from harness.signing.statement import sign_statement
     path, key, public = signed
 
     def odd_subject(files):
         files.pop(layout.ATTESTATION)
-        stmt = attestation.statement({**files, "\udcff/x": b""}, {})
-        envelope = dsse.sign(attestation.statement_bytes(stmt), dsse.IN_TOTO_PAYLOAD_TYPE, key)
-        files[layout.ATTESTATION] = dsse.envelope_bytes(envelope)
+        files[layout.ATTESTATION] = sign_statement(bundle_statement({**files, "\udcff/x": b""}, {}), key)
     result = verified(rewrite(path, tmp_path / "s.tar.gz", odd_subject), public)
     assert no_crash(result) == [("statement", layout.ATTESTATION)]
     assert "not UTF-8" in result.failures[0].detail and result.failures[0].line().encode("utf-8")

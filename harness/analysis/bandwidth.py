@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from harness.analysis.verdict import Verdict
+
 # The byte-counting rule as data. `torch_op` documents how the probe implements each kernel.
 KERNELS: dict[str, dict[str, Any]] = {
     "copy": {"reads": 1, "writes": 1, "torch_op": "c.copy_(a)"},
@@ -57,6 +59,11 @@ KNOWN_GOOD_FLOOR_SOURCE = ("acceptance: at least the profile's share of the know
 def repeats_agree(spread_fraction: float, limit: float = REPEAT_SPREAD_MAX) -> bool:
     """The repeat medians "vary by less than" LIMIT: (max - min) / median strictly under it."""
     return spread_fraction < limit
+
+
+def repeat_verdict(spread_fraction: float, limit: float = REPEAT_SPREAD_MAX) -> Verdict:
+    """PASS when the repeats agree (`repeats_agree`), else FAIL."""
+    return Verdict.PASS if repeats_agree(spread_fraction, limit) else Verdict.FAIL
 
 
 def within_known_good(ratio: float, tolerance: float = KNOWN_GOOD_TOLERANCE) -> bool:
@@ -166,7 +173,7 @@ def diagnose(samples: Sequence[dict[str, Any]], own_pids: Sequence[int],
              power_limit_w: float | None) -> dict[str, Any]:
     """Causes of repeat-to-repeat variance visible in NVML samples.
 
-    Samples are harness.probes._nvml.sample() dicts. Returns {causes: [{kind, evidence}], summary}.
+    Samples are harness.probes.nvml.sample() dicts. Returns {causes: [{kind, evidence}], summary}.
     """
     causes = []
     for key, label in (("sm_clock_mhz", "SM clock"), ("memory_clock_mhz", "memory clock")):
@@ -272,7 +279,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "repeat_median_gbps": statistics.median(medians) if medians else None,
         "repeat_spread": repeat_spread,
         "repeat_verdict": (None if repeat_spread is None
-                           else "pass" if repeats_agree(repeat_spread, repeats["spread_max"]) else "fail"),
+                           else repeat_verdict(repeat_spread, repeats["spread_max"])),
         "sku_id": reference.get("sku_id"),
         "spec_gbps": _number_or_none(reference.get("spec_gbps")),
         "known_good_gbps": known_good,

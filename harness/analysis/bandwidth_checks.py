@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import bandwidth as bw
+from harness.analysis.verdict import Verdict
 
 DATASHEET_RULE = ("no measurement of device memory can exceed the SKU's published memory bandwidth: "
                   "a figure above it means bytes were counted that were not moved")
@@ -136,7 +137,7 @@ def repeats_discrepancies(document: dict[str, Any]) -> list[str]:
             heads["repeat_medians_gbps"])
     _stated(found, "repeats.spread", repeats.get("spread"), heads["repeat_spread"])
     _stated(found, "repeats.verdict", repeats.get("verdict"), heads["repeat_verdict"], bw.REPEAT_SPREAD_SOURCE)
-    _stated(found, "repeats.trusted", repeats.get("trusted"), heads["repeat_verdict"] == "pass")
+    _stated(found, "repeats.trusted", repeats.get("trusted"), heads["repeat_verdict"] == Verdict.PASS)
     _stated(found, "repeats.diagnosis", repeats.get("diagnosis"), expected_diagnosis(document, heads["repeat_verdict"]))
     return found
 

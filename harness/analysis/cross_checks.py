@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.analysis import bandwidth, bandwidth_checks, health
 
-# The harness passes the median to the roofline probe as "%.6g" (harness/steps.py): at most
+# The harness passes the median to the roofline probe as "%.6g" (harness/registry/roofline.py): at most
 # 5e-6 of it apart; twice that is still far below any real difference.
 ROOF_REL_TOL = 1e-5
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.health_contracts import evaluate, unavailable_reason
+from harness.analysis.contract_facts import unavailable_reason
+from harness.analysis.health_contracts import evaluate
+from harness.analysis.verdict import Verdict
 
 
 def _value(value: Any) -> Any:
@@ -43,7 +45,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "device_count": len(devices),
         "devices": [{"index": d.get("nvml_index"), "name": _value(d.get("name")),
                      "sku_id": recomputed_sku(d), "uuid": _value(d.get("uuid"))} for d in devices],
-        "contracts_failed": [c["name"] for c in contracts if c["status"] == "fail"],
+        "contracts_failed": [c["name"] for c in contracts if c["status"] == Verdict.FAIL],
         "contracts": {c["name"]: c["status"] for c in contracts},
         "mode": document.get("mode"),
     }

@@ -20,9 +20,10 @@ import json
 import statistics
 from typing import Any
 
-from harness.analysis.health_contracts import HARDWARE_SLOWDOWNS, unavailable_reason
+from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
+from harness.analysis.contract_facts import unavailable_reason
+from harness.analysis.verdict import Verdict
 
-PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not-applicable"
 POWER_CAPS = ("sw_power_cap", "hw_power_brake_slowdown")
 THERMAL_CAPS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
 SKIPPED = {"started_at", "finished_at", "argv", "sizing", "limitations", "load", "harness_pids",
@@ -97,15 +98,15 @@ def rose(name: str, device: str, unit: str, idle_value: Any, samples_values: lis
         under, source = (snapshot_value, "reading halfway through the load") \
             if isinstance(snapshot_value, (int, float)) else (None, "")
     if not isinstance(idle_value, (int, float)) or under is None:
-        return check(name, device, FAIL, f"cannot compare: idle {idle_value!r}, under load "
+        return check(name, device, Verdict.FAIL, f"cannot compare: idle {idle_value!r}, under load "
                      f"{snapshot_value!r} (no numeric reading)")
     evidence = f"idle {idle_value:g} {unit} -> under load {under:g} {unit} ({source})"
     if under > idle_value:
-        return check(name, device, PASS, evidence)
+        return check(name, device, Verdict.PASS, evidence)
     if isinstance(ceiling, (int, float)) and idle_value >= ceiling:
-        return check(name, device, NOT_APPLICABLE, evidence + f"; idle was already at its maximum "
+        return check(name, device, Verdict.NOT_APPLICABLE, evidence + f"; idle was already at its maximum "
                      f"{ceiling:g} {unit}, so there was nothing to rise")
-    return check(name, device, FAIL, evidence + ": did not rise (did the load reach this device?)")
+    return check(name, device, Verdict.FAIL, evidence + ": did not rise (did the load reach this device?)")
 
 
 def reasons_named(device: str, samples: list[dict[str, Any]], snapshot: dict[str, Any]) -> dict[str, str]:
@@ -117,7 +118,7 @@ def reasons_named(device: str, samples: list[dict[str, Any]], snapshot: dict[str
         for n in names:
             seen[n] = seen.get(n, 0) + 1
     if not readable:
-        return check("clock_event_reasons_named", device, FAIL,
+        return check("clock_event_reasons_named", device, Verdict.FAIL,
                      "no clock-event reason could be read under load")
     listing = ", ".join(f"{n} in {c} of {len(readable)} readings" for n, c in sorted(seen.items())) or \
         f"none active in {len(readable)} readings"
@@ -126,9 +127,9 @@ def reasons_named(device: str, samples: list[dict[str, Any]], snapshot: dict[str
                                            for n in sorted(caps))) if caps else "; no power or thermal cap"
     bad = sorted(n for n in seen if n in HARDWARE_SLOWDOWNS or n.startswith("unknown_"))
     if bad:
-        return check("clock_event_reasons_named", device, FAIL,
+        return check("clock_event_reasons_named", device, Verdict.FAIL,
                      listing + cap_note + f"; hardware/thermal slowdown or unknown reason: {', '.join(bad)}")
-    return check("clock_event_reasons_named", device, PASS, listing + cap_note)
+    return check("clock_event_reasons_named", device, Verdict.PASS, listing + cap_note)
 
 
 def unexpected_processes(document: dict[str, Any], uuid: str, samples: list[dict[str, Any]]) -> list[str]:
@@ -161,7 +162,7 @@ def device_checks(idle: dict[str, Any], active: dict[str, Any], uuid: str) -> li
     ]
     foreign = list(dict.fromkeys([f"idle: {p}" for p in unexpected_processes(idle, uuid, [])]
                                  + [f"under load: {p}" for p in unexpected_processes(active, uuid, samples)]))
-    checks.append(check("no_unexpected_process", label, FAIL if foreign else PASS,
+    checks.append(check("no_unexpected_process", label, Verdict.FAIL if foreign else Verdict.PASS,
                         ("not started by the harness: " + "; ".join(foreign)) if foreign else
                         "every process listed idle and under load was started by the harness"))
     return checks
@@ -174,21 +175,21 @@ def diff(idle: dict[str, Any], active: dict[str, Any]) -> dict[str, Any]:
     load = active.get("load")
     if not b:
         why = unavailable_reason(active.get("devices")) or "no device listed"
-        checks.append(check("load_ran", "all", NOT_APPLICABLE, f"no GPU under load: {why}"))
+        checks.append(check("load_ran", "all", Verdict.NOT_APPLICABLE, f"no GPU under load: {why}"))
     elif active.get("mode") != "under_load" or not isinstance(load, dict) or unavailable_reason(load):
-        checks.append(check("load_ran", "all", FAIL, "the ACTIVE document has no load record: "
+        checks.append(check("load_ran", "all", Verdict.FAIL, "the ACTIVE document has no load record: "
                             + (unavailable_reason(load) or f"mode {active.get('mode')!r}")))
     else:
-        checks.append(check("load_ran", "all", PASS, f"{load.get('kind')} for "
+        checks.append(check("load_ran", "all", Verdict.PASS, f"{load.get('kind')} for "
                             f"{load.get('requested_s')} s, pids {load.get('pids')}"))
     if set(a) != set(b):
-        checks.append(check("same_devices", "all", FAIL, f"idle devices {sorted(a)} vs under load {sorted(b)}"))
+        checks.append(check("same_devices", "all", Verdict.FAIL, f"idle devices {sorted(a)} vs under load {sorted(b)}"))
     elif a:
-        checks.append(check("same_devices", "all", PASS, f"{len(a)} device(s) matched by UUID"))
-    if checks[0]["status"] == PASS:
+        checks.append(check("same_devices", "all", Verdict.PASS, f"{len(a)} device(s) matched by UUID"))
+    if checks[0]["status"] == Verdict.PASS:
         for uuid in sorted(set(a) & set(b)):
             checks.extend(device_checks(idle, active, uuid))
-    failed = sorted({c["name"] for c in checks if c["status"] == FAIL})
+    failed = sorted({c["name"] for c in checks if c["status"] == Verdict.FAIL})
     return {
         "kind": "health-diff",
         "idle": _summary(idle),
@@ -196,7 +197,7 @@ def diff(idle: dict[str, Any], active: dict[str, Any]) -> dict[str, Any]:
         "changes": changes(idle, active),
         "checks": checks,
         "failed": failed,
-        "verdict": FAIL if failed else PASS,
+        "verdict": Verdict.FAIL if failed else Verdict.PASS,
     }
 
 

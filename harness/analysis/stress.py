@@ -16,6 +16,7 @@ import statistics
 from typing import Any
 
 from harness.analysis import stress_telemetry as tel
+from harness.analysis.verdict import Verdict
 
 STEADY_RULE = ("steady state: the median of the buckets in the second half of the GEMM phase "
                "(buckets[n // 2:]); burst: the first bucket")
@@ -35,6 +36,8 @@ MEMORY_PATTERNS: dict[str, str] = {
 }
 REL_TOL = 1e-9
 LISTED_MAX = 10  # failing iterations named in one line of evidence
+# A check that could not be made (schemas/stress.schema.json spells it with an underscore).
+NOT_MEASURED = "not_measured"
 
 
 def _sum(values: list[Any]) -> float:
@@ -159,39 +162,39 @@ def device_headlines(record: dict[str, Any], settings: dict[str, Any]) -> dict[s
 
 
 def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[dict[str, str]]:
-    """Each check: pass, fail or not_measured, with its evidence."""
+    """Each check: pass, fail or not_measured (NOT_MEASURED: the stress schema's own spelling), with its evidence."""
     def check(name: str, status: str, evidence: str) -> dict[str, str]:
         return {"name": name, "status": status, "evidence": evidence}
 
     failure = record.get("failure")
-    checks = [check("worker", "fail" if failure else "pass",
+    checks = [check("worker", Verdict.FAIL if failure else Verdict.PASS,
                     failure["message"] if failure else "completed every phase")]
     checks.append(_result_check(heads["result_check"], check))
     memory = heads["memory_test"]
     if memory is None:
-        checks.append(check("memory_test", "not_measured", _why(record.get("memory_test"), "not run")))
+        checks.append(check("memory_test", NOT_MEASURED, _why(record.get("memory_test"), "not run")))
     elif memory["mismatched_words"]:
         f = memory["first_failure"]
         where = (f"first in pattern {f['pattern']} at byte offset {f['byte_offset']} (chunk {f['chunk']}, offset "
                  f"{f['chunk_byte_offset']}): expected {f['expected_hex']}, found {f['found_hex']}"
                  if f else "the first failing word was not recorded")
-        checks.append(check("memory_test", "fail", f"{memory['mismatched_words']} mismatched word(s); {where}"))
+        checks.append(check("memory_test", Verdict.FAIL, f"{memory['mismatched_words']} mismatched word(s); {where}"))
     else:
-        checks.append(check("memory_test", "pass", f"{memory['bytes_tested']} bytes of {memory['where']} "
+        checks.append(check("memory_test", Verdict.PASS, f"{memory['bytes_tested']} bytes of {memory['where']} "
                                                    f"in {memory['patterns']} patterns, no mismatch"))
     checks.append(_events_check(record, heads["nvml_events"], check))
     checks.append(_counters_check(record, heads["counters_new"], check))
     if not sampled:
-        checks.append(check("clock_event_reasons", "not_measured", _why(record.get("telemetry"), "no samples")))
+        checks.append(check("clock_event_reasons", NOT_MEASURED, _why(record.get("telemetry"), "no samples")))
     elif heads["flagged_reasons"]:
         counts = heads["clock_event_reasons"]
-        checks.append(check("clock_event_reasons", "fail", ", ".join(
+        checks.append(check("clock_event_reasons", Verdict.FAIL, ", ".join(
             f"{r} in {counts[r]} sample(s)" for r in heads["flagged_reasons"])))
     else:
-        checks.append(check("clock_event_reasons", "pass", "no hw_slowdown, thermal or power-brake sample"
+        checks.append(check("clock_event_reasons", Verdict.PASS, "no hw_slowdown, thermal or power-brake sample"
                             + ("; sw_power_cap (expected)" if "sw_power_cap" in heads["clock_event_reasons"] else "")))
     power = heads["power"]
-    status = {True: "pass", False: "fail", None: "not_measured"}[power["target_reached"]]
+    status = {True: Verdict.PASS, False: Verdict.FAIL, None: NOT_MEASURED}[power["target_reached"]]
     checks.append(check("power_target", status, power["why"]))
     return checks
 
@@ -202,31 +205,31 @@ def _why(value: Any, default: str) -> str:
 
 def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
     if not result["enabled"]:
-        return check("result_check", "not_measured", "result checking disabled (--no-check)")
+        return check("result_check", NOT_MEASURED, "result checking disabled (--no-check)")
     if not result["iterations_checked"]:
-        return check("result_check", "not_measured", "no iteration was checked")
+        return check("result_check", NOT_MEASURED, "no iteration was checked")
     failing = result["failing_iterations"]
     if not failing:
-        return check("result_check", "pass", f"{result['iterations_checked']} iterations bit-identical to the reference")
+        return check("result_check", Verdict.PASS, f"{result['iterations_checked']} iterations bit-identical to the reference")
     listed = "; ".join(f"iteration {f['iteration']}: {f['count']} element(s)" for f in failing[:LISTED_MAX])
     more = f"; and {len(failing) - LISTED_MAX} more iteration(s)" if len(failing) > LISTED_MAX else ""
-    return check("result_check", "fail", f"{len(failing)} of {result['iterations_checked']} iterations mismatched "
+    return check("result_check", Verdict.FAIL, f"{len(failing)} of {result['iterations_checked']} iterations mismatched "
                                          f"the reference ({result['mismatched_elements']} element(s)): {listed}{more}")
 
 
 def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if events is None:
-        return check("nvml_events", "not_measured", _why(record.get("nvml_events"), "no event set"))
+        return check("nvml_events", NOT_MEASURED, _why(record.get("nvml_events"), "no event set"))
     if events["events"]:
-        return check("nvml_events", "fail", f"{events['events']} event(s): XID {events['xids'] or 'none'}, "
+        return check("nvml_events", Verdict.FAIL, f"{events['events']} event(s): XID {events['xids'] or 'none'}, "
                                             f"{events['ecc_events']} ECC event(s)")
     cut = f" (waiting broke off: {events['wait_error']})" if events["wait_error"] else ""
-    return check("nvml_events", "pass", f"no XID or ECC event{cut}")
+    return check("nvml_events", Verdict.PASS, f"no XID or ECC event{cut}")
 
 
 def _counters_check(record: dict[str, Any], new: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if new is None:
-        return check("ecc_and_row_remap", "not_measured", _why(record.get("counters_after"),
+        return check("ecc_and_row_remap", NOT_MEASURED, _why(record.get("counters_after"),
                                                                _why(record.get("counters_before"), "not read")))
     bad = [f"{k} +{v}" for k, v in new.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
            and v > 0 and k != "volatile_corrected_errors"]
@@ -234,8 +237,8 @@ def _counters_check(record: dict[str, Any], new: dict[str, Any] | None, check: A
     corrected = new.get("volatile_corrected_errors")
     note = f"; {corrected} new corrected ECC error(s)" if corrected else ""
     if bad:
-        return check("ecc_and_row_remap", "fail", ", ".join(bad) + note)
-    return check("ecc_and_row_remap", "pass", "no new uncorrected ECC error, remapped row or remap flag" + note)
+        return check("ecc_and_row_remap", Verdict.FAIL, ", ".join(bad) + note)
+    return check("ecc_and_row_remap", Verdict.PASS, "no new uncorrected ECC error, remapped row or remap flag" + note)
 
 
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
@@ -244,15 +247,15 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     failures, not_measured = [], set()
     for d in devices:
         who = f"GPU{d['index']} ({d['name']})" if document["device"] == "cuda" else f"CPU ({d['name']})"
-        failures += [f"{who}: {c['name']}: {c['evidence']}" for c in d["checks"] if c["status"] == "fail"]
-        not_measured |= {c["name"] for c in d["checks"] if c["status"] == "not_measured"}
+        failures += [f"{who}: {c['name']}: {c['evidence']}" for c in d["checks"] if c["status"] == Verdict.FAIL]
+        not_measured |= {c["name"] for c in d["checks"] if c["status"] == NOT_MEASURED}
     steady = [d["steady_tflops"] for d in devices if d["steady_tflops"] is not None]
     return {"device": document["device"], "dtype": settings["dtype"], "shape": settings["shape"],
             "seconds": settings["seconds"], "devices": devices,
             "min_steady_tflops": min(steady) if steady else None,
-            "verdict": {"status": "fail" if failures or not devices else "pass",
+            "verdict": {"status": Verdict.FAIL if failures or not devices else Verdict.PASS,
                         "failures": failures or ([] if devices else ["no device was stressed"]),
-                        "not_measured": sorted(not_measured)}}
+                        NOT_MEASURED: sorted(not_measured)}}
 
 
 def _differences(path: str, stated: Any, again: Any) -> list[str]:

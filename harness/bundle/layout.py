@@ -11,8 +11,10 @@ DERIVED_DIR = "derived/"
 LOGS_DIR = "logs/"
 PLOTS_DIR = "plots/"
 SUFFIX = ".tar.gz"
-# commands.json format_version. 2: the report follows this build's rules (1: rig-dossier 0.1.0).
-FORMAT_VERSION = 2
+# commands.json format_version: which report rules made report.md. 3: criteria say pass, fail or
+# not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
+# 1: rig-dossier 0.1.0. verify re-renders only this build's format; older ones stay signed.
+FORMAT_VERSION = 3
 
 
 def raw_name(step: str) -> str:

@@ -6,7 +6,6 @@ Built the same way from freshly assembled files and from a bundle read back, so 
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import re
@@ -14,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness import registry
 from harness.bundle import layout
 
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -149,15 +149,19 @@ def _step_id(entry: Any, seen: set[str]) -> str:
 
 
 def analysis(name: str):
-    if not MODULE_NAME.fullmatch(name):
-        raise BundleFormatError(f"analysis module name {name!r} is not a plain module name")
-    return importlib.import_module(f"harness.analysis.{name}")
+    """harness.analysis.NAME for an analysis a bundle names, only if the registry names it too."""
+    if not isinstance(name, str) or not MODULE_NAME.fullmatch(name):
+        raise BundleFormatError(f"analysis module name {str(name)[:60]!r} is not a plain module name")
+    try:
+        return registry.analysis_module(name)
+    except registry.NotInRegistry as exc:
+        raise BundleFormatError(f"{exc}: a bundle of another build, or a changed one") from exc
 
 
 def compute_figures(name: str, document: Any) -> Figures:
     try:
         return Figures(analysis(name).headlines(document), None)
-    except ModuleNotFoundError:
-        return Figures(None, f"harness/analysis/{name}.py is not in this build of the harness")
+    except BundleFormatError as exc:
+        return Figures(None, str(exc))
     except Exception as exc:  # noqa: BLE001 - shown in the report and failed by verify
         return Figures(None, f"harness.analysis.{name}.headlines raised {type(exc).__name__}: {exc}")

@@ -1,10 +1,24 @@
-"""One module per `dossier` subcommand; each has `add_parser(subparsers)`.
+"""The `dossier` subcommands; each module has `add_parser(subparsers)`.
 
-The explicit list below is the CLI's registry: its order is the order in `--help`.
+`dossier NAME` for each probe comes from the registry (harness.commands.probe); the other
+commands are listed here. Their order is the order in `--help`.
 """
 
-from harness.commands import (accept, allreduce, bandwidth, diff, fleet, health, health_diff, keygen,
-                              precision, report, roofline, run, verify, verify_acceptance)
+from __future__ import annotations
 
-COMMANDS = [run, health, health_diff, bandwidth, roofline, precision, allreduce, verify, diff, report,
-            keygen, accept, verify_acceptance, fleet]
+import argparse
+
+from harness.commands import accept, diff, fleet, health_diff, keygen, probe, report, run, verify, verify_acceptance
+from harness.registry import PROBES
+
+BEFORE_PROBES = [run]
+AFTER_PROBES = [health_diff, verify, diff, report, keygen, accept, verify_acceptance, fleet]
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    for module in BEFORE_PROBES:
+        module.add_parser(sub)
+    for spec in PROBES:
+        probe.add_parser(sub, spec)
+    for module in AFTER_PROBES:
+        module.add_parser(sub)

@@ -1,7 +1,7 @@
 """`dossier accept BUNDLE --profile SKU`: pre-procurement acceptance of a verified bundle.
 
-I/O only: the profile comes from harness.acceptance.profile, verification from harness.verify,
-the judgement from harness.acceptance.verdict; this module reads the bundle, prints, and writes
+I/O only: the profile comes from harness.judge.acceptance.profile, verification from harness.bundle.verify,
+the judgement from harness.judge.acceptance.outcome; this module reads the bundle, prints, and writes
 the JUnit XML, the signed attestation and the summary pages asked for.
 """
 
@@ -13,20 +13,22 @@ import json
 import sys
 from pathlib import Path
 
-from harness import catalogue, paths, provenance
-from harness.acceptance import predicate
-from harness.acceptance.junit import junit_xml
-from harness.acceptance.profile import resolve
-from harness.acceptance.summary import Files, render_html, render_markdown
-from harness.acceptance.verdict import Acceptance, BundleRef, judge
+from harness import catalogue, paths
+from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
+from harness.bundle.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
+from harness.judge.acceptance import predicate
+from harness.judge.acceptance.junit import junit_xml
+from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
+from harness.judge.acceptance.profile import resolve
+from harness.judge.acceptance.summary import Files, render_html, render_markdown
+from harness.run import provenance
 from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)
-from harness.verify import verify_bundle
 
-STATUS_MARK = {"pass": "PASS", "fail": "FAIL", "not-measured": "N/M "}
+STATUS_MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "N/M "}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -108,11 +110,11 @@ def print_results(acceptance: Acceptance) -> None:
         measured = r.measured.text if r.measured else "not measured"
         threshold = r.threshold.text if r.threshold else "no threshold"
         print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
-        if r.status != "pass":
+        if r.status != Verdict.PASS:
             print(f"     why: {r.why}")
     print(f"{acceptance.result}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
-          f"{len(acceptance.named('pass'))} passed, {len(acceptance.named('fail'))} failed, "
-          f"{len(acceptance.named('not-measured'))} not measured")
+          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.FAIL))} failed, "
+          f"{len(acceptance.named(Verdict.NOT_MEASURED))} not measured")
 
 
 OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),

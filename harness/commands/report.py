@@ -8,7 +8,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.commands.diff import load_view
-from harness.report.render import render_report
+from harness.present.report import render_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import signal
 import sys
 from pathlib import Path
 
 from harness import paths
-from harness.commands import _probe
-from harness.dossier import RunOptions, bundle_file_name, run_dossier
+from harness.commands import probe
 from harness.errors import UsageError
+from harness.probes.contract import ProbeUsageError, add_options, check_options
+from harness.registry import PROBES, lab_plan, step_ids
+from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
 from harness.signing.keys import signing_key_for_run
-from harness.steps import CheckpointRequest, lab_plan, step_ids
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -22,8 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "run", help="run every lab step and write a signed bundle (what `make dossier` calls)",
         description="Run the lab's steps in order (health at idle, bandwidth sweep and repeats, roofline, "
                     "precision, all-reduce, health under load, idle/load diff), each as its own probe "
-                    "process. A failed step is recorded and the run goes on; a step this build cannot run "
-                    "is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed with your key, and "
+                    "process. A failed step is recorded and the run goes on; a step whose probe the runner "
+                    "lacks (an image of an older harness) is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed with your key, and "
                     "prints its path. Ctrl-C leaves no bundle behind.")
     parser.add_argument("--output-dir", type=Path, default=Path("bundles"),
                         help="where the bundle goes (default: bundles)")
@@ -31,16 +31,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", type=Path, default=None,
                         help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
                              "~/.config/rig-dossier/dossier.key, made on first use)")
-    _probe.add_runner_options(parser)
-    checkpoint = parser.add_argument_group("what the precision step measures (as `dossier precision`)")
-    checkpoint.add_argument("--checkpoint", metavar="REPO@REVISION|PATH",
-                            help="a safetensors checkpoint: a Hub repo pinned to a 40-hex commit, or a local "
-                                 "file or folder (default: the all-MiniLM-L6-v2 manifest)")
-    checkpoint.add_argument("--tensor", action="append", default=[], metavar="ROLE=NAME",
-                            help="a tensor to measure, by role (embedding, attention_projection, "
-                                 "mlp_projection); repeat for each")
-    checkpoint.add_argument("--file-sha256", metavar="HEX",
-                            help="the whole file's sha256, required for a file no manifest pins")
+    probe.add_runner_options(parser)
+    for spec in PROBES:
+        if spec.run_options:
+            add_options(parser.add_argument_group(f"what the {spec.name} step measures (as `dossier {spec.name}`)"),
+                        spec.run_options)
     parser.add_argument("--skip", action="append", default=[], metavar="STEP",
                         help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
     parser.set_defaults(func=handle)
@@ -62,43 +57,45 @@ def check_destination(args: argparse.Namespace) -> None:
             raise UsageError(f"{destination} already exists", hint="choose another --name")
 
 
-def resolved_checkpoint(request: CheckpointRequest) -> CheckpointRequest:
-    """A checkpoint the user named is hashed, parsed and indexed now, before any probe: input that
-    cannot work is refused here (exit 2) rather than recorded as a failed step minutes later. The
-    default checkpoint stays a step of the run (fetched in the background; if it is not available
-    here, the step is recorded as failed and the run goes on)."""
-    if not request.given:
-        return request
-    from harness.checkpoints import plan  # torch and safetensors only when a checkpoint is named
+def prepare(args: argparse.Namespace, skip: list[str]) -> dict[str, object]:
+    """Each probe's run options checked and resolved before any probe runs (a probe whose every
+    step is skipped is not prepared): by probe, what its steps receive as RunState.prepared."""
+    prepared: dict[str, object] = {}
+    for spec in PROBES:
+        if not any(step.step not in skip for step in spec.steps):
+            continue
+        try:
+            check_options(args, spec.run_options)
+        except ProbeUsageError as exc:
+            raise UsageError(str(exc)) from None
+        if spec.prepare_run is not None:
+            prepared[spec.name] = spec.prepare_run(args)
+    return prepared
 
-    resolved = plan(request.checkpoint, list(request.tensors), request.file_sha256)
-    print(f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
-          f"from {resolved.provenance['source']}", file=sys.stderr)
-    return dataclasses.replace(request, resolved=resolved)
+
+def recorded_options(args: argparse.Namespace) -> tuple[tuple[str, ...], ...]:
+    """The run's own flags (runner and probe options), recorded so the report's reproduce command
+    repeats them."""
+    pairs = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS if getattr(args, attr) is not None)
+    return pairs + tuple(pair for spec in PROBES for option in spec.run_options for pair in option.occurrences(args))
 
 
 def handle(args: argparse.Namespace) -> int:
-    unknown = sorted(set(args.skip) - set(step_ids()))
+    plan = lab_plan()
+    unknown = sorted(set(args.skip) - set(step_ids(plan)))
     if unknown:
-        raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids())}")
+        raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids(plan))}")
     check_destination(args)
-    request = CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256)
-    if "precision" not in args.skip:
-        request = resolved_checkpoint(request)
-    runner, why = _probe.select_from_args(args)
+    prepared = prepare(args, args.skip)
+    runner, why = probe.select_from_args(args)
     key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)
-    extra = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS
-                  if getattr(args, attr) is not None)
-    extra += tuple(("--checkpoint", c) for c in [args.checkpoint] if c)
-    extra += tuple(("--tensor", t) for t in args.tensor)
-    extra += tuple(("--file-sha256", h) for h in [args.file_sha256] if h)
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
-                         skip=tuple(args.skip), runner_options=extra)
+                         skip=tuple(args.skip), runner_options=recorded_options(args), prepared=prepared)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
     try:
-        path = run_dossier(options, runner, why, key, plan=lab_plan(request))
+        path = run_dossier(options, runner, why, key, plan=plan)
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)

@@ -6,11 +6,12 @@ import argparse
 from pathlib import Path
 
 from harness import paths
-from harness.acceptance.predicate import AttestationMismatch, verify_envelope
 from harness.commands.accept import sha256_file
 from harness.errors import CheckFailed
+from harness.judge.acceptance.predicate import verify_envelope
 from harness.signing import dsse
 from harness.signing.keys import keyid, load_public
+from harness.signing.statement import StatementError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +35,7 @@ def handle(args: argparse.Namespace) -> int:
     data = args.attestation.read_bytes()
     try:
         stmt = verify_envelope(data, trusted, sha256_file(args.bundle))
-    except (dsse.EnvelopeError, AttestationMismatch) as exc:
+    except (dsse.EnvelopeError, StatementError) as exc:
         raise CheckFailed(f"NOT VERIFIED {args.attestation}: {exc}",
                           hint="check that --key is the acceptor's public key and BUNDLE the file judged") from exc
     p = stmt["predicate"]

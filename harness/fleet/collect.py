@@ -7,8 +7,6 @@ bundle fails verify, is named with the reason and its log; the others are kept.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import registry
 from harness.analysis import fleet as fleet_analysis
 from harness.bundle.read import read_members
 from harness.errors import UsageError
 from harness.fleet import slurm
-from harness.fleet.metrics import RATE_METRICS, node_metrics
+from harness.fleet.metrics import node_metrics
 from harness.schemas import violations
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -118,16 +117,14 @@ def read_raw(bundle: Path) -> dict[str, Any]:
 
 def node_skus(raw: dict[str, Any]) -> list[str]:
     """The catalogue SKUs health identified on the node (empty on a CPU-only node)."""
-    if "health" not in raw or importlib.util.find_spec("harness.analysis.health") is None:
+    if "health" not in raw:
         return []
-    devices = importlib.import_module("harness.analysis.health").headlines(raw["health"]).get("devices") or []
+    devices = registry.analysis_module("health").headlines(raw["health"]).get("devices") or []
     return sorted({d["sku_id"] for d in devices if isinstance(d, dict) and d.get("sku_id")})
 
 
 def acceptance(bundle: Path, raw: dict[str, Any], profile: str | None) -> dict[str, Any]:
-    """`dossier accept BUNDLE --profile SKU`, where this build has it and a profile applies."""
-    if importlib.util.find_spec("harness.commands.accept") is None:
-        return {"verdict": "not run", "why": "`dossier accept` is not part of this build"}
+    """`dossier accept BUNDLE --profile SKU`, where a profile applies."""
     skus = [profile] if profile else node_skus(raw)
     if len(skus) != 1:
         why = ("no catalogue SKU was identified on this node (CPU-only or unknown GPU); pass --profile"
@@ -191,29 +188,23 @@ def allreduce_result(run: FleetRun) -> dict[str, Any]:
     found = violations("allreduce", document)
     if found:
         return {**base, "status": "failed", "why": f"rank 0's document breaks the allreduce schema: {found[0]}"}
-    return {**base, "status": "ok", "document": "raw/allreduce.json", "headlines": _allreduce_headlines(document)}
-
-
-def _allreduce_headlines(document: dict[str, Any]) -> dict[str, Any]:
-    try:
-        return importlib.import_module("harness.analysis.allreduce").headlines(document)
-    except ModuleNotFoundError:
-        return {"unavailable": "harness.analysis.allreduce is not part of this build"}
+    return {**base, "status": "ok", "document": "raw/allreduce.json",
+            "headlines": registry.analysis_module("allreduce").headlines(document)}
 
 
 def fleet_document(run: FleetRun, nodes: list[dict[str, Any]], allreduce: dict[str, Any],
                    job_state: str | None) -> dict[str, Any]:
     """fleet.json: the job, every node, the per-metric table and its outliers."""
     measured = {n["name"]: n["metrics"] for n in nodes if n["metrics"] is not None}
-    table = fleet_analysis.build_table(measured, [m.name for m in RATE_METRICS])
+    rates = registry.fleet_metrics()
+    table = fleet_analysis.build_table(measured, [m.name for _, m in rates])
     return {
         "kind": "rig-dossier fleet",
         "job": {"id": run.job_id, "state": job_state, "nodes": [n["name"] for n in nodes],
                 "submission": run.submission},
         "nodes": nodes,
         "failed_nodes": [n["name"] for n in nodes if n["status"] != "ok"],
-        "metrics": {m.name: {"unit": m.unit, "probe": m.probe,
-                             "description": m.description} for m in RATE_METRICS},
+        "metrics": {m.name: {"unit": m.unit, "probe": probe, "description": m.description} for probe, m in rates},
         "outlier_rule": {"text": fleet_analysis.RULE_TEXT, "relative_threshold": fleet_analysis.RELATIVE_THRESHOLD,
                          "robust_z_threshold": fleet_analysis.ROBUST_Z_THRESHOLD,
                          "min_nodes": fleet_analysis.MIN_NODES},

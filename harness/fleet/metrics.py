@@ -1,68 +1,34 @@
 """The figures compared across nodes, read from one node's verified raw JSON.
 
-Rates come from each probe's own `harness.analysis.PROBE.headlines` (recomputed from the raw
-measured data, as `dossier verify` does), never from a probe's stated summary. A metric a node
+The rates are the registry entries' fleet_metrics, read from each probe's own recomputed
+headlines (its harness.analysis module, as `dossier verify` does), never from a probe's stated
+summary. A metric a node
 did not measure is `{"unavailable": why}`, never a default.
 """
 
 from __future__ import annotations
 
-import importlib
-import statistics
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.probes._contract import describe_exception, unavailable
+from harness import registry
+from harness.probes.contract import describe_exception, unavailable
+from harness.registry.spec import FleetMetric
 
 
-def _sustained_bandwidth(heads: Mapping[str, Any]) -> Any:
-    """The median of the three repeat medians: the sustained figure the roofline is fed too.
-
-    Not the plateau: a CPU sweep may find none, while the repeats are always measured.
-    """
-    if heads.get("repeat_median_gbps") is not None:
-        return heads["repeat_median_gbps"]
-    medians = heads.get("repeat_medians_gbps") or []
-    return statistics.median(medians) if medians else None
-
-
-@dataclass(frozen=True)
-class RateMetric:
-    """One rate compared across nodes: which probe's headlines, what is read from them, its unit."""
-
-    name: str
-    probe: str
-    unit: str
-    description: str
-    read: Callable[[Mapping[str, Any]], Any]
-
-
-RATE_METRICS = (
-    RateMetric("bandwidth_sustained_gbps", "bandwidth", "GB/s",
-               "sustained memory bandwidth (median of the three repeat medians)", _sustained_bandwidth),
-    RateMetric("gemm_best_tflops", "roofline", "TFLOP/s",
-               "best measured GEMM rate over the roofline's shapes", lambda heads: heads.get("best_tflops")),
-)
-
-
-def headline(raw: Mapping[str, Any], metric: RateMetric) -> Any:
+def headline(raw: Mapping[str, Any], probe: str, metric: FleetMetric) -> Any:
     """The metric's value for one node, or why it has none."""
-    document = raw.get(metric.probe)
+    document = raw.get(probe)
     if document is None:
-        return unavailable(f"{metric.probe} did not run on this node (no raw/{metric.probe}.json)")
+        return unavailable(f"{probe} did not run on this node (no raw/{probe}.json)")
     try:
-        analysis = importlib.import_module(f"harness.analysis.{metric.probe}")
-    except ModuleNotFoundError:
-        return unavailable(f"harness.analysis.{metric.probe} is not part of this build")
-    try:
-        value = metric.read(analysis.headlines(document))
+        value = metric.read(registry.analysis_module(registry.spec(probe).analysis).headlines(document))
     except Exception as exc:  # noqa: BLE001 - a bad document is recorded, not fatal to the fleet
-        return unavailable(f"{metric.probe} headlines could not be recomputed: {describe_exception(exc)}")
+        return unavailable(f"{probe} headlines could not be recomputed: {describe_exception(exc)}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     return value if isinstance(value, dict) and "unavailable" in value else unavailable(
-        f"{metric.probe} measured no {metric.description} ({value!r})")
+        f"{probe} measured no {metric.description} ({value!r})")
 
 
 def _leaves(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -122,6 +88,6 @@ def ecc_state(health: Mapping[str, Any] | None) -> Any:
 
 def node_metrics(raw: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """Every compared figure for one node, from its raw documents keyed by probe name."""
-    metrics: dict[str, Any] = {m.name: headline(raw, m) for m in RATE_METRICS}
+    metrics: dict[str, Any] = {m.name: headline(raw, probe, m) for probe, m in registry.fleet_metrics()}
     metrics["ecc"] = ecc_state(raw.get("health"))
     return metrics

@@ -10,7 +10,7 @@ from typing import Any
 
 import jinja2
 
-from harness import templating
+from harness.present import templating
 
 TEMPLATE = "fleet.md.j2"
 

@@ -1,23 +1,24 @@
 """Writing the fleet bundle: the same deterministic archive and DSSE/in-toto signature as a node bundle.
 
-Nothing is re-implemented here: the archive comes from `harness.bundle.write`, the statement
-from `harness.attestation`, the envelope from `harness.signing.dsse`. Only the predicate type
-differs, so that a fleet bundle is never mistaken for a single node's.
+Nothing is re-implemented here: the archive comes from `harness.bundle.write`, the statement and
+its signature from `harness.signing.statement`, the attestation's name from
+`harness.bundle.layout`. Only the predicate type differs, so that a fleet bundle is never
+mistaken for a single node's.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import attestation
+from harness.bundle.layout import ATTESTATION
 from harness.bundle.write import archive_bytes, write_atomically
 from harness.signing import dsse
 from harness.signing.keys import SigningKey, load_public
+from harness.signing.statement import (StatementError, sha256_hex, sign_statement, statement, subject_digests,
+                                       subjects_of, unsigned_changes, verify_statement)
 
-ATTESTATION = "attestation.intoto.json"
 FLEET_PREDICATE_TYPE = "https://rig-dossier.dev/attestation/fleet/v1"
 
 
@@ -29,10 +30,8 @@ def sealed_bytes(files: Mapping[str, bytes], predicate: Mapping[str, Any], key: 
     """The fleet bundle: FILES plus a signed statement whose subjects are every one of them."""
     if ATTESTATION in files:
         raise ValueError(f"{ATTESTATION} is written by the sealing, not given")
-    statement = attestation.statement(files, predicate)
-    statement["predicateType"] = FLEET_PREDICATE_TYPE
-    envelope = dsse.sign(attestation.statement_bytes(statement), dsse.IN_TOTO_PAYLOAD_TYPE, key)
-    return archive_bytes({**files, ATTESTATION: dsse.envelope_bytes(envelope)})
+    envelope = sign_statement(statement(subjects_of(files), FLEET_PREDICATE_TYPE, predicate), key)
+    return archive_bytes({**files, ATTESTATION: envelope})
 
 
 def seal(destination: Path, files: Mapping[str, bytes], predicate: Mapping[str, Any], key: SigningKey) -> Path:
@@ -42,22 +41,18 @@ def seal(destination: Path, files: Mapping[str, bytes], predicate: Mapping[str, 
 
 def check(files: Mapping[str, bytes], trusted_public_key: Path) -> dict[str, Any]:
     """The statement of an opened fleet bundle, if its signature and every member hash check out."""
+    if ATTESTATION not in files:
+        raise FleetSealError(f"no {ATTESTATION} in the fleet bundle")
     try:
-        envelope = dsse.parse(files[ATTESTATION])
-        payload = dsse.verify(envelope, load_public(trusted_public_key))
-    except KeyError:
-        raise FleetSealError(f"no {ATTESTATION} in the fleet bundle") from None
-    except dsse.EnvelopeError as exc:
+        stmt = verify_statement(files[ATTESTATION], load_public(trusted_public_key), FLEET_PREDICATE_TYPE)
+        signed = subject_digests(stmt)
+    except (dsse.EnvelopeError, StatementError) as exc:
         raise FleetSealError(f"{ATTESTATION}: {exc}") from exc
-    statement = json.loads(payload)
-    if statement.get("predicateType") != FLEET_PREDICATE_TYPE:
-        raise FleetSealError(f"predicateType is {statement.get('predicateType')!r}, not a fleet bundle")
-    digests = {s["name"]: s["digest"]["sha256"] for s in statement["subject"]}
-    members = set(files) - {ATTESTATION}
-    problems = [f"{n}: not in the statement" for n in sorted(members - set(digests))]
-    problems += [f"{n}: listed in the statement but missing" for n in sorted(set(digests) - members)]
-    problems += [f"{n}: sha256 differs from the statement" for n in sorted(members & set(digests))
-                 if attestation.sha256_hex(files[n]) != digests[n]]
+    present = {name: sha256_hex(data) for name, data in files.items() if name != ATTESTATION}
+    changes = unsigned_changes(present, signed)
+    problems = [f"{n}: not in the statement" for n in changes["unsigned"]]
+    problems += [f"{n}: listed in the statement but missing" for n in changes["missing"]]
+    problems += [f"{n}: sha256 differs from the statement" for n in changes["changed"]]
     if problems:
         raise FleetSealError("; ".join(problems))
-    return statement
+    return stmt

@@ -1,16 +1,8 @@
 """Probes: one module each, run as its own process (`python -m harness.probes.NAME`).
 
-The contract (see `_contract.py`): a probe imports only the standard library, torch and
-nvidia-ml-py; it writes exactly one JSON document on stdout, shaped by
-`schemas/NAME.schema.json`; everything else it says goes to stderr. The host side
-(runners, validation, bundles) never lives here.
+The contract (harness/probes/contract.py): a probe imports the standard library, torch,
+nvidia-ml-py and the probe side of this package only; it writes exactly one JSON document on
+stdout, shaped by `schemas/NAME.schema.json`; everything else it says goes to stderr. Its
+options are declared once, in its OPTIONS. Which probes the host runs, and how, is the
+registry's (harness/registry/); the host side (runners, validation, bundles) never lives here.
 """
-
-# The explicit registry: probe name -> the lab step it implements.
-PROBES: dict[str, str] = {
-    "health": "M1T5 toolchain and health diagnostics",
-    "bandwidth": "M1T1 HBM bandwidth sweep",
-    "roofline": "M1T2 roofline",
-    "precision": "M1T3 precision of real checkpoint tensors",
-    "allreduce": "M1T4 all-reduce curves",
-}

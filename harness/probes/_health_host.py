@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.probes._contract import attempt, unavailable
+from harness.probes.contract import attempt, unavailable
 
 DMI_DIR = Path("/sys/class/dmi/id")
 DMI_FIELDS = ("sys_vendor", "product_name", "board_vendor", "board_name", "bios_vendor", "bios_version")

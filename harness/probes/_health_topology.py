@@ -11,7 +11,7 @@ import subprocess
 from typing import Any
 
 from harness.analysis.topology import parse_topo_matrix, strip_ansi
-from harness.probes._contract import describe_exception, unavailable
+from harness.probes.contract import describe_exception, unavailable
 
 COMMAND = ("nvidia-smi", "topo", "-m")
 TIMEOUT_S = 20.0

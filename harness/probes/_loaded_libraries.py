@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.probes._contract import unavailable
+from harness.probes.contract import unavailable
 
 MAPS = Path("/proc/self/maps")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis import stress as analysis
-from harness.probes._contract import unavailable
+from harness.probes.contract import unavailable
 
 
 def _first(events: list[dict[str, Any]], kind: str) -> dict[str, Any] | None:

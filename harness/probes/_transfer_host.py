@@ -19,7 +19,7 @@ import platform
 from pathlib import Path
 from typing import Any
 
-from harness.probes._contract import attempt, describe_exception, unavailable
+from harness.probes.contract import attempt, describe_exception, unavailable
 
 NODE_ROOT = Path("/sys/devices/system/node")
 PCI_ROOT = Path("/sys/bus/pci/devices")

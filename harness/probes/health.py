@@ -20,40 +20,43 @@ from typing import Any
 from harness.analysis.device_mapping import map_torch_to_nvml
 from harness.analysis.health_contracts import evaluate
 from harness.analysis.topology import gpu_links
-from harness.probes._contract import (ProbeUsageError, attempt, describe_exception, is_unavailable,
-                                      probe_main, progress, unavailable)
 from harness.probes._health_devices import device_facts, system_facts
 from harness.probes._health_host import host_facts
 from harness.probes._health_load import run_load
 from harness.probes._health_software import software_facts
 from harness.probes._health_topology import TopologyCapture
 from harness.probes._health_torch import cuda_visible_devices, torch_facts
-from harness.probes._nvml import NvmlSession
+from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, describe_exception,
+                                     is_unavailable, number, options_parser, probe_main, progress, unavailable)
+from harness.probes.nvml import NvmlSession
 
 NAME = "health"
 MAX_LOAD_S = 600.0
 
 
+OPTIONS = (
+    Option(("--torch",), dict(action="store_true",
+                              help="import torch and record its own versions and device list (adds the torch "
+                                   "import, 4-6 s on the H200 image); without it the idle path reads them from "
+                                   "torch's version.py, the cuDNN/NCCL libraries and the CUDA driver API. "
+                                   "--under-load always imports torch, since its load runs in torch")),
+    Option(("--under-load",), dict(type=number, default=None, metavar="SECONDS",
+                                   help="run a bf16 GEMM + copy load on every visible device for this long (e.g. "
+                                        "8) and take the health reading halfway through it, sampling throughout"),
+           check=lambda s: None if 0 < s <= MAX_LOAD_S else f"{s:g}: must be in (0, {MAX_LOAD_S:g}] seconds"),
+    Option(("--sample-interval",), dict(type=number, default=0.1, metavar="SECONDS",
+                                        help="NVML sampling period under load (default: 0.1)"),
+           check=lambda s: None if 0.01 <= s <= 10 else f"{s:g}: must be in [0.01, 10] seconds",
+           goes_with="under_load"),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.health", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--under-load", type=float, default=None, metavar="SECONDS",
-                        help="run a bf16 GEMM + copy load on every visible device for this long and "
-                             "take the health reading halfway through it, sampling throughout")
-    parser.add_argument("--sample-interval", type=float, default=0.1, metavar="SECONDS",
-                        help="NVML sampling period under load (default: 0.1)")
-    parser.add_argument("--torch", action="store_true",
-                        help="import torch and record its own versions and device list (seconds "
-                             "slower); without it the idle path reads them without importing torch. "
-                             "--under-load always imports torch, since its load runs in torch")
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 def check_args(args: argparse.Namespace) -> None:
-    if args.under_load is not None and not 0 < args.under_load <= MAX_LOAD_S:
-        raise ProbeUsageError(f"--under-load must be in (0, {MAX_LOAD_S:g}] seconds, got {args.under_load:g}")
-    if not 0.01 <= args.sample_interval <= 10:
-        raise ProbeUsageError(f"--sample-interval must be in [0.01, 10] seconds, got {args.sample_interval:g}")
+    check_options(args, OPTIONS)
     if args.under_load is not None and args.sample_interval > args.under_load / 4:
         raise ProbeUsageError(f"--sample-interval {args.sample_interval:g} s gives fewer than 4 samples "
                               f"in {args.under_load:g} s of load")

@@ -18,38 +18,45 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from harness.analysis import precision as analysis
-from harness.probes import _quantize, _safetensors
-from harness.probes._contract import ProbeUsageError, attempt, log, probe_main, progress, unavailable
+from harness.probes import tensor_file
+from harness.probes.contract import (Option, ProbeUsageError, attempt, log, options_parser, probe_main, progress,
+                                     unavailable)
+
+if TYPE_CHECKING:  # torch is imported when measuring, so the host reads OPTIONS without it
+    import torch
 
 NAME = "precision"
 PROVENANCE_KEYS = {"label", "repo", "revision", "file", "file_sha256", "source", "pinned_by"}
 
 
+OPTIONS = (
+    Option(("--file",), dict(required=True, help="the safetensors file (already verified by the host)"), host=False),
+    Option(("--tensor",), dict(action="append", default=[], metavar="ROLE=NAME",
+                               help="a tensor to measure and its role (repeat; measured in this order)"), host=False),
+    Option(("--tensor-index",), dict(metavar="JSON",
+                                     help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
+           host=False),
+    Option(("--provenance",), dict(metavar="JSON",
+                                   help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
+           host=False),
+    Option(("--device",), dict(choices=("auto", "cpu", "cuda"), default="auto",
+                               help="where the probe computes (auto: CUDA when present, else the CPU); the numbers "
+                                    "are the same")),
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.precision", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--file", required=True, help="the safetensors file (already verified by the host)")
-    parser.add_argument("--tensor", action="append", default=[], metavar="ROLE=NAME",
-                        help="a tensor to measure and its role (repeat; measured in this order)")
-    parser.add_argument("--tensor-index", metavar="JSON",
-                        help="the host's record of each tensor: dtype, shape, byte_range, sha256")
-    parser.add_argument("--provenance", metavar="JSON",
-                        help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS)))
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where to compute (auto: CUDA when present, else CPU)")
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 def parse_tensor_specs(specs: list[str]) -> list[tuple[str, str]]:
     if not specs:
         raise ProbeUsageError("name at least one tensor with --tensor ROLE=NAME")
     try:
-        return _safetensors.parse_role_specs(specs)
+        return tensor_file.parse_role_specs(specs)
     except ValueError as exc:
         raise ProbeUsageError(str(exc)) from exc
 
@@ -67,6 +74,8 @@ def _json_arg(text: str | None, what: str) -> dict[str, Any]:
 
 
 def pick_device(choice: str) -> torch.device:
+    import torch
+
     if choice == "cuda" and not torch.cuda.is_available():
         raise ProbeUsageError("--device cuda but torch.cuda.is_available() is False")
     if choice == "cpu" or not torch.cuda.is_available():
@@ -74,7 +83,7 @@ def pick_device(choice: str) -> torch.device:
     return torch.device("cuda", torch.cuda.current_device())
 
 
-def check_against_index(entry: _safetensors.TensorEntry, digest: str, index: dict[str, Any]) -> None:
+def check_against_index(entry: tensor_file.TensorEntry, digest: str, index: dict[str, Any]) -> None:
     """The host's record of a tensor must match what this process read, field by field."""
     record = index.get(entry.name)
     if record is None:
@@ -87,20 +96,24 @@ def check_against_index(entry: _safetensors.TensorEntry, digest: str, index: dic
                                   f"recorded {record.get(key)!r}; the file changed after it was verified")
 
 
-def load_tensor(path: str, entry: _safetensors.TensorEntry) -> tuple[torch.Tensor, str]:
+def load_tensor(path: str, entry: tensor_file.TensorEntry) -> tuple[torch.Tensor, str]:
     """The tensor as float32 (exact for fp32/fp16/bf16) and the sha256 of its bytes."""
-    if entry.dtype not in _safetensors.MEASURABLE_DTYPES:
+    import torch
+
+    if entry.dtype not in tensor_file.MEASURABLE_DTYPES:
         raise ProbeUsageError(f"tensor {entry.name!r} is {entry.dtype}; the probe measures "
-                              f"{', '.join(_safetensors.MEASURABLE_DTYPES)} tensors")
-    data = bytearray(_safetensors.read_bytes(path, entry))
-    digest = _safetensors.sha256_hex(data)
-    dtype = getattr(torch, _safetensors.MEASURABLE_DTYPES[entry.dtype][0])
+                              f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors")
+    data = bytearray(tensor_file.read_bytes(path, entry))
+    digest = tensor_file.sha256_hex(data)
+    dtype = getattr(torch, tensor_file.MEASURABLE_DTYPES[entry.dtype][0])
     values = torch.frombuffer(data, dtype=dtype).reshape(entry.shape) if data else torch.empty(entry.shape, dtype=dtype)
     return values.to(torch.float32), digest
 
 
-def measure_tensor(role: str, entry: _safetensors.TensorEntry, x32: torch.Tensor, digest: str,
+def measure_tensor(role: str, entry: tensor_file.TensorEntry, x32: torch.Tensor, digest: str,
                    device: torch.device) -> dict[str, Any]:
+    from harness.probes import _quantize
+
     x = x32.to(device)
     try:
         stats = _quantize.tensor_stats(x)
@@ -132,6 +145,8 @@ def checkpoint_record(args: argparse.Namespace, provenance: dict[str, Any]) -> d
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+
     pairs = parse_tensor_specs(args.tensor)
     index = _json_arg(args.tensor_index, "tensor-index")
     provenance = _json_arg(args.provenance, "provenance")
@@ -139,16 +154,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         raise ProbeUsageError("safetensors data is little-endian; this host is big-endian")
     device = pick_device(args.device)
     try:
-        entries = _safetensors.read_header(args.file)
-        chosen = [(role, _safetensors.find(entries, name, args.file)) for role, name in pairs]
-    except (OSError, _safetensors.SafetensorsError) as exc:
+        entries = tensor_file.read_header(args.file)
+        chosen = [(role, tensor_file.find(entries, name, args.file)) for role, name in pairs]
+    except (OSError, tensor_file.SafetensorsError) as exc:
         raise ProbeUsageError(str(exc)) from exc
     tensors = []
     for done, (role, entry) in enumerate(chosen):
         progress(done, len(chosen), f"{role}: {entry.name}")
         try:
             x32, digest = load_tensor(args.file, entry)
-        except _safetensors.SafetensorsError as exc:
+        except tensor_file.SafetensorsError as exc:
             raise ProbeUsageError(str(exc)) from exc
         if index:
             check_against_index(entry, digest, index)
@@ -174,7 +189,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             {"what": "model quality", "why": "the probe measures weight-representation error only; "
                                              "no activations, no evaluation (see model_quality_caveat)"},
             {"what": "scale storage", "why": f"bits_per_element_with_scales counts every scale as "
-                                             f"{_quantize.SCALE_BITS}-bit float; formats that store "
+                                             f"{analysis.SCALE_BITS}-bit float; formats that store "
                                              f"fp16 or e8m0 scales use fewer"},
         ],
     }

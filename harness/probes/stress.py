@@ -24,10 +24,11 @@ from typing import Any
 from harness.analysis import stress as analysis
 from harness.analysis import stress_telemetry as tel
 from harness.probes import _cuda_driver
-from harness.probes._contract import ProbeUsageError, log, probe_main, progress
 from harness.probes._health_software import torch_build, torch_directory
 from harness.probes._stress_document import device_record
 from harness.probes._stress_supervisor import StressSupervisor
+from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
+                                     progress)
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
@@ -57,65 +58,62 @@ CHECK_WHY = (
     "that 0 would do). On a CPU the same holds for one process with a fixed thread count")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.stress", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_arguments(parser)
-    return parser
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The probe's options; a `dossier stress` command can offer the same ones and pass them through."""
-    parser.add_argument("--seconds", type=float, metavar="S",
-                        help="GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI)")
-    parser.add_argument("--dtype", choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")
-    parser.add_argument("--shape", metavar="MxNxK",
-                        help="GEMM shape C[M,N] = A[M,K] @ B[K,N] (default 8192x8192x16384 on a GPU, "
-                             "8192x8192x32768 for fp8; 512x512x1024 on a CPU)")
-    parser.add_argument("--memory-share", type=float, default=0.8, metavar="F",
-                        help="share of the device memory free after the GEMM phase that the memory test "
-                             "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)")
-    parser.add_argument("--memory-chunk-mib", type=int, default=GPU_CHUNK_MIB, metavar="MIB",
-                        help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})")
-    parser.add_argument("--no-memory-test", action="store_true", help="skip the memory test")
-    parser.add_argument("--no-check", action="store_true",
-                        help="do not compare GEMM results (to measure what checking costs)")
-    parser.add_argument("--inject-fault", choices=("gemm", "memory"),
-                        help="self-test: flip one bit between compute and check (GEMM iteration "
-                             f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded")
-    parser.add_argument("--sample-interval-s", type=float, default=0.1, metavar="S",
-                        help="NVML sampling interval (default 0.1)")
-    parser.add_argument("--seed", type=int, default=SEED, help=f"seed of the GEMM inputs and the random "
-                                                                f"memory pattern (default {SEED})")
-    parser.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto",
-                        help="where to run (default: every visible GPU when torch sees one, else the CPU)")
-
-
-def parse_shape(text: str) -> tuple[int, int, int]:
+def shape_problem(text: str) -> str | None:
+    """A check: TEXT is MxNxK with every dimension at least 1."""
     try:
         m, n, k = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise ProbeUsageError(f"--shape {text!r} is not MxNxK, e.g. 8192x8192x16384") from None
-    if min(m, n, k) < 1:
-        raise ProbeUsageError(f"--shape {text!r}: every dimension must be at least 1")
+        return f"{text!r} is not MxNxK, e.g. 8192x8192x16384"
+    return None if min(m, n, k) >= 1 else f"{text!r}: every dimension must be at least 1"
+
+
+OPTIONS = (
+    Option(("--seconds",), dict(type=float, metavar="S",
+        help="GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI)"), check=positive),
+    Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")),
+    Option(("--shape",), dict(metavar="MxNxK",
+        help="GEMM shape C[M,N] = A[M,K] @ B[K,N] (default 8192x8192x16384 on a GPU, "
+        "8192x8192x32768 for fp8; 512x512x1024 on a CPU)"), check=shape_problem),
+    Option(("--memory-share",), dict(type=float, default=0.8, metavar="F",
+        help="share of the device memory free after the GEMM phase that the memory test "
+        "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)"),
+        check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]"),
+    Option(("--memory-chunk-mib",), dict(type=int, default=GPU_CHUNK_MIB, metavar="MIB",
+        help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})"),
+        check=lambda n: None if n >= 1 else f"{n}: must be at least 1"),
+    Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test")),
+    Option(("--no-check",), dict(action="store_true",
+        help="do not compare GEMM results (to measure what checking costs)")),
+    Option(("--inject-fault",), dict(choices=("gemm", "memory"),
+        help="self-test: flip one bit between compute and check (GEMM iteration "
+        f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded")),
+    Option(("--sample-interval-s",), dict(type=float, default=0.1, metavar="S",
+        help="NVML sampling interval (default 0.1)"), check=positive),
+    Option(("--seed",), dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random "
+        f"memory pattern (default {SEED})")),
+    Option(("--device",), dict(choices=("auto", "cuda", "cpu"), default="auto",
+        help="where to run (default: every visible GPU when torch sees one, else the CPU)")),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return options_parser(NAME, __doc__, OPTIONS)
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    why = shape_problem(text)
+    if why:
+        raise ProbeUsageError(f"--shape {why}")
+    m, n, k = (int(v) for v in text.lower().split("x"))
     return m, n, k
 
 
 def check_arguments(args: argparse.Namespace) -> None:
-    if args.seconds is not None and args.seconds <= 0:
-        raise ProbeUsageError(f"--seconds {args.seconds:g}: must be positive")
-    if not 0 < args.memory_share <= 0.95:
-        raise ProbeUsageError(f"--memory-share {args.memory_share:g}: must be in (0, 0.95]")
-    if args.memory_chunk_mib < 1:
-        raise ProbeUsageError(f"--memory-chunk-mib {args.memory_chunk_mib}: must be at least 1")
-    if args.sample_interval_s <= 0:
-        raise ProbeUsageError(f"--sample-interval-s {args.sample_interval_s:g}: must be positive")
+    check_options(args, OPTIONS)
     if args.inject_fault == "gemm" and args.no_check:
         raise ProbeUsageError("--inject-fault gemm needs the result check: drop --no-check")
     if args.inject_fault == "memory" and args.no_memory_test:
         raise ProbeUsageError("--inject-fault memory needs the memory test: drop --no-memory-test")
-    if args.shape:
-        parse_shape(args.shape)
 
 
 def visible_gpus() -> tuple[int, str]:

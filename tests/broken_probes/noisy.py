@@ -2,7 +2,7 @@
 import argparse
 import os
 
-from harness.probes._contract import probe_main
+from harness.probes.contract import probe_main
 
 
 def measure(args):

@@ -5,7 +5,7 @@ import hashlib
 import os
 from pathlib import Path
 
-from harness.probes._contract import attempt, probe_main
+from harness.probes.contract import attempt, probe_main
 
 
 def _write(path):

@@ -1,7 +1,32 @@
-"""Plans for bundle mechanics tests: a completed step, a failed one, a dependent one, a not-run one."""
-from harness.steps import ProbeStep, StepArgs
+"""Plans for bundle mechanics tests: a completed step, a failed one, a dependent one, a not-run one,
+and the tick probe's registry entry (its analysis and plots stand in as harness.analysis.tick and
+harness.present.plots.tick: `install`)."""
+import sys
+
+from harness import registry
+from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.steps import ProbeStep, StepArgs
+from tests.bundle_probes import tick_analysis, tick_plots
 
 PACKAGE = "tests.bundle_probes"
+
+TICK = ProbeSpec(name="tick", title="sha256 timing (test probe)", lab="test", options=(),
+                 command=CommandSpec(help="a test probe", description="a test probe", output="tick.json",
+                                     timeout_s=60),
+                 schema="common", analysis="tick", plots="tick")
+
+
+def install(patch=None) -> None:
+    """Register the tick probe and stand in its analysis and plot modules: with PATCH (a pytest
+    MonkeyPatch) for the test's duration, else for the process (a script, a worker)."""
+    if patch is None:
+        sys.modules["harness.analysis.tick"] = tick_analysis
+        sys.modules["harness.present.plots.tick"] = tick_plots
+        registry.PROBES = (*registry.PROBES, TICK)
+        return
+    patch.setitem(sys.modules, "harness.analysis.tick", tick_analysis)
+    patch.setitem(sys.modules, "harness.present.plots.tick", tick_plots)
+    patch.setattr(registry, "PROBES", (*registry.PROBES, TICK))
 
 
 def _after_tick(state):

@@ -2,7 +2,7 @@
 import os
 import time
 
-from harness.probes._contract import progress
+from harness.probes.contract import progress
 
 progress(0, 100, "waiting")
 pidfile = os.environ.get("DOSSIER_TEST_PIDFILE")

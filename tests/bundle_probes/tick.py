@@ -3,7 +3,7 @@ import argparse
 import hashlib
 import time
 
-from harness.probes._contract import probe_main, progress
+from harness.probes.contract import probe_main, progress
 
 
 def build_parser():

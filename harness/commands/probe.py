@@ -1,0 +1,135 @@
+"""`dossier NAME` for every probe in the registry: one parser and one handler, built from its ProbeSpec.
+
+The command offers the probe's own options (declared once, in the probe module's OPTIONS), the
+command's host options (CommandSpec.host_options), --output, --timeout and where probes run;
+checks the options as the probe would, runs the probe through the runner, validates and saves
+its JSON (keeping the raw output on failure), then hands the document to the spec's `finish`
+(summary lines, plots, tables, the exit-1 rule).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+from pathlib import Path
+
+from harness import paths, recovery
+from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
+from harness.probes.contract import EXIT_USAGE, ProbeUsageError, add_options, check_options, options_argv
+from harness.registry.spec import ProbeSpec
+from harness.registry.steps import StepArgs
+from harness.run.outcome import Completed, Failed, judge
+from harness.runners.interface import ProbeInvocation, Runner
+from harness.runners.select import RUNNER_CHOICES, select_runner
+
+
+def add_parser(sub: argparse._SubParsersAction, spec: ProbeSpec) -> None:
+    command = spec.command
+    parser = sub.add_parser(spec.name, help=command.help, description=command.description)
+    add_options(parser, spec.host_options)
+    add_options(parser, command.host_options)
+    add_common_options(parser, default_output=command.output, timeout_s=command.timeout_s)
+    parser.set_defaults(func=functools.partial(handle, spec))
+
+
+def handle(spec: ProbeSpec, args: argparse.Namespace) -> int:
+    """Check, run the probe, save its JSON, then the spec's own finish (which may raise CheckFailed)."""
+    try:
+        check_options(args, (*spec.host_options, *spec.command.host_options))
+    except ProbeUsageError as exc:  # the probe's own words, before it is started
+        raise UsageError(str(exc)) from None
+    argv = options_argv(args, spec.host_options)
+    prepared = spec.command.prepare(args, argv) if spec.command.prepare else StepArgs(tuple(argv))
+    outcome = run_probe(spec.name, list(prepared.args), args, mounts=prepared.mounts)
+    if spec.command.finish:
+        spec.command.finish(args, outcome.document)
+    return 0
+
+
+def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:
+    parser.add_argument("--output", "-o", default=default_output, type=Path,
+                        help=f"where to write the validated JSON (default: {default_output})")
+    parser.add_argument("--timeout", type=float, default=timeout_s, metavar="SECONDS",
+                        help=f"kill the probe after this long (default: {timeout_s:g})")
+    add_runner_options(parser)
+
+
+def add_runner_options(parser: argparse.ArgumentParser) -> None:
+    """--runner and the container options (docs/docker.md)."""
+    group = parser.add_argument_group("where probes run")
+    group.add_argument("--runner", choices=RUNNER_CHOICES, default=os.environ.get("DOSSIER_RUNNER", "auto"),
+                       help="local: a process here; docker: a container of the pinned image; "
+                            "auto (default): docker when an engine and the pinned image are "
+                            "present, else local (default: $DOSSIER_RUNNER, else auto)")
+    group.add_argument("--image", metavar="NAME",
+                       help="pinned image to use with docker (images/lock*.json; default: cuda "
+                            "when this host has an NVIDIA GPU, else cpu)")
+    group.add_argument("--gpus", metavar="all|none|IDS",
+                       help="GPUs the container gets: all, none, or ids like 0,1 "
+                            "(default: all for the cuda image, none for cpu)")
+    group.add_argument("--container-memory", metavar="LIMIT",
+                       help="memory limit of each probe container, e.g. 64g (default: none)")
+
+
+def select_from_args(args: argparse.Namespace) -> tuple[Runner, str]:
+    """The runner asked for with the options of add_runner_options, and why it was chosen."""
+    return select_runner(args.runner, image=args.image, gpus=args.gpus, mem_limit=args.container_memory)
+
+
+def runner_from_args(args: argparse.Namespace) -> Runner:
+    """The runner asked for on the command line; says on stderr which one and why."""
+    runner, why = select_from_args(args)
+    print(f"runner: {why}", file=sys.stderr)
+    return runner
+
+
+def stream_progress(line: str) -> None:
+    """Show a probe's stderr while it runs (progress lines included)."""
+    print(line, file=sys.stderr)
+
+
+def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
+              env: dict[str, str] | None = None, mounts: tuple[str, ...] = ()) -> Completed:
+    """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise.
+
+    `mounts`: host files the probe reads (a container runner mounts them read-only)."""
+    if args.timeout <= 0:
+        raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
+    output: Path = paths.output_file(args.output, "--output")  # before the probe, not after it
+    runner = runner_from_args(args)
+    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
+                               on_stderr_line=stream_progress))
+    if isinstance(outcome, Failed):
+        kept = save_raw(outcome, output)
+        if outcome.run.exit_code == EXIT_USAGE:  # the probe refused its arguments: say why, as usage
+            raise UsageError(usage_message(outcome.run.stderr_tail(8)),
+                             hint=f"raw output kept in {', '.join(map(str, kept))}")
+        raise ProbeFailed(outcome.describe(), hint=f"raw output kept in {', '.join(map(str, kept))}")
+    text = json.dumps(outcome.document, allow_nan=False, sort_keys=True, indent=1) + "\n"
+    try:
+        paths.write_output(output, text, "--output")
+    except EnvironmentProblem as exc:  # measured, then unwritable: keep it where it can be written
+        folder = recovery.keep(output.stem, {output.name: text.encode()}, str(exc))
+        raise EnvironmentProblem(f"{exc}; the measured {output.name} is kept in {folder}") from exc
+    print(f"wrote {output}", file=sys.stderr)
+    return outcome
+
+
+def usage_message(stderr_tail: str) -> str:
+    """The probe's own `NAME: error: ...` line (probe_main's usage report), else its stderr tail."""
+    errors = [line for line in stderr_tail.splitlines() if ": error: " in line]
+    return errors[-1] if errors else f"the probe refused its arguments:\n{stderr_tail}"
+
+
+def save_raw(outcome: Failed, output: Path) -> list[Path]:
+    stem = output.with_suffix("")
+    files = {f"{stem.name}.failed.{name}": data for name, data in (("stdout", outcome.run.stdout),
+                                                                  ("stderr", outcome.run.stderr))}
+    try:
+        return [paths.write_output(stem.with_name(name), data, "--output") for name, data in files.items()]
+    except EnvironmentProblem as exc:
+        folder = recovery.keep(stem.name, files, str(exc))
+        return [folder / name for name in files]

@@ -1,0 +1,64 @@
+"""The acceptance criteria's shared part: figures as text, the share-of-known-good threshold, and
+judging them all (harness.judge.engine) with the profile's required ones applied.
+
+The criteria themselves are small functions of a verified bundle's facts and a profile, by area:
+`identity`, `rates`, `memory_health`, `load`. Each gives one or more Results: pass, fail or
+not-measured, the measured value with its unit, the threshold, the evidence (which raw JSON
+fields it comes from) and why. A criterion whose input is absent is not-measured, with the
+reason; `evaluate` then fails the ones the profile requires. Which probe brings which criterion
+is its registry entry's (harness/registry/).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import Any
+
+from harness.analysis.verdict import Verdict
+from harness.judge import engine
+from harness.judge.acceptance.profile import Profile
+from harness.judge.engine import Result, Value
+from harness.judge.facts import BundleFacts
+
+
+def num(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def fmt(value: float, digits: int = 4) -> str:
+    return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:.0f}"
+
+
+def share_threshold(share: float, reference, unit: str, what: str) -> Value:
+    floor = share * reference.value
+    return Value(floor, unit, f"at least {share:.0%} of the known-good {fmt(reference.value)} {unit} "
+                             f"({what}) = {fmt(floor)} {unit}")
+
+
+def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[Result]:
+    """Mark required criteria; a required one that was not measured fails, saying so."""
+    needed = set(required)
+    out = []
+    for r in results:
+        if r.name not in needed:
+            out.append(r)
+        elif r.status == Verdict.NOT_MEASURED:
+            out.append(replace(r, status=Verdict.FAIL, required=True,
+                               why=f"not measured, and the profile requires it: {r.why}"))
+        else:
+            out.append(replace(r, required=True))
+    return out
+
+
+def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
+    from harness import registry  # the entries name these criteria
+
+    results = engine.evaluate(registry.acceptance_criteria(), facts, profile)
+    present = {r.name for r in results}
+    # A required GEMM dtype the profile has no share or known-good for still gets a row.
+    for name in profile.required:
+        if name not in present and name.startswith("gemm_"):
+            results.append(Result(name, f"Dense matrix multiply ({name[5:]})", Verdict.NOT_MEASURED, None, None,
+                                  "raw/roofline.json", "the profile states no share or known-good for this dtype"))
+    return apply_required(results, profile.required)

@@ -1,0 +1,149 @@
+"""Acceptance: the measured rates (memory bandwidth, its repeats, GEMM per dtype, all-reduce bus
+bandwidth) against the stated share of a known-good unit's figure."""
+
+from __future__ import annotations
+
+from harness.analysis import bandwidth as bandwidth_rules
+from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.criteria import fmt, num, share_threshold
+from harness.judge.acceptance.profile import Profile
+from harness.judge.engine import Criterion, Result, Value
+from harness.judge.facts import BundleFacts
+
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order rows appear in
+
+
+def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
+    name = "bandwidth_plateau"
+    title = "Memory bandwidth (sustained plateau) reaches the stated share of a known-good unit"
+    b = facts.figures("bandwidth")
+    evidence = (f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
+                "(plateau recomputed by harness.analysis.bandwidth)")
+    if not b.present:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, b.why)]
+    kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
+    reference = profile.hbm_known_good.get(kernel)
+    if share is None or reference is None:
+        missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
+    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
+    plateau = num(b.values.get("plateau_gbps"))
+    if plateau is None:
+        document = facts.document("bandwidth") or {}
+        why = (document.get("plateau") or {}).get("why", "no plateau")
+        return [Result(name, title, Verdict.FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
+                       f"the sweep reached no plateau: {why}")]
+    sizes = ", ".join(f"{s:g}" for s in b.values.get("plateau_sizes_mib") or [])
+    measured = Value(plateau, "GB/s", f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
+                                      f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
+                                      "of known-good")
+    ok = bandwidth_rules.meets_known_good_floor(plateau, reference.value, share)
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
+                   f"{fmt(plateau)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s "
+                   f"({bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE})")]
+
+
+def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
+    name = "repeat_spread"
+    title = "Three repeated large-buffer bandwidth runs agree (the figure can be trusted)"
+    b = facts.figures("bandwidth")
+    evidence = f"{facts.output('bandwidth')} repeats.runs[].iteration_times_s (medians recomputed)"
+    limit = profile.threshold("repeat_spread_max")
+    threshold = (Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
+                 if limit is not None else None)
+    if not b.present:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, b.why)]
+    if limit is None:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       f"the profile for {profile.sku_id} states no repeat_spread_max")]
+    spread, medians = num(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
+    if spread is None or len(medians) < 2:
+        return [Result(name, title, Verdict.FAIL, Value(None, "fraction", f"{len(medians)} repeat(s)"), threshold, evidence,
+                       "fewer than two repeats were recorded, so their agreement cannot be shown")]
+    measured = Value(spread, "fraction", f"{spread:.2%} across {len(medians)} repeats at "
+                                         f"{b.values.get('repeat_size_mib'):g} MiB "
+                                         f"({', '.join(fmt(m) for m in medians)} GB/s)")
+    ok = bandwidth_rules.repeats_agree(spread, limit)
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
+                   f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}")]
+
+
+def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
+    """One result per dtype the profile has a share for and that was measured or has a known-good."""
+    shares = profile.threshold("gemm_min_share") or {}
+    rooflines = facts.figures_by_analysis("roofline")
+    measured = {f.values.get("dtype"): f for f in rooflines if f.present}
+    absent_why = ("; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline"))
+    results = []
+    for dtype in DTYPES:
+        if dtype not in shares or (dtype not in measured and dtype not in profile.gemm_known_good):
+            continue
+        results.append(_gemm_one(dtype, shares[dtype], measured.get(dtype), sorted(d for d in measured if d),
+                                 absent_why, profile, facts))
+    return results
+
+
+def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts) -> Result:
+    name, title = f"gemm_{dtype}", f"Dense matrix multiply ({dtype}) reaches the stated share of a known-good unit"
+    step = figures.step if figures else "roofline"
+    evidence = (f"{facts.output(step)} measurements[].median_s with the shapes' FLOP counts "
+                "(best recomputed by harness.analysis.roofline)")
+    reference = profile.gemm_known_good.get(dtype)
+    threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
+    if figures is None:
+        why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
+        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+    if reference is None:
+        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                      f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
+                      f"file can add known_good.gemm_tflops.{dtype}")
+    best = num(figures.values.get("best_tflops"))
+    if best is None:
+        return Result(name, title, Verdict.FAIL, Value(None, "TFLOPS", "no GEMM timed"), threshold, evidence,
+                      "the roofline step completed but timed no GEMM")
+    value = Value(best, "TFLOPS", f"{fmt(best)} TFLOPS best ({figures.values.get('best_shape')}, on "
+                                  f"{figures.values.get('device')}), {best / reference.value:.1%} of known-good")
+    ok = best >= threshold.value
+    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, value, threshold, evidence,
+                  f"{fmt(best)} TFLOPS is {'at or above' if ok else 'below'} {fmt(threshold.value)} TFLOPS")
+
+
+def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
+    name = "allreduce_busbw"
+    title = "GPU-to-GPU all-reduce bus bandwidth reaches the stated share of a known-good system"
+    a = facts.figures("allreduce")
+    evidence = (f"{facts.output('allreduce')} runs[].points[] per-rank medians "
+                "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)")
+    if not a.present:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, a.why)]
+    backend, world = a.values.get("backend"), a.values.get("world_size")
+    curve = (a.values.get("curves") or {}).get("normal") or {}
+    busbw = num(curve.get("busbw_at_max_gbps"))
+    limits = "; ".join(str(x) for x in a.values.get("limitations") or [])
+    if backend != "nccl":
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
+                       f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""))]
+    if busbw is None:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       "no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
+    share, reference = profile.threshold("allreduce_busbw_min_share"), profile.allreduce_known_good.get(world)
+    measured = Value(busbw, "GB/s", f"{fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
+    if share is None or reference is None:
+        missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"
+        return [Result(name, title, Verdict.NOT_MEASURED, measured, None, evidence,
+                       f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it")]
+    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
+    ok = busbw >= threshold.value
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
+                   f"{fmt(busbw)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s")]
+
+
+BANDWIDTH_PLATEAU = Criterion("bandwidth_plateau", "Memory bandwidth (sustained plateau) reaches the stated share "
+                              "of a known-good unit", ("bandwidth",), bandwidth_plateau)
+REPEAT_SPREAD = Criterion("repeat_spread", "Three repeated large-buffer bandwidth runs agree", ("bandwidth",),
+                          repeat_spread)
+GEMM = Criterion("gemm", "Dense matrix multiply reaches the stated share of a known-good unit", ("roofline",), gemm)
+ALLREDUCE_BUSBW = Criterion("allreduce_busbw", "GPU-to-GPU all-reduce bus bandwidth reaches the stated share of a "
+                            "known-good system", ("allreduce",), allreduce_busbw)

@@ -1,0 +1,91 @@
+"""The one criteria engine: a Criterion judges a bundle's facts against thresholds into Results.
+
+The report's lab criteria (harness.judge.lab, no thresholds: the lab's rules are constants of the
+analysis modules) and the acceptance criteria (harness.judge.acceptance, thresholds: a SKU's
+profile) are both tuples of Criterion, judged by `evaluate`. A criterion whose judge raises on
+this bundle's data fails with the reason, never a traceback (verify re-renders the same).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from harness.analysis.verdict import Verdict
+
+if TYPE_CHECKING:
+    from harness.judge.facts import BundleFacts
+
+
+@dataclass(frozen=True)
+class Value:
+    """A figure with its unit and the same in plain words."""
+
+    value: Any
+    unit: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """One judged criterion (a criterion may give several: one GEMM result per dtype).
+
+    `status` is the Verdict; `measured` and `threshold` the figure and the bar it was held to
+    (acceptance); `evidence` names the raw JSON fields the measured value comes from; `why` says
+    why this verdict; `findings` are the lines the report lists under the criterion; `steps` are
+    the steps whose commands and plots are the evidence; `required` marks a criterion the
+    acceptance profile requires.
+    """
+
+    name: str
+    title: str
+    status: Verdict
+    measured: Value | None = None
+    threshold: Value | None = None
+    evidence: str = ""
+    why: str = ""
+    required: bool = False
+    findings: tuple[str, ...] = ()
+    steps: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """As `dossier accept --json` and the acceptance document write it."""
+        def value(v: Value | None) -> dict[str, Any] | None:
+            return None if v is None else {"value": v.value, "unit": v.unit, "text": v.text}
+        return {"name": self.name, "title": self.title, "status": self.status, "measured": value(self.measured),
+                "threshold": value(self.threshold), "evidence": self.evidence, "why": self.why,
+                "required": self.required}
+
+
+Judge = Callable[["BundleFacts", Any], list[Result]]
+
+
+@dataclass(frozen=True)
+class Criterion:
+    """A named criterion: `judge(facts, thresholds)` gives its Result(s).
+
+    `steps` are the steps whose data it reads; the report and acceptance list criteria in the
+    order the run completes their evidence (the plan position of the last of `steps`)."""
+
+    name: str
+    title: str
+    steps: tuple[str, ...]
+    judge: Judge
+
+
+def could_not_judge(criterion: Criterion, exc: BaseException) -> Result:
+    why = f"could not be judged from this bundle's data: {type(exc).__name__}: {exc}"
+    return Result(criterion.name, criterion.title, Verdict.FAIL, why=why, findings=(why,),
+                  steps=criterion.steps)
+
+
+def evaluate(criteria: Iterable[Criterion], facts: BundleFacts, thresholds: Any = None) -> list[Result]:
+    """Every criterion's results, in order; a judge that raises fails its criterion, naming why."""
+    results: list[Result] = []
+    for criterion in criteria:
+        try:
+            results += criterion.judge(facts, thresholds)
+        except Exception as exc:  # noqa: BLE001 - shown as the criterion's evidence, never raised
+            results.append(could_not_judge(criterion, exc))
+    return results

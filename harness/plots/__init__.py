@@ -1,1 +1,0 @@
-"""Plots rendered on the host from raw JSON (never by probes), deterministically."""

@@ -1,0 +1,6 @@
+"""Plots rendered on the host from a probe's raw document (never by probes), deterministically.
+
+A registry entry names its plot module (ProbeSpec.plots): `render(document, stem) -> [paths]`
+writes STEM.png and STEM.svg (and may write more files named after STEM, e.g. STEM-peer.png),
+every plotted figure recomputed by the probe's analysis module, and returns what it wrote.
+"""

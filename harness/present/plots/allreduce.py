@@ -1,0 +1,62 @@
+"""All-reduce curves from allreduce.json: busbw and time against size, log-log, knees marked.
+
+Rendered on the host from the raw document; every figure drawn is recomputed by
+harness.analysis.allreduce (never read from the probe's own summary).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.analysis import allreduce as ar
+from harness.present.plots._figure import new_figure, save_figure
+
+STYLE = {"normal": "-", "p2p_disabled": "--"}
+MARKERS = ["o", "s", "^", "D", "v"]
+
+
+def _label(run: dict[str, Any]) -> str:
+    return f"{run['curve']} n={run['world_size']}" + (" (stopped early)" if run.get("failure") else "")
+
+
+def render(document: dict[str, Any], stem: Path) -> list[Path]:
+    """Write STEM.png and STEM.svg: left busbw vs size, right time vs size with the alpha-beta fit."""
+    fig, single = new_figure(12.0, 5.0)
+    single.remove()  # new_figure gives one axes; this figure has two side by side
+    bw_ax, t_ax = fig.subplots(1, 2)
+    worlds = sorted({r["world_size"] for r in document.get("runs", [])})
+    for run in document.get("runs", []):
+        points = sorted(run.get("points", []), key=lambda p: p["bytes"])
+        if not points:
+            continue
+        n = run["world_size"]
+        marker = MARKERS[worlds.index(n) % len(MARKERS)]
+        sizes = [p["bytes"] for p in points]
+        figs = [ar.point_figures(p, n) for p in points]
+        line, = bw_ax.loglog(sizes, [f["busbw_gbps"] for f in figs], STYLE[run["curve"]], marker=marker,
+                             markersize=3, label=_label(run))
+        t_ax.loglog(sizes, [f["time_us"] for f in figs], STYLE[run["curve"]], marker=marker, markersize=3,
+                    color=line.get_color(), label=_label(run))
+        curve = ar.curve_figures(run)
+        if curve["knee_bytes"] is not None:
+            knee = curve["knee_bytes"]
+            for ax in (bw_ax, t_ax):
+                ax.axvline(knee, color=line.get_color(), linestyle=":", linewidth=1)
+            model = [curve["alpha_us"] + s / (curve["beta_gbps"] * 1e3) for s in sizes]
+            t_ax.loglog(sizes, model, ":", color=line.get_color(), linewidth=1)
+            t_ax.annotate(f"knee {knee:.3g} B", (knee, curve["alpha_us"] * 2), color=line.get_color(), fontsize=7)
+        if curve["half_plateau_bytes"] is not None:
+            half = curve["half_plateau_bytes"]
+            bw_ax.plot([half], [curve["plateau_busbw_gbps"] / 2], marker="x", color=line.get_color(), markersize=9)
+    backend = document.get("backend", "?")
+    bw_ax.set(xlabel="buffer size (bytes)", ylabel="busbw (GB/s)",
+              title=f"all-reduce busbw ({backend}); dotted: alpha-beta knee, x: half plateau")
+    t_ax.set(xlabel="buffer size (bytes)", ylabel="time per call (us)",
+             title="time per call; dotted: t = alpha + s/beta")
+    for ax in (bw_ax, t_ax):
+        ax.grid(True, which="both", linewidth=0.3)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    return save_figure(fig, stem)

@@ -1,0 +1,250 @@
+"""The probe contract, probe side: standard library only (the host imports it too).
+
+`probe_main` wraps a probe's measurement: it parses arguments, keeps the real stdout for
+the one JSON document and points file descriptor 1 at stderr while measuring (so a library
+printing on stdout, NCCL's debug output for instance, cannot corrupt the document), stamps
+the common fields and writes the document with `allow_nan=False, sort_keys=True`.
+
+`Option` declares a probe's command-line option once: the probe's parser and `dossier NAME`
+add it the same way (`add_options`), refuse a bad value with the same words (`check_options`),
+and the host hands the user's values back to the probe (`options_argv`). `unavailable`,
+`attempt`, `utc_now`, `progress` and `log` are the helpers every probe's facts go through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+# 2: all-reduce points keep every rank's per-call times (rank_times_us); 1 stated only their medians.
+CONTRACT_VERSION = 2
+
+# What a probe process may import: the standard library, these two packages, and the probe side
+# of this package. PROBE_SIDE is also exactly what images/stage-probe.sh copies into a probe image
+# (paths from the project root); tests/test_probe_contract.py holds every probe-side module to it.
+PROBE_PACKAGES = ("torch", "pynvml")  # torch and nvidia-ml-py
+PROBE_SIDE = ("harness/__init__.py", "harness/catalogue.py", "harness/data", "harness/analysis", "harness/probes")
+EXIT_USAGE = 2
+EXIT_CRASH = 1
+
+
+class ProbeUsageError(Exception):
+    """Bad arguments or input for a probe: reported on stderr with exit code 2."""
+
+
+class NoDocument(Exception):
+    """This process measured but does not report: e.g. a non-zero rank of a collective probe
+    launched by torchrun or srun, where only rank 0 prints the document. Nothing is printed
+    on stdout; the process exits with `exit_code`."""
+
+    def __init__(self, exit_code: int = 0, message: str = "") -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+Check = Callable[[Any], "str | None"]  # why a parsed value is refused (after the flag), or None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a probe, declared once in the probe module (its OPTIONS).
+
+    `flags` and `kwargs` are exactly argparse.add_argument's; `check` refuses a parsed value
+    (its words follow the flag in the error); `host`: offered by `dossier NAME` as well (False:
+    set only by whoever launches the probe, e.g. the host's resolved checkpoint or srun's
+    rendezvous); `goes_with`: the dest of another option, with which this one is always handed
+    to the probe (its value then recorded even when it is the default)."""
+
+    flags: tuple[str, ...]
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    check: Check | None = None
+    host: bool = True
+    goes_with: str | None = None
+
+    @property
+    def dest(self) -> str:
+        long = next((f for f in self.flags if f.startswith("--")), self.flags[0])
+        return self.kwargs.get("dest") or long.lstrip("-").replace("-", "_")
+
+    def add_to(self, parser: argparse.ArgumentParser | Any) -> None:
+        parser.add_argument(*self.flags, **self.kwargs)
+
+    def given(self, args: argparse.Namespace) -> bool:
+        """Whether ARGS sets this option to something other than its default."""
+        value = getattr(args, self.dest, None)
+        return value is not None and value is not False and value != self.kwargs.get("default")
+
+    def occurrences(self, args: argparse.Namespace) -> list[tuple[str, ...]]:
+        """This option's value in ARGS as command-line words, one tuple per flag (an appended option
+        once per value); none when not given."""
+        if not (self.given(args) or (self.goes_with and getattr(args, self.goes_with, None) not in (None, False))):
+            return []
+        value = getattr(args, self.dest)
+        flag = next((f for f in self.flags if f.startswith("--")), self.flags[0])
+        if self.kwargs.get("action") in ("store_true", "store_false"):
+            return [(flag,)]
+        if self.kwargs.get("action") == "append":
+            return [(flag, str(item)) for item in value]
+        if isinstance(value, (list, tuple)):
+            return [(flag, *map(str, value))]
+        return [(flag, str(value))]
+
+    def to_argv(self, args: argparse.Namespace) -> list[str]:
+        """The probe's command-line words for this option's value in ARGS (none when not given)."""
+        return [word for occurrence in self.occurrences(args) for word in occurrence]
+
+
+def add_options(parser: argparse.ArgumentParser | Any, options: Sequence[Option]) -> None:
+    for option in options:
+        option.add_to(parser)
+
+
+def options_parser(name: str, description: str, options: Sequence[Option]) -> argparse.ArgumentParser:
+    """A probe's command line: `python -m harness.probes.NAME` with its OPTIONS, its usage text as written."""
+    parser = argparse.ArgumentParser(prog=f"python -m harness.probes.{name}", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_options(parser, options)
+    return parser
+
+
+def options_argv(args: argparse.Namespace, options: Sequence[Option]) -> list[str]:
+    """Every option of OPTIONS that ARGS sets, as the probe's command line, in declaration order."""
+    return [word for option in options for word in option.to_argv(args)]
+
+
+def check_options(args: argparse.Namespace, options: Sequence[Option]) -> None:
+    """Refuse the first option whose value its check refuses: ProbeUsageError("--flag VALUE: why")."""
+    for option in options:
+        value = getattr(args, option.dest, None)
+        why = option.check(value) if option.check and value is not None else None
+        if why:
+            raise ProbeUsageError(f"{option.flags[0]} {why}")
+
+
+def number(text: str) -> int | float:
+    """A number as written: an int for "300", a float for "0.1" (so it is handed on as written)."""
+    value = float(text)
+    return int(text) if text.strip().lstrip("+-").isdigit() else value
+
+
+def positive(value: Any) -> str | None:
+    """A check: every number in VALUE (one, or a list) above zero."""
+    bad = next((v for v in (value if isinstance(value, (list, tuple)) else [value]) if not v > 0), None)
+    return None if bad is None else f"{bad:g}: must be positive"
+
+
+def within_contract(module: str) -> bool:
+    """Whether a probe may import MODULE (a dotted name): see PROBE_PACKAGES and PROBE_SIDE."""
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names or top in PROBE_PACKAGES or top == "__future__":
+        return True
+    for path in PROBE_SIDE:
+        name = path.removesuffix("/__init__.py").removesuffix(".py").replace("/", ".")
+        if path.endswith(".py") and module == name:
+            return True
+        if not path.endswith(".py") and (module == name or module.startswith(name + ".")):
+            return True
+    return False
+
+
+def unavailable(reason: str) -> dict[str, str]:
+    """A field that could not be read, with the real cause. Never a made-up default."""
+    reason = str(reason).strip()
+    if not reason:
+        raise ValueError("an unavailable field needs a reason")
+    return {"unavailable": reason}
+
+
+def is_unavailable(value: Any) -> bool:
+    return isinstance(value, dict) and set(value) == {"unavailable"}
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`NVMLError_NotSupported: Not Supported`-style text: the exception's class and message."""
+    message = str(exc).strip()
+    name = type(exc).__name__
+    return f"{name}: {message}" if message else name
+
+
+def attempt(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """Call `fn`; its value, or an unavailable field naming the exception it raised."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a recorded reason
+        return unavailable(describe_exception(exc))
+
+
+def utc_now() -> str:
+    """An RFC 3339 UTC timestamp with microseconds."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def progress(done: int, total: int, what: str) -> None:
+    """A progress line on stderr that the host's display understands."""
+    sys.stderr.write("##progress " + json.dumps({"done": done, "total": total, "what": what}) + "\n")
+    sys.stderr.flush()
+
+
+def log(message: str) -> None:
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, allow_nan=False, sort_keys=True, indent=1)
+
+
+def probe_main(
+    name: str,
+    build_parser: Callable[[], argparse.ArgumentParser],
+    measure: Callable[[argparse.Namespace], dict[str, Any]],
+    argv: list[str] | None = None,
+) -> int:
+    """Run one probe: parse, measure, stamp and emit. Returns the process exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed its message
+        return int(exc.code or 0)
+
+    sys.stdout.flush()
+    document_fd = os.dup(1)
+    os.dup2(2, 1)  # anything printed while measuring lands on stderr
+    try:
+        started = utc_now()
+        try:
+            body = measure(args)
+        except ProbeUsageError as exc:
+            log(f"{name}: error: {exc}")
+            return EXIT_USAGE
+        except NoDocument as exc:
+            if str(exc):
+                log(f"{name}: {exc}")
+            return exc.exit_code
+        except Exception:  # noqa: BLE001 - a crash is reported, with its traceback, on stderr
+            log(f"{name}: crashed:\n{traceback.format_exc()}")
+            return EXIT_CRASH
+        document = {
+            "probe": name,
+            "contract_version": CONTRACT_VERSION,
+            "started_at": started,
+            "finished_at": utc_now(),
+            "argv": list(sys.argv[1:] if argv is None else argv),
+            **body,
+        }
+        text = dumps(document) + "\n"
+        sys.stdout.flush()
+        with os.fdopen(os.dup(document_fd), "wb") as out:
+            out.write(text.encode())
+        return 0
+    finally:
+        sys.stdout.flush()
+        os.dup2(document_fd, 1)
+        os.close(document_fd)

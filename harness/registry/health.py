@@ -1,0 +1,62 @@
+"""Registry entry: the M1T5 health and toolchain probe (idle and under load) and the idle/load diff."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from harness.analysis.verdict import Verdict
+from harness.errors import CheckFailed
+from harness.judge import lab
+from harness.judge.acceptance import identity, load, memory_health
+from harness.probes import health as probe
+from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.steps import HostStep, ProbeStep, StepArgs
+
+TIMEOUT_S = 120.0
+
+
+def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
+    """The timeout grows with the load so it cannot cut it short."""
+    if args.under_load is not None:
+        args.timeout = max(args.timeout, TIMEOUT_S + args.under_load)
+    return StepArgs(tuple(argv))
+
+
+def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
+    """Exit 1 when a toolchain contract that should pass here fails, naming each with its remedy."""
+    failed = [c for c in document.get("contracts", []) if c.get("status") == Verdict.FAIL]
+    for contract in failed:
+        print(f"contract failed: {contract['name']}: {contract.get('evidence', '')}\n"
+              f"  remedy: {contract.get('remedy', '')}", file=sys.stderr)
+    if failed:
+        raise CheckFailed(f"{len(failed)} toolchain contract(s) failed: " + ", ".join(c["name"] for c in failed),
+                          hint=f"each is listed above with its remedy; the full evidence is in {args.output}")
+
+
+COMMAND = CommandSpec(
+    help="host, driver, devices, topology and toolchain contracts (health.json)",
+    description="Write health.json (lab step M1T5): host, software and per-device facts, each a value or "
+                "{\"unavailable\": reason}, and the toolchain contracts. Exits 1 when a contract that should "
+                "pass on this host fails, naming each one. With --under-load, the reading is taken halfway "
+                "through a known load (bf16 GEMM and a device copy on every visible device) and the load's "
+                "NVML samples are kept; compare it with an idle health.json using `dossier health-diff`.",
+    output="health.json", timeout_s=TIMEOUT_S, prepare=prepare, finish=finish)
+
+STEPS = (
+    ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)", schema="health",
+              analysis="health", plots=None, timeout_s=300, order=10),
+    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)", schema="health",
+              analysis="health", plots=None, timeout_s=300, arguments=lambda state: StepArgs(("--under-load", "8")),
+              order=70),
+    HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
+             needs=("health", "health-load"), function="harness.analysis.health_diff:diff", order=80),
+)
+
+SPEC = ProbeSpec(
+    name="health", title="health and toolchain diagnostics", lab="M1T5", options=probe.OPTIONS, command=COMMAND,
+    analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
+    acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
+                         memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
+                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS))

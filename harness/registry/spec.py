@@ -1,0 +1,87 @@
+"""What a registry entry declares about one probe (harness/registry/NAME.py holds the entry).
+
+A ProbeSpec names the probe (module harness.probes.NAME, schema schemas/NAME.schema.json), its
+options (the probe module's OPTIONS), and everything the host does with it: `command` for
+`dossier NAME`; `steps` for `dossier run` (each with its arguments and its place in the order);
+`analysis` (harness.analysis.NAME: headlines and discrepancies, for the report, verify,
+acceptance and the fleet), `plots` (harness.present.plots.NAME) and `table`
+(harness.present.tables.NAME) for the report; `lab_criteria` (judged in report.md),
+`acceptance_criteria` (judged by `dossier accept`) and `fleet_metrics` (compared across nodes).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.judge.engine import Criterion
+from harness.probes.contract import Option
+from harness.registry.steps import HostStep, ProbeStep, StepArgs
+
+Prepare = Callable[[argparse.Namespace, list[str]], StepArgs]
+Finish = Callable[[argparse.Namespace, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """`dossier NAME`: its help, default output file and timeout, and the host's own part.
+
+    `host_options` are the command's options that never reach the probe (e.g. bandwidth's
+    --plot). `prepare(args, argv)` runs before the probe: it checks what only the host can
+    check (outputs, a checkpoint) and may change the probe's arguments (given the probe options'
+    argv). `finish(args, document)` runs after the validated JSON is written: summary lines on
+    stderr, plots and tables, and the exit-1 rule (raise harness.errors.CheckFailed)."""
+
+    help: str
+    description: str
+    output: str
+    timeout_s: float
+    host_options: tuple[Option, ...] = ()
+    prepare: Prepare | None = None
+    finish: Finish | None = None
+
+
+@dataclass(frozen=True)
+class FleetMetric:
+    """A rate `dossier fleet collect` compares across nodes: read from the probe's recomputed
+    headlines (harness.analysis.NAME) of each node's raw/NAME.json."""
+
+    name: str  # the unit is in the name (fleet.json metrics, the outlier table)
+    unit: str
+    description: str
+    read: Callable[[Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    """One probe, declared once."""
+
+    name: str  # module harness.probes.NAME, `dossier NAME`, raw/NAME.json of its main step
+    title: str  # what it measures, in words
+    lab: str  # the lab step it implements, e.g. "M1T1"
+    options: tuple[Option, ...]  # the probe module's OPTIONS
+    command: CommandSpec
+    schema: str = ""  # schemas/SCHEMA.schema.json (default: NAME)
+    analysis: str | None = None  # harness.analysis.ANALYSIS
+    plots: str | None = None  # harness.present.plots.PLOTS: render(document, stem) -> paths
+    table: str | None = None  # harness.present.tables.TABLE: render(document) -> Markdown
+    steps: tuple[ProbeStep | HostStep, ...] = ()  # what `dossier run` runs for it
+    lab_criteria: tuple[Criterion, ...] = ()
+    acceptance_criteria: tuple[Criterion, ...] = ()
+    fleet_metrics: tuple[FleetMetric, ...] = ()
+    # `dossier run`'s options for this probe (offered as `dossier NAME` offers them), and what the
+    # run resolves from them before any probe starts (refusing bad input with exit 2): its result
+    # is handed to the steps as RunState.prepared[NAME].
+    run_options: tuple[Option, ...] = ()
+    prepare_run: Callable[[argparse.Namespace], Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.schema:
+            object.__setattr__(self, "schema", self.name)
+
+    @property
+    def host_options(self) -> tuple[Option, ...]:
+        """The probe's options that `dossier NAME` offers too."""
+        return tuple(o for o in self.options if o.host)

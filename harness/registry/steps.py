@@ -1,0 +1,101 @@
+"""What `dossier run` runs, as data: probe steps and host steps, and the run's state they read.
+
+A probe step runs `python -m harness.probes.PROBE ARGS` through the runner; a host step computes
+a document on the host from earlier documents (a function the registry names). A step whose
+arguments need an earlier result that is missing raises NotReady and is recorded as not run,
+with why. Each registry entry declares its steps with an `order`: `dossier run`'s plan is every
+entry's steps sorted by it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class NotReady(Exception):
+    """The step cannot run: something it needs does not exist yet (the message says what)."""
+
+
+class StepSetupFailed(Exception):
+    """Preparing the step failed for a real reason (e.g. the checkpoint could not be fetched)."""
+
+
+@dataclass(frozen=True)
+class StepArgs:
+    """A probe's arguments, the inputs they came from, and checkpoint provenance if any."""
+
+    args: tuple[str, ...] = ()
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    checkpoint: Mapping[str, Any] | None = None
+    mounts: tuple[str, ...] = ()  # host paths a container runner must mount read-only
+
+
+class RunState:
+    """The documents completed so far, by step, their recomputed headline figures, and what
+    `dossier run` prepared for each probe before any ran (ProbeSpec.prepare_run), by probe."""
+
+    def __init__(self, prepared: Mapping[str, Any] | None = None) -> None:
+        self.documents: dict[str, dict[str, Any]] = {}
+        self.analysis_names: dict[str, str] = {}
+        self.prepared: Mapping[str, Any] = dict(prepared or {})
+
+    def add(self, step: str, document: dict[str, Any], analysis: str | None) -> None:
+        self.documents[step] = document
+        if analysis:
+            self.analysis_names[step] = analysis
+
+    def document(self, step: str, why_needed: str) -> dict[str, Any]:
+        if step not in self.documents:
+            raise NotReady(f"needs {why_needed} from the {step} step, which did not complete")
+        return self.documents[step]
+
+    def headlines(self, step: str, why_needed: str) -> dict[str, Any]:
+        from harness import registry  # the registry's entries declare these steps: imported when run
+
+        document = self.document(step, why_needed)
+        return registry.analysis_module(self.analysis_names.get(step, step)).headlines(document)
+
+
+@dataclass(frozen=True)
+class ProbeStep:
+    step: str  # the step's id: raw/STEP.json, logs/STEP.*, plots/STEP/
+    probe: str  # module name under the runner's probe package
+    title: str
+    lab_step: str
+    schema: str
+    analysis: str | None
+    plots: str | None
+    timeout_s: float
+    arguments: Callable[[RunState], StepArgs] = lambda state: StepArgs()
+    # True when `arguments` needs no earlier step: it is then prepared in the background from
+    # the run's start (e.g. fetching and hashing a checkpoint while other probes run).
+    independent: bool = False
+    order: int = 0  # its place in `dossier run` (the plan is every entry's steps sorted by order)
+
+    kind = "probe"
+
+
+@dataclass(frozen=True)
+class HostStep:
+    step: str
+    title: str
+    lab_step: str
+    schema: str
+    needs: tuple[str, ...]
+    function: str  # "module:function", a registry-named host function called with the needed documents
+    analysis: str | None = None
+    plots: str | None = None
+    order: int = 0
+
+    kind = "host"
+
+    def compute(self, state: RunState) -> dict[str, Any]:
+        from harness import registry
+
+        documents = [state.document(need, f"the {need} document") for need in self.needs]
+        return registry.host_function(self.function)(*documents)
+
+
+Step = ProbeStep | HostStep

@@ -1,0 +1,274 @@
+"""`dossier run`: each lab step as its own probe process, recorded, then one signed bundle.
+
+Orchestration only: runners start processes, `harness.run.outcome.judge` validates, `assemble`
+builds and signs the bundle, `harness.bundle.write` puts it in place atomically. A failed step
+is recorded and the run goes on; nothing is written until every step is done.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import shlex
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import recovery
+from harness.bundle import layout
+from harness.bundle.assemble import assemble, step_files
+from harness.bundle.write import write_atomically
+from harness.errors import DossierError, EnvironmentProblem, UsageError
+from harness.present.plotting import BackgroundPlots
+from harness.probes.contract import utc_now
+from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
+from harness.run import provenance
+from harness.run.display import RunDisplay
+from harness.run.outcome import Completed, judge
+from harness.run.plan import LAB_PLAN
+from harness.run.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
+from harness.runners.interface import ProbeInvocation, Runner
+from harness.schemas import violations
+from harness.signing.keys import SigningKey
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """One frozen configuration for a run, passed down."""
+
+    output_dir: Path
+    name: str | None = None
+    runner_choice: str = "auto"
+    skip: tuple[str, ...] = ()
+    # The run's own flags (runner and probe options, e.g. ("--image", "cuda")), recorded so the
+    # report's reproduce command repeats them; the key keeps its first name for existing bundles.
+    runner_options: tuple[tuple[str, ...], ...] = ()
+    # What `dossier run` resolved for each probe before any ran (ProbeSpec.prepare_run), by probe.
+    prepared: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def probe_missing(runner: Runner, probe: str) -> str | None:
+    """Why the runner cannot run PROBE (an image built from an older harness, a test package), or None."""
+    has_probe = getattr(runner, "has_probe", None)
+    if callable(has_probe):
+        return None if has_probe(probe) else f"the {runner.name} runner has no probe {probe}"
+    package = getattr(runner, "package", "harness.probes")
+    if importlib.util.find_spec(f"{package}.{probe}") is None:
+        return f"{package.replace('.', '/')}/{probe}.py is not in this build"
+    return None
+
+
+def _base(step: Step) -> dict[str, Any]:
+    common = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind,
+                  schema=step.schema, analysis=step.analysis, plots=step.plots)
+    if isinstance(step, ProbeStep):
+        common["probe"] = step.probe
+    else:
+        common.update(needs=step.needs, function=step.function)
+    return common
+
+
+def _lowest_priority_thread() -> None:
+    """Linux nice values are per thread: this one only gets CPU the probes leave idle."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except (AttributeError, OSError):
+        pass
+
+
+class EarlyArguments:
+    """Arguments of independent steps, prepared by one nice-19 thread from the run's start."""
+
+    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str],
+                 prepared: Mapping[str, Any]) -> None:
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="prepare", initializer=_lowest_priority_thread)
+        self._futures: dict[str, Future] = {
+            step.step: self._pool.submit(step.arguments, RunState(prepared)) for step in plan
+            if isinstance(step, ProbeStep) and step.independent and step.step not in skip
+            and probe_missing(runner, step.probe) is None}
+
+    def arguments(self, step: ProbeStep, state: RunState) -> StepArgs:
+        future = self._futures.pop(step.step, None)
+        return future.result() if future is not None else step.arguments(state)
+
+    def close(self) -> None:
+        for future in self._futures.values():
+            future.cancel()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay,
+                   early: EarlyArguments | None = None) -> StepRecord:
+    base = _base(step)
+    try:
+        prepared = early.arguments(step, state) if early else step.arguments(state)
+    except NotReady as exc:
+        display.skip(step.step, str(exc))
+        return StepRecord(**base, status=NOT_RUN, why=str(exc))
+    except StepSetupFailed as exc:
+        display.skip(step.step, f"failed before starting: {exc}")
+        return StepRecord(**base, status=FAILED, why=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
+        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
+        display.skip(step.step, f"failed before starting: {why}")
+        return StepRecord(**base, status=FAILED, why=why)
+    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, mounts=prepared.mounts)
+    package = getattr(runner, "package", "harness.probes")
+    command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])
+    display.begin(step.step, step.title, command)
+    outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
+    extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
+    if isinstance(outcome, Completed):
+        state.add(step.step, outcome.document, step.analysis)
+        display.end(step.step, "completed", outcome.document.get("sizing", ""))
+        return StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
+    display.end(step.step, "FAILED", outcome.reason)
+    return StepRecord(**base, **extra, status=FAILED, why=outcome.reason,
+                      schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]))
+
+
+def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
+    base = _base(step)
+    try:
+        document = step.compute(state)
+    except NotReady as exc:
+        display.skip(step.step, str(exc))
+        return StepRecord(**base, status=NOT_RUN, why=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a host computation's failure is recorded, the run goes on
+        why = f"{step.function} raised {type(exc).__name__}: {exc}"
+        display.skip(step.step, why)
+        return StepRecord(**base, status=FAILED, why=why)
+    found = violations(step.schema, document)
+    if found:
+        why = f"its document does not match schemas/{step.schema}.schema.json ({len(found)} violation(s))"
+        display.skip(step.step, why)
+        return StepRecord(**base, status=FAILED, why=why, document=document,
+                          schema_violations=tuple(str(v) for v in found[:20]))
+    state.add(step.step, document, step.analysis)
+    display.note(f"    {step.step}: completed on the host")
+    return StepRecord(**base, status=COMPLETED, document=document)
+
+
+def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: Sequence[str] = (),
+              prepared: Mapping[str, Any] | None = None) -> tuple[StepRecord, ...]:
+    """Every step in order; each failure recorded, never stopping the run.
+
+    Independent steps' arguments are prepared, and completed steps' plots rendered, in the
+    background at the lowest CPU priority while the probes run.
+    """
+    state = RunState(prepared)
+    records = []
+    early = EarlyArguments(plan, runner, skip, state.prepared)
+    with BackgroundPlots() as plots:
+        try:
+            for step in plan:
+                record = run_step(step, runner, state, display, skip, early)
+                if record.status == COMPLETED and record.document is not None:
+                    plots.submit(record.plots, record.step, record.document)
+                records.append(record)
+        finally:
+            early.close()
+        return tuple(_with_plots(record, plots) for record in records)
+
+
+def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, skip: Sequence[str],
+             early: EarlyArguments) -> StepRecord:
+    why = f"skipped with --skip {step.step}" if step.step in skip else (
+        probe_missing(runner, step.probe) if isinstance(step, ProbeStep) else None)
+    if why:
+        display.skip(step.step, why)
+        return StepRecord(**_base(step), status=NOT_RUN, why=why)
+    if isinstance(step, ProbeStep):
+        return run_probe_step(step, runner, state, display, early)
+    return run_host_step(step, state, display)
+
+
+def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:
+    rendered = plots.result(record.step)
+    if rendered is None:
+        return record
+    files, note = rendered
+    return dataclasses.replace(record, plot_files=files, plot_note=note)
+
+
+def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence[Step] = LAB_PLAN,
+            display: RunDisplay | None = None) -> RunRecord:
+    """Run the plan and record it (nothing is written)."""
+    started = utc_now()
+    host = provenance.host_environment()
+    display = display or RunDisplay(len(plan))
+    with display:
+        steps = run_steps(plan, runner, display, options.skip, options.prepared)
+    return RunRecord(steps=steps, runner={"name": runner.name, "why": runner_why},
+                     tool=provenance.tool_info(), host=host,
+                     options={"runner": options.runner_choice, "skip": sorted(options.skip),
+                              "runner_options": [list(pair) for pair in options.runner_options]},
+                     started_at=started, finished_at=utc_now())
+
+
+def bundle_file_name(name: str) -> str:
+    """NAME.tar.gz for --name NAME, which must be a plain file name (checked before any probe runs)."""
+    if not name or any(c in name for c in "/\\\0") or name.startswith("."):
+        raise UsageError(f"--name {name!r} must be a plain file name (no '/', not starting with '.')")
+    return name if name.endswith(layout.SUFFIX) else name + layout.SUFFIX
+
+
+def bundle_path(options: RunOptions, record: RunRecord) -> Path:
+    name = options.name
+    if not name:
+        host = record.host.get("hostname")
+        host = host if isinstance(host, str) and host else "host"
+        stamp = record.started_at[:19].replace("-", "").replace(":", "")
+        name = f"dossier-{host}-{stamp}Z"
+    return options.output_dir / bundle_file_name(name)
+
+
+RECOVERED = """\
+{bundle}: the signed bundle, complete: check it with `dossier verify {bundle} --key YOUR.pub`
+raw/STEP.json: each completed probe's JSON, exactly as it printed it; derived/: documents computed on the host
+logs/: each probe's stderr, and its stdout where it failed (unsigned copies of the bundle's members)"""
+
+
+def keep_measurements(record: RunRecord, destination: Path | None, bundle: bytes | None, why: str) -> Path:
+    """Every measured result of RECORD (and the signed bundle, when it was made) in a recovery folder."""
+    files = {destination.name: bundle} if (destination is not None and bundle is not None) else {}
+    for step in record.steps:
+        files.update(step_files(step))
+    what = RECOVERED.format(bundle=destination.name if bundle is not None and destination else "(no bundle)")
+    name = destination.name.removesuffix(layout.SUFFIX) if destination is not None else "dossier"
+    return recovery.keep(name, files, why, what if bundle is not None else what.split("\n", 1)[1])
+
+
+def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Path:
+    """Assemble, sign and write the bundle; if any of that fails, keep what was measured first."""
+    destination = bundle = None
+    try:
+        destination = bundle_path(options, record)
+        bundle = assemble(record, key)
+        return write_atomically(bundle, destination)
+    except Exception as exc:  # noqa: BLE001 - whatever failed, the measurements are kept (not on Ctrl-C)
+        if isinstance(exc, OSError):
+            why = exc.strerror or str(exc)
+        else:
+            why = str(exc) if isinstance(exc, DossierError) else f"{type(exc).__name__}: {exc}"
+        folder = keep_measurements(record, destination, bundle, f"writing {destination} failed: {why}")
+        if isinstance(exc, (OSError, DossierError)):
+            raise EnvironmentProblem(f"could not write {destination}: {why}; everything measured is kept "
+                                     f"in {folder}") from exc
+        print(f"error: everything measured is kept in {folder}", file=sys.stderr)
+        raise
+
+
+def run_dossier(options: RunOptions, runner: Runner, runner_why: str, key: SigningKey,
+                plan: Sequence[Step] = LAB_PLAN, display: RunDisplay | None = None) -> Path:
+    """Run every step, then assemble, sign and write the bundle; returns its path.
+
+    When the bundle cannot be made or written, every measured result is kept in a recovery
+    folder (harness.recovery) and the error names it."""
+    record = collect(options, runner, runner_why, plan, display)
+    return write_or_keep(record, options, key)
