@@ -81,6 +81,16 @@ def rates(record: dict[str, Any], flop_per_gemm: int) -> dict[str, Any]:
             "steady_outside_gemm_share": 1 - gemm_ms / _sum([b["span_ms"] for b in steady])}
 
 
+def clocks_of(record: dict[str, Any]) -> dict[str, float | None]:
+    """The SM clock NVML sampled in the first bucket (the burst) and the median of the steady buckets'
+    median clocks (the second half), MHz; None where no sample fell inside."""
+    samples, buckets = samples_of(record), buckets_of(record)
+    clocks = [tel.bucket_telemetry(samples, b["start_s"], b["end_s"])["sm_clock_mhz"] for b in buckets]
+    steady = [c for c in clocks[len(clocks) // 2:] if c is not None]
+    return {"burst_sm_clock_mhz": clocks[0] if clocks else None,
+            "steady_sm_clock_mhz": statistics.median(steady) if steady else None}
+
+
 def result_check(record: dict[str, Any], enabled: bool) -> dict[str, Any]:
     """Iterations checked and every iteration with mismatched elements, from the per-iteration counts."""
     failing, checked = [], 0
