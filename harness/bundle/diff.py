@@ -98,7 +98,7 @@ def _metric_rows(view: BundleView) -> dict[str, tuple[str, float | None, float |
     rows: dict[str, tuple[str, float | None, float | None]] = {
         "bandwidth plateau": ("GB/s", b.get("plateau_gbps"), spread),
         "bandwidth sustained median": ("GB/s", b.get("repeat_median_gbps"), spread),
-        "roofline best": ("TFLOPS", r.get("best_tflops"), None),
+        "roofline burst best (short window)": ("TFLOPS", r.get("burst_best_tflops"), None),
         "roofline ridge": ("FLOP/byte", r.get("ridge_flop_per_byte"), None),
         "roofline fusion speedup": ("x", r.get("fusion_speedup"), None),
     }

@@ -107,8 +107,8 @@ def judge_roofline(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     if early:
         return result("roofline", ROOFLINE_TEXT, early, why, ("roofline",))
     evidence = [figure(k, r.get(k)) for k in ("device", "dtype", "bandwidth_gbps", "peak_tflops",
-                                              "ridge_flop_per_byte", "classifications", "best_tflops",
-                                              "best_shape", "all_explained", "fusion_speedup")]
+                                              "ridge_flop_per_byte", "classifications", "burst_best_tflops",
+                                              "best_shape", "burst_best_window", "all_explained", "fusion_speedup")]
     ok = bool(r.get("all_explained")) and bool(r.get("classifications"))
     median = (facts.view.figures("bandwidth").values or {}).get("repeat_median_gbps")
     if isinstance(median, (int, float)):

@@ -92,14 +92,17 @@ def figures_context(view: BundleView) -> list[dict[str, Any]]:
 
 def tables_context(view: BundleView) -> list[dict[str, str]]:
     """Markdown tables a probe's registry entry renders from a completed step's raw document
-    (its `table` module), headings demoted."""
+    (its `table` module), headings demoted. A table module with `render_in_bundle(document,
+    documents)` is given the bundle's other documents too (by step), to set its figures beside theirs."""
     tables = []
     for entry in view.steps:
         spec = registry.find(entry.get("probe"))
         if entry.get("status") != "completed" or spec is None or not spec.table:
             continue
         try:
-            text = str(registry.table_module(spec).render(view.documents[entry["step"]]))
+            module, document = registry.table_module(spec), view.documents[entry["step"]]
+            beside = getattr(module, "render_in_bundle", None)
+            text = str(beside(document, view.documents) if beside else module.render(document))
         except Exception as exc:  # noqa: BLE001 - shown in the report, and verify re-renders the same
             text = f"the {spec.table} table raised {type(exc).__name__}: {exc}"
         lines = [("##" + line) if line.startswith("#") else line for line in text.rstrip("\n").splitlines()]
