@@ -28,7 +28,8 @@ from harness.probes._transfer_document import COPY_PATHS, assemble, series_recor
 from harness.probes._transfer_gpu import GpuRun
 from harness.probes._transfer_host import host_nodes, numa_plan
 from harness.probes._transfer_links import gpu_facts, peer_access, topology
-from harness.probes.contract import Option, ProbeUsageError, options_parser, probe_main, progress, unavailable
+from harness.probes.contract import (Option, ProbeUsageError, check_options, options_parser, positive, probe_main,
+                                     progress, unavailable)
 from harness.probes.nvml import NvmlSession
 
 NAME = "transfer"
@@ -48,7 +49,7 @@ OPTIONS = (
     Option(("--gpus",), dict(type=int, nargs="+", metavar="INDEX", help="torch device indices (default: all)")),
     Option(("--point-budget-s",), dict(type=float,
                                        help="seconds of timed copies per size (default: 0.1 on a GPU, "
-                                            "0.02 on the CPU)")),
+                                            "0.02 on the CPU)"), check=positive),
     Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure")),
     Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
                                help="auto: the GPUs when torch sees one, else host memory copies")),
@@ -81,8 +82,7 @@ def fit_sizes(sizes: list[int], defaults: bool, need: int, available: int, where
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    if args.point_budget_s is not None and not args.point_budget_s > 0:
-        raise ProbeUsageError(f"--point-budget-s {args.point_budget_s:g}: must be positive")
+    check_options(args, OPTIONS)
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
