@@ -82,7 +82,7 @@ def test_every_tampered_figure_is_caught(cpu_document, tamper, expected):
     (["--sizes", "4K", "0"], "a size must be positive"),
     (["--sizes", "4 parsecs"], "cannot read '4 parsecs' as a size"),
     (["--point-budget-s", "0"], "--point-budget-s 0: must be positive"),
-    (["--device", "cpu", "--gpus", "1"], "--gpus: this run copies host memory on the CPU"),
+    (["--device", "cpu", "--device-index", "1"], "--device-index: this run copies host memory on the CPU"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, message):
     done = run_probe(*argv)
