@@ -54,7 +54,8 @@ def test_a_link_edited_to_x8_fails_the_command_the_report_and_acceptance():
         entry.finish(NO_PLOT, document)
     results, report = judged(document)
     assert results["transfer_links"].status == Verdict.FAIL
-    assert "x8 of its x16" in results["transfer_links"].why and "trained below its width" in results["transfer_links"].why
+    why = results["transfer_links"].why
+    assert "x8 of its x16" in why and "trained below its width" in why
     assert report.status == Verdict.FAIL and any("link degraded" in f for f in report.findings)
     assert results["transfer_h2d_pinned"].status == Verdict.PASS  # the rate itself is the recorded healthy one
 

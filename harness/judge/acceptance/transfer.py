@@ -96,7 +96,8 @@ def _nvlink_pairs(heads: dict[str, Any]) -> list[tuple[str, str]]:
 
 def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     """One result where the topology reports NVLink between measured GPUs; none otherwise."""
-    name, title = "transfer_peer_read", "Transfers: peer reads over NVLink reach the stated share of a known-good system"
+    name = "transfer_peer_read"
+    title = "Transfers: peer reads over NVLink reach the stated share of a known-good system"
     evidence = (f"{facts.output(STEP)} series[] with direction device_to_device_peer, peer_mode read "
                 "(plateaus recomputed by harness.analysis.transfer); topology.gpu_pairs")
     heads, _ = _gpu_figures(facts)
@@ -112,7 +113,10 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     for a, b in _nvlink_pairs(heads):
         for key in (f"{a}->{b}", f"{b}->{a}"):
             plateau = num((cells.get(key) or {}).get("plateau_gbps"))
-            (missing.append(key) if plateau is None else rates.__setitem__(key, plateau))
+            if plateau is None:
+                missing.append(key)
+            else:
+                rates[key] = plateau
     if missing:
         return [Result(name, title, Verdict.FAIL, Value(None, "GB/s", "not measured for every NVLink pair"),
                        threshold, evidence, f"no peer read plateau for {', '.join(missing)} although the topology "
