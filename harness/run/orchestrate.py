@@ -117,7 +117,8 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
         display.skip(step.step, f"failed before starting: {why}")
         return StepRecord(**base, status=FAILED, why=why)
-    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, mounts=prepared.mounts)
+    timeout_s = prepared.timeout_s if prepared.timeout_s is not None else step.timeout_s
+    invocation = ProbeInvocation(step.probe, prepared.args, timeout_s, mounts=prepared.mounts)
     package = getattr(runner, "package", "harness.probes")
     command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])
     display.begin(step.step, step.title, command)
