@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import shlex
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -24,7 +23,7 @@ from harness.run import provenance
 from harness.bundle.assemble import assemble, step_files
 from harness.bundle import layout
 from harness.bundle.write import write_atomically
-from harness.run.display import RunDisplay
+from harness.run.display import RunDisplay, shown_command
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.run.outcome import Completed, judge
 from harness.present.plotting import BackgroundPlots
@@ -118,9 +117,7 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         display.skip(step.step, f"failed before starting: {why}")
         return StepRecord(**base, status=FAILED, why=why)
     invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, mounts=prepared.mounts)
-    package = getattr(runner, "package", "harness.probes")
-    command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])
-    display.begin(step.step, step.title, command)
+    display.begin(step.step, step.title, shown_command(runner, step.probe, prepared.args))
     outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
     extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
     if isinstance(outcome, Completed):
