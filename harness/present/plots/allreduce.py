@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis import allreduce as ar
+from harness.present.plots import NothingToPlot
 from harness.present.plots._figure import new_figure, save_figure
 
 STYLE = {"normal": "-", "p2p_disabled": "--"}
@@ -20,8 +21,21 @@ def _label(run: dict[str, Any]) -> str:
     return f"{run['curve']} n={run['world_size']}" + (" (stopped early)" if run.get("failure") else "")
 
 
+def nothing_measured(document: dict[str, Any]) -> str | None:
+    """Why there is no curve to draw (one sentence), or None when some run has points."""
+    if any(run.get("points") for run in document.get("runs", [])):
+        return None
+    limitations = [str(item.get("what")) for item in document.get("limitations", []) if isinstance(item, dict)]
+    because = f": {limitations[0]}" if limitations else ""
+    return f"No all-reduce curve was measured, so there is nothing to plot{because}."
+
+
 def render(document: dict[str, Any], stem: Path) -> list[Path]:
-    """Write STEM.png and STEM.svg: left busbw vs size, right time vs size with the alpha-beta fit."""
+    """Write STEM.png and STEM.svg: left busbw vs size, right time vs size with the alpha-beta fit.
+    Raises NothingToPlot (no files) when no run has a point, e.g. on one GPU."""
+    why = nothing_measured(document)
+    if why is not None:
+        raise NothingToPlot(why)
     fig, single = new_figure(12.0, 5.0)
     single.remove()  # new_figure gives one axes; this figure has two side by side
     bw_ax, t_ax = fig.subplots(1, 2)
