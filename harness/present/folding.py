@@ -14,7 +14,7 @@ import shlex
 import textwrap
 from collections.abc import Mapping, Sequence
 
-FOLD_AT = 160
+FOLD_AT = 200
 WRAP_AT = 100
 LINE_LIMIT = 200
 ARG_FOLD_AT = 60  # a command argument longer than this is folded
@@ -22,16 +22,20 @@ LIST_ITEM = re.compile(r"^(\s*)([-*+] |\d+\. |> )")
 
 
 def fold(text: str, where: str, limit: int = FOLD_AT) -> str:
-    """TEXT cut at the last item separator ("; " or ", ") before LIMIT, naming how many items (or
-    characters) were left out and WHERE the whole value is."""
+    """TEXT if it is at most LIMIT characters long; else cut at the last item separator ("; " or
+    ", ") that leaves room to say how many items were left out and WHERE the whole value is (or at
+    a space, saying how many characters)."""
     if len(text) <= limit:
         return text
+    room = limit - 40
     for separator in ("; ", ", "):
-        cut = text.rfind(separator, 0, limit)
+        cut = text.rfind(separator, 0, room)
         if cut > 0:
             left = text[cut + len(separator):].count(separator) + 1
             return f"{text[:cut]}; … {left} more in {where}"
-    return f"{text[:limit]}… ({len(text) - limit} more characters in {where})"
+    cut = text.rfind(" ", 0, room)
+    cut = cut if cut > 0 else room
+    return f"{text[:cut]} … ({len(text) - cut} more characters in {where})"
 
 
 def _wrap_line(line: str, width: int) -> list[str]:
@@ -67,6 +71,8 @@ def wrap_markdown(text: str, width: int = WRAP_AT) -> str:
 
 
 def _fold_argument(arg: str) -> str:
+    """JSON and absolute paths past ARG_FOLD_AT characters folded (to their length, to the file
+    name); any other argument only past twice that."""
     if len(arg) <= ARG_FOLD_AT:
         return arg
     if arg.startswith(("{", "[")):
@@ -74,7 +80,7 @@ def _fold_argument(arg: str) -> str:
     if arg.startswith("/"):
         name = arg.rsplit("/", 1)[1]
         return "…/" + (name if len(name) <= 24 else name[:12] + "…")
-    return arg[:ARG_FOLD_AT - 20] + "…"
+    return arg if len(arg) <= 2 * ARG_FOLD_AT else arg[:ARG_FOLD_AT] + "…"
 
 
 def short_command(argv: Sequence[str]) -> str:

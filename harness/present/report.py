@@ -106,8 +106,8 @@ def criteria_context(view: BundleView) -> list[dict[str, Any]]:
 
 
 def _one_line(text: Any, limit: int = FOLD_AT) -> str:
-    """TEXT on one line, folded past LIMIT characters (an error message may span lines)."""
-    flat = " ".join(str(text).split())
+    """TEXT's first line, folded past LIMIT characters (an error message may span lines)."""
+    flat = " ".join((str(text).strip().splitlines() or [""])[0].split())
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
@@ -149,20 +149,28 @@ def tables_context(view: BundleView) -> list[dict[str, str]]:
     return tables
 
 
+def _grouped(found: list[tuple[str, str]]) -> list[str]:
+    """(step, text) pairs as lines, the steps that share a text named together on its first line."""
+    steps: dict[str, list[str]] = {}
+    for step, text in found:
+        steps.setdefault(text, []).append(step)
+    return [f"{', '.join(names)}: {text}" for text, names in steps.items()]
+
+
 def limitations_context(view: BundleView) -> list[str]:
-    found = []
+    found: list[tuple[str, str]] = []
     for entry in view.steps:
         step = entry["step"]
         if entry.get("status") != "completed":
-            found.append(f"{step}: {entry['status'].replace('_', ' ')}: {entry.get('why')}")
+            found.append((step, f"{str(entry['status']).replace('_', ' ')}: {entry.get('why')}"))
         limitations = _mapping(view.documents.get(step)).get("limitations")
         for item in limitations if isinstance(limitations, list) else []:
             if isinstance(item, dict):
-                found.append(f"{step}: {item.get('what')}: {item.get('why')}")
+                found.append((step, f"{item.get('what')}: {item.get('why')}"))
         note = entry.get("plot_note")
         if isinstance(note, str) and note:
-            found.append(f"{step}: no plots: {note}")
-    return found
+            found.append((step, f"no plots: {note}"))
+    return _grouped(found)
 
 
 def host_context(view: BundleView) -> list[str]:
@@ -187,7 +195,9 @@ def step_rows(view: BundleView) -> list[dict[str, Any]]:
 def context(view: BundleView) -> dict[str, Any]:
     commands = view.commands
     images = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str) and s["image"]})
-    checkpoints = [s["checkpoint"] for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
+    checkpoints = [{"label": value_text("label", s["checkpoint"].get("label", "checkpoint")),
+                    "lines": [figure(str(k), v) for k, v in sorted(s["checkpoint"].items())]}
+                   for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
     host = _mapping(view.environment.get("host"))
     tool, runner = _mapping(commands.get("tool")), _mapping(commands.get("runner"))
     git_commit = tool.get("git_commit")
