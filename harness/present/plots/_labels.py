@@ -55,10 +55,11 @@ def line_boxes(line, renderer, step_px: float = 3.0) -> list[Bbox]:
     return boxes
 
 
-def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence = (), lines: Sequence = ()) -> list:
+def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence = (), lines: Sequence = (),
+                 colors: Sequence[str] | None = None) -> list:
     """Annotate each (label, x, y) in data coordinates without overlaps; returns the annotations.
-    `avoid`: artists no label may cover (the legend); `lines`: lines no label may cross.
-    Call it after the axes' scales and limits are final."""
+    `avoid`: artists no label may cover (the legend); `lines`: lines no label may cross; `colors`:
+    each label's colour (default black). Call it after the axes' scales and limits are final."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     px_per_pt = fig.dpi / 72
@@ -95,6 +96,7 @@ def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence 
         leader = math.hypot(dx, dy) >= LEADER_FROM_PT
         annotations[i] = ax.annotate(
             label, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=FONT_SIZE, ha=ha, va=va, zorder=4,
+            color=colors[i] if colors else "black",
             arrowprops=dict(arrowstyle="-", color="0.35", linewidth=0.5, shrinkA=1, shrinkB=2) if leader else None)
         if box is not None:
             occupied.append(box)
