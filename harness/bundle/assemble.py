@@ -18,9 +18,9 @@ from harness.bundle.seal import sign_files
 from harness.bundle.view import BundleView
 from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
-from harness.run.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
+from harness.run.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
 from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
 

@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 from harness import paths
-from harness.bundle.read import UnsafeBundle, read_all
-from harness.bundle.view import BundleFormatError, BundleView
 from harness.bundle.diff import compare
-from harness.present.diff_tables import print_comparison
-from harness.errors import CheckFailed, UsageError
-from harness.signing.keys import load_public
+from harness.bundle.read import UnsafeBundle, read_all
 from harness.bundle.verify import verify_bundle
+from harness.bundle.view import BundleFormatError, BundleView
+from harness.errors import CheckFailed, UsageError
+from harness.present.diff_tables import print_comparison
+from harness.signing.keys import load_public
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
