@@ -43,6 +43,13 @@ tail -25 "$WORK/run.stderr" >>"$WORK/session.log"
 step "verify"
 $D verify "$WORK/h200-dossier.tar.gz" --key "$WORK/keys/dossier.pub" >"$WORK/verify.txt" 2>&1; echo "verify rc=$?" | tee -a "$WORK/session.log"
 tail -3 "$WORK/verify.txt" >>"$WORK/session.log"
+step "report.md size and longest line outside tables (issue 18: under 20 KB, at most 200)"
+python3 - "$WORK/h200-dossier.tar.gz" 2>&1 <<'PY' | tee -a "$WORK/session.log"
+import sys, tarfile
+report = tarfile.open(sys.argv[1]).extractfile("report.md").read()
+lines = [line for line in report.decode().splitlines() if not line.startswith("|")]
+print(f"report.md: {len(report)} bytes, longest line outside tables {max(map(len, lines))} characters")
+PY
 step "accept against the H200 SXM profile"
 $D accept "$WORK/h200-dossier.tar.gz" --profile h200-sxm-141gb --key "$WORK/keys/dossier.pub" \
   --signing-key "$WORK/keys/dossier.key" --junit "$WORK/accept.junit.xml" --attestation "$WORK/accept.intoto.json" \

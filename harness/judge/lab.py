@@ -88,7 +88,8 @@ def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
                         f"{'yes' if near else 'no'} ({bandwidth_rules.KNOWN_GOOD_SOURCE})")
     else:
         near = False
-        evidence.append(f"no known-good result for this SKU and form factor (sku {b.get('sku_id')}), "
+        sku = f"SKU {b['sku_id']}" if b.get("sku_id") else "no SKU identified"
+        evidence.append(f"no known-good result for this SKU and form factor ({sku}), "
                         f"so the {bandwidth_rules.KNOWN_GOOD_TOLERANCE:.0%} comparison cannot be made")
     verdict = Verdict.PASS if spread_ok and near else Verdict.FAIL
     return result("bandwidth", BANDWIDTH_TEXT, verdict, evidence, ("bandwidth",))
