@@ -106,6 +106,13 @@ def burst_windows(document: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _window_of(document: dict[str, Any], label: Any) -> dict[str, Any] | None:
+    """The best shape's window, clock and cap state (its label and rate are best_shape and
+    burst_best_tflops beside it)."""
+    window = next((w for w in burst_windows(document) if w["label"] == label), None)
+    return None if window is None else {k: v for k, v in window.items() if k not in ("label", "burst_tflops")}
+
+
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the document's roofs, shapes and per-call times."""
     roofs = document["roofs"]
@@ -128,7 +135,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "ridge_flop_per_byte": rl.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"]) if known else None,
         "classifications": classifications,
         "burst_best_tflops": best, "best_shape": best_shape,
-        "burst_best_window": next((w for w in burst_windows(document) if w["label"] == best_shape), None),
+        "burst_best_window": _window_of(document, best_shape),
         "all_explained": bool(explained) and all(explained),
         "fusion_speedup": unfused_s / fused_s if unfused_s and fused_s else None,
     }

@@ -97,7 +97,6 @@ def criteria_context(view: BundleView) -> list[dict[str, Any]]:
         rows.append({
             "status": judged.status, "mark": "x" if judged.status == Verdict.PASS else " ",
             "text": judged.title, "evidence": [fold(str(line), where) for line in judged.findings],
-            "commands": [c for c in (command_line(s) for s in steps if s) if c],
             "plots": [p for s in judged.steps for p in view.plots(s)], "steps": list(judged.steps),
             "plot_notes": [f"{s.get('step')}: {_one_line(s.get('plot_note'))}" for s in steps
                            if s and isinstance(s.get("plot_note"), str) and s.get("plot_note")],
@@ -114,9 +113,12 @@ def _one_line(text: Any, limit: int = FOLD_AT) -> str:
 def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = None) -> list[dict[str, Any]]:
     """Each completed step's headline figures, long values folded; those shown under a criterion
     that reads the step (SHOWN: by step) are counted, not repeated, and figures with no value are
-    named on one line; a sizing already said for an earlier step is named, not repeated."""
+    named on one line; a sizing already said for an earlier step is named, not repeated, and so are
+    figures equal to those of an earlier step of the same probe (a roofline dtype check's bandwidth,
+    health under load's driver)."""
     sections: list[dict[str, Any]] = []
     said: dict[str, str] = {}
+    first_of_probe: dict[str, tuple[str, set[str]]] = {}
     for entry in view.steps:
         if entry.get("status") != "completed" or not entry.get("analysis"):
             continue
@@ -125,6 +127,9 @@ def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = Non
         every = [fold(figure(str(k), v), where) for k, v in sorted(figures.items())]
         empty = sorted(str(k) for k, v in figures.items() if value_text(str(k), v) == "none")
         lines = [line for line in every if line not in above and line.split(": ", 1)[0] not in empty]
+        earlier_step, earlier = first_of_probe.setdefault(str(entry.get("probe")), (str(entry["step"]), set(every)))
+        same = [line for line in lines if line in earlier] if earlier_step != entry["step"] else []
+        lines = [line for line in lines if line not in same]
         sizing = _mapping(view.documents.get(entry["step"])).get("sizing")
         sizing = str(sizing) if sizing else None
         same_as = said.get(sizing) if sizing else None
@@ -133,7 +138,8 @@ def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = Non
         sections.append({"step": entry["step"], "output": entry.get("output"), "lines": lines,
                          "empty": [k for k in empty if figure(k, None) not in above],
                          "shown": sum(line in above for line in every), "error": view.figures(entry["step"]).error,
-                         "sizing": sizing, "sizing_as": same_as})
+                         "sizing": sizing, "sizing_as": same_as,
+                         "same": len(same), "same_as": earlier_step if same else None})
     return sections
 
 
@@ -180,8 +186,9 @@ def host_context(view: BundleView) -> list[str]:
     python = _mapping(host.get("python"))
     if python:
         lines.append(f"host python: {python.get('version')} ({python.get('executable')})")
-    for name, version in sorted(_mapping(host.get("packages")).items()):
-        lines.append(f"host package {name}: {value_text(name, version)}")
+    packages = sorted(_mapping(host.get("packages")).items())
+    if packages:
+        lines.append("host packages: " + ", ".join(f"{name} {value_text(name, version)}" for name, version in packages))
     return lines
 
 
