@@ -27,6 +27,7 @@ from tests.h200_remade import record_of
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200" / "dossier-h200.tar.gz"
 H200X2 = FIXTURES / "h200x2" / "dossier-h200x2.tar.gz"
+H200_FULL = FIXTURES / "h200" / "dossier-h200-full.tar.gz"  # format 4, every step with stress and transfer
 REPORT_LIMIT_BYTES = 20_000
 
 
@@ -43,7 +44,7 @@ def remade():
     return unsigned_files(record_of(H200))
 
 
-@pytest.mark.parametrize("bundle", [H200, H200X2], ids=["h200", "h200x2"])
+@pytest.mark.parametrize("bundle", [H200, H200X2, H200_FULL], ids=["h200", "h200x2", "h200-full"])
 def test_dossier_report_of_the_h200_bundles_is_small_and_short_lined(bundle, capsys):
     assert main(["report", str(bundle)]) == 0
     assert_readable(capsys.readouterr().out)
@@ -148,3 +149,8 @@ def test_short_command_folds_the_interpreter_json_and_long_paths():
                                    "'{…109 characters…}' --tensor "
                                    "attention_projection=encoder.layer.0.attention.self.query.weight")
     assert short_command(["python3.12", "-m", "x", "/short/path"]) == "python -m x /short/path"
+
+
+def test_the_full_h200_bundle_stores_a_small_short_lined_report():
+    """The report as the GPU machine rendered and signed it (verify proves this build renders the same)."""
+    assert_readable(read_all(H200_FULL)[layout.REPORT].decode())
