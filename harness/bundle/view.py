@@ -10,7 +10,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness import registry
@@ -42,13 +42,16 @@ def _refuse_constant(name: str) -> Any:
 
 def _nesting_within(value: Any, limit: int) -> bool:
     """Whether VALUE's arrays and objects nest at most LIMIT deep (iteratively: no recursion)."""
+    if not isinstance(value, (dict, list)):
+        return True
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > limit:
-                return False
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+        if depth > limit:
+            return False
+        # only containers are pushed: the long lists of numbers a raw document holds cost one scan
+        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+                     if isinstance(child, (dict, list)))
     return True
 
 
@@ -89,6 +92,8 @@ class BundleView:
     commands: dict[str, Any]
     environment: dict[str, Any]
     documents: dict[str, Any]  # step -> parsed output document (completed steps)
+    # step -> its recomputed figures: the report, acceptance and the fleet each ask several times
+    _figures: dict[str, Figures] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_files(cls, files: Mapping[str, bytes]) -> BundleView:
@@ -129,7 +134,9 @@ class BundleView:
         name = entry.get("analysis")
         if not name:
             return Figures(None, "the step has no analysis module")
-        return compute_figures(name, self.documents[step_id])
+        if step_id not in self._figures:
+            self._figures[step_id] = compute_figures(name, self.documents[step_id])
+        return self._figures[step_id]
 
     def plots(self, step_id: str) -> list[str]:
         plots = (self.step(step_id) or {}).get("plots")
