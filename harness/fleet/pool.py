@@ -1,0 +1,164 @@
+"""A small pool of worker processes that survives its workers: one task per worker at a time.
+
+`multiprocessing.Pool` hangs on a task whose worker the OS killed, and `ProcessPoolExecutor`
+breaks for every task; here each worker has its own pipe and the parent always knows which task
+a worker holds, so a worker that dies (a signal, the out-of-memory killer, a crash in a C
+extension) or overruns its time is named with its task, replaced, and the other tasks go on.
+An exception in the task function is caught in the worker and reported for that task alone.
+
+Workers are forked from a forkserver (a clean single-threaded process), so the parent's own
+threads (the progress display's refresh) are never copied into them.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Done:
+    """One task's outcome: its result, or why there is none (`error`)."""
+
+    task: Any
+    result: Any = None
+    error: str | None = None
+
+
+def default_workers() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _serve(connection: Connection, function: Callable[[Any], Any]) -> None:
+    """A worker's loop: a task in, ("ok", result) or ("error", why) out, until None arrives."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    while True:
+        try:
+            task = connection.recv()
+        except EOFError:
+            return
+        if task is None:
+            return
+        try:
+            reply = ("ok", function(task))
+        except BaseException as exc:  # noqa: BLE001 - reported for this task, the worker goes on
+            where = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+            at = f" at {os.path.basename(where.filename)}:{where.lineno}" if where else ""
+            reply = ("error", f"{type(exc).__name__}: {str(exc)[:300]}{at}")
+        connection.send(reply)
+
+
+def death(exitcode: int | None) -> str:
+    """How a worker ended, in words."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        hint = " (the out-of-memory killer sends it)" if -exitcode == signal.SIGKILL else ""
+        return f"killed by {name}{hint}"
+    return f"exited with code {exitcode}"
+
+
+class _Worker:
+    def __init__(self, context: Any, function: Callable[[Any], Any]) -> None:
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child, function), daemon=True)
+        self.process.start()
+        child.close()
+        self.task: Any = None
+        self.since = 0.0
+
+    def give(self, task: Any) -> None:
+        self.task, self.since = task, time.monotonic()
+        self.connection.send(task)
+
+    def stop(self) -> None:
+        try:
+            self.connection.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+        self.connection.close()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
+        self.connection.close()
+
+
+def run(tasks: Iterable[Any], function: Callable[[Any], Any], workers: int, timeout_s: float,
+        preload: tuple[str, ...] = ()) -> Iterator[Done]:
+    """Run FUNCTION (importable by name: it crosses to the workers) on every task, WORKERS at a time,
+    yielding each Done as it finishes (in no particular order). A task running over TIMEOUT_S has its
+    worker killed; a worker that dies is replaced. Tasks are read from TASKS as workers free up."""
+    context = multiprocessing.get_context("forkserver")
+    if preload:
+        context.set_forkserver_preload(list(preload))
+    pending = iter(tasks)
+    pool = [_Worker(context, function) for _ in range(max(1, workers))]
+    busy: dict[Connection, _Worker] = {}
+    try:
+        for worker in pool:
+            _hand_out(worker, pending, busy)
+        while busy:
+            ready = wait([*busy, *(w.process.sentinel for w in busy.values())], timeout=POLL_S)
+            for worker in list(busy.values()):
+                done = _collect(worker, ready, timeout_s)
+                if done is None:
+                    continue
+                del busy[worker.connection]
+                if not worker.process.is_alive() or worker.connection.closed:
+                    pool.remove(worker)
+                    worker = _Worker(context, function)
+                    pool.append(worker)
+                yield done
+                _hand_out(worker, pending, busy)
+    finally:
+        for worker in pool:
+            if worker.process.is_alive() and worker.connection in busy:
+                worker.kill()
+            elif not worker.connection.closed:
+                worker.stop()
+
+
+def _hand_out(worker: _Worker, pending: Iterator[Any], busy: dict[Connection, _Worker]) -> None:
+    task = next(pending, None)
+    if task is not None:
+        worker.give(task)
+        busy[worker.connection] = worker
+
+
+def _collect(worker: _Worker, ready: list[Any], timeout_s: float) -> Done | None:
+    """The worker's Done if it has finished, died or overrun; None while it is still at work."""
+    if worker.connection in ready or worker.connection.poll():
+        try:
+            kind, value = worker.connection.recv()
+        except (EOFError, OSError):
+            worker.process.join(timeout=5)
+            return Done(worker.task, error=f"the worker process checking it {death(worker.process.exitcode)}")
+        return Done(worker.task, result=value) if kind == "ok" else Done(worker.task, error=value)
+    if worker.process.sentinel in ready or not worker.process.is_alive():
+        worker.process.join(timeout=5)
+        worker.connection.close()
+        return Done(worker.task, error=f"the worker process checking it {death(worker.process.exitcode)}")
+    if time.monotonic() - worker.since > timeout_s:
+        worker.kill()
+        return Done(worker.task, error=f"checking it took over {timeout_s:g} s: its worker process was stopped")
+    return None
