@@ -446,8 +446,9 @@ def make_fleet(output_dir: Path, plans: list[NodePlan], base_path: Path = H200_B
     rogue_path, _ = generate(output_dir / "rogue-key")
     run_dir = output_dir / "fleet-synthetic"
     write_layout(run_dir, job_id, [p.name for p in plans], key_path, output_dir)
-    todo = [p for p in plans if p.sickness or distinct is None or len([q for q in plans[:plans.index(p)]
-                                                                        if not q.sickness]) < distinct]
+    healthy_names = [p.name for p in plans if not p.sickness]
+    own = set(healthy_names if distinct is None else healthy_names[:distinct])
+    todo = [p for p in plans if p.sickness or p.name in own]
     started = time.perf_counter()
     made: dict[str, bytes | None] = {}
     context = multiprocessing.get_context("forkserver")

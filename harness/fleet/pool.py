@@ -45,6 +45,7 @@ def default_workers() -> int:
 def _serve(connection: Connection, function: Callable[[Any], Any]) -> None:
     """A worker's loop: a task in, ("ok", result) or ("error", why) out, until None arrives."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    connection.send(("ready", None))  # started and FUNCTION importable: a task's clock starts now
     while True:
         try:
             task = connection.recv()
@@ -81,6 +82,7 @@ class _Worker:
         child.close()
         self.task: Any = None
         self.since = 0.0
+        self.ready = False
 
     def give(self, task: Any) -> None:
         self.task, self.since = task, time.monotonic()
@@ -106,43 +108,63 @@ class _Worker:
 def run(tasks: Iterable[Any], function: Callable[[Any], Any], workers: int, timeout_s: float,
         preload: tuple[str, ...] = ()) -> Iterator[Done]:
     """Run FUNCTION (importable by name: it crosses to the workers) on every task, WORKERS at a time,
-    yielding each Done as it finishes (in no particular order). A task running over TIMEOUT_S has its
-    worker killed; a worker that dies is replaced. Tasks are read from TASKS as workers free up."""
+    yielding each Done as it finishes (in no particular order). A task running over TIMEOUT_S (from
+    when its worker took it) has its worker killed; a worker that dies is replaced. Tasks are read
+    from TASKS as workers free up."""
     context = multiprocessing.get_context("forkserver")
     if preload:
         context.set_forkserver_preload(list(preload))
     pending = iter(tasks)
     pool = [_Worker(context, function) for _ in range(max(1, workers))]
-    busy: dict[Connection, _Worker] = {}
+    left = True
     try:
-        for worker in pool:
-            _hand_out(worker, pending, busy)
-        while busy:
-            ready = wait([*busy, *(w.process.sentinel for w in busy.values())], timeout=POLL_S)
-            for worker in list(busy.values()):
-                done = _collect(worker, ready, timeout_s)
-                if done is None:
-                    continue
-                del busy[worker.connection]
-                if not worker.process.is_alive() or worker.connection.closed:
-                    pool.remove(worker)
-                    worker = _Worker(context, function)
-                    pool.append(worker)
-                yield done
-                _hand_out(worker, pending, busy)
+        while left or any(w.task is not None for w in pool):
+            watched = [w for w in pool if w.task is not None or not w.ready]
+            ready = wait([*(w.connection for w in watched), *(w.process.sentinel for w in watched)], timeout=POLL_S)
+            for worker in watched:
+                if not worker.ready:
+                    if not _started(worker, ready):
+                        continue
+                    done = None
+                else:
+                    done = _collect(worker, ready, timeout_s)
+                    if done is None:
+                        continue
+                    worker.task = None
+                if done is not None and (not worker.process.is_alive() or worker.connection.closed):
+                    pool[pool.index(worker)] = worker = _Worker(context, function)
+                elif left:
+                    left = _hand_out(worker, pending)
+                if done is not None:
+                    yield done
+            if not left and all(w.task is None for w in pool):
+                break
     finally:
         for worker in pool:
-            if worker.process.is_alive() and worker.connection in busy:
+            if worker.task is not None and worker.process.is_alive():
                 worker.kill()
             elif not worker.connection.closed:
                 worker.stop()
 
 
-def _hand_out(worker: _Worker, pending: Iterator[Any], busy: dict[Connection, _Worker]) -> None:
+def _started(worker: _Worker, ready: list[Any]) -> bool:
+    """Whether a new worker has said it is ready (a worker that dies before that is a bug here)."""
+    if worker.connection in ready or worker.connection.poll():
+        kind, _ = worker.connection.recv()
+        worker.ready = kind == "ready"
+        return worker.ready
+    if worker.process.sentinel in ready:
+        raise RuntimeError(f"a fleet worker process {death(worker.process.exitcode)} before it was ready")
+    return False
+
+
+def _hand_out(worker: _Worker, pending: Iterator[Any]) -> bool:
+    """Give WORKER the next task; False once there is none left."""
     task = next(pending, None)
-    if task is not None:
-        worker.give(task)
-        busy[worker.connection] = worker
+    if task is None:
+        return False
+    worker.give(task)
+    return True
 
 
 def _collect(worker: _Worker, ready: list[Any], timeout_s: float) -> Done | None:
