@@ -18,6 +18,7 @@ from harness.bundle import layout
 
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 MAX_JSON_DEPTH = 64  # the writer's documents nest at most 8 deep
+_CONTAINERS = frozenset({dict, list})
 
 
 class BundleFormatError(Exception):
@@ -49,9 +50,11 @@ def _nesting_within(value: Any, limit: int) -> bool:
         item, depth = stack.pop()
         if depth > limit:
             return False
-        # only containers are pushed: the long lists of numbers a raw document holds cost one scan
-        stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
-                     if isinstance(child, (dict, list)))
+        children = item.values() if isinstance(item, dict) else item
+        # only containers are pushed; a list of plain values (the long lists of numbers a raw
+        # document holds) is passed over at C speed
+        if not _CONTAINERS.isdisjoint(map(type, children)):
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
     return True
 
 
