@@ -253,15 +253,14 @@ def vary_health_load(document: dict[str, Any], pcie_width: int | None, clock: fl
 
 
 def vary_stress(document: dict[str, Any], factor: float) -> dict[str, Any]:
-    """Every bucket's GEMM count x FACTOR (the sustained rate with it); figures and summary recomputed."""
+    """Every bucket's GEMM times and span / FACTOR (each rate x FACTOR); figures and summary recomputed."""
     from harness.analysis import stress
     doc = copy.deepcopy(document)
     flop = doc["settings"]["flop_per_gemm"]
     for record in doc.get("devices", []):
         for bucket in stress.buckets_of(record):
-            for key in ("gemms", "count"):
-                if isinstance(bucket.get(key), int):
-                    bucket[key] = max(0, round(bucket[key] * factor))
+            bucket["gemm_ms"] = [t / factor for t in bucket["gemm_ms"]]
+            bucket["span_ms"] = bucket["span_ms"] / factor
             bucket["figures"] = stress.bucket_figures(bucket, stress.samples_of(record), flop)
     doc["summary"] = stress.headlines(doc)
     return doc

@@ -77,10 +77,15 @@ def ecc_state(health: Any) -> dict[str, Any]:
     return state
 
 
+_LAST: list[Any] = [None, None]  # the last document read and its ECC state (four metrics read one document)
+
+
 def ecc_figure(name: str):
     """A reader of one ECC figure (a counter or "mode") for the registry's fleet metrics."""
     def read(health: Mapping[str, Any]) -> Any:
-        state = ecc_state(health)
+        if _LAST[0] is not health:  # the document itself is kept, so its identity cannot be reused
+            _LAST[:] = [health, ecc_state(health)]
+        state = _LAST[1]
         return state if "unavailable" in state else state[name]
     return read
 
