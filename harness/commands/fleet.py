@@ -121,6 +121,9 @@ def handle_collect(args: argparse.Namespace) -> int:
     load_public(args.key)
     if args.sign_key is not None:
         load_private(args.sign_key)
+    if args.profile is not None:
+        from harness.judge.acceptance.profile import resolve
+        resolve(args.profile, None)  # an unknown SKU is refused before a thousand bundles are read
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
