@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.analysis import stress_telemetry as tel  # noqa: E402
-from harness.probes._nvml import NvmlSession  # noqa: E402
+from harness.probes.nvml import NvmlSession  # noqa: E402
 from harness.probes._stress_nvml import Telemetry, power_limit_w  # noqa: E402
 
 

@@ -24,14 +24,14 @@ from harness.analysis import bandwidth as bw
 from harness.analysis.health_diff import diff
 from harness.bundle.assemble import assemble, unsigned_files
 from harness.bundle.view import BundleView
-from harness.run.orchestrate import RunOptions, collect
 from harness.probes import bandwidth as bandwidth_probe
 from harness.probes.contract import CONTRACT_VERSION
+from harness.run.orchestrate import RunOptions, collect
+from harness.run.plan import LAB_PLAN, HostStep, ProbeStep, StepArgs
 from harness.run.provenance import host_environment, tool_info
 from harness.run.records import COMPLETED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeRun
 from harness.runners.local import LocalRunner
-from harness.run.plan import LAB_PLAN, HostStep, ProbeStep, StepArgs
 from tests.bandwidth_fixtures import h200_copy_sweep
 from tests.bundle_support import quiet_display
 from tests.h200_capture import document as health_document

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from harness.probes._nvml import decode_clock_event_reasons
+from harness.probes.nvml import decode_clock_event_reasons
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 H200 = FIXTURES / "h200"
@@ -37,7 +37,7 @@ def h200_copy_sweep() -> list[tuple[float, float]]:
 
 
 def sample_from_nvml_fields(name: str) -> dict:
-    """A harness.probes._nvml.sample()-shaped dict from an nvml-fields capture."""
+    """A harness.probes.nvml.sample()-shaped dict from an nvml-fields capture."""
     fields = json.loads((H200 / name).read_text())
     return {"at": "2026-11-29T14:22:05.000000Z", "sm_clock_mhz": fields["clock_sm"],
             "memory_clock_mhz": fields["clock_mem"], "power_w": fields["power_mw"] / 1000.0,

@@ -9,14 +9,14 @@ import pytest
 from rich.console import Console
 
 from harness.bundle import layout
-from harness.bundle.seal import bundle_statement, sign_files
 from harness.bundle.read import read_all
+from harness.bundle.seal import bundle_statement, sign_files
 from harness.bundle.write import archive_bytes
 from harness.run.display import RunDisplay
 from harness.run.orchestrate import RunOptions, collect
 from harness.runners.local import LocalRunner
-from harness.signing.statement import sign_statement
 from harness.signing.keys import generate, load_private
+from harness.signing.statement import sign_statement
 from tests.bundle_probes import plan as test_plan
 
 

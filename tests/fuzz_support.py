@@ -19,9 +19,9 @@ from typing import Any
 
 from harness.bundle import layout
 from harness.bundle.read import read_all
+from harness.bundle.verify import INTERNAL_ERROR
 from harness.bundle.write import BLOCK, archive_bytes, gzip_bytes
 from harness.signing import dsse
-from harness.bundle.verify import INTERNAL_ERROR
 from tests.bundle_support import resign
 
 BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "append", "duplicate")

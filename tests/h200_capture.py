@@ -20,8 +20,8 @@ from harness.analysis.device_mapping import map_torch_to_nvml
 from harness.analysis.health_contracts import evaluate
 from harness.probes._health_devices import device_facts, system_facts
 from harness.probes._health_topology import topology_from_output
-from harness.probes._nvml import CLOCK_EVENT_REASONS, sample
 from harness.probes.health import attach_topology
+from harness.probes.nvml import CLOCK_EVENT_REASONS, sample
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "h200"
 CAPTURE_KIND = {"nvml-fields": "the nvml-fields capture", "nvidia-smi-q": "the nvidia-smi -q -x capture"}

@@ -7,9 +7,9 @@ from html.parser import HTMLParser
 
 import pytest
 
+from harness.cli import main
 from harness.judge.acceptance.predicate import PREDICATE_TYPE, verify_envelope
 from harness.judge.acceptance.profile import example
-from harness.cli import main
 from harness.schemas import violations
 from harness.signing import dsse
 from harness.signing.keys import load_public

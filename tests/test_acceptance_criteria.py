@@ -6,10 +6,10 @@ document through the probe's own code, so the document stays what a probe would 
 
 import pytest
 
-from harness.judge.acceptance.criteria import evaluate
 from harness.analysis.verdict import Verdict
-from harness.judge.facts import BundleFacts
+from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import apply_file, resolve
+from harness.judge.facts import BundleFacts
 from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_health, h200_raw, h200x2_allreduce,
                                   recorded_cpu, view_of)
 from tests.h200_capture import SM

@@ -5,8 +5,8 @@ import json
 import pytest
 
 from harness import catalogue
-from harness.judge.acceptance.profile import NoProfile, apply_file, example, resolve
 from harness.errors import UsageError
+from harness.judge.acceptance.profile import NoProfile, apply_file, example, resolve
 
 SXM = "h200-sxm-141gb"
 

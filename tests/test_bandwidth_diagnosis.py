@@ -41,7 +41,7 @@ def test_power_near_the_limit_without_a_reason_bit_is_still_a_cap():
 
 
 class FakeSampler:
-    """Stands in for harness.probes._nvml.Sampler, replaying recorded samples."""
+    """Stands in for harness.probes.nvml.Sampler, replaying recorded samples."""
 
     def __init__(self, pynvml, handle, interval_s):
         self.samples = capped()

@@ -97,7 +97,7 @@ def test_a_torch_device_nvml_cannot_match_by_uuid_is_never_guessed_by_position()
     from types import SimpleNamespace
 
     from harness.probes import bandwidth as probe
-    from harness.probes._nvml import NvmlSession
+    from harness.probes.nvml import NvmlSession
 
     class Nvml:  # the two NVML calls UUID matching makes; one device, another card's UUID
         def nvmlDeviceGetCount(self):

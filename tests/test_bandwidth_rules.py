@@ -4,16 +4,15 @@ one-sided. Inputs at and around each boundary; both users give the same answer a
 
 import pytest
 
-from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.analysis import bandwidth as bw
 from harness.analysis.verdict import Verdict
 from harness.judge import lab
+from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
 from tests.accept_support import h200_bandwidth, h200_documents, view_of
 from tests.test_report_criteria import bandwidth as bandwidth_figures
-from tests.test_report_criteria import judge_lab
-from tests.test_report_criteria import view
+from tests.test_report_criteria import judge_lab, view
 
 
 @pytest.mark.parametrize("spread, agree", [(0.0, True), (0.0499, True), (0.05, False), (0.06, False)])

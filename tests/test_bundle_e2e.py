@@ -10,14 +10,14 @@ import pytest
 
 from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
+from harness.bundle.verify import verify_bundle
 from harness.bundle.write import write_atomically
 from harness.cli import main
-from harness.run.orchestrate import RunOptions, collect
 from harness.registry import lab_criteria
+from harness.run.orchestrate import RunOptions, collect
+from harness.run.plan import LAB_PLAN, step_ids
 from harness.runners.select import select_runner
 from harness.signing.keys import load_public
-from harness.run.plan import LAB_PLAN, step_ids
-from harness.bundle.verify import verify_bundle
 from tests.bundle_support import make_key, quiet_display, rewrite
 
 

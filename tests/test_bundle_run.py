@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.run import orchestrate as dossier
 from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
+from harness.bundle.verify import verify_bundle
+from harness.run import orchestrate as dossier
 from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
 from harness.runners.local import LocalRunner
-from harness.bundle.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import collect_test_plan, make_key, quiet_display, tick_modules  # noqa: F401
 
@@ -190,6 +190,7 @@ def test_independent_step_prepared_early_records_its_failure_and_the_run_goes_on
 
 def test_a_plot_module_that_cannot_import_leaves_a_note_not_a_crash(recorded, monkeypatch, tmp_path):
     import dataclasses
+
     from harness.present.plotting import render_step_plots
     monkeypatch.setitem(sys.modules, "tests_broken_plots", None)  # importing it raises ImportError
     files, note = render_step_plots("tests_broken_plots", "tick", "tick", {})

@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 
 from harness import cli, paths
-from harness.run import orchestrate as dossier
 from harness.bundle.read import read_all
-from harness.commands import probe as _probe, run
+from harness.bundle.verify import verify_bundle
+from harness.commands import probe as _probe
+from harness.commands import run
 from harness.errors import EnvironmentProblem, UsageError
+from harness.run import orchestrate as dossier
 from harness.run.outcome import judge
 from harness.runners.local import LocalRunner
 from harness.signing.keys import load_public
-from harness.bundle.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import make_key, tick_modules  # noqa: F401
 

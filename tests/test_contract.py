@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from harness.run.outcome import Completed, Failed, judge
 from harness.probes.contract import attempt, unavailable
+from harness.run.outcome import Completed, Failed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 

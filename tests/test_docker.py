@@ -13,11 +13,11 @@ from dataclasses import replace
 import docker
 import pytest
 
-from harness.runners import images
 from harness.cli import main
-from harness.runners.images import PROJECT_ROOT, PinnedImage
 from harness.run.outcome import Completed, Failed, judge
+from harness.runners import images
 from harness.runners.docker import DigestMismatch, DockerRunner, GpuUnavailable, ImageMissing
+from harness.runners.images import PROJECT_ROOT, PinnedImage
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 from harness.runners.select import select_runner

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from harness.run.outcome import Completed, judge
 from harness.probes import health
 from harness.probes.contract import ProbeUsageError
+from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 from tests.h200_capture import FIXTURES, real_health_fixtures, recorded_pair

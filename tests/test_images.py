@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from harness.runners import images
 from harness.cli import main
-from harness.runners.images import ImageNotLocked, LockError
-from harness.runners.docker import EngineUnavailable, connect, device_requests
-from harness.runners.select import parse_gpus, select_runner
 from harness.errors import UsageError
+from harness.runners import images
+from harness.runners.docker import EngineUnavailable, connect, device_requests
+from harness.runners.images import ImageNotLocked, LockError
+from harness.runners.select import parse_gpus, select_runner
 
 DIGEST_A = "sha256:" + "a" * 64
 DIGEST_B = "sha256:" + "b" * 64

@@ -12,9 +12,9 @@ from harness.analysis import precision as analysis
 from harness.checkpoints import manifest as manifests
 from harness.checkpoints import probe_args_for
 from harness.cli import main
+from harness.present.tables.precision import render
 from harness.probes import precision
 from harness.probes.contract import ProbeUsageError
-from harness.present.tables.precision import render
 from harness.schemas import violations
 
 MINILM = manifests.default()

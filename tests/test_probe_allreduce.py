@@ -18,9 +18,11 @@ import pytest
 from harness.analysis import allreduce as ar
 from harness.analysis import allreduce_evidence as evidence
 from harness.cli import main
-from harness.run.outcome import Completed, judge
+from harness.probes import _allreduce_campaign as campaign
+from harness.probes import _allreduce_setup as setup
 from harness.probes import allreduce as probe
 from harness.probes.contract import ProbeUsageError, probe_main
+from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import PROJECT_ROOT, LocalRunner
 from harness.schemas import violations
@@ -203,15 +205,15 @@ def test_command_rejects_a_bad_size_before_running(tmp_path, capsys):
 def test_control_curve_environment_disables_p2p_and_never_multicast():
     settings = probe.Settings("nccl", (8,), 1, 1, 1, 0.1, 10, 10, True, None)
     base = {"NCCL_P2P_DISABLE": "1", "NCCL_NVLS_ENABLE": "1", "HF_TOKEN": "secret", "NCCL_IB_HCA": "mlx5_0"}
-    normal, changed = probe.curve_env(base, "normal", settings, spawn=True)
-    control, _ = probe.curve_env(base, "p2p_disabled", settings, spawn=True)
+    normal, changed = setup.curve_env(base, "normal", settings, spawn=True)
+    control, _ = setup.curve_env(base, "p2p_disabled", settings, spawn=True)
     assert "NCCL_P2P_DISABLE" not in normal and changed["NCCL_P2P_DISABLE"] == {"was": "1", "now": None}
     assert control["NCCL_P2P_DISABLE"] == "1"
     for env in (normal, control):
         assert env["NCCL_NVLS_ENABLE"] == "0" and env["NVSHMEM_DISABLE_NVLS"] == "1"
         assert env["NCCL_DEBUG"] == "INFO" and env["NCCL_DEBUG_SUBSYS"] == "INIT,TUNING"
     assert changed["NCCL_NVLS_ENABLE"] == {"was": "1", "now": "0"}
-    recorded = probe.recorded(normal)
+    recorded = setup.recorded(normal)
     assert "HF_TOKEN" not in recorded and recorded["NCCL_IB_HCA"] == "mlx5_0"
 
 
@@ -231,7 +233,7 @@ def test_rendezvous_from_slurm_needs_a_master_address():
 
 def test_env_launcher_as_two_srun_tasks_only_rank_0_prints(tmp_path):
     """Two probe processes with Slurm's variables (what srun sets), meeting on a local port."""
-    port = probe.free_port()
+    port = setup.free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "RANK", "WORLD_SIZE", "MASTER_"))}
     env["PYTHONPATH"] = str(PROJECT_ROOT)
     procs = []
@@ -269,8 +271,8 @@ def test_nccl_document_pieces_from_a_real_format_log():
     for curve in ar.CURVES:
         raw = [{"bytes": b, "elements": b // 4, "iterations": 5, "warmup_iterations": 1,
                 "rank_median_time_us": [10 + b / speed[curve] / 1e3, 10.0]} for b in (8, 1024)]
-        env, changed = probe.curve_env({}, curve, settings, spawn=True)
-        runs.append(probe.assemble_run(2, curve, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z",
+        env, changed = setup.curve_env({}, curve, settings, spawn=True)
+        runs.append(campaign.assemble_run(2, curve, "2026-01-01T00:00:00.000000Z", "2026-01-01T00:00:01.000000Z",
                                        env, changed, raw, None, "\n".join(log_lines[curve]), settings))
     normal, control = runs
     assert normal["points"][0]["nccl_algorithm"] == {"RING/LL": 2}
@@ -289,8 +291,8 @@ def test_nccl_document_pieces_from_a_real_format_log():
 def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tmp_path):
     """Item 15: a real gloo document in a signed bundle; every per-call time multiplied by 3 and the
     bundle re-signed with the right key must fail, naming the medians the times no longer give."""
-    from harness.signing.keys import load_public
     from harness.bundle.verify import verify_bundle
+    from harness.signing.keys import load_public
     from tests.accept_support import write_bundle
     from tests.bundle_support import make_key, rewrite
 

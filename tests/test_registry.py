@@ -89,3 +89,16 @@ def test_criteria_are_listed_where_the_run_completes_their_evidence():
     order = [c.name for c in registry.acceptance_criteria()]
     assert order.index("sku_matches_profile") < order.index("bandwidth_plateau") < order.index("gemm")
     assert order.index("clocks_rise_under_load") > order.index("ecc_uncorrectable_zero")
+
+
+def test_every_plot_and_table_module_follows_its_contract():
+    """Registered or not yet (stress, transfer): render(document, stem) -> paths; render(document) -> str."""
+    import pkgutil
+
+    from harness.present import plots, tables
+    for package, parameters in ((plots, ["document", "stem"]), (tables, ["document"])):
+        names = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
+        assert names, package.__name__
+        for name in names:
+            render = importlib.import_module(f"{package.__name__}.{name}").render
+            assert list(inspect.signature(render).parameters) == parameters, name

@@ -7,8 +7,8 @@ them), to reach each pass and fail path; no report is made from them.
 import pytest
 
 from harness import catalogue
-from harness.bundle.view import BundleView, Figures
 from harness.bundle.diff import compare, text_lines
+from harness.bundle.view import BundleView, Figures
 from harness.judge import lab
 from harness.judge.facts import BundleFacts
 from harness.present.figures import value_text

@@ -9,12 +9,11 @@ import torch
 from harness.analysis import roofline as rl
 from harness.catalogue import by_id
 from harness.cli import main
-from harness.probes.contract import options_argv
-from harness.run.outcome import Completed, judge
 from harness.present.plots import roofline as plot
 from harness.probes import _roofline_torch as side
 from harness.probes import roofline as probe
-from harness.probes.contract import ProbeUsageError, probe_main
+from harness.probes.contract import ProbeUsageError, options_argv, probe_main
+from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 
@@ -259,7 +258,7 @@ class FakeTorch:
 
 
 def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
-    from harness.probes._nvml import NvmlSession
+    from harness.probes.nvml import NvmlSession
     session = NvmlSession()
     session.pynvml = FakeNvml()
     facts, handle = probe.gpu_facts(FakeTorch, session, 0)

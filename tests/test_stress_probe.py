@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from harness.analysis import stress as analysis
-from harness.run.outcome import Completed, judge
 from harness.probes import stress as probe
-from harness.probes.contract import probe_main
 from harness.probes._stress_memory import INJECT_BIT, WORD_BYTES, inject_word
 from harness.probes._stress_worker import TEST_FAULT_ENV
+from harness.probes.contract import probe_main
+from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 

@@ -12,9 +12,9 @@ import pytest
 from harness.analysis.transfer import discrepancies, headlines
 from harness.present.plots.transfer import render
 from harness.probes import transfer as probe
-from harness.probes.contract import ProbeUsageError
-from harness.probes._nvml import NvmlSession
 from harness.probes._transfer_gpu import driver_pull
+from harness.probes.contract import ProbeUsageError
+from harness.probes.nvml import NvmlSession
 from harness.schemas import violations
 from tests.transfer_standin import standin_torch
 

@@ -6,10 +6,10 @@ import pytest
 
 from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
+from harness.bundle.verify import verify_bundle
 from harness.bundle.write import archive_bytes, gzip_bytes
 from harness.cli import main
 from harness.signing.keys import load_public
-from harness.bundle.verify import verify_bundle
 from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.signing.keys import load_public
 from harness.bundle.verify import verify_bundle
+from harness.signing.keys import load_public
 from tests.bundle_support import make_key, rewrite
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -14,12 +14,12 @@ import pytest
 from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 
-from harness.bundle.assemble import assemble
 from harness.bundle import layout
+from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
+from harness.bundle.verify import verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from harness.bundle.verify import verify_bundle
 from tests.bundle_support import collect_test_plan, make_key, tick_modules  # noqa: F401
 
 ROOT = Path(__file__).parents[1]

@@ -6,12 +6,12 @@ import tracemalloc
 
 import pytest
 
-from harness.bundle.assemble import assemble
 from harness.bundle import layout
+from harness.bundle.assemble import assemble
 from harness.bundle.read import Limits, read_all
+from harness.bundle.verify import INTERNAL_ERROR, verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from harness.bundle.verify import INTERNAL_ERROR, verify_bundle
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_probes import tick_analysis
 from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401

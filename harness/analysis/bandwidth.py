@@ -173,7 +173,7 @@ def diagnose(samples: Sequence[dict[str, Any]], own_pids: Sequence[int],
              power_limit_w: float | None) -> dict[str, Any]:
     """Causes of repeat-to-repeat variance visible in NVML samples.
 
-    Samples are harness.probes._nvml.sample() dicts. Returns {causes: [{kind, evidence}], summary}.
+    Samples are harness.probes.nvml.sample() dicts. Returns {causes: [{kind, evidence}], summary}.
     """
     causes = []
     for key, label in (("sm_clock_mhz", "SM clock"), ("memory_clock_mhz", "memory clock")):

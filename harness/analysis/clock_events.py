@@ -1,6 +1,6 @@
 """NVML clock-event ("throttle") reasons: the bit table and its decoding. Standard library only.
 
-Shared by the probes (harness/probes/_nvml.py re-exports it) and by the analyses that decode the
+Shared by the probes (harness/probes/nvml.py re-exports it) and by the analyses that decode the
 raw masks a document keeps.
 """
 
@@ -18,6 +18,9 @@ CLOCK_EVENT_REASONS: dict[int, str] = {
     0x80: "hw_power_brake_slowdown",
     0x100: "display_clock_setting",
 }
+# The reasons that are a fault, not the expected limiter of a full-power load (a software power
+# cap is expected and named, never failed).
+HARDWARE_SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 
 
 def decode_clock_event_reasons(mask: int) -> list[str]:

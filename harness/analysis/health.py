@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.health_contracts import evaluate, unavailable_reason
+from harness.analysis.contract_facts import unavailable_reason
+from harness.analysis.health_contracts import evaluate
 from harness.analysis.verdict import Verdict
 
 

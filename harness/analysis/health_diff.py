@@ -20,7 +20,8 @@ import json
 import statistics
 from typing import Any
 
-from harness.analysis.health_contracts import HARDWARE_SLOWDOWNS, unavailable_reason
+from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
+from harness.analysis.contract_facts import unavailable_reason
 from harness.analysis.verdict import Verdict
 
 POWER_CAPS = ("sw_power_cap", "hw_power_brake_slowdown")

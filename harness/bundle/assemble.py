@@ -17,8 +17,8 @@ from harness.bundle.seal import sign_files
 from harness.bundle.view import BundleView
 from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
-from harness.run.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
 from harness.present.report import render_report
+from harness.run.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
 from harness.signing.keys import SigningKey
 
 FORMAT_VERSION = layout.FORMAT_VERSION

@@ -16,7 +16,7 @@ from harness.checkpoints.fetch import Fetched, describe, fetch
 from harness.checkpoints.sources import SourceUnavailable, Wanted, hub_offline, local_files
 from harness.checkpoints.tensors import TensorRecord, index_tensors
 from harness.errors import UsageError
-from harness.probes._safetensors import SafetensorsError, parse_role_specs, read_header
+from harness.probes.tensor_file import SafetensorsError, parse_role_specs, read_header
 
 HUB_REF = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*)@(?P<revision>[^:/]+)(?::(?P<file>[^/\\]+))?$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")

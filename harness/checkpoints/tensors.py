@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.checkpoints.errors import CheckpointFileError
-from harness.probes import _safetensors
+from harness.probes import tensor_file
+
 
 @dataclass(frozen=True)
 class TensorRecord:
@@ -35,14 +36,14 @@ def index_tensors(path: Path, roles: list[tuple[str, str]]) -> list[TensorRecord
     from safetensors import SafetensorError, safe_open
 
     try:
-        entries = _safetensors.read_header(path)
+        entries = tensor_file.read_header(path)
         with safe_open(str(path), framework="pt") as handle:
             names = set(handle.keys())
             records = [_record(handle, entries, names, path, role, name, torch) for role, name in roles]
     except SafetensorError as exc:
         raise CheckpointFileError(f"{path} is not a readable safetensors file: {exc}",
                                   hint="a truncated download or a different format; fetch it again") from exc
-    except _safetensors.SafetensorsError as exc:
+    except tensor_file.SafetensorsError as exc:
         raise CheckpointFileError(str(exc), hint="a truncated download or a different format; fetch it again") from exc
     return records
 
@@ -50,8 +51,8 @@ def index_tensors(path: Path, roles: list[tuple[str, str]]) -> list[TensorRecord
 def _record(handle, entries, names, path: Path, role: str, name: str, torch) -> TensorRecord:
     if name not in names:
         try:
-            _safetensors.find(entries, name, path)  # raises with close matches
-        except _safetensors.SafetensorsError as exc:
+            tensor_file.find(entries, name, path)  # raises with close matches
+        except tensor_file.SafetensorsError as exc:
             raise CheckpointFileError(str(exc), hint="list a file's tensors with: python -c \"from safetensors "
                                       f"import safe_open; print(*safe_open('{path}', 'pt').keys(), sep='\\n')\"") from exc
     entry = entries[name]
@@ -60,12 +61,12 @@ def _record(handle, entries, names, path: Path, role: str, name: str, torch) -> 
     if (dtype, shape) != (entry.dtype, entry.shape):
         raise CheckpointFileError(f"{path}: {name!r} is {dtype}{list(shape)} to safetensors but "
                                   f"{entry.dtype}{list(entry.shape)} in the header")
-    if dtype not in _safetensors.MEASURABLE_DTYPES:
+    if dtype not in tensor_file.MEASURABLE_DTYPES:
         raise CheckpointFileError(f"{path}: tensor {name!r} ({role}) is {dtype}; the precision probe measures "
-                                  f"{', '.join(_safetensors.MEASURABLE_DTYPES)} tensors")
-    data = _safetensors.read_bytes(path, entry)
+                                  f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors")
+    data = tensor_file.read_bytes(path, entry)
     library_bytes = handle.get_tensor(name).contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
     if data != library_bytes:
         raise CheckpointFileError(f"{path}: the bytes at [{entry.start}, {entry.end}) differ from the tensor "
                                   f"safetensors loads for {name!r}")
-    return TensorRecord(role, name, dtype, shape, (entry.start, entry.end), _safetensors.sha256_hex(data))
+    return TensorRecord(role, name, dtype, shape, (entry.start, entry.end), tensor_file.sha256_hex(data))

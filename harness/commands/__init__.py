@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import (accept, diff, fleet, health_diff, keygen, probe, report, run, verify,
-                              verify_acceptance)
+from harness.commands import accept, diff, fleet, health_diff, keygen, probe, report, run, verify, verify_acceptance
 from harness.registry import PROBES
 
 BEFORE_PROBES = [run]

@@ -14,19 +14,19 @@ import sys
 from pathlib import Path
 
 from harness import catalogue, paths
-from harness.run import provenance
-from harness.judge.acceptance import predicate
-from harness.judge.acceptance.junit import junit_xml
-from harness.judge.acceptance.profile import resolve
-from harness.judge.acceptance.summary import Files, render_html, render_markdown
-from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
+from harness.bundle.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
+from harness.judge.acceptance import predicate
+from harness.judge.acceptance.junit import junit_xml
+from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
+from harness.judge.acceptance.profile import resolve
+from harness.judge.acceptance.summary import Files, render_html, render_markdown
+from harness.run import provenance
 from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)
-from harness.bundle.verify import verify_bundle
 
 STATUS_MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "N/M "}
 

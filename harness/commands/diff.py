@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 from harness import paths
-from harness.bundle.read import UnsafeBundle, read_all
-from harness.bundle.view import BundleFormatError, BundleView
 from harness.bundle.diff import compare, text_lines
+from harness.bundle.read import UnsafeBundle, read_all
+from harness.bundle.verify import verify_bundle
+from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.signing.keys import load_public
-from harness.bundle.verify import verify_bundle
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

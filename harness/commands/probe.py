@@ -18,10 +18,10 @@ from pathlib import Path
 
 from harness import paths, recovery
 from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
-from harness.run.outcome import Completed, Failed, judge
 from harness.probes.contract import EXIT_USAGE, ProbeUsageError, add_options, check_options, options_argv
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs
+from harness.run.outcome import Completed, Failed, judge
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.runners.select import RUNNER_CHOICES, select_runner
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from harness import paths
 from harness.commands import probe
-from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
 from harness.errors import UsageError
 from harness.probes.contract import ProbeUsageError, add_options, check_options
 from harness.registry import PROBES, lab_plan, step_ids
+from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
 from harness.signing.keys import signing_key_for_run
 
 

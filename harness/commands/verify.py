@@ -9,9 +9,9 @@ from pathlib import Path
 
 from harness import paths
 from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
+from harness.bundle.verify import verify_bundle
 from harness.errors import UsageError
 from harness.signing.keys import load_public
-from harness.bundle.verify import verify_bundle
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 
 from harness import paths
-from harness.judge.acceptance.predicate import verify_envelope
 from harness.commands.accept import sha256_file
 from harness.errors import CheckFailed
+from harness.judge.acceptance.predicate import verify_envelope
 from harness.signing import dsse
 from harness.signing.keys import keyid, load_public
 from harness.signing.statement import StatementError

@@ -12,12 +12,12 @@ from typing import Any
 import jinja2
 
 from harness import registry
-from harness.present import templating
 from harness.analysis.verdict import Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge.engine import evaluate
 from harness.judge.facts import BundleFacts
+from harness.present import templating
 from harness.present.figures import figure, value_text
 
 TEMPLATE = "report.md.j2"

@@ -14,8 +14,8 @@ import ctypes
 from typing import Any
 
 from harness.analysis.device_mapping import normalise_bus_id, normalise_uuid
-from harness.probes.contract import unavailable
 from harness.probes._loaded_libraries import loaded_path
+from harness.probes.contract import unavailable
 
 LIBCUDA = "libcuda.so.1"
 # CUdevice_attribute values from cuda.h (stable since CUDA 6).

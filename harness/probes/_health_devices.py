@@ -11,7 +11,7 @@ from typing import Any
 
 from harness import catalogue
 from harness.probes.contract import attempt, unavailable
-from harness.probes._nvml import decode_clock_event_reasons, processes
+from harness.probes.nvml import decode_clock_event_reasons, processes
 
 COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
 VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}

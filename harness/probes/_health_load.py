@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.probes.contract import progress, utc_now
-from harness.probes._nvml import Sampler
+from harness.probes.nvml import Sampler
 
 GEMM_DTYPE = "bfloat16"
 IN_FLIGHT = 2  # rounds queued per device: enough to keep it busy, few enough to stop on time

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes import _cuda_driver
-from harness.probes.contract import describe_exception, is_unavailable, unavailable
 from harness.probes._loaded_libraries import open_library
+from harness.probes.contract import describe_exception, is_unavailable, unavailable
 
 DEVICE_VIEW_SOURCE = ("CUDA driver API via ctypes (libcuda: cuInit, cuDeviceGet*; the enumeration torch "
                       "uses, honouring CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER); torch itself is not "

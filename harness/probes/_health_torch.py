@@ -11,8 +11,8 @@ import os
 from typing import Any
 
 from harness.analysis.device_mapping import normalise_uuid
-from harness.probes.contract import attempt, describe_exception, unavailable
 from harness.probes._loaded_libraries import mapped_file
+from harness.probes.contract import attempt, describe_exception, unavailable
 
 DEVICE_VIEW_SOURCE = "torch.cuda (torch imported: torch.cuda.init, device_count, get_device_properties)"
 VERSION_SOURCE = "torch.__version__ and torch.version.cuda (torch imported)"

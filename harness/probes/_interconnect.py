@@ -13,10 +13,10 @@ import os
 from typing import Any
 
 from harness.analysis.topology import gpu_pairs
-from harness.probes.contract import attempt, unavailable
 from harness.probes._health_devices import nvlink_facts, pcie_facts, text
 from harness.probes._health_topology import TopologyCapture
-from harness.probes._nvml import NvmlSession
+from harness.probes.contract import attempt, unavailable
+from harness.probes.nvml import NvmlSession
 
 # nvmlGpuP2PStatus_t (nvml.h)
 P2P_STATUS = {0: "ok", 1: "chipset_not_supported", 2: "gpu_not_supported", 3: "topology_not_supported",

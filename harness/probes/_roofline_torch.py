@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from harness.analysis.roofline import (DTYPE_WIDTHS, FUSION_CHAIN, OPERAND_ALIGN_ELEMENTS, fusion_accounting,
-                                      input_set_bytes)
+                                       input_set_bytes)
 from harness.probes.contract import describe_exception, unavailable
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.probes.contract import attempt, describe_exception, unavailable
 from harness.probes._health_devices import ecc_facts, watts
+from harness.probes.contract import attempt, describe_exception, unavailable
 
 # Event types asked for (nvml.h nvmlEventType*): a critical XID and the two ECC events.
 EVENT_TYPES: dict[str, int] = {

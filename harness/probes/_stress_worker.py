@@ -56,7 +56,7 @@ class Worker:
     def facts(self) -> dict[str, Any]:
         torch = self.torch
         if not self.cuda:
-            from harness.probes.bandwidth import cpu_name
+            from harness.probes._bandwidth_device import cpu_name
             return {"name": cpu_name(), "uuid": None, "torch_version": torch.__version__,
                     "torch_threads": torch.get_num_threads()}
         torch.cuda.set_device(self.index)
@@ -70,7 +70,7 @@ class Worker:
     def start_nvml(self, nvml: Any, uuid: str | None) -> dict[str, Any]:
         """Telemetry, the event set and the counters before the load; unavailable fields with NVML's reason."""
         from harness.probes import _stress_nvml as nv
-        from harness.probes._nvml import handle_by_uuid
+        from harness.probes.nvml import handle_by_uuid
         if not self.cuda:
             why = f"a CPU run: no GPU to read (NVML: {nvml.reason or 'loaded, but the device under test is the CPU'})"
             return {"nvml": unavailable(why)}
@@ -148,7 +148,7 @@ class Worker:
         return round(time.monotonic() - self.time_zero, 4)
 
     def run(self) -> None:
-        from harness.probes._nvml import NvmlSession
+        from harness.probes.nvml import NvmlSession
         self.torch.set_float32_matmul_precision("high" if self.config["dtype"] == "tf32" else "highest")
         facts = self.facts()
         with NvmlSession() as nvml:

@@ -12,12 +12,12 @@ import ctypes
 from itertools import combinations, permutations
 from typing import Any
 
-from harness.probes.contract import progress, unavailable
 from harness.probes._cuda_driver import load as load_driver
 from harness.probes._health_devices import pcie_facts
 from harness.probes._transfer_copies import Stream, Timer, sweep_alone, sweep_together
 from harness.probes._transfer_document import COPY_PATHS, group_record, series_record
 from harness.probes._transfer_host import NodeBuffer, numa_plan
+from harness.probes.contract import progress, unavailable
 
 UNDER_COPY_COPIES = 8  # pinned host-to-device copies of the largest size queued while NVML reads the link
 DIRECTIONS = (("host_to_device", "h2d"), ("device_to_host", "d2h"))

@@ -17,11 +17,11 @@ from harness import catalogue
 from harness.analysis.device_mapping import nvml_index_by_uuid
 from harness.analysis.topology import gpu_pairs
 from harness.analysis.transfer_links import NVLINK_VERSION_NAMES
-from harness.probes.contract import attempt, unavailable
 from harness.probes._health_devices import nvlink_facts, pcie_facts, text
 from harness.probes._interconnect import nvml_links
-from harness.probes._nvml import NvmlSession
 from harness.probes._transfer_host import PCI_ROOT, gpu_numa
+from harness.probes.contract import attempt, unavailable
+from harness.probes.nvml import NvmlSession
 
 
 def nvml_device(nvml: NvmlSession, uuid: Any) -> tuple[Any, Any]:

@@ -25,6 +25,12 @@ from typing import Any
 
 # 2: all-reduce points keep every rank's per-call times (rank_times_us); 1 stated only their medians.
 CONTRACT_VERSION = 2
+
+# What a probe process may import: the standard library, these two packages, and the probe side
+# of this package. PROBE_SIDE is also exactly what images/stage-probe.sh copies into a probe image
+# (paths from the project root); tests/test_probe_contract.py holds every probe-side module to it.
+PROBE_PACKAGES = ("torch", "pynvml")  # torch and nvidia-ml-py
+PROBE_SIDE = ("harness/__init__.py", "harness/catalogue.py", "harness/data", "harness/analysis", "harness/probes")
 EXIT_USAGE = 2
 EXIT_CRASH = 1
 
@@ -100,6 +106,14 @@ def add_options(parser: argparse.ArgumentParser | Any, options: Sequence[Option]
         option.add_to(parser)
 
 
+def options_parser(name: str, description: str, options: Sequence[Option]) -> argparse.ArgumentParser:
+    """A probe's command line: `python -m harness.probes.NAME` with its OPTIONS, its usage text as written."""
+    parser = argparse.ArgumentParser(prog=f"python -m harness.probes.{name}", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_options(parser, options)
+    return parser
+
+
 def options_argv(args: argparse.Namespace, options: Sequence[Option]) -> list[str]:
     """Every option of OPTIONS that ARGS sets, as the probe's command line, in declaration order."""
     return [word for option in options for word in option.to_argv(args)]
@@ -124,6 +138,20 @@ def positive(value: Any) -> str | None:
     """A check: every number in VALUE (one, or a list) above zero."""
     bad = next((v for v in (value if isinstance(value, (list, tuple)) else [value]) if not v > 0), None)
     return None if bad is None else f"{bad:g}: must be positive"
+
+
+def within_contract(module: str) -> bool:
+    """Whether a probe may import MODULE (a dotted name): see PROBE_PACKAGES and PROBE_SIDE."""
+    top = module.split(".")[0]
+    if top in sys.stdlib_module_names or top in PROBE_PACKAGES or top == "__future__":
+        return True
+    for path in PROBE_SIDE:
+        name = path.removesuffix("/__init__.py").removesuffix(".py").replace("/", ".")
+        if path.endswith(".py") and module == name:
+            return True
+        if not path.endswith(".py") and (module == name or module.startswith(name + ".")):
+            return True
+    return False
 
 
 def unavailable(reason: str) -> dict[str, str]:

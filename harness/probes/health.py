@@ -26,9 +26,9 @@ from harness.probes._health_load import run_load
 from harness.probes._health_software import software_facts
 from harness.probes._health_topology import TopologyCapture
 from harness.probes._health_torch import cuda_visible_devices, torch_facts
-from harness.probes._nvml import NvmlSession
-from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, check_options, describe_exception,
-                                     is_unavailable, number, probe_main, progress, unavailable)
+from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, describe_exception,
+                                     is_unavailable, number, options_parser, probe_main, progress, unavailable)
+from harness.probes.nvml import NvmlSession
 
 NAME = "health"
 MAX_LOAD_S = 600.0
@@ -52,10 +52,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.health", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 def check_args(args: argparse.Namespace) -> None:

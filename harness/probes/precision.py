@@ -21,8 +21,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from harness.analysis import precision as analysis
-from harness.probes import _safetensors
-from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, log, probe_main, progress,
+from harness.probes import tensor_file
+from harness.probes.contract import (Option, ProbeUsageError, attempt, log, options_parser, probe_main, progress,
                                      unavailable)
 
 if TYPE_CHECKING:  # torch is imported when measuring, so the host reads OPTIONS without it
@@ -39,7 +39,8 @@ OPTIONS = (
     Option(("--tensor-index",), dict(metavar="JSON",
                                      help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
            host=False),
-    Option(("--provenance",), dict(metavar="JSON", help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
+    Option(("--provenance",), dict(metavar="JSON",
+                                   help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
            host=False),
     Option(("--device",), dict(choices=("auto", "cpu", "cuda"), default="auto",
                                help="where the probe computes (auto: CUDA when present, else the CPU); the numbers "
@@ -48,17 +49,14 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.precision", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 def parse_tensor_specs(specs: list[str]) -> list[tuple[str, str]]:
     if not specs:
         raise ProbeUsageError("name at least one tensor with --tensor ROLE=NAME")
     try:
-        return _safetensors.parse_role_specs(specs)
+        return tensor_file.parse_role_specs(specs)
     except ValueError as exc:
         raise ProbeUsageError(str(exc)) from exc
 
@@ -85,7 +83,7 @@ def pick_device(choice: str) -> torch.device:
     return torch.device("cuda", torch.cuda.current_device())
 
 
-def check_against_index(entry: _safetensors.TensorEntry, digest: str, index: dict[str, Any]) -> None:
+def check_against_index(entry: tensor_file.TensorEntry, digest: str, index: dict[str, Any]) -> None:
     """The host's record of a tensor must match what this process read, field by field."""
     record = index.get(entry.name)
     if record is None:
@@ -98,21 +96,21 @@ def check_against_index(entry: _safetensors.TensorEntry, digest: str, index: dic
                                   f"recorded {record.get(key)!r}; the file changed after it was verified")
 
 
-def load_tensor(path: str, entry: _safetensors.TensorEntry) -> tuple[torch.Tensor, str]:
+def load_tensor(path: str, entry: tensor_file.TensorEntry) -> tuple[torch.Tensor, str]:
     """The tensor as float32 (exact for fp32/fp16/bf16) and the sha256 of its bytes."""
     import torch
 
-    if entry.dtype not in _safetensors.MEASURABLE_DTYPES:
+    if entry.dtype not in tensor_file.MEASURABLE_DTYPES:
         raise ProbeUsageError(f"tensor {entry.name!r} is {entry.dtype}; the probe measures "
-                              f"{', '.join(_safetensors.MEASURABLE_DTYPES)} tensors")
-    data = bytearray(_safetensors.read_bytes(path, entry))
-    digest = _safetensors.sha256_hex(data)
-    dtype = getattr(torch, _safetensors.MEASURABLE_DTYPES[entry.dtype][0])
+                              f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors")
+    data = bytearray(tensor_file.read_bytes(path, entry))
+    digest = tensor_file.sha256_hex(data)
+    dtype = getattr(torch, tensor_file.MEASURABLE_DTYPES[entry.dtype][0])
     values = torch.frombuffer(data, dtype=dtype).reshape(entry.shape) if data else torch.empty(entry.shape, dtype=dtype)
     return values.to(torch.float32), digest
 
 
-def measure_tensor(role: str, entry: _safetensors.TensorEntry, x32: torch.Tensor, digest: str,
+def measure_tensor(role: str, entry: tensor_file.TensorEntry, x32: torch.Tensor, digest: str,
                    device: torch.device) -> dict[str, Any]:
     from harness.probes import _quantize
 
@@ -156,16 +154,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         raise ProbeUsageError("safetensors data is little-endian; this host is big-endian")
     device = pick_device(args.device)
     try:
-        entries = _safetensors.read_header(args.file)
-        chosen = [(role, _safetensors.find(entries, name, args.file)) for role, name in pairs]
-    except (OSError, _safetensors.SafetensorsError) as exc:
+        entries = tensor_file.read_header(args.file)
+        chosen = [(role, tensor_file.find(entries, name, args.file)) for role, name in pairs]
+    except (OSError, tensor_file.SafetensorsError) as exc:
         raise ProbeUsageError(str(exc)) from exc
     tensors = []
     for done, (role, entry) in enumerate(chosen):
         progress(done, len(chosen), f"{role}: {entry.name}")
         try:
             x32, digest = load_tensor(args.file, entry)
-        except _safetensors.SafetensorsError as exc:
+        except tensor_file.SafetensorsError as exc:
             raise ProbeUsageError(str(exc)) from exc
         if index:
             check_against_index(entry, digest, index)

@@ -12,25 +12,25 @@ fewest bytes, intensity, bound and attainable rate) -> GEMMs timed -> fusion tim
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from harness import catalogue
 from harness.analysis import gemm_shapes
 from harness.analysis import roofline as analysis
-from harness.probes._nvml import NvmlSession, Sampler, handle_by_uuid
-from harness.probes.contract import (Option, ProbeUsageError, add_options, attempt, describe_exception, log,
-                                     probe_main, progress, unavailable, utc_now)
+from harness.probes._roofline_roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
+from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
+                                     progress, unavailable, utc_now)
+from harness.probes.nvml import NvmlSession, Sampler
 
 NAME = "roofline"
 DTYPES = tuple(analysis.DTYPE_WIDTHS)
 GPU_TIMING = dict(warmup=5, min_iterations=10, max_iterations=100, target_s=0.2)
 CPU_TIMING = dict(warmup=1, min_iterations=3, max_iterations=20, target_s=0.1)
 CPU_MAX_SQUARE = 1024
-# cuBLAS picks its tile per shape; the wave model states the tile it assumes.
-TILES = {"tensor": (128, 256), "simt": (128, 128)}
 SAMPLE_INTERVAL_S = 0.01  # short shapes (~10 ms) must get a clock reading of their own
 
 
@@ -75,122 +75,22 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.roofline", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
-
-
-# ------------------------------------------------------------------------------ shapes
-
-def requested_shapes(args: argparse.Namespace, max_square: int) -> list[gemm_shapes.Shape]:
-    try:
-        gemm_shapes.check_tokens(tuple(args.prefill_tokens), gemm_shapes.PREFILL_TOKENS_RANGE, "prefill")
-        gemm_shapes.check_tokens(tuple(args.decode_tokens), gemm_shapes.DECODE_TOKENS_RANGE, "decode")
-        shapes = [] if args.no_default_shapes else gemm_shapes.default_shapes(
-            max_square, tuple(args.prefill_tokens), tuple(args.decode_tokens))
-        shapes += [gemm_shapes.parse_shape(text) for text in args.shapes]
-        if args.shapes_file:
-            shapes += gemm_shapes.read_shapes_file(args.shapes_file)
-        shapes = gemm_shapes.unique_labels(shapes)
-    except (ValueError, OSError) as exc:
-        raise ProbeUsageError(str(exc)) from None
-    if not shapes:
-        raise ProbeUsageError("no shapes to run: drop --no-default-shapes or give --shapes/--shapes-file")
-    return shapes
-
-
-def parse_tile(text: str | None, dtype: str) -> tuple[int, int, str]:
-    if text:
-        try:
-            m, n = (int(v) for v in text.lower().split("x"))
-        except ValueError:
-            raise ProbeUsageError(f"--tile {text!r} is not MxN, e.g. 128x256") from None
-        return m, n, "given with --tile"
-    kind = "simt" if dtype == "fp32" else "tensor"
-    m, n = TILES[kind]
-    why = ("assumed: cuBLAS's common Hopper tensor-core tile; cuBLAS chooses per shape"
-           if kind == "tensor" else "assumed: a common fp32 SIMT tile; cuBLAS chooses per shape")
-    return m, n, why
-
-
-# ------------------------------------------------------------------------------ device facts
-
-def gpu_facts(torch: Any, nvml: NvmlSession, index: int) -> tuple[dict[str, Any], Any]:
-    """torch's view of the device plus NVML's (handle matched by UUID), and the NVML handle."""
-    props = torch.cuda.get_device_properties(index)
-    free, total = torch.cuda.mem_get_info(index)
-    facts: dict[str, Any] = {
-        "name": props.name, "compute_capability": f"{props.major}.{props.minor}",
-        "sm_count": props.multi_processor_count, "cache_kind": "L2",
-        "cache_mib": props.L2_cache_size / 2**20, "memory_free_mib": free / 2**20,
-        "memory_total_mib": total / 2**20,
-    }
-    handle = handle_by_uuid(nvml, str(getattr(props, "uuid", "")))
-    if isinstance(handle, dict):
-        facts.update(max_sm_clock_mhz=handle, sku_id=None, sku_evidence=handle["unavailable"])
-        return facts, None
-    pynvml = nvml.pynvml
-    facts["max_sm_clock_mhz"] = attempt(pynvml.nvmlDeviceGetMaxClockInfo, handle, pynvml.NVML_CLOCK_SM)
-    pci = attempt(pynvml.nvmlDeviceGetPciInfo_v3, handle)
-    memory = attempt(pynvml.nvmlDeviceGetMemoryInfo, handle)
-    power = attempt(pynvml.nvmlDeviceGetPowerManagementDefaultLimit, handle)
-    if not hasattr(pci, "pciDeviceId"):
-        facts.update(sku_id=None, sku_evidence=f"PCI device id unreadable: {pci['unavailable']}")
-        return facts, handle
-    found = catalogue.identify(pci.pciDeviceId, memory.total / 2**20 if hasattr(memory, "total") else None,
-                               power / 1000 if isinstance(power, int) else None)
-    facts.update(sku_id=found.sku_id, sku_evidence=found.evidence)
-    return facts, handle
-
-
-def gpu_roofs(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]:
-    if args.bandwidth_gbps is None:
-        raise ProbeUsageError("--bandwidth-gbps is required on a GPU: give the bandwidth probe's sustained "
-                              "median (dossier bandwidth), never the datasheet figure")
-    roofs = {"bandwidth_gbps": args.bandwidth_gbps, "bandwidth_source": "given with --bandwidth-gbps"}
-    if args.peak_tflops is not None:
-        return {**roofs, "peak_tflops": args.peak_tflops, "peak_source": "given with --peak-tflops"}
-    sku = catalogue.by_id(facts["sku_id"]) if facts.get("sku_id") else None
-    if sku is None:
-        raise ProbeUsageError(f"no dense {args.dtype} peak: the device is not in the catalogue "
-                              f"({facts.get('sku_evidence')}); give --peak-tflops")
-    peak = sku.get("published", {}).get("dense_tflops", {}).get(args.dtype)
-    if peak is None:
-        raise ProbeUsageError(f"the catalogue has no dense {args.dtype} peak for {sku['id']}; give --peak-tflops")
-    return {**roofs, "peak_tflops": peak,
-            "peak_source": f"catalogue {sku['id']} published dense {args.dtype} "
-                           f"({sku['published'].get('source', 'no source given')})"}
-
-
-def cpu_roofs(args: argparse.Namespace, torch_side: Any, cache_bytes: int,
-              dtype_ok: bool) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Measure the CPU roofs the user did not give: copy bandwidth and GEMM peak."""
-    measured: dict[str, Any] = {}
-    roofs: dict[str, Any] = {}
-    if args.bandwidth_gbps is not None:
-        roofs.update(bandwidth_gbps=args.bandwidth_gbps, bandwidth_source="given with --bandwidth-gbps")
-    else:
-        log("roofline: measuring the CPU copy bandwidth")
-        buffer = min(max(2 * cache_bytes, 64 * 2**20), 2**30)
-        measured.update(torch_side.cpu_copy_gbps(buffer))
-        roofs.update(bandwidth_gbps=measured["copy_gbps"],
-                     bandwidth_source=f"measured here: CPU copy of {buffer / 2**20:.0f} MiB (read + write)")
-    if args.peak_tflops is not None:
-        roofs.update(peak_tflops=args.peak_tflops, peak_source="given with --peak-tflops")
-    elif dtype_ok:
-        log(f"roofline: measuring the CPU {args.dtype} GEMM peak")
-        measured.update(torch_side.cpu_gemm_peak(args.dtype))
-        roofs.update(peak_tflops=measured["gemm_peak_tflops"],
-                     peak_source=f"measured here: best CPU {args.dtype} GEMM "
-                                 f"({measured['gemm_peak_size']}^3), the CPU BLAS's own ceiling")
-    else:
-        roofs.update(peak_tflops=unavailable(f"no CPU {args.dtype} GEMM to measure a peak with"),
-                     peak_source="none")
-    return roofs, measured
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 # ------------------------------------------------------------------------------ the run
+
+class Setup(NamedTuple):
+    """What the run settles before predicting: facts, the NVML handle, cache size, roofs."""
+
+    facts: dict[str, Any]
+    handle: Any
+    cache_bytes: int
+    roofs: dict[str, Any]
+    known: bool  # both roofs are numbers (else no attainable rate is predicted)
+    cannot: str | None  # why this dtype cannot run here (CPU: known now; GPU: checked after predicting)
+    cpu_measured: dict[str, Any] | None
+
 
 class Run:
     """One probe run: the device, its facts, roofs, the shapes and what happened to each."""
@@ -221,85 +121,88 @@ class Run:
         args, side = self.args, self.side
         side.set_matmul_precision(args.dtype)
         with NvmlSession() as nvml:
-            if self.device == "cuda":
-                facts, handle = gpu_facts(self.torch, nvml, self.torch.cuda.current_device())
-                cache_bytes = int(facts["cache_mib"] * 2**20)
-                roofs = gpu_roofs(args, facts)
-                cannot = None  # checked with a small GEMM once the predictions are recorded
-                cpu_measured = None
-            else:
-                handle = None
-                cache = side.cpu_cache_bytes()
-                cache_bytes = cache if isinstance(cache, int) else 32 * 2**20
-                facts = {"name": "cpu", "sm_count": unavailable("a CPU has no SMs: no wave model"),
-                         "cache_kind": "last-level cache",
-                         "cache_mib": cache_bytes / 2**20 if isinstance(cache, int) else cache,
-                         "max_sm_clock_mhz": unavailable("a CPU run: no NVML device"),
-                         "sku_id": None, "sku_evidence": "a CPU run: no GPU SKU"}
-                cannot = side.can_run(args.dtype, "cpu")
-                roofs, cpu_measured = cpu_roofs(args, side, cache_bytes, cannot is None)
-            known = all(isinstance(roofs[k], (int, float)) for k in ("peak_tflops", "bandwidth_gbps"))
-            if known:
-                roofs["ridge_flop_per_byte"] = analysis.ridge_flop_per_byte(roofs["peak_tflops"],
-                                                                           roofs["bandwidth_gbps"])
-            else:
-                roofs["ridge_flop_per_byte"] = unavailable("no compute roof for this dtype here")
-            tile_m, tile_n, tile_source = parse_tile(args.tile, args.dtype)
-            if self.device == "cuda":
-                facts.update(tile_m=tile_m, tile_n=tile_n, tile_source=tile_source)
-            else:
-                facts.update(tile_m=unavailable("no tile model on a CPU"),
-                             tile_n=unavailable("no tile model on a CPU"), tile_source="none")
-            self.mark("device facts and roofs established" if self.device == "cuda"
-                      else "CPU roofs measured (the only GEMMs before the predictions)")
-
+            setup = self.establish(nvml)
+            facts, roofs = setup.facts, setup.roofs
             max_square, sizing = self.square_limit(facts)
             shapes = requested_shapes(args, max_square)
             in_bytes, out_bytes = analysis.DTYPE_WIDTHS[args.dtype]
-            predictions = {"shapes": [self.predict(s, roofs, known, in_bytes, out_bytes) for s in shapes]}
+            predictions = {"shapes": [self.predict(s, roofs, setup.known, in_bytes, out_bytes) for s in shapes]}
             predictions["recorded_at"] = self.mark("predictions recorded")
-
-            if self.device == "cuda":
-                cannot = side.can_run(args.dtype, "cuda")
+            cannot = side.can_run(args.dtype, "cuda") if self.device == "cuda" else setup.cannot
             if cannot:
                 self.limitations.append({"what": f"{args.dtype} GEMMs on {self.device}", "why": cannot})
             timing = side.Timing(**(GPU_TIMING if self.device == "cuda" else CPU_TIMING))
             facts["launch_floor_s"], facts["launch_floor_times_s"] = side.launch_floor(
                 self.device, 200 if self.device == "cuda" else 100)
-
             document: dict[str, Any] = {
                 "device": self.device, "dtype": args.dtype, "device_facts": facts, "roofs": roofs,
-                "precision": {"input_dtype": str(side.TORCH_DTYPES[args.dtype]),
-                              "output_dtype": "torch.bfloat16" if args.dtype == "fp8"
-                              else str(side.TORCH_DTYPES[args.dtype]),
-                              "input_bytes": in_bytes, "output_bytes": out_bytes,
-                              "path": side.path_description(args.dtype, self.device)},
+                "precision": self.precision_record(in_bytes, out_bytes),
                 "torch_version": self.torch.__version__,
                 "torch_cuda_build": self.torch.version.cuda or unavailable("a CPU-only torch build"),
                 "predictions": predictions,
             }
-            if cpu_measured:
-                document["cpu_roofs"] = cpu_measured
-            context = analysis.context_of(document)
-            if handle is not None and nvml.ok:
-                self.sampler = Sampler(nvml.pynvml, handle, interval_s=SAMPLE_INTERVAL_S)
-                self.sampler.__enter__()
-            try:
-                measurements, skipped = self.measure_all(shapes, predictions["shapes"], context, cannot,
-                                                         cache_bytes, timing, facts)
-            finally:
-                if self.sampler is not None:
-                    self.sampler.__exit__(None, None, None)
-            document["measurements"] = measurements
+            if setup.cpu_measured:
+                document["cpu_roofs"] = setup.cpu_measured
+            with self.sampling(nvml, setup.handle):
+                document["measurements"], skipped = self.measure_all(
+                    shapes, predictions["shapes"], analysis.context_of(document), cannot, setup.cache_bytes, timing,
+                    facts)
             document["fusion"] = self.fusion(timing, facts, roofs) if not args.no_fusion else unavailable(
                 "skipped with --no-fusion")
-        document["timeline"] = self.timeline
-        document["limitations"] = self.limitations
-        document["sizing"] = self.sizing_sentence(sizing, skipped, cache_bytes, facts)
+        document.update(timeline=self.timeline, limitations=self.limitations,
+                        sizing=self.sizing_sentence(sizing, skipped, setup.cache_bytes, facts))
         document["summary"] = {key: value for key, value in analysis.headlines(document).items()
                                if key in ("best_tflops", "best_shape", "all_explained", "fusion_speedup",
                                           "classifications")}
         return document
+
+    def establish(self, nvml: NvmlSession) -> Setup:
+        """The device's facts and the roofs (on a CPU: measured, the only GEMMs before the predictions)."""
+        args, side = self.args, self.side
+        if self.device == "cuda":
+            facts, handle = gpu_facts(self.torch, nvml, self.torch.cuda.current_device())
+            cache_bytes = int(facts["cache_mib"] * 2**20)
+            roofs, cannot, cpu_measured = gpu_roofs(args, facts), None, None  # cannot: checked after predicting
+        else:
+            handle, cache = None, side.cpu_cache_bytes()
+            cache_bytes = cache if isinstance(cache, int) else 32 * 2**20
+            facts = {"name": "cpu", "sm_count": unavailable("a CPU has no SMs: no wave model"),
+                     "cache_kind": "last-level cache",
+                     "cache_mib": cache_bytes / 2**20 if isinstance(cache, int) else cache,
+                     "max_sm_clock_mhz": unavailable("a CPU run: no NVML device"),
+                     "sku_id": None, "sku_evidence": "a CPU run: no GPU SKU"}
+            cannot = side.can_run(args.dtype, "cpu")
+            roofs, cpu_measured = cpu_roofs(args, side, cache_bytes, cannot is None)
+        known = all(isinstance(roofs[k], (int, float)) for k in ("peak_tflops", "bandwidth_gbps"))
+        roofs["ridge_flop_per_byte"] = (analysis.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
+                                        if known else unavailable("no compute roof for this dtype here"))
+        tile_m, tile_n, tile_source = parse_tile(args.tile, args.dtype)
+        if self.device == "cuda":
+            facts.update(tile_m=tile_m, tile_n=tile_n, tile_source=tile_source)
+        else:
+            facts.update(tile_m=unavailable("no tile model on a CPU"), tile_n=unavailable("no tile model on a CPU"),
+                         tile_source="none")
+        self.mark("device facts and roofs established" if self.device == "cuda"
+                  else "CPU roofs measured (the only GEMMs before the predictions)")
+        return Setup(facts, handle, cache_bytes, roofs, known, cannot, cpu_measured)
+
+    def precision_record(self, in_bytes: int, out_bytes: int) -> dict[str, Any]:
+        dtype, side = self.args.dtype, self.side
+        return {"input_dtype": str(side.TORCH_DTYPES[dtype]),
+                "output_dtype": "torch.bfloat16" if dtype == "fp8" else str(side.TORCH_DTYPES[dtype]),
+                "input_bytes": in_bytes, "output_bytes": out_bytes, "path": side.path_description(dtype, self.device)}
+
+    @contextlib.contextmanager
+    def sampling(self, nvml: NvmlSession, handle: Any) -> Iterator[None]:
+        """NVML clock samples while the GEMMs run (each shape's clocks are read from them)."""
+        if handle is not None and nvml.ok:
+            self.sampler = Sampler(nvml.pynvml, handle, interval_s=SAMPLE_INTERVAL_S)
+            self.sampler.__enter__()
+        try:
+            yield
+        finally:
+            if self.sampler is not None:
+                self.sampler.__exit__(None, None, None)
 
     def square_limit(self, facts: dict[str, Any]) -> tuple[int, str]:
         if self.args.max_square:

@@ -24,11 +24,11 @@ from typing import Any
 from harness.analysis import stress as analysis
 from harness.analysis import stress_telemetry as tel
 from harness.probes import _cuda_driver
-from harness.probes.contract import (Option, ProbeUsageError, add_options, check_options, log, positive,
-                                     probe_main, progress)
 from harness.probes._health_software import torch_build, torch_directory
 from harness.probes._stress_document import device_record
 from harness.probes._stress_supervisor import StressSupervisor
+from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
+                                     progress)
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
@@ -97,10 +97,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.probes.stress", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__, OPTIONS)
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:

@@ -21,15 +21,15 @@ import argparse
 from typing import Any
 
 from harness.analysis.allreduce import format_size, parse_size
-from harness.probes.contract import Option, ProbeUsageError, add_options, probe_main, progress, unavailable
+from harness.probes._bandwidth_device import cpu_cache, cpu_name, meminfo_bytes
 from harness.probes._health_topology import TopologyCapture
-from harness.probes._nvml import NvmlSession
 from harness.probes._transfer_copies import MAX_COPIES, MIN_COPIES, WARMUP_COPIES, Stream, sweep_alone
 from harness.probes._transfer_document import COPY_PATHS, assemble, series_record
 from harness.probes._transfer_gpu import GpuRun
 from harness.probes._transfer_host import host_nodes, numa_plan
 from harness.probes._transfer_links import gpu_facts, peer_access, topology
-from harness.probes.bandwidth import cpu_cache, cpu_name, meminfo_bytes
+from harness.probes.contract import Option, ProbeUsageError, options_parser, probe_main, progress, unavailable
+from harness.probes.nvml import NvmlSession
 
 NAME = "transfer"
 GPU_SIZES = ("4K", "64K", "1M", "4M", "16M", "64M", "256M", "512M", "1G")
@@ -47,7 +47,8 @@ OPTIONS = (
                                    "on a GPU, fewer if memory is short; 4K 64K 1M 16M 64M on the CPU)")),
     Option(("--gpus",), dict(type=int, nargs="+", metavar="INDEX", help="torch device indices (default: all)")),
     Option(("--point-budget-s",), dict(type=float,
-                                       help="seconds of timed copies per size (default: 0.1 on a GPU, 0.02 on the CPU)")),
+                                       help="seconds of timed copies per size (default: 0.1 on a GPU, "
+                                            "0.02 on the CPU)")),
     Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure")),
     Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
                                help="auto: the GPUs when torch sees one, else host memory copies")),
@@ -55,9 +56,7 @@ OPTIONS = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="transfer", description=__doc__.split("\n\n")[0])
-    add_options(parser, OPTIONS)
-    return parser
+    return options_parser(NAME, __doc__.split("\n\n")[0], OPTIONS)
 
 
 def parse_sizes(texts: list[str] | None, device: str) -> tuple[list[int], bool]:

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.judge.acceptance import rates
 from harness.analysis import allreduce as ar
 from harness.errors import CheckFailed
 from harness.judge import lab
+from harness.judge.acceptance import rates
 from harness.probes import allreduce as probe
 from harness.probes.contract import Option
 from harness.registry.bandwidth import measured_device

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.judge.acceptance import rates
 from harness.analysis import bandwidth as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
+from harness.judge.acceptance import rates
 from harness.probes import bandwidth as probe
 from harness.probes.contract import Option
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec

@@ -7,8 +7,8 @@ import functools
 import sys
 from typing import Any
 
-from harness.judge.acceptance import rates
 from harness.judge import lab
+from harness.judge.acceptance import rates
 from harness.probes import roofline as probe
 from harness.registry.bandwidth import measured_device, sustained_bandwidth_gbps
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec

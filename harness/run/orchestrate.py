@@ -20,21 +20,21 @@ from pathlib import Path
 from typing import Any
 
 from harness import recovery
-from harness.run import provenance
-from harness.bundle.assemble import assemble, step_files
 from harness.bundle import layout
+from harness.bundle.assemble import assemble, step_files
 from harness.bundle.write import write_atomically
-from harness.run.display import RunDisplay
 from harness.errors import DossierError, EnvironmentProblem, UsageError
-from harness.run.outcome import Completed, judge
 from harness.present.plotting import BackgroundPlots
 from harness.probes.contract import utc_now
+from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
+from harness.run import provenance
+from harness.run.display import RunDisplay
+from harness.run.outcome import Completed, judge
+from harness.run.plan import LAB_PLAN
 from harness.run.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeInvocation, Runner
-from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.schemas import violations
 from harness.signing.keys import SigningKey
-from harness.run.plan import LAB_PLAN
 
 
 @dataclass(frozen=True)

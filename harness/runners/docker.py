@@ -22,10 +22,10 @@ import requests
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 from docker.types import DeviceRequest, LogConfig, Mount
 
-from harness.run.environment import recorded_environment
 from harness.errors import EnvironmentProblem
-from harness.runners.images import PinnedImage
 from harness.probes.contract import utc_now
+from harness.run.environment import recorded_environment
+from harness.runners.images import PinnedImage
 from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
 
 PYTHON = "python3"  # on PATH in both images (the CPU image's venv, the PyTorch image's conda)

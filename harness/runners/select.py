@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import assert_never
 
-from harness.runners import images
 from harness.errors import DossierError, UsageError
+from harness.runners import images
 from harness.runners.interface import Runner
 from harness.runners.local import LocalRunner
 
@@ -21,7 +21,7 @@ class RunnerChoice(str, enum.Enum):
 
 def host_has_nvidia_gpu() -> tuple[bool, str]:
     """Whether NVML sees a GPU on this host, and what it said."""
-    from harness.probes._nvml import NvmlSession
+    from harness.probes.nvml import NvmlSession
 
     with NvmlSession() as nvml:
         if not nvml.ok:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from harness.judge.acceptance.outcome import Acceptance
 from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.engine import Result
 
 

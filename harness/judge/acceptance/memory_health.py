@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis import health_contracts as contracts
+from harness.analysis import contract_facts, device_contracts
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import num
 from harness.judge.acceptance.profile import Profile
@@ -19,7 +19,7 @@ def _health_documents(facts: BundleFacts) -> list[tuple[str, dict[str, Any]]]:
 
 
 def gpus(document: dict[str, Any]) -> list[dict[str, Any]]:
-    devices, _ = contracts.gpus(document)
+    devices, _ = contract_facts.gpus(document)
     return devices
 
 
@@ -45,7 +45,7 @@ def _contract_result(facts: BundleFacts, name: str, title: str, contract: Callab
 
 
 def _shown(value: Any) -> str:
-    reason = contracts.unavailable_reason(value)
+    reason = contract_facts.unavailable_reason(value)
     return f"unavailable ({reason})" if reason else str(value).lower()
 
 
@@ -69,7 +69,7 @@ def ecc_uncorrectable_zero(facts: BundleFacts, profile: Profile) -> list[Result]
         return Value(worst, "errors", "; ".join(parts) if worst is not None else "counts unreadable")
     return _contract_result(
         facts, "ecc_uncorrectable_zero", "Memory has no uncorrectable ECC errors (and ECC is on)",
-        contracts.ecc_enabled_no_uncorrectable,
+        device_contracts.ecc_enabled_no_uncorrectable,
         "ecc.mode_current, ecc.volatile_uncorrected_errors, ecc.aggregate_uncorrected_errors", measure,
         Value(0, "errors", "ECC enabled and 0 uncorrectable errors, volatile and aggregate, idle and under load"))
 
@@ -87,7 +87,7 @@ def row_remaps_clean(facts: BundleFacts, profile: Profile) -> list[Result]:
         return Value(bad, "rows pending or failed", "; ".join(parts))
     return _contract_result(
         facts, "row_remaps_clean", "No memory row remap is pending or has failed",
-        contracts.no_pending_or_failed_row_remaps, "ecc.remapped_rows_pending, ecc.remapped_rows_failure",
+        device_contracts.no_pending_or_failed_row_remaps, "ecc.remapped_rows_pending, ecc.remapped_rows_failure",
         measure, Value(0, "rows pending or failed", "no pending and no failed row remap"))
 
 
@@ -102,7 +102,7 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     document = facts.document("health-load")
     if document is None or not gpus(document):
         why = facts.step_why("health-load") if document is None else \
-            f"the under-load health lists no GPU: {contracts.gpus(document)[1]}"
+            f"the under-load health lists no GPU: {contract_facts.gpus(document)[1]}"
         return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why + " (an idle reading cannot "
                        "tell: the driver lowers the link speed when idle)")]
     devices = gpus(document)
@@ -111,7 +111,7 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
                      "PCIe generation x lanes",
                      "; ".join(f"GPU{d.get('nvml_index')} Gen{p.get('current_gen')} x{p.get('current_width')} "
                                f"of Gen{p.get('max_gen')} x{p.get('max_width')}" for d, p in links))
-    judged = contracts.pcie_link_at_max(document)
+    judged = device_contracts.pcie_link_at_max(document)
     problems = [judged["evidence"]] if judged["status"] != Verdict.PASS else []
     for d, p in links:
         if gen and isinstance(p.get("current_gen"), int) and p["current_gen"] < gen:

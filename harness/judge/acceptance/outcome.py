@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import Profile
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
+from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result
 from harness.judge.facts import BundleFacts
 

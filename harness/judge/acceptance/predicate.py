@@ -15,11 +15,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from harness.judge.acceptance.outcome import Acceptance
 from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.outcome import Acceptance
 from harness.signing.keys import SigningKey
-from harness.signing.statement import (StatementError, sha256_hex, sign_statement, statement, subject,
-                                       verify_statement)
+from harness.signing.statement import StatementError, sha256_hex, sign_statement, statement, subject, verify_statement
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import jinja2
 
-from harness.present import templating
-from harness.judge.acceptance.outcome import FAILED, PASSED, Acceptance
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
+from harness.judge.acceptance.outcome import FAILED, PASSED, Acceptance
 from harness.judge.facts import BundleFacts
+from harness.present import templating
 
 VERDICT_WORDS = {PASSED: "ACCEPTED", "WARNED": "ACCEPTED, WITH GAPS", FAILED: "REJECTED"}
 STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "Not measured"}

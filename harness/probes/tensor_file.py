@@ -4,8 +4,9 @@ A safetensors file is an 8-byte little-endian header length N, N bytes of JSON
 ({name: {"dtype", "shape", "data_offsets": [begin, end]}, optional "__metadata__"}), then
 the data; data_offsets are relative to the first byte after the header
 (https://github.com/huggingface/safetensors#format). The probe uses this to read only the
-byte ranges of the tensors it measures; the host uses the same reader for byte ranges and
-cross-checks names, dtypes and shapes with the safetensors library itself.
+byte ranges of the tensors it measures; the host (harness.checkpoints) uses the same public
+reader for byte ranges and cross-checks names, dtypes and shapes with the safetensors library
+itself.
 """
 
 from __future__ import annotations

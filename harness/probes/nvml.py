@@ -1,6 +1,7 @@
 """NVML access shared by probes: a session, device handles, telemetry samples, a sampler.
 
-Standard library and nvidia-ml-py only. Every read that fails becomes
+Public (the probe contract allows the host to import it: the runner asks NvmlSession whether
+this host has a GPU). Standard library and nvidia-ml-py only. Every read that fails becomes
 {"unavailable": "<NVMLError name>: <message>"}, the library's own reason.
 """
 
