@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import fleet_synth
+from bench import fleet_synth, fleet_vary
 from harness.analysis import bandwidth, stress, transfer
 from harness.schemas import violations
 from tests.transfer_fixtures import h200_document
@@ -35,11 +35,11 @@ def test_a_sick_node_s_documents_still_verify_and_carry_its_sickness(base):
 
 def test_stress_and_transfer_documents_are_varied_with_their_figures_recomputed():
     cpu = json.loads((FIXTURES / "stress" / "stress-cpu.json").read_text())
-    slower = fleet_synth.vary_stress(cpu, 0.8)
+    slower = fleet_vary.vary_stress(cpu, 0.8)
     assert violations("stress", slower) == [] and stress.discrepancies(slower) == []
     assert stress.headlines(slower)["min_steady_tflops"] == pytest.approx(0.8 * stress.headlines(cpu)["min_steady_tflops"])
     h200 = h200_document()
-    halved = fleet_synth.vary_transfer(h200, 0.5)
+    halved = fleet_vary.vary_transfer(h200, 0.5)
     assert violations("transfer", halved) == [] and transfer.discrepancies(halved) == []
     before, after = transfer.headlines(h200)["series"], transfer.headlines(halved)["series"]
     some = next(sid for sid, s in before.items() if s["rate_gbps"])

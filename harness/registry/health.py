@@ -6,12 +6,12 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis import health_fleet
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import identity, load, memory_health
 from harness.probes import health as probe
-from harness.analysis import health_fleet
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
