@@ -80,6 +80,9 @@ def vary_roofline(document: dict[str, Any], factor: float, roof_gbps: float | No
     _restate_fusion(doc)
     head = rf.headlines(doc)
     doc["summary"].update({k: head[k] for k in doc["summary"] if k in head})
+    for key in rf.BEST_SUMMARY_KEYS:  # the best rate's older summary name (the committed bundles' best_tflops)
+        if key in doc["summary"]:
+            doc["summary"][key] = head["burst_best_tflops"]
     return doc
 
 
@@ -166,9 +169,11 @@ def vary_transfer(document: dict[str, Any], factor: float) -> dict[str, Any]:
         for point in s["points"]:
             again = by_bytes[point["bytes"]]
             point.update(median_s=again["median_s"], gbps=again["gbps"], marks=again["marks"])
-        s["plateau"].update({k: fig["plateau"][k] for k in ("reached", "sizes_bytes", "gbps")})
-        s["latency"]["median_us"] = fig["latency"]["median_us"]
-        s["link"].update({k: fig["link"][k] for k in ("ceiling_gbps", "rate_gbps", "ratio")})
+        s["plateau"].update({k: fig["plateau"][k] for k in ("reached", "sizes_bytes", "gbps", "maximum")
+                             if k in s["plateau"] or k != "maximum"})
+        s["latency"].update({k: fig["latency"][k] for k in ("median_us", "measured", "bytes") if k in s["latency"]})
+        s["link"].update({k: fig["link"][k] for k in ("ceiling_gbps", "rate_gbps", "ratio", "kind", "rate_basis")
+                          if k in s["link"] or k in ("ceiling_gbps", "rate_gbps", "ratio")})
     for group in doc.get("groups", []):
         again = transfer.group_figures(group, figures)
         group["total_plateau_gbps"] = again["total_plateau_gbps"]

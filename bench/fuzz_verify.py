@@ -37,12 +37,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.bundle import layout  # noqa: E402
 from harness.bundle.read import read_all  # noqa: E402
-from harness.bundle.view import BundleView  # noqa: E402
 from harness.bundle.write import archive_bytes  # noqa: E402
 from harness.judge import engine  # noqa: E402
-from harness.present import report as render  # noqa: E402
 from harness.signing.keys import load_private, load_public  # noqa: E402
 from harness.bundle.verify import verify_bundle  # noqa: E402
 from tests.bundle_probes import plan as test_plan  # noqa: E402
@@ -57,16 +54,13 @@ def install_tick_modules() -> None:
 
 
 def build_bases(work: Path) -> dict[str, Path]:
-    from harness.bundle.assemble import assemble
+    from harness.bundle.assemble import assemble, unsigned_files
     from tests.bundle_support import collect_test_plan, make_key, resign
     key, public = make_key(work / "keys")
     tick = work / "tick.tar.gz"
     tick.write_bytes(assemble(collect_test_plan(work / "plan"), key))
-    files = read_all(H200)
-    commands = json.loads(files[layout.COMMANDS])
-    commands["format_version"] = layout.FORMAT_VERSION
-    files[layout.COMMANDS] = (json.dumps(commands, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
-    files[layout.REPORT] = render.render_report(BundleView.from_files(files)).encode()
+    from tests.h200_remade import record_of
+    files = unsigned_files(record_of(H200))  # this build's format: report, tables and schemas included
     resign(files, key)
     h200 = work / "h200.tar.gz"
     h200.write_bytes(archive_bytes(files))

@@ -1,18 +1,26 @@
 """The JSON Schemas under schemas/ (2020-12), and validation against them.
 
+The schema files carry no `$id`: each is identified by where it lies, and refers to the others by
+file name (`common.schema.json#/$defs/...`), so a standard validator given the file (e.g.
+`check-jsonschema --schemafile schemas/X.schema.json DOC.json` in an extracted bundle, which holds
+the schemas its documents use) resolves every `$ref` offline, next to it. The harness registers
+each under its file URI here (`schema_id`) and validates with that as the base.
+
 Each schema is compiled once per process (`_validator`). A document is first checked by
 jsonschema-rs (a compiled 2020-12 validator, about a hundred times faster on the large raw
 documents a bundle holds); only when it says "invalid", or is not installed, does the pure-Python
 `jsonschema` walk the document to name every violation. The violations reported are always
 `jsonschema`'s own: the fast validator only ever short-cuts a document with none, and
-tests/test_schemas.py checks that the two agree on valid and invalid documents alike.
-`dossier fleet collect` verifies a thousand bundles in a minute on that path (docs/fleet.md).
+tests/test_schema_fast_path.py checks that the two agree on valid and invalid documents alike.
+`dossier fleet collect` verifies a thousand bundles in about a minute on that path (docs/fleet.md).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +34,8 @@ except ImportError:  # pragma: no cover - a dependency, but never a reason to re
     jsonschema_rs = None
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
-SCHEMA_BASE = "https://rig-dossier.dev/schemas/"
+SUFFIX = ".schema.json"
+REFERENCE = re.compile(r'"\$ref":\s*"([a-z][a-z0-9-]*)\.schema\.json[#"]')
 
 
 @dataclass(frozen=True)
@@ -41,24 +50,44 @@ class SchemaViolation:
         return f"at {self.path or '/'} (schema {self.schema_path}): {self.message}"
 
 
-@functools.cache
-def _registry() -> Registry:
-    resources = []
-    for path in sorted(SCHEMA_DIR.glob("*.schema.json")):
-        contents = json.loads(path.read_text())
-        resources.append((contents["$id"], Resource.from_contents(contents)))
-    return Registry().with_resources(resources)
+def schema_path(name: str) -> Path:
+    return SCHEMA_DIR / f"{name}{SUFFIX}"
 
 
 def schema_id(name: str) -> str:
-    return f"{SCHEMA_BASE}{name}.schema.json"
+    """The URI the harness's registry holds schemas/NAME.schema.json under: its file URI."""
+    return schema_path(name).as_uri()
+
+
+@functools.cache
+def _registry() -> Registry:
+    resources = []
+    for path in sorted(SCHEMA_DIR.glob(f"*{SUFFIX}")):
+        contents = {**json.loads(path.read_text()), "$id": path.as_uri()}
+        resources.append((path.as_uri(), Resource.from_contents(contents)))
+    return Registry().with_resources(resources)
 
 
 def load_schema(name: str) -> dict[str, Any]:
-    path = SCHEMA_DIR / f"{name}.schema.json"
+    """schemas/NAME.schema.json, with its file URI as `$id` (the base its relative `$ref`s resolve
+    against)."""
+    path = schema_path(name)
     if not path.exists():
         raise FileNotFoundError(f"no schema {path}")
-    return json.loads(path.read_text())
+    return {**json.loads(path.read_text()), "$id": path.as_uri()}
+
+
+def referenced(names: Iterable[str]) -> list[str]:
+    """NAMES and every schema they refer to, directly or not (by file name), sorted."""
+    found: set[str] = set()
+    todo = [n for n in names if schema_path(n).exists()]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.add(name)
+        todo += [n for n in REFERENCE.findall(schema_path(name).read_text()) if n not in found]
+    return sorted(found)
 
 
 @functools.cache
@@ -69,8 +98,8 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
 
 @functools.cache
 def _fast_registry() -> Any:
-    resources = [(contents["$id"], contents) for contents in
-                 (json.loads(path.read_text()) for path in sorted(SCHEMA_DIR.glob("*.schema.json")))]
+    resources = [(path.as_uri(), {**json.loads(path.read_text()), "$id": path.as_uri()})
+                 for path in sorted(SCHEMA_DIR.glob(f"*{SUFFIX}"))]
     return jsonschema_rs.Registry(resources)
 
 

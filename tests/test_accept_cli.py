@@ -35,7 +35,8 @@ def accept(env, *extra, bundle=None):
 def test_recorded_h200_is_accepted_with_gaps_exit_0(env, capsys):
     assert accept(env) == 0
     out = capsys.readouterr().out
-    assert "WARNED" in out and "8 passed, 0 failed, 6 not measured" in out
+    # measured nowhere in this 1-GPU bundle, and the stress and transfer criteria: it predates both steps
+    assert "WARNED" in out and "8 passed, 0 failed, 17 not measured" in out
     assert "PASS bandwidth_plateau: 4254 GB/s" in out
 
 

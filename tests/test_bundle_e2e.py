@@ -5,6 +5,10 @@ run here for real. One run is shared by the tests of this module.
 """
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +17,7 @@ from harness.bundle.read import read_all
 from harness.bundle.verify import verify_bundle
 from harness.bundle.write import write_atomically
 from harness.cli import main
+from harness.present.folding import LINE_LIMIT
 from harness.registry import lab_criteria
 from harness.run.orchestrate import RunOptions, collect
 from harness.run.plan import LAB_PLAN, step_ids
@@ -53,9 +58,10 @@ def test_every_lab_step_is_listed_with_an_outcome_and_reason(dossier):
 
 def test_report_has_every_criterion_with_a_status(dossier):
     report = read_all(dossier["path"])["report.md"].decode()
+    flat = " ".join(report.split())  # long lines are wrapped: compare the words
     for criterion in lab_criteria():
-        line = next(line for line in report.splitlines() if criterion.title in line)
-        assert any(f"**{status}**" in line for status in ("pass", "fail", "not-measured"))
+        title = " ".join(criterion.title.split())
+        assert any(f"**{status}**: {title}" in flat for status in ("pass", "fail", "not-measured")), title
     assert "## How to reproduce" in report and "dossier run --runner " in report
 
 
@@ -100,3 +106,80 @@ def test_no_private_key_and_no_secret_environment_in_the_bundle(dossier, monkeyp
     assert not any(b"PRIVATE KEY" in data for data in files.values())
     environment = json.loads(files["environment.json"])["host"]["environment"]
     assert not any("TOKEN" in name or "SECRET" in name or name == "DOSSIER_KEY" for name in environment)
+
+
+def test_the_report_is_small_and_short_lined(dossier):
+    report = read_all(dossier["path"])["report.md"].decode()
+    assert len(report.encode()) < 20_000
+    assert [line for line in report.splitlines() if len(line) > LINE_LIMIT and not line.startswith("|")] == []
+
+
+OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",  # any fetch would fail
+           "http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9", "NO_PROXY": ""}
+
+
+def check_jsonschema(folder: Path, schema: str, document: str) -> subprocess.CompletedProcess:
+    """The standard tool's CLI, as docs/bundle.md documents it: only --schemafile, offline."""
+    tool = Path(sys.executable).parent / "check-jsonschema"
+    return subprocess.run([str(tool), "--schemafile", schema, document], cwd=folder, capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **OFFLINE})
+
+
+@pytest.fixture(scope="module")
+def extracted(dossier):
+    folder = dossier["tmp"] / "extracted"
+    for name, data in read_all(dossier["path"]).items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def test_check_jsonschema_validates_every_document_offline_with_the_bundled_schemas(extracted):
+    commands = json.loads((extracted / "commands.json").read_text())
+    pairs = [("commands", "commands.json"), ("environment", "environment.json")]
+    pairs += [(s["schema"], s["output"]) for s in commands["steps"] if s["output"]]
+    assert any(output.startswith("raw/") for _, output in pairs) and any(o.startswith("derived/") for _, o in pairs)
+    for schema, document in pairs:
+        done = check_jsonschema(extracted, f"schemas/{schema}.schema.json", document)
+        assert done.returncode == 0 and "ok -- validation done" in done.stdout, (document, done.stdout, done.stderr)
+
+
+def test_check_jsonschema_refuses_a_broken_document(extracted, tmp_path):
+    broken = json.loads((extracted / "raw" / "bandwidth.json").read_text())
+    del broken["contract_version"]  # required by the common schema the bandwidth schema refers to
+    (extracted / "broken.json").write_text(json.dumps(broken))
+    done = check_jsonschema(extracted, "schemas/bandwidth.schema.json", "broken.json")
+    assert done.returncode == 1 and "'contract_version' is a required property" in done.stdout
+
+
+def _failures(dossier, edit) -> list:
+    out = rewrite(dossier["path"], dossier["tmp"] / "edited.tar.gz", edit, resign_with=dossier["key"])
+    return [(f.check, f.subject, f.detail) for f in verify_bundle(out, load_public(dossier["public"])).failures]
+
+
+def test_a_bundled_schema_that_differs_from_this_builds_is_named(dossier):
+    def loosen(files):
+        files["schemas/common.schema.json"] = files["schemas/common.schema.json"].replace(b'"minLength": 1', b'"minLength": 0')
+    found = _failures(dossier, loosen)
+    assert [(check, subject) for check, subject, _ in found] == [("schema-file", "schemas/common.schema.json")]
+    assert "differs from this build's schemas/common.schema.json: the bundle was made by rig-dossier" in found[0][2]
+
+
+def test_a_schema_the_documents_use_must_be_carried(dossier):
+    def drop(files):
+        del files["schemas/health.schema.json"]
+        commands = json.loads(files["commands.json"])
+        commands["schemas"].remove("schemas/health.schema.json")
+        files["commands.json"] = (json.dumps(commands, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
+    found = _failures(dossier, drop)
+    assert ("files", "schemas/health.schema.json") in [(check, subject) for check, subject, _ in found]
+
+
+def test_a_table_member_is_rendered_again_and_compared(dossier):
+    files = read_all(dossier["path"])
+    tables = [name for name in files if name.startswith("tables/")]
+    assert tables == ["tables/precision.md"]  # the CPU dossier measures the packaged checkpoint's tensors
+
+    def edit(files):
+        files["tables/precision.md"] = files["tables/precision.md"].replace(b"SQNR", b"SNR", 1)
+    assert [(c, s) for c, s, _ in _failures(dossier, edit)] == [("report", "tables/precision.md")]

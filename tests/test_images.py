@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -79,6 +80,17 @@ def test_an_absent_engine_is_a_clear_error(monkeypatch, tmp_path):
     with pytest.raises(EngineUnavailable) as raised:
         connect(timeout_s=2)
     assert "no-engine.sock" in str(raised.value) and "--runner local" in raised.value.hint
+    assert str(raised.value).endswith(": nothing is there (no such socket)")  # no exception repr
+
+
+def test_a_socket_nobody_listens_on_is_named_as_refused(monkeypatch, tmp_path):
+    path = tmp_path / "bound.sock"
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(path))  # bound but not listening: connecting is refused
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+        with pytest.raises(EngineUnavailable) as raised:
+            connect(timeout_s=2)
+    assert str(raised.value) == f"no Docker engine answers at unix://{path}: the connection was refused"
 
 
 def test_auto_falls_back_to_local_and_says_why_when_no_engine_answers(monkeypatch, tmp_path, locks):
@@ -86,7 +98,8 @@ def test_auto_falls_back_to_local_and_says_why_when_no_engine_answers(monkeypatc
     locks[1].write_text(json.dumps({"cpu": f"127.0.0.1:5055/rig-dossier/probe-cpu@{DIGEST_B}"}))
     runner, why = select_runner("auto", image="cpu")
     assert runner.name == "local"
-    assert "docker not usable" in why and "no-engine.sock" in why
+    assert why == (f"--runner auto chose local because docker is not usable: no Docker engine answers at "
+                   f"unix://{tmp_path}/no-engine.sock: nothing is there (no such socket)")
 
 
 def test_cli_with_runner_docker_and_no_engine_exits_4_with_a_hint(monkeypatch, tmp_path, locks, capsys):

@@ -68,7 +68,10 @@ def test_options_are_declared_once_and_a_command_adds_no_second_one():
         for option in entry.options:
             option.add_to(parser)  # argparse accepts every declaration as written
         for option in entry.run_options:
-            assert option in entry.command.host_options, (entry.name, option.flags)
+            # offered as `dossier NAME` offers it, or a probe option under the run's own name for it
+            # (`--NAME-...`: `dossier run --stress-seconds` is stress's --seconds)
+            renamed = option.flags[0].startswith(f"--{entry.name}-") and option not in entry.options
+            assert option in entry.command.host_options or renamed, (entry.name, option.flags)
 
 
 def test_names_no_entry_gives_are_refused_not_imported():
@@ -85,7 +88,7 @@ def test_names_no_entry_gives_are_refused_not_imported():
 
 def test_criteria_are_listed_where_the_run_completes_their_evidence():
     assert [c.name for c in registry.lab_criteria()] == ["health", "bandwidth", "roofline", "precision", "allreduce",
-                                                         "idle-load"]
+                                                         "transfer", "idle-load"]
     order = [c.name for c in registry.acceptance_criteria()]
     assert order.index("sku_matches_profile") < order.index("bandwidth_plateau") < order.index("gemm")
     assert order.index("clocks_rise_under_load") > order.index("ecc_uncorrectable_zero")

@@ -7,10 +7,11 @@ them), to reach each pass and fail path; no report is made from them.
 import pytest
 
 from harness import catalogue
-from harness.bundle.diff import compare, text_lines
+from harness.bundle.diff import compare
 from harness.bundle.view import BundleView, Figures
 from harness.judge import lab
 from harness.judge.facts import BundleFacts
+from harness.present.diff_tables import comparison_text
 from harness.present.figures import value_text
 
 
@@ -120,6 +121,8 @@ def test_diff_gives_ratios_with_each_sides_spread():
     comparison = compare(a, b)
     plateau = next(m for m in comparison.metrics if m.metric == "bandwidth plateau")
     assert plateau.ratio == pytest.approx(1.1) and (plateau.a_spread, plateau.b_spread) == (0.02, 0.01)
-    text = "\n".join(text_lines(comparison, "a", "b"))
-    assert "DIFFERENT  driver_version: A 580.159.04 | B 570.86.15" in text
-    assert "spread 2.00 %" in text and "spread 1.00 %" in text and "B/A 1.1000" in text
+    lines = comparison_text(comparison, "a", "b").splitlines()
+    assert next(line for line in lines if "driver_version" in line).split() == ["driver_version", "580.159.04",
+                                                                                 "570.86.15"]
+    plateau_row = next(line for line in lines if line.lstrip().startswith("bandwidth plateau"))
+    assert "2.00 %" in plateau_row and "1.00 %" in plateau_row and plateau_row.endswith("1.1000")

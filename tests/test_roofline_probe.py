@@ -94,11 +94,11 @@ def test_tampering_is_caught(document):
     first["bound"] = "memory" if first["bound"] == "compute" else "compute"
     measured = next(s for s in doc["measurements"]["shapes"] if s["status"] == "measured")
     measured["measured_at"] = "2000-01-01T00:00:00.000000Z"
-    doc["summary"]["best_tflops"] *= 2
+    doc["summary"]["burst_best_tflops"] *= 2
     found = "\n".join(rl.discrepancies(doc))
     assert f"prediction {first['label']}: bound" in found
     assert "precedes the prediction" in found
-    assert "summary.best_tflops" in found
+    assert "summary.burst_best_tflops" in found
 
 
 def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document):
@@ -121,6 +121,8 @@ def test_fusion_counts_bytes_and_compares_time_with_traffic(document):
         assert any("torch.compile" in lim["what"] for lim in document["limitations"])
     else:
         assert fusion["outputs_match"] is True
+        assert fusion["fused_by"]["name"] == "torch.compile"  # jiterator is CUDA-only: the reason is kept
+        assert fusion["fused_by"]["why"] == "jiterator not used: a CPU run: jiterator compiles CUDA kernels only"
         assert "fewer bytes" in fusion["comparison"]["text"]
         assert document["summary"]["fusion_speedup"] == pytest.approx(
             fusion["unfused"]["median_s"] / fusion["fused"]["median_s"])
@@ -269,3 +271,28 @@ def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
     session.pynvml.nvmlDeviceGetUUID = lambda handle: "GPU-00000000-0000-0000-0000-000000000000"
     facts, handle = probe.gpu_facts(FakeTorch, session, 0)
     assert handle is None and facts["sku_id"] is None and "no NVML device has torch's UUID" in facts["sku_evidence"]
+
+
+def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
+    import torch
+
+    from harness.probes import _roofline_torch as side
+
+    assert side.jiterator_refusal("cpu") == "a CPU run: jiterator compiles CUDA kernels only"
+    monkeypatch.setattr(torch.version, "hip", "6.2", raising=False)
+    assert "ROCm" in side.jiterator_refusal("cuda")
+    monkeypatch.setattr(torch.version, "hip", None, raising=False)
+    monkeypatch.setattr(torch.cuda, "jiterator", object(), raising=False)
+    assert "has no torch.cuda.jiterator._create_jit_fn" in side.jiterator_refusal("cuda")
+
+
+def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
+    from harness.analysis.roofline_figures import burst_windows
+    from harness.present.tables import roofline as table
+
+    text = table.render(document)
+    assert "**burst**" in text and "window ms" in text
+    rows = burst_windows(document)
+    assert rows and all(r["window_ms"] > 0 and r["timed_calls"] > 0 for r in rows)
+    # On a CPU no NVML clock is sampled: the cap state says why it is unknown rather than guessing.
+    assert all(r["sm_clock_mhz"] is None and "unavailable" in r["power_cap"] for r in rows)

@@ -163,7 +163,7 @@ def test_an_xid_fails_and_is_named(cpu):
     assert check["status"] == "fail" and "XID [79]" in check["evidence"]
     refused = gpu_shaped(cpu, cap_at_s=1.0)
     refused["devices"][0]["nvml_events"] = {"unavailable": "NVMLError_NotSupported: Not Supported"}
-    assert checks(refused)["nvml_events"] == {"name": "nvml_events", "status": "not_measured",
+    assert checks(refused)["nvml_events"] == {"name": "nvml_events", "status": "not-measured",
                                               "evidence": "NVMLError_NotSupported: Not Supported"}
 
 

@@ -188,3 +188,23 @@ def test_the_mask_counter_counts_exactly_what_a_plain_sum_counts(numel):
     counter.mask((numel,)).fill_(True)
     counter.count_into(slot)
     assert int(slot) == numel
+
+
+def test_two_workers_at_once_each_recorded_checked_and_named(monkeypatch):
+    """The multi-GPU path on the CPU: two worker processes at once (as on two GPUs; no two-GPU run
+    could be taken), each with its own record and checks, a fault in each counted and failed."""
+    from harness.present.tables import stress as table
+    from harness.registry import fleet_metrics
+
+    monkeypatch.setattr(probe, "pick_device", lambda args: ("cpu", [0, 1], "test: two CPU workers stand in for GPUs"))
+    args = probe.build_parser().parse_args(["--seconds", "1", "--inject-fault", "gemm"])
+    document = {"probe": "stress", **probe.measure(args)}
+    assert [r["index"] for r in document["devices"]] == [0, 1]
+    heads = analysis.headlines(document)
+    assert [d["index"] for d in heads["devices"]] == [0, 1]
+    assert heads["min_steady_tflops"] == min(d["steady_tflops"] for d in heads["devices"])
+    failures = heads["verdict"]["failures"]
+    assert len(failures) == 2 and all(": result_check: 1 of " in f for f in failures)
+    metrics = {m.name: m.read(heads) for probe_name, m in fleet_metrics() if probe_name == "stress"}
+    assert metrics["stress_result_mismatches"] == 2  # one flipped element in each worker, summed
+    assert table.render(document).count("| CPU (") == 2

@@ -66,6 +66,10 @@ def test_a_cpu_run_says_it_measured_host_memory_not_pcie(cpu_document):
      "plateau.reached"),
     (lambda d: d["series"][0]["points"][0].__setitem__("marks", []), "marks"),
     (lambda d: d["series"][0]["points"][1].__setitem__("copies", 1), "copies"),
+    (lambda d: d["series"][0]["plateau"].__setitem__("maximum", {"bytes": 4096, "gbps": 1e6}), "plateau.maximum"),
+    (lambda d: d["series"][0]["latency"].__setitem__("bytes", 1), "latency.bytes"),
+    (lambda d: d["series"][0]["link"].__setitem__("kind", "nvlink"), "link.kind"),
+    (lambda d: d["series"][0]["link"].__setitem__("rate_basis", "plateau?"), "link.rate_basis"),
 ])
 def test_every_tampered_figure_is_caught(cpu_document, tamper, expected):
     document = json.loads(json.dumps(cpu_document))
@@ -78,7 +82,7 @@ def test_every_tampered_figure_is_caught(cpu_document, tamper, expected):
     (["--sizes", "4K", "0"], "a size must be positive"),
     (["--sizes", "4 parsecs"], "cannot read '4 parsecs' as a size"),
     (["--point-budget-s", "0"], "--point-budget-s 0: must be positive"),
-    (["--device", "cpu", "--gpus", "1"], "--gpus: this run copies host memory on the CPU"),
+    (["--device", "cpu", "--device-index", "1"], "--device-index: this run copies host memory on the CPU"),
 ])
 def test_bad_arguments_exit_2_with_one_line(argv, message):
     done = run_probe(*argv)

@@ -71,6 +71,43 @@ def fusion_medians(fusion: Any) -> tuple[float | None, float | None]:
                  for v in ("unfused", "fused"))
 
 
+BURST_RULE = ("every roofline rate is a burst: the median call of one shape's short timed window (milliseconds "
+              "to a few hundred), at whatever clock the card held then; the sustained rate under a long load is "
+              "the stress probe's steady state (docs/stress.md)")
+# The names the probe's summary has given the best GEMM rate: `burst_best_tflops` now, `best_tflops` in
+# documents made before it was named a burst (the committed H200 bundles); both are the same figure.
+BEST_SUMMARY_KEYS = ("burst_best_tflops", "best_tflops")
+
+
+def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
+    """How a shape's rate was measured: the window its timed calls filled (the sum of their times, ms),
+    the median SM clock NVML sampled inside it, and whether the power cap was engaged then."""
+    times = shape.get("times_s") if isinstance(shape.get("times_s"), list) else []
+    clocks = shape.get("clocks")
+    window = {"label": shape.get("label"), "window_ms": math.fsum(t for t in times if _is_number(t)) * 1e3,
+              "timed_calls": len(times)}
+    if not isinstance(clocks, dict) or "unavailable" in clocks:
+        why = clocks["unavailable"] if isinstance(clocks, dict) else "no clock samples recorded"
+        return {**window, "sm_clock_mhz": None, "power_cap": {"unavailable": why}}
+    samples = clocks.get("sm_clock_mhz_samples")
+    clock = median_of(samples) if isinstance(samples, list) else clocks.get("sm_clock_mhz_median")
+    reasons = clocks.get("clock_event_reasons") if isinstance(clocks.get("clock_event_reasons"), list) else []
+    return {**window, "sm_clock_mhz": clock if _is_number(clock) else None,
+            "power_cap": "engaged (sw_power_cap)" if "sw_power_cap" in reasons else "not engaged"}
+
+
+def burst_windows(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every measured shape's burst rate (FLOPs / the median of its timed calls) and its window."""
+    rows = []
+    for shape in _measured(document):
+        median = median_of(shape.get("times_s"))
+        p = _predictions(document).get(shape["label"], {})
+        dims = [p.get(d) for d in "mnk"]
+        rate = rl.gemm_flops(*dims) / median / 1e12 if median and all(_is_number(d) for d in dims) else None
+        rows.append({**burst_window(shape), "burst_tflops": rate})
+    return rows
+
+
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the document's roofs, shapes and per-call times."""
     roofs = document["roofs"]
@@ -92,7 +129,8 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "peak_tflops": roofs["peak_tflops"] if known else None,
         "ridge_flop_per_byte": rl.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"]) if known else None,
         "classifications": classifications,
-        "best_tflops": best, "best_shape": best_shape,
+        "burst_best_tflops": best, "best_shape": best_shape,
+        "burst_best_window": next((w for w in burst_windows(document) if w["label"] == best_shape), None),
         "all_explained": bool(explained) and all(explained),
         "fusion_speedup": unfused_s / fused_s if unfused_s and fused_s else None,
     }
@@ -113,9 +151,10 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     found += _order_discrepancies(document)
     found += fusion_discrepancies(document)
     summary = document.get("summary", {})
-    for key in ("best_tflops", "best_shape", "all_explained", "fusion_speedup", "classifications"):
-        if key in summary and _differs(summary[key], head[key]):
-            found.append(f"summary.{key} {summary[key]!r} != recomputed {head[key]!r}")
+    for key in (*BEST_SUMMARY_KEYS, "best_shape", "all_explained", "fusion_speedup", "classifications"):
+        again = head["burst_best_tflops"] if key in BEST_SUMMARY_KEYS else head[key]
+        if key in summary and _differs(summary[key], again):
+            found.append(f"summary.{key} {summary[key]!r} != recomputed {again!r}")
     return found
 
 

@@ -36,8 +36,6 @@ MEMORY_PATTERNS: dict[str, str] = {
 }
 REL_TOL = 1e-9
 LISTED_MAX = 10  # failing iterations named in one line of evidence
-# A check that could not be made (schemas/stress.schema.json spells it with an underscore).
-NOT_MEASURED = "not_measured"
 
 
 def _sum(values: list[Any]) -> float:
@@ -81,6 +79,16 @@ def rates(record: dict[str, Any], flop_per_gemm: int) -> dict[str, Any]:
             "burst_over_steady": burst / median,
             "steady_throughput_tflops": statistics.median(f["throughput_tflops"] for f in steady_figures),
             "steady_outside_gemm_share": 1 - gemm_ms / _sum([b["span_ms"] for b in steady])}
+
+
+def clocks_of(record: dict[str, Any]) -> dict[str, float | None]:
+    """The SM clock NVML sampled in the first bucket (the burst) and the median of the steady buckets'
+    median clocks (the second half), MHz; None where no sample fell inside."""
+    samples, buckets = samples_of(record), buckets_of(record)
+    clocks = [tel.bucket_telemetry(samples, b["start_s"], b["end_s"])["sm_clock_mhz"] for b in buckets]
+    steady = [c for c in clocks[len(clocks) // 2:] if c is not None]
+    return {"burst_sm_clock_mhz": clocks[0] if clocks else None,
+            "steady_sm_clock_mhz": statistics.median(steady) if steady else None}
 
 
 def result_check(record: dict[str, Any], enabled: bool) -> dict[str, Any]:
@@ -162,7 +170,7 @@ def device_headlines(record: dict[str, Any], settings: dict[str, Any]) -> dict[s
 
 
 def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[dict[str, str]]:
-    """Each check: pass, fail or not_measured (NOT_MEASURED: the stress schema's own spelling), with its evidence."""
+    """Each check: pass, fail or not-measured, with its evidence."""
     def check(name: str, status: str, evidence: str) -> dict[str, str]:
         return {"name": name, "status": status, "evidence": evidence}
 
@@ -172,7 +180,7 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
     checks.append(_result_check(heads["result_check"], check))
     memory = heads["memory_test"]
     if memory is None:
-        checks.append(check("memory_test", NOT_MEASURED, _why(record.get("memory_test"), "not run")))
+        checks.append(check("memory_test", Verdict.NOT_MEASURED, _why(record.get("memory_test"), "not run")))
     elif memory["mismatched_words"]:
         f = memory["first_failure"]
         where = (f"first in pattern {f['pattern']} at byte offset {f['byte_offset']} (chunk {f['chunk']}, offset "
@@ -185,7 +193,7 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
     checks.append(_events_check(record, heads["nvml_events"], check))
     checks.append(_counters_check(record, heads["counters_new"], check))
     if not sampled:
-        checks.append(check("clock_event_reasons", NOT_MEASURED, _why(record.get("telemetry"), "no samples")))
+        checks.append(check("clock_event_reasons", Verdict.NOT_MEASURED, _why(record.get("telemetry"), "no samples")))
     elif heads["flagged_reasons"]:
         counts = heads["clock_event_reasons"]
         checks.append(check("clock_event_reasons", Verdict.FAIL, ", ".join(
@@ -194,7 +202,7 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
         checks.append(check("clock_event_reasons", Verdict.PASS, "no hw_slowdown, thermal or power-brake sample"
                             + ("; sw_power_cap (expected)" if "sw_power_cap" in heads["clock_event_reasons"] else "")))
     power = heads["power"]
-    status = {True: Verdict.PASS, False: Verdict.FAIL, None: NOT_MEASURED}[power["target_reached"]]
+    status = {True: Verdict.PASS, False: Verdict.FAIL, None: Verdict.NOT_MEASURED}[power["target_reached"]]
     checks.append(check("power_target", status, power["why"]))
     return checks
 
@@ -205,9 +213,9 @@ def _why(value: Any, default: str) -> str:
 
 def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
     if not result["enabled"]:
-        return check("result_check", NOT_MEASURED, "result checking disabled (--no-check)")
+        return check("result_check", Verdict.NOT_MEASURED, "result checking disabled (--no-check)")
     if not result["iterations_checked"]:
-        return check("result_check", NOT_MEASURED, "no iteration was checked")
+        return check("result_check", Verdict.NOT_MEASURED, "no iteration was checked")
     failing = result["failing_iterations"]
     if not failing:
         return check("result_check", Verdict.PASS, f"{result['iterations_checked']} iterations bit-identical to the reference")
@@ -219,7 +227,7 @@ def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
 
 def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if events is None:
-        return check("nvml_events", NOT_MEASURED, _why(record.get("nvml_events"), "no event set"))
+        return check("nvml_events", Verdict.NOT_MEASURED, _why(record.get("nvml_events"), "no event set"))
     if events["events"]:
         return check("nvml_events", Verdict.FAIL, f"{events['events']} event(s): XID {events['xids'] or 'none'}, "
                                             f"{events['ecc_events']} ECC event(s)")
@@ -229,7 +237,7 @@ def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: 
 
 def _counters_check(record: dict[str, Any], new: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if new is None:
-        return check("ecc_and_row_remap", NOT_MEASURED, _why(record.get("counters_after"),
+        return check("ecc_and_row_remap", Verdict.NOT_MEASURED, _why(record.get("counters_after"),
                                                                _why(record.get("counters_before"), "not read")))
     bad = [f"{k} +{v}" for k, v in new.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
            and v > 0 and k != "volatile_corrected_errors"]
@@ -248,14 +256,14 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     for d in devices:
         who = f"GPU{d['index']} ({d['name']})" if document["device"] == "cuda" else f"CPU ({d['name']})"
         failures += [f"{who}: {c['name']}: {c['evidence']}" for c in d["checks"] if c["status"] == Verdict.FAIL]
-        not_measured |= {c["name"] for c in d["checks"] if c["status"] == NOT_MEASURED}
+        not_measured |= {c["name"] for c in d["checks"] if c["status"] == Verdict.NOT_MEASURED}
     steady = [d["steady_tflops"] for d in devices if d["steady_tflops"] is not None]
     return {"device": document["device"], "dtype": settings["dtype"], "shape": settings["shape"],
             "seconds": settings["seconds"], "devices": devices,
             "min_steady_tflops": min(steady) if steady else None,
             "verdict": {"status": Verdict.FAIL if failures or not devices else Verdict.PASS,
                         "failures": failures or ([] if devices else ["no device was stressed"]),
-                        NOT_MEASURED: sorted(not_measured)}}
+                        "not_measured": sorted(not_measured)}}
 
 
 def _differences(path: str, stated: Any, again: Any) -> list[str]:

@@ -222,7 +222,12 @@ def _series_discrepancies(s: dict[str, Any], fig: dict[str, Any]) -> list[str]:
         ("plateau.reached", plat["reached"], fig["plateau"]["reached"]),
         ("plateau.sizes_bytes", plat["sizes_bytes"], fig["plateau"]["sizes_bytes"]),
         ("plateau.gbps", plat["gbps"], fig["plateau"]["gbps"]),
+        ("plateau.maximum", plat.get("maximum"), fig["plateau"]["maximum"]),
+        ("latency.measured", lat.get("measured"), fig["latency"]["measured"]),
+        ("latency.bytes", lat.get("bytes"), fig["latency"].get("bytes")),
         ("latency.median_us", lat["median_us"], fig["latency"]["median_us"]),
+        ("link.kind", link.get("kind"), fig["link"]["kind"]),
+        ("link.rate_basis", link.get("rate_basis"), fig["link"]["rate_basis"]),
         ("link.ceiling_gbps", link["ceiling_gbps"], fig["link"]["ceiling_gbps"]),
         ("link.rate_gbps", link["rate_gbps"], fig["link"]["rate_gbps"]),
         ("link.ratio", link["ratio"], fig["link"]["ratio"])])

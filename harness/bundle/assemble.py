@@ -2,8 +2,9 @@
 
 Members: raw/STEP.json (the probe's exact stdout), derived/STEP.json (host-computed documents),
 logs/ (stderr of every run, stdout of failed ones), plots/STEP/ (rendered here from the raw
-JSON), commands.json, environment.json, report.md, and attestation.intoto.json signing the
-sha256 of every other member.
+JSON), tables/STEP.md (a probe's table, rendered here from the raw JSON), schemas/ (the schemas
+the documents use, so standard validators check them offline), commands.json, environment.json,
+report.md, and attestation.intoto.json signing the sha256 of every other member.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from harness.bundle.view import BundleView
 from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
 from harness.present.report import render_report
+from harness.present.step_tables import has_table, table_markdown
 from harness.run.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
+from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
 
 FORMAT_VERSION = layout.FORMAT_VERSION
@@ -50,7 +53,32 @@ def step_files(record: StepRecord) -> dict[str, bytes]:
     return files
 
 
-def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str], plot_note: str | None) -> dict[str, Any]:
+def step_table_names(record: StepRecord) -> list[str]:
+    """tables/STEP.md for a completed probe step whose registry entry has a table (its bytes are
+    rendered once the bundle's documents are all there: see add_tables)."""
+    if record.status != COMPLETED or record.document is None or not has_table(record.probe):
+        return []
+    return [layout.table_name(record.step)]
+
+
+def add_tables(files: dict[str, bytes], records: list[StepRecord]) -> None:
+    """Each listed table rendered from the documents as the bundle holds them, the way verify
+    renders it again (a table may set its figures beside another step's)."""
+    documents = BundleView.from_files(files).documents
+    for record in records:
+        for name in step_table_names(record):
+            files[name] = table_markdown(record.probe, documents[record.step], documents).encode()
+
+
+def schema_files(entries: list[dict[str, Any]]) -> dict[str, bytes]:
+    """schemas/NAME.schema.json for every schema the bundle's documents use (commands.json,
+    environment.json, each step's output) and every schema those refer to, as this build has them."""
+    used = ["commands", "environment", *(e["schema"] for e in entries if e.get("output"))]
+    return {layout.schema_member(name): schema_path(name).read_bytes() for name in referenced(used)}
+
+
+def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str], plot_note: str | None,
+               tables: list[str] | None = None) -> dict[str, Any]:
     """The step's entry in commands.json; every key present, null where it does not apply."""
     run = record.run
     output = None
@@ -79,6 +107,7 @@ def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str],
         "analysis": record.analysis,
         "plots": plots,
         "plot_note": plot_note,
+        "tables": tables or [],
         "inputs": dict(record.inputs),
         "checkpoint": dict(record.checkpoint) if record.checkpoint else None,
         "needs": list(record.needs),
@@ -86,12 +115,13 @@ def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str],
     }
 
 
-def commands_document(record: RunRecord, steps: list[dict[str, Any]]) -> dict[str, Any]:
+def commands_document(record: RunRecord, steps: list[dict[str, Any]], schemas: list[str]) -> dict[str, Any]:
     return {
         "format": "rig-dossier/commands", "format_version": FORMAT_VERSION,
         "tool": dict(record.tool), "runner": dict(record.runner), "options": dict(record.options),
         "started_at": record.started_at, "finished_at": record.finished_at,
         "duration_s": duration_s(record.started_at, record.finished_at),
+        "schemas": schemas,
         "steps": steps,
     }
 
@@ -110,9 +140,12 @@ def unsigned_files(record: RunRecord) -> dict[str, bytes]:
         plots, note = render_plots(step)
         files.update(own)
         files.update(plots)
-        entries.append(step_entry(step, own, sorted(plots), note))
-    files[layout.COMMANDS] = json_bytes(commands_document(record, entries))
+        entries.append(step_entry(step, own, sorted(plots), note, step_table_names(step)))
+    schemas = schema_files(entries)
+    files.update(schemas)
+    files[layout.COMMANDS] = json_bytes(commands_document(record, entries, sorted(schemas)))
     files[layout.ENVIRONMENT] = json_bytes(environment_document(record))
+    add_tables(files, list(record.steps))
     files[layout.REPORT] = render_report(BundleView.from_files(files)).encode()
     return files
 

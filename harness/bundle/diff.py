@@ -1,7 +1,8 @@
 """`dossier diff A B`: what differs between two bundles in hardware, software and measured figures.
 
 Metrics are compared as ratios B/A, each side shown with its own spread (where the probe
-measured one), so a colleague's figure can be judged against the noise of your own run.
+measured one), so a colleague's figure can be judged against the noise of your own run. This is
+the comparison as data (`--json`); harness.present.diff_tables prints it for a person.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.bundle.view import BundleView
-from harness.present.figures import number
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,13 @@ def _devices(view: BundleView) -> list[str]:
             if isinstance(d, dict)]
 
 
+def _tool(view: BundleView) -> str:
+    """The harness version and its git commit (or that it is unknown)."""
+    tool = view.commands.get("tool") if isinstance(view.commands.get("tool"), dict) else {}
+    commit = tool.get("git_commit")
+    return f"{tool.get('version')} ({'git ' + commit[:12] if isinstance(commit, str) else 'git commit unknown'})"
+
+
 HARDWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
     ("devices", _devices),
     ("device_count", lambda v: _figures(v, "health").get("device_count")),
@@ -80,8 +87,7 @@ SOFTWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
       for key in ("driver_version", "cuda_driver_version", "torch_version", "torch_cuda_build")),
     ("os", lambda v: _host(v).get("os")),
     ("host python", lambda v: (_host(v).get("python") or {}).get("version")),
-    ("rig-dossier", lambda v: f"{v.commands.get('tool', {}).get('version')} "
-                              f"({v.commands.get('tool', {}).get('git_commit')})"),
+    ("rig-dossier", lambda v: _tool(v)),
     ("runner", lambda v: (v.commands.get("runner") or {}).get("name")),
     ("images", lambda v: sorted({s["image"] for s in v.steps if s.get("image")})),
     ("checkpoints", lambda v: [c.get("sha256") or c for c in (s.get("checkpoint") for s in v.steps) if c]),
@@ -98,7 +104,7 @@ def _metric_rows(view: BundleView) -> dict[str, tuple[str, float | None, float |
     rows: dict[str, tuple[str, float | None, float | None]] = {
         "bandwidth plateau": ("GB/s", b.get("plateau_gbps"), spread),
         "bandwidth sustained median": ("GB/s", b.get("repeat_median_gbps"), spread),
-        "roofline best": ("TFLOPS", r.get("best_tflops"), None),
+        "roofline burst best (short window)": ("TFLOPS", r.get("burst_best_tflops"), None),
         "roofline ridge": ("FLOP/byte", r.get("ridge_flop_per_byte"), None),
         "roofline fusion speedup": ("x", r.get("fusion_speedup"), None),
     }
@@ -123,28 +129,3 @@ def compare(a: BundleView, b: BundleView) -> Comparison:
             continue
         metrics.append(MetricDiff(metric, unit, value_a, spread_a, value_b, spread_b))
     return Comparison(tuple(fields), tuple(metrics))
-
-
-def _num(value: float | None, unit: str, spread: float | None) -> str:
-    if value is None:
-        return "not measured"
-    text = f"{number(value)} {unit}"
-    return text + (f" (spread {spread * 100:.2f} %)" if isinstance(spread, (int, float))
-                   else " (one measurement, no spread)")
-
-
-def text_lines(comparison: Comparison, name_a: str, name_b: str) -> list[str]:
-    lines = [f"A = {name_a}", f"B = {name_b}"]
-    for section in ("hardware", "software"):
-        lines.append(section)
-        for f in (f for f in comparison.fields if f.section == section):
-            lines.append(f"  same       {f.field}: {f.a}" if f.same else
-                         f"  DIFFERENT  {f.field}: A {f.a} | B {f.b}")
-    lines.append("metrics (ratio B/A)")
-    if not comparison.metrics:
-        lines.append("  no metric was measured in either bundle")
-    for m in comparison.metrics:
-        ratio = f"{m.ratio:.4f}" if m.ratio is not None else "n/a"
-        lines.append(f"  {m.metric}: A {_num(m.a, m.unit, m.a_spread)} | B {_num(m.b, m.unit, m.b_spread)} "
-                     f"| B/A {ratio}")
-    return lines

@@ -10,11 +10,15 @@ RAW_DIR = "raw/"
 DERIVED_DIR = "derived/"
 LOGS_DIR = "logs/"
 PLOTS_DIR = "plots/"
+SCHEMAS_DIR = "schemas/"
+TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
-# commands.json format_version: which report rules made report.md. 3: criteria say pass, fail or
+# commands.json format_version: which report rules made report.md. 4: the schemas the documents
+# use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
+# commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
 # 1: rig-dossier 0.1.0. verify re-renders only this build's format; older ones stay signed.
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 
 def raw_name(step: str) -> str:
@@ -36,3 +40,12 @@ def stdout_name(step: str) -> str:
 
 def plot_name(step: str, filename: str) -> str:
     return f"{PLOTS_DIR}{step}/{filename}"
+
+
+def schema_member(schema: str) -> str:
+    """Where schemas/SCHEMA.schema.json lies inside a bundle (format 4 on): the same relative name."""
+    return f"{SCHEMAS_DIR}{schema}.schema.json"
+
+
+def table_name(step: str) -> str:
+    return f"{TABLES_DIR}{step}.md"

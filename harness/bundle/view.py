@@ -151,8 +151,15 @@ class BundleView:
         return self._figures[step_id]
 
     def plots(self, step_id: str) -> list[str]:
-        plots = (self.step(step_id) or {}).get("plots")
-        return [p for p in plots if isinstance(p, str)] if isinstance(plots, list) else []
+        return self._members(step_id, "plots")
+
+    def tables(self, step_id: str) -> list[str]:
+        """The step's table members (format 4 on; none in older bundles)."""
+        return self._members(step_id, "tables")
+
+    def _members(self, step_id: str, key: str) -> list[str]:
+        listed = (self.step(step_id) or {}).get(key)
+        return [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
 
 
 def _step_id(entry: Any, seen: set[str]) -> str:

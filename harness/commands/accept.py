@@ -142,16 +142,20 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
         paths.write_output(args.attestation, predicate.signed_envelope(
             acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()), "--attestation")
         acceptor_keyid = keyid(key.public)
-        print(f"accept: wrote {args.attestation} (signed by keyid {acceptor_keyid[:16]}...)", file=sys.stderr)
+        print(f"accept: wrote {args.attestation} (in-toto test-result attestation, signed by keyid "
+              f"{acceptor_keyid[:16]}...)", file=sys.stderr)
     if args.junit:
         paths.write_output(args.junit, junit_xml(acceptance), "--junit")
+        print(f"accept: wrote {args.junit} (JUnit XML, one testcase per criterion)", file=sys.stderr)
     files = Files(bundle=str(args.bundle), signer_key=str(key_path),
                   attestation=str(args.attestation) if args.attestation else None, acceptor_keyid=acceptor_keyid,
                   profile_file=str(args.profile_file) if args.profile_file else None)
     if args.summary:
         paths.write_output(args.summary, render_markdown(acceptance, view, files), "--summary")
+        print(f"accept: wrote {args.summary} (one-page summary, Markdown)", file=sys.stderr)
     if args.html:
         paths.write_output(args.html, render_html(acceptance, view, files), "--html")
+        print(f"accept: wrote {args.html} (one-page summary, HTML)", file=sys.stderr)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from harness import paths
-from harness.bundle.diff import compare, text_lines
+from harness.bundle.diff import compare
 from harness.bundle.read import UnsafeBundle, read_all
 from harness.bundle.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
+from harness.present.diff_tables import print_comparison
 from harness.signing.keys import load_public
 
 
@@ -50,7 +52,7 @@ def handle(args: argparse.Namespace) -> int:
                                   hint=f"run `dossier verify {path} --key {key}` for every failure")
     comparison = compare(load_view(args.a), load_view(args.b))
     if args.json:
-        print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, default=str))
+        print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, allow_nan=False))
     else:
-        print("\n".join(text_lines(comparison, str(args.a), str(args.b))))
+        print_comparison(comparison, str(args.a), str(args.b), sys.stdout)
     return 0

@@ -21,6 +21,7 @@ from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
 from harness.probes.contract import EXIT_USAGE, ProbeUsageError, add_options, check_options, options_argv
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs
+from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, Failed, judge
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.runners.select import RUNNER_CHOICES, select_runner
@@ -43,7 +44,7 @@ def handle(spec: ProbeSpec, args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     argv = options_argv(args, spec.host_options)
     prepared = spec.command.prepare(args, argv) if spec.command.prepare else StepArgs(tuple(argv))
-    outcome = run_probe(spec.name, list(prepared.args), args, mounts=prepared.mounts)
+    outcome = run_probe(spec.name, list(prepared.args), args, mounts=prepared.mounts, title=spec.title)
     if spec.command.finish:
         spec.command.finish(args, outcome.document)
     return 0
@@ -86,13 +87,22 @@ def runner_from_args(args: argparse.Namespace) -> Runner:
     return runner
 
 
-def stream_progress(line: str) -> None:
-    """Show a probe's stderr while it runs (progress lines included)."""
-    print(line, file=sys.stderr)
+def run_with_display(runner: Runner, invocation: ProbeInvocation, title: str) -> Completed | Failed:
+    """Run the probe under `dossier run`'s display (a bar on a terminal, a line a step when piped),
+    its other stderr lines shown; then judge its output."""
+    display = RunDisplay(1, show_probe_lines=True)
+    with display:
+        display.begin(invocation.probe, title, shown_command(runner, invocation.probe, invocation.args))
+        outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line))
+        if isinstance(outcome, Completed):
+            display.end(invocation.probe, "completed", str(outcome.document.get("sizing") or ""))
+        else:
+            display.end(invocation.probe, "FAILED", outcome.reason)
+    return outcome
 
 
 def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
-              env: dict[str, str] | None = None, mounts: tuple[str, ...] = ()) -> Completed:
+              env: dict[str, str] | None = None, mounts: tuple[str, ...] = (), title: str | None = None) -> Completed:
     """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise.
 
     `mounts`: host files the probe reads (a container runner mounts them read-only)."""
@@ -100,8 +110,8 @@ def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
     output: Path = paths.output_file(args.output, "--output")  # before the probe, not after it
     runner = runner_from_args(args)
-    outcome = judge(runner.run(ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
-                               on_stderr_line=stream_progress))
+    outcome = run_with_display(runner, ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
+                               title or probe)
     if isinstance(outcome, Failed):
         kept = save_raw(outcome, output)
         if outcome.run.exit_code == EXIT_USAGE:  # the probe refused its arguments: say why, as usage

@@ -21,8 +21,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "run", help="run every lab step and write a signed bundle (what `make dossier` calls)",
         description="Run the lab's steps in order (health at idle, bandwidth sweep and repeats, roofline, "
-                    "precision, all-reduce, health under load, idle/load diff), each as its own probe "
-                    "process. A failed step is recorded and the run goes on; a step whose probe the runner "
+                    "precision, all-reduce, health under load, idle/load diff, then the stress run: 60 s on a "
+                    "GPU), each as its own probe process. A failed step is recorded and the run goes on; a step whose probe the runner "
                     "lacks (an image of an older harness) is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed with your key, and "
                     "prints its path. Ctrl-C leaves no bundle behind.")
     parser.add_argument("--output-dir", type=Path, default=Path("bundles"),

@@ -88,7 +88,8 @@ def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
                         f"{'yes' if near else 'no'} ({bandwidth_rules.KNOWN_GOOD_SOURCE})")
     else:
         near = False
-        evidence.append(f"no known-good result for this SKU and form factor (sku {b.get('sku_id')}), "
+        sku = f"SKU {b['sku_id']}" if b.get("sku_id") else "no SKU identified"
+        evidence.append(f"no known-good result for this SKU and form factor ({sku}), "
                         f"so the {bandwidth_rules.KNOWN_GOOD_TOLERANCE:.0%} comparison cannot be made")
     verdict = Verdict.PASS if spread_ok and near else Verdict.FAIL
     return result("bandwidth", BANDWIDTH_TEXT, verdict, evidence, ("bandwidth",))
@@ -107,8 +108,8 @@ def judge_roofline(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     if early:
         return result("roofline", ROOFLINE_TEXT, early, why, ("roofline",))
     evidence = [figure(k, r.get(k)) for k in ("device", "dtype", "bandwidth_gbps", "peak_tflops",
-                                              "ridge_flop_per_byte", "classifications", "best_tflops",
-                                              "best_shape", "all_explained", "fusion_speedup")]
+                                              "ridge_flop_per_byte", "classifications", "burst_best_tflops",
+                                              "best_shape", "burst_best_window", "all_explained", "fusion_speedup")]
     ok = bool(r.get("all_explained")) and bool(r.get("classifications"))
     median = (facts.view.figures("bandwidth").values or {}).get("repeat_median_gbps")
     if isinstance(median, (int, float)):

@@ -1,4 +1,6 @@
 """Presentation, from a bundle's data only: report.md (`report`, with `figures` for numbers and
-units), the plots (`plots/NAME.py`, rendered in the background by `plotting`), the tables
-(`tables/NAME.py`) and the package's Jinja2 templates (`templating`, `templates/`).
+units and `folding` to keep it readable: commands short, long values folded, lines wrapped), the
+plots (`plots/NAME.py`, rendered in the background by `plotting`), the tables (`tables/NAME.py`,
+kept as bundle members by `step_tables`), `dossier diff`'s tables (`diff_tables`) and the
+package's Jinja2 templates (`templating`, `templates/`).
 """

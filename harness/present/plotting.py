@@ -22,6 +22,7 @@ from typing import Any
 
 from harness import registry
 from harness.bundle import layout
+from harness.present.plots import NothingToPlot
 
 Rendered = tuple[dict[str, bytes], str | None]  # member name -> bytes, and a note when none
 
@@ -48,6 +49,8 @@ def render_step_plots(module_name: str, plots: str, step: str, document: Mapping
         # or as a folder, what it writes lands under out_dir and keeps its relative name.
         try:
             paths = [Path(p).resolve() for p in module.render(dict(document), out_dir / plots)]
+        except NothingToPlot as exc:  # no plot files at all; the note is the plot's own sentence
+            return {}, str(exc)
         except Exception as exc:  # noqa: BLE001 - a plot bug must not lose the measurements
             return {}, f"harness/present/plots/{plots}.py raised {type(exc).__name__}: {exc}"
         outside = [str(p) for p in paths if not p.is_relative_to(out_dir)]

@@ -7,6 +7,7 @@ report from the raw JSON and compare it byte for byte.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -17,8 +18,9 @@ from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge.engine import evaluate
 from harness.judge.facts import BundleFacts
-from harness.present import templating
+from harness.present import step_tables, templating
 from harness.present.figures import figure, value_text
+from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 
 TEMPLATE = "report.md.j2"
 
@@ -44,83 +46,131 @@ def _number(value: Any) -> float | int | None:
 
 
 def command_line(entry: dict[str, Any]) -> str | None:
-    """The step's exact command, with its recorded environment, as one shell line."""
+    """The step's command, short: `python -m harness.probes.NAME ARGS`, long arguments folded (the
+    exact argv and environment are in commands.json)."""
     argv = _strings(entry.get("argv"))
-    if not argv:
-        return None
-    env = {k: v for k, v in _mapping(entry.get("env")).items() if isinstance(v, str)}
-    prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(env.items()))
-    return (prefix + " " if prefix else "") + shlex.join(argv)
+    return short_command(argv) if argv else None
 
 
-def dossier_command(commands: dict[str, Any]) -> str:
+def _step_environment(entry: dict[str, Any]) -> dict[str, str]:
+    return {k: v for k, v in _mapping(entry.get("env")).items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def environment_context(view: BundleView) -> dict[str, Any]:
+    """The allowlisted environment once: the variables every step that ran had alike (`common`),
+    and by step what differs from that (`by_step`)."""
+    recorded = [(str(entry.get("step")), _step_environment(entry)) for entry in view.steps
+                if _strings(entry.get("argv"))]
+    common = dict(recorded[0][1]) if recorded else {}
+    for _, env in recorded[1:]:
+        common = {k: v for k, v in common.items() if env.get(k) == v}
+    by_step = {step: environment_text({k: v for k, v in env.items() if common.get(k) != v})
+               for step, env in recorded}
+    return {"common": environment_text(common), "by_step": {k: v for k, v in by_step.items() if v},
+            "steps": len(recorded)}
+
+
+def dossier_command(commands: dict[str, Any]) -> list[str]:
+    """`dossier run` with the run's options, one option a line (the template joins them with a
+    shell line continuation)."""
     options = _mapping(commands.get("options"))
-    argv = ["dossier", "run", "--runner", str(options.get("runner", "auto"))]
+    lines = [shlex.join(["dossier", "run", "--runner", str(options.get("runner", "auto"))])]
     pairs = options.get("runner_options")
     for pair in pairs if isinstance(pairs, list) else []:
-        argv += _strings(pair)[:2]
+        lines.append(shlex.join(_strings(pair)[:2]))
     for step in _strings(options.get("skip")):
-        argv += ["--skip", step]
-    return shlex.join(argv)
+        lines.append(shlex.join(["--skip", step]))
+    return lines
+
+
+def _output_of(steps: list[dict[str, Any] | None]) -> str:
+    """Where a criterion's figures come from: its first step's document, else commands.json."""
+    outputs = [str(s["output"]) for s in steps if s and isinstance(s.get("output"), str)]
+    return outputs[0] if outputs else layout.COMMANDS
 
 
 def criteria_context(view: BundleView) -> list[dict[str, Any]]:
     rows = []
     for judged in evaluate(registry.lab_criteria(), BundleFacts(view)):
         steps = [view.step(s) for s in judged.steps]
+        where = _output_of(steps)
         rows.append({
             "status": judged.status, "mark": "x" if judged.status == Verdict.PASS else " ",
-            "text": judged.title, "evidence": list(judged.findings),
+            "text": judged.title, "evidence": [fold(str(line), where) for line in judged.findings],
             "commands": [c for c in (command_line(s) for s in steps if s) if c],
-            "plots": [p for s in judged.steps for p in view.plots(s)],
+            "plots": [p for s in judged.steps for p in view.plots(s)], "steps": list(judged.steps),
+            "plot_notes": [f"{s.get('step')}: {_one_line(s.get('plot_note'))}" for s in steps
+                           if s and isinstance(s.get("plot_note"), str) and s.get("plot_note")],
         })
     return rows
 
 
-def figures_context(view: BundleView) -> list[dict[str, Any]]:
-    sections = []
+def _one_line(text: Any, limit: int = FOLD_AT) -> str:
+    """TEXT's first line, folded past LIMIT characters (an error message may span lines)."""
+    flat = " ".join((str(text).strip().splitlines() or [""])[0].split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = None) -> list[dict[str, Any]]:
+    """Each completed step's headline figures, long values folded; those shown under a criterion
+    that reads the step (SHOWN: by step) are counted, not repeated, and figures with no value are
+    named on one line; a sizing already said for an earlier step is named, not repeated."""
+    sections: list[dict[str, Any]] = []
+    said: dict[str, str] = {}
     for entry in view.steps:
         if entry.get("status") != "completed" or not entry.get("analysis"):
             continue
-        figures = view.figures(entry["step"])
-        lines = [figure(str(k), v) for k, v in sorted(_mapping(figures.values).items())]
-        document = _mapping(view.documents.get(entry["step"]))
+        figures = _mapping(view.figures(entry["step"]).values)
+        where, above = str(entry.get("output")), (shown or {}).get(entry["step"], set())
+        every = [fold(figure(str(k), v), where) for k, v in sorted(figures.items())]
+        empty = sorted(str(k) for k, v in figures.items() if value_text(str(k), v) == "none")
+        lines = [line for line in every if line not in above and line.split(": ", 1)[0] not in empty]
+        sizing = _mapping(view.documents.get(entry["step"])).get("sizing")
+        sizing = str(sizing) if sizing else None
+        same_as = said.get(sizing) if sizing else None
+        if sizing and same_as is None:
+            said[sizing] = str(entry["step"])
         sections.append({"step": entry["step"], "output": entry.get("output"), "lines": lines,
-                         "error": figures.error, "sizing": document.get("sizing")})
+                         "empty": [k for k in empty if figure(k, None) not in above],
+                         "shown": sum(line in above for line in every), "error": view.figures(entry["step"]).error,
+                         "sizing": sizing, "sizing_as": same_as})
     return sections
 
 
 def tables_context(view: BundleView) -> list[dict[str, str]]:
-    """Markdown tables a probe's registry entry renders from a completed step's raw document
-    (its `table` module), headings demoted."""
+    """Each step's table member (tables/STEP.md, rendered from its raw document by the probe's
+    registry entry), named by its title and linked; bundles before format 4 have none."""
     tables = []
     for entry in view.steps:
-        spec = registry.find(entry.get("probe"))
-        if entry.get("status") != "completed" or spec is None or not spec.table:
-            continue
-        try:
-            text = str(registry.table_module(spec).render(view.documents[entry["step"]]))
-        except Exception as exc:  # noqa: BLE001 - shown in the report, and verify re-renders the same
-            text = f"the {spec.table} table raised {type(exc).__name__}: {exc}"
-        lines = [("##" + line) if line.startswith("#") else line for line in text.rstrip("\n").splitlines()]
-        tables.append({"step": entry["step"], "markdown": "\n".join(lines)})
+        for member in view.tables(str(entry.get("step"))):
+            data = view.files.get(member)
+            name = step_tables.title(data.decode("utf-8", "replace")) if data is not None else "missing"
+            tables.append({"step": entry["step"], "member": member, "title": _one_line(name, 120)})
     return tables
 
 
+def _grouped(found: list[tuple[str, str]]) -> list[str]:
+    """(step, text) pairs as lines, the steps that share a text named together on its first line."""
+    steps: dict[str, list[str]] = {}
+    for step, text in found:
+        steps.setdefault(text, []).append(step)
+    return [f"{', '.join(names)}: {text}" for text, names in steps.items()]
+
+
 def limitations_context(view: BundleView) -> list[str]:
-    found = []
+    found: list[tuple[str, str]] = []
     for entry in view.steps:
         step = entry["step"]
         if entry.get("status") != "completed":
-            found.append(f"{step}: {entry['status'].replace('_', ' ')}: {entry.get('why')}")
+            found.append((step, f"{str(entry['status']).replace('_', ' ')}: {entry.get('why')}"))
         limitations = _mapping(view.documents.get(step)).get("limitations")
         for item in limitations if isinstance(limitations, list) else []:
             if isinstance(item, dict):
-                found.append(f"{step}: {item.get('what')}: {item.get('why')}")
+                found.append((step, f"{item.get('what')}: {item.get('why')}"))
         note = entry.get("plot_note")
         if isinstance(note, str) and note:
-            found.append(f"{step}: no plots: {note}")
-    return found
+            found.append((step, f"no plots: {note}"))
+    return _grouped(found)
 
 
 def host_context(view: BundleView) -> list[str]:
@@ -145,19 +195,27 @@ def step_rows(view: BundleView) -> list[dict[str, Any]]:
 def context(view: BundleView) -> dict[str, Any]:
     commands = view.commands
     images = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str) and s["image"]})
-    checkpoints = [s["checkpoint"] for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
+    checkpoints = [{"label": value_text("label", s["checkpoint"].get("label", "checkpoint")),
+                    "lines": [figure(str(k), v) for k, v in sorted(s["checkpoint"].items())]}
+                   for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
     host = _mapping(view.environment.get("host"))
     tool, runner = _mapping(commands.get("tool")), _mapping(commands.get("runner"))
     git_commit = tool.get("git_commit")
-    if isinstance(git_commit, dict):  # {"unavailable": why}: the report shows why
-        git_commit = git_commit.get("unavailable")
+    if isinstance(git_commit, dict):  # {"unavailable": why}: the report shows why, on one line
+        git_commit = _one_line(git_commit.get("unavailable"), 100)
+    criteria = criteria_context(view)
+    shown: dict[str, set[str]] = {}
+    for c in criteria:
+        for step in c["steps"]:
+            shown.setdefault(step, set()).update(c["evidence"])
     return {
         "hostname": host.get("hostname") if isinstance(host.get("hostname"), str) else "unknown host",
         "tool": {**{k: tool.get(k) for k in ("name", "version", "git_dirty")}, "git_commit": git_commit},
         "runner": {k: runner.get(k) for k in ("name", "why")},
         "started_at": commands.get("started_at"), "finished_at": commands.get("finished_at"),
         "duration_s": _number(commands.get("duration_s")),
-        "criteria": criteria_context(view), "steps": step_rows(view), "figures": figures_context(view),
+        "criteria": criteria, "steps": step_rows(view), "figures": figures_context(view, shown),
+        "environment": environment_context(view),
         "tables": tables_context(view),
         "limitations": limitations_context(view), "host": host_context(view),
         "images": images, "checkpoints": checkpoints, "dossier_command": dossier_command(commands),
@@ -166,4 +224,5 @@ def context(view: BundleView) -> dict[str, Any]:
 
 
 def render_report(view: BundleView) -> str:
-    return _environment().get_template(TEMPLATE).render(context(view))
+    """report.md: the template rendered from the bundle's data, lines wrapped (harness.present.folding)."""
+    return wrap_markdown(_environment().get_template(TEMPLATE).render(context(view)))

@@ -232,8 +232,62 @@ def chain(x: torch.Tensor) -> torch.Tensor:
     return y * y
 
 
+# The same chain as one CUDA kernel, for torch.cuda.jiterator (NVRTC compiles it at its first call).
+# `y < 0 ? 0 : y` is torch.relu, NaN included (a NaN compares false and passes through).
+JITERATOR_CHAIN = """
+template <typename T> T rig_dossier_chain(T x) {
+    T y = x * T(2);
+    y = y + T(1);
+    y = y < T(0) ? T(0) : y;
+    return y * y;
+}
+"""
+JITERATOR = "torch.cuda.jiterator"
+COMPILE = "torch.compile"
+FUSERS = {
+    JITERATOR: "torch.cuda.jiterator._create_jit_fn: the chain written as one CUDA kernel, compiled at run time "
+               "by NVRTC (well under a second)",
+    COMPILE: "torch.compile (Inductor): the chain traced and generated as one kernel (C++ on a CPU, Triton on a "
+             "GPU; tens of seconds on a GPU, with its compile workers)",
+}
+
+
+def jiterator_refusal(device: str) -> str | None:
+    """Why torch.cuda.jiterator cannot fuse the chain here, or None when it can."""
+    if device != "cuda":
+        return "a CPU run: jiterator compiles CUDA kernels only"
+    if getattr(torch.version, "hip", None):
+        return f"a ROCm build of torch ({torch.version.hip}): jiterator is CUDA-only"
+    if not callable(getattr(getattr(torch.cuda, "jiterator", None), "_create_jit_fn", None)):
+        return f"torch {torch.__version__} has no torch.cuda.jiterator._create_jit_fn"
+    return None
+
+
+def fuse_and_check(device: str, x: torch.Tensor, expected: torch.Tensor
+                   ) -> tuple[str, str | None, Callable[[torch.Tensor], torch.Tensor], torch.Tensor, float]:
+    """(fuser, why not jiterator, the fused callable, its first output, seconds to build it including that
+    first call): jiterator on a CUDA device where torch has it, else torch.compile; a jiterator that fails
+    to build falls back to torch.compile, the reason kept."""
+    why_not = jiterator_refusal(device)
+    if why_not is None:
+        try:
+            return (JITERATOR, None, *_built(device, lambda: torch.cuda.jiterator._create_jit_fn(JITERATOR_CHAIN), x))
+        except Exception as exc:  # noqa: BLE001 - no NVRTC...: torch.compile instead, the reason recorded
+            why_not = f"jiterator failed: {describe_exception(exc)}"
+    return (COMPILE, why_not, *_built(device, lambda: torch.compile(chain, dynamic=False), x))
+
+
+def _built(device: str, build: Callable[[], Callable], x: torch.Tensor) -> tuple[Callable, torch.Tensor, float]:
+    start = time.perf_counter()
+    fused = build()
+    got = fused(x)
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return fused, got, time.perf_counter() - start
+
+
 def measure_fusion(device: str, elements: int, timing: Timing) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """Time the eager chain and its torch.compile fusion; count the bytes each must move."""
+    """Time the eager chain and its fusion (one kernel); count the bytes each must move."""
     limitations = []
     x = torch.randn(elements, dtype=torch.float32, device=device)
     accounting = fusion_accounting(elements, 4, CHAIN_KERNELS, CHAIN_FLOPS_PER_ELEMENT)
@@ -243,20 +297,17 @@ def measure_fusion(device: str, elements: int, timing: Timing) -> tuple[dict[str
         "unfused_kernels": CHAIN_KERNELS, "flops_per_element": CHAIN_FLOPS_PER_ELEMENT, **accounting,
         "unfused": _rates(times, warm, accounting["unfused_bytes"], accounting["flops"]),
     }
+    expected = chain(x)
     try:
-        start = time.perf_counter()
-        fused = torch.compile(chain, dynamic=False)
-        expected = chain(x)
-        got = fused(x)
-        if device == "cuda":
-            torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        fuser, why_not, fused, got, compile_s = fuse_and_check(device, x, expected)
     except Exception as exc:  # noqa: BLE001 - no compiler, no Triton...: recorded, not fatal
         why = f"torch.compile failed: {describe_exception(exc)}"
         result["fused"] = unavailable(why)
         result["outputs_match"] = unavailable(why)
         limitations.append({"what": "fused elementwise chain (torch.compile)", "why": why})
         return result, limitations
+    result["fused_by"] = {"name": fuser, "how": FUSERS[fuser],
+                          "why": f"jiterator not used: {why_not}" if why_not else "a CUDA device with jiterator"}
     result["outputs_match"] = bool(torch.allclose(got, expected))
     times, warm = timed(device, lambda i: fused(x), timing)
     result["fused"] = {**_rates(times, warm, accounting["fused_bytes"], accounting["flops"]),

@@ -152,7 +152,7 @@ class Run:
         document.update(timeline=self.timeline, limitations=self.limitations,
                         sizing=self.sizing_sentence(sizing, skipped, setup.cache_bytes, facts))
         document["summary"] = {key: value for key, value in analysis.headlines(document).items()
-                               if key in ("best_tflops", "best_shape", "all_explained", "fusion_speedup",
+                               if key in ("burst_best_tflops", "best_shape", "all_explained", "fusion_speedup",
                                           "classifications")}
         return document
 
@@ -311,7 +311,7 @@ class Run:
                 elements = next((2**p for p in range(28, 19, -1) if 4 * 2**p * 4 <= budget), 2**20)
             else:
                 elements = 2**26
-        log(f"roofline: fusion chain on {elements} elements (torch.compile may take a while)")
+        log(f"roofline: fusion chain on {elements} elements")
         try:
             result, limitations = self.side.measure_fusion(self.device, elements, timing)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory: recorded, the GEMMs stand

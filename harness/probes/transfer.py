@@ -1,6 +1,6 @@
 """Transfers: host-to-device and device-to-host copies, peer copies between GPUs, the links measured.
 
-`python -m harness.probes.transfer [--sizes 4K 64K 1M ...] [--gpus 0 1] [--point-budget-s S]
+`python -m harness.probes.transfer [--sizes 4K 64K 1M ...] [--device-index 0 1] [--point-budget-s S]
 [--skip pageable bidirectional peer all-gpus numa local] [--device auto|cuda|cpu]` writes one JSON
 document (schemas/transfer.schema.json).
 
@@ -28,7 +28,8 @@ from harness.probes._transfer_document import COPY_PATHS, assemble, series_recor
 from harness.probes._transfer_gpu import GpuRun
 from harness.probes._transfer_host import host_nodes, numa_plan
 from harness.probes._transfer_links import gpu_facts, peer_access, topology
-from harness.probes.contract import Option, ProbeUsageError, options_parser, probe_main, progress, unavailable
+from harness.probes.contract import (Option, ProbeUsageError, check_options, options_parser, positive, probe_main,
+                                     progress, unavailable)
 from harness.probes.nvml import NvmlSession
 
 NAME = "transfer"
@@ -45,10 +46,11 @@ OPTIONS = (
     Option(("--sizes",), dict(nargs="+", metavar="SIZE",
                               help="copy sizes, bytes or K/M/G (binary) (default: 4K 64K 1M 4M 16M 64M 256M 512M 1G "
                                    "on a GPU, fewer if memory is short; 4K 64K 1M 16M 64M on the CPU)")),
-    Option(("--gpus",), dict(type=int, nargs="+", metavar="INDEX", help="torch device indices (default: all)")),
+    Option(("--device-index",), dict(type=int, nargs="+", metavar="INDEX",
+                                     help="torch device indices to measure (default: every visible GPU)")),
     Option(("--point-budget-s",), dict(type=float,
                                        help="seconds of timed copies per size (default: 0.1 on a GPU, "
-                                            "0.02 on the CPU)")),
+                                            "0.02 on the CPU)"), check=positive),
     Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure")),
     Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
                                help="auto: the GPUs when torch sees one, else host memory copies")),
@@ -81,8 +83,7 @@ def fit_sizes(sizes: list[int], defaults: bool, need: int, available: int, where
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    if args.point_budget_s is not None and not args.point_budget_s > 0:
-        raise ProbeUsageError(f"--point-budget-s {args.point_budget_s:g}: must be positive")
+    check_options(args, OPTIONS)
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -94,8 +95,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
               "statistic": "median of per-copy times", "warmup_copies": WARMUP_COPIES, "point_budget_s": budget,
               "min_copies": MIN_COPIES, "max_copies": MAX_COPIES}
     if device == "cpu":
-        if args.gpus:
-            raise ProbeUsageError("--gpus: this run copies host memory on the CPU (no GPU is used)")
+        if args.device_index:
+            raise ProbeUsageError("--device-index: this run copies host memory on the CPU (no GPU is used)")
         return measure_cpu(torch, args, sizes, defaults, timing)
     with NvmlSession() as nvml:
         return measure_gpus(torch, args, nvml, sizes, defaults, timing)
@@ -136,14 +137,14 @@ def pick_gpus(torch: Any, requested: list[int] | None) -> list[int]:
     gpus = sorted(set(requested)) if requested else list(range(count))
     bad = [g for g in gpus if not 0 <= g < count]
     if bad:
-        raise ProbeUsageError(f"--gpus {' '.join(map(str, bad))}: torch sees {count} device(s)")
+        raise ProbeUsageError(f"--device-index {' '.join(map(str, bad))}: torch sees {count} device(s)")
     return gpus
 
 
 def measure_gpus(torch: Any, args: argparse.Namespace, nvml: NvmlSession, sizes: list[int], defaults: bool,
                  timing: dict[str, Any]) -> dict[str, Any]:
     capture = TopologyCapture.start()
-    gpus = pick_gpus(torch, args.gpus)
+    gpus = pick_gpus(torch, args.device_index)
     skip = set(args.skip)
     free = min(torch.cuda.mem_get_info(g)[0] for g in gpus)
     sizes = fit_sizes(sizes, defaults, 2, int(free * DEVICE_SAFE_FRACTION), f"{DEVICE_SAFE_FRACTION:.0%} of free GPU memory")

@@ -18,11 +18,12 @@ from types import ModuleType
 from typing import Callable
 
 from harness.judge.engine import Criterion
-from harness.registry import allreduce, bandwidth, health, precision, roofline
+from harness.registry import allreduce, bandwidth, health, precision, roofline, stress, transfer
 from harness.registry.spec import FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, Step
 
-PROBES: tuple[ProbeSpec, ...] = (health.SPEC, bandwidth.SPEC, roofline.SPEC, precision.SPEC, allreduce.SPEC)
+PROBES: tuple[ProbeSpec, ...] = (health.SPEC, bandwidth.SPEC, roofline.SPEC, precision.SPEC, allreduce.SPEC,
+                                 transfer.SPEC, stress.SPEC)
 
 ANALYSIS_PACKAGE = "harness.analysis"
 PLOTS_PACKAGE = "harness.present.plots"

@@ -36,11 +36,15 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The plot beside the JSON, a line per curve; exit 1 when a curve stopped early."""
-    if not args.no_plot and document.get("runs"):
+    if not args.no_plot:
+        from harness.present.plots import NothingToPlot
         from harness.present.plots.allreduce import render  # matplotlib only when plotting
 
-        for path in render(document, Path(args.output).with_suffix("")):
-            print(f"wrote {path}", file=sys.stderr)
+        try:
+            for path in render(document, Path(args.output).with_suffix("")):
+                print(f"wrote {path}", file=sys.stderr)
+        except NothingToPlot as exc:
+            print(f"no plot: {exc}", file=sys.stderr)
     for line in summary_lines(document):
         print(line, file=sys.stderr)
     failed = [run["failure"]["message"] for run in document.get("runs", []) if run.get("failure")]

@@ -30,6 +30,7 @@ class StepArgs:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     checkpoint: Mapping[str, Any] | None = None
     mounts: tuple[str, ...] = ()  # host paths a container runner must mount read-only
+    timeout_s: float | None = None  # this run's timeout when it depends on what earlier steps found (else the step's)
 
 
 class RunState:

@@ -1,13 +1,18 @@
-"""The progress display of `dossier run`: one line per step, a bar fed by `##progress` lines.
+"""The progress display of `dossier run` and of every single-probe command (`dossier health`...):
+one line per step, a bar fed by `##progress` lines.
 
 On a terminal it is a rich live display; elsewhere (CI logs, pipes) it prints one plain line
 when a step starts and one when it ends. Runners call `stderr_line` from their reader thread.
+A probe's other stderr lines are kept in the bundle's log by `dossier run`; a single-probe
+command, which keeps no log, shows them (`show_probe_lines`). Progress lines are never printed.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
@@ -29,13 +34,20 @@ def parse_progress(line: str) -> dict[str, Any] | None:
     return value
 
 
+def shown_command(runner: object, probe: str, args: Sequence[str]) -> str:
+    """A probe's command as the display shows it: python -m PACKAGE.PROBE ARGS (the runner's
+    interpreter and container are in the bundle's commands.json)."""
+    return shlex.join(["python", "-m", f"{getattr(runner, 'package', 'harness.probes')}.{probe}", *args])
+
+
 class RunDisplay:
     """Shows which step runs and how far it is; a context manager around the whole run."""
 
-    def __init__(self, total_steps: int, console: Console | None = None) -> None:
+    def __init__(self, total_steps: int, console: Console | None = None, show_probe_lines: bool = False) -> None:
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
         self.total_steps = total_steps
+        self.show_probe_lines = show_probe_lines
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("{task.fields[what]}"),
                                  TimeElapsedColumn(), console=self.console, disable=not self.live)
@@ -62,9 +74,14 @@ class RunDisplay:
         self._task = self.progress.add_task(label, total=None, what="starting")
 
     def stderr_line(self, line: str) -> None:
-        """A probe's stderr line: progress lines move the bar, others are kept in the log only."""
+        """A probe's stderr line: progress lines move the bar; others are shown only when asked
+        (show_probe_lines), else kept in the log only."""
         update = parse_progress(line)
-        if update is None or self._task is None:
+        if update is None:
+            if self.show_probe_lines and not line.startswith(PROGRESS_PREFIX):
+                self._say(line)
+            return
+        if self._task is None:
             return
         total = update.get("total") if isinstance(update.get("total"), (int, float)) else None
         self.progress.update(self._task, completed=update["done"], total=total,

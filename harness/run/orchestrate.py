@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import shlex
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -28,7 +27,7 @@ from harness.present.plotting import BackgroundPlots
 from harness.probes.contract import utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.run import provenance
-from harness.run.display import RunDisplay
+from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
 from harness.run.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
@@ -117,10 +116,9 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
         display.skip(step.step, f"failed before starting: {why}")
         return StepRecord(**base, status=FAILED, why=why)
-    invocation = ProbeInvocation(step.probe, prepared.args, step.timeout_s, mounts=prepared.mounts)
-    package = getattr(runner, "package", "harness.probes")
-    command = shlex.join(["python", "-m", f"{package}.{step.probe}", *prepared.args])
-    display.begin(step.step, step.title, command)
+    timeout_s = prepared.timeout_s if prepared.timeout_s is not None else step.timeout_s
+    invocation = ProbeInvocation(step.probe, prepared.args, timeout_s, mounts=prepared.mounts)
+    display.begin(step.step, step.title, shown_command(runner, step.probe, prepared.args))
     outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
     extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
     if isinstance(outcome, Completed):

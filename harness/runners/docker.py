@@ -54,14 +54,41 @@ def engine_address() -> str:
     return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
 
+CONNECTION_CAUSES: tuple[tuple[type[BaseException], str], ...] = (
+    (FileNotFoundError, "nothing is there (no such socket)"),
+    (ConnectionRefusedError, "the connection was refused"),
+    (PermissionError, "permission denied (this user may not use the engine's socket)"),
+    (TimeoutError, "it did not answer in time"),
+    (requests.Timeout, "it did not answer in time"),
+)
+
+
+def connection_cause(exc: BaseException) -> str:
+    """Why a connection to the engine failed, in words: the first cause found in the exception's
+    chain and arguments (requests wraps urllib3, which wraps the socket's OSError as an argument)."""
+    seen: set[int] = set()
+    queue: list[BaseException] = [exc]
+    while queue:
+        current = queue.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for kind, words in CONNECTION_CAUSES:
+            if isinstance(current, kind):
+                return words
+        queue += [c for c in (current.__cause__, current.__context__) if c is not None]
+        queue += [a for a in current.args if isinstance(a, BaseException)]
+    return f"it did not answer ({type(exc).__name__})"
+
+
 def connect(timeout_s: float = 10.0) -> docker.DockerClient:
-    """A client to an engine that answered a ping, or EngineUnavailable."""
+    """A client to an engine that answered a ping, or EngineUnavailable (the cause in words)."""
     try:
         client = docker.from_env(timeout=int(timeout_s))
         client.ping()
     except (DockerException, requests.RequestException) as exc:
         raise EngineUnavailable(
-            f"no Docker engine answers at {engine_address()}: {exc}",
+            f"no Docker engine answers at {engine_address()}: {connection_cause(exc)}",
             hint="start one (tests/services/docker.sh start, or your system's docker service), "
                  "point DOCKER_HOST at it, or use --runner local") from exc
     return client

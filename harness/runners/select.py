@@ -66,6 +66,11 @@ def docker_runner(image: str | None = None, gpus: str | None = None, mem_limit: 
     return runner, f"image {name!r} ({seen}) pinned at {pinned.ref}, GPUs: {gpus}"
 
 
+def first_line(exc: BaseException) -> str:
+    """An error's message as one line (its hint, if any, is not part of it)."""
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
 def select_runner(choice: str, *, image: str | None = None, gpus: str | None = None,
                   mem_limit: str | None = None, output_dir: Path | None = None) -> tuple[Runner, str]:
     """(runner, why). auto: docker when an engine answers and the pinned image is there, else local."""
@@ -83,7 +88,7 @@ def select_runner(choice: str, *, image: str | None = None, gpus: str | None = N
         try:
             runner, why = docker_runner(image, gpus, mem_limit, output_dir)
         except DossierError as exc:  # no engine, no lock entry, image absent or not the pinned digest
-            return LocalRunner(), f"--runner auto chose local: docker not usable ({exc})"
+            return LocalRunner(), f"--runner auto chose local because docker is not usable: {first_line(exc)}"
         return runner, f"--runner auto chose docker: {why}"
     assert_never(picked)
 

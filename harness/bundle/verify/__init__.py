@@ -8,7 +8,8 @@ what the key signed. Then the signed content: commands.json against its schema (
 the checks: every other document is found through it), the predicate against commands.json,
 every document against its schema, every schema-valid step's stated figures against their
 recomputation (harness.analysis.*), host-computed documents recomputed, and report.md
-re-rendered from the raw JSON when every document it is rendered from is schema-valid. Each
+re-rendered from the raw JSON when every document it is rendered from is schema-valid (and each
+table member likewise); the schemas a bundle carries (format 4 on) against this build's. Each
 failure is one Check with ok=False; `verify_bundle` never raises.
 
 By kind: `signed` (structure aside, what the key signed), `content` (schemas, predicate,
@@ -27,7 +28,8 @@ from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
 from harness.bundle.verify.check import Check
 from harness.bundle.verify.content import check_figures, check_predicate, check_schemas, schema_check
-from harness.bundle.verify.report import check_report
+from harness.bundle.verify.bundled import check_bundled_schemas
+from harness.bundle.verify.report import check_report, check_tables
 from harness.bundle.verify.signed import check_files, check_signature
 from harness.bundle.view import BundleFormatError, BundleView, load_json
 from harness.signing.keys import keyid
@@ -80,13 +82,14 @@ def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView]
     except BundleFormatError as exc:
         return checks + [Check("files" if exc.missing else "schema", exc.member or "bundle", False, str(exc))]
     checks.append(check_predicate(view, stmt))
+    checks += check_bundled_schemas(view)
     documents = check_schemas(view, set(members))
     invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}
     valid = {step for step in view.documents if (view.step(step) or {}).get("output") not in invalid}
     checks += documents + check_figures(view, valid)
     if invalid:
         return checks  # the report is rendered from these documents: never from schema-invalid ones
-    return checks + [check_report(view)]
+    return checks + [check_report(view)] + check_tables(view)
 
 
 def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits, seen: list[BundleView] | None = None) -> list[Check]:

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Check:
-    check: str  # structure, signature, statement, files, sha256, schema, predicate, figures, report, internal
+    check: str  # structure, signature, statement, files, sha256, schema, schema-file, predicate, figures,
+    # report (report.md and tables/), internal
     subject: str  # the member it concerns, or "bundle"
     ok: bool
     detail: str = ""

@@ -37,6 +37,8 @@ def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
     """environment.json and every step's document against their schemas; every member named."""
     checks = [schema_check(layout.ENVIRONMENT, "environment", view.environment)]
     referenced = {layout.COMMANDS, layout.ENVIRONMENT, layout.REPORT, layout.ATTESTATION}
+    listed = view.commands.get("schemas")
+    referenced.update(m for m in (listed if isinstance(listed, list) else []) if isinstance(m, str))
     for entry in view.steps:
         for key in ("stdout", "stderr", "output"):
             if entry.get(key):
@@ -45,6 +47,7 @@ def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
                     checks.append(Check("files", entry[key], False, f"commands.json names it ({entry['step']} "
                                                                      f"{key}) but the bundle lacks it"))
         referenced.update(entry.get("plots") or [])
+        referenced.update(view.tables(str(entry["step"])))
         if entry["step"] in view.documents:
             checks.append(schema_check(entry["output"], entry.get("schema"), view.documents[entry["step"]]))
     for name in sorted(names - referenced):

@@ -1,5 +1,5 @@
-"""report.md against the report this build renders from the bundle's raw JSON (its own format), or
-an older format's report kept as signed."""
+"""report.md and the table members (tables/STEP.md) against what this build renders from the
+bundle's raw JSON (its own format), or an older format's report kept as signed."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from harness.bundle import layout
 from harness.bundle.verify.check import Check
 from harness.bundle.view import BundleView
 from harness.present.report import render_report
+from harness.present.step_tables import has_table, table_markdown
 
 
 def _first_difference(expected: str, stored: bytes) -> str:
@@ -42,3 +43,31 @@ def check_report(view: BundleView) -> Check:
         return Check("report", layout.REPORT, True, "identical to the report re-rendered from the raw JSON")
     return Check("report", layout.REPORT, False, f"differs from the report re-rendered from the raw JSON "
                  f"(bundle made by rig-dossier {tool}); first differing line: {_first_difference(expected, stored)[:200]}")
+
+
+def _rendered_table(probe: object, document: object, documents: dict) -> bytes | None:
+    try:
+        return table_markdown(probe, document, documents).encode()  # a lone surrogate cannot be UTF-8: no match
+    except UnicodeEncodeError:
+        return None
+
+
+def check_tables(view: BundleView) -> list[Check]:
+    """Each table member a step lists, rendered again from the step's document (this build's format
+    only: an older bundle's tables, if any, stay as signed)."""
+    if view.commands.get("format_version") != layout.FORMAT_VERSION:
+        return []
+    checks = []
+    for entry in view.steps:
+        step = str(entry.get("step"))
+        for member in view.tables(step):
+            stored = view.files.get(member)
+            if stored is None:
+                checks.append(Check("files", member, False, "commands.json lists it but the bundle lacks it"))
+            elif member != layout.table_name(step) or step not in view.documents or not has_table(entry.get("probe")):
+                checks.append(Check("report", member, False, f"no table of step {step[:60]} renders to {member}"))
+            elif stored == _rendered_table(entry.get("probe"), view.documents[step], view.documents):
+                checks.append(Check("report", member, True, "identical to the table rendered from the raw JSON"))
+            else:
+                checks.append(Check("report", member, False, "differs from the table rendered from the raw JSON"))
+    return checks

@@ -59,6 +59,6 @@ def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
     # A required GEMM dtype the profile has no share or known-good for still gets a row.
     for name in profile.required:
         if name not in present and name.startswith("gemm_"):
-            results.append(Result(name, f"Dense matrix multiply ({name[5:]})", Verdict.NOT_MEASURED, None, None,
+            results.append(Result(name, f"Dense matrix multiply burst ({name[5:]})", Verdict.NOT_MEASURED, None, None,
                                   "raw/roofline.json", "the profile states no share or known-good for this dtype"))
     return apply_required(results, profile.required)

@@ -1,8 +1,12 @@
-"""The acceptance as a JUnit XML report: one testcase per criterion.
+"""The acceptance as a JUnit XML report: one testcase per criterion, valid against the common
+junit-10.xsd (the Jenkins xunit plugin's schema; tests/junit/ holds a copy, tests check it).
 
-A failed criterion is a <failure>, a criterion not measured is <skipped> with why; the measured
-value, threshold and evidence go in the testcase's properties and system-out, so CI dashboards
-show them. Built with xml.etree.ElementTree (escaping handled there); deterministic bytes.
+A failed criterion is a <failure> (message: why; text: what was measured against what), a
+criterion not measured is <skipped> with why. That XSD allows no <properties> inside a
+<testcase> and no `skipped` count on <testsuites>, so each criterion's status, measured value,
+threshold and evidence are its <system-out> (what CI dashboards show under the test) and, for
+tools, properties of the <testsuite> named CRITERION.KEY. Built with xml.etree.ElementTree
+(escaping handled there); deterministic bytes.
 """
 
 from __future__ import annotations
@@ -16,21 +20,25 @@ from harness.judge.engine import Result
 
 def _text(result: Result) -> str:
     lines = [result.title,
+             f"status: {result.status}{' (required by the profile)' if result.required else ''}",
              f"measured: {result.measured.text if result.measured else 'not measured'}",
              f"threshold: {result.threshold.text if result.threshold else 'none stated'}",
              f"evidence: {result.evidence}", f"why: {result.why}"]
     return "\n".join(lines)
 
 
+def _criterion_properties(result: Result) -> list[tuple[str, str]]:
+    """A criterion's figures as testsuite properties, each name prefixed with the criterion's."""
+    pairs = (("status", str(result.status)), ("required", str(result.required).lower()),
+             ("measured", result.measured.text if result.measured else ""),
+             ("measured_unit", result.measured.unit if result.measured else ""),
+             ("threshold", result.threshold.text if result.threshold else ""),
+             ("evidence", result.evidence))
+    return [(f"{result.name}.{key}", value) for key, value in pairs]
+
+
 def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
     case = ET.SubElement(suite, "testcase", {"name": result.name, "classname": classname, "time": "0"})
-    properties = ET.SubElement(case, "properties")
-    for key, value in (("status", result.status), ("required", str(result.required).lower()),
-                       ("measured", result.measured.text if result.measured else ""),
-                       ("measured_unit", result.measured.unit if result.measured else ""),
-                       ("threshold", result.threshold.text if result.threshold else ""),
-                       ("evidence", result.evidence)):
-        ET.SubElement(properties, "property", {"name": key, "value": value})
     if result.status == Verdict.FAIL:
         ET.SubElement(case, "failure", {"message": result.why, "type": "acceptance"}).text = _text(result)
     elif result.status == Verdict.NOT_MEASURED:
@@ -39,15 +47,21 @@ def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
 
 
 def junit_xml(acceptance: Acceptance) -> bytes:
-    """<testsuites><testsuite name="accept SKU"> with tests/failures/skipped counts."""
+    """<testsuites><testsuite name="accept SKU"> with tests/failures/errors counts (and skipped on
+    the testsuite, the one element junit-10.xsd gives that count)."""
     results = acceptance.results
     counts = {"tests": str(len(results)), "failures": str(sum(r.status == Verdict.FAIL for r in results)),
-              "errors": "0", "skipped": str(sum(r.status == Verdict.NOT_MEASURED for r in results)), "time": "0"}
-    root = ET.Element("testsuites", {"name": "dossier accept", **counts})
-    suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts})
+              "errors": "0"}
+    skipped = str(sum(r.status == Verdict.NOT_MEASURED for r in results))
+    root = ET.Element("testsuites", {"name": "dossier accept", **counts, "time": "0"})
+    suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts,
+                                              "skipped": skipped, "time": "0"})
     properties = ET.SubElement(suite, "properties")
-    for key, value in (("bundle", acceptance.bundle.name), ("bundle_sha256", acceptance.bundle.sha256),
-                       ("profile", acceptance.profile.sku_id), ("result", acceptance.result)):
+    pairs = [("bundle", acceptance.bundle.name), ("bundle_sha256", acceptance.bundle.sha256),
+             ("profile", acceptance.profile.sku_id), ("result", acceptance.result)]
+    for result in results:
+        pairs += _criterion_properties(result)
+    for key, value in pairs:
         ET.SubElement(properties, "property", {"name": key, "value": value})
     classname = f"accept.{acceptance.profile.sku_id}"
     for result in results:

@@ -54,9 +54,12 @@ class Profile:
     hbm_known_good: Mapping[str, Reference]  # kernel -> GB/s
     gemm_known_good: Mapping[str, Reference]  # dtype -> TFLOPS
     allreduce_known_good: Mapping[int, Reference]  # world size -> GB/s
+    transfer_known_good: Mapping[str, Reference]  # direction (host_to_device, ..., peer_read) -> GB/s
     required: tuple[str, ...]
     sources: tuple[str, ...] = field(default=())
     why: str | None = None
+    # dtype -> TFLOPS sustained (a GEMM's steady state under a long load), beside the bursts of gemm_known_good
+    sustained_known_good: Mapping[str, Reference] = field(default_factory=dict)
 
     def threshold(self, key: str) -> Any:
         return self.thresholds.get(key)
@@ -69,7 +72,9 @@ class Profile:
             "known_good": {
                 "hbm_bandwidth_gbps": {k: r.to_json() for k, r in sorted(self.hbm_known_good.items())},
                 "gemm_tflops": {k: r.to_json() for k, r in sorted(self.gemm_known_good.items())},
+                "gemm_sustained_tflops": {k: r.to_json() for k, r in sorted(self.sustained_known_good.items())},
                 "allreduce_busbw_gbps": {str(k): r.to_json() for k, r in sorted(self.allreduce_known_good.items())},
+                "transfer_gbps": {k: r.to_json() for k, r in sorted(self.transfer_known_good.items())},
             },
             "required": list(self.required), "sources": list(self.sources), "why": self.why,
         }
@@ -93,15 +98,18 @@ def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Referen
 
 def from_catalogue(sku: Mapping[str, Any]) -> Profile:
     block = sku["acceptance"]
-    thresholds = {k: v for k, v in block.items() if k not in ("why", "required", "pcie_source")}
+    thresholds = {k: v for k, v in block.items() if k not in ("why", "required", "pcie_source", "stress_source")}
     return Profile(
         sku_id=sku["id"], name=sku["name"], form_factor=sku["form_factor"], thresholds=thresholds,
         hbm_known_good=_primary(sku, "hbm_bandwidth", "kernel"),
         gemm_known_good=_primary(sku, "gemm", "dtype"),
         allreduce_known_good=_primary(sku, "allreduce_busbw", "world_size"),
+        transfer_known_good=_primary(sku, "transfer", "direction"),
         required=tuple(block.get("required", DEFAULT_REQUIRED)),
         sources=(f"catalogue {CATALOGUE_NAME} ({sku['id']})",),
-        why=block.get("why") + (f"; PCIe: {block['pcie_source']}" if block.get("pcie_source") else ""),
+        why=block.get("why") + (f"; PCIe: {block['pcie_source']}" if block.get("pcie_source") else "")
+        + (f"; stress: {block['stress_source']}" if block.get("stress_source") else ""),
+        sustained_known_good=_primary(sku, "gemm_sustained", "dtype"),
     )
 
 
@@ -133,7 +141,9 @@ def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) ->
     known = document.get("known_good", {})
     hbm = {k: _file_reference(v, "GB/s", where) for k, v in known.get("hbm_bandwidth_gbps", {}).items()}
     gemm = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_tflops", {}).items()}
+    sustained = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_sustained_tflops", {}).items()}
     allreduce = {int(k): _file_reference(v, "GB/s", where) for k, v in known.get("allreduce_busbw_gbps", {}).items()}
+    transfer = {k: _file_reference(v, "GB/s", where) for k, v in known.get("transfer_gbps", {}).items()}
     thresholds = dict(base.thresholds) if base else {}
     for key, value in document.get("thresholds", {}).items():
         thresholds[key] = ({**thresholds.get(key, {}), **value} if key == "gemm_min_share" else value)
@@ -150,9 +160,11 @@ def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) ->
         hbm_known_good={**(base.hbm_known_good if base else {}), **hbm},
         gemm_known_good={**(base.gemm_known_good if base else {}), **gemm},
         allreduce_known_good={**(base.allreduce_known_good if base else {}), **allreduce},
+        transfer_known_good={**(base.transfer_known_good if base else {}), **transfer},
         required=tuple(document.get("required", base.required if base else DEFAULT_REQUIRED)),
         sources=(base.sources if base else ()) + (where,),
         why="; ".join(w for w in (base.why if base else None, document.get("why")) if w) or None,
+        sustained_known_good={**(base.sustained_known_good if base else {}), **sustained},
     )
 
 

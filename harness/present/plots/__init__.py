@@ -4,3 +4,8 @@ A registry entry names its plot module (ProbeSpec.plots): `render(document, stem
 writes STEM.png and STEM.svg (and may write more files named after STEM, e.g. STEM-peer.png),
 every plotted figure recomputed by the probe's analysis module, and returns what it wrote.
 """
+
+
+class NothingToPlot(ValueError):
+    """The document holds nothing a plot could show (one GPU: no all-reduce curve). Its message
+    is one sentence saying why; the step then has no plot files and the report says why."""

@@ -6,7 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.roofline import attainable_tflops
+from harness.present.figures import number, value_text
+from harness.present.plots import NothingToPlot
 from harness.present.plots._figure import new_figure, save_figure
+from harness.present.plots._labels import place_labels
 
 # One marker and colour per kind of point, so prefill and decode read apart at a glance.
 STYLES = {
@@ -39,20 +42,20 @@ def points(document: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
-def render(document: dict[str, Any], stem: Path) -> list[Path]:
-    """Write STEM.png and STEM.svg; the roofs must be known (numbers) to draw them."""
+def figure(document: dict[str, Any]):
+    """The roofline figure (not saved); the roofs must be known (numbers) to draw them."""
     roofs = document["roofs"]
     peak, bandwidth = roofs["peak_tflops"], roofs["bandwidth_gbps"]
     if not isinstance(peak, (int, float)):
-        raise ValueError(f"no compute roof to draw: {peak}")
+        raise NothingToPlot(f"No roofline plot: the compute roof is unknown ({value_text('peak_tflops', peak)}).")
     found = points(document)
     ridge = peak * 1e12 / (bandwidth * 1e9)
     ais = [p["ai"] for p in found] + [ridge]
     low, high = min(ais) / 4, max(ais) * 4
     fig, ax = new_figure(10, 6.5)
     xs = [low * (high / low) ** (i / 200) for i in range(201)]
-    ax.plot(xs, [attainable_tflops(x, peak, bandwidth) for x in xs], color="black", linewidth=1.6,
-            label=f"roof: {bandwidth:.0f} GB/s, {peak:.4g} TFLOPS")
+    roof, = ax.plot(xs, [attainable_tflops(x, peak, bandwidth) for x in xs], color="black", linewidth=1.6,
+                    label=f"roof: {number(bandwidth)} GB/s, {number(peak)} TFLOPS")
     ax.axhline(peak, color="grey", linestyle=":", linewidth=0.8)
     ax.axvline(ridge, color="grey", linestyle="--", linewidth=1.0, label=f"ridge {ridge:.1f} FLOP/B")
     seen = set()
@@ -61,15 +64,22 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
         ax.scatter([p["ai"]], [p["tflops"]], marker=style["marker"], color=style["color"], s=46, zorder=3,
                    label=None if p["kind"] in seen else style["name"])
         seen.add(p["kind"])
-        ax.annotate(p["label"], (p["ai"], p["tflops"]), textcoords="offset points", xytext=(5, 3), fontsize=6.5)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(low, high)
+    achieved = [p["tflops"] for p in found if p["tflops"] > 0] or [peak]
+    ax.set_ylim(min(achieved) / 3, peak * 2.5)  # room above the roof for the compute-bound labels
     ax.set_xlabel("arithmetic intensity (FLOP/byte, fewest bytes)")
     ax.set_ylabel("achieved TFLOPS")
     device = document["device_facts"].get("name", document["device"])
     ax.set_title(f"Roofline: {device}, {document['dtype']} GEMMs (memory roof: {roofs['bandwidth_source']})",
                  fontsize=9)
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
-    ax.legend(fontsize=7.5, loc="lower right")
-    return save_figure(fig, stem)
+    legend = ax.legend(fontsize=7.5, loc="lower right")
+    place_labels(ax, [(p["label"], p["ai"], p["tflops"]) for p in found], avoid=[legend], lines=[roof])
+    return fig
+
+
+def render(document: dict[str, Any], stem: Path) -> list[Path]:
+    """Write STEM.png and STEM.svg."""
+    return save_figure(figure(document), stem)

@@ -1,0 +1,171 @@
+"""Acceptance: the stress run (issue 16): the sustained rate against a known-good sustained figure,
+the run's length against the profile's, and the probe's per-GPU checks (recomputed by
+harness.analysis.stress from the raw buckets, samples, events and counters) held to zero faults."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.analysis.stress_telemetry import POWER_TARGET_RATIO
+from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.criteria import fmt, num, share_threshold
+from harness.judge.acceptance.profile import Profile
+from harness.judge.engine import Criterion, Result, Value
+from harness.judge.facts import BundleFacts
+
+STEP = "stress"
+
+
+def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:
+    return f"GPU{device['index']}" if heads["device"] == "cuda" else "CPU"
+
+
+def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
+    figures = facts.figures(STEP)
+    dtype = (figures.values or {}).get("dtype", "bf16")
+    name = f"stress_sustained_{dtype}"
+    title = f"Sustained {dtype} GEMM (steady state of the stress run) reaches the stated share of a known-good unit"
+    evidence = (f"{facts.output(STEP)} devices[].gemm.buckets (steady state: median of the second half, "
+                "recomputed by harness.analysis.stress), lowest over the GPUs")
+    share, reference = profile.threshold("stress_sustained_min_share"), profile.sustained_known_good.get(dtype)
+    threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
+    if not figures.present:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, figures.why or "")]
+    if threshold is None:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       f"the profile for {profile.sku_id} states no "
+                       + ("stress_sustained_min_share" if not share else f"known-good sustained {dtype} GEMM "
+                          f"(known_good.gemm_sustained_tflops.{dtype})"))]
+    heads = figures.values
+    lowest = num(heads.get("min_steady_tflops"))
+    if lowest is None:
+        return [Result(name, title, Verdict.FAIL, Value(None, "TFLOPS", "no steady rate"), threshold, evidence,
+                       "the stress step completed but no GPU reached a steady state")]
+    rates = ", ".join(f"{_who(heads, d)} {fmt(d['steady_tflops'])}" for d in heads["devices"]
+                      if d["steady_tflops"] is not None)
+    value = Value(lowest, "TFLOPS", f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(heads['seconds'])} s run), "
+                                    f"{lowest / reference.value:.1%} of known-good sustained")
+    ok = lowest >= threshold.value
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, value, threshold, evidence,
+                   f"{fmt(lowest)} TFLOPS is {'at or above' if ok else 'below'} {fmt(threshold.value)} TFLOPS")]
+
+
+def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
+    name, title = "stress_duration", "The stress run lasted at least as long as the profile asks"
+    evidence = f"{facts.output(STEP)} settings.seconds"
+    wanted = num(profile.threshold("stress_min_seconds"))
+    threshold = (Value(wanted, "s", f"a GEMM phase of at least {fmt(wanted)} s (dossier run --stress-seconds "
+                                    f"{fmt(wanted)})") if wanted is not None else None)
+    figures = facts.figures(STEP)
+    if not figures.present:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, figures.why or "")]
+    if threshold is None:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       f"the profile for {profile.sku_id} states no stress_min_seconds")]
+    seconds = figures.values["seconds"]
+    ok = seconds >= wanted
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, Value(seconds, "s", f"{fmt(seconds)} s"),
+                   threshold, evidence, f"{fmt(seconds)} s is {'at least' if ok else 'shorter than'} {fmt(wanted)} s"
+                   + ("" if ok else f": run `dossier run --stress-seconds {fmt(wanted)}`"))]
+
+
+def _from_checks(facts: BundleFacts, name: str, title: str, checks: tuple[str, ...], fields: str,
+                 measure, threshold: Value) -> list[Result]:
+    """A criterion that is one or more of the stress analysis' per-device checks, on every GPU."""
+    evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
+    figures = facts.figures(STEP)
+    if not figures.present:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, figures.why or "")]
+    heads = figures.values
+    if not heads["devices"]:
+        return [Result(name, title, Verdict.FAIL, None, threshold, evidence, "no device was stressed")]
+    judged = [(f"{_who(heads, d)}: {c['name']}", c) for d in heads["devices"] for c in d["checks"]
+              if c["name"] in checks]
+    failed = [f"{who}: {c['evidence']}" for who, c in judged if c["status"] == Verdict.FAIL]
+    unmeasured = [f"{who}: {c['evidence']}" for who, c in judged if c["status"] != Verdict.PASS and
+                  c["status"] != Verdict.FAIL]
+    measured = measure(heads)
+    if failed:
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
+    if unmeasured or not judged:
+        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence,
+                       "; ".join(unmeasured) or "no check recorded")]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence,
+                   "; ".join(f"{who}: {c['evidence']}" for who, c in judged))]
+
+
+def _total(heads: dict[str, Any], read) -> int | None:
+    values = [read(d) for d in heads["devices"]]
+    return sum(values) if values and all(v is not None for v in values) else None
+
+
+def _count(value: int | None, unit: str) -> Value:
+    return Value(value, unit, f"{value} {unit} over all GPUs" if value is not None else "not counted on every GPU")
+
+
+def result_mismatches_zero(facts: BundleFacts, profile: Profile) -> list[Result]:
+    def measure(heads):
+        return _count(_total(heads, lambda d: d["result_check"]["mismatched_elements"]
+                             if d["result_check"]["iterations_checked"] else None), "elements")
+    return _from_checks(facts, "stress_result_mismatches_zero",
+                        "Every GEMM result of the stress run matched the reference bit for bit", ("result_check",),
+                        "devices[].gemm.buckets[].figures.mismatched_elements, failing iterations", measure,
+                        Value(0, "elements", "0 mismatched elements (tolerance 0 bits)"))
+
+
+def memory_errors_zero(facts: BundleFacts, profile: Profile) -> list[Result]:
+    def measure(heads):
+        return _count(_total(heads, lambda d: d["memory_test"]["mismatched_words"] if d["memory_test"] else None),
+                      "words")
+    return _from_checks(facts, "stress_memory_errors_zero", "The stress run's memory test read back every word written",
+                        ("memory_test",), "devices[].memory_test.patterns[].mismatched_words_per_chunk", measure,
+                        Value(0, "words", "0 mismatched 64-bit words"))
+
+
+def no_new_errors(facts: BundleFacts, profile: Profile) -> list[Result]:
+    def measure(heads):
+        return _count(_total(heads, lambda d: d["nvml_events"]["events"] if d["nvml_events"] else None), "events")
+    return _from_checks(facts, "stress_no_new_errors",
+                        "No XID or ECC event, no new uncorrectable ECC error or row remap during the stress run",
+                        ("nvml_events", "ecc_and_row_remap"),
+                        "devices[].nvml_events, devices[].counters_before and counters_after", measure,
+                        Value(0, "events", "0 XID/ECC events, 0 new uncorrected errors and remapped rows, no "
+                                           "remap pending or failed"))
+
+
+def no_slowdown_events(facts: BundleFacts, profile: Profile) -> list[Result]:
+    def measure(heads):
+        flagged = sorted({r for d in heads["devices"] for r in d["flagged_reasons"]})
+        return Value(len(flagged), "reasons", ", ".join(flagged) or "none (sw_power_cap is expected, not counted)")
+    return _from_checks(facts, "stress_no_slowdown_events",
+                        "No HW slowdown, thermal slowdown or power-brake sample under the stress load",
+                        ("clock_event_reasons",), "devices[].telemetry.samples[].clock_event_reasons_mask", measure,
+                        Value(0, "reasons", "no hw_slowdown, sw/hw thermal slowdown or power brake"))
+
+
+def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
+    def measure(heads):
+        shares = [d["power"]["max_fraction"] for d in heads["devices"] if d["power"].get("max_fraction") is not None]
+        lowest = min(shares) if len(shares) == len(heads["devices"]) and shares else None
+        return Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}"
+                     if lowest is not None else "power not sampled on every GPU")
+    return _from_checks(facts, "stress_power_target_reached",
+                        "Every GPU reached its power target under the stress load", ("power_target",),
+                        "devices[].telemetry.samples[].power_average_w, devices[].power_limit_w", measure,
+                        Value(POWER_TARGET_RATIO, "fraction", f"maximum board power at least {POWER_TARGET_RATIO:g} of the "
+                                                              "enforced limit, as DCGM's targeted power reports"))
+
+
+def _criterion(name: str, title: str, judge) -> Criterion:
+    return Criterion(name, title, (STEP,), judge)
+
+
+CRITERIA = (
+    _criterion("stress_sustained", "Sustained GEMM reaches the stated share of a known-good unit", sustained),
+    _criterion("stress_duration", "The stress run lasted as long as the profile asks", duration),
+    _criterion("stress_result_mismatches_zero", "Every stress GEMM result matched", result_mismatches_zero),
+    _criterion("stress_memory_errors_zero", "The memory test found no error", memory_errors_zero),
+    _criterion("stress_no_new_errors", "No XID, ECC or row-remap event", no_new_errors),
+    _criterion("stress_no_slowdown_events", "No HW slowdown, thermal or power-brake event", no_slowdown_events),
+    _criterion("stress_power_target_reached", "Power target reached", power_target_reached),
+)

@@ -1,0 +1,186 @@
+"""Acceptance: the links measured by the transfer probe (issue 17).
+
+Rates: the slowest GPU's pinned host-to-device, device-to-host and both-at-once plateaus, and
+the slowest peer read over an NVLink pair (judged only where `nvidia-smi topo -m` reports NV#
+between GPUs), each against the stated share of the SKU's known-good nvbandwidth figure. Faults:
+a degraded link (NVML reports its width or generation below its maximum while copies run, or a
+pinned copy far under what the reported link allows) and broken P2P (peer access refused where
+the topology reports NVLink) fail, with the analysis' reasons. Every figure comes from
+harness.analysis.transfer.headlines, recomputed from the raw per-copy times.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.analysis import transfer_links as link_rules
+from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.criteria import fmt, num, share_threshold
+from harness.judge.acceptance.profile import Profile
+from harness.judge.engine import Criterion, Result, Value
+from harness.judge.facts import BundleFacts
+
+STEP = "transfer"
+SHARE_KEY = "transfer_min_share"
+# criterion name -> (per-GPU headline key, known-good direction, what it is, nvbandwidth's test)
+HOST_RATES = {
+    "transfer_h2d_pinned": ("h2d_pinned_gbps", "host_to_device", "host-to-device copies from pinned memory",
+                            "host_to_device_memcpy_ce"),
+    "transfer_d2h_pinned": ("d2h_pinned_gbps", "device_to_host", "device-to-host copies to pinned memory",
+                            "device_to_host_memcpy_ce"),
+    "transfer_bidirectional_pinned": ("bidirectional_total_pinned_gbps", "bidirectional_total",
+                                      "both directions at once (pinned), the two plateaus summed",
+                                      "the two *_bidirectional_memcpy_ce tests summed"),
+}
+BAD_LINK = ("degraded", "inconsistent")
+BAD_PAIR = ("broken_p2p", "degraded")
+
+
+def _gpu_figures(facts: BundleFacts) -> tuple[dict[str, Any] | None, str]:
+    """(the transfer headlines, '') or (None, why no GPU figure exists)."""
+    t = facts.figures(STEP)
+    if not t.present:
+        return None, t.why or "no transfer figures"
+    if t.values.get("device") != "cuda":
+        return None, ("the transfer step copied host memory on the CPU (no GPU): no PCIe or NVLink was "
+                      "measured")
+    return t.values, ""
+
+
+def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
+    key, direction, what, tool_test = HOST_RATES[name]
+    title = f"Transfers: {what} reach the stated share of a known-good unit (slowest GPU)"
+    evidence = (f"{facts.output(STEP)} series[].points[].copy_times_s (plateaus recomputed by "
+                "harness.analysis.transfer)")
+    heads, why = _gpu_figures(facts)
+    share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get(direction)
+    threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
+    if heads is None:
+        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+    if threshold is None:
+        missing = f"no {SHARE_KEY}" if not share else f"no known-good transfer figure for {direction}"
+        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                      f"the profile for {profile.sku_id} states {missing}; a profile file can add it")
+    per_gpu = {gpu: figures for gpu, figures in sorted(heads["per_gpu"].items()) if gpu != "host"}
+    if not any(key in figures for figures in per_gpu.values()):
+        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+                      f"the transfer step did not measure {what} (see its sizing and --skip)")
+    no_plateau = [gpu for gpu, figures in per_gpu.items() if key in figures and num(figures[key]) is None]
+    if no_plateau:
+        return Result(name, title, Verdict.FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
+                      f"GPU {', '.join(no_plateau)}: the sweep reached no plateau, so no sustained rate to judge")
+    rates = {gpu: figures[key] for gpu, figures in per_gpu.items() if key in figures}
+    slowest = min(rates, key=rates.get)
+    rate = rates[slowest]
+    every = ", ".join(f"GPU {gpu} {fmt(value)}" for gpu, value in rates.items())
+    measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest}, plateau; {every}), "
+                                   f"{rate / reference.value:.1%} of known-good")
+    ok = rate >= threshold.value
+    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
+                  f"{fmt(rate)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s")
+
+
+def host_rates(facts: BundleFacts, profile: Profile) -> list[Result]:
+    return [_host_rate(name, facts, profile) for name in HOST_RATES]
+
+
+def _nvlink_pairs(heads: dict[str, Any]) -> list[tuple[str, str]]:
+    """(a, b) torch indices of every pair `nvidia-smi topo -m` joins by NV#."""
+    pairs = []
+    for check in heads["p2p_checks"]:
+        if isinstance(check.get("cell"), str) and check["cell"].startswith("NV"):
+            a, b = check["pair"].removeprefix("GPU").split("-GPU")
+            pairs.append((a, b))
+    return pairs
+
+
+def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
+    """One result where the topology reports NVLink between measured GPUs; none otherwise."""
+    name = "transfer_peer_read"
+    title = "Transfers: peer reads over NVLink reach the stated share of a known-good system"
+    evidence = (f"{facts.output(STEP)} series[] with direction device_to_device_peer, peer_mode read "
+                "(plateaus recomputed by harness.analysis.transfer); topology.gpu_pairs")
+    heads, _ = _gpu_figures(facts)
+    if heads is None or not _nvlink_pairs(heads):
+        return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
+    share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get("peer_read")
+    if not share or reference is None:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+                       f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")]
+    threshold = share_threshold(share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce")
+    cells = heads["peer"]["read"]
+    rates, missing = {}, []
+    for a, b in _nvlink_pairs(heads):
+        for key in (f"{a}->{b}", f"{b}->{a}"):
+            plateau = num((cells.get(key) or {}).get("plateau_gbps"))
+            if plateau is None:
+                missing.append(key)
+            else:
+                rates[key] = plateau
+    if missing:
+        return [Result(name, title, Verdict.FAIL, Value(None, "GB/s", "not measured for every NVLink pair"),
+                       threshold, evidence, f"no peer read plateau for {', '.join(missing)} although the topology "
+                       f"reports NVLink ({heads['peer'].get('why')})")]
+    slowest = min(rates, key=rates.get)
+    rate = rates[slowest]
+    measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest.replace('->', ' to ')}, plateau; "
+                                   f"{len(rates)} NVLink direction(s)), {rate / reference.value:.1%} of known-good")
+    ok = rate >= threshold.value
+    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
+                   f"{fmt(rate)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s")]
+
+
+def links(facts: BundleFacts, profile: Profile) -> list[Result]:
+    """Every GPU's PCIe link: trained to its maximum, and carrying what it reports."""
+    name, title = "transfer_links", "Transfers: every GPU's host link is neither degraded nor inconsistent with NVML"
+    evidence = (f"{facts.output(STEP)} gpus[].pcie.under_copy (NVML, read while copies ran) and the pinned "
+                "copies' plateaus (rule: harness.analysis.transfer_links.check_link)")
+    heads, why = _gpu_figures(facts)
+    if heads is None:
+        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, why)]
+    checks = heads["link_checks"]
+    threshold = Value(link_rules.DEGRADED_LINK_FRACTION, "fraction",
+                      f"width and generation at their maximum; pinned copies at least "
+                      f"{link_rules.DEGRADED_LINK_FRACTION:g} and at most {1 + link_rules.EXCEEDS_TOLERANCE:g} of the "
+                      f"reported link's ceiling ({link_rules.DEGRADED_LINK_SOURCE})")
+    summary = "; ".join(f"GPU {c['gpu']} {c['status']}: {' '.join(c['reasons'])}" for c in checks)
+    measured = Value(", ".join(f"GPU {c['gpu']} {c['status']}" for c in checks), "status", summary)
+    bad = [c for c in checks if c["status"] in BAD_LINK]
+    if bad:
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
+                       "; ".join(f"GPU {c['gpu']} {c['status']}: {' '.join(c['reasons'])}" for c in bad))]
+    if not checks or all(c["status"] == "unknown" for c in checks):
+        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence,
+                       summary or "no GPU link checked")]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
+
+
+def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
+    """Every GPU pair (two or more GPUs measured): peer access where the topology reports NVLink."""
+    name, title = "transfer_p2p", "Transfers: peer access works wherever the topology reports NVLink (no broken P2P)"
+    evidence = (f"{facts.output(STEP)} peer.access (cudaDeviceCanAccessPeer), topology.gpu_pairs (nvidia-smi topo "
+                "-m), topology.nvml_p2p (rule: harness.analysis.transfer_links.check_pair)")
+    heads, _ = _gpu_figures(facts)
+    if heads is None or not heads["p2p_checks"]:
+        return []  # fewer than two GPUs measured: no pair to judge
+    checks = heads["p2p_checks"]
+    summary = "; ".join(f"{c['pair']} ({c['cell']}) {c['status']}: {' '.join(c['reasons'])}" for c in checks)
+    measured = Value(", ".join(f"{c['pair']} {c['status']}" for c in checks), "status", summary)
+    threshold = Value("ok", "status", "peer access granted both ways on every NV# pair, peer copies at least "
+                                      f"{link_rules.DEGRADED_LINK_FRACTION:g} of the NVLink ceiling")
+    bad = [c for c in checks if c["status"] in BAD_PAIR]
+    if bad:
+        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
+                       "; ".join(f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}" for c in bad))]
+    if all(c["status"] == "unknown" for c in checks):
+        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence, summary)]
+    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
+
+
+HOST_RATES_CRITERION = Criterion("transfer_host_rates", "Host transfers reach the stated share of a known-good unit",
+                                 (STEP,), host_rates)
+PEER_READ = Criterion("transfer_peer_read", "Peer reads over NVLink reach the stated share of a known-good system",
+                      (STEP,), peer_read)
+LINKS = Criterion("transfer_links", "No degraded host link", (STEP,), links)
+P2P = Criterion("transfer_p2p", "No broken P2P", (STEP,), p2p)
+CRITERIA = (LINKS, P2P, HOST_RATES_CRITERION, PEER_READ)

@@ -1,0 +1,135 @@
+"""`dossier diff` for a person: hardware, software and metrics as rich tables.
+
+Values are shown as text (never a Python repr), each cell folded past CELL_LIMIT characters; where
+two dicts or lists differ, only what differs is shown. On a terminal the tables take its width
+and colour; elsewhere (a pipe, a file, a test) they are TEXT_WIDTH wide with no colour, so the
+same comparison always prints the same bytes. `dossier diff --json` gives the whole comparison.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import IO, Any
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from harness.bundle.diff import Comparison, FieldDiff, MetricDiff
+from harness.present.figures import number, value_text
+
+TEXT_WIDTH = 120
+CELL_LIMIT = 90
+SHOWN_KEYS = 6  # differing keys of two dicts shown before "N more"
+
+
+def cell(value: Any, key: str = "") -> str:
+    """VALUE as the report writes it (harness.present.figures.value_text: units from KEY, none,
+    lists joined, an {"unavailable": why} as its reason), on one line."""
+    return " ".join(value_text(key, value).split())
+
+
+def folded(text: str, limit: int = CELL_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit - 24].rstrip() + f" … (+{len(text) - limit + 24} chars, --json)"
+
+
+def _items(n: int) -> str:
+    return f"{n} item{'' if n == 1 else 's'}"
+
+
+def _dict_difference(a: dict, b: dict, key: str) -> tuple[str, str]:
+    keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
+    shown, more = keys[:SHOWN_KEYS], len(keys) - SHOWN_KEYS
+    tail = f"; … {more} more differ" if more > 0 else ""
+    side = lambda d: "; ".join(f"{k}: {cell(d.get(k), key)}" for k in shown) + tail  # noqa: E731
+    return f"{len(keys)} of {len(set(a) | set(b))} differ: {side(a)}", side(b)
+
+
+def _list_difference(a: list, b: list, key: str) -> tuple[str, str]:
+    only_a = [v for v in a if v not in b]
+    only_b = [v for v in b if v not in a]
+    if not only_a and not only_b:  # the same items, in another order or count
+        return f"{_items(len(a))}: {cell(a, key)}", f"{_items(len(b))}: {cell(b, key)}"
+
+    def side(items: list, only: list) -> str:
+        if not items:
+            return "none"
+        return f"{_items(len(items))}; only here: {cell(only, key)}" if only else f"{_items(len(items))}, all in the other"
+    return side(a, only_a), side(b, only_b)
+
+
+def difference(a: Any, b: Any, key: str = "") -> tuple[str, str]:
+    """How A and B (the values of field KEY) differ, as the text of each side: only the keys of two
+    dicts that differ, only the items of two lists that the other lacks."""
+    if isinstance(a, dict) and isinstance(b, dict) and "unavailable" not in a and "unavailable" not in b:
+        return _dict_difference(a, b, key)
+    if isinstance(a, list) and isinstance(b, list):
+        return _list_difference(a, b, key)
+    return cell(a, key), cell(b, key)
+
+
+def fields_table(title: str, fields: list[FieldDiff]) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("field", no_wrap=True)
+    table.add_column("A", overflow="fold")
+    table.add_column("B", overflow="fold")
+    for f in fields:
+        if f.same:
+            table.add_row(Text(f.field), Text(folded(cell(f.a, f.field))), Text("same"))
+        else:
+            a, b = difference(f.a, f.b, f.field)
+            table.add_row(Text(f.field), Text(folded(a)), Text(folded(b)), style="bold")
+    return table
+
+
+def _value(value: float | None, unit: str) -> str:
+    return "not measured" if value is None else f"{number(value)} {unit}"
+
+
+def _spread(value: float | None, spread: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{spread * 100:.2f} %" if isinstance(spread, (int, float)) else "one run"
+
+
+def metrics_table(metrics: list[MetricDiff]) -> Table:
+    table = Table(title="metrics (B/A; spread: each side's own repeats)", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False)
+    for name, justify in (("metric", "left"), ("A", "right"), ("A spread", "right"), ("B", "right"),
+                          ("B spread", "right"), ("B/A", "right")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for m in metrics:
+        table.add_row(*map(Text, (m.metric, _value(m.a, m.unit), _spread(m.a, m.a_spread), _value(m.b, m.unit),
+                                  _spread(m.b, m.b_spread), f"{m.ratio:.4f}" if m.ratio is not None else "n/a")))
+    return table
+
+
+def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
+    """The tables as plain text, TEXT_WIDTH wide, no colour, no trailing spaces."""
+    buffer = io.StringIO()
+    _print(Console(file=buffer, width=TEXT_WIDTH, no_color=True, highlight=False, force_terminal=False,
+                   emoji=False), comparison, name_a, name_b)
+    return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
+
+
+def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: IO[str]) -> None:
+    """On a terminal, rich tables at its width; elsewhere comparison_text."""
+    console = Console(file=stream)
+    if console.is_terminal:
+        _print(console, comparison, name_a, name_b)
+    else:
+        stream.write(comparison_text(comparison, name_a, name_b))
+
+
+def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
+    console.print(f"A: {name_a}", markup=False, highlight=False)
+    console.print(f"B: {name_b}", markup=False, highlight=False)
+    for section in ("hardware", "software"):
+        console.print()
+        console.print(fields_table(section, [f for f in comparison.fields if f.section == section]))
+    console.print()
+    if comparison.metrics:
+        console.print(metrics_table(list(comparison.metrics)))
+    else:
+        console.print("metrics: no metric was measured in either bundle", markup=False)

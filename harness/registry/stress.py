@@ -1,0 +1,156 @@
+"""Registry entry: the stress probe (issue 16): sustained GEMM with every result checked, a memory
+test, power and thermal steady state and NVML error events, on every GPU at once."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from harness.analysis import stress as analysis
+from harness.analysis.verdict import Verdict
+from harness.errors import CheckFailed
+from harness.judge.acceptance import stress as criteria
+from harness.probes import stress as probe
+from harness.probes.contract import Option
+from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.steps import ProbeStep, RunState, StepArgs
+
+# The probe ends itself after --seconds plus at most DEADLINE_EXTRA_S (start-up, memory test,
+# counters); the step's timeout leaves room for the longest run `dossier run` accepts.
+MAX_RUN_SECONDS = 3000.0
+TIMEOUT_S = MAX_RUN_SECONDS + probe.DEADLINE_EXTRA_S + 300.0
+
+
+def _run_seconds_problem(value: float) -> str | None:
+    if value <= 0:
+        return f"{value:g}: must be positive"
+    return None if value <= MAX_RUN_SECONDS else f"{value:g}: at most {MAX_RUN_SECONDS:g} in `dossier run`"
+
+
+STRESS_SECONDS = Option(("--stress-seconds",), dict(type=float, metavar="S",
+                        help="length of the stress step's GEMM phase (default: the probe's, 60 s on a GPU, 3 s on "
+                             f"a CPU, sized for CI; at most {MAX_RUN_SECONDS:g}). An acceptance profile asks for a "
+                             "longer run with its stress_min_seconds threshold (docs/stress.md)"),
+                        check=_run_seconds_problem)
+
+
+def who(document: dict[str, Any], device: dict[str, Any]) -> str:
+    return f"GPU{device['index']}" if document["device"] == "cuda" else "CPU"
+
+
+def summary(document: dict[str, Any]) -> list[str]:
+    """One line per device: burst, steady, ratio, cap time, power, temperatures, checks."""
+    heads = analysis.headlines(document)
+    lines = [f"stress: {heads['dtype']} {'x'.join(str(heads['shape'][d]) for d in 'mnk')} for "
+             f"{heads['seconds']:g} s on {document['device']}"]
+    for d in heads["devices"]:
+        power, cap = d["power"], d["power_cap"]
+        rate = (f"burst {d['burst_tflops']:.4g}, steady {d['steady_tflops']:.4g} TFLOPS "
+                f"(burst/steady {d['burst_over_steady']:.3f})" if d["steady_tflops"] is not None
+                else "no steady rate")
+        capped = (f"power cap after {cap['engaged_after_s']:g} s" if cap["engaged_after_s"] is not None
+                  else f"power cap never engaged ({cap['why_never']})")
+        watts = (f"power median {power['median_w']:.4g} W / max {power['max_w']:.4g} W of {power['limit_w']:g} W"
+                 if power.get("max_w") is not None and power.get("limit_w") is not None else "no power samples")
+        checks = ", ".join(f"{c['name']} {c['status']}" for c in d["checks"])
+        lines.append(f"  {who(document, d)} ({d['name']}): {rate}; {capped}; {watts}; {checks}")
+    verdict = heads["verdict"]
+    lines.append(f"verdict: {verdict['status']}"
+                 + (f" (not measured: {', '.join(verdict['not_measured'])})" if verdict["not_measured"] else ""))
+    return lines
+
+
+def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
+    """The summary, the plot beside the JSON, and exit 1 naming each failed check."""
+    print("\n".join(summary(document)), file=sys.stderr)
+    try:
+        from harness.present.plots import stress as plot  # matplotlib only when rendering
+
+        written = plot.render(document, args.output.with_suffix(""))
+    except ValueError as exc:
+        print(f"no plot: {exc}", file=sys.stderr)
+    else:
+        print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
+    verdict = analysis.headlines(document)["verdict"]
+    if verdict["status"] == Verdict.FAIL:
+        raise CheckFailed(f"stress: {len(verdict['failures'])} check(s) failed: " + "; ".join(verdict["failures"]),
+                          hint="the JSON holds each device's buckets, samples and evidence")
+
+
+COMMAND = CommandSpec(
+    help="sustained GEMM with every result checked, memory test, power, thermals, XID/ECC (stress.json + plot)",
+    description="Write stress.json and stress.png/.svg beside it. Every visible GPU at once, one worker process "
+                "each: the GEMM back to back for --seconds (60 on a GPU; 3 on a CPU, sized for CI) in one-second "
+                "buckets, every result compared bit for bit with a fixed-seed reference; then a memory test "
+                "(four patterns over a share of free device memory); NVML telemetry, XID/ECC events and ECC/row-"
+                "remap counters throughout. Reports burst (first second) and steady (median of the second half) "
+                "rates, when the power cap engaged, power against the limit and each check. Exits 1 when a "
+                "check fails (a result mismatch, a memory error, an XID, new ECC errors or row remaps, a HW "
+                "slowdown, thermal or power-brake event, power target not reached), naming the device and check.",
+    output="stress.json", timeout_s=TIMEOUT_S, finish=finish)
+
+
+def stress_arguments(state: RunState) -> StepArgs:
+    """The probe's own defaults (60 s on a GPU, 3 s on a CPU) unless `--stress-seconds` was given."""
+    seconds = state.prepared.get("stress")
+    if seconds is None:
+        return StepArgs((), inputs={"seconds_from": "the probe's default: 60 s on a GPU, 3 s on a CPU (sized for CI)"})
+    return StepArgs(("--seconds", f"{seconds:g}"), inputs={"seconds_from": "dossier run --stress-seconds"})
+
+
+def prepare_run(args: argparse.Namespace) -> float | None:
+    return args.stress_seconds
+
+
+# Last in the plan: every other probe runs on a cool card, and the long load ends the run.
+STEPS = (ProbeStep("stress", "stress", "Sustained GEMM, result and memory checks, power and error events",
+                   "issue 16 (beyond lab M1)", schema="stress", analysis="stress", plots="stress",
+                   timeout_s=TIMEOUT_S, arguments=stress_arguments, order=90),)
+
+
+def _devices(heads: dict[str, Any]) -> list[dict[str, Any]]:
+    return heads.get("devices") or []
+
+
+def _sum_measured(heads: dict[str, Any], read) -> int | None:
+    """The sum over devices of what READ finds, None when any device could not measure it."""
+    values = [read(d) for d in _devices(heads)]
+    return sum(values) if values and all(v is not None for v in values) else None
+
+
+def _burst_over_steady(heads: dict[str, Any]) -> float | None:
+    ratios = [d["burst_over_steady"] for d in _devices(heads) if d.get("burst_over_steady") is not None]
+    return max(ratios) if ratios else None
+
+
+def _mismatches(device: dict[str, Any]) -> int | None:
+    check = device["result_check"]
+    return check["mismatched_elements"] if check["enabled"] and check["iterations_checked"] else None
+
+
+def _memory_errors(device: dict[str, Any]) -> int | None:
+    return device["memory_test"]["mismatched_words"] if device["memory_test"] else None
+
+
+def _events(device: dict[str, Any]) -> int | None:
+    return device["nvml_events"]["events"] if device["nvml_events"] else None
+
+
+FLEET_METRICS = (
+    FleetMetric("stress_steady_tflops", "TFLOP/s", "sustained: the lowest steady-state GEMM rate over the node's "
+                "GPUs (median of the second half of the stress run)", lambda heads: heads.get("min_steady_tflops")),
+    FleetMetric("stress_burst_over_steady", "ratio", "the highest first-second / steady-state rate over the node's "
+                "GPUs (how far a burst overstates what the card sustains)", _burst_over_steady),
+    FleetMetric("stress_result_mismatches", "elements", "GEMM output elements that differed from the reference, "
+                "summed over GPUs", lambda heads: _sum_measured(heads, _mismatches), kind="count"),
+    FleetMetric("stress_memory_errors", "words", "memory-test words read back wrong, summed over GPUs",
+                lambda heads: _sum_measured(heads, _memory_errors), kind="count"),
+    FleetMetric("stress_xid_ecc_events", "events", "XID and ECC events NVML delivered during the stress run, "
+                "summed over GPUs", lambda heads: _sum_measured(heads, _events), kind="count"),
+)
+
+SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
+                 options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
+                 steps=STEPS, acceptance_criteria=criteria.CRITERIA, fleet_metrics=FLEET_METRICS,
+                 run_options=(STRESS_SECONDS,), prepare_run=prepare_run)

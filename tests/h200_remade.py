@@ -1,0 +1,48 @@
+"""A committed bundle's run, re-made by this build: the same steps, argv, environment, raw output
+and stderr, assembled with this build's rules (report, plots, tables, schemas). Used where a test
+or bench needs an H200 bundle in this build's format (the committed ones are format 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.bundle.read import read_all
+from harness.registry import host_function
+from harness.run.plan import LAB_PLAN, HostStep
+from harness.run.records import COMPLETED, NOT_RUN, RunRecord, StepRecord
+from harness.runners.interface import ProbeRun
+
+
+def record_of(bundle: Path) -> RunRecord:
+    """The run recorded in BUNDLE as this build's RunRecord: each step of this build's plan that
+    completed there, with its exact argv, environment, stdout and stderr; host steps recomputed."""
+    files = read_all(bundle)
+    commands, environment = json.loads(files["commands.json"]), json.loads(files["environment.json"])
+    entries = {entry["step"]: entry for entry in commands["steps"]}
+    documents, steps = {}, []
+    for step in LAB_PLAN:
+        entry = entries.get(step.step, {})
+        base = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind, schema=step.schema,
+                    analysis=step.analysis, plots=step.plots)
+        if entry.get("status") != "completed":
+            steps.append(StepRecord(**base, **({"probe": step.probe} if step.kind == "probe" else
+                                               {"needs": step.needs, "function": step.function}),
+                                    status=NOT_RUN, why=entry.get("why") or "not in this bundle"))
+        elif isinstance(step, HostStep):
+            document = host_function(step.function)(*(documents[need] for need in step.needs))
+            steps.append(StepRecord(**base, needs=step.needs, function=step.function, status=COMPLETED,
+                                    document=json.loads(json.dumps(document))))
+        else:
+            stdout = files[entry["output"]]
+            documents[step.step] = json.loads(stdout)
+            run = ProbeRun(probe=step.probe, argv=tuple(entry["argv"]), env=entry["env"], runner=entry["runner"],
+                           image=entry["image"], started_at=entry["started_at"], finished_at=entry["finished_at"],
+                           exit_code=entry["exit_code"], timed_out=False, stdout=stdout,
+                           stderr=files.get(entry["stderr"], b""))
+            steps.append(StepRecord(**base, probe=step.probe, status=COMPLETED, run=run,
+                                    document=documents[step.step], inputs=entry.get("inputs") or {},
+                                    checkpoint=entry.get("checkpoint")))
+    return RunRecord(steps=tuple(steps), runner=commands["runner"], tool=commands["tool"],
+                     host=environment["host"], options=commands["options"], started_at=commands["started_at"],
+                     finished_at=commands["finished_at"])
