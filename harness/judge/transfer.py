@@ -17,7 +17,7 @@ STEP = "transfer"
 TEXT = ("Transfers (issue 17): every GPU's host link is trained to its maximum and carries at least "
         f"{rules.DEGRADED_LINK_FRACTION:g} of what it reports; no pair joined by NVLink refuses peer access")
 FIGURES = (("h2d_pinned_gbps", "host-to-device pinned"), ("d2h_pinned_gbps", "device-to-host pinned"),
-           ("bidirectional_total_pinned_gbps", "both directions at once, pinned, summed"),
+           ("bidirectional_total_pinned_gbps", "both directions at once, pinned, summed at the largest size"),
            ("device_local_gbps", "device-local copy"))
 
 

@@ -55,10 +55,17 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
         raise CheckFailed("; ".join(bad), hint=f"every copy's time is kept in {args.output}")
 
 
+def _basis(key: str, figures: dict[str, Any]) -> str:
+    """' (at N MiB)' for a both-directions total (summed at its largest size, not a plateau)."""
+    at = figures.get(key.removesuffix("_gbps") + "_at_bytes")
+    return f" (summed at {at / 2**20:g} MiB)" if isinstance(at, int) else ""
+
+
 def summary_lines(heads: dict[str, Any]) -> list[str]:
     lines = []
     for gpu, figures in sorted(heads["per_gpu"].items()):
-        shown = ", ".join(f"{key.removesuffix('_gbps')} " + ("no plateau" if value is None else f"{value:.4g} GB/s")
+        shown = ", ".join(f"{key.removesuffix('_gbps')}{_basis(key, figures)} "
+                          + ("no plateau" if value is None else f"{value:.4g} GB/s")
                           for key, value in figures.items() if key.endswith("_gbps") and key != "pcie_ceiling_gbps")
         if figures.get("pcie_ceiling_gbps"):
             shown += f" (PCIe ceiling {figures['pcie_ceiling_gbps']:.4g} GB/s per direction)"

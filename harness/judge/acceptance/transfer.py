@@ -1,6 +1,7 @@
 """Acceptance: the links measured by the transfer probe (issue 17).
 
-Rates: the slowest GPU's pinned host-to-device, device-to-host and both-at-once plateaus, and
+Rates: the slowest GPU's pinned host-to-device and device-to-host plateaus, both directions at
+once summed at the largest size (nvbandwidth's convention; harness.analysis.transfer), and
 the slowest peer read over an NVLink pair (judged only where `nvidia-smi topo -m` reports NV#
 between GPUs), each against the stated share of the SKU's known-good nvbandwidth figure. Faults:
 a degraded link (NVML reports its width or generation below its maximum while copies run, or a
@@ -29,7 +30,7 @@ HOST_RATES = {
     "transfer_d2h_pinned": ("d2h_pinned_gbps", "device_to_host", "device-to-host copies to pinned memory",
                             "device_to_host_memcpy_ce"),
     "transfer_bidirectional_pinned": ("bidirectional_total_pinned_gbps", "bidirectional_total",
-                                      "both directions at once (pinned), the two plateaus summed",
+                                      "both directions at once (pinned), summed at the largest size measured",
                                       "the two *_bidirectional_memcpy_ce tests summed"),
 }
 BAD_LINK = ("degraded", "inconsistent")
@@ -65,7 +66,11 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     if not any(key in figures for figures in per_gpu.values()):
         return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
                       f"the transfer step did not measure {what} (see its sizing and --skip)")
+    together = key.startswith("bidirectional_total")
     no_plateau = [gpu for gpu, figures in per_gpu.items() if key in figures and num(figures[key]) is None]
+    if no_plateau and together:
+        return Result(name, title, Verdict.FAIL, Value(None, "GB/s", "never measured together"), threshold, evidence,
+                      f"GPU {', '.join(no_plateau)}: no size has both directions' rates")
     if no_plateau:
         return Result(name, title, Verdict.FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
                       f"GPU {', '.join(no_plateau)}: the sweep reached no plateau, so no sustained rate to judge")
@@ -73,7 +78,9 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     slowest = min(rates, key=rates.get)
     rate = rates[slowest]
     every = ", ".join(f"GPU {gpu} {fmt(value)}" for gpu, value in rates.items())
-    measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest}, plateau; {every}), "
+    basis = (f"summed at {per_gpu[slowest].get(key.removesuffix('_gbps') + '_at_bytes', 0) / 2**20:g} MiB"
+             if together else "plateau")
+    measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest}, {basis}; {every}), "
                                    f"{rate / reference.value:.1%} of known-good")
     ok = rate >= threshold.value
     return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
