@@ -1,9 +1,14 @@
-"""The fleet outlier rule (harness/analysis/fleet.py) and the metric extraction: pure, fast."""
+"""The fleet outlier rules (harness/analysis/fleet.py) and the metric extraction: pure, fast."""
+
+import random
+import statistics
 
 import pytest
 
 from harness.analysis import fleet
-from harness.fleet.metrics import ecc_state, node_metrics
+from harness.analysis.health_fleet import ecc_state
+from harness.bundle.view import BundleView
+from harness.fleet.metrics import metric_kinds, node_metrics
 
 
 def flagged(summary):
@@ -67,23 +72,55 @@ def test_unavailable_values_are_listed_not_counted():
     assert flagged(summary) == ["n4"]
 
 
-def test_ecc_errors_and_a_different_mode_are_flagged():
-    clean = {"mode": "enabled", "uncorrectable_errors": 0, "pending_row_remaps": 0, "failed_row_remaps": 0}
-    summary = fleet.summarise_ecc({"n1": clean, "n2": {**clean, "uncorrectable_errors": 2},
-                                   "n3": {**clean, "mode": "disabled"}, "n4": clean,
-                                   "n5": {"unavailable": "CPU-only node"}})
-    assert flagged(summary) == ["n2", "n3"]
-    assert "2 uncorrectable errors" in summary["nodes"]["n2"]["why"]
-    assert "disabled" in summary["nodes"]["n3"]["why"]
+def test_counts_flag_any_node_above_zero_and_states_the_nodes_unlike_most():
+    counts = fleet.summarise_count({"n1": 0, "n2": 2, "n3": 0, "n4": {"unavailable": "CPU-only node"}})
+    assert flagged(counts) == ["n2"] and counts["total"] == 2 and counts["measured_nodes"] == 3
+    assert "2, where 0 is the only good count" in counts["nodes"]["n2"]["why"]
+    states = fleet.summarise_state({"n1": "x16", "n2": "x8", "n3": "x16", "n4": "x16"})
+    assert flagged(states) == ["n2"] and states["usual"] == "x16"
+    assert states["nodes"]["n2"]["why"] == "x8 where most nodes report x16 (3 of 4)"
+    tie = fleet.summarise_state({"n1": "Enabled", "n2": "Disabled"})
+    assert tie["usual"] is None and flagged(tie) == []
+
+
+def test_leave_one_out_medians_and_mads_are_those_of_statistics_median_node_by_node():
+    rng = random.Random(7)
+    for n in (2, 3, 4, 5, 10, 51, 200):
+        values = [round(rng.gauss(100, 5), 1) for _ in range(n)] + [100.0, 100.0]  # ties included
+        for i, (median, mad) in enumerate(fleet.leave_one_out(values)):
+            others = values[:i] + values[i + 1:]
+            assert median == statistics.median(others)
+            assert mad == statistics.median(abs(v - median) for v in others)
+
+
+def test_nodes_are_compared_only_within_their_sku():
+    values = {f"a{i}": 100.0 + i % 3 for i in range(6)} | {f"b{i}": 50.0 + i % 3 for i in range(6)}
+    skus = {n: ("sku-a" if n.startswith("a") else "sku-b") for n in values}
+    table = fleet.build_table({n: {"rate_gbps": v} for n, v in values.items()}, {"rate_gbps": "rate"}, skus)
+    assert set(table["rate_gbps"]["groups"]) == {"sku-a", "sku-b"} and fleet.flags(table) == []
+    mixed = fleet.build_table({n: {"rate_gbps": v} for n, v in values.items()}, {"rate_gbps": "rate"}, {})
+    assert set(mixed["rate_gbps"]["groups"]) == {fleet.NO_SKU}
+
+
+def test_a_flag_names_the_metric_value_median_and_mads_away():
+    values = {f"n{i}": 100.0 + (i % 5) * 0.5 for i in range(20)} | {"slow": 80.0}
+    table = fleet.build_table({n: {"rate_gbps": v} for n, v in values.items()}, {"rate_gbps": "rate"},
+                              {n: "sku" for n in values})
+    [flag] = fleet.flags(table)
+    assert flag["node"] == "slow" and flag["metric"] == "rate_gbps" and flag["value"] == 80.0 and flag["sku"] == "sku"
+    assert flag["median_others"] == 101.0 and flag["mads_away"] == pytest.approx((80 - 101) / 0.5)
+    assert fleet.outliers(table) == {"rate_gbps": ["slow"]}
 
 
 def test_headlines_recompute_the_table_and_discrepancies_catch_an_edit():
-    nodes = {"n1": {"bandwidth_sustained_gbps": 38.0, "ecc": {"unavailable": "cpu"}},
-             "n2": {"bandwidth_sustained_gbps": 12.0, "ecc": {"unavailable": "cpu"}},
-             "n3": {"bandwidth_sustained_gbps": 37.0, "ecc": {"unavailable": "cpu"}}}
-    table = fleet.build_table(nodes, ["bandwidth_sustained_gbps"])
-    document = {"nodes": [{"name": n, "metrics": m} for n, m in nodes.items()],
-                "table": table, "outliers": fleet.outliers(table)}
+    nodes = {"n1": {"bandwidth_sustained_gbps": 38.0, "ecc_mode": "Enabled"},
+             "n2": {"bandwidth_sustained_gbps": 12.0, "ecc_mode": "Enabled"},
+             "n3": {"bandwidth_sustained_gbps": 37.0, "ecc_mode": "Enabled"}}
+    kinds = {"bandwidth_sustained_gbps": "rate", "ecc_mode": "state"}
+    table = fleet.build_table(nodes, kinds, {})
+    document = {"nodes": [{"name": n, "metrics": m, "sku": None} for n, m in nodes.items()],
+                "metrics": {m: {"kind": k} for m, k in kinds.items()},
+                "table": table, "flags": fleet.flags(table), "outliers": fleet.outliers(table)}
     assert fleet.outliers(table) == {"bandwidth_sustained_gbps": ["n2"]}
     assert fleet.discrepancies(document) == []
     document["outliers"] = {}
@@ -126,6 +163,9 @@ def test_ecc_state_is_unavailable_with_the_cause():
 
 
 def test_node_metrics_say_why_a_probe_is_missing():
-    metrics = node_metrics({})
+    view = BundleView(files={}, commands={"steps": []}, environment={}, documents={})
+    metrics = node_metrics(view)
+    assert set(metrics) == set(metric_kinds())
     assert "did not run" in metrics["bandwidth_sustained_gbps"]["unavailable"]
     assert "did not run" in metrics["gemm_best_tflops"]["unavailable"]
+    assert "health-load did not run" in metrics["pcie_link_width_under_load"]["unavailable"]

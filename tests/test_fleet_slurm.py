@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis.fleet import NO_SKU
 from harness.cli import main
 
 pytestmark = pytest.mark.slurm
@@ -98,7 +99,7 @@ def test_a_cpu_fleet_on_three_nodes_is_collected_and_every_bundle_verifies(slow_
         assert node["verify"]["passed"] and node["verify"]["failures"] == []
         assert isinstance(node["metrics"]["bandwidth_sustained_gbps"], float)
         assert node["acceptance"]["verdict"] in ("not run", "pass", "fail")
-    assert document["table"]["bandwidth_sustained_gbps"]["measured_nodes"] == 3
+    assert document["table"]["bandwidth_sustained_gbps"]["groups"][NO_SKU]["measured_nodes"] == 3  # CPU nodes
     # The fleet bundle: signed like a node bundle, holding each verified node bundle and every log.
     from harness.fleet.sealing import check
     with tarfile.open(bundle) as tar:
@@ -119,10 +120,12 @@ def test_a_cpu_fleet_on_three_nodes_is_collected_and_every_bundle_verifies(slow_
 
 def test_a_node_made_slow_for_real_is_flagged_as_the_outlier(slow_fleet):
     out, code, job_id, document, bundle = slow_fleet
-    rows = document["table"]["bandwidth_sustained_gbps"]["nodes"]
+    rows = document["table"]["bandwidth_sustained_gbps"]["groups"][NO_SKU]["nodes"]
     assert document["outliers"].get("bandwidth_sustained_gbps") == ["n2"], rows
     assert rows["n2"]["value"] < min(rows["n1"]["value"], rows["n3"]["value"])
     assert "below" in rows["n2"]["why"]
+    [flag] = [f for f in document["flags"] if f["metric"] == "bandwidth_sustained_gbps"]
+    assert flag["node"] == "n2" and flag["median_others"] == rows["n2"]["median_others"]
     assert code == 1  # an outlier is a finding: collect says so in its exit code
     # What made it slow is on record: the per-node hook in the job, the variable in n2's own bundle.
     with tarfile.open(bundle) as tar:

@@ -105,6 +105,7 @@ BAD_INPUTS = [
     ("run --output-dir {T}/out --key {KEY} --skip nope", 2, "no such step"),
     ("fleet collect 7 --output-dir {T}/missing --key {BPUB}", 2, "--output-dir"),
     ("fleet collect 7 --output-dir {T}/folder --key {T}/missing.pub", 2, "missing.pub"),
+    ("fleet collect 7 --output-dir {T}/folder --key {BPUB} --profile no-such-gpu", 2, "no-such-gpu"),
     ("fleet submit --nodes 1 --output-dir {T}/readme.txt", 2, "--output-dir"),
 ]
 

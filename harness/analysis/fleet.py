@@ -1,8 +1,12 @@
-"""Comparing the nodes of a fleet: the per-metric table and the outlier rule (standard library only).
+"""Comparing the nodes of a fleet: the per-metric, per-SKU table and the outlier rules (standard library only).
 
-A node "stands apart" on a rate (bandwidth, GEMM) when, compared with the OTHER nodes (leave
-one out: a slow node must not drag its own reference towards itself, which matters most in a
-small fleet, where one node moves the median absolute deviation), BOTH hold:
+Nodes are compared only with nodes of the same SKU (the catalogue SKU health identified; nodes
+with none, or several, form their own group). Each metric has a kind (its registry entry says,
+harness/registry/spec.py FleetMetric):
+
+* rate: a node "stands apart" when, compared with the OTHER nodes of its SKU (leave one out: a
+  slow node must not drag its own reference towards itself, which matters most in a small
+  fleet), BOTH hold:
 
   * its ratio to the others' median is off 1 by more than RELATIVE_THRESHOLD (10 %): a
     difference too small to matter for a purchase is never flagged, however tight the others
@@ -12,22 +16,22 @@ small fleet, where one node moves the median absolute deviation), BOTH hold:
     magnitude: a node is not flagged when the others are as scattered as it is. When MAD_others
     is 0 (the others agree exactly) the z-score is undefined and the relative test decides.
 
-Both sides are flagged (a node far above the others is as suspicious as one far below). With
-fewer than MIN_NODES measured nodes there is no majority to stand apart from: nothing is flagged
-and the table says so.
+  Both sides are flagged. With fewer than MIN_NODES measured nodes in the group nothing is
+  flagged and the table says so. The leave-one-out medians and MADs of all n nodes take
+  O(n log n) (`leave_one_out`), the same numbers `statistics.median` gives node by node.
+* count: zero is the only good value (uncorrectable ECC errors, row remaps, result errors, XID
+  events): any node above zero is flagged.
+* state: a node is flagged when its value differs from the one most nodes of its SKU report
+  (ECC mode, PCIe link width under load); a tie names no usual value and flags nothing.
 
-ECC is a state, not a rate: a node is flagged when it reports any uncorrectable ECC error or any
-pending or failed row remap (zero is the only acceptable count, as in `dossier accept`), or
-when its ECC mode differs from the mode most nodes report.
-
-`headlines(fleet_document)` recomputes the table from each node's raw metric values in the
+`headlines(fleet_document)` recomputes the table from each node's values and SKU in the
 document; `discrepancies(fleet_document)` names where the document's stated table differs.
 """
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
+import bisect
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,13 +39,14 @@ RELATIVE_THRESHOLD = 0.10
 ROBUST_Z_THRESHOLD = 3.5
 MIN_NODES = 3
 MAD_TO_Z = 0.6745  # the 0.75 quantile of the standard normal: makes MAD comparable to a sigma
-ECC_COUNTERS = ("uncorrectable_errors", "pending_row_remaps", "failed_row_remaps")
+RATE, COUNT, STATE = "rate", "count", "state"
+NO_SKU = "no catalogue SKU"
 
-RULE_TEXT = (f"rates, each node against the other nodes: flagged when |x/median_others - 1| > "
-             f"{RELATIVE_THRESHOLD:g} and the robust z-score {MAD_TO_Z}*(x-median_others)/MAD_others "
-             f"exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative test alone when MAD_others = 0); "
-             f"needs at least {MIN_NODES} measured nodes. ECC: flagged on any "
-             "uncorrectable error or pending/failed row remap, or an ECC mode unlike most nodes'.")
+RULE_TEXT = (f"nodes are compared within their SKU. Rates, each node against the other nodes: flagged when "
+             f"|x/median_others - 1| > {RELATIVE_THRESHOLD:g} and the robust z-score "
+             f"{MAD_TO_Z}*(x-median_others)/MAD_others exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative "
+             f"test alone when MAD_others = 0); needs at least {MIN_NODES} measured nodes. Counts (errors, "
+             "remaps, events): flagged above 0. States (ECC mode, link width): flagged when unlike most nodes'.")
 
 
 def _is_number(value: Any) -> bool:
@@ -53,86 +58,145 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def _judge(x: float, others: list[float], enough: bool) -> dict[str, Any]:
+def _median_sorted(ordered: list[float], skip: int | None = None) -> float:
+    """The median of ORDERED (sorted) without the element at index SKIP, as statistics.median gives it."""
+    n = len(ordered) - (skip is not None)
+
+    def at(rank: int) -> float:
+        return ordered[rank if skip is None or rank < skip else rank + 1]
+
+    if n % 2:
+        return at(n // 2)
+    return (at(n // 2 - 1) + at(n // 2)) / 2
+
+
+def leave_one_out(values: list[float]) -> list[tuple[float, float]]:
+    """(median of the others, MAD of the others about that median) for every value, in order."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ordered = [values[i] for i in order]
+    deviations: dict[float, list[float]] = {}
+    result: list[tuple[float, float]] = [(0.0, 0.0)] * len(values)
+    for position, index in enumerate(order):
+        median = _median_sorted(ordered, position)
+        if median not in deviations:  # at most three distinct medians: below, at and above the middle
+            deviations[median] = sorted(abs(v - median) for v in ordered)
+        spread = deviations[median]
+        own = bisect.bisect_left(spread, abs(values[index] - median))
+        result[index] = (median, _median_sorted(spread, own))
+    return result
+
+
+def _judge(x: float, median: float, mad: float, enough: bool) -> dict[str, Any]:
     """One node's row: its value against the others' median and MAD, and whether it stands apart."""
-    if not others:
-        return {"value": x, "ratio_to_others": None, "robust_z": None, "flagged": False}
-    median = statistics.median(others)
-    mad = statistics.median(abs(v - median) for v in others)
     ratio = x / median if median else None
     z = MAD_TO_Z * (x - median) / mad if mad else None
     far = ratio is not None and abs(ratio - 1) > RELATIVE_THRESHOLD
     flagged = enough and far and (z is None or abs(z) > ROBUST_Z_THRESHOLD)
-    row = {"value": x, "ratio_to_others": _round(ratio), "robust_z": _round(z), "flagged": flagged}
+    row = {"value": x, "median_others": _round(median), "ratio_to_others": _round(ratio),
+           "mads_away": _round((x - median) / mad) if mad else None, "robust_z": _round(z), "flagged": flagged}
     if flagged:
         side = "below" if x < median else "above"
-        row["why"] = (f"{abs(ratio - 1) * 100:.1f} % {side} the other nodes' median"
-                      + (f", robust z {z:+.1f}" if z is not None else ", the others agree exactly"))
+        row["why"] = (f"{abs(ratio - 1) * 100:.1f} % {side} the other nodes' median {median:.4g}"
+                      + (f", {abs(x - median) / mad:.1f} MADs away (robust z {z:+.1f})" if z is not None
+                         else ", the others agree exactly"))
     return row
 
 
 def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The table row set for one rate metric: `values` maps node -> number or {"unavailable": why}."""
+    """The rows for one rate in one group: `values` maps node -> number or {"unavailable": why}."""
     measured = {node: float(v) for node, v in values.items() if _is_number(v)}
-    nodes: dict[str, Any] = {}
     if not measured:
         return {"measured_nodes": 0, "median": None, "minimum": None, "maximum": None, "spread": None,
                 "mad": None, "note": "no node measured this metric",
                 "nodes": {n: {"value": v, "flagged": False} for n, v in sorted(values.items())}}
-    median = statistics.median(measured.values())
-    mad = statistics.median(abs(x - median) for x in measured.values())
+    names = sorted(measured)
+    numbers = [measured[n] for n in names]
+    ordered = sorted(numbers)
+    median = _median_sorted(ordered)
+    mad = _median_sorted(sorted(abs(x - median) for x in numbers))
     enough = len(measured) >= MIN_NODES
+    others = dict(zip(names, leave_one_out(numbers))) if len(numbers) > 1 else {}
+    nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
         if node not in measured:
             nodes[node] = {"value": value, "flagged": False}
-            continue
-        nodes[node] = _judge(measured[node], [v for n, v in measured.items() if n != node], enough)
-    summary = {"measured_nodes": len(measured), "median": _round(median),
-               "minimum": _round(min(measured.values())), "maximum": _round(max(measured.values())),
-               "spread": _round((max(measured.values()) - min(measured.values())) / median) if median else None,
+        elif node not in others:
+            nodes[node] = {"value": measured[node], "median_others": None, "ratio_to_others": None,
+                           "mads_away": None, "robust_z": None, "flagged": False}
+        else:
+            nodes[node] = _judge(measured[node], *others[node], enough)
+    summary = {"measured_nodes": len(measured), "median": _round(median), "minimum": _round(ordered[0]),
+               "maximum": _round(ordered[-1]),
+               "spread": _round((ordered[-1] - ordered[0]) / median) if median else None,
                "mad": _round(mad), "nodes": nodes}
     if not enough:
         summary["note"] = f"outliers need at least {MIN_NODES} measured nodes; {len(measured)} measured"
     return summary
 
 
-def summarise_ecc(values: Mapping[str, Any]) -> dict[str, Any]:
-    """The rows for ECC state: `values` maps node -> {"mode", counters...} or {"unavailable": why}."""
-    known = {n: v for n, v in values.items() if isinstance(v, dict) and "unavailable" not in v}
-    modes = Counter(v.get("mode") for v in known.values() if v.get("mode") is not None)
-    usual_mode = modes.most_common(1)[0][0] if modes else None
-    tied = len(modes) > 1 and modes.most_common(2)[0][1] == modes.most_common(2)[1][1]
+def summarise_count(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows for a count that must be zero: any node above zero is flagged."""
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
-        if node not in known:
-            nodes[node] = {"value": value, "flagged": False}
-            continue
-        why = [f"{value[c]} {c.replace('_', ' ')}" for c in ECC_COUNTERS if _is_number(value.get(c)) and value[c] > 0]
-        if value.get("mode") is not None and usual_mode is not None and not tied and value["mode"] != usual_mode:
-            why.append(f"ECC mode {value['mode']!r} where most nodes report {usual_mode!r}")
-        row = {"value": value, "flagged": bool(why)}
-        if why:
-            row["why"] = "; ".join(why)
-        nodes[node] = row
-    return {"measured_nodes": len(known), "usual_mode": usual_mode, "nodes": nodes}
+        flagged = _is_number(value) and value > 0
+        nodes[node] = {"value": value, "flagged": flagged, **({"why": f"{value:g}, where 0 is the only good count"}
+                                                             if flagged else {})}
+    return {"measured_nodes": sum(_is_number(v) for v in values.values()),
+            "total": sum(v for v in values.values() if _is_number(v)), "nodes": nodes}
 
 
-def build_table(node_metrics: Mapping[str, Mapping[str, Any]], rate_metrics: list[str]) -> dict[str, Any]:
-    """The whole per-metric table: `node_metrics` maps node -> metric name -> value."""
+def summarise_state(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The rows for a state: a node unlike what most nodes report is flagged (a tie flags none)."""
+    known = {n: v for n, v in values.items() if isinstance(v, (str, int, float, bool)) and v is not None}
+    counts = Counter(str(v) for v in known.values())
+    top = counts.most_common(2)
+    usual = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
+    nodes: dict[str, Any] = {}
+    for node, value in sorted(values.items()):
+        flagged = node in known and usual is not None and str(value) != usual
+        nodes[node] = {"value": value, "flagged": flagged,
+                       **({"why": f"{value} where most nodes report {usual} ({counts[usual]} of {len(known)})"}
+                          if flagged else {})}
+    return {"measured_nodes": len(known), "usual": usual, "counts": dict(sorted(counts.items())), "nodes": nodes}
+
+
+SUMMARISE = {RATE: summarise_rate, COUNT: summarise_count, STATE: summarise_state}
+
+
+def build_table(node_metrics: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, str],
+                skus: Mapping[str, str | None]) -> dict[str, Any]:
+    """metric -> {kind, groups: SKU -> rows}: `node_metrics` maps node -> metric -> value, `metrics`
+    metric -> kind, `skus` node -> its SKU group."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for node in sorted(node_metrics):
+        groups[skus.get(node) or NO_SKU].append(node)
     table = {}
-    for metric in rate_metrics:
-        table[metric] = summarise_rate({n: m.get(metric, {"unavailable": "not extracted"})
-                                        for n, m in node_metrics.items()})
-    table["ecc"] = summarise_ecc({n: m.get("ecc", {"unavailable": "not extracted"})
-                                  for n, m in node_metrics.items()})
+    for metric, kind in metrics.items():
+        table[metric] = {"kind": kind, "groups": {
+            sku: SUMMARISE[kind]({n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes})
+            for sku, nodes in sorted(groups.items())}}
     return table
+
+
+def flags(table: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every flagged (node, metric): its SKU group, value, the others' median, MADs away and why."""
+    found = []
+    for metric, entry in table.items():
+        for sku, rows in entry["groups"].items():
+            for node, row in rows["nodes"].items():
+                if row.get("flagged"):
+                    found.append({"node": node, "metric": metric, "kind": entry["kind"], "sku": sku,
+                                  "value": row["value"], "median_others": row.get("median_others"),
+                                  "mads_away": row.get("mads_away"), "why": row.get("why")})
+    return sorted(found, key=lambda f: (f["node"], f["metric"]))
 
 
 def outliers(table: Mapping[str, Any]) -> dict[str, list[str]]:
     """metric -> the flagged nodes (only metrics with at least one)."""
-    found = {metric: sorted(n for n, row in rows["nodes"].items() if row.get("flagged"))
-             for metric, rows in table.items()}
-    return {metric: nodes for metric, nodes in sorted(found.items()) if nodes}
+    found: dict[str, list[str]] = defaultdict(list)
+    for flag in flags(table):
+        found[flag["metric"]].append(flag["node"])
+    return {metric: sorted(nodes) for metric, nodes in sorted(found.items())}
 
 
 def _measured_nodes(document: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -140,20 +204,22 @@ def _measured_nodes(document: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]
 
 
 def headlines(document: Mapping[str, Any]) -> dict[str, Any]:
-    """The fleet table and its outliers, recomputed from each node's metric values."""
-    rates = [m for m in document.get("table", {}) if m != "ecc"]
-    table = build_table(_measured_nodes(document), rates)
-    return {"table": table, "outliers": outliers(table)}
+    """The fleet table, its flags and outliers, recomputed from each node's metric values and SKU."""
+    kinds = {m: (document.get("metrics", {}).get(m) or {}).get("kind", RATE) for m in document.get("table", {})}
+    skus = {n["name"]: n.get("sku") for n in document.get("nodes", [])}
+    table = build_table(_measured_nodes(document), kinds, skus)
+    return {"table": table, "flags": flags(table), "outliers": outliers(table)}
 
 
 def discrepancies(document: Mapping[str, Any]) -> list[str]:
-    """Where the document's stated table or outlier list differs from the recomputation."""
+    """Where the document's stated table, flags or outlier list differ from the recomputation."""
     found = []
     recomputed = headlines(document)
     stated = document.get("table", {})
     for metric, rows in recomputed["table"].items():
         if stated.get(metric) != rows:
             found.append(f"fleet table for {metric} differs from the recomputation from node values")
-    if document.get("outliers") != recomputed["outliers"]:
-        found.append(f"stated outliers {document.get('outliers')} differ from recomputed {recomputed['outliers']}")
+    for key in ("flags", "outliers"):
+        if document.get(key) != recomputed[key]:
+            found.append(f"stated {key} differ from the recomputation from node values")
     return found

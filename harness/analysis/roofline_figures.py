@@ -25,7 +25,9 @@ def _is_number(value: Any) -> bool:
 
 def median_of(times: Any) -> float | None:
     """The median of a list of per-call times, or None when there is no such list."""
-    if isinstance(times, list) and times and all(_is_number(t) for t in times):
+    # set(map(type, ...)) first: the same answer for parsed JSON at C speed (verify asks ~200 times a bundle)
+    if isinstance(times, list) and times and (set(map(type, times)) <= {int, float}
+                                              or all(_is_number(t) for t in times)):
         return statistics.median(times)
     return None
 

@@ -10,7 +10,7 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness import registry
@@ -18,6 +18,8 @@ from harness.bundle import layout
 
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 MAX_JSON_DEPTH = 64  # the writer's documents nest at most 8 deep
+_CONTAINERS = frozenset({dict, list})
+_FLOAT = frozenset({float})
 
 
 class BundleFormatError(Exception):
@@ -29,40 +31,53 @@ class BundleFormatError(Exception):
         self.missing = missing
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
-
-
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (the writer never emits it)")
 
 
-def _nesting_within(value: Any, limit: int) -> bool:
-    """Whether VALUE's arrays and objects nest at most LIMIT deep (iteratively: no recursion)."""
+def _finite_floats(values: list[Any]) -> bool:
+    kinds = set(map(type, values))
+    if float not in kinds:
+        return True
+    if kinds == _FLOAT:  # a list of floats, the bulk of a raw document: checked at C speed
+        return all(map(math.isfinite, values))
+    return all(math.isfinite(v) for v in values if type(v) is float)
+
+
+def _checked_structure(value: Any, limit: int) -> str | None:
+    """Why VALUE is not what the writer emits (nested deeper than LIMIT, a number out of a float's
+    range), or None. Iterative: no recursion; each container is scanned once, at C speed where it
+    holds only plain values."""
+    if type(value) is float:
+        return None if math.isfinite(value) else "a number is out of range (the writer never emits one)"
+    if not isinstance(value, (dict, list)):
+        return None
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, (dict, list)):
-            if depth > limit:
-                return False
-            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
-    return True
+        if depth > limit:
+            return f"nested more than {MAX_JSON_DEPTH} deep"
+        children = list(item.values()) if isinstance(item, dict) else item
+        if not _finite_floats(children):
+            return "a number is out of range (the writer never emits one)"
+        if not _CONTAINERS.isdisjoint(map(type, children)):
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return None
 
 
 def parse_json(data: bytes) -> Any:
     """DATA as strict JSON: UTF-8, no NaN or Infinity, finite numbers, nested at most MAX_JSON_DEPTH.
 
     Raises ValueError naming why; the bundle writer emits nothing else (json.dumps(allow_nan=False)).
+    A literal beyond a float's range (1e999) parses to infinity and is refused after the parse.
     """
     try:
-        value = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite)
+        value = json.loads(data.decode("utf-8"), parse_constant=_refuse_constant)
     except RecursionError:
         raise ValueError(f"nested more than {MAX_JSON_DEPTH} deep") from None
-    if not _nesting_within(value, MAX_JSON_DEPTH):
-        raise ValueError(f"nested more than {MAX_JSON_DEPTH} deep")
+    why = _checked_structure(value, MAX_JSON_DEPTH)
+    if why:
+        raise ValueError(why)
     return value
 
 
@@ -89,6 +104,8 @@ class BundleView:
     commands: dict[str, Any]
     environment: dict[str, Any]
     documents: dict[str, Any]  # step -> parsed output document (completed steps)
+    # step -> its recomputed figures: the report, acceptance and the fleet each ask several times
+    _figures: dict[str, Figures] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_files(cls, files: Mapping[str, bytes]) -> BundleView:
@@ -129,7 +146,9 @@ class BundleView:
         name = entry.get("analysis")
         if not name:
             return Figures(None, "the step has no analysis module")
-        return compute_figures(name, self.documents[step_id])
+        if step_id not in self._figures:
+            self._figures[step_id] = compute_figures(name, self.documents[step_id])
+        return self._figures[step_id]
 
     def plots(self, step_id: str) -> list[str]:
         return self._members(step_id, "plots")

@@ -60,10 +60,13 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
 def _collect_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "collect", help="verify every node's bundle, compare the nodes, write a signed fleet bundle",
-        description="Gather a fleet job's node bundles, check each with `dossier verify`, tabulate the "
-                    "compared metrics across nodes (median, spread, outliers), run `dossier accept` per "
-                    "node where a profile applies, and write OUTPUT_DIR/fleet-JOBID.tar.gz. Exit 1 when "
-                    "a node failed, a bundle was rejected, the all-reduce failed or a node stands apart.")
+        description="Gather a fleet job's node bundles, give each the checks of `dossier verify` and the judgement "
+                    "of `dossier accept` (where a SKU profile applies) in a pool of worker processes, compare "
+                    "the nodes of each SKU (median and MAD per metric, outliers, counts that must be zero, "
+                    "states unlike the rest), and write OUTPUT_DIR/fleet-JOBID.tar.gz with fleet.md (sick "
+                    "nodes first, a distribution plot per headline metric) and fleet.csv (every node). Exit 1 "
+                    "when a node failed, a bundle was rejected, a node failed acceptance, the all-reduce "
+                    "failed or a node stands apart.")
     p.add_argument("job_id", metavar="JOBID")
     p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
     p.add_argument("--key", type=Path, required=True, metavar="PUB",
@@ -72,6 +75,8 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
                    help="private key for the fleet bundle (default: the key the job's nodes signed with)")
     p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
+    p.add_argument("--workers", type=_positive, metavar="N",
+                   help="worker processes checking node bundles (default: the CPUs this process may use)")
     p.set_defaults(func=handle_collect)
 
 
@@ -106,7 +111,8 @@ def handle_submit(args: argparse.Namespace) -> int:
 
 
 def handle_collect(args: argparse.Namespace) -> int:
-    from harness.fleet import package, report, sealing
+    from harness.fleet import package, plots, report, sealing
+    from harness.fleet.archive import ChangedMember
     from harness.fleet.collect import collect
     from harness.signing.keys import load_private, load_public
 
@@ -115,21 +121,43 @@ def handle_collect(args: argparse.Namespace) -> int:
     load_public(args.key)
     if args.sign_key is not None:
         load_private(args.sign_key)
+    if args.profile is not None:
+        from harness.judge.acceptance.profile import resolve
+        resolve(args.profile, None)  # an unknown SKU is refused before a thousand bundles are read
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
-    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait)
+    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
     key = load_private(args.sign_key or Path(run.submission["spec"]["key"]))
-    files = package.fleet_files(run, document, report.render(document))
-    path = sealing.seal(destination, files, package.predicate(document), key)
+    rendered = plots.render(document)
+    by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
+                 if f"plots/{m}.png" in rendered}
+    rendered.update({"fleet.md": report.render(document, by_metric).encode(),
+                     "fleet.csv": report.csv_text(document).encode()})
+    try:
+        path = sealing.seal(destination, package.fleet_files(run, document, rendered), package.predicate(document), key)
+    except ChangedMember as exc:
+        raise CheckFailed(str(exc), hint="collect the job again once nothing writes to its run directory") from exc
     print(path)
-    problems = [f"node {n['name']}: {n['status']}: {n['why']} (log {n['log']})"
-                for n in document["nodes"] if n["status"] != "ok"]
-    problems += [f"outlier on {metric}: {', '.join(nodes)}" for metric, nodes in document["outliers"].items()]
-    if document["allreduce"]["status"] != "ok":
-        problems.append(f"all-reduce: {document['allreduce']['why']}")
-    for line in problems:
+    for line in problems(document):
         print(line, file=sys.stderr)
-    if problems:
-        raise CheckFailed(f"fleet {args.job_id}: {len(problems)} problem(s); the fleet bundle {path} records them")
+    if problems(document):
+        raise CheckFailed(f"fleet {args.job_id}: {len(problems(document))} problem(s); the fleet bundle {path} "
+                          "records them (fleet.md: the sick nodes first)")
     return 0
+
+
+MAX_PRINTED = 40
+
+
+def problems(document: dict) -> list[str]:
+    """One line per sick node (the first MAX_PRINTED, then a count), and the all-reduce."""
+    from harness.fleet.report import sick_rows
+
+    rows = sick_rows(document)
+    lines = [f"node {r['node']}: {r['problem']}: {r['reason']}" for r in rows[:MAX_PRINTED]]
+    if len(rows) > MAX_PRINTED:
+        lines.append(f"... and {len(rows) - MAX_PRINTED} more (fleet.md and fleet.csv in the fleet bundle)")
+    if document["allreduce"]["status"] != "ok":
+        lines.append(f"all-reduce: {document['allreduce']['why']}")
+    return lines

@@ -3,6 +3,7 @@ verified node bundles and the all-reduce document. Signed by `harness.fleet.seal
 
 Layout:
   fleet.json, fleet.md            the comparison (schemas/fleet.schema.json) and its report
+  fleet.csv, plots/METRIC.png|svg the full per-node table, and each headline rate's distribution
   job/fleet.sbatch, job/node.sh, job/submission.json, job/nodelist   what ran
   logs/batch-JOB.out, logs/slurm-JOB-NODE.out   the batch log and every node's log
   nodes/NODE.tar.gz               each node's own signed bundle (verified before it was put here)
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.fleet.archive import FileMember
 from harness.fleet.collect import FleetRun
 
 JOB_FILES = ("fleet.sbatch", "node.sh", "submission.json", "nodelist")
@@ -30,14 +32,17 @@ def _read_if(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def fleet_files(run: FleetRun, document: dict[str, Any], report: str) -> dict[str, bytes]:
-    files = {"fleet.json": json_bytes(document), "fleet.md": report.encode()}
+def fleet_files(run: FleetRun, document: dict[str, Any], rendered: dict[str, bytes]) -> dict[str, bytes | FileMember]:
+    """Every member but the attestation: RENDERED (fleet.md, fleet.csv, plots) and fleet.json in
+    memory, the logs and job files read, each verified node bundle streamed from disk at the size
+    and sha256 it was verified at."""
+    files: dict[str, bytes | FileMember] = {"fleet.json": json_bytes(document), **rendered}
     candidates = {f"job/{name}": run.path / name for name in JOB_FILES}
     candidates[f"logs/{run.batch_log().name}"] = run.batch_log()
     for node in document["nodes"]:
         candidates[node["log"]] = run.path / node["log"]
         if node["status"] == "ok":
-            candidates[node["bundle"]] = run.node_bundle(node["name"])
+            files[node["bundle"]] = FileMember(run.node_bundle(node["name"]), node["size"], node["sha256"])
     for log in document["allreduce"]["logs"]:
         candidates[log] = run.path / log
     if document["allreduce"]["status"] == "ok":
@@ -54,6 +59,8 @@ def predicate(document: dict[str, Any]) -> dict[str, Any]:
     return {
         "tool": {"name": "rig-dossier", "version": __version__},
         "job_id": document["job"]["id"],
-        "nodes": [{"name": n["name"], "status": n["status"], "bundle": n.get("bundle")} for n in document["nodes"]],
+        "nodes": [{"name": n["name"], "status": n["status"], "bundle": n.get("bundle"), "sha256": n.get("sha256")}
+                  for n in document["nodes"]],
         "outliers": document["outliers"],
+        "acceptance_failed": sorted(n["name"] for n in document["nodes"] if n["acceptance"]["verdict"] == "fail"),
     }

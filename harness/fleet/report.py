@@ -1,10 +1,15 @@
-"""fleet.md: the fleet document rendered for people (Jinja2 template in the package).
+"""fleet.md and fleet.csv: the fleet document rendered for people (Jinja2 template in the package).
 
 Only fleet.json goes in (no clock, no host lookups): the same document renders the same bytes.
+At a thousand nodes the page stays short: the sick nodes first, one row per problem (failed,
+rejected, acceptance failed, outlier), then each metric's statistics per SKU beside its
+distribution plot; every node's row is in fleet.csv.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import shlex
 from typing import Any
 
@@ -13,6 +18,9 @@ import jinja2
 from harness.present import templating
 
 TEMPLATE = "fleet.md.j2"
+MAX_SICK_ROWS = 300  # rows of the sick-node table in fleet.md; the rest are in fleet.csv and fleet.json
+MAX_DETAILED = 50  # failed or rejected nodes shown with their log tail and failed checks
+PROBLEM_ORDER = {"failed": 0, "rejected": 1, "acceptance failed": 2, "outlier": 3}
 
 
 def value_text(value: Any) -> str:
@@ -26,22 +34,65 @@ def value_text(value: Any) -> str:
     return str(value)
 
 
-def ecc_text(value: Any) -> str:
-    if isinstance(value, dict) and "unavailable" not in value:
-        return ", ".join(f"{k.replace('_', ' ')} {value_text(v)}" for k, v in sorted(value.items()))
-    return value_text(value)
+def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
+    """One row per problem of a node: failed, rejected, acceptance failed, outlier; worst first."""
+    rows = []
+    for node in document["nodes"]:
+        if node["status"] != "ok":
+            rows.append({"node": node["name"], "problem": node["status"], "reason": node["why"]})
+        elif node["acceptance"]["verdict"] == "fail":
+            for failed in node["acceptance"].get("failed") or [{"name": "acceptance", "why": node["acceptance"].get("why")}]:
+                rows.append({"node": node["name"], "problem": "acceptance failed",
+                             "reason": f"{failed['name']}: {failed['why']}"})
+    for flag in document["flags"]:
+        rows.append({"node": flag["node"], "problem": "outlier", "reason": f"{flag['metric']} = "
+                     f"{value_text(flag['value'])}: {flag['why']}" + (f" [{flag['sku']}]" if flag["sku"] else "")})
+    return sorted(rows, key=lambda r: (PROBLEM_ORDER[r["problem"]], r["node"], r["reason"]))
 
 
 def _environment() -> jinja2.Environment:
     return templating.environment(jinja2.ChainableUndefined)
 
 
-def render(document: dict[str, Any]) -> str:
-    table = document["table"]
+def render(document: dict[str, Any], plots: dict[str, list[str]]) -> str:
+    """fleet.md; PLOTS maps a metric to its plot members (plots/METRIC.png, .svg)."""
     submission = document["job"]["submission"]
+    sick = sick_rows(document)
+    detailed = [n for n in document["nodes"] if n["status"] != "ok"]
     return _environment().get_template(TEMPLATE).render(
-        job=document["job"], nodes=document["nodes"], failed=document["failed_nodes"],
-        outliers=document["outliers"], rule=document["outlier_rule"], metrics=document["metrics"],
-        rates=[(m, table[m]) for m in document["metrics"]], ecc=table["ecc"],
-        allreduce=document["allreduce"], value=value_text, ecc_text=ecc_text,
+        job=document["job"], summary=document["summary"], nodes=document["nodes"], metrics=document["metrics"],
+        table=document["table"], flags=document["flags"], rule=document["outlier_rule"],
+        allreduce=document["allreduce"], sick=sick[:MAX_SICK_ROWS], sick_total=len(sick),
+        sick_nodes=len({r["node"] for r in sick}), detailed=detailed[:MAX_DETAILED], detailed_total=len(detailed),
+        plots=plots, value=value_text,
         submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]))
+
+
+def csv_text(document: dict[str, Any]) -> str:
+    """Every node's row: status, SKU, verify, acceptance, flags and every compared figure."""
+    metrics = list(document["metrics"])
+    flagged: dict[str, list[str]] = {}
+    for flag in document["flags"]:
+        flagged.setdefault(flag["node"], []).append(flag["metric"])
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["node", "status", "why", "sku", "verify_checks_failed", "acceptance",
+                     "acceptance_failed", "flagged", *metrics])
+    for node in document["nodes"]:
+        verify = node.get("verify") or {}
+        acceptance = node["acceptance"]
+        values = node.get("metrics") or {}
+        writer.writerow([node["name"], node["status"], node.get("why") or "", node.get("sku") or "",
+                         verify.get("checks_failed", ""), acceptance["verdict"],
+                         " ".join(f["name"] for f in acceptance.get("failed") or []),
+                         " ".join(flagged.get(node["name"], [])),
+                         *(_cell(values.get(m)) for m in metrics)])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dict) and "unavailable" in value:
+        return f"unavailable: {value['unavailable']}"
+    return repr(value) if isinstance(value, float) else str(value)

@@ -1,6 +1,7 @@
 """Writing the fleet bundle: the same deterministic archive and DSSE/in-toto signature as a node bundle.
 
-Nothing is re-implemented here: the archive comes from `harness.bundle.write`, the statement and
+Nothing is re-implemented here: the archive's form comes from `harness.bundle.write` (streamed by
+`harness.fleet.archive`, so that a thousand node bundles are never held at once), the statement and
 its signature from `harness.signing.statement`, the attestation's name from
 `harness.bundle.layout`. Only the predicate type differs, so that a fleet bundle is never
 mistaken for a single node's.
@@ -13,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.bundle.layout import ATTESTATION
-from harness.bundle.write import archive_bytes, write_atomically
+from harness.fleet import archive
+from harness.fleet.archive import FileMember
 from harness.signing import dsse
 from harness.signing.keys import SigningKey, load_public
-from harness.signing.statement import (StatementError, sha256_hex, sign_statement, statement, subject_digests,
-                                       subjects_of, unsigned_changes, verify_statement)
+from harness.signing.statement import (StatementError, sha256_hex, sign_statement, statement, subject,
+                                       subject_digests, unsigned_changes, verify_statement)
 
 FLEET_PREDICATE_TYPE = "https://rig-dossier.dev/attestation/fleet/v1"
 
@@ -26,17 +28,16 @@ class FleetSealError(Exception):
     """The fleet bundle's signature or a member's hash does not check out."""
 
 
-def sealed_bytes(files: Mapping[str, bytes], predicate: Mapping[str, Any], key: SigningKey) -> bytes:
-    """The fleet bundle: FILES plus a signed statement whose subjects are every one of them."""
+def seal(destination: Path, files: Mapping[str, bytes | FileMember], predicate: Mapping[str, Any],
+         key: SigningKey) -> Path:
+    """Write the fleet bundle atomically (never half a bundle, never over an existing one), node
+    bundles streamed from disk (harness/fleet/archive.py), each with the sha256 it was verified at."""
     if ATTESTATION in files:
         raise ValueError(f"{ATTESTATION} is written by the sealing, not given")
-    envelope = sign_statement(statement(subjects_of(files), FLEET_PREDICATE_TYPE, predicate), key)
-    return archive_bytes({**files, ATTESTATION: envelope})
-
-
-def seal(destination: Path, files: Mapping[str, bytes], predicate: Mapping[str, Any], key: SigningKey) -> Path:
-    """Write the fleet bundle atomically (never half a bundle, never over an existing one)."""
-    return write_atomically(sealed_bytes(files, predicate, key), destination)
+    subjects = [subject(name, m.sha256 if isinstance(m, FileMember) else sha256_hex(m)) for name, m in
+                sorted(files.items())]
+    envelope = sign_statement(statement(subjects, FLEET_PREDICATE_TYPE, predicate), key)
+    return archive.write_atomically(destination, {**files, ATTESTATION: envelope})
 
 
 def check(files: Mapping[str, bytes], trusted_public_key: Path) -> dict[str, Any]:

@@ -20,6 +20,11 @@ CLUSTER_HINT = ("run on a Slurm login node (sbatch, scontrol on PATH; SLURM_CONF
                 "configuration is not at its default place)")
 
 
+def available() -> bool:
+    """Whether this host has the Slurm client (a collect can run elsewhere, from the run directory alone)."""
+    return shutil.which("scontrol") is not None
+
+
 def _client(name: str) -> str:
     path = shutil.which(name)
     if path is None:

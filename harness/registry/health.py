@@ -6,12 +6,13 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis import health_fleet
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import identity, load, memory_health
 from harness.probes import health as probe
-from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
 TIMEOUT_S = 120.0
@@ -54,9 +55,26 @@ STEPS = (
              needs=("health", "health-load"), function="harness.analysis.health_diff:diff", order=80),
 )
 
+FLEET_METRICS = (
+    FleetMetric("ecc_uncorrectable_errors", "errors", "uncorrectable ECC errors, summed over the GPUs (idle)",
+                health_fleet.ecc_figure("uncorrectable_errors"), kind="count", source="document"),
+    FleetMetric("ecc_pending_row_remaps", "rows", "pending memory row remaps, summed over the GPUs (idle)",
+                health_fleet.ecc_figure("pending_row_remaps"), kind="count", source="document"),
+    FleetMetric("ecc_failed_row_remaps", "rows", "failed memory row remaps, summed over the GPUs (idle)",
+                health_fleet.ecc_figure("failed_row_remaps"), kind="count", source="document"),
+    FleetMetric("ecc_mode", "mode", "ECC mode of the GPUs (idle)", health_fleet.ecc_figure("mode"),
+                kind="state", source="document"),
+    FleetMetric("pcie_link_width_under_load", "lanes", "narrowest PCIe link width of any GPU under load",
+                health_fleet.pcie_width_under_load, kind="state", step="health-load", source="document"),
+    FleetMetric("sm_clock_under_load_mhz", "MHz", "SM clock under load (lowest per-GPU median of the load "
+                "window's NVML samples)", health_fleet.sm_clock_under_load_mhz, step="health-load",
+                source="document"),
+)
+
 SPEC = ProbeSpec(
     name="health", title="health and toolchain diagnostics", lab="M1T5", options=probe.OPTIONS, command=COMMAND,
     analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
     acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
                          memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
-                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS))
+                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS),
+    fleet_metrics=FLEET_METRICS)

@@ -45,13 +45,29 @@ class CommandSpec:
 
 @dataclass(frozen=True)
 class FleetMetric:
-    """A rate `dossier fleet collect` compares across nodes: read from the probe's recomputed
-    headlines (harness.analysis.NAME) of each node's raw/NAME.json."""
+    """A figure `dossier fleet collect` compares across the nodes of one SKU (docs/fleet.md).
+
+    `read` gets the recomputed headlines (harness.analysis.ANALYSIS.headlines) of the node's
+    raw/STEP.json, or with source="document" the document itself, and returns a number (a state
+    may be a string), or {"unavailable": why}. STEP defaults to the entry's own step (its name).
+    The kind says how nodes are compared (harness/analysis/fleet.py): "rate", robust statistics
+    (median and MAD per SKU, a node far from the others on either side is an outlier, and a
+    distribution plot in the fleet report unless headline=False); "count", zero expected (errors,
+    remaps, events: any node above 0 is flagged); "state", what most nodes of the SKU report
+    (ECC mode, a link width: a node unlike them is flagged)."""
 
     name: str  # the unit is in the name (fleet.json metrics, the outlier table)
     unit: str
     description: str
     read: Callable[[Mapping[str, Any]], Any]
+    kind: str = "rate"  # "rate", "count" or "state"
+    step: str | None = None  # the step whose document it reads (default: the entry's name)
+    source: str = "headlines"  # "headlines" (recomputed by the step's analysis) or "document"
+    headline: bool = True  # a rate plotted in the fleet report
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("rate", "count", "state") or self.source not in ("headlines", "document"):
+            raise ValueError(f"fleet metric {self.name}: kind {self.kind!r}, source {self.source!r}")
 
 
 @dataclass(frozen=True)

@@ -143,11 +143,11 @@ FLEET_METRICS = (
     FleetMetric("stress_burst_over_steady", "ratio", "the highest first-second / steady-state rate over the node's "
                 "GPUs (how far a burst overstates what the card sustains)", _burst_over_steady),
     FleetMetric("stress_result_mismatches", "elements", "GEMM output elements that differed from the reference, "
-                "summed over GPUs", lambda heads: _sum_measured(heads, _mismatches)),
+                "summed over GPUs", lambda heads: _sum_measured(heads, _mismatches), kind="count"),
     FleetMetric("stress_memory_errors", "words", "memory-test words read back wrong, summed over GPUs",
-                lambda heads: _sum_measured(heads, _memory_errors)),
+                lambda heads: _sum_measured(heads, _memory_errors), kind="count"),
     FleetMetric("stress_xid_ecc_events", "events", "XID and ECC events NVML delivered during the stress run, "
-                "summed over GPUs", lambda heads: _sum_measured(heads, _events)),
+                "summed over GPUs", lambda heads: _sum_measured(heads, _events), kind="count"),
 )
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",

@@ -34,7 +34,7 @@ from harness.bundle.verify.signed import check_files, check_signature
 from harness.bundle.view import BundleFormatError, BundleView, load_json
 from harness.signing.keys import keyid
 
-__all__ = ["INTERNAL_ERROR", "Check", "Result", "verify_bundle"]
+__all__ = ["INTERNAL_ERROR", "Check", "Result", "verify_and_view", "verify_bundle"]
 
 INTERNAL_ERROR = "internal error"  # a check that raised: a bug in this build, never a verdict on the bundle
 
@@ -67,8 +67,9 @@ def _failed(checks: list[Check]) -> bool:
     return any(not c.ok for c in checks)
 
 
-def check_content(members: dict[str, Member], stmt: dict) -> list[Check]:
-    """The checks of signed content: schemas, predicate, figures, report."""
+def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView] | None = None) -> list[Check]:
+    """The checks of signed content: schemas, predicate, figures, report (the view checked is
+    appended to SEEN, for a caller that judges the same content next)."""
     files = {name: m.data for name, m in members.items() if m.data is not None}
     checks: list[Check] = []
     try:
@@ -76,6 +77,8 @@ def check_content(members: dict[str, Member], stmt: dict) -> list[Check]:
         if _failed(checks):  # every other document is found through commands.json: stop here
             return checks
         view = BundleView.from_files(files)
+        if seen is not None:
+            seen.append(view)
     except BundleFormatError as exc:
         return checks + [Check("files" if exc.missing else "schema", exc.member or "bundle", False, str(exc))]
     checks.append(check_predicate(view, stmt))
@@ -89,7 +92,7 @@ def check_content(members: dict[str, Member], stmt: dict) -> list[Check]:
     return checks + [check_report(view)] + check_tables(view)
 
 
-def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits) -> list[Check]:
+def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits, seen: list[BundleView] | None = None) -> list[Check]:
     try:
         members = read_members(path, _kept, limits)
     except UnsafeBundle as exc:
@@ -105,15 +108,23 @@ def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits) -> list[Check
     checks += check_files(members, stmt)
     if _failed(checks):  # content that is not what the key signed is never read
         return checks
-    return checks + check_content(members, stmt)
+    return checks + check_content(members, stmt, *([seen] if seen is not None else []))
 
 
 def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits()) -> Result:
     """Every check of the bundle at PATH against the TRUSTED key. Never raises: a check that raises
     is reported as an internal-error failure (a bug in this build), so nothing unverified passes."""
+    return verify_and_view(path, trusted, limits)[0]
+
+
+def verify_and_view(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits()) -> tuple[Result, BundleView | None]:
+    """`verify_bundle`, and the view of the signed content it checked when every check passed (None
+    otherwise): `dossier fleet collect` judges acceptance on it without reading the bundle again."""
+    seen: list[BundleView] = []
     try:
-        checks = _checks(path, trusted, limits)
+        checks = _checks(path, trusted, limits, seen)
     except Exception as exc:  # noqa: BLE001 - the last guard: verify answers every input with a result
         checks = [Check("internal", "bundle", False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {str(exc)[:300]} "
                         "(a bug in rig-dossier: please report it with the bundle)")]
-    return Result(str(path), keyid(trusted), tuple(checks))
+    result = Result(str(path), keyid(trusted), tuple(checks))
+    return result, (seen[0] if result.ok and seen else None)
