@@ -138,13 +138,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/fleet-bench"))
     parser.add_argument("--workers", type=int, help="passed to collect (default: its own, the CPUs here)")
     parser.add_argument("--reuse", action="store_true", help="collect an existing synthetic fleet in --out again")
+    parser.add_argument("--base", type=Path, default=fleet_synth.H200_BASE,
+                        help="the real bundle each node's is made from (default: %(default)s)")
     args = parser.parse_args(argv)
     plans = fleet_synth.fleet_plan(args.nodes)
     if not args.reuse:
         if args.out.exists():
             shutil.rmtree(args.out)
         started = time.perf_counter()
-        fleet_synth.make_fleet(args.out, plans, workers=args.workers or 2,
+        fleet_synth.make_fleet(args.out, plans, base_path=args.base, workers=args.workers or 2,
                                say=lambda line: print(line, file=sys.stderr))
         print(f"made {args.nodes} node bundles in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     (args.out / f"fleet-{JOB}.tar.gz").unlink(missing_ok=True)

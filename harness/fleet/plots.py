@@ -9,6 +9,7 @@ same bytes. matplotlib is imported only here.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,16 @@ def _numbers(rows: dict[str, Any]) -> list[tuple[str, float, bool]]:
             if isinstance(row.get("value"), (int, float)) and not isinstance(row.get("value"), bool)]
 
 
+def _hist_range(values: list[float]) -> tuple[float, float] | None:
+    """None (the data's own range) unless the values are (nearly) all equal: numpy cannot cut a
+    range narrower than its float spacing into bins, so such a metric gets 1% either side."""
+    low, high = min(values), max(values)
+    if high - low > max(abs(low), abs(high)) * 1e-9:
+        return None
+    span = max(abs(high) * 0.01, 1e-9)
+    return low - span, high + span
+
+
 def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) -> bool:
     drawn = False
     for colour, (sku, rows) in zip(COLOURS * 10, sorted(groups.items())):
@@ -34,8 +45,8 @@ def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) ->
             continue
         drawn = True
         values = [v for _, v, _ in points]
-        ax.hist(values, bins=min(60, max(10, len(values) // 10)), color=colour, alpha=0.6,
-                label=f"{sku}: {len(values)} nodes")
+        ax.hist(values, bins=min(60, max(10, len(values) // 10)), range=_hist_range(values), color=colour,
+                alpha=0.6, label=f"{sku}: {len(values)} nodes")
         median = rows["median"]
         ax.axvline(median, color=colour, linewidth=1.2, label=f"{sku} median {median:.4g} {info['unit']}")
         ax.axvspan(median * 0.9, median * 1.1, color=colour, alpha=0.08)
@@ -50,7 +61,8 @@ def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) ->
     ax.set_xlabel(f"{metric} ({info['unit']})")
     ax.set_ylabel("nodes")
     ax.set_title(f"{info['description']}\nshaded: within 10 % of the median (never flagged)", fontsize=9)
-    ax.legend(fontsize=7, loc="upper left")
+    if ax.get_legend_handles_labels()[0]:  # no outlier and no labelled series: no empty legend box
+        ax.legend(fontsize=7, loc="upper left")
     return drawn
 
 
@@ -63,7 +75,12 @@ def render(document: dict[str, Any]) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory(prefix="dossier-fleet-plots-") as tmp:
         for metric in headline_metrics(document):
             fig, ax = new_figure(8.0, 4.5)
-            if not _draw(ax, metric, document["metrics"][metric], document["table"][metric]["groups"]):
+            try:
+                drawn = _draw(ax, metric, document["metrics"][metric], document["table"][metric]["groups"])
+            except Exception as exc:  # noqa: BLE001 - a plot never costs the fleet bundle; the table has every value
+                print(f"fleet collect: no plot of {metric}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                drawn = False
+            if not drawn:
                 plt.close(fig)
                 continue
             for path in save_figure(fig, Path(tmp) / metric):
