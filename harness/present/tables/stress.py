@@ -46,8 +46,10 @@ def _faults(device: dict[str, Any]) -> str:
             f" / {remaps}")
 
 
-def render(document: dict[str, Any]) -> str:
-    heads = analysis.headlines(document)
+def render(document: dict[str, Any], heads: dict[str, Any] | None = None) -> str:
+    """The per-GPU table; HEADS: the document's headlines where the caller has them already (the
+    analysis recomputes every bucket, so a fleet of 1,000 nodes feels each extra pass)."""
+    heads = heads if heads is not None else analysis.headlines(document)
     shape = "x".join(str(heads["shape"][d]) for d in "mnk")
     lines = [f"# Stress: {heads['dtype']} GEMM {shape} for {heads['seconds']:g} s on {document['device']}", "",
              "Burst = the first one-second bucket; steady = the median of the second half (a **sustained** rate). "
@@ -73,10 +75,11 @@ def render(document: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def burst_beside_sustained(document: dict[str, Any], roofline: dict[str, Any] | None) -> str:
+def burst_beside_sustained(document: dict[str, Any], roofline: dict[str, Any] | None,
+                           heads: dict[str, Any] | None = None) -> str:
     """The roofline's best burst beside the stress run's steady rate, for the same dtype, each with the
     clock and power-cap state it was measured at."""
-    heads = analysis.headlines(document)
+    heads = heads if heads is not None else analysis.headlines(document)
     lines = ["# Burst against sustained", ""]
     if roofline is None:
         return "\n".join(lines + [f"No roofline step measured {heads['dtype']} GEMMs in this bundle: no burst to "
@@ -118,5 +121,6 @@ def roofline_for(dtype: str, documents: Mapping[str, Any]) -> dict[str, Any] | N
 
 def render_in_bundle(document: dict[str, Any], documents: Mapping[str, Any]) -> str:
     """The report's stress section: the per-GPU table, then burst against sustained."""
-    dtype = analysis.headlines(document)["dtype"]
-    return render(document) + "\n" + burst_beside_sustained(document, roofline_for(dtype, documents))
+    heads = analysis.headlines(document)
+    return (render(document, heads) + "\n"
+            + burst_beside_sustained(document, roofline_for(heads["dtype"], documents), heads))
