@@ -13,8 +13,9 @@ from __future__ import annotations
 import gzip
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import BinaryIO
 
 from harness.errors import UsageError
 
@@ -104,24 +105,29 @@ def archive_bytes(files: Mapping[str, bytes]) -> bytes:
 
 
 def write_atomically(data: bytes, destination: Path) -> Path:
-    """Write to a hidden temporary name beside DESTINATION, fsync, then link it into place.
+    """DATA as DESTINATION, atomically (see write_with): an existing bundle is never overwritten."""
+    return write_with(lambda handle: handle.write(data), destination, hint="choose another --name")
+
+
+def write_with(write: Callable[[BinaryIO], object], destination: Path, hint: str) -> Path:
+    """Call WRITE on a hidden temporary file beside DESTINATION, fsync, then link it into place.
 
     An interrupt or crash before the link leaves no file under the final name (the temporary
-    one is removed on any exception); an existing bundle is never overwritten.
+    one is removed on any exception); an existing file is never overwritten (HINT says what to do).
     """
     destination.parent.mkdir(parents=True, exist_ok=True)
     if destination.exists():
-        raise UsageError(f"{destination} already exists", hint="choose another --name")
+        raise UsageError(f"{destination} already exists", hint=hint)
     temporary = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
     try:
         with open(temporary, "xb") as handle:
-            handle.write(data)
+            write(handle)
             handle.flush()
             os.fsync(handle.fileno())
         try:
             os.link(temporary, destination)  # fails rather than overwrite
         except FileExistsError:
-            raise UsageError(f"{destination} already exists", hint="choose another --name") from None
+            raise UsageError(f"{destination} already exists", hint=hint) from None
     finally:
         temporary.unlink(missing_ok=True)
     _fsync_dir(destination.parent)

@@ -18,7 +18,6 @@ fleet bundle is not written.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 import zlib
 from collections.abc import Mapping
@@ -26,8 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.bundle.write import COMPRESS_LEVEL, GZIP_HEADER, end_of_archive, padding, ustar_header
-from harness.errors import UsageError
+from harness.bundle.write import COMPRESS_LEVEL, GZIP_HEADER, end_of_archive, padding, ustar_header, write_with
 
 CHUNK = 1 << 20
 
@@ -105,19 +103,5 @@ def write_archive(out: BinaryIO, members: Mapping[str, bytes | FileMember]) -> N
 def write_atomically(destination: Path, members: Mapping[str, bytes | FileMember]) -> Path:
     """Stream the archive to a hidden name beside DESTINATION, fsync, then link it into place:
     never half a bundle under the final name, never over an existing one."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if destination.exists():
-        raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
-    temporary = destination.with_name(f".{destination.name}.partial-{os.getpid()}")
-    try:
-        with open(temporary, "xb") as handle:
-            write_archive(handle, members)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(temporary, destination)
-        except FileExistsError:
-            raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again") from None
-    finally:
-        temporary.unlink(missing_ok=True)
-    return destination
+    return write_with(lambda handle: write_archive(handle, members), destination,
+                      hint="move it aside to collect the job again")

@@ -11,6 +11,7 @@ from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import roofline as probe
 from harness.registry.bandwidth import measured_device, sustained_bandwidth_gbps
+from harness.registry.plot_beside import plot_beside
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
@@ -22,14 +23,7 @@ DTYPE_CHECKS = ("fp8", "fp16", "tf32", "fp32")
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The plot beside the JSON, and the best GEMM."""
-    try:
-        from harness.present.plots import roofline as plot  # matplotlib only when rendering
-
-        written = plot.render(document, args.output.with_suffix(""))
-    except ValueError as exc:
-        print(f"no plot: {exc}", file=sys.stderr)
-    else:
-        print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
+    plot_beside("roofline", document, args.output)
     summary = document["summary"]
     if summary.get("burst_best_tflops") is not None:
         print(f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "

@@ -13,6 +13,7 @@ from harness.errors import CheckFailed
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
 from harness.probes.contract import Option
+from harness.registry.plot_beside import plot_beside
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
@@ -64,14 +65,7 @@ def summary(document: dict[str, Any]) -> list[str]:
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The summary, the plot beside the JSON, and exit 1 naming each failed check."""
     print("\n".join(summary(document)), file=sys.stderr)
-    try:
-        from harness.present.plots import stress as plot  # matplotlib only when rendering
-
-        written = plot.render(document, args.output.with_suffix(""))
-    except ValueError as exc:
-        print(f"no plot: {exc}", file=sys.stderr)
-    else:
-        print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
+    plot_beside("stress", document, args.output)
     verdict = analysis.headlines(document)["verdict"]
     if verdict["status"] == Verdict.FAIL:
         raise CheckFailed(f"stress: {len(verdict['failures'])} check(s) failed: " + "; ".join(verdict["failures"]),

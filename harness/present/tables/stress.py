@@ -46,10 +46,13 @@ def _faults(device: dict[str, Any]) -> str:
             f" / {remaps}")
 
 
-def render(document: dict[str, Any], heads: dict[str, Any] | None = None) -> str:
-    """The per-GPU table; HEADS: the document's headlines where the caller has them already (the
-    analysis recomputes every bucket, so a fleet of 1,000 nodes feels each extra pass)."""
-    heads = heads if heads is not None else analysis.headlines(document)
+def render(document: dict[str, Any]) -> str:
+    return per_gpu_table(document, analysis.headlines(document))
+
+
+def per_gpu_table(document: dict[str, Any], heads: dict[str, Any]) -> str:
+    """The per-GPU table from the document's HEADS (computed once by the caller: the analysis
+    recomputes every bucket, so a fleet of 1,000 nodes feels each extra pass)."""
     shape = "x".join(str(heads["shape"][d]) for d in "mnk")
     lines = [f"# Stress: {heads['dtype']} GEMM {shape} for {heads['seconds']:g} s on {document['device']}", "",
              "Burst = the first one-second bucket; steady = the median of the second half (a **sustained** rate). "
@@ -122,5 +125,5 @@ def roofline_for(dtype: str, documents: Mapping[str, Any]) -> dict[str, Any] | N
 def render_in_bundle(document: dict[str, Any], documents: Mapping[str, Any]) -> str:
     """The report's stress section: the per-GPU table, then burst against sustained."""
     heads = analysis.headlines(document)
-    return (render(document, heads) + "\n"
+    return (per_gpu_table(document, heads) + "\n"
             + burst_beside_sustained(document, roofline_for(heads["dtype"], documents), heads))
