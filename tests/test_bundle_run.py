@@ -99,12 +99,20 @@ except KeyboardInterrupt:
 """
 
 
+def sigint_as_at_a_terminal() -> None:
+    """In the child, before exec: SIGINT at its default, as in a terminal's foreground job. A shell
+    starts a background job (`make test &`, nohup) with SIGINT ignored and children inherit that,
+    so Python would never raise KeyboardInterrupt and these tests would wait on a run that cannot
+    be interrupted."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_during_a_run_leaves_no_bundle_and_stops_the_probe(tmp_path):
     key, _ = make_key(tmp_path / "k")
     out, pidfile = tmp_path / "out", tmp_path / "probe.pid"
     env = dict(os.environ, DOSSIER_TEST_PIDFILE=str(pidfile), PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, str(out), str(key.path)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_as_at_a_terminal)
     deadline = time.monotonic() + 60
     while not pidfile.exists():
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
@@ -141,7 +149,7 @@ def test_ctrl_c_during_dossier_run_prints_no_traceback_from_any_process(tmp_path
     proc = subprocess.Popen([sys.executable, "-c", CLI_RUN_OF_THE_TEST_PLAN, "run", "--output-dir", str(out),
                              "--name", "interrupted", "--key", str(key.path)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
     deadline = time.monotonic() + 120
     while not pidfile.exists():  # the slow probe started: the tick step is done and its plots submitted
         assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()
