@@ -36,6 +36,16 @@ def share_threshold(share: float, reference, unit: str, what: str) -> Value:
                              f"({what}) = {fmt(floor)} {unit}")
 
 
+def at_least(name: str, title: str, measured: Value, threshold: Value, evidence: str,
+             ok: bool | None = None, source: str = "") -> Result:
+    """The result of MEASURED held to THRESHOLD (pass at or above it; OK where a shared rule decides),
+    its why naming both, and SOURCE (the rule's origin) after them."""
+    ok = measured.value >= threshold.value if ok is None else ok
+    why = (f"{fmt(measured.value)} {measured.unit} is {'at or above' if ok else 'below'} "
+           f"{fmt(threshold.value)} {threshold.unit}" + (f" ({source})" if source else ""))
+    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence, why)
+
+
 def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[Result]:
     """Mark required criteria; a required one that was not measured fails, saying so."""
     needed = set(required)

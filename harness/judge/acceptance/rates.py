@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from harness.analysis import bandwidth as bandwidth_rules
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import fmt, num, share_threshold
+from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -38,10 +38,9 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     measured = Value(plateau, "GB/s", f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
                                       f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
                                       "of known-good")
-    ok = bandwidth_rules.meets_known_good_floor(plateau, reference.value, share)
-    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
-                   f"{fmt(plateau)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s "
-                   f"({bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE})")]
+    return [at_least(name, title, measured, threshold, evidence,
+                     ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value, share),
+                     source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE)]
 
 
 def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -106,9 +105,7 @@ def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts
     value = Value(best, "TFLOPS", f"{fmt(best)} TFLOPS burst best ({figures.values.get('best_shape')}, on "
                                   f"{figures.values.get('device')}{burst_conditions(figures.values)}), "
                                   f"{best / reference.value:.1%} of known-good")
-    ok = best >= threshold.value
-    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, value, threshold, evidence,
-                  f"{fmt(best)} TFLOPS is {'at or above' if ok else 'below'} {fmt(threshold.value)} TFLOPS")
+    return at_least(name, title, value, threshold, evidence)
 
 
 def burst_conditions(heads: dict) -> str:
@@ -149,9 +146,7 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [Result(name, title, Verdict.NOT_MEASURED, measured, None, evidence,
                        f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
-    ok = busbw >= threshold.value
-    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
-                   f"{fmt(busbw)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s")]
+    return [at_least(name, title, measured, threshold, evidence)]
 
 
 BANDWIDTH_PLATEAU = Criterion("bandwidth_plateau", "Memory bandwidth (sustained plateau) reaches the stated share "

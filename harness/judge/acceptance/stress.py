@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.analysis.stress_telemetry import POWER_TARGET_RATIO
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import fmt, num, share_threshold
+from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -45,9 +45,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
                       if d["steady_tflops"] is not None)
     value = Value(lowest, "TFLOPS", f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(heads['seconds'])} s run), "
                                     f"{lowest / reference.value:.1%} of known-good sustained")
-    ok = lowest >= threshold.value
-    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, value, threshold, evidence,
-                   f"{fmt(lowest)} TFLOPS is {'at or above' if ok else 'below'} {fmt(threshold.value)} TFLOPS")]
+    return [at_least(name, title, value, threshold, evidence)]
 
 
 def duration(facts: BundleFacts, profile: Profile) -> list[Result]:

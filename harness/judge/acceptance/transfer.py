@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.analysis import transfer_links as link_rules
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import fmt, num, share_threshold
+from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -82,9 +82,7 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
              if together else "plateau")
     measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest}, {basis}; {every}), "
                                    f"{rate / reference.value:.1%} of known-good")
-    ok = rate >= threshold.value
-    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
-                  f"{fmt(rate)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s")
+    return at_least(name, title, measured, threshold, evidence)
 
 
 def host_rates(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -132,9 +130,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     rate = rates[slowest]
     measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest.replace('->', ' to ')}, plateau; "
                                    f"{len(rates)} NVLink direction(s)), {rate / reference.value:.1%} of known-good")
-    ok = rate >= threshold.value
-    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
-                   f"{fmt(rate)} GB/s is {'at or above' if ok else 'below'} {fmt(threshold.value)} GB/s")]
+    return [at_least(name, title, measured, threshold, evidence)]
 
 
 def links(facts: BundleFacts, profile: Profile) -> list[Result]:
