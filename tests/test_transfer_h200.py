@@ -126,7 +126,7 @@ def test_acceptance_fails_the_h200_run_held_to_a_faster_known_good(document):
 def test_both_directions_are_judged_summed_at_the_largest_size_without_a_plateau(document, stretch, verdict):
     """EDITED copy of the real run: the host-to-device half of the both-at-once copies made slower at its
     largest size (every copy time there times STRETCH), as the H200 showed under bidirectional load on
-    2026-12-01 (42.6-49.6 GB/s at 512 MiB run to run): that half loses its plateau, and the criterion
+    2026-12-01 (41.2-49.4 GB/s at 512 MiB run to run): that half loses its plateau, and the criterion
     judges the sum at the largest size (nvbandwidth's convention): 49.94 / 1.25 + 51.12 = 91.1 GB/s passes
     the 90.28 threshold, 49.94 / 1.3 + 51.12 = 89.5 fails it."""
     edited = json.loads(json.dumps(document))

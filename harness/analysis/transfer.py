@@ -88,7 +88,7 @@ def per_gpu(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> dic
 def _largest_together(together: dict[str, Any]) -> dict[str, Any] | None:
     """Both directions at once, summed, at the largest size both were measured together: the figure
     nvbandwidth's bidirectional tests give (one 512 MiB buffer each way). Not a plateau: under
-    bidirectional load the host-to-device half varies run to run (42.6-49.6 GB/s at 512 MiB in six
+    bidirectional load the host-to-device half varies run to run (41.2-49.4 GB/s at 512 MiB in six
     runs on one H200 on 2026-12-01, the device-to-host half 51.0-52.1), so its size sweep often has
     no plateau while the sum stays within 7% of nvbandwidth's."""
     return next((e for e in reversed(together["per_size"]) if e["total_gbps"] is not None), None)
