@@ -13,12 +13,14 @@ PLOTS_DIR = "plots/"
 SCHEMAS_DIR = "schemas/"
 TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
-# commands.json format_version: which report rules made report.md. 4: the schemas the documents
+# commands.json format_version: which report rules made report.md. 5: this session's document
+# changes (issue 24: the stress probe's reference digest, the precision step's output digests, a
+# retested step's earlier attempts in commands.json and logs/, named in report.md); 4: the schemas the documents
 # use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
 # 1: rig-dossier 0.1.0. verify re-renders only this build's format; older ones stay signed.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 def raw_name(step: str) -> str:
@@ -36,6 +38,15 @@ def stderr_name(step: str) -> str:
 def stdout_name(step: str) -> str:
     """Where a failed step's raw stdout is kept (a completed step's stdout is raw/STEP.json)."""
     return f"{LOGS_DIR}{step}.stdout.txt"
+
+
+def attempt_stderr_name(step: str, attempt: int) -> str:
+    """An earlier attempt's stderr (dossier run --retest); the last attempt's is stderr_name's."""
+    return f"{LOGS_DIR}{step}.attempt{attempt}.stderr.txt"
+
+
+def attempt_stdout_name(step: str, attempt: int) -> str:
+    return f"{LOGS_DIR}{step}.attempt{attempt}.stdout.txt"
 
 
 def plot_name(step: str, filename: str) -> str:
