@@ -28,7 +28,6 @@ from harness.run import provenance
 from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)
 
-STATUS_MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "N/M "}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,14 +36,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Verify BUNDLE (a bundle that fails `dossier verify` is refused), then judge it against "
                     "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
                     "exact SKU and form factor, overridden by --profile-file. Each criterion passes, fails or "
-                    "is not measured (with why); a criterion the profile requires that was not measured fails. "
-                    "Exit 0 when nothing failed, 1 otherwise.")
+                    "is not measured (with why). Verdict: PASS, WARN (within the profile's band above a fail "
+                    "line, or passed on a retest), FAIL, INCOMPLETE (a criterion the profile requires was not "
+                    "measured: it fails closed) or SKIP per criterion. Exit 0 for PASS or WARN, 1 for FAIL, "
+                    "5 for INCOMPLETE.")
     parser.add_argument("bundle", type=Path, help="the bundle (.tar.gz) to judge")
-    parser.add_argument("--profile", required=True, metavar="SKU",
-                        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb)")
+    parser.add_argument("--profile", metavar="SKU",
+                        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb); may be "
+                             "left out with --profile-file, whose SKU is then used")
     parser.add_argument("--profile-file", type=Path, metavar="F",
-                        help="your own profile (JSON, schemas/acceptance-profile.schema.json): replaces the "
-                             "catalogue's thresholds and known-good figures it names")
+                        help="your own profile (JSON, schemas/acceptance-profile.schema.json), or the signed "
+                             "profile `dossier baseline` wrote: replaces the catalogue's thresholds and "
+                             "known-good figures it names")
+    parser.add_argument("--profile-key", type=Path, metavar="PUB",
+                        help="the public key that signed --profile-file (default: --key)")
     parser.add_argument("--key", type=Path, metavar="PUB",
                         help="the bundle signer's public key (default: the public half of your own key, "
                              "for a bundle you made)")
@@ -109,12 +114,13 @@ def print_results(acceptance: Acceptance) -> None:
     for r in acceptance.results:
         measured = r.measured.text if r.measured else "not measured"
         threshold = r.threshold.text if r.threshold else "no threshold"
-        print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
+        print(f"{r.status.shown:<10} {r.name}: {measured} (threshold: {threshold})")
         if r.status != Verdict.PASS:
-            print(f"     why: {r.why}")
-    print(f"{acceptance.result}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
-          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.FAIL))} failed, "
-          f"{len(acceptance.named(Verdict.NOT_MEASURED))} not measured")
+            print(f"           why: {r.why}")
+    counts = ", ".join(f"{len(acceptance.named(v))} {word}" for v, word in (
+        (Verdict.PASS, "passed"), (Verdict.WARN, "warned"), (Verdict.FAIL, "failed"),
+        (Verdict.INCOMPLETE, "incomplete"), (Verdict.SKIP, "skipped")))
+    print(f"{acceptance.verdict.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: {counts}")
 
 
 OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),
@@ -125,11 +131,14 @@ def check_paths(args: argparse.Namespace) -> None:
     """Every file named is readable and every output writable, before any verifying or judging."""
     paths.input_bundle(args.bundle)
     signing_key = args.signing_key if args.attestation else None  # only read to sign an attestation
+    if args.profile is None and args.profile_file is None:
+        raise UsageError("name what the machine is judged against: --profile SKU, --profile-file F, or both")
     for option, path in (("--profile-file", args.profile_file), ("--key", args.key),
-                         ("--signing-key", signing_key)):
+                         ("--profile-key", args.profile_key), ("--signing-key", signing_key)):
         if path is not None:
             paths.input_file(path, option)
-    inputs = [p for p in (args.bundle, args.profile_file, args.key, args.signing_key) if p is not None]
+    inputs = [p for p in (args.bundle, args.profile_file, args.key, args.profile_key, args.signing_key)
+              if p is not None]
     paths.output_files([(option, getattr(args, attr)) for option, attr in OUTPUT_OPTIONS], inputs)
 
 
@@ -149,7 +158,8 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
         print(f"accept: wrote {args.junit} (JUnit XML, one testcase per criterion)", file=sys.stderr)
     files = Files(bundle=str(args.bundle), signer_key=str(key_path),
                   attestation=str(args.attestation) if args.attestation else None, acceptor_keyid=acceptor_keyid,
-                  profile_file=str(args.profile_file) if args.profile_file else None)
+                  profile_file=str(args.profile_file) if args.profile_file else None,
+                  profile_key=str(args.profile_key) if args.profile_key else None)
     if args.summary:
         paths.write_output(args.summary, render_markdown(acceptance, view, files), "--summary")
         print(f"accept: wrote {args.summary} (one-page summary, Markdown)", file=sys.stderr)
@@ -160,7 +170,9 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
 
 def handle(args: argparse.Namespace) -> int:
     check_paths(args)
-    profile = resolve(args.profile, args.profile_file)  # an unknown SKU is refused before any reading
+    profile_key = args.profile_key or args.key
+    profile = resolve(args.profile, args.profile_file,  # an unknown SKU is refused before any reading
+                      load_public(profile_key) if profile_key else None, profile_key)
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)

@@ -67,9 +67,10 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
     except NoProfile as exc:
         return {"verdict": "not run", "profile": chosen[0], "why": str(exc)}
     result = judge(view, profile, bundle)
-    failed = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.FAIL]
+    failed = [{"name": r.name, "why": r.why} for r in result.results if r.status in (Verdict.FAIL, Verdict.INCOMPLETE)]
     return {"verdict": "fail" if result.result == FAILED else "pass", "profile": chosen[0], "result": result.result,
-            "passed": len(result.named(Verdict.PASS)), "failed": failed, "not_measured": result.named(Verdict.NOT_MEASURED),
+            "passed": len(result.named(Verdict.PASS)), "failed": failed,
+            "not_measured": result.named(Verdict.INCOMPLETE) + result.named(Verdict.SKIP),
             **({"why": "; ".join(f"{f['name']}: {f['why']}" for f in failed)[:600]} if failed else {})}
 
 

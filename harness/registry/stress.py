@@ -10,6 +10,7 @@ from typing import Any
 from harness.analysis import stress as analysis
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
+from harness.judge.acceptance import digests, node
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
 from harness.probes.contract import Option
@@ -146,5 +147,6 @@ FLEET_METRICS = (
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
                  options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
-                 steps=STEPS, acceptance_criteria=criteria.CRITERIA, fleet_metrics=FLEET_METRICS,
+                 steps=STEPS, acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE,
+                                                   digests.STRESS_EXPECTED), fleet_metrics=FLEET_METRICS,
                  run_options=(STRESS_SECONDS,), prepare_run=prepare_run)

@@ -2,11 +2,13 @@
 judging them all (harness.judge.engine) with the profile's required ones applied.
 
 The criteria themselves are small functions of a verified bundle's facts and a profile, by area:
-`identity`, `rates`, `memory_health`, `load`. Each gives one or more Results: pass, fail or
-not-measured, the measured value with its unit, the threshold, the evidence (which raw JSON
-fields it comes from) and why. A criterion whose input is absent is not-measured, with the
-reason; `evaluate` then fails the ones the profile requires. Which probe brings which criterion
-is its registry entry's (harness/registry/).
+`identity`, `rates`, `memory_health`, `load`, `config`, `node`, `digests`. Each gives one or more
+Results: pass, fail or not-measured, the measured value with its unit, the threshold, the
+evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
+not-measured, with the reason; `evaluate` then makes the ones the profile requires INCOMPLETE
+(the verdict fails closed) and the others SKIP, applies the profile's WARN bands and counts a
+pass that needed a retest as the profile says (harness.judge.acceptance.adjust). Which probe
+brings which criterion is its registry entry's (harness/registry/).
 """
 
 from __future__ import annotations
@@ -47,14 +49,15 @@ def at_least(name: str, title: str, measured: Value, threshold: Value, evidence:
 
 
 def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[Result]:
-    """Mark required criteria; a required one that was not measured fails, saying so."""
+    """Mark required criteria, and say what one that was not measured means: INCOMPLETE when the
+    profile requires it (the verdict fails closed), SKIP with why when it does not."""
     needed = set(required)
     out = []
     for r in results:
         if r.name not in needed:
-            out.append(r)
+            out.append(replace(r, status=Verdict.SKIP) if r.status == Verdict.NOT_MEASURED else r)
         elif r.status == Verdict.NOT_MEASURED:
-            out.append(replace(r, status=Verdict.FAIL, required=True,
+            out.append(replace(r, status=Verdict.INCOMPLETE, required=True,
                                why=f"not measured, and the profile requires it: {r.why}"))
         else:
             out.append(replace(r, required=True))
@@ -63,12 +66,18 @@ def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[R
 
 def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
     from harness import registry  # the entries name these criteria
+    from harness.judge.acceptance import adjust
 
-    results = engine.evaluate(registry.acceptance_criteria(), facts, profile)
+    results = []
+    for criterion in registry.acceptance_criteria():  # each result knows the steps it was judged from
+        results += [replace(r, steps=r.steps or criterion.steps)
+                    for r in engine.evaluate((criterion,), facts, profile)]
     present = {r.name for r in results}
-    # A required GEMM dtype the profile has no share or known-good for still gets a row.
+    # A required criterion this bundle gave no row for (a GEMM dtype the profile has no share or
+    # known-good for, a GPU-against-GPU figure on one GPU) still gets one: it was not measured.
     for name in profile.required:
-        if name not in present and name.startswith("gemm_"):
-            results.append(Result(name, f"Dense matrix multiply burst ({name[5:]})", Verdict.NOT_MEASURED, None, None,
-                                  "raw/roofline.json", "the profile states no share or known-good for this dtype"))
-    return apply_required(results, profile.required)
+        if name not in present:
+            results.append(Result(name, f"Required by the profile: {name}", Verdict.NOT_MEASURED, None, None,
+                                  "", "this bundle gives no result for it (the profile states no share or "
+                                      "known-good for it, or nothing here measured it)"))
+    return adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)

@@ -1,8 +1,9 @@
 """The acceptance as a JUnit XML report: one testcase per criterion, valid against the common
 junit-10.xsd (the Jenkins xunit plugin's schema; tests/junit/ holds a copy, tests check it).
 
-A failed criterion is a <failure> (message: why; text: what was measured against what), a
-criterion not measured is <skipped> with why. That XSD allows no <properties> inside a
+A failed criterion is a <failure> (message: why; text: what was measured against what), and so is
+an INCOMPLETE one (type "incomplete": required but not measured; the verdict fails closed); a
+SKIP criterion is <skipped> with why; a WARN one passes, its system-out saying warn and why. That XSD allows no <properties> inside a
 <testcase> and no `skipped` count on <testsuites>, so each criterion's status, measured value,
 threshold and evidence are its <system-out> (what CI dashboards show under the test) and, for
 tools, properties of the <testsuite> named CRITERION.KEY. Built with xml.etree.ElementTree
@@ -39,9 +40,10 @@ def _criterion_properties(result: Result) -> list[tuple[str, str]]:
 
 def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
     case = ET.SubElement(suite, "testcase", {"name": result.name, "classname": classname, "time": "0"})
-    if result.status == Verdict.FAIL:
-        ET.SubElement(case, "failure", {"message": result.why, "type": "acceptance"}).text = _text(result)
-    elif result.status == Verdict.NOT_MEASURED:
+    if result.status in (Verdict.FAIL, Verdict.INCOMPLETE):
+        kind = "acceptance" if result.status == Verdict.FAIL else "incomplete"
+        ET.SubElement(case, "failure", {"message": result.why, "type": kind}).text = _text(result)
+    elif result.status == Verdict.SKIP:
         ET.SubElement(case, "skipped", {"message": result.why})
     ET.SubElement(case, "system-out").text = _text(result)
 
@@ -50,15 +52,17 @@ def junit_xml(acceptance: Acceptance) -> bytes:
     """<testsuites><testsuite name="accept SKU"> with tests/failures/errors counts (and skipped on
     the testsuite, the one element junit-10.xsd gives that count)."""
     results = acceptance.results
-    counts = {"tests": str(len(results)), "failures": str(sum(r.status == Verdict.FAIL for r in results)),
+    failing = (Verdict.FAIL, Verdict.INCOMPLETE)
+    counts = {"tests": str(len(results)), "failures": str(sum(r.status in failing for r in results)),
               "errors": "0"}
-    skipped = str(sum(r.status == Verdict.NOT_MEASURED for r in results))
+    skipped = str(sum(r.status == Verdict.SKIP for r in results))
     root = ET.Element("testsuites", {"name": "dossier accept", **counts, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts,
                                               "skipped": skipped, "time": "0"})
     properties = ET.SubElement(suite, "properties")
     pairs = [("bundle", acceptance.bundle.name), ("bundle_sha256", acceptance.bundle.sha256),
-             ("profile", acceptance.profile.sku_id), ("result", acceptance.result)]
+             ("profile", acceptance.profile.sku_id), ("result", acceptance.result),
+             ("verdict", str(acceptance.verdict))]
     for result in results:
         pairs += _criterion_properties(result)
     for key, value in pairs:

@@ -1,8 +1,11 @@
 """One acceptance: the bundle judged, criterion by criterion, and the verdict.
 
-PASSED: every criterion measured passed and none is missing. WARNED: none failed, but some
-criterion the profile does not require was not measured (each named, with why). FAILED: a
-criterion failed, or one the profile requires was not measured. Exit code 0 unless FAILED.
+The verdict is the set's (harness.analysis.verdict.overall): FAIL when a criterion failed,
+INCOMPLETE when none failed but one the profile requires was not measured (it fails closed),
+WARN when something passed only within a WARN band or on a retest, PASS otherwise; criteria
+that were not required and not measured are SKIP, each with why. Exit code 0 (PASS, WARN),
+1 (FAIL), 5 (INCOMPLETE). `result` is the in-toto test-result word: PASSED, WARNED, or FAILED
+for FAIL and INCOMPLETE alike (a verdict that is not a pass must not read as one).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, exit_code, overall
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import Profile
@@ -40,14 +43,16 @@ class Acceptance:
         return [r.name for r in self.results if r.status == status]
 
     @property
+    def verdict(self) -> Verdict:
+        return overall(r.status for r in self.results)
+
+    @property
     def result(self) -> str:
-        if self.named(Verdict.FAIL):
-            return FAILED
-        return WARNED if self.named(Verdict.NOT_MEASURED) else PASSED
+        return {Verdict.PASS: PASSED, Verdict.WARN: WARNED}.get(self.verdict, FAILED)
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.result == FAILED else 0
+        return exit_code(self.verdict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,9 +60,10 @@ class Acceptance:
             "bundle": {"name": self.bundle.name, "sha256": self.bundle.sha256,
                        "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed},
             "profile": self.profile.to_json(),
-            "result": self.result,
-            "passed": self.named(Verdict.PASS), "failed": self.named(Verdict.FAIL),
-            "not_measured": self.named(Verdict.NOT_MEASURED),
+            "result": self.result, "verdict": self.verdict,
+            "passed": self.named(Verdict.PASS), "warned": self.named(Verdict.WARN),
+            "failed": self.named(Verdict.FAIL), "incomplete": self.named(Verdict.INCOMPLETE),
+            "skipped": self.named(Verdict.SKIP),
             "criteria": [r.to_json() for r in self.results],
         }
 

@@ -1,7 +1,9 @@
 """The acceptance as a signed in-toto test-result attestation.
 
 An in-toto Statement v1 whose subject is the bundle file (name and sha256 of its bytes) and whose
-predicate is https://in-toto.io/attestation/test-result/v0.1: result PASSED / WARNED / FAILED,
+predicate is https://in-toto.io/attestation/test-result/v0.1: result PASSED / WARNED / FAILED
+(FAILED also for INCOMPLETE: the vocabulary's five verdicts in the predicate's three words, a
+required criterion not measured among the failedTests, a SKIP among the warnedTests),
 the configuration it was judged with (the effective profile, carried inline, the catalogue, the
 key that verified the bundle, the tool) as ResourceDescriptors, and the criteria by outcome.
 Signed like the bundle: harness.signing.statement (a DSSE envelope, Ed25519).
@@ -59,8 +61,8 @@ def acceptance_statement(acceptance: Acceptance, tool: Mapping[str, Any],
         "result": acceptance.result,
         "configuration": configuration(acceptance, tool, catalogue_bytes),
         "passedTests": acceptance.named(Verdict.PASS),
-        "warnedTests": acceptance.named(Verdict.NOT_MEASURED),
-        "failedTests": acceptance.named(Verdict.FAIL),
+        "warnedTests": acceptance.named(Verdict.WARN) + acceptance.named(Verdict.SKIP),
+        "failedTests": acceptance.named(Verdict.FAIL) + acceptance.named(Verdict.INCOMPLETE),
     })
 
 

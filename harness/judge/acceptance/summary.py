@@ -14,12 +14,14 @@ import jinja2
 
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
-from harness.judge.acceptance.outcome import FAILED, PASSED, Acceptance
+from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.facts import BundleFacts
 from harness.present import templating
 
-VERDICT_WORDS = {PASSED: "ACCEPTED", "WARNED": "ACCEPTED, WITH GAPS", FAILED: "REJECTED"}
-STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "Not measured"}
+VERDICT_WORDS = {Verdict.PASS: "ACCEPTED", Verdict.WARN: "ACCEPTED, WITH WARNINGS", Verdict.FAIL: "REJECTED",
+                 Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE"}
+STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.WARN: "WARN", Verdict.FAIL: "FAIL", Verdict.INCOMPLETE: "INCOMPLETE",
+                Verdict.SKIP: "Skipped"}
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,7 @@ class Files:
     attestation: str | None = None
     acceptor_keyid: str | None = None
     profile_file: str | None = None
+    profile_key: str | None = None
 
 
 def _environment() -> jinja2.Environment:
@@ -71,15 +74,20 @@ def _row(result) -> dict[str, Any]:
 
 
 def _verdict_sentence(acceptance: Acceptance) -> str:
-    failed, missing = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.NOT_MEASURED)
+    failed, incomplete = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.INCOMPLETE)
+    warned, skipped = acceptance.named(Verdict.WARN), acceptance.named(Verdict.SKIP)
     total = len(acceptance.results)
-    if acceptance.result == FAILED:
+    skip_note = (f" {len(skipped)} not required here and not judged: {', '.join(skipped)}." if skipped else "")
+    if failed:
         return (f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
-                "the machine is not accepted as this SKU.")
-    if missing:
-        return (f"Every criterion that was measured passed ({len(acceptance.named(Verdict.PASS))} of {total}); "
-                f"{len(missing)} could not be measured in this bundle and were not judged: {', '.join(missing)}.")
-    return f"All {total} criteria passed."
+                "the machine is not accepted as this SKU." + skip_note)
+    if incomplete:
+        return (f"Nothing failed, but {len(incomplete)} criteria the profile requires were not measured "
+                f"({', '.join(incomplete)}): the machine is not accepted until they are." + skip_note)
+    if warned:
+        return (f"Every judged criterion passed; {len(warned)} only within a WARN band or on a retest "
+                f"({', '.join(warned)})." + skip_note)
+    return f"All {total - len(skipped)} judged criteria passed." + skip_note
 
 
 def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str, Any]:
@@ -88,14 +96,17 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
     rerun = ["dossier", "accept", files.bundle, "--profile", profile.sku_id]
     if files.profile_file:
         rerun += ["--profile-file", files.profile_file]
+    if files.profile_key:
+        rerun += ["--profile-key", files.profile_key]
     rerun += ["--key", files.signer_key]
     return {
-        "verdict": VERDICT_WORDS[acceptance.result], "result": acceptance.result,
+        "verdict": VERDICT_WORDS[acceptance.verdict], "result": acceptance.result,
         "verdict_sentence": _verdict_sentence(acceptance),
         "machine": machine(view), "profile": profile, "bundle": acceptance.bundle, "files": files,
         "rows": rows,
         "failed": [r for r in rows if r["status"] == Verdict.FAIL],
-        "not_measured": [r for r in rows if r["status"] == Verdict.NOT_MEASURED],
+        "warned": [r for r in rows if r["status"] == Verdict.WARN],
+        "not_measured": [r for r in rows if r["status"] in (Verdict.INCOMPLETE, Verdict.SKIP)],
         "rerun": " ".join(rerun),
         "references": references(profile),
     }
