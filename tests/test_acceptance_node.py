@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import stress as analysis
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import apply_file, resolve
@@ -22,6 +21,7 @@ from harness.judge.facts import BundleFacts
 from harness.probes._transfer_copies import point
 from harness.probes._transfer_document import state_figures
 from tests.accept_support import h200_documents, view_of
+from tests.test_stress_analysis import restate
 from tests.transfer_fixtures import FIXTURES as TRANSFER_FIXTURES, two_gpu_document
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
@@ -38,12 +38,7 @@ def two_gpu_stress(gpu1_rate=1.0) -> dict:
     for bucket in second["gemm"]["buckets"]:
         bucket["gemm_ms"] = [ms / gpu1_rate for ms in bucket["gemm_ms"]]
     document["devices"].append(second)
-    flop = document["settings"]["flop_per_gemm"]
-    for record in document["devices"]:
-        for bucket in analysis.buckets_of(record):
-            bucket["figures"] = analysis.bucket_figures(bucket, analysis.samples_of(record), flop)
-    document["summary"] = analysis.headlines(document)
-    return document
+    return restate(document)
 
 
 def two_gpu_transfer(gpu1_h2d_rate=1.0) -> dict:
