@@ -24,7 +24,7 @@ from harness.cli import main
 from harness.judge.acceptance.baseline.build import Input, build
 from harness.judge.acceptance.baseline.noise import run_to_run
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, from_catalogue, resolve
+from harness.judge.acceptance.profile import apply_file, from_catalogue
 from harness.judge.acceptance.signed_profile import open_profile, sign_profile
 from harness.run.provenance import tool_info
 from harness.signing.keys import load_public

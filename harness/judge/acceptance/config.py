@@ -110,7 +110,7 @@ def _per_gpu(name: str, title: str, key: str, fields: str,
 UNREADABLE = "unreadable"
 
 
-def _mode(field: str, what: str) -> Callable[[dict[str, Any], Any], tuple[str | None, str]]:
+def _mode(field: str | tuple[str, ...], what: str) -> Callable[[dict[str, Any], Any], tuple[str | None, str]]:
     def check(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
         modes = device.get("modes") or {}
         values = {f: modes.get(f) for f in (field if isinstance(field, tuple) else (field,))}

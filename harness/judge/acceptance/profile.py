@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import catalogue
-from harness.judge.acceptance import signed_profile
 from harness.errors import UsageError
+from harness.judge.acceptance import signed_profile
 from harness.schemas import violations
 
 FORMAT = "rig-dossier/acceptance-profile"
