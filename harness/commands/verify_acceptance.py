@@ -41,6 +41,6 @@ def handle(args: argparse.Namespace) -> int:
     p = stmt["predicate"]
     print(f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}")
     print(f"result {p['result']}: passed {', '.join(p.get('passedTests') or []) or 'none'}; "
-          f"failed {', '.join(p.get('failedTests') or []) or 'none'}; "
-          f"not measured {', '.join(p.get('warnedTests') or []) or 'none'}")
+          f"failed or incomplete {', '.join(p.get('failedTests') or []) or 'none'}; "
+          f"warned or skipped {', '.join(p.get('warnedTests') or []) or 'none'}")
     return 0
