@@ -35,6 +35,7 @@ from harness.judge.acceptance.baseline import noise
 from harness.judge.acceptance.baseline.figures import Figure, figures_of
 from harness.judge.acceptance.baseline.observed import config_expectations, expected_digests
 from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.transfer import HOST_RATES
 from harness.judge.acceptance.profile import FORMAT, SIGNED_FORMAT_VERSION, apply_file, from_catalogue
 from harness.judge.facts import BundleFacts
 
@@ -177,6 +178,28 @@ def _known_good_and_shares(stats: dict[str, dict[str, Any]]) -> tuple[dict[str, 
     return known_good, thresholds, notes
 
 
+PER_PART_SHARES = {"gemm_min_share": (), "transfer_min_share": tuple(d for _, d, _, _ in HOST_RATES.values()) + ("peer_read",)}
+
+
+def _inherit_shares(thresholds: dict[str, Any], catalogue_block: dict[str, Any]) -> list[str]:
+    """A per-part share (per dtype, per direction) the inputs did not measure keeps the catalogue's
+    (its known-good figure stays the catalogue's too): a baseline states what it measured, and
+    leaves a part it did not (fp64 GEMM, peer reads on a one-GPU unit) as the catalogue has it."""
+    notes = []
+    for key, parts in PER_PART_SHARES.items():
+        inherited = catalogue_block.get(key)
+        if isinstance(inherited, (int, float)) and not isinstance(inherited, bool):
+            inherited = {part: inherited for part in parts}
+        if not isinstance(inherited, dict) or not inherited:
+            continue
+        mine = thresholds.get(key) or {}
+        kept = sorted(set(inherited) - set(mine))
+        thresholds[key] = {**inherited, **mine}
+        if kept:
+            notes.append(f"{key}: {', '.join(kept)} not measured by the inputs, the catalogue's share kept")
+    return notes
+
+
 def draft(inputs: Sequence[Input], sku_id: str, identity: dict[str, Any], why: str | None) -> dict[str, Any]:
     """The profile document before its criteria are judged (required and pass shares not yet known)."""
     values: dict[Figure, list[tuple[Input, float]]] = {}
@@ -186,11 +209,12 @@ def draft(inputs: Sequence[Input], sku_id: str, identity: dict[str, Any], why: s
     stats = {figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id)
              for figure, found in sorted(values.items())}
     known_good, thresholds, notes = _known_good_and_shares(stats)
+    sku = catalogue.by_id(sku_id)
+    notes += _inherit_shares(thresholds, ((sku or {}).get("acceptance") or {}))
     config, config_notes = config_expectations([i.facts for i in inputs])
     if config:
         thresholds["config"] = config
     node = noise.run_to_run(sku_id, "gpu_vs_node")
-    sku = catalogue.by_id(sku_id)
     node_share = ((sku or {}).get("acceptance") or {}).get("gpu_vs_node_tolerance", node.share)
     thresholds["gpu_vs_node_tolerance"] = node_share
     digests, digest_notes = expected_digests([i.facts for i in inputs], [i.name for i in inputs])
