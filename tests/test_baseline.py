@@ -269,10 +269,14 @@ def test_the_worked_example_runs_as_documented(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("DOSSIER_KEY", str(tmp_path / "unused" / "dossier.key"))
     commands = example_commands()
     assert [c[0] for c in commands] == ["keygen", "baseline", "accept", "accept", "accept"]
+    documented = [line for line in (ROOT / "docs" / "accept.md").read_text().splitlines()
+                  if line.startswith(("note: ", "30 criteria required", "transfer_h2d_pinned  "))]
     codes = []
     for argv in commands:
         codes.append(main(argv))
-        out = capsys.readouterr().out
+        out, err = capsys.readouterr()
+        if argv[0] == "baseline":
+            assert documented and all(line in err for line in documented)  # the doc shows what it prints
         if argv[0] == "accept":
             codes[-1] = (codes[-1], re.findall(r"^(?:PASS|WARN|FAIL|INCOMPLETE): .*$", out, re.M)[-1])
     assert codes[:2] == [0, 0]
