@@ -47,7 +47,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import registry  # noqa: E402
-from harness.analysis import bandwidth as bw  # noqa: E402
+from harness.analysis.bandwidth import figures as bw  # noqa: E402
 from bench.fleet_vary import vary_bandwidth, vary_health_load, vary_roofline, vary_stress, vary_transfer  # noqa: E402
 from harness.bundle import layout  # noqa: E402
 from harness.bundle.assemble import assemble  # noqa: E402

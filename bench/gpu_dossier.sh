@@ -59,7 +59,7 @@ step "each step's wall time (the bundle's own records), against the 150 s goal"
 python3 - "$WORK/h200-dossier.tar.gz" "$RUN_WALL_MS" >>"$WORK/session.log" 2>&1 <<'PY'
 import json, sys, tarfile
 from harness.analysis import stress
-from harness.analysis.roofline_figures import headlines as roofline_heads
+from harness.analysis.roofline.figures import headlines as roofline_heads
 t = tarfile.open(sys.argv[1])
 c = json.load(t.extractfile("commands.json"))
 for s in c["steps"]:

@@ -20,8 +20,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.analysis import bandwidth as bw
-from harness.analysis.health_diff import diff
+from harness.analysis.bandwidth import figures as bw
+from harness.analysis.health.diff import diff
 from harness.bundle.assemble import assemble, unsigned_files
 from harness.bundle.view import BundleView
 from harness.probes import bandwidth as bandwidth_probe

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from harness.analysis import allreduce as ar
-from harness.analysis import allreduce_evidence as evidence
+from harness.analysis.allreduce import figures as ar
+from harness.analysis.allreduce import evidence
 
 ALPHA_S, BETA = 20e-6, 100e9  # 20 us startup, 100 GB/s: knee at 2e6 bytes
 SIZES = [2**k for k in range(3, 31)]  # 8 B .. 1 GiB

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from harness.analysis import bandwidth as bw
+from harness.analysis.bandwidth import figures as bw
 from tests.bandwidth_fixtures import cpu_sweep, h200_copy_sweep
 
 H200_L2_BYTES = 60 * 2**20  # torch.cuda.get_device_properties(0).L2_cache_size on the lent H200

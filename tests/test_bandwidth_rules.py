@@ -4,7 +4,7 @@ one-sided. Inputs at and around each boundary; both users give the same answer a
 
 import pytest
 
-from harness.analysis import bandwidth as bw
+from harness.analysis.bandwidth import figures as bw
 from harness.analysis.verdict import Verdict
 from harness.judge import lab
 from harness.judge.acceptance.criteria import evaluate

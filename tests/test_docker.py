@@ -200,7 +200,7 @@ def _repeat_medians(runner, analysis) -> list[float]:
 
 def test_containerized_and_local_bandwidth_agree_within_the_probes_spread(cpu_image):
     pytest.importorskip("harness.probes.bandwidth", reason="the bandwidth probe is not merged into this branch")
-    from harness.analysis import bandwidth as analysis
+    from harness.analysis.bandwidth import figures as analysis
 
     # 512 MiB buffers: past the last-level cache of the CI machines (260 MiB), so this is DRAM.
     # The container run sits between two local runs, so that drift on a shared host shows in

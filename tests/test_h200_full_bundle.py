@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import stress
-from harness.analysis.transfer import headlines as transfer_headlines
+from harness.analysis.stress import figures as stress
+from harness.analysis.transfer.figures import headlines as transfer_headlines
 from harness.bundle.read import read_all
 from harness.bundle.verify import verify_bundle
 from harness.cli import main

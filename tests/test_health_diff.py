@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness.analysis.health_diff import diff
+from harness.analysis.health.diff import diff
 from harness.cli import main
 from harness.schemas import violations
 from tests.h200_capture import real_health_fixtures, recorded_pair

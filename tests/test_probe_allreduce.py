@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import allreduce as ar
-from harness.analysis import allreduce_evidence as evidence
+from harness.analysis.allreduce import figures as ar
+from harness.analysis.allreduce import evidence
 from harness.cli import main
-from harness.probes import _allreduce_campaign as campaign
-from harness.probes import _allreduce_setup as setup
+from harness.probes.allreduce import campaign
+from harness.probes.allreduce import setup
 from harness.probes import allreduce as probe
 from harness.probes.contract import ProbeUsageError, probe_main
 from harness.run.outcome import Completed, judge
@@ -140,7 +140,7 @@ def test_a_hung_rank_times_out_without_hanging(tmp_path, monkeypatch):
 
 def _workers_left(mark):
     """Live worker processes of the run carrying MARK in their environment."""
-    found = subprocess.run(["pgrep", "-f", "harness.probes._collective_worker"], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-f", "harness.probes.collective.worker"], capture_output=True, text=True)
     left = []
     for pid in found.stdout.split():
         try:

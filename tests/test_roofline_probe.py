@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from harness.analysis import roofline as rl
+from harness.analysis.roofline import model as rl
 from harness.catalogue import by_id
 from harness.cli import main
 from harness.present.plots import roofline as plot
-from harness.probes import _roofline_torch as side
+from harness.probes.roofline import gemms as side
 from harness.probes import roofline as probe
 from harness.probes.contract import ProbeUsageError, options_argv, probe_main
 from harness.run.outcome import Completed, judge
@@ -276,7 +276,7 @@ def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
 def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
     import torch
 
-    from harness.probes import _roofline_torch as side
+    from harness.probes.roofline import gemms as side
 
     assert side.jiterator_refusal("cpu") == "a CPU run: jiterator compiles CUDA kernels only"
     monkeypatch.setattr(torch.version, "hip", "6.2", raising=False)
@@ -287,7 +287,7 @@ def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
 
 
 def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
-    from harness.analysis.roofline_figures import burst_windows
+    from harness.analysis.roofline.figures import burst_windows
     from harness.present.tables import roofline as table
 
     text = table.render(document)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness import registry
-from harness.analysis import stress as analysis
+from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import apply_file, resolve

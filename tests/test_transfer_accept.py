@@ -13,15 +13,15 @@ import json
 
 import pytest
 
-from harness.analysis.transfer import headlines
+from harness.analysis.transfer.figures import headlines
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import resolve
 from harness.judge.facts import BundleFacts
 from harness.judge.transfer import judge_transfer
-from harness.probes._transfer_copies import point
-from harness.probes._transfer_document import state_figures
+from harness.probes.transfer.copies import point
+from harness.probes.transfer.document import state_figures
 from harness.registry import transfer as entry
 from harness.registry.steps import RunState
 from tests.accept_support import h200_documents, view_of

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from harness.analysis.transfer import discrepancies, headlines
+from harness.analysis.transfer.figures import discrepancies, headlines
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import resolve

@@ -126,8 +126,8 @@ def _host_step(function):
 
 
 @pytest.mark.parametrize("function, why", [
-    ("harness.analysis.health_diff:json", "defines no function 'json'"),
-    ("harness.analysis.health_diff:_private", "is not in harness.analysis"),
+    ("harness.analysis.health.diff:json", "defines no function 'json'"),
+    ("harness.analysis.health.diff:_private", "is not in harness.analysis"),
     ("harness.present.report:render_report", "is not in harness.analysis"),
     ("os:system", "is not in harness.analysis"),
 ])

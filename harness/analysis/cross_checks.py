@@ -15,7 +15,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.analysis import bandwidth, bandwidth_checks, health
+from harness.analysis.bandwidth import figures as bandwidth
+from harness.analysis.bandwidth import checks as bandwidth_checks
+from harness.analysis.health import figures as health
 
 # The harness passes the median to the roofline probe as "%.6g" (harness/registry/roofline.py): at most
 # 5e-6 of it apart; twice that is still far below any real difference.

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from harness import catalogue
-from harness.analysis import bandwidth as bandwidth_rules
+from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis import cross_checks
 from harness.analysis.verdict import Verdict
 from harness.judge.engine import Criterion, Result
@@ -169,7 +169,7 @@ def judge_allreduce(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
 
 
 def judge_idle_load(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    """From derived/health-diff.json (harness.analysis.health_diff): its checks and verdict."""
+    """From derived/health-diff.json (harness.analysis.health.diff): its checks and verdict."""
     status = facts.status("health-diff")
     if status != "completed":
         why = (facts.view.step("health-diff") or {}).get("why") or "the step is not in this run"

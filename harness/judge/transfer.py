@@ -1,13 +1,13 @@
 """The report's transfer criterion (issue 17, not a lab M1 step): every GPU's host link carries what
 it reports and no NVLink pair refuses peer access. Its evidence lines are each GPU's pinned
 figures beside the link's theoretical rate, and its plots (the sweeps and, with two or more GPUs,
-the peer heatmap) are the transfer step's. Rules: harness.analysis.transfer_links."""
+the peer heatmap) are the transfer step's. Rules: harness.analysis.transfer.links."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis import transfer_links as rules
+from harness.analysis.transfer import links as rules
 from harness.analysis.verdict import Verdict
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import allreduce as ar
+from harness.analysis.allreduce import figures as ar
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.analysis import bandwidth as rules
+from harness.analysis.bandwidth import figures as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab

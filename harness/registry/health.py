@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from harness.analysis import health_fleet
+from harness.analysis.health import fleet as health_fleet
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
@@ -52,7 +52,7 @@ STEPS = (
               analysis="health", plots=None, timeout_s=300, arguments=lambda state: StepArgs(("--under-load", "8")),
               order=70),
     HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
-             needs=("health", "health-load"), function="harness.analysis.health_diff:diff", order=80),
+             needs=("health", "health-load"), function="harness.analysis.health.diff:diff", order=80),
 )
 
 FLEET_METRICS = (

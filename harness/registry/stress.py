@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from harness.analysis import stress as analysis
+from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge.acceptance import stress as criteria

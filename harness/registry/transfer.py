@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import transfer as analysis
+from harness.analysis.transfer import figures as analysis
 from harness.errors import CheckFailed
 from harness.judge import transfer as report_criterion
 from harness.judge.acceptance import transfer as acceptance

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from harness.analysis.health_diff import load_window_samples, unexpected_processes
+from harness.analysis.health.diff import load_window_samples, unexpected_processes
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import fmt, num
 from harness.judge.acceptance.memory_health import gpus

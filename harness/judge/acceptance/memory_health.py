@@ -1,12 +1,13 @@
 """Acceptance: the memory's health (ECC, row remapping) and the host link under load: health
-contracts (harness.analysis.health_contracts) re-judged on the idle and the under-load document."""
+contracts (harness.analysis.health.contracts) re-judged on the idle and the under-load document."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis import contract_facts, device_contracts
+from harness.analysis.health import contract_facts
+from harness.analysis.health import device_contracts
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import num
 from harness.judge.acceptance.profile import Profile

@@ -3,7 +3,7 @@ bandwidth) against the stated share of a known-good unit's figure."""
 
 from __future__ import annotations
 
-from harness.analysis import bandwidth as bandwidth_rules
+from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.stress_telemetry import POWER_TARGET_RATIO
+from harness.analysis.stress.telemetry import POWER_TARGET_RATIO
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile

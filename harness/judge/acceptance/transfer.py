@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis import transfer_links as link_rules
+from harness.analysis.transfer import links as link_rules
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile
@@ -137,7 +137,7 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
     """Every GPU's PCIe link: trained to its maximum, and carrying what it reports."""
     name, title = "transfer_links", "Transfers: every GPU's host link is neither degraded nor inconsistent with NVML"
     evidence = (f"{facts.output(STEP)} gpus[].pcie.under_copy (NVML, read while copies ran) and the pinned "
-                "copies' plateaus (rule: harness.analysis.transfer_links.check_link)")
+                "copies' plateaus (rule: harness.analysis.transfer.links.check_link)")
     heads, why = _gpu_figures(facts)
     if heads is None:
         return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, why)]
@@ -162,7 +162,7 @@ def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
     """Every GPU pair (two or more GPUs measured): peer access where the topology reports NVLink."""
     name, title = "transfer_p2p", "Transfers: peer access works wherever the topology reports NVLink (no broken P2P)"
     evidence = (f"{facts.output(STEP)} peer.access (cudaDeviceCanAccessPeer), topology.gpu_pairs (nvidia-smi topo "
-                "-m), topology.nvml_p2p (rule: harness.analysis.transfer_links.check_pair)")
+                "-m), topology.nvml_p2p (rule: harness.analysis.transfer.links.check_pair)")
     heads, _ = _gpu_figures(facts)
     if heads is None or not heads["p2p_checks"]:
         return []  # fewer than two GPUs measured: no pair to judge

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.roofline import attainable_tflops
+from harness.analysis.roofline.model import attainable_tflops
 from harness.present.figures import number, value_text
 from harness.present.plots import NothingToPlot
 from harness.present.plots._figure import new_figure, save_figure

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.transfer import all_series_figures, peer_matrix
+from harness.analysis.transfer.figures import all_series_figures, peer_matrix
 from harness.present.plots._figure import new_figure, save_figure
 
 COLOURS = {"host_to_device": "#1f77b4", "device_to_host": "#d62728", "host_to_host": "#2ca02c"}

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.analysis import roofline_figures
-from harness.analysis import stress as analysis
+from harness.analysis.roofline import figures as roofline_figures
+from harness.analysis.stress import figures as analysis
 
 
 def _n(value: Any, spec: str = ".4g") -> str:
