@@ -30,6 +30,13 @@ PLOTS_PACKAGE = "harness.present.plots"
 TABLES_PACKAGE = "harness.present.tables"
 
 
+# Names that bundles of earlier builds recorded in commands.json, and what this build calls the same
+# code: bundle formats 1 to 4 name the health-diff step's function by its module before the
+# analysis had a folder per probe (issue 26). Signed bundles are never rewritten: a recorded name is
+# looked up here first, then in the entries, and never imported as given.
+RECORDED_NAMES = {"harness.analysis.health_diff:diff": "harness.analysis.health.diff:diff"}
+
+
 class NotInRegistry(LookupError):
     """A name (probe, analysis, plot, host function) that no registry entry gives."""
 
@@ -114,7 +121,9 @@ def host_function_names() -> set[str]:
 
 
 def host_function(name: str) -> Callable:
-    """The function a host step names ("module:function"), only if an entry names it."""
+    """The function a host step names ("module:function", or a name an earlier build recorded for
+    it: RECORDED_NAMES), only if an entry names it."""
+    name = RECORDED_NAMES.get(name, name)
     if name not in host_function_names():
         raise NotInRegistry(f"no host step in this build's registry computes with {name!r}")
     module_name, _, function_name = name.partition(":")
