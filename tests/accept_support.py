@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.analysis.bandwidth import figures as bw
 from harness.analysis.health.diff import diff
-from harness.bundle.assemble import assemble, unsigned_files
+from harness.run.assemble import assemble, unsigned_files
 from harness.bundle.view import BundleView
 from harness.probes import bandwidth as bandwidth_probe
 from harness.probes.contract import CONTRACT_VERSION

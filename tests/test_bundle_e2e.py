@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.write import write_atomically
 from harness.cli import main
 from harness.present.folding import LINE_LIMIT

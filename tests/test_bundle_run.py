@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.run import orchestrate as dossier
 from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
 from harness.runners.local import LocalRunner

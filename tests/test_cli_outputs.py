@@ -9,7 +9,7 @@ import pytest
 
 from harness import cli, paths
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.commands import probe as _probe
 from harness.commands import run
 from harness.errors import EnvironmentProblem, UsageError

@@ -6,7 +6,7 @@ import io
 import json
 from pathlib import Path
 
-from harness.bundle.diff import compare
+from harness.present.diff import compare
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
 from harness.cli import main

@@ -15,7 +15,7 @@ import pytest
 from harness.analysis.stress import figures as stress
 from harness.analysis.transfer.figures import headlines as transfer_headlines
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.cli import main
 from harness.signing.keys import load_public
 

@@ -291,7 +291,7 @@ def test_nccl_document_pieces_from_a_real_format_log():
 def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tmp_path):
     """Item 15: a real gloo document in a signed bundle; every per-call time multiplied by 3 and the
     bundle re-signed with the right key must fail, naming the medians the times no longer give."""
-    from harness.bundle.verify import verify_bundle
+    from harness.verify import verify_bundle
     from harness.signing.keys import load_public
     from tests.accept_support import write_bundle
     from tests.bundle_support import make_key, rewrite

@@ -7,12 +7,12 @@ them), to reach each pass and fail path; no report is made from them.
 import pytest
 
 from harness import catalogue
-from harness.bundle.diff import compare
+from harness.present.diff import compare
 from harness.bundle.view import BundleView, Figures
 from harness.judge import lab
 from harness.judge.facts import BundleFacts
 from harness.present.diff_tables import comparison_text
-from harness.present.figures import value_text
+from harness.analysis.units import value_text
 
 
 def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None, documents=None):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.signing.keys import load_public
 from tests.bundle_support import make_key, rewrite
 

@@ -1,6 +1,6 @@
 """`dossier accept BUNDLE --profile SKU`: pre-procurement acceptance of a verified bundle.
 
-I/O only: the profile comes from harness.judge.acceptance.profile, verification from harness.bundle.verify,
+I/O only: the profile comes from harness.judge.acceptance.profile, verification from harness.verify,
 the judgement from harness.judge.acceptance.outcome; this module reads the bundle, prints, and writes
 the JUnit XML, the signed attestation and the summary pages asked for.
 """
@@ -16,14 +16,14 @@ from pathlib import Path
 from harness import catalogue, paths
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance import predicate
 from harness.judge.acceptance.junit import junit_xml
 from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
 from harness.judge.acceptance.profile import resolve
-from harness.judge.acceptance.summary import Files, render_html, render_markdown
+from harness.present.accept_summary import Files, render_html, render_markdown
 from harness.run import provenance
 from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)

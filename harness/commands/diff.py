@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 from harness import paths
-from harness.bundle.diff import compare
+from harness.present.diff import compare
 from harness.bundle.read import UnsafeBundle, read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.present.diff_tables import print_comparison

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.verdict import Verdict
-from harness.bundle.verify import verify_and_view
+from harness.verify import verify_and_view
 from harness.fleet.metrics import node_metrics, node_skus
 from harness.judge.acceptance.outcome import FAILED, BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve

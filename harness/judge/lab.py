@@ -18,7 +18,7 @@ from harness.analysis import cross_checks
 from harness.analysis.verdict import Verdict
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
-from harness.present.figures import figure, value_text
+from harness.analysis.units import figure, value_text
 
 HEALTH_TEXT = ("health.json names the driver, framework CUDA build, visible devices, topology, active processes, "
                "clocks, power, and ECC state, or records why a field is unavailable.")

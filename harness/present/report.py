@@ -19,7 +19,7 @@ from harness.bundle.view import BundleView
 from harness.judge.engine import evaluate
 from harness.judge.facts import BundleFacts
 from harness.present import step_tables, templating
-from harness.present.figures import figure, value_text
+from harness.analysis.units import figure, value_text
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 
 TEMPLATE = "report.md.j2"

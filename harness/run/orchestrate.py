@@ -20,7 +20,7 @@ from typing import Any
 
 from harness import recovery
 from harness.bundle import layout
-from harness.bundle.assemble import assemble, step_files
+from harness.run.assemble import assemble, step_files
 from harness.bundle.write import write_atomically
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots

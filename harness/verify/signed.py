@@ -8,7 +8,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness.bundle import layout, seal
 from harness.bundle.read import Limits, Member
-from harness.bundle.verify.check import Check
+from harness.verify.check import Check
 from harness.signing import dsse
 from harness.signing.statement import StatementError, subject_digests, unsigned_changes
 

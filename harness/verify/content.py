@@ -10,7 +10,7 @@ from typing import Any
 from harness import registry
 from harness.analysis import cross_checks
 from harness.bundle import layout, seal
-from harness.bundle.verify.check import Check
+from harness.verify.check import Check
 from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures
 from harness.schemas import SCHEMA_DIR, violations
 

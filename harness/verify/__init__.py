@@ -26,11 +26,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
-from harness.bundle.verify.check import Check
-from harness.bundle.verify.content import check_figures, check_predicate, check_schemas, schema_check
-from harness.bundle.verify.bundled import check_bundled_schemas
-from harness.bundle.verify.report import check_report, check_tables
-from harness.bundle.verify.signed import check_files, check_signature
+from harness.verify.check import Check
+from harness.verify.content import check_figures, check_predicate, check_schemas, schema_check
+from harness.verify.bundled import check_bundled_schemas
+from harness.verify.report import check_report, check_tables
+from harness.verify.signed import check_files, check_signature
 from harness.bundle.view import BundleFormatError, BundleView, load_json
 from harness.signing.keys import keyid
 

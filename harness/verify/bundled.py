@@ -10,7 +10,7 @@ the build that made the bundle. Bundles before format 4 carry none, and none is 
 from __future__ import annotations
 
 from harness.bundle import layout
-from harness.bundle.verify.check import Check
+from harness.verify.check import Check
 from harness.bundle.view import BundleView
 from harness.schemas import referenced, schema_path
 

@@ -4,7 +4,7 @@ bundle's raw JSON (its own format), or an older format's report kept as signed."
 from __future__ import annotations
 
 from harness.bundle import layout
-from harness.bundle.verify.check import Check
+from harness.verify.check import Check
 from harness.bundle.view import BundleView
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
