@@ -20,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from harness import registry
 from harness.analysis.bandwidth import figures as bw
 from harness.analysis.health.diff import diff
 from harness.run.assemble import assemble, unsigned_files
@@ -185,7 +186,7 @@ def h200_documents(**health_edits) -> dict[str, dict[str, Any]]:
 
 def view_of(documents: dict[str, dict[str, Any]]) -> BundleView:
     """The view `dossier accept` would judge, without signing or archiving (fast path for criteria)."""
-    return BundleView.from_files(unsigned_files(record(documents)))
+    return BundleView.from_files(unsigned_files(record(documents)), registry.analysis_module)
 
 
 def write_bundle(path: Path, documents: dict[str, dict[str, Any]], key) -> Path:

@@ -6,6 +6,7 @@ document through the probe's own code, so the document stays what a probe would 
 
 import pytest
 
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import apply_file, resolve
@@ -14,13 +15,15 @@ from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_
                                   recorded_cpu, view_of)
 from tests.h200_capture import SM
 
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
+
 SXM = "h200-sxm-141gb"
 REQUIRED = {"sku_matches_profile", "bandwidth_plateau", "repeat_spread", "ecc_uncorrectable_zero", "row_remaps_clean",
             "pcie_link_at_max_under_load", "clocks_rise_under_load", "no_unexpected_process"}
 
 
 def judged(documents, profile=None):
-    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM))}
+    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM), CRITERIA)}
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.bandwidth.figures import discrepancies, headlines
+from harness.analysis.bandwidth import discrepancies, headlines
 from harness.cli import main
 from harness.present.plots.bandwidth import render
 from harness.probes import bandwidth as probe

@@ -5,6 +5,7 @@ import statistics
 
 import pytest
 
+from harness import registry
 from harness.analysis import fleet
 from harness.analysis.health.fleet import ecc_state
 from harness.bundle.view import BundleView
@@ -163,7 +164,7 @@ def test_ecc_state_is_unavailable_with_the_cause():
 
 
 def test_node_metrics_say_why_a_probe_is_missing():
-    view = BundleView(files={}, commands={"steps": []}, environment={}, documents={})
+    view = BundleView(files={}, commands={"steps": []}, environment={}, documents={}, analyses=registry.analysis_module)
     metrics = node_metrics(view)
     assert set(metrics) == set(metric_kinds())
     assert "did not run" in metrics["bandwidth_sustained_gbps"]["unavailable"]

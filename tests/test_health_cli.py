@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from harness.analysis.health.figures import discrepancies, headlines
+from harness.analysis.health import discrepancies, headlines
 from harness.cli import main
 from harness.commands import probe as probe_command
 from harness.run.outcome import Completed

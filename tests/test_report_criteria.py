@@ -6,6 +6,7 @@ them), to reach each pass and fail path; no report is made from them.
 
 import pytest
 
+from harness import registry
 from harness import catalogue
 from harness.present.diff import compare
 from harness.bundle.view import BundleView, Figures
@@ -21,7 +22,7 @@ def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None
               "inputs": (inputs or {}).get(s, {}), "plots": [], "image": None, "checkpoint": None}
              for s in set(figures) | set(statuses)]
     v = BundleView(files={}, commands={"steps": steps, "tool": {}, "runner": {}}, environment={"host": {}},
-                   documents=documents or {s: {} for s in figures})
+                   documents=documents or {s: {} for s in figures}, analyses=registry.analysis_module)
     object.__setattr__(v, "figures", lambda step: Figures(figures.get(step), None if step in figures else "absent"))
     return v
 

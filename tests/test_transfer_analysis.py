@@ -8,7 +8,7 @@ import pytest
 
 from harness.analysis.transfer import links
 from harness.analysis.allreduce.figures import PCIE_LANE_GBPS
-from harness.analysis.transfer.figures import discrepancies, headlines
+from harness.analysis.transfer import discrepancies, headlines
 from harness.probes.transfer.document import state_figures
 from harness.schemas import violations
 from tests.transfer_fixtures import EDITED_X8, FIXTURES, h200_document, nvbandwidth_table, two_gpu_document

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.transfer.figures import discrepancies, headlines
+from harness.analysis.transfer import discrepancies, headlines
 from harness.present.plots.transfer import render
 from harness.probes import transfer as probe
 from harness.probes.transfer.gpu import driver_pull

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from harness import registry
+from harness.analysis import roofline as roofline_analysis
 from harness.verify import verify_bundle
 from harness.signing.keys import load_public
 from tests.bundle_support import make_key, rewrite
@@ -233,7 +235,7 @@ def on_roof(roof_gbps: float):
         fusion = document["fusion"]
         if "comparison" in fusion:
             fusion["comparison"] = rl.fusion_comparison(fusion, roofs["peak_tflops"], roof_gbps)
-        document["summary"].update({k: v for k, v in rl.headlines(document).items() if k in document["summary"]})
+        document["summary"].update({k: v for k, v in roofline_analysis.headlines(document).items() if k in document["summary"]})
     return change
 
 
@@ -243,7 +245,7 @@ def test_a_roofline_restated_on_another_roof_fails_against_the_bandwidth_step(si
 
     restated = raw("roofline")
     on_roof(4800.0)(restated)
-    assert rl.discrepancies(restated) == []  # consistent in itself
+    assert roofline_analysis.discrepancies(restated) == []  # consistent in itself
     found = failures(H200, "raw/roofline.json", on_roof(4800.0), signer, tmp_path)
     assert_named(found, "raw/roofline.json", "roofs.bandwidth_gbps 4800 GB/s", "sustained median 4272.85 GB/s",
                  "raw/bandwidth.json")
@@ -318,7 +320,7 @@ def test_the_two_gpu_bundles_medians_are_checked_as_stated_and_the_report_says_w
     from harness.judge import lab
     from harness.judge.facts import BundleFacts
 
-    view = BundleView.from_files(read_all(H200X2))
+    view = BundleView.from_files(read_all(H200X2), registry.analysis_module)
     assert view.documents["allreduce"]["contract_version"] == 1
     [judged] = lab.judge_allreduce(BundleFacts(view))
     assert judged.status == "pass"

@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from harness import catalogue, paths
+from harness import catalogue, paths, registry
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
 from harness.verify import verify_bundle
@@ -96,7 +96,8 @@ def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, Bu
                                "signer's public key, and get an untouched copy of the bundle")
     try:
         members = read_members(bundle, lambda name: name.endswith((".json", ".md")))
-        view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None})
+        files = {n: m.data for n, m in members.items() if m.data is not None}
+        view = BundleView.from_files(files, registry.analysis_module)
     except (UnsafeBundle, BundleFormatError) as exc:
         raise CheckFailed(f"refused: {bundle} changed while it was read: {exc}") from exc
     if sha256_file(bundle) != before:
@@ -165,7 +166,7 @@ def handle(args: argparse.Namespace) -> int:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)
     view, bundle = verified_view(args.bundle, key_path, trusted)
-    acceptance = judge(view, profile, bundle)
+    acceptance = judge(view, profile, bundle, registry.acceptance_criteria())
     write_outputs(args, acceptance, view, key_path)
     if args.json:
         print(json.dumps(acceptance.to_json(), indent=1, sort_keys=True, allow_nan=False))

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from harness import registry
 from harness import paths
 from harness.present.diff import compare
 from harness.bundle.read import UnsafeBundle, read_all
@@ -35,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def load_view(path: Path) -> BundleView:
     paths.input_bundle(path)
     try:
-        return BundleView.from_files(read_all(path))
+        return BundleView.from_files(read_all(path), registry.analysis_module)
     except (UnsafeBundle, BundleFormatError) as exc:
         raise UsageError(f"{path} is not a readable dossier bundle: {exc}") from exc
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.verify import verify_and_view
 from harness.fleet.metrics import node_metrics, node_skus
@@ -66,7 +67,7 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
         profile = _profile(chosen[0])
     except NoProfile as exc:
         return {"verdict": "not run", "profile": chosen[0], "why": str(exc)}
-    result = judge(view, profile, bundle)
+    result = judge(view, profile, bundle, registry.acceptance_criteria())
     failed = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.FAIL]
     return {"verdict": "fail" if result.result == FAILED else "pass", "profile": chosen[0], "result": result.result,
             "passed": len(result.named(Verdict.PASS)), "failed": failed, "not_measured": result.named(Verdict.NOT_MEASURED),

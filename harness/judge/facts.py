@@ -8,10 +8,9 @@ from a document's own summary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.bundle.view import BundleView
+from harness.bundle.view import BundleView
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from harness.analysis.allreduce import figures as ar
@@ -12,13 +11,9 @@ from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import allreduce as probe
-from harness.probes.contract import Option
 from harness.registry.bandwidth import measured_device
 from harness.registry.spec import CommandSpec, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
-
-NO_PLOT = Option(("--no-plot",), dict(action="store_true", help="do not write allreduce.png/.svg beside the JSON"))
-
 
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """One line per curve: its knee, half-plateau size and busbw at the largest size."""
@@ -35,16 +30,7 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The plot beside the JSON, a line per curve; exit 1 when a curve stopped early."""
-    if not args.no_plot:
-        from harness.present.plots import NothingToPlot
-        from harness.present.plots.allreduce import render  # matplotlib only when plotting
-
-        try:
-            for path in render(document, Path(args.output).with_suffix("")):
-                print(f"wrote {path}", file=sys.stderr)
-        except NothingToPlot as exc:
-            print(f"no plot: {exc}", file=sys.stderr)
+    """A line per curve; exit 1 when a curve stopped early."""
     for line in summary_lines(document):
         print(line, file=sys.stderr)
     failed = [run["failure"]["message"] for run in document.get("runs", []) if run.get("failure")]
@@ -61,7 +47,7 @@ COMMAND = CommandSpec(
                 "world sizes, and the topology evidence explaining the gap. With fewer than 2 GPUs or no NCCL "
                 "the limitation is recorded, never simulated; `--backend gloo` gives a real CPU curve. "
                 "Exits 1 when a curve stopped early (the points measured before are kept in the JSON).",
-    output="allreduce.json", timeout_s=3600, host_options=(NO_PLOT,), finish=finish)
+    output="allreduce.json", timeout_s=3600, finish=finish)
 
 def gpu_count(state: RunState) -> tuple[int, str]:
     """How many GPUs the probes saw, and from which document."""

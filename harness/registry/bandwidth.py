@@ -4,36 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from harness import paths
 from harness.analysis.bandwidth import figures as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import bandwidth as probe
-from harness.probes.contract import Option
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
-PLOT = Option(("--plot",), dict(type=Path, metavar="STEM", help="also render the sweep to STEM.png and STEM.svg"))
-
-
-def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
-    if args.plot is not None:  # checked before the sweep, not after it
-        paths.output_files([("--plot", Path(f"{args.plot}{suffix}")) for suffix in (".png", ".svg")])
-    return StepArgs(tuple(argv))
-
-
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The summary; the plot when asked; exit 1 when the repeats do not agree (the lab's rule)."""
+    """The summary; exit 1 when the repeats do not agree (the lab's rule)."""
     print(summary(document), file=sys.stderr)
-    if args.plot is not None:
-        from harness.present.plots.bandwidth import render  # matplotlib only when asked
-        for path in render(document, args.plot):
-            print(f"wrote {path}", file=sys.stderr)
     repeats = document["repeats"]
     if repeats["verdict"] == Verdict.FAIL:
         diagnosis = repeats["diagnosis"] or {}
@@ -71,7 +55,7 @@ COMMAND = CommandSpec(
                 "NVML telemetry during the middle repeat, and compare with the catalogue's published peak and "
                 "known-good result for the same SKU. Exits 1 unless the repeats vary by less than "
                 f"{rules.REPEAT_SPREAD_MAX:.0%}.",
-    output="bandwidth.json", timeout_s=600, host_options=(PLOT,), prepare=prepare, finish=finish)
+    output="bandwidth.json", timeout_s=600, finish=finish)
 
 def sustained_bandwidth_gbps(state: RunState) -> float:
     """The sustained median later steps are fed (the roofline's memory roof): the median of the

@@ -11,7 +11,6 @@ from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import roofline as probe
 from harness.registry.bandwidth import measured_device, sustained_bandwidth_gbps
-from harness.registry.plot_beside import plot_beside
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
@@ -22,8 +21,7 @@ DTYPE_CHECKS = ("fp8", "fp16", "tf32", "fp32")
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The plot beside the JSON, and the best GEMM."""
-    plot_beside("roofline", document, args.output)
+    """The best GEMM."""
     summary = document["summary"]
     if summary.get("burst_best_tflops") is not None:
         print(f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "

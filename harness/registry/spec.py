@@ -28,11 +28,14 @@ Finish = Callable[[argparse.Namespace, dict[str, Any]], None]
 class CommandSpec:
     """`dossier NAME`: its help, default output file and timeout, and the host's own part.
 
-    `host_options` are the command's options that never reach the probe (e.g. bandwidth's
-    --plot). `prepare(args, argv)` runs before the probe: it checks what only the host can
-    check (outputs, a checkpoint) and may change the probe's arguments (given the probe options'
-    argv). `finish(args, document)` runs after the validated JSON is written: summary lines on
-    stderr, plots and tables, and the exit-1 rule (raise harness.errors.CheckFailed)."""
+    `host_options` are the command's options that never reach the probe (e.g. precision's
+    --checkpoint). `prepare(args, argv)` runs before the probe: it checks what only the host can
+    check (a checkpoint) and may change the probe's arguments (given the probe options' argv).
+    `finish(args, document)` runs after the validated JSON, the plots and the table are written:
+    summary lines on stderr and the exit-1 rule (raise harness.errors.CheckFailed). The command
+    writes the entry's plots beside the JSON (`--plot STEM` elsewhere, `--no-plot` none) when the
+    entry has plots, and its table to `--markdown PATH` (default: the JSON's path with .md) when
+    `writes_table`: harness.commands.probe does both, the same way for every probe."""
 
     help: str
     description: str
@@ -41,6 +44,7 @@ class CommandSpec:
     host_options: tuple[Option, ...] = ()
     prepare: Prepare | None = None
     finish: Finish | None = None
+    writes_table: bool = False
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ from harness.errors import CheckFailed
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
 from harness.probes.contract import Option
-from harness.registry.plot_beside import plot_beside
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
@@ -63,9 +62,8 @@ def summary(document: dict[str, Any]) -> list[str]:
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The summary, the plot beside the JSON, and exit 1 naming each failed check."""
+    """The summary, and exit 1 naming each failed check."""
     print("\n".join(summary(document)), file=sys.stderr)
-    plot_beside("stress", document, args.output)
     verdict = analysis.headlines(document)["verdict"]
     if verdict["status"] == Verdict.FAIL:
         raise CheckFailed(f"stress: {len(verdict['failures'])} check(s) failed: " + "; ".join(verdict["failures"]),

@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness import registry
 from harness.bundle import layout
 from harness.bundle.seal import sign_files
 from harness.bundle.view import BundleView
@@ -64,7 +65,7 @@ def step_table_names(record: StepRecord) -> list[str]:
 def add_tables(files: dict[str, bytes], records: list[StepRecord]) -> None:
     """Each listed table rendered from the documents as the bundle holds them, the way verify
     renders it again (a table may set its figures beside another step's)."""
-    documents = BundleView.from_files(files).documents
+    documents = BundleView.from_files(files, registry.analysis_module).documents
     for record in records:
         for name in step_table_names(record):
             files[name] = table_markdown(record.probe, documents[record.step], documents).encode()
@@ -146,7 +147,7 @@ def unsigned_files(record: RunRecord) -> dict[str, bytes]:
     files[layout.COMMANDS] = json_bytes(commands_document(record, entries, sorted(schemas)))
     files[layout.ENVIRONMENT] = json_bytes(environment_document(record))
     add_tables(files, list(record.steps))
-    files[layout.REPORT] = render_report(BundleView.from_files(files)).encode()
+    files[layout.REPORT] = render_report(BundleView.from_files(files, registry.analysis_module)).encode()
     return files
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from harness import registry
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
 from harness.verify.check import Check
@@ -76,7 +77,7 @@ def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView]
         checks.append(schema_check(layout.COMMANDS, "commands", load_json(files, layout.COMMANDS)))
         if _failed(checks):  # every other document is found through commands.json: stop here
             return checks
-        view = BundleView.from_files(files)
+        view = BundleView.from_files(files, registry.analysis_module)
         if seen is not None:
             seen.append(view)
     except BundleFormatError as exc:

@@ -11,7 +11,7 @@ from harness import registry
 from harness.analysis import cross_checks
 from harness.bundle import layout, seal
 from harness.verify.check import Check
-from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures
+from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView
 from harness.schemas import SCHEMA_DIR, violations
 
 
@@ -86,11 +86,11 @@ def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str
 
 def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
     name, step = entry["output"], entry["step"]
-    figures = compute_figures(entry["analysis"], view.documents[step])
+    figures = view.compute_figures(entry["analysis"], view.documents[step])
     if figures.error:
         return [Check("figures", name, False, figures.error)]
     try:
-        problems = [str(p) for p in analysis(entry["analysis"]).discrepancies(view.documents[step])]
+        problems = [str(p) for p in view.analysis(entry["analysis"]).discrepancies(view.documents[step])]
     except Exception as exc:  # noqa: BLE001
         problems = [f"discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
     if problems:

@@ -382,10 +382,3 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
 
 def _run(runs: list[dict[str, Any]], world_size: int, curve: str) -> dict[str, Any]:
     return next(r for r in runs if r["world_size"] == world_size and r["curve"] == curve)
-
-
-def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from the recomputation from per-call times
-    (harness.analysis.allreduce.checks)."""
-    from harness.analysis.allreduce import checks as allreduce_checks
-    return allreduce_checks.discrepancies(document)

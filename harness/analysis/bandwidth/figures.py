@@ -296,10 +296,3 @@ def differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
     if isinstance(stated, dict) and isinstance(computed, dict):
         return stated.keys() != computed.keys() or any(differs(stated[k], computed[k], rel) for k in stated)
     return stated != computed
-
-
-def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from the recomputation
-    (harness.analysis.bandwidth.checks: byte rule, times, plateau, repeats, reference, datasheet)."""
-    from harness.analysis.bandwidth import checks as bandwidth_checks
-    return bandwidth_checks.discrepancies(document)

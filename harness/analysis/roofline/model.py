@@ -301,17 +301,3 @@ def context_of(document: dict[str, Any]) -> dict[str, Any]:
             "sm_count": facts.get("sm_count"), "tile_m": facts.get("tile_m"),
             "tile_n": facts.get("tile_n"), "max_sm_clock_mhz": facts.get("max_sm_clock_mhz"),
             "cache_mib": facts.get("cache_mib")}
-
-
-def headlines(document: dict[str, Any]) -> dict[str, Any]:
-    """Headline figures recomputed from the roofs, the shapes and the per-call times
-    (harness.analysis.roofline.figures)."""
-    from harness.analysis.roofline import figures as roofline_figures
-    return roofline_figures.headlines(document)
-
-
-def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from their recomputation
-    (harness.analysis.roofline.figures)."""
-    from harness.analysis.roofline import figures as roofline_figures
-    return roofline_figures.discrepancies(document)

@@ -6,12 +6,12 @@ The criteria themselves are small functions of a verified bundle's facts and a p
 not-measured, the measured value with its unit, the threshold, the evidence (which raw JSON
 fields it comes from) and why. A criterion whose input is absent is not-measured, with the
 reason; `evaluate` then fails the ones the profile requires. Which probe brings which criterion
-is its registry entry's (harness/registry/).
+is its registry entry's (harness/registry/): the caller hands them in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -61,10 +61,10 @@ def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[R
     return out
 
 
-def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
-    from harness import registry  # the entries name these criteria
-
-    results = engine.evaluate(registry.acceptance_criteria(), facts, profile)
+def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Criterion]) -> list[Result]:
+    """CRITERIA (the registry's acceptance criteria, in run order) judged against PROFILE, the ones
+    it requires applied."""
+    results = engine.evaluate(criteria, facts, profile)
     present = {r.name for r in results}
     # A required GEMM dtype the profile has no share or known-good for still gets a row.
     for name in profile.required:

@@ -7,6 +7,7 @@ criterion failed, or one the profile requires was not measured. Exit code 0 unle
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +15,7 @@ from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import Profile
-from harness.judge.engine import Result
+from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
 PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
@@ -62,5 +63,6 @@ class Acceptance:
         }
 
 
-def judge(view: BundleView, profile: Profile, bundle: BundleRef) -> Acceptance:
-    return Acceptance(bundle, profile, tuple(evaluate(BundleFacts(view), profile)))
+def judge(view: BundleView, profile: Profile, bundle: BundleRef, criteria: Sequence[Criterion]) -> Acceptance:
+    """The bundle judged on CRITERIA (the registry's acceptance criteria) against PROFILE."""
+    return Acceptance(bundle, profile, tuple(evaluate(BundleFacts(view), profile, criteria)))

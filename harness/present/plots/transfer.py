@@ -26,6 +26,11 @@ def heatmap_note(document: dict[str, Any]) -> str | None:
     return f"no peer heatmap: {peer.get('why', 'peer copies not measured')}"
 
 
+def note(document: dict[str, Any]) -> str | None:
+    """What `dossier transfer` says beside its plots: why a GPU run has no peer heatmap."""
+    return heatmap_note(document) if document.get("device") == "cuda" else None
+
+
 def render(document: dict[str, Any], stem: Path) -> list[Path]:
     """Write STEM.png/.svg (sweeps) and, with a measured peer matrix, STEM-peer.png/.svg."""
     figures = all_series_figures(document)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from harness.analysis.roofline import gemm_shapes
+from harness.analysis.roofline import figures, gemm_shapes
 from harness.analysis.roofline import model as analysis
 from harness.probes.roofline.roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
@@ -151,7 +151,7 @@ class Run:
                 "skipped with --no-fusion")
         document.update(timeline=self.timeline, limitations=self.limitations,
                         sizing=self.sizing_sentence(sizing, skipped, setup.cache_bytes, facts))
-        document["summary"] = {key: value for key, value in analysis.headlines(document).items()
+        document["summary"] = {key: value for key, value in figures.headlines(document).items()
                                if key in ("burst_best_tflops", "best_shape", "all_explained", "fusion_speedup",
                                           "classifications")}
         return document
