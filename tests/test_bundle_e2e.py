@@ -82,14 +82,14 @@ def test_report_command_re_renders_the_stored_report(dossier, capsys):
 
 def test_cli_run_writes_a_verifiable_bundle_and_prints_its_path(dossier, tmp_path, capsys):
     skip = [arg for step in step_ids() for arg in ("--skip", step)]
-    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--key", str(dossier["key"].path),
+    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--signing-key", str(dossier["key"].path),
                  *skip]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed == str(tmp_path / "cli.tar.gz")
     assert verify_bundle(tmp_path / "cli.tar.gz", load_public(dossier["public"])).ok
     commands = json.loads(read_all(tmp_path / "cli.tar.gz")["commands.json"])
     assert {s["why"] for s in commands["steps"]} == {f"skipped with --skip {s}" for s in step_ids()}
-    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--key", str(dossier["key"].path),
+    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--signing-key", str(dossier["key"].path),
                  *skip]) == 2  # never overwrites
 
 

@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", type=Path, metavar="PUB",
                         help="the bundle signer's public key (default: the public half of your own key, "
                              "for a bundle you made)")
-    parser.add_argument("--signing-key", type=Path, metavar="KEY",
+    parser.add_argument("--signing-key", type=Path, metavar="PRIV",
                         help="private key that signs --attestation (default: $DOSSIER_KEY or the default "
                              "key, made on first use)")
     parser.add_argument("--junit", type=Path, metavar="F", help="write a JUnit XML report (one testcase per criterion)")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.commands import probe
+from harness.commands.options import add_signing_key
 from harness.errors import UsageError
 from harness.probes.contract import ProbeUsageError, add_options, check_options
 from harness.registry import PROBES, lab_plan, step_ids
@@ -28,9 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--output-dir", type=Path, default=Path("bundles"),
                         help="where the bundle goes (default: bundles)")
     parser.add_argument("--name", help="bundle file name without .tar.gz (default: dossier-HOST-TIMESTAMP)")
-    parser.add_argument("--key", type=Path, default=None,
-                        help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
-                             "~/.config/rig-dossier/dossier.key, made on first use)")
+    add_signing_key(parser, "Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
+                            "~/.config/rig-dossier/dossier.key, made on first use)", old="--key")
     probe.add_runner_options(parser)
     for spec in PROBES:
         if spec.run_options:
@@ -88,7 +88,7 @@ def handle(args: argparse.Namespace) -> int:
     check_destination(args)
     prepared = prepare(args, args.skip)
     runner, why = probe.select_from_args(args)
-    key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
+    key, note = signing_key_for_run(args.signing_key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
