@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Sequence
 
 from harness import __version__
+from harness.analysis.verdict import EXIT_INCOMPLETE
 from harness.commands import add_parsers
 from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, DossierError
 
@@ -22,8 +23,9 @@ signed, deterministic bundle with a Markdown report.
 """
 
 EPILOG = f"""\
-exit codes: 0 ok; 1 a check failed; 2 bad usage or input (a missing or unreadable file, an
-output that cannot be written); 3 a probe failed; 4 the environment cannot do what was asked;
+exit codes: 0 ok (pass or warn); 1 a check failed; 2 bad usage or input (a missing or unreadable
+file, an output that cannot be written); 3 a probe failed; 4 the environment cannot do what was
+asked; {EXIT_INCOMPLETE} incomplete (nothing failed, but something required was not measured);
 {EXIT_INTERNAL} an internal error (a bug: one line, `dossier -v ...` shows the traceback);
 {EXIT_INTERRUPTED} interrupted (Ctrl-C); {EXIT_BROKEN_PIPE} the reader of standard output went away
 (e.g. `| head`). `dossier COMMAND --help` for each command.

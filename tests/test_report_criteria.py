@@ -52,10 +52,10 @@ def test_bandwidth_criterion(over, status):
 
 
 def test_not_run_and_failed_steps():
-    assert judge_lab(lab.judge_health, view({}, {"health": "not_run"})).status == "not-measured"
+    assert judge_lab(lab.judge_health, view({}, {"health": "not_run"})).status == "incomplete"
     failed = judge_lab(lab.judge_health, view({}, {"health": "failed"}))
     assert failed.status == "fail" and "because" in failed.findings[0]
-    assert judge_lab(lab.judge_precision, view({})).status == "not-measured"  # not in the run at all
+    assert judge_lab(lab.judge_precision, view({})).status == "incomplete"  # not in the run at all
 
 
 @pytest.mark.parametrize("curves, limitations, status", [
@@ -100,7 +100,7 @@ def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
 @pytest.mark.parametrize("checks, verdict, status", [
     ([{"name": "clocks_rose", "status": "pass"}, {"name": "no_unexpected_process", "status": "pass"}], "pass", "pass"),
     ([{"name": "clocks_rose", "status": "fail"}], "fail", "fail"),
-    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "not-measured"),
+    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "skip"),
 ])
 def test_idle_load_criterion(checks, verdict, status):
     v = view({}, {"health-diff": "completed"}, documents={"health-diff": {"checks": checks, "verdict": verdict}})

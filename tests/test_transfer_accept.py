@@ -82,7 +82,7 @@ def test_two_healthy_nvlinked_h200s_pass_and_peer_read_is_held_to_its_known_good
     assert results["transfer_peer_read"].threshold.value == pytest.approx(0.9 * 393.9)
     assert results["transfer_h2d_pinned"].measured.value == pytest.approx(55.26)  # GPU0, the slower of the two
     assert "GPU 0" in results["transfer_h2d_pinned"].measured.text
-    assert results["transfer_bidirectional_pinned"].status == Verdict.NOT_MEASURED  # not in the recorded figures
+    assert results["transfer_bidirectional_pinned"].status == Verdict.SKIP  # not in the recorded figures
     assert report.status == Verdict.PASS
 
 
@@ -109,16 +109,16 @@ def test_a_cpu_run_is_not_measured_and_says_host_memory():
     entry.finish(NO_PLOT, document)  # exit 0: nothing to judge is no failure
     results, report = judged(document)
     for name in ("transfer_links", "transfer_h2d_pinned"):
-        assert results[name].status == Verdict.NOT_MEASURED and "host memory on the CPU" in results[name].why
-    assert report.status == Verdict.NOT_MEASURED
+        assert results[name].status == Verdict.SKIP and "host memory on the CPU" in results[name].why
+    assert report.status == Verdict.INCOMPLETE
 
 
 def test_a_bundle_without_the_step_is_not_measured_with_why():
     facts = BundleFacts(view_of(h200_documents()))
     results = {r.name: r for r in evaluate(facts, resolve(SXM), registry.acceptance_criteria())}
-    assert results["transfer_links"].status == Verdict.NOT_MEASURED and "not run" in results["transfer_links"].why
+    assert results["transfer_links"].status == Verdict.SKIP and "not run" in results["transfer_links"].why
     assert not results["transfer_links"].required
-    assert judge_transfer(facts)[0].status == Verdict.NOT_MEASURED
+    assert judge_transfer(facts)[0].status == Verdict.INCOMPLETE
 
 
 def test_the_run_step_is_short_on_gpus_and_its_timeout_grows_with_them():

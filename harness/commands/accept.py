@@ -28,7 +28,7 @@ from harness.run import provenance
 from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)
 
-STATUS_MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "N/M "}
+STATUS_MARK = {v: v.shown[:4].ljust(4) for v in Verdict}  # PASS, WARN, FAIL, INCO, SKIP
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,9 +36,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "accept", help="judge a verified bundle against a SKU's acceptance thresholds",
         description="Verify BUNDLE (a bundle that fails `dossier verify` is refused), then judge it against "
                     "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
-                    "exact SKU and form factor, overridden by --profile-file. Each criterion passes, fails or "
-                    "is not measured (with why); a criterion the profile requires that was not measured fails. "
-                    "Exit 0 when nothing failed, 1 otherwise.")
+                    "exact SKU and form factor, overridden by --profile-file. Each criterion is pass, warn, fail, "
+                    "incomplete (required by the profile, not measured: it fails closed) or skip (not required, "
+                    "not measured), each with why. Exit 0 on pass or warn, 1 when a criterion failed, 5 when "
+                    "none failed but a required one is incomplete.")
     parser.add_argument("bundle", type=Path, help="the bundle (.tar.gz) to judge")
     parser.add_argument("--profile", required=True, metavar="SKU",
                         help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb)")
@@ -113,9 +114,10 @@ def print_results(acceptance: Acceptance) -> None:
         print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
         if r.status != Verdict.PASS:
             print(f"     why: {r.why}")
-    print(f"{acceptance.result}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
-          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.FAIL))} failed, "
-          f"{len(acceptance.named(Verdict.NOT_MEASURED))} not measured")
+    print(f"{acceptance.result.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
+          f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
+          f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)")
 
 
 OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),

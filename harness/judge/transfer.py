@@ -55,7 +55,7 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         findings.append(f"no peer matrix: {heads['peer']['why']}")
     if heads["device"] != "cuda":
         findings.append("host memory copies on the CPU: no GPU link to judge")
-        return result(STEP, TEXT, Verdict.NOT_MEASURED, findings, (STEP,))
+        return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
     bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
     if bad:
@@ -64,7 +64,7 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,))
     if all(c["status"] == "unknown" for c in heads["link_checks"]):
         findings.append("NVML gave no link to judge on any GPU")
-        return result(STEP, TEXT, Verdict.NOT_MEASURED, findings, (STEP,))
+        return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     findings.append("every link and pair judged is healthy")
     return result(STEP, TEXT, Verdict.PASS, findings, (STEP,))
 

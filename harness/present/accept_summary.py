@@ -14,12 +14,14 @@ import jinja2
 
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
-from harness.judge.acceptance.outcome import FAILED, PASSED, Acceptance
+from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.facts import BundleFacts
 from harness.present import templating
 
-VERDICT_WORDS = {PASSED: "ACCEPTED", "WARNED": "ACCEPTED, WITH GAPS", FAILED: "REJECTED"}
-STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "Not measured"}
+VERDICT_WORDS = {Verdict.PASS: "ACCEPTED", Verdict.WARN: "ACCEPTED, WITH WARNINGS", Verdict.FAIL: "REJECTED",
+                 Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE"}
+STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.WARN: "Warn", Verdict.FAIL: "FAIL",
+                Verdict.INCOMPLETE: "Not measured (required)", Verdict.SKIP: "Not measured"}
 
 
 @dataclass(frozen=True)
@@ -71,14 +73,18 @@ def _row(result) -> dict[str, Any]:
 
 
 def _verdict_sentence(acceptance: Acceptance) -> str:
-    failed, missing = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.NOT_MEASURED)
-    total = len(acceptance.results)
-    if acceptance.result == FAILED:
+    failed, incomplete = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.INCOMPLETE)
+    skipped, total = acceptance.named(Verdict.SKIP), len(acceptance.results)
+    if acceptance.result == Verdict.FAIL:
         return (f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
                 "the machine is not accepted as this SKU.")
-    if missing:
+    if incomplete:
+        return (f"No criterion failed, but {len(incomplete)} the profile requires could not be measured in this "
+                f"bundle ({', '.join(incomplete)}): the machine is not accepted until they are.")
+    if skipped:
         return (f"Every criterion that was measured passed ({len(acceptance.named(Verdict.PASS))} of {total}); "
-                f"{len(missing)} could not be measured in this bundle and were not judged: {', '.join(missing)}.")
+                f"{len(skipped)} the profile does not require could not be measured in this bundle and were not "
+                f"judged: {', '.join(skipped)}.")
     return f"All {total} criteria passed."
 
 
@@ -90,12 +96,12 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
         rerun += ["--profile-file", files.profile_file]
     rerun += ["--key", files.signer_key]
     return {
-        "verdict": VERDICT_WORDS[acceptance.result], "result": acceptance.result,
+        "verdict": VERDICT_WORDS[acceptance.result], "result": acceptance.result.shown,
         "verdict_sentence": _verdict_sentence(acceptance),
         "machine": machine(view), "profile": profile, "bundle": acceptance.bundle, "files": files,
         "rows": rows,
         "failed": [r for r in rows if r["status"] == Verdict.FAIL],
-        "not_measured": [r for r in rows if r["status"] == Verdict.NOT_MEASURED],
+        "not_measured": [r for r in rows if r["status"] in (Verdict.INCOMPLETE, Verdict.SKIP)],
         "rerun": " ".join(rerun),
         "references": references(profile),
     }

@@ -144,7 +144,7 @@ def repeats_discrepancies(document: dict[str, Any]) -> list[str]:
 
 def expected_diagnosis(document: dict[str, Any], verdict: str | None) -> dict[str, Any] | None:
     """What the probe diagnoses from its telemetry when the repeats disagree (nothing when they agree)."""
-    if verdict != "fail":
+    if verdict != Verdict.FAIL:
         return None
     telemetry = document["repeats"].get("telemetry") or {}
     samples = telemetry.get("samples")

@@ -14,6 +14,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from harness import catalogue
 from harness.analysis.verdict import Verdict
 
 # The byte-counting rule as data. `torch_op` documents how the probe implements each kernel.
@@ -48,10 +49,11 @@ CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cac
 # by less than 5% and the median is within 15% of a known-good result from the same GPU SKU and
 # form factor." The report judges the lab's criterion as the lab states it; acceptance judges a
 # buyer's floor (a card faster than the known-good unit is no failure for a buyer).
-REPEAT_SPREAD_MAX = 0.05
-REPEAT_SPREAD_SOURCE = "lab M1 criterion 2: three large-buffer medians \"vary by less than 5%\""
-KNOWN_GOOD_TOLERANCE = 0.15
-KNOWN_GOOD_SOURCE = "lab M1 criterion 2: the median is \"within 15% of a known-good result\" (either side)"
+# Both figures are the catalogue's rules (harness/data/gpus.json `rules`), written there once with their source.
+REPEAT_SPREAD_MAX = catalogue.rule("repeat_spread_max")
+REPEAT_SPREAD_SOURCE = catalogue.rule_source("repeat_spread_max")
+KNOWN_GOOD_TOLERANCE = catalogue.rule("known_good_tolerance")
+KNOWN_GOOD_SOURCE = catalogue.rule_source("known_good_tolerance")
 KNOWN_GOOD_FLOOR_SOURCE = ("acceptance: at least the profile's share of the known-good result; a faster card "
                            "is no failure for a buyer")
 

@@ -1,12 +1,12 @@
 """What every health contract is made of: reading health.json's facts (the NVML devices, a field's
 unavailable reason, a device's label) and the contract record itself
-({"name", "status": a Verdict, "evidence", "remedy"}). Standard library only."""
+({"name", "status": a Verdict as health.json records it, "evidence", "remedy"}). Standard library only."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, recorded
 
 
 def unavailable_reason(value: Any) -> str | None:
@@ -15,17 +15,18 @@ def unavailable_reason(value: Any) -> str | None:
     return None
 
 
-def contract(name: str, status: str, evidence: str, remedy: str) -> dict[str, str]:
-    return {"name": name, "status": status, "evidence": evidence, "remedy": remedy}
+def contract(name: str, status: Verdict, evidence: str, remedy: str) -> dict[str, str]:
+    """A contract as health.json records it (SKIP is the schema's "not-applicable")."""
+    return {"name": name, "status": recorded(status), "evidence": evidence, "remedy": remedy}
 
 
 def verdict(name: str, remedy: str, problems: list[str], notes: list[str],
             unsupported: list[str] | None = None, feature: str | None = None) -> dict[str, str]:
     """FAIL naming the problems, else PASS with the notes (and the devices that lack `feature`);
-    NOT_APPLICABLE when `feature` is given and no device supports it."""
+    SKIP when `feature` is given and no device supports it."""
     unsupported = unsupported or []
     if feature is not None and not problems and not notes:
-        return contract(name, Verdict.NOT_APPLICABLE, f"{feature} not supported: " + "; ".join(unsupported), remedy)
+        return contract(name, Verdict.SKIP, f"{feature} not supported: " + "; ".join(unsupported), remedy)
     return contract(name, Verdict.FAIL if problems else Verdict.PASS, "; ".join(problems or notes + unsupported), remedy)
 
 

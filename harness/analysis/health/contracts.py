@@ -4,8 +4,8 @@ them all in their fixed order.
 
 Each contract reads only the collected facts, so the probe, `dossier verify` and the tests
 (on facts built from real H200 captures) all judge the same way. A contract is
-{"name", "status": a Verdict (pass, fail or not-applicable), "evidence", "remedy"}; "fail" means
-it should pass on this host and does not. Standard library only.
+{"name", "status": a Verdict as health.json records it (pass, fail, or not-applicable for SKIP),
+"evidence", "remedy"}; "fail" means it should pass on this host and does not. Standard library only.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def driver_supports_torch_cuda_build(facts: dict[str, Any]) -> dict[str, str]:
     devices, no_gpu = gpus(facts)
     build, driver = software.get("torch_cuda_build"), software.get("cuda_driver_version")
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, f"{no_gpu}; torch CUDA build: "
+        return contract(name, Verdict.SKIP, f"{no_gpu}; torch CUDA build: "
                         f"{unavailable_reason(build) or build}", remedy)
     if unavailable_reason(build):
         return contract(name, Verdict.FAIL, f"{unavailable_reason(build)}, but NVML lists "
@@ -80,7 +80,7 @@ def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
               "and check that the container was given every GPU (--gpus all)")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     torch_count = facts.get("torch_device_count")
     if not isinstance(torch_count, int):
         return contract(name, Verdict.FAIL, f"torch sees no CUDA device: {unavailable_reason(torch_count)}", remedy)
@@ -106,7 +106,7 @@ def nccl_loads(facts: dict[str, Any]) -> dict[str, str]:
     _, no_gpu = gpus(facts)
     version, available = software.get("nccl_version"), software.get("nccl_available")
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, f"{no_gpu}; NCCL: {unavailable_reason(version) or version}", remedy)
+        return contract(name, Verdict.SKIP, f"{no_gpu}; NCCL: {unavailable_reason(version) or version}", remedy)
     if isinstance(version, str) and available is True and torch_imported(facts):
         return contract(name, Verdict.PASS, f"NCCL {version} loaded by torch; torch.distributed NCCL backend available", remedy)
     if isinstance(version, str) and available is True:
@@ -121,7 +121,7 @@ def no_mig_or_compute_mode_block(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "disable MIG (nvidia-smi -mig 0, then reset the GPU) and set compute mode Default (nvidia-smi -c 0)"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
         modes = d.get("modes", {})

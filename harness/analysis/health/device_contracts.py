@@ -17,7 +17,7 @@ def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
               "a reset and, if they recur, an RMA")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes, unsupported = [], [], []
     for d in devices:
         ecc = d.get("ecc", {})
@@ -43,7 +43,7 @@ def no_pending_or_failed_row_remaps(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "reset the GPU to apply pending row remaps (nvidia-smi -r); a remap failure means an RMA"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes, unsupported = [], [], []
     for d in devices:
         ecc = d.get("ecc", {})
@@ -65,7 +65,7 @@ def persistence_mode_on(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "enable persistence (nvidia-smi -pm 1, or run nvidia-persistenced)"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     states = {label(d): d.get("modes", {}).get("persistence") for d in devices}
     off = [f"{k} {show(v)}" for k, v in states.items() if v != "enabled"]
     evidence = "; ".join(off) if off else ", ".join(f"{k} enabled" for k in states)
@@ -78,7 +78,7 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
               "BIOS PCIe settings and risers")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, idle_downshift, notes = [], [], []
     for d in devices:
         p = d.get("pcie", {})
@@ -103,7 +103,7 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
     if problems:
         return contract(name, Verdict.FAIL, "; ".join(problems), remedy)
     if idle_downshift:
-        return contract(name, Verdict.NOT_APPLICABLE, "; ".join(idle_downshift + notes)
+        return contract(name, Verdict.SKIP, "; ".join(idle_downshift + notes)
                         + "; only a reading under load can tell: run `dossier health --under-load 5`", remedy)
     return contract(name, Verdict.PASS, "; ".join(notes), remedy)
 
@@ -135,12 +135,12 @@ def no_foreign_process(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "stop the named processes (or move the run to an idle machine) before measuring"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     foreign, unreadable = foreign_processes(facts)
     if foreign:
         return contract(name, Verdict.FAIL, "not started by the harness: " + "; ".join(foreign), remedy)
     if unreadable and len(unreadable) == len(devices):
-        return contract(name, Verdict.NOT_APPLICABLE, "NVML cannot list processes here, so this could not be "
+        return contract(name, Verdict.SKIP, "NVML cannot list processes here, so this could not be "
                         "checked: " + "; ".join(unreadable), remedy)
     own = sorted(set(facts.get("harness_pids") or []))
     return contract(name, Verdict.PASS, f"no process other than the harness's own (pids {own}) on "
@@ -154,7 +154,7 @@ def clocks_not_locked_below_max(facts: dict[str, Any]) -> dict[str, str]:
               "-rac (application clocks)")
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
         c = d.get("clocks", {})
@@ -177,7 +177,7 @@ def power_limit_at_default(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "restore the default power limit (nvidia-smi -pl DEFAULT_WATTS) unless the cap is intended"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
         p = d.get("power", {})
@@ -196,9 +196,9 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
     remedy = "check the NVLink/NVSwitch fabric (nvidia-smi nvlink -s, fabric manager) and reset the GPUs"
     devices, no_gpu = gpus(facts)
     if no_gpu:
-        return contract(name, Verdict.NOT_APPLICABLE, no_gpu, remedy)
+        return contract(name, Verdict.SKIP, no_gpu, remedy)
     if len(devices) < 2:
-        return contract(name, Verdict.NOT_APPLICABLE, "one GPU: no NVLink peers", remedy)
+        return contract(name, Verdict.SKIP, "one GPU: no NVLink peers", remedy)
     down, up, unsupported = [], [], []
     for d in devices:
         links = d.get("nvlink")
@@ -216,5 +216,5 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.FAIL, f"SXM devices ({', '.join(sxm)}) report no NVLink: "
                         + "; ".join(unsupported), remedy)
     if unsupported and not up:
-        return contract(name, Verdict.NOT_APPLICABLE, "no NVLink on these devices: " + "; ".join(unsupported), remedy)
+        return contract(name, Verdict.SKIP, "no NVLink on these devices: " + "; ".join(unsupported), remedy)
     return contract(name, Verdict.PASS, "; ".join(up + unsupported), remedy)

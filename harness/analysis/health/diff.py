@@ -22,7 +22,7 @@ from typing import Any
 
 from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
 from harness.analysis.health.contract_facts import unavailable_reason
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, parse, recorded
 
 POWER_CAPS = ("sw_power_cap", "hw_power_brake_slowdown")
 THERMAL_CAPS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
@@ -85,8 +85,9 @@ def _median(values: list[Any]) -> float | None:
     return statistics.median(numbers) if numbers else None
 
 
-def check(name: str, device: str, status: str, evidence: str) -> dict[str, str]:
-    return {"name": name, "device": device, "status": status, "evidence": evidence}
+def check(name: str, device: str, status: Verdict, evidence: str) -> dict[str, str]:
+    """A check as health-diff.json records it (SKIP is the schema's "not-applicable")."""
+    return {"name": name, "device": device, "status": recorded(status), "evidence": evidence}
 
 
 def rose(name: str, device: str, unit: str, idle_value: Any, samples_values: list[Any],
@@ -104,7 +105,7 @@ def rose(name: str, device: str, unit: str, idle_value: Any, samples_values: lis
     if under > idle_value:
         return check(name, device, Verdict.PASS, evidence)
     if isinstance(ceiling, (int, float)) and idle_value >= ceiling:
-        return check(name, device, Verdict.NOT_APPLICABLE, evidence + f"; idle was already at its maximum "
+        return check(name, device, Verdict.SKIP, evidence + f"; idle was already at its maximum "
                      f"{ceiling:g} {unit}, so there was nothing to rise")
     return check(name, device, Verdict.FAIL, evidence + ": did not rise (did the load reach this device?)")
 
@@ -175,7 +176,7 @@ def diff(idle: dict[str, Any], active: dict[str, Any]) -> dict[str, Any]:
     load = active.get("load")
     if not b:
         why = unavailable_reason(active.get("devices")) or "no device listed"
-        checks.append(check("load_ran", "all", Verdict.NOT_APPLICABLE, f"no GPU under load: {why}"))
+        checks.append(check("load_ran", "all", Verdict.SKIP, f"no GPU under load: {why}"))
     elif active.get("mode") != "under_load" or not isinstance(load, dict) or unavailable_reason(load):
         checks.append(check("load_ran", "all", Verdict.FAIL, "the ACTIVE document has no load record: "
                             + (unavailable_reason(load) or f"mode {active.get('mode')!r}")))
@@ -186,10 +187,10 @@ def diff(idle: dict[str, Any], active: dict[str, Any]) -> dict[str, Any]:
         checks.append(check("same_devices", "all", Verdict.FAIL, f"idle devices {sorted(a)} vs under load {sorted(b)}"))
     elif a:
         checks.append(check("same_devices", "all", Verdict.PASS, f"{len(a)} device(s) matched by UUID"))
-    if checks[0]["status"] == Verdict.PASS:
+    if parse(checks[0]["status"]) == Verdict.PASS:
         for uuid in sorted(set(a) & set(b)):
             checks.extend(device_checks(idle, active, uuid))
-    failed = sorted({c["name"] for c in checks if c["status"] == Verdict.FAIL})
+    failed = sorted({c["name"] for c in checks if parse(c["status"]) == Verdict.FAIL})
     return {
         "kind": "health-diff",
         "idle": _summary(idle),

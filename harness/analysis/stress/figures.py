@@ -16,7 +16,7 @@ import statistics
 from typing import Any
 
 from harness.analysis.stress import telemetry as tel
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, parse, recorded
 
 STEADY_RULE = ("steady state: the median of the buckets in the second half of the GEMM phase "
                "(buckets[n // 2:]); burst: the first bucket")
@@ -171,8 +171,8 @@ def device_headlines(record: dict[str, Any], settings: dict[str, Any]) -> dict[s
 
 def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[dict[str, str]]:
     """Each check: pass, fail or not-measured, with its evidence."""
-    def check(name: str, status: str, evidence: str) -> dict[str, str]:
-        return {"name": name, "status": status, "evidence": evidence}
+    def check(name: str, status: Verdict, evidence: str) -> dict[str, str]:
+        return {"name": name, "status": recorded(status), "evidence": evidence}  # stress.json's words
 
     failure = record.get("failure")
     checks = [check("worker", Verdict.FAIL if failure else Verdict.PASS,
@@ -180,7 +180,7 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
     checks.append(_result_check(heads["result_check"], check))
     memory = heads["memory_test"]
     if memory is None:
-        checks.append(check("memory_test", Verdict.NOT_MEASURED, _why(record.get("memory_test"), "not run")))
+        checks.append(check("memory_test", Verdict.INCOMPLETE, _why(record.get("memory_test"), "not run")))
     elif memory["mismatched_words"]:
         f = memory["first_failure"]
         where = (f"first in pattern {f['pattern']} at byte offset {f['byte_offset']} (chunk {f['chunk']}, offset "
@@ -193,7 +193,7 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
     checks.append(_events_check(record, heads["nvml_events"], check))
     checks.append(_counters_check(record, heads["counters_new"], check))
     if not sampled:
-        checks.append(check("clock_event_reasons", Verdict.NOT_MEASURED, _why(record.get("telemetry"), "no samples")))
+        checks.append(check("clock_event_reasons", Verdict.INCOMPLETE, _why(record.get("telemetry"), "no samples")))
     elif heads["flagged_reasons"]:
         counts = heads["clock_event_reasons"]
         checks.append(check("clock_event_reasons", Verdict.FAIL, ", ".join(
@@ -202,7 +202,7 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
         checks.append(check("clock_event_reasons", Verdict.PASS, "no hw_slowdown, thermal or power-brake sample"
                             + ("; sw_power_cap (expected)" if "sw_power_cap" in heads["clock_event_reasons"] else "")))
     power = heads["power"]
-    status = {True: Verdict.PASS, False: Verdict.FAIL, None: Verdict.NOT_MEASURED}[power["target_reached"]]
+    status = {True: Verdict.PASS, False: Verdict.FAIL, None: Verdict.INCOMPLETE}[power["target_reached"]]
     checks.append(check("power_target", status, power["why"]))
     return checks
 
@@ -213,9 +213,9 @@ def _why(value: Any, default: str) -> str:
 
 def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
     if not result["enabled"]:
-        return check("result_check", Verdict.NOT_MEASURED, "result checking disabled (--no-check)")
+        return check("result_check", Verdict.INCOMPLETE, "result checking disabled (--no-check)")
     if not result["iterations_checked"]:
-        return check("result_check", Verdict.NOT_MEASURED, "no iteration was checked")
+        return check("result_check", Verdict.INCOMPLETE, "no iteration was checked")
     failing = result["failing_iterations"]
     if not failing:
         return check("result_check", Verdict.PASS, f"{result['iterations_checked']} iterations bit-identical to the reference")
@@ -227,7 +227,7 @@ def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
 
 def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if events is None:
-        return check("nvml_events", Verdict.NOT_MEASURED, _why(record.get("nvml_events"), "no event set"))
+        return check("nvml_events", Verdict.INCOMPLETE, _why(record.get("nvml_events"), "no event set"))
     if events["events"]:
         return check("nvml_events", Verdict.FAIL, f"{events['events']} event(s): XID {events['xids'] or 'none'}, "
                                             f"{events['ecc_events']} ECC event(s)")
@@ -237,7 +237,7 @@ def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: 
 
 def _counters_check(record: dict[str, Any], new: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if new is None:
-        return check("ecc_and_row_remap", Verdict.NOT_MEASURED, _why(record.get("counters_after"),
+        return check("ecc_and_row_remap", Verdict.INCOMPLETE, _why(record.get("counters_after"),
                                                                _why(record.get("counters_before"), "not read")))
     bad = [f"{k} +{v}" for k, v in new.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
            and v > 0 and k != "volatile_corrected_errors"]
@@ -255,8 +255,8 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     failures, not_measured = [], set()
     for d in devices:
         who = f"GPU{d['index']} ({d['name']})" if document["device"] == "cuda" else f"CPU ({d['name']})"
-        failures += [f"{who}: {c['name']}: {c['evidence']}" for c in d["checks"] if c["status"] == Verdict.FAIL]
-        not_measured |= {c["name"] for c in d["checks"] if c["status"] == Verdict.NOT_MEASURED}
+        failures += [f"{who}: {c['name']}: {c['evidence']}" for c in d["checks"] if parse(c["status"]) == Verdict.FAIL]
+        not_measured |= {c["name"] for c in d["checks"] if parse(c["status"]) == Verdict.INCOMPLETE}
     steady = [d["steady_tflops"] for d in devices if d["steady_tflops"] is not None]
     return {"device": document["device"], "dtype": settings["dtype"], "shape": settings["shape"],
             "seconds": settings["seconds"], "devices": devices,

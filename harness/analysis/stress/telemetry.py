@@ -12,6 +12,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
+from harness import catalogue
 from harness.analysis.clock_events import decode_clock_event_reasons
 
 # sw_power_cap is how a GPU held at its power limit is supposed to behave under a GEMM burn.
@@ -28,7 +29,7 @@ FLAGGED_RULE = ("fails on any sample showing hw_slowdown, sw_thermal_slowdown, h
 # TP_STR_TARGET_POWER_MIN_RATIO 0.75). We judge the same statistic (the maximum sampled power) at
 # the issue's stricter 0.9, because DCGM's 0.75 would pass a board that sags a quarter below its
 # limit; the median is reported beside it, and whether DCGM's floor was met.
-POWER_TARGET_RATIO = 0.9
+POWER_TARGET_RATIO = catalogue.rule("stress_power_target_min_share")  # its source is the catalogue's
 DCGM_TARGETED_POWER_MIN_RATIO = 0.75
 # Which power reading the power figures use: the one-second average where NVML gives it (Ampere and
 # newer), else nvmlDeviceGetPowerUsage, which on the lent H200 (driver 580) matched nvidia-smi's

@@ -98,7 +98,8 @@ def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Referen
 
 def from_catalogue(sku: Mapping[str, Any]) -> Profile:
     block = sku["acceptance"]
-    thresholds = {k: v for k, v in block.items() if k not in ("why", "required", "pcie_source", "stress_source")}
+    thresholds = {**catalogue.acceptance_defaults(),
+                  **{k: v for k, v in block.items() if k not in ("why", "required", "pcie_source", "stress_source")}}
     return Profile(
         sku_id=sku["id"], name=sku["name"], form_factor=sku["form_factor"], thresholds=thresholds,
         hbm_known_good=_primary(sku, "hbm_bandwidth", "kernel"),

@@ -20,12 +20,12 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     evidence = (f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
                 "(plateau recomputed by harness.analysis.bandwidth)")
     if not b.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, b.why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
     reference = profile.hbm_known_good.get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
     plateau = num(b.values.get("plateau_gbps"))
@@ -52,9 +52,9 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     threshold = (Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
                  if limit is not None else None)
     if not b.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, b.why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, b.why)]
     if limit is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no repeat_spread_max")]
     spread, medians = num(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
     if spread is None or len(medians) < 2:
@@ -93,9 +93,9 @@ def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts
     threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
     if figures is None:
         why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if reference is None:
-        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
                       f"file can add known_good.gemm_tflops.{dtype}")
     best = num(figures.values.get("burst_best_tflops"))
@@ -127,23 +127,23 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     evidence = (f"{facts.output('allreduce')} runs[].points[] per-rank medians "
                 "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)")
     if not a.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, a.why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, a.why)]
     backend, world = a.values.get("backend"), a.values.get("world_size")
     curve = (a.values.get("curves") or {}).get("normal") or {}
     busbw = num(curve.get("busbw_at_max_gbps"))
     limits = "; ".join(str(x) for x in a.values.get("limitations") or [])
     if backend != "nccl":
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
                        f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""))]
     if busbw is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        "no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
     share, reference = profile.threshold("allreduce_busbw_min_share"), profile.allreduce_known_good.get(world)
     measured = Value(busbw, "GB/s", f"{fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
     if share is None or reference is None:
         missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, measured, None, evidence,
                        f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
     return [at_least(name, title, measured, threshold, evidence)]

@@ -57,14 +57,14 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get(direction)
     threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
     if heads is None:
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if threshold is None:
         missing = f"no {SHARE_KEY}" if not share else f"no known-good transfer figure for {direction}"
-        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} states {missing}; a profile file can add it")
     per_gpu = {gpu: figures for gpu, figures in sorted(heads["per_gpu"].items()) if gpu != "host"}
     if not any(key in figures for figures in per_gpu.values()):
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
                       f"the transfer step did not measure {what} (see its sizing and --skip)")
     together = key.startswith("bidirectional_total")
     no_plateau = [gpu for gpu, figures in per_gpu.items() if key in figures and num(figures[key]) is None]
@@ -110,7 +110,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
         return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
     share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get("peer_read")
     if not share or reference is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")]
     threshold = share_threshold(share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce")
     cells = heads["peer"]["read"]
@@ -140,7 +140,7 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
                 "copies' plateaus (rule: harness.analysis.transfer.links.check_link)")
     heads, why = _gpu_figures(facts)
     if heads is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, why)]
     checks = heads["link_checks"]
     threshold = Value(link_rules.DEGRADED_LINK_FRACTION, "fraction",
                       f"width and generation at their maximum; pinned copies at least "
@@ -153,7 +153,7 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
                        "; ".join(f"GPU {c['gpu']} {c['status']}: {' '.join(c['reasons'])}" for c in bad))]
     if not checks or all(c["status"] == "unknown" for c in checks):
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence,
                        summary or "no GPU link checked")]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
 
@@ -176,7 +176,7 @@ def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
                        "; ".join(f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}" for c in bad))]
     if all(c["status"] == "unknown" for c in checks):
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence, summary)]
+        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence, summary)]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
 
 
