@@ -1,4 +1,5 @@
-"""The one verdict vocabulary: what a criterion, a contract, a check or a whole judgement concluded.
+"""The two vocabularies: what a criterion, a contract, a check or a whole judgement concluded
+(Verdict), and what became of a step of a run (StepStatus).
 
 Standard library only, so the probes (health contracts are judged inside the probe), the verifier,
 the report, `dossier accept` and the fleet all say it the same way. A Verdict is a `str`: it is
@@ -47,6 +48,14 @@ class Verdict(StrEnum):
     def exit_code(self) -> int:
         """The exit code of a command whose overall verdict this is (the same in every command)."""
         return EXIT_CODES[self]
+
+
+class StepStatus(StrEnum):
+    """What became of a step of `dossier run`, as commands.json records it."""
+
+    COMPLETED = "completed"  # its document is in the bundle
+    FAILED = "failed"  # it ran and failed (why, raw output kept)
+    NOT_RUN = "not_run"  # skipped, or what it needs did not complete (why)
 
 
 EXIT_INCOMPLETE = 5

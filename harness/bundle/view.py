@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from harness.analysis.verdict import StepStatus
 from harness.bundle import layout
 
 # An analysis name -> its module (headlines, discrepancies); raises LookupError for a name it does not know.
@@ -142,7 +143,7 @@ class BundleView:
 
     def status(self, step_id: str) -> str:
         entry = self.step(step_id)
-        return entry["status"] if entry else "not_run"
+        return entry["status"] if entry else StepStatus.NOT_RUN
 
     def figures(self, step_id: str) -> Figures:
         """harness.analysis.NAME.headlines(document) for a completed step with an analysis module."""

@@ -15,7 +15,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis import cross_checks
-from harness.analysis.verdict import Verdict, parse
+from harness.analysis.verdict import StepStatus, Verdict, parse
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 from harness.analysis.units import figure, value_text
@@ -42,10 +42,10 @@ def result(name: str, title: str, verdict: Verdict, findings: list[str], steps: 
 def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any] | None, Verdict | None, list[str]]:
     """The step's figures, or the verdict and the finding to give when they do not exist."""
     status = facts.status(step)
-    if status != "completed":
+    if status != StepStatus.COMPLETED:
         entry = facts.view.step(step) or {}
         why = entry.get("why") or "the step is not in this run"
-        verdict = Verdict.FAIL if status == "failed" else Verdict.INCOMPLETE
+        verdict = Verdict.FAIL if status == StepStatus.FAILED else Verdict.INCOMPLETE
         return None, verdict, [f"{step} {status.replace('_', ' ')}: {why}"]
     figures = facts.view.figures(step)
     if figures.values is None:
@@ -171,9 +171,9 @@ def judge_allreduce(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
 def judge_idle_load(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     """From derived/health-diff.json (harness.analysis.health.diff): its checks and verdict."""
     status = facts.status("health-diff")
-    if status != "completed":
+    if status != StepStatus.COMPLETED:
         why = (facts.view.step("health-diff") or {}).get("why") or "the step is not in this run"
-        verdict = Verdict.FAIL if status == "failed" else Verdict.INCOMPLETE
+        verdict = Verdict.FAIL if status == StepStatus.FAILED else Verdict.INCOMPLETE
         return result("idle-load", IDLE_LOAD_TEXT, verdict, [f"health-diff {status.replace('_', ' ')}: {why}"],
                       ("health-load",))
     document = facts.view.documents["health-diff"]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.analysis.verdict import StepStatus
 from harness.bundle.view import BundleView
 
 
@@ -91,7 +92,7 @@ SOFTWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
     ("runner", lambda v: (v.commands.get("runner") or {}).get("name")),
     ("images", lambda v: sorted({s["image"] for s in v.steps if s.get("image")})),
     ("checkpoints", lambda v: [c.get("sha256") or c for c in (s.get("checkpoint") for s in v.steps) if c]),
-    ("steps completed", lambda v: [s["step"] for s in v.steps if s.get("status") == "completed"]),
+    ("steps completed", lambda v: [s["step"] for s in v.steps if s.get("status") == StepStatus.COMPLETED]),
     ("roofline classifications", lambda v: _figures(v, "roofline").get("classifications")),
     ("precision ranks", lambda v: _figures(v, "precision").get("ranks")),
 )

@@ -123,7 +123,7 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
     extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
     if isinstance(outcome, Completed):
         state.add(step.step, outcome.document, step.analysis)
-        display.end(step.step, "completed", outcome.document.get("sizing", ""))
+        display.end(step.step, COMPLETED, outcome.document.get("sizing", ""))
         return StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
     display.end(step.step, "FAILED", outcome.reason)
     return StepRecord(**base, **extra, status=FAILED, why=outcome.reason,

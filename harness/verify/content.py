@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.analysis.verdict import StepStatus
 from harness import registry
 from harness.analysis import cross_checks
 from harness.bundle import layout, seal
@@ -103,7 +104,7 @@ def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
     steps whose document is in VALID: present and schema-valid)."""
     checks = []
     for entry in view.steps:
-        if entry.get("status") != "completed" or entry["step"] not in valid:
+        if entry.get("status") != StepStatus.COMPLETED or entry["step"] not in valid:
             continue
         if entry.get("kind") == "host":
             checks.append(_check_host_document(view, entry, valid))
