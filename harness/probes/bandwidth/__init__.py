@@ -27,11 +27,12 @@ from harness.probes.bandwidth.device import (BUFFERS, SAFE_FRACTION, check_sizes
                                              identify_gpu, largest_safe_mib, meminfo_bytes, nvml_handle, own_pids,
                                              pick_device, reference)
 from harness.probes.bandwidth.points import (DTYPE_NAME, ELEMENT_BYTES, MAX_ITERATIONS, MIN_ITERATIONS,
-                                             WARMUP_ITERATIONS, Timer, cpu_timer, cuda_timer, kernel_fn, point_record,
+                                             WARMUP_ITERATIONS, Timer, kernel_fn, per_call, point_record,
                                              timed)
 from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, options_parser, positive,
                                      probe_main, progress, unavailable)
 from harness.probes.nvml import NvmlSession, Sampler, sample
+from harness.probes.timing import Clock
 
 NAME = "bandwidth"
 POINT_BUDGET_S = {"cuda": 0.3, "cpu": 0.1}
@@ -128,7 +129,7 @@ class Measurement:
             raise ProbeUsageError(f"no default size fits: the largest safe size is {safe_mib:.1f} MiB")
         check_sizes(sizes, facts["total"], facts["free"], facts["where"])
         identity, telemetry_reason = self.open_telemetry()
-        timer = cuda_timer(torch) if self.device == "cuda" else cpu_timer
+        timer = per_call(Clock.of(torch, self.device))
         budget = args.point_budget_s or POINT_BUDGET_S[self.device]
         repeat_budget = max(budget, REPEAT_BUDGET_S[self.device])
 

@@ -1,16 +1,17 @@
-"""How the bandwidth probe times a kernel: per-iteration times (CUDA events on the GPU, perf_counter on
-the CPU) for about a time budget, the kernels themselves, and one sweep point's record."""
+"""How the bandwidth probe times a kernel: per-iteration times (harness.probes.timing: CUDA events on
+the GPU, perf_counter on the CPU) for about a time budget, the kernels themselves, and one sweep
+point's record."""
 
 from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable
 from typing import Any
 
 from harness.analysis.bandwidth import figures as analysis
 from harness.probes.contract import ProbeUsageError
+from harness.probes.timing import Clock
 
 DTYPE_NAME, ELEMENT_BYTES = "float32", 4
 WARMUP_ITERATIONS = 3
@@ -21,28 +22,9 @@ Timer = Callable[[Callable[[], Any], int], list[float]]
 
 # --- timing ------------------------------------------------------------------------------------
 
-def cuda_timer(torch: Any) -> Timer:
-    """Per-iteration times from CUDA event pairs; one synchronisation at the end."""
-    def run(fn: Callable[[], Any], n: int) -> list[float]:
-        pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                 for _ in range(n)]
-        for start, end in pairs:
-            start.record()
-            fn()
-            end.record()
-        torch.cuda.synchronize()
-        return [start.elapsed_time(end) / 1e3 for start, end in pairs]
-    return run
-
-
-def cpu_timer(fn: Callable[[], Any], n: int) -> list[float]:
-    """Per-iteration wall times on the host."""
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return times
+def per_call(clock: Clock) -> Timer:
+    """Per-iteration times of a kernel on CLOCK: one marker pair per iteration, one wait at the end."""
+    return lambda fn, n: clock.each(lambda _index: fn(), n)
 
 
 def timed(fn: Callable[[], Any], timer: Timer, budget_s: float,

@@ -29,6 +29,20 @@ STACK_WAIT_S = 0.5
 STDERR_TAIL_LINES = 25
 
 
+def new_events(worker: Any) -> list[dict[str, Any]]:
+    """The events a worker appended to its JSON-lines file (worker.events_path) since the last read,
+    complete lines only; worker.offset moves past them. The one event reader of both supervisors."""
+    try:
+        with open(worker.events_path, "rb") as fh:
+            fh.seek(worker.offset)
+            data = fh.read()
+    except FileNotFoundError:
+        return []
+    complete = data[:data.rfind(b"\n") + 1]
+    worker.offset += len(complete)
+    return [json.loads(line) for line in complete.decode("utf-8", "replace").splitlines() if line.strip()]
+
+
 @dataclass(frozen=True)
 class Launch:
     """One local worker: its global rank and its complete environment."""
@@ -146,18 +160,9 @@ class Supervisor:
         """Consume new complete event lines; True when any arrived."""
         progressed = False
         for worker in self.workers:
-            try:
-                with open(worker.events_path, "rb") as fh:
-                    fh.seek(worker.offset)
-                    data = fh.read()
-            except FileNotFoundError:
-                continue
-            complete = data[:data.rfind(b"\n") + 1]
-            worker.offset += len(complete)
-            for line in complete.decode("utf-8", "replace").splitlines():
-                if line.strip():
-                    self._handle(worker, json.loads(line))
-                    progressed = True
+            for event in new_events(worker):
+                self._handle(worker, event)
+                progressed = True
         return progressed
 
     def _handle(self, worker: _Worker, event: dict[str, Any]) -> None:

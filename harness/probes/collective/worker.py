@@ -39,6 +39,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from harness.probes.timing import Clock
+
 CONTROL_ELEMENTS = 3  # 24-byte float64 control messages: never a sweep size (powers of two) in NCCL's log
 PATTERN_PERIOD = 5
 
@@ -129,23 +131,10 @@ class Rank:
                               f"{index}: got {buf[index].item()!r}, expected {expected[index].item()!r}")
 
     def time_calls(self, buf: Any, calls: int) -> list[float]:
-        """Seconds per all-reduce call, one value per call."""
-        if not self.nccl:
-            times = []
-            for _ in range(calls):
-                start = time.perf_counter()
-                self.dist.all_reduce(buf)
-                times.append(time.perf_counter() - start)
-            return times
-        cuda = self.torch.cuda
-        starts = [cuda.Event(enable_timing=True) for _ in range(calls)]
-        ends = [cuda.Event(enable_timing=True) for _ in range(calls)]
-        for start, end in zip(starts, ends):
-            start.record()
-            self.dist.all_reduce(buf)
-            end.record()
-        cuda.synchronize(self.device)
-        return [start.elapsed_time(end) * 1e-3 for start, end in zip(starts, ends)]
+        """Seconds per all-reduce call, one value per call (CUDA events around each call with NCCL,
+        perf_counter around each blocking call with gloo: harness.probes.timing)."""
+        clock = Clock(self.torch, cuda=self.nccl, device=self.device if self.nccl else None)
+        return clock.each(lambda _index: self.dist.all_reduce(buf), calls)
 
     def measure(self, nbytes: int) -> dict[str, Any]:
         torch, cfg = self.torch, self.config

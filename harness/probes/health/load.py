@@ -17,6 +17,7 @@ from typing import Any
 
 from harness.probes.contract import progress, utc_now
 from harness.probes.nvml import Sampler
+from harness.probes.timing import Clock
 
 GEMM_DTYPE = "bfloat16"
 IN_FLIGHT = 2  # rounds queued per device: enough to keep it busy, few enough to stop on time
@@ -47,8 +48,8 @@ class DeviceLoad:
             elements = self.sizes["copy_bytes"] // 4
             self.src = torch.ones(elements, device=device, dtype=torch.float32)
             self.dst = torch.empty_like(self.src)
-            self.start = torch.cuda.Event(enable_timing=True)
-            self.end = torch.cuda.Event(enable_timing=True)
+        self.clock = Clock(torch, cuda=True, device=device)  # harness.probes.timing: one window over every round
+        self.start: Any = None  # the window's first marker (warm_up)
         self.device = device
         self.rounds = 0
         self.pending: deque[Any] = deque()
@@ -72,13 +73,13 @@ class DeviceLoad:
         self.pending.clear()
         self.rounds = 0
         with self.torch.cuda.device(self.device):
-            self.start.record()
+            self.start = self.clock.mark()
 
     def finish(self) -> dict[str, Any]:
         with self.torch.cuda.device(self.device):
-            self.end.record()
-        self.torch.cuda.synchronize(self.device)
-        elapsed_s = self.start.elapsed_time(self.end) / 1000.0
+            end = self.clock.mark()
+        self.clock.synchronize()
+        elapsed_s = self.clock.seconds(self.start, end)
         n, copy_bytes = self.sizes["gemm_n"], self.sizes["copy_bytes"]
         return {
             "torch_index": self.torch_index,

@@ -1,8 +1,9 @@
 """The roofline probe's measuring machinery: timers, operands, GEMM calls, CPU roofs, fusion.
 
-Standard library and torch only. On CUDA every call is timed with its own pair of CUDA events
-(recorded on the stream around the call) and read after one synchronize; on the CPU with
-time.perf_counter around a synchronous call. The median of the per-call times is reported.
+Standard library and torch only. Calls are timed by harness.probes.timing: on CUDA every call with
+its own pair of CUDA events (recorded on the stream around the call), read after one synchronize;
+on the CPU with time.perf_counter around a synchronous call. The median of the per-call times is
+reported.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 from harness.analysis.roofline.model import (DTYPE_WIDTHS, FUSION_CHAIN, OPERAND_ALIGN_ELEMENTS, fusion_accounting,
                                              input_set_bytes)
 from harness.probes.contract import describe_exception, unavailable
+from harness.probes.timing import Clock
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                 "tf32": torch.float32, "fp8": torch.float8_e4m3fn}
@@ -28,22 +30,9 @@ CPU_DTYPES = ("fp32", "bf16")
 
 
 def time_each(device: str, call: Callable[[int], Any], count: int, first: int = 0) -> list[float]:
-    """Seconds for each of `count` calls call(first), call(first+1), ..."""
-    if device == "cuda":
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
-        for i in range(count):
-            starts[i].record()
-            call(first + i)
-            ends[i].record()
-        torch.cuda.synchronize()
-        return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
-    seconds = []
-    for i in range(count):
-        start = time.perf_counter()
-        call(first + i)
-        seconds.append(time.perf_counter() - start)
-    return seconds
+    """Seconds for each of `count` calls call(first), call(first+1), ... (harness.probes.timing:
+    one CUDA event pair per call, or perf_counter on a CPU)."""
+    return Clock.of(torch, device).each(call, count, first)
 
 
 @dataclass(frozen=True)

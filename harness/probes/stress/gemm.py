@@ -4,7 +4,7 @@ Standard library and torch only. Inputs come from a fixed seed; after a short wa
 result is kept as the reference, and every later result is compared with it bit for bit on the
 device (`torch.ne` on an integer view of the output, the mismatched elements summed into a
 per-iteration slot of a device tensor that is copied back once per bucket). Each GEMM is timed
-by its own pair of CUDA events (perf_counter on a CPU); the compare runs outside that pair, so
+by its own pair of CUDA events (perf_counter on a CPU: harness.probes.timing); the compare runs outside that pair, so
 `gemm_ms` is the GEMM alone and the bucket's span also holds the checking. The host waits only
 for the iteration IN_FLIGHT iterations back, so the queue never runs dry inside a bucket.
 """
@@ -23,6 +23,7 @@ import torch
 from harness.probes.stress.count import MaskCounter
 
 from harness.probes.roofline.gemms import FP8_MAX, TORCH_DTYPES
+from harness.probes.timing import Clock
 
 IN_FLIGHT = 3  # iterations queued ahead of the host
 WARMUP_ITERATIONS = {"cuda": 3, "cpu": 3}
@@ -43,30 +44,6 @@ class GemmPlan:
     check: bool
     bucket_s: float
     inject_iteration: int | None = None
-
-
-class Clock:
-    """Markers and elapsed times: CUDA events on a GPU, perf_counter on a CPU."""
-
-    def __init__(self, device: str) -> None:
-        self.cuda = device == "cuda"
-
-    def mark(self) -> Any:
-        if not self.cuda:
-            return time.perf_counter()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
-    def elapsed_ms(self, start: Any, end: Any) -> float:
-        return start.elapsed_time(end) if self.cuda else (end - start) * 1e3
-
-    def wait(self, marker: Any) -> None:
-        if self.cuda:
-            marker.synchronize()
-
-    def done(self, marker: Any) -> bool:
-        return marker.query() if self.cuda else True
 
 
 def compare_view_dtype(element_bytes: int) -> torch.dtype:
@@ -146,7 +123,7 @@ class GemmLoop:
 
     def __init__(self, plan: GemmPlan, time_zero: float) -> None:
         self.plan, self.time_zero = plan, time_zero
-        self.clock = Clock(plan.device)
+        self.clock = Clock.of(torch, plan.device)
         self.ops = Operands(plan)
         self.iteration = 0
         self.capacity = 0
@@ -165,7 +142,7 @@ class GemmLoop:
             self.ops.gemm()
             marks.append(self.clock.mark())
         self.clock.wait(marks[-1])
-        fastest_ms = min(self.clock.elapsed_ms(a, b) for a, b in zip(marks, marks[1:]))
+        fastest_ms = min(self.clock.milliseconds(a, b) for a, b in zip(marks, marks[1:]))
         self.capacity = math.ceil(CAPACITY_MARGIN * self.plan.bucket_s * 1e3 / max(fastest_ms, 1e-3)) + CAPACITY_EXTRA
         self.ops.gemm()
         self.ops.reference.copy_(self.ops.out)
@@ -212,7 +189,7 @@ class GemmLoop:
 
     def _record(self, bucket: OpenBucket) -> dict[str, Any]:
         self.clock.wait(bucket.readback_done)
-        elapsed = self.clock.elapsed_ms
+        elapsed = self.clock.milliseconds
         counts = bucket.readback.tolist() if bucket.readback is not None else None
         if bucket.pinned is not None:
             self.pinned.append(bucket.pinned)

@@ -11,7 +11,6 @@ more for its first failing word, whose byte offset, expected and found bits are 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import torch
 
 from harness.probes.stress.count import MaskCounter
+from harness.probes.timing import Clock
 
 from harness.analysis.stress.figures import MEMORY_PATTERNS as PATTERNS
 from harness.analysis.stress.figures import WORD_BYTES
@@ -46,7 +46,7 @@ class MemoryTest:
 
     def __init__(self, plan: MemoryPlan) -> None:
         self.plan = plan
-        self.cuda = plan.device == "cuda"
+        self.clock = Clock.of(torch, plan.device)
         self.chunk_words = plan.chunk_bytes // WORD_BYTES
         self.region = torch.empty(plan.region_bytes // WORD_BYTES, dtype=torch.int64, device=plan.device)
         self.scratch = torch.empty(self.chunk_words, dtype=torch.int64, device=plan.device)
@@ -72,18 +72,9 @@ class MemoryTest:
         if pattern == "walking_zeros":
             out.bitwise_not_()
 
-    def _mark(self) -> Any:
-        if not self.cuda:
-            return time.perf_counter()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        return event
-
     def _ms(self, start: Any, end: Any) -> float:
-        if not self.cuda:
-            return (end - start) * 1e3
-        end.synchronize()
-        return start.elapsed_time(end)
+        self.clock.wait(end)
+        return self.clock.milliseconds(start, end)
 
     def _inject(self, pattern: str) -> None:
         if not self.plan.inject or pattern != INJECT_PATTERN:
@@ -94,18 +85,18 @@ class MemoryTest:
                          "when": "after the pattern was written, before it was read back"}
 
     def run_pattern(self, pattern: str) -> dict[str, Any]:
-        start = self._mark()
+        start = self.clock.mark()
         for chunk, (first, length) in enumerate(self.chunks):
             self.fill(pattern, chunk, self.region[first:first + length])
         self._inject(pattern)
-        written = self._mark()
+        written = self.clock.mark()
         counts = torch.zeros(len(self.chunks), dtype=torch.int64, device=self.plan.device)
         for chunk, (first, length) in enumerate(self.chunks):
             expected, counter = self.scratch[:length], self.counters[length]
             self.fill(pattern, chunk, expected)
             torch.ne(self.region[first:first + length], expected, out=counter.mask((length,)))
             counter.count_into(counts[chunk])
-        checked = self._mark()
+        checked = self.clock.mark()
         per_chunk = counts.tolist()
         return {"pattern": pattern, "bytes_written": self.plan.region_bytes, "bytes_checked": self.plan.region_bytes,
                 "write_ms": round(self._ms(start, written), 4), "check_ms": round(self._ms(written, checked), 4),

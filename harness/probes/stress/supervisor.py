@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.probes.collective.supervisor import STACK_WAIT_S, _tail, signal_name
+from harness.probes.collective.supervisor import STACK_WAIT_S, _tail, new_events, signal_name
 
 WORKER_MODULE = "harness.probes.stress.worker"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -84,20 +84,10 @@ class StressSupervisor:
 
     def _read_events(self) -> None:
         for worker in self.workers:
-            try:
-                with open(worker.events_path, "rb") as fh:
-                    fh.seek(worker.offset)
-                    data = fh.read()
-            except FileNotFoundError:
-                continue
-            complete = data[:data.rfind(b"\n") + 1]
-            worker.offset += len(complete)
-            for line in complete.decode("utf-8", "replace").splitlines():
-                if line.strip():
-                    event = json.loads(line)
-                    worker.events.append(event)
-                    worker.last_event_at = time.monotonic()
-                    self.on_event(worker.index, event)
+            for event in new_events(worker):
+                worker.events.append(event)
+                worker.last_event_at = time.monotonic()
+                self.on_event(worker.index, event)
 
     def _watch(self, deadline: float) -> None:
         while True:

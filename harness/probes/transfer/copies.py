@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.probes.timing import Clock
+
 WARMUP_COPIES = 2
 MIN_COPIES, MAX_COPIES = 5, 200
 
@@ -47,10 +49,12 @@ def copies_for(budget_s: float, estimate_s: float) -> int:
 
 
 class Timer:
-    """Issues and times copies of one Stream; torch is passed in (never imported here)."""
+    """Issues and times copies of one Stream on its clock (harness.probes.timing: CUDA events on the
+    member's stream, perf_counter for a host copy); torch is passed in (never imported here)."""
 
     def __init__(self, torch: Any, member: Stream) -> None:
         self.torch, self.member = torch, member
+        self.clock = Clock(torch, cuda=member.stream is not None, stream=member.stream)
 
     def _current(self) -> contextlib.ExitStack:
         stack = contextlib.ExitStack()
@@ -61,33 +65,20 @@ class Timer:
         return stack
 
     def issue(self, nbytes: int, count: int) -> list[Any]:
-        """Issue `count` copies; on a GPU, each between its own pair of events."""
-        if self.member.stream is None:
-            times = []
-            for _ in range(count):
-                start = time.perf_counter()
-                self.member.copy(nbytes)
-                times.append(time.perf_counter() - start)
-            return times
-        cuda = self.torch.cuda
-        pairs = [(cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)) for _ in range(count)]
+        """Issue `count` copies, each between its own pair of markers."""
         with self._current():
-            for start, end in pairs:
-                start.record(self.member.stream)
-                self.member.copy(nbytes)
-                end.record(self.member.stream)
-        return pairs
+            return self.clock.issue_each(lambda _index: self.member.copy(nbytes), count)
 
     def collect(self, issued: list[Any], origin: Any = None) -> tuple[list[float], list[float]]:
         """(per-copy seconds, [first start, last end] in seconds from `origin` or the first start)."""
-        if self.member.stream is None:
-            return list(issued), [0.0, sum(issued)]
-        self.member.stream.synchronize()
-        times = [start.elapsed_time(end) / 1e3 for start, end in issued]
+        self.clock.synchronize()
+        times = self.clock.collect(issued)
+        if not self.clock.cuda:
+            return times, [0.0, sum(times)]
         first, last = issued[0][0], issued[-1][1]
         if origin is None:
-            return times, [0.0, first.elapsed_time(last) / 1e3]
-        return times, [origin.elapsed_time(first) / 1e3, origin.elapsed_time(last) / 1e3]
+            return times, [0.0, self.clock.seconds(first, last)]
+        return times, [self.clock.seconds(origin, first), self.clock.seconds(origin, last)]
 
     def run(self, nbytes: int, count: int) -> list[float]:
         return self.collect(self.issue(nbytes, count))[0]
@@ -113,9 +104,8 @@ def _together(torch: Any, members: list[Stream], nbytes: int, count: int, same_c
     origin = None
     if same_clock:
         with torch.cuda.device(members[0].device):
-            origin = torch.cuda.Event(enable_timing=True)
-            origin.record(members[0].stream)
-            members[0].stream.synchronize()
+            origin = timers[0].clock.mark()
+            timers[0].clock.synchronize()
     barrier = threading.Barrier(len(members) + 1)
     results: list[Any] = [None] * len(members)
     errors: list[BaseException] = []
