@@ -20,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from harness.judge.acceptance import profile
 from harness import registry
 from harness.analysis.bandwidth import figures as bw
 from harness.analysis.health.diff import diff
@@ -217,3 +218,12 @@ def cpu_dossier(path: Path, key) -> Path:
 def recorded_cpu(name: str) -> dict[str, Any]:
     """A real probe output recorded on this project's CPU VM (tests/fixtures/accept/)."""
     return json.loads((FIXTURES / name).read_text())
+
+
+def resolve(sku_id: str, profile_file: Path | None = None):
+    """The profile `dossier accept --profile SKU_ID [--profile-file F]` judges with."""
+    return profile.resolve(sku_id, profile_file, registry.known_good_kinds())
+
+
+def apply_file(base, document: dict[str, Any], where: str):
+    return profile.apply_file(base, document, where, registry.known_good_kinds())

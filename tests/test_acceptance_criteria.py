@@ -9,10 +9,9 @@ import pytest
 from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_health, h200_raw, h200x2_allreduce,
-                                  recorded_cpu, view_of)
+from tests.accept_support import (apply_file, by_args, h200_bandwidth, h200_documents, h200_health, h200_raw,
+                                  h200x2_allreduce, recorded_cpu, resolve, view_of)
 from tests.h200_capture import SM
 
 CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them

@@ -9,9 +9,8 @@ from harness.analysis.bandwidth import figures as bw
 from harness.analysis.verdict import Verdict
 from harness.judge import lab
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from tests.accept_support import h200_bandwidth, h200_documents, view_of
+from tests.accept_support import apply_file, h200_bandwidth, h200_documents, resolve, view_of
 from tests.test_report_criteria import bandwidth as bandwidth_figures
 from tests.test_report_criteria import judge_lab, view
 

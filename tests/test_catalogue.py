@@ -81,7 +81,7 @@ def test_rules_are_written_once_with_their_source_and_default_the_profiles():
     catalogue's rules: the analysis applies them and every SKU's profile takes them as thresholds."""
     from harness.analysis.bandwidth import figures as bandwidth
     from harness.analysis.stress import telemetry
-    from harness.judge.acceptance.profile import resolve
+    from tests.accept_support import resolve
 
     assert catalogue.rule("repeat_spread_max") == bandwidth.REPEAT_SPREAD_MAX == 0.05
     assert catalogue.rule("known_good_tolerance") == bandwidth.KNOWN_GOOD_TOLERANCE == 0.15

@@ -13,13 +13,13 @@ from harness import registry
 from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
+from harness.judge.acceptance.stress import SUSTAINED_GEMM
 from harness.judge.facts import BundleFacts
 from harness.present.tables import stress as table
 from harness.registry import stress as entry
 from harness.registry.steps import RunState
 from harness.schemas import violations
-from tests.accept_support import h200_raw, view_of
+from tests.accept_support import apply_file, h200_raw, resolve, view_of
 
 CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
@@ -82,7 +82,7 @@ def test_our_tf32_sustained_rate_passes_against_gpu_burns(tf32):
     """The tf32 known-good is the established tool's (gpu-burn -tc, 353.3 TFLOPS): ours, 356.0, passes."""
     result = judged(tf32)["stress_sustained_tf32"]
     assert result.status == Verdict.PASS
-    assert "gpu-burn" in resolve(SXM).sustained_known_good["tf32"].source
+    assert "gpu-burn" in resolve(SXM).known(SUSTAINED_GEMM)["tf32"].source
     assert result.threshold.value == pytest.approx(0.9 * 353.3)
 
 

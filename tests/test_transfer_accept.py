@@ -17,7 +17,6 @@ from harness.analysis.transfer.figures import headlines
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import resolve
 from harness.judge.facts import BundleFacts
 from harness.judge.transfer import judge_transfer
 from harness.probes.transfer.copies import point
@@ -25,7 +24,7 @@ from harness.probes.transfer.document import state_figures
 from harness import registry
 from harness.registry import transfer as entry
 from harness.registry.steps import RunState
-from tests.accept_support import h200_documents, view_of
+from tests.accept_support import h200_documents, resolve, view_of
 from tests.transfer_fixtures import EDITED_X8, FIXTURES, h200_document, two_gpu_document
 
 SXM = "h200-sxm-141gb"

@@ -14,13 +14,12 @@ from harness import registry
 from harness.analysis.transfer import discrepancies, headlines
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import resolve
 from harness.judge.facts import BundleFacts
 from harness.judge.transfer import judge_transfer
 from harness.present.tables.transfer import render
 from harness.registry import transfer as entry
 from harness.schemas import violations
-from tests.accept_support import h200_documents, view_of
+from tests.accept_support import apply_file, h200_documents, resolve, view_of
 from tests.transfer_fixtures import FIXTURES
 
 CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
@@ -116,7 +115,7 @@ def test_acceptance_passes_the_h200_run_against_the_catalogue(document):
 
 
 def test_acceptance_fails_the_h200_run_held_to_a_faster_known_good(document):
-    from harness.judge.acceptance.profile import apply_file
+    from tests.accept_support import apply_file
 
     profile = apply_file(resolve(SXM), {"sku_id": SXM, "known_good": {"transfer_gbps": {"host_to_device": 64.0}}},
                          "test profile")

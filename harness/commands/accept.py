@@ -163,7 +163,8 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
 
 def handle(args: argparse.Namespace) -> int:
     check_paths(args)
-    profile = resolve(args.profile, args.profile_file)  # an unknown SKU is refused before any reading
+    # an unknown SKU is refused before any reading
+    profile = resolve(args.profile, args.profile_file, registry.known_good_kinds())
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)

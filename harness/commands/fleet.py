@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness import paths
+from harness import paths, registry
 from harness.commands.options import add_signing_key
 from harness.errors import CheckFailed, UsageError
 
@@ -125,7 +125,7 @@ def handle_collect(args: argparse.Namespace) -> int:
         load_private(args.signing_key)
     if args.profile is not None:
         from harness.judge.acceptance.profile import resolve
-        resolve(args.profile, None)  # an unknown SKU is refused before a thousand bundles are read
+        resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")

@@ -53,7 +53,7 @@ def _trusted(path: str):
 
 @functools.cache
 def _profile(sku: str):
-    return resolve(sku, None)
+    return resolve(sku, None, registry.known_good_kinds())
 
 
 def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> dict[str, Any]:

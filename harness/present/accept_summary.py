@@ -12,6 +12,7 @@ from typing import Any
 
 import jinja2
 
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.outcome import Acceptance
@@ -109,11 +110,8 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
 
 def references(profile) -> list[str]:
     """The known-good figures the shares are taken of, each with where it was measured."""
-    lines = [f"{kernel} memory bandwidth {r.value:g} {r.unit}: {r.source}" for kernel, r in sorted(profile.hbm_known_good.items())]
-    lines += [f"{dtype} GEMM {r.value:g} {r.unit}: {r.source}" for dtype, r in sorted(profile.gemm_known_good.items())]
-    lines += [f"all-reduce bus bandwidth, {n} GPUs, {r.value:g} {r.unit}: {r.source}"
-              for n, r in sorted(profile.allreduce_known_good.items())]
-    return lines
+    return [f"{kind.title.format(key)} {r.value:g} {r.unit}: {r.source}" for kind in registry.known_good_kinds()
+            for key, r in sorted(profile.known(kind).items())]
 
 
 def render_markdown(acceptance: Acceptance, view: BundleView, files: Files) -> str:

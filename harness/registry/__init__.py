@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Callable
 
+from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
 from harness.registry import allreduce, bandwidth, health, precision, roofline, stress, transfer
 from harness.registry.spec import FleetMetric, ProbeSpec
@@ -78,6 +79,11 @@ def lab_criteria() -> tuple[Criterion, ...]:
 def acceptance_criteria() -> tuple[Criterion, ...]:
     """The criteria `dossier accept` judges, from every entry."""
     return _in_run_order(c for entry in PROBES for c in entry.acceptance_criteria)
+
+
+def known_good_kinds() -> tuple[KnownGood, ...]:
+    """Every kind of known-good figure an acceptance profile holds (the entries' `known_good`)."""
+    return tuple(kind for entry in PROBES for kind in entry.known_good)
 
 
 def fleet_metrics() -> tuple[tuple[str, FleetMetric], ...]:

@@ -76,4 +76,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
                      schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
                      arguments=allreduce_arguments, order=60),),
-    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,))
+    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
+    known_good=(rates.ALLREDUCE_KNOWN_GOOD,))

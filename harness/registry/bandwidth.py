@@ -80,5 +80,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
                      schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
                      arguments=lambda state: StepArgs(("--repeats", "3")), order=20),),
-    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD),
+    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD), known_good=(rates.HBM_KNOWN_GOOD,),
     fleet_metrics=(SUSTAINED,))

@@ -78,4 +78,5 @@ BEST_GEMM = FleetMetric("gemm_best_tflops", "TFLOP/s", "burst: the best GEMM rat
 
 SPEC = ProbeSpec(name="roofline", title="roofline", lab="M1T2", options=probe.OPTIONS, command=COMMAND,
                  analysis="roofline", plots="roofline", table="roofline", steps=STEPS, lab_criteria=(lab.ROOFLINE,),
-                 acceptance_criteria=(rates.GEMM,), fleet_metrics=(BEST_GEMM,))
+                 acceptance_criteria=(rates.GEMM,), known_good=(rates.GEMM_KNOWN_GOOD,),
+                 fleet_metrics=(BEST_GEMM,))

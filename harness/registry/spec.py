@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
 from harness.probes.contract import Option
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
@@ -90,6 +91,7 @@ class ProbeSpec:
     steps: tuple[ProbeStep | HostStep, ...] = ()  # what `dossier run` runs for it
     lab_criteria: tuple[Criterion, ...] = ()
     acceptance_criteria: tuple[Criterion, ...] = ()
+    known_good: tuple[KnownGood, ...] = ()  # the kinds of known-good figure its acceptance criteria read
     fleet_metrics: tuple[FleetMetric, ...] = ()
     # `dossier run`'s options for this probe (offered as `dossier NAME` offers them), and what the
     # run resolves from them before any probe starts (refusing bad input with exit 2): its result

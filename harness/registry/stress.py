@@ -144,5 +144,6 @@ FLEET_METRICS = (
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
                  options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
-                 steps=STEPS, acceptance_criteria=criteria.CRITERIA, fleet_metrics=FLEET_METRICS,
+                 steps=STEPS, acceptance_criteria=criteria.CRITERIA, known_good=(criteria.SUSTAINED_GEMM,),
+                 fleet_metrics=FLEET_METRICS,
                  run_options=(STRESS_SECONDS,), prepare_run=prepare_run)

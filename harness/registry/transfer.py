@@ -120,5 +120,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("transfer", "transfer", "Host and peer transfers, the links measured", "issue 17",
                      schema="transfer", analysis="transfer", plots="transfer", timeout_s=timeout_s(8),
                      arguments=transfer_arguments, order=65),),
-    lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA,
+    lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA, known_good=(acceptance.TRANSFER,),
     fleet_metrics=FLEET_METRICS)

@@ -6,11 +6,17 @@ from __future__ import annotations
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import Profile
+from harness.judge.acceptance.profile import KnownGood, Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order rows appear in
+
+# The known-good figures these criteria take shares of (the registry's entries bring each with its probe).
+HBM_KNOWN_GOOD = KnownGood("hbm_bandwidth_gbps", "hbm_bandwidth", "kernel", "GB/s", "{} memory bandwidth")
+GEMM_KNOWN_GOOD = KnownGood("gemm_tflops", "gemm", "dtype", "TFLOPS", "{} GEMM")
+ALLREDUCE_KNOWN_GOOD = KnownGood("allreduce_busbw_gbps", "allreduce_busbw", "world_size", "GB/s",
+                                 "all-reduce bus bandwidth, {} GPUs", int)
 
 
 def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -22,7 +28,7 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     if not b.present:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
-    reference = profile.hbm_known_good.get(kernel)
+    reference = profile.known(HBM_KNOWN_GOOD).get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
@@ -76,7 +82,7 @@ def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
     absent_why = ("; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline"))
     results = []
     for dtype in DTYPES:
-        if dtype not in shares or (dtype not in measured and dtype not in profile.gemm_known_good):
+        if dtype not in shares or (dtype not in measured and dtype not in profile.known(GEMM_KNOWN_GOOD)):
             continue
         results.append(_gemm_one(dtype, shares[dtype], measured.get(dtype), sorted(d for d in measured if d),
                                  absent_why, profile, facts))
@@ -89,7 +95,7 @@ def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts
     step = figures.step if figures else "roofline"
     evidence = (f"{facts.output(step)} measurements[].times_s with the shapes' FLOP counts "
                 "(burst best recomputed by harness.analysis.roofline)")
-    reference = profile.gemm_known_good.get(dtype)
+    reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
     if figures is None:
         why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
@@ -139,7 +145,7 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     if busbw is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        "no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
-    share, reference = profile.threshold("allreduce_busbw_min_share"), profile.allreduce_known_good.get(world)
+    share, reference = profile.threshold("allreduce_busbw_min_share"), profile.known(ALLREDUCE_KNOWN_GOOD).get(world)
     measured = Value(busbw, "GB/s", f"{fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
     if share is None or reference is None:
         missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"

@@ -8,11 +8,13 @@ from typing import Any
 
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import Profile
+from harness.judge.acceptance.profile import KnownGood, Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 STEP = "stress"
+# The known-good figure the sustained rate is a share of (the registry's stress entry brings it).
+SUSTAINED_GEMM = KnownGood("gemm_sustained_tflops", "gemm_sustained", "dtype", "TFLOPS", "{} GEMM sustained")
 
 
 def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:
@@ -26,7 +28,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
     title = f"Sustained {dtype} GEMM (steady state of the stress run) reaches the stated share of a known-good unit"
     evidence = (f"{facts.output(STEP)} devices[].gemm.buckets (steady state: median of the second half, "
                 "recomputed by harness.analysis.stress), lowest over the GPUs")
-    share, reference = profile.threshold("stress_sustained_min_share"), profile.sustained_known_good.get(dtype)
+    share, reference = profile.threshold("stress_sustained_min_share"), profile.known(SUSTAINED_GEMM).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
     if not figures.present:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]

@@ -17,12 +17,14 @@ from typing import Any
 from harness.analysis.transfer import links as link_rules
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import Profile
+from harness.judge.acceptance.profile import KnownGood, Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 STEP = "transfer"
 SHARE_KEY = "transfer_min_share"
+# The known-good figures the transfer rates are shares of (the registry's transfer entry brings them).
+TRANSFER = KnownGood("transfer_gbps", "transfer", "direction", "GB/s", "{} transfer")
 # criterion name -> (per-GPU headline key, known-good direction, what it is, nvbandwidth's test)
 HOST_RATES = {
     "transfer_h2d_pinned": ("h2d_pinned_gbps", "host_to_device", "host-to-device copies from pinned memory",
@@ -54,7 +56,7 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     evidence = (f"{facts.output(STEP)} series[].points[].copy_times_s (plateaus recomputed by "
                 "harness.analysis.transfer)")
     heads, why = _gpu_figures(facts)
-    share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get(direction)
+    share, reference = profile.threshold(SHARE_KEY), profile.known(TRANSFER).get(direction)
     threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
     if heads is None:
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
@@ -108,7 +110,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     heads, _ = _gpu_figures(facts)
     if heads is None or not _nvlink_pairs(heads):
         return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
-    share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get("peer_read")
+    share, reference = profile.threshold(SHARE_KEY), profile.known(TRANSFER).get("peer_read")
     if not share or reference is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")]
