@@ -1,7 +1,8 @@
 """`dossier diff A B`: what differs between two bundles in hardware, software and measured figures.
 
-Metrics are compared as ratios B/A, each side shown with its own spread (where the probe
-measured one), so a colleague's figure can be judged against the noise of your own run. This is
+Which facts and figures are compared is each registry entry's (ProbeSpec.diff_fields,
+diff_figures), beside the bundle's own (host, tool, runner). Metrics are compared as ratios B/A,
+each side shown with its own spread (where the probe measured one), so a colleague's figure can be judged against the noise of your own run. This is
 the comparison as data (`--json`); harness.present.diff_tables prints it for a person.
 """
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness import registry
 from harness.analysis.verdict import StepStatus
 from harness.bundle.view import BundleView
 
@@ -61,11 +63,6 @@ def _host(view: BundleView) -> dict[str, Any]:
     return (view.environment or {}).get("host") or {}
 
 
-def _devices(view: BundleView) -> list[str]:
-    return [f"{d.get('name')} ({d.get('sku_id')})" for d in _figures(view, "health").get("devices") or []
-            if isinstance(d, dict)]
-
-
 def _tool(view: BundleView) -> str:
     """The harness version and its git commit (or that it is unknown)."""
     tool = view.commands.get("tool") if isinstance(view.commands.get("tool"), dict) else {}
@@ -73,19 +70,16 @@ def _tool(view: BundleView) -> str:
     return f"{tool.get('version')} ({'git ' + commit[:12] if isinstance(commit, str) else 'git commit unknown'})"
 
 
-HARDWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
-    ("devices", _devices),
-    ("device_count", lambda v: _figures(v, "health").get("device_count")),
-    ("bandwidth sku_id", lambda v: _figures(v, "bandwidth").get("sku_id")),
+Read = Callable[[BundleView], Any]
+
+# The bundle's own facts, after those each registry entry declares (ProbeSpec.diff_fields).
+HOST: tuple[tuple[str, Read], ...] = (
     ("cpu_model", lambda v: _host(v).get("cpu_model")),
     ("cpu_count", lambda v: _host(v).get("cpu_count")),
     ("memory_total_mib", lambda v: _host(v).get("memory_total_mib")),
     ("machine", lambda v: _host(v).get("machine")),
 )
-
-SOFTWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
-    *((key, (lambda k: lambda v: _figures(v, "health").get(k))(key))
-      for key in ("driver_version", "cuda_driver_version", "torch_version", "torch_cuda_build")),
+RUN: tuple[tuple[str, Read], ...] = (
     ("os", lambda v: _host(v).get("os")),
     ("host python", lambda v: (_host(v).get("python") or {}).get("version")),
     ("rig-dossier", lambda v: _tool(v)),
@@ -93,33 +87,33 @@ SOFTWARE: tuple[tuple[str, Callable[[BundleView], Any]], ...] = (
     ("images", lambda v: sorted({s["image"] for s in v.steps if s.get("image")})),
     ("checkpoints", lambda v: [c.get("sha256") or c for c in (s.get("checkpoint") for s in v.steps) if c]),
     ("steps completed", lambda v: [s["step"] for s in v.steps if s.get("status") == StepStatus.COMPLETED]),
-    ("roofline classifications", lambda v: _figures(v, "roofline").get("classifications")),
-    ("precision ranks", lambda v: _figures(v, "precision").get("ranks")),
 )
 
 
+def _declared(section: str) -> list[tuple[str, Read]]:
+    """The registry entries' diff fields of SECTION, each read from its step's recomputed headlines."""
+    return [(f.name, (lambda f, step: lambda v: f.read(_figures(v, step)))(f, f.step or entry.name))
+            for entry in registry.PROBES for f in entry.diff_fields if f.section == section]
+
+
+def fields() -> tuple[tuple[str, str, Read], ...]:
+    """(section, name, read) of every field `dossier diff` sets side by side, in order."""
+    return (*(("hardware", name, read) for name, read in (*_declared("hardware"), *HOST)),
+            *(("software", name, read) for name, read in (*_declared("software"), *RUN)))
+
+
 def _metric_rows(view: BundleView) -> dict[str, tuple[str, float | None, float | None]]:
-    """metric -> (unit, value, spread fraction) for one bundle."""
-    b, r, a = _figures(view, "bandwidth"), _figures(view, "roofline"), _figures(view, "allreduce")
-    spread = b.get("repeat_spread")
-    rows: dict[str, tuple[str, float | None, float | None]] = {
-        "bandwidth plateau": ("GB/s", b.get("plateau_gbps"), spread),
-        "bandwidth sustained median": ("GB/s", b.get("repeat_median_gbps"), spread),
-        "roofline burst best (short window)": ("TFLOPS", r.get("burst_best_tflops"), None),
-        "roofline ridge": ("FLOP/byte", r.get("ridge_flop_per_byte"), None),
-        "roofline fusion speedup": ("x", r.get("fusion_speedup"), None),
-    }
-    for curve, values in sorted((a.get("curves") or {}).items()):
-        if isinstance(values, dict):
-            for key, unit in (("busbw_at_max_gbps", "GB/s"), ("beta_gbps", "GB/s"), ("alpha_us", "µs"),
-                              ("knee_bytes", "bytes")):
-                rows[f"allreduce {curve} {key}"] = (unit, values.get(key), None)
+    """metric -> (unit, value, spread fraction) for one bundle: every registry entry's diff figures."""
+    rows: dict[str, tuple[str, float | None, float | None]] = {}
+    for entry in registry.PROBES:
+        for figure in entry.diff_figures:
+            for name, unit, value, spread in figure.rows(_figures(view, figure.step or entry.name)):
+                rows[name] = (unit, value, spread)
     return rows
 
 
 def compare(a: BundleView, b: BundleView) -> Comparison:
-    fields = [FieldDiff(section, name, get(a), get(b))
-              for section, table in (("hardware", HARDWARE), ("software", SOFTWARE)) for name, get in table]
+    diffs = [FieldDiff(section, name, read(a), read(b)) for section, name, read in fields()]
     rows_a, rows_b = _metric_rows(a), _metric_rows(b)
     metrics = []
     for metric in list(rows_a) + [m for m in rows_b if m not in rows_a]:
@@ -129,4 +123,4 @@ def compare(a: BundleView, b: BundleView) -> Comparison:
         if value_a is None and value_b is None:
             continue
         metrics.append(MetricDiff(metric, unit, value_a, spread_a, value_b, spread_b))
-    return Comparison(tuple(fields), tuple(metrics))
+    return Comparison(tuple(diffs), tuple(metrics))

@@ -12,7 +12,7 @@ from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import allreduce as probe
 from harness.registry.bandwidth import measured_device
-from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffFigure, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
 def summary_lines(document: dict[str, Any]) -> list[str]:
@@ -70,6 +70,15 @@ def allreduce_arguments(state: RunState) -> StepArgs:
                     inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"})
 
 
+def _curves(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(curve name, its figures) for each curve the headlines name (normal, p2p_disabled, ...)."""
+    return [(curve, values) for curve, values in sorted((heads.get("curves") or {}).items()) if isinstance(values, dict)]
+
+
+DIFF_FIGURES = tuple(DiffFigure(f"allreduce {{}} {key}", unit, (lambda k: lambda curve: curve.get(k))(key), each=_curves)
+                     for key, unit in (("busbw_at_max_gbps", "GB/s"), ("beta_gbps", "GB/s"), ("alpha_us", "µs"),
+                                       ("knee_bytes", "bytes")))
+
 SPEC = ProbeSpec(
     name="allreduce", title="all-reduce curves", lab="M1T4", options=probe.OPTIONS, command=COMMAND,
     analysis="allreduce", plots="allreduce",
@@ -77,4 +86,4 @@ SPEC = ProbeSpec(
                      schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
                      arguments=allreduce_arguments, order=60),),
     lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
-    known_good=(rates.ALLREDUCE_KNOWN_GOOD,))
+    known_good=(rates.ALLREDUCE_KNOWN_GOOD,), diff_figures=DIFF_FIGURES)

@@ -12,7 +12,7 @@ from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import bandwidth as probe
-from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
@@ -74,6 +74,13 @@ def measured_device(state: RunState) -> str:
 SUSTAINED = FleetMetric("bandwidth_sustained_gbps", "GB/s", "sustained memory bandwidth (median of the three "
                         "repeat medians)", lambda heads: heads.get("repeat_median_gbps"))
 
+DIFF_FIGURES = (
+    DiffFigure("bandwidth plateau", "GB/s", lambda heads: heads.get("plateau_gbps"),
+               spread=lambda heads: heads.get("repeat_spread")),
+    DiffFigure("bandwidth sustained median", "GB/s", lambda heads: heads.get("repeat_median_gbps"),
+               spread=lambda heads: heads.get("repeat_spread")),
+)
+
 SPEC = ProbeSpec(
     name="bandwidth", title="HBM bandwidth sweep", lab="M1T1", options=probe.OPTIONS, command=COMMAND,
     analysis="bandwidth", plots="bandwidth",
@@ -81,4 +88,5 @@ SPEC = ProbeSpec(
                      schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
                      arguments=lambda state: StepArgs(("--repeats", "3")), order=20),),
     lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD), known_good=(rates.HBM_KNOWN_GOOD,),
-    fleet_metrics=(SUSTAINED,))
+    diff_fields=(DiffField("hardware", "bandwidth sku_id", lambda heads: heads.get("sku_id")),),
+    diff_figures=DIFF_FIGURES, fleet_metrics=(SUSTAINED,))

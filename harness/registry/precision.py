@@ -15,7 +15,7 @@ from harness.errors import DossierError
 from harness.judge import lab
 from harness.probes import precision as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
@@ -121,4 +121,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
                      schema="precision", analysis="precision", plots=None, timeout_s=900,
                      arguments=step_arguments, independent=True, order=50),),
-    lab_criteria=(lab.PRECISION,), run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)
+    lab_criteria=(lab.PRECISION,), diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
+    run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)
