@@ -3,7 +3,7 @@ and NVML's peer-to-peer status. Standard library and nvidia-ml-py only; every re
 becomes {"unavailable": reason}.
 
 The topo -m capture and the per-device NVLink/PCIe reads are the health probe's own
-(`_health_topology`, `_health_devices`), so both documents describe a link the same way; only
+(`topology`, `devices`), so both documents describe a link the same way; only
 the pairwise peer-to-peer status is read here.
 """
 

@@ -1,6 +1,6 @@
 """One all-reduce rank: `python -m harness.probes.collective.worker CONFIG.json`.
 
-Started by harness/probes/allreduce.py (its supervisor), never by hand. The rank, world size
+Started by the all-reduce probe (collective/supervisor.py), never by hand. The rank, world size
 and rendezvous come from the torchrun-style environment (RANK, WORLD_SIZE, LOCAL_RANK,
 MASTER_ADDR, MASTER_PORT) that the supervisor sets. Results travel as JSON lines appended
 to `<events_dir>/rank<R>.jsonl` and flushed after every line, so the supervisor keeps every
