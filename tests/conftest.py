@@ -1,11 +1,22 @@
 """Suite-wide test settings."""
 
+import shutil
+import tempfile
+
 import pytest
 from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
 
-# Hypothesis keeps no example database (it would write .hypothesis/ into the work tree).
+# Hypothesis keeps no example database, and its other files (a cache of the source's constants)
+# go to a temporary folder of the session: never .hypothesis/ in the work tree.
 settings.register_profile("dossier", database=None)
 settings.load_profile("dossier")
+HYPOTHESIS_HOME = tempfile.mkdtemp(prefix="dossier-tests-hypothesis-")
+set_hypothesis_home_dir(HYPOTHESIS_HOME)
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(HYPOTHESIS_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -25,3 +25,10 @@ def test_no_skip_guard_hides_an_import_error():
     found = [f"{path.name}:{n}" for path in sorted(TESTS.glob("*.py")) if path.name != Path(__file__).name
              for n, line in enumerate(path.read_text().splitlines(), 1) if guards.search(line)]
     assert not found, found
+
+
+def test_hypothesis_writes_nothing_into_the_work_tree():
+    from hypothesis.configuration import storage_directory
+
+    work_tree = TESTS.parent
+    assert work_tree not in storage_directory("constants", intent_to_write=False).path.resolve().parents
