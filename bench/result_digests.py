@@ -5,7 +5,7 @@
    GEMM digest, whether the GPUs agree, whether the two runs agree, and the library build the
    digest holds for (torch, cuBLAS version read through cublasGetProperty).
 2. The precision quantizers on one seeded tensor, on the CPU and on CUDA: every format's output
-   digest on each, and whether they agree (harness/probes/_quantize.py claims bit-identity).
+   digest on each, and whether they agree (harness/probes/precision/quantize.py claims bit-identity).
 
 Prints one JSON document; run on the device machine from the repository root:
 
@@ -37,12 +37,12 @@ def stress_run() -> dict:
 def quantizer_digests() -> dict:
     import torch
 
-    from harness.probes import _quantize
+    from harness.probes.precision import quantize
     x = torch.randn(384, 1536, generator=torch.Generator().manual_seed(3), dtype=torch.float32)
-    cpu = {r["format"]: r.get("output_sha256") for r in _quantize.measure_formats(x)}
+    cpu = {r["format"]: r.get("output_sha256") for r in quantize.measure_formats(x)}
     if not torch.cuda.is_available():
         return {"cpu": cpu, "cuda": None, "agree": None}
-    cuda = {r["format"]: r.get("output_sha256") for r in _quantize.measure_formats(x.to("cuda"))}
+    cuda = {r["format"]: r.get("output_sha256") for r in quantize.measure_formats(x.to("cuda"))}
     return {"cpu": cpu, "cuda": cuda, "agree": cpu == cuda,
             "differ": sorted(f for f in cpu if cpu[f] != cuda.get(f))}
 

@@ -1,5 +1,6 @@
 """`dossier accept` end to end on signed bundles: refusal, profiles, JUnit, the signed predicate, summaries."""
 
+import base64
 import hashlib
 import json
 import xml.etree.ElementTree as ET
@@ -8,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 
 from harness.cli import main
-from harness.judge.acceptance.predicate import PREDICATE_TYPE, verify_envelope
+from harness.judge.acceptance.predicate import PREDICATE_TYPE, VERDICT_NAME, verify_envelope
 from harness.judge.acceptance.profile import example
 from harness.schemas import violations
 from harness.signing import dsse
@@ -37,16 +38,17 @@ def test_recorded_h200_passes_and_what_it_lacks_is_skipped_exit_0(env, capsys):
     out = capsys.readouterr().out
     # nothing the catalogue requires is missing; skipped, each with why: what a 1-GPU bundle cannot
     # measure, the stress and transfer criteria (it predates both steps), what the profile states nothing of
-    assert "PASS: h200.tar.gz against h200-sxm-141gb: 12 passed, 0 warned, 0 failed, 0 incomplete, 28 skipped" in out
-    assert "PASS       bandwidth_plateau: 4254 GB/s" in out
-    assert "SKIP       allreduce_busbw" in out and "PASS       config_persistence" in out
+    assert ("PASS: h200.tar.gz against h200-sxm-141gb: 12 passed, 0 warned, 0 failed, 0 incomplete "
+            "(required, not measured), 28 skipped") in out
+    assert "PASS bandwidth_plateau: 4254 GB/s" in out
+    assert "SKIP allreduce_busbw" in out and "PASS config_persistence" in out
 
 
 def test_json_output_lists_every_criterion(env, capsys):
     assert accept(env, "--json") == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["result"] == "PASSED" and result["verdict"] == "pass" and result["failed"] == []
-    assert "allreduce_busbw" in result["skipped"] and result["incomplete"] == []
+    assert result["result"] == "pass" and result["failed"] == [] and "allreduce_busbw" in result["skipped"]
+    assert result["incomplete"] == []
     assert result["bundle"]["sha256"] == hashlib.sha256(env["h200"].read_bytes()).hexdigest()
     assert {c["name"] for c in result["criteria"]} >= {"sku_matches_profile", "allreduce_busbw", "gemm_bf16"}
 
@@ -94,7 +96,7 @@ def test_a_profile_file_override_changes_the_verdict(env, capsys):
                                 "thresholds": {"bandwidth_plateau_min_share": 1.02}}))
     assert accept(env, "--profile-file", str(path)) == 1
     out = capsys.readouterr().out
-    assert "FAIL       bandwidth_plateau" in out and "4319 GB/s" in out  # 1.02 x 4234
+    assert "FAIL bandwidth_plateau" in out and "4319 GB/s" in out  # 1.02 x 4234
 
 
 def test_a_profile_file_that_breaks_its_schema_is_refused(env, capsys):
@@ -113,9 +115,9 @@ def test_junit_xml_parses_and_its_counts_match(env, capsys):
     cases = suite.findall("testcase")
     assert [c.get("name") for c in cases] == [c["name"] for c in result["criteria"]]
     assert int(suite.get("tests")) == len(cases) == len(result["criteria"])
-    failing = len(result["failed"]) + len(result["incomplete"])  # INCOMPLETE is a failure in JUnit: it fails closed
-    assert int(suite.get("failures")) == failing == sum(c.find("failure") is not None for c in cases)
+    assert int(suite.get("failures")) == len(result["failed"]) == sum(c.find("failure") is not None for c in cases)
     assert int(suite.get("skipped")) == len(result["skipped"]) == sum(c.find("skipped") is not None for c in cases)
+    assert int(suite.get("errors")) == len(result["incomplete"]) == sum(c.find("error") is not None for c in cases)
 
 
 def test_junit_failures_carry_the_reason(env, capsys):
@@ -136,14 +138,17 @@ def test_the_signed_predicate_verifies_with_the_key_and_names_the_bundle(env, ca
     assert stmt["predicateType"] == PREDICATE_TYPE
     assert stmt["subject"] == [{"name": "h200.tar.gz", "digest": {"sha256": digest}}]
     predicate = stmt["predicate"]
-    assert predicate["result"] == "PASSED" and predicate["failedTests"] == []
-    assert "bandwidth_plateau" in predicate["passedTests"] and "allreduce_busbw" in predicate["warnedTests"]
+    assert predicate["result"] == "PASSED" and predicate["failedTests"] == [] == predicate["warnedTests"]
+    assert "bandwidth_plateau" in predicate["passedTests"] and "allreduce_busbw" not in predicate["passedTests"]
+    (verdict,) = [d for d in predicate["configuration"] if d["name"] == VERDICT_NAME]
+    judged = json.loads(base64.b64decode(verdict["content"]))
+    assert judged["verdict"] == "pass" == verdict["annotations"]["verdict"] and judged["criteria"]["allreduce_busbw"] == "skip"
     assert predicate["configuration"][0]["name"] == f"acceptance-profile/{SXM}.json"
     with pytest.raises(dsse.EnvelopeError):
         verify_envelope(data, load_public(env["public"]))  # not the acceptor's key
     capsys.readouterr()
     assert main(["verify-acceptance", str(attestation), str(env["h200"]), "--key", str(env["acceptor_public"])]) == 0
-    assert "result PASSED" in capsys.readouterr().out
+    assert "result PASSED (verdict pass)" in capsys.readouterr().out
     assert main(["verify-acceptance", str(attestation), str(env["tmp"] / "tampered.tar.gz"),
                  "--key", str(env["acceptor_public"])]) == 1
     assert "not this bundle" in capsys.readouterr().err
@@ -164,7 +169,7 @@ def test_summary_pages_say_verdict_values_and_how_to_verify(env, capsys):
            "--summary", str(md), "--html", str(html)]
     assert main(nvl) == 1
     first = md.read_text()
-    assert "**Verdict: REJECTED** (FAILED)" in first
+    assert "**Verdict: REJECTED** (FAIL)" in first
     assert "h200-sxm-141gb is not h200-nvl-141gb" in first  # why, in plain words
     assert "## Not measured, and why" in first and "allreduce_busbw" in first
     assert f"dossier verify {env['h200']} --key {env['public']}" in first
@@ -189,4 +194,4 @@ def test_a_cpu_dossier_of_this_machine_verifies_but_is_not_an_h200(env, capsys):
     assert by_name["bandwidth_plateau"]["status"] == "fail"  # host memory is not 85% of an H200's HBM
     # required and not measurable on a CPU: INCOMPLETE (it fails closed; the verdict is FAIL anyway)
     assert by_name["clocks_rise_under_load"]["status"] == "incomplete"
-    assert "no GPU" in by_name["clocks_rise_under_load"]["why"] and result["verdict"] == "fail"
+    assert "no GPU" in by_name["clocks_rise_under_load"]["why"] and result["result"] == "fail"

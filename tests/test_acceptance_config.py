@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.config import version_key
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from tests.accept_support import view_of
+from tests.accept_support import apply_file, resolve, view_of
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SXM = "h200-sxm-141gb"
@@ -35,7 +37,7 @@ def with_config(**config):
 
 
 def judged(document, profile=None):
-    results = evaluate(BundleFacts(view_of({"health": document})), profile or resolve(SXM))
+    results = evaluate(BundleFacts(view_of({"health": document})), profile or resolve(SXM), CRITERIA)
     return {r.name: r for r in results if r.name in CONFIG}
 
 

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from harness.probes._transfer_copies import point
-from harness.probes._transfer_document import state_figures
-from tests.accept_support import h200_documents, view_of
+from harness.probes.transfer.copies import point
+from harness.probes.transfer.document import state_figures
+from tests.accept_support import apply_file, h200_documents, resolve, view_of
 from tests.test_stress_analysis import restate
 from tests.transfer_fixtures import FIXTURES as TRANSFER_FIXTURES, two_gpu_document
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 SXM = "h200-sxm-141gb"
@@ -55,7 +57,7 @@ def two_gpu_transfer(gpu1_h2d_rate=1.0) -> dict:
 def judged(stress=None, transfer=None, profile=None):
     documents = {**h200_documents(), **({"stress": stress} if stress else {}),
                  **({"transfer": transfer} if transfer else {})}
-    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM)) if r.name in NODE}
+    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM), CRITERIA) if r.name in NODE}
 
 
 def test_two_gpus_that_measure_alike_pass():

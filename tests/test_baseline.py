@@ -16,20 +16,21 @@ from pathlib import Path
 import pytest
 
 from bench import fleet_synth
-from harness import catalogue
+from harness import catalogue, registry
 from harness.analysis.verdict import Verdict
-from harness.bundle.assemble import unsigned_files
+from harness.run.assemble import unsigned_files
 from harness.bundle.view import BundleView
 from harness.cli import main
 from harness.judge.acceptance.baseline.build import Input, build
 from harness.judge.acceptance.baseline.noise import run_to_run
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, from_catalogue
 from harness.judge.acceptance.signed_profile import open_profile, sign_profile
 from harness.run.provenance import tool_info
 from harness.signing.keys import load_public
-from tests.accept_support import h200_documents, h200_health, write_bundle
+from tests.accept_support import apply_file, h200_documents, h200_health, resolve, write_bundle
 from tests.bundle_support import make_key
+
+CRITERIA, KINDS = registry.acceptance_criteria(), registry.known_good_kinds()  # as `dossier accept` judges
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "fixtures" / "h200" / "dossier-h200-full.tar.gz"
@@ -46,7 +47,8 @@ def node(base, name, **factors) -> Input:
     """A node made from the golden bundle with its rates scaled (CONSTRUCTED), as a verified view."""
     record = fleet_synth.node_record(base, fleet_synth.NodePlan(name, **factors), tool_info())
     files = unsigned_files(record)
-    return Input(f"{name}.tar.gz", hashlib.sha256(name.encode()).hexdigest(), "test", BundleView.from_files(files))
+    return Input(f"{name}.tar.gz", hashlib.sha256(name.encode()).hexdigest(), "test",
+                 BundleView.from_files(files, registry.analysis_module))
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def fleet(base):
 
 @pytest.fixture(scope="module")
 def fleet_profile(fleet):
-    return build(fleet)
+    return build(fleet, CRITERIA, KINDS)
 
 
 def test_a_fleet_baseline_rejects_the_slow_node_and_states_its_statistics(fleet, fleet_profile):
@@ -89,9 +91,9 @@ def test_the_known_good_figure_is_the_median_and_the_share_its_fail_line(fleet_p
 
 def test_each_figure_is_exactly_what_its_criterion_judges(base):
     golden = node(base, "golden")
-    document = build([golden])
-    profile = apply_file(from_catalogue(catalogue.by_id(SXM)), document, "test")
-    results = {r.name: r for r in evaluate(golden.facts, profile)}
+    document = build([golden], CRITERIA, KINDS)
+    profile = apply_file(resolve(SXM), document, "test")
+    results = {r.name: r for r in evaluate(golden.facts, profile, CRITERIA)}
     for stats in document["baseline"]["figures"].values():
         row = results[stats["criterion"]]
         assert row.measured.value == pytest.approx(stats["median"], rel=1e-5), stats["criterion"]
@@ -102,16 +104,16 @@ def test_each_figure_is_exactly_what_its_criterion_judges(base):
 def test_a_candidate_is_pass_warn_or_fail_against_a_golden_unit(base, hbm, status):
     """One golden bundle: the tolerance is the run-to-run noise (2% for the bandwidth plateau), the fail
     line 0.98 x its figure, the WARN band the 1% above it."""
-    document = build([node(base, "golden")])
-    profile = apply_file(from_catalogue(catalogue.by_id(SXM)), document, "test")
+    document = build([node(base, "golden")], CRITERIA, KINDS)
+    profile = apply_file(resolve(SXM), document, "test")
     candidate = node(base, "candidate", hbm=hbm)
-    assert {r.name: r for r in evaluate(candidate.facts, profile)}["bandwidth_plateau"].status == status
+    assert {r.name: r for r in evaluate(candidate.facts, profile, CRITERIA)}["bandwidth_plateau"].status == status
 
 
 def test_the_same_inputs_give_the_same_signed_bytes(base, tmp_path):
     key, public = make_key(tmp_path / "k")
     inputs = [node(base, "golden")]
-    first, second = build(inputs), build(inputs)
+    first, second = build(inputs, CRITERIA, KINDS), build(inputs, CRITERIA, KINDS)
     assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
     signed = sign_profile(first, [(i.name, i.sha256) for i in inputs], key)
     assert signed == sign_profile(second, [(i.name, i.sha256) for i in inputs], key)
@@ -284,6 +286,9 @@ def test_the_worked_example_runs_as_documented(tmp_path, monkeypatch, capsys):
     # is INCOMPLETE against the golden unit's: it has no stress or transfer step, which the profile requires
     assert codes[2][0] == 0 and codes[2][1].startswith("PASS: dossier-h200-full.tar.gz")
     assert codes[3][0] == 5 and codes[3][1].startswith("INCOMPLETE: dossier-h200.tar.gz")
-    assert codes[2][1].endswith("30 passed, 0 warned, 0 failed, 0 incomplete, 10 skipped")  # as docs/accept.md says
-    assert codes[3][1].endswith("19 passed, 0 warned, 0 failed, 11 incomplete, 10 skipped")
+    # as docs/accept.md says
+    assert codes[2][1].endswith("30 passed, 0 warned, 0 failed, 0 incomplete (required, not measured), "
+                                "10 skipped (not required, not measured)")
+    assert codes[3][1].endswith("19 passed, 0 warned, 0 failed, 11 incomplete (required, not measured), "
+                                "10 skipped (not required, not measured)")
     assert codes[4][0] == 0 and codes[4][1].startswith("PASS: dossier-h200.tar.gz")

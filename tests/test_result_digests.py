@@ -17,16 +17,18 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness import registry
 from harness.analysis import stress as analysis
 from harness.analysis.digests import quorum
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from harness.probes import _quantize
-from harness.probes._result_digest import tensor_sha256
+from harness.probes.precision import quantize
+from harness.probes.result_digest import tensor_sha256
 from harness.schemas import violations
-from tests.accept_support import h200_documents, h200_raw, view_of
+from tests.accept_support import apply_file, h200_documents, h200_raw, resolve, view_of
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "h200"
@@ -76,12 +78,12 @@ def test_the_digest_is_the_sha256_of_the_gemm_result_recomputed_here(two_cpu_run
 
 def test_two_cpu_runs_of_the_quantizers_give_the_same_output_digests():
     x = torch.randn(96, 384, generator=torch.Generator().manual_seed(3), dtype=torch.float32)
-    first, second = _quantize.measure_formats(x), _quantize.measure_formats(x.clone())
+    first, second = quantize.measure_formats(x), quantize.measure_formats(x.clone())
     digests = {row["format"]: row["output_sha256"] for row in first}
     assert digests == {row["format"]: row["output_sha256"] for row in second}
     assert len(set(digests.values())) == len(digests)  # every format's output is its own
-    fmt = _quantize.FORMATS_BY_NAME["int4_per_group128"]
-    assert digests[fmt.name] == hashlib.sha256(_quantize.quantize(x, fmt).values.numpy().tobytes()).hexdigest()
+    fmt = quantize.FORMATS_BY_NAME["int4_per_group128"]
+    assert digests[fmt.name] == hashlib.sha256(quantize.quantize(x, fmt).values.numpy().tobytes()).hexdigest()
 
 
 def gpus_with_digests(digests, libraries=None) -> dict:
@@ -106,7 +108,7 @@ def gpus_with_digests(digests, libraries=None) -> dict:
 def judged(stress=None, profile=None, precision=None):
     documents = {**h200_documents(), **({"stress": stress} if stress else {}),
                  **({"precision": precision} if precision else {})}
-    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM))}
+    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM), CRITERIA)}
 
 
 def test_gpus_that_agree_pass():

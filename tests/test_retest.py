@@ -7,23 +7,25 @@ import json
 
 import pytest
 
+from harness import registry
 from harness.analysis.verdict import Verdict
-from harness.bundle.assemble import assemble, unsigned_files
+from harness.run.assemble import assemble, unsigned_files
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.view import BundleView
 from harness.cli import main
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
 from harness.registry.steps import ProbeStep, StepArgs
 from harness.run.orchestrate import RunOptions, collect
 from harness.run.records import Attempt, FAILED
 from harness.runners.local import LocalRunner
 from harness.signing.keys import load_public
-from tests.accept_support import h200_documents, record
+from tests.accept_support import apply_file, h200_documents, record, resolve
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import make_key, quiet_display
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 SXM = "h200-sxm-141gb"
 
@@ -99,11 +101,11 @@ def retested_view(step="bandwidth", passed=True):
                 s = dataclasses.replace(s, status=FAILED, why="exited with code 3", document=None, run=failed)
         steps.append(s)
     recorded = dataclasses.replace(base, steps=tuple(steps), options={**base.options, "retest": 2})
-    return BundleView.from_files(unsigned_files(recorded))
+    return BundleView.from_files(unsigned_files(recorded), registry.analysis_module)
 
 
 def judged(view, profile):
-    return {r.name: r for r in evaluate(BundleFacts(view), profile)}
+    return {r.name: r for r in evaluate(BundleFacts(view), profile, CRITERIA)}
 
 
 def test_a_pass_on_attempt_two_is_warn_by_default_naming_the_attempts():

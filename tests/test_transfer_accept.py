@@ -13,18 +13,18 @@ import json
 
 import pytest
 
-from harness.analysis.transfer import headlines
+from harness.analysis.transfer.figures import headlines
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import resolve
 from harness.judge.facts import BundleFacts
 from harness.judge.transfer import judge_transfer
-from harness.probes._transfer_copies import point
-from harness.probes._transfer_document import state_figures
+from harness.probes.transfer.copies import point
+from harness.probes.transfer.document import state_figures
+from harness import registry
 from harness.registry import transfer as entry
 from harness.registry.steps import RunState
-from tests.accept_support import h200_documents, view_of
+from tests.accept_support import h200_documents, resolve, view_of
 from tests.transfer_fixtures import EDITED_X8, FIXTURES, h200_document, two_gpu_document
 
 SXM = "h200-sxm-141gb"
@@ -45,7 +45,7 @@ def three_sizes(document, slower=1.0):
 
 def judged(document, profile=None):
     facts = BundleFacts(view_of({**h200_documents(), "transfer": document}))
-    return {r.name: r for r in evaluate(facts, profile or resolve(SXM))}, judge_transfer(facts)[0]
+    return {r.name: r for r in evaluate(facts, profile or resolve(SXM), registry.acceptance_criteria())}, judge_transfer(facts)[0]
 
 
 def test_a_link_edited_to_x8_fails_the_command_the_report_and_acceptance():
@@ -109,19 +109,19 @@ def test_a_cpu_run_is_not_measured_and_says_host_memory():
     results, report = judged(document)
     for name in ("transfer_links", "transfer_h2d_pinned"):
         assert results[name].status == Verdict.SKIP and "host memory on the CPU" in results[name].why
-    assert report.status == Verdict.NOT_MEASURED  # the report's lab criterion keeps its legacy spelling
+    assert report.status == Verdict.INCOMPLETE
 
 
 def test_a_bundle_without_the_step_is_not_measured_with_why():
     facts = BundleFacts(view_of(h200_documents()))
-    results = {r.name: r for r in evaluate(facts, resolve(SXM))}
+    results = {r.name: r for r in evaluate(facts, resolve(SXM), registry.acceptance_criteria())}
     assert results["transfer_links"].status == Verdict.SKIP and "not run" in results["transfer_links"].why
     assert not results["transfer_links"].required
-    assert judge_transfer(facts)[0].status == Verdict.NOT_MEASURED
+    assert judge_transfer(facts)[0].status == Verdict.INCOMPLETE
 
 
 def test_the_run_step_is_short_on_gpus_and_its_timeout_grows_with_them():
-    state = RunState()
+    state = RunState(analyses=registry.analysis_module)
     cpu = entry.transfer_arguments(state)
     assert cpu.args == ("--device", "cpu") and cpu.timeout_s == 120
     state.add("health", h200_documents()["health"], "health")

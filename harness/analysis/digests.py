@@ -24,7 +24,7 @@ STRESS_DIGEST_RULE = (
     "and library build (torch, cuBLAS; on a CPU the CPU capability and thread count), recorded beside it")
 PRECISION_DIGEST_RULE = (
     "sha256 of each format's dequantized output of each tensor (float64, contiguous, row-major, "
-    "little-endian) before its error is taken: harness/probes/_quantize.py makes these bits the same on "
+    "little-endian) before its error is taken: harness/probes/precision/quantize.py makes these bits the same on "
     "the CPU and on CUDA (single IEEE operations and fixed-order sums), so one digest holds for the "
     "tensor (by its sha256) and the format on any device")
 

@@ -13,9 +13,11 @@ PLOTS_DIR = "plots/"
 SCHEMAS_DIR = "schemas/"
 TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
-# commands.json format_version: which report rules made report.md. 5: this session's document
-# changes (issue 24: the stress probe's reference digest, the precision step's output digests, a
-# retested step's earlier attempts in commands.json and logs/, named in report.md); 4: the schemas the documents
+# commands.json format_version: which report rules made report.md. 5: criteria say pass, warn, fail,
+# incomplete or skip (harness.analysis.verdict, issues 24 and 26) and name the module paths of the
+# per-probe folders (the health-diff function is harness.analysis.health.diff:diff); the stress
+# probe's reference digest, the precision step's output digests, a retested step's earlier attempts
+# in commands.json and logs/, named in report.md (issue 24); 4: the schemas the documents
 # use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness import paths
+from harness import paths, registry
 from harness.commands.accept import trusted_key, verified_view
 from harness.errors import UsageError
 from harness.judge.acceptance.baseline.build import Input, build
@@ -40,7 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="the bundles' signer's public key (default: the public half of your own key)")
     parser.add_argument("--out", type=Path, required=True, metavar="PROFILE.json",
                         help="where the signed profile goes")
-    parser.add_argument("--signing-key", type=Path, metavar="KEY",
+    parser.add_argument("--signing-key", type=Path, metavar="PRIV",
                         help="private key that signs the profile (default: $DOSSIER_KEY or the default key, made "
                              "on first use)")
     parser.add_argument("--sku", metavar="NAME",
@@ -96,7 +96,7 @@ def handle(args: argparse.Namespace) -> int:
         view, ref = verified_view(bundle, key_path, trusted)
         inputs.append(Input(name, ref.sha256, ref.signer_keyid, view))
         print(f"baseline: verified {done}/{len(args.bundles)} {name} ({ref.checks_passed} checks)", file=sys.stderr)
-    document = build(inputs, args.sku, args.why)
+    document = build(inputs, registry.acceptance_criteria(), registry.known_good_kinds(), args.sku, args.why)
     found = violations(SCHEMA, document)
     if found:  # the builder's own output must be a valid profile: a bug otherwise
         raise RuntimeError(f"the profile made does not match schemas/{SCHEMA}.schema.json: {found[0]}")

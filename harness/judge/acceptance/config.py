@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.contract_facts import gpus, label, unavailable_reason
+from harness.analysis.health.contract_facts import gpus, label, unavailable_reason
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
@@ -48,7 +48,7 @@ def _health(facts: BundleFacts) -> tuple[dict[str, Any] | None, str]:
 
 
 def _not_stated(name: str, title: str, evidence: str, profile: Profile, key: str) -> Result:
-    return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+    return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                   f"the profile for {profile.sku_id} states no config.{key}: not judged")
 
 
@@ -61,11 +61,11 @@ def _minimum(name: str, title: str, field: str, key: str, what: str) -> Callable
         threshold = Value(wanted, "version", f"{what} {wanted} or later")
         document, why = _health(facts)
         if document is None:
-            return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)]
+            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
         found = (document.get("software") or {}).get(field)
         if not isinstance(found, str) or not version_key(found):
             reason = unavailable_reason(found) or f"not recorded ({found!r})"
-            return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, f"{what}: {reason}")]
+            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, f"{what}: {reason}")]
         ok = version_key(found) >= version_key(str(wanted))
         return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, Value(found, "version", f"{what} {found}"),
                        threshold, evidence, f"{what} {found} is {'at or above' if ok else 'below'} {wanted}")]
@@ -84,10 +84,10 @@ def _per_gpu(name: str, title: str, key: str, fields: str,
         threshold = Value(wanted, "state", threshold_text(wanted))
         document, why = _health(facts)
         if document is None:
-            return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)]
+            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
         devices, no_gpu = gpus(document)
         if no_gpu:
-            return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, no_gpu)]
+            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, no_gpu)]
         problems, seen, unreadable = [], [], []
         for device in devices:
             problem, saw = check(device, wanted)
@@ -101,7 +101,7 @@ def _per_gpu(name: str, title: str, key: str, fields: str,
         if problems:
             return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(problems))]
         if unreadable:
-            return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence,
+            return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence,
                            "unreadable: " + "; ".join(unreadable))]
         return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(seen))]
     return judge

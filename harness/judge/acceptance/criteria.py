@@ -3,22 +3,23 @@ judging them all (harness.judge.engine) with the profile's required ones applied
 
 The criteria themselves are small functions of a verified bundle's facts and a profile, by area:
 `identity`, `rates`, `memory_health`, `load`, `config`, `node`, `digests`. Each gives one or more
-Results: pass, fail or not-measured, the measured value with its unit, the threshold, the
-evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
-not-measured, with the reason; `evaluate` then makes the ones the profile requires INCOMPLETE
-(the verdict fails closed) and the others SKIP, applies the profile's WARN bands and counts a
-pass that needed a retest as the profile says (harness.judge.acceptance.adjust). Which probe
-brings which criterion is its registry entry's (harness/registry/).
+Results: pass, fail or incomplete (not measured), the measured value with its unit, the threshold,
+the evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
+incomplete, with the reason; `evaluate` keeps the ones the profile requires incomplete (failing
+closed) and makes the others skip, applies the profile's WARN bands and counts a pass that needed
+a retest as the profile says (harness.judge.acceptance.adjust). Which probe brings which criterion
+is its registry entry's (harness/registry/): the caller hands them in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
 from harness.analysis.verdict import Verdict
 from harness.judge import engine
+from harness.judge.acceptance import adjust
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result, Value
 from harness.judge.facts import BundleFacts
@@ -49,27 +50,25 @@ def at_least(name: str, title: str, measured: Value, threshold: Value, evidence:
 
 
 def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[Result]:
-    """Mark required criteria, and say what one that was not measured means: INCOMPLETE when the
-    profile requires it (the verdict fails closed), SKIP with why when it does not."""
+    """Mark required criteria. One not measured stays INCOMPLETE when the profile requires it (the
+    acceptance fails closed: exit 5) and is SKIP when it does not, each saying so."""
     needed = set(required)
     out = []
     for r in results:
-        if r.name not in needed:
-            out.append(replace(r, status=Verdict.SKIP) if r.status == Verdict.NOT_MEASURED else r)
-        elif r.status == Verdict.NOT_MEASURED:
-            out.append(replace(r, status=Verdict.INCOMPLETE, required=True,
-                               why=f"not measured, and the profile requires it: {r.why}"))
+        if r.status != Verdict.INCOMPLETE:
+            out.append(replace(r, required=r.name in needed))
+        elif r.name in needed:
+            out.append(replace(r, required=True, why=f"not measured, and the profile requires it: {r.why}"))
         else:
-            out.append(replace(r, required=True))
+            out.append(replace(r, status=Verdict.SKIP, why=f"not measured, and the profile does not require it: {r.why}"))
     return out
 
 
-def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
-    from harness import registry  # the entries name these criteria
-    from harness.judge.acceptance import adjust
-
+def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Criterion]) -> list[Result]:
+    """CRITERIA (the registry's acceptance criteria, in run order) judged against PROFILE: the ones
+    it requires applied, its WARN bands, and a pass that needed a retest counted as it says."""
     results = []
-    for criterion in registry.acceptance_criteria():  # each result knows the steps it was judged from
+    for criterion in criteria:  # each result knows the steps it was judged from (a retest names them)
         results += [replace(r, steps=r.steps or criterion.steps)
                     for r in engine.evaluate((criterion,), facts, profile)]
     present = {r.name for r in results}
@@ -77,7 +76,7 @@ def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
     # known-good for, a GPU-against-GPU figure on one GPU) still gets one: it was not measured.
     for name in profile.required:
         if name not in present:
-            results.append(Result(name, f"Required by the profile: {name}", Verdict.NOT_MEASURED, None, None,
+            results.append(Result(name, f"Required by the profile: {name}", Verdict.INCOMPLETE, None, None,
                                   "", "this bundle gives no result for it (the profile states no share or "
                                       "known-good for it, or nothing here measured it)"))
     return adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)

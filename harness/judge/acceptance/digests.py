@@ -63,9 +63,9 @@ def stress_digests_agree(facts: BundleFacts, profile: Any) -> list[Result]:
     threshold = Value("equal", "sha256", "one reference digest on every GPU (quorum: the largest group wins)")
     digests, why = stress_digests(facts)
     if digests is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, STRESS_EVIDENCE, why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, STRESS_EVIDENCE, why)]
     if len(digests) < 2:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, STRESS_EVIDENCE,
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, STRESS_EVIDENCE,
                        f"{len(digests)} GPU with a digest: no neighbour to compare it with"
                        + (f" ({why})" if why else ""))]
     vote = quorum({who: r["sha256"] for who, r in digests.items()})
@@ -89,17 +89,17 @@ def stress_digest_expected(facts: BundleFacts, profile: Any) -> list[Result]:
     name, title = "stress_digest_expected", "The reference GEMM result is the one expected for this SKU and software"
     expected = [e for e in (profile.digests or {}).get("stress") or [] if isinstance(e, dict)]
     if not expected:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, STRESS_EVIDENCE,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE,
                        f"the profile for {profile.sku_id} carries no expected stress digest")]
     digests, why = stress_digests(facts)
     if digests is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, STRESS_EVIDENCE, why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE, why)]
     conditions = {who: stress_conditions(r) for who, r in digests.items()}
     here = next(iter(conditions.values()))
     match = next((e for e in expected if stress_conditions(e) == here), None)
     if match is None:
         held = "; ".join(str(stress_conditions(e)) for e in expected)
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, STRESS_EVIDENCE,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE,
                        f"not comparable: the profile's digests hold for {held}; this run: {here}")]
     threshold = Value(match["sha256"], "sha256", f"{short(match['sha256'])} ({match.get('source', 'the profile')})")
     wrong = [who for who, r in digests.items() if r["sha256"] != match["sha256"] or conditions[who] != here]
@@ -128,17 +128,17 @@ def precision_digests_expected(facts: BundleFacts, profile: Any) -> list[Result]
     evidence = f"{facts.output(PRECISION)} tensors[].formats[].output_sha256"
     expected = ((profile.digests or {}).get("precision") or {}).get("outputs") or {}
     if not expected:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} carries no expected precision digests")]
     document = facts.document(PRECISION)
     if document is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, facts.step_why(PRECISION))]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, facts.step_why(PRECISION))]
     found = precision_digests(document)
     compared = {key: value for key, value in found.items() if expected.get(key[0], {}).get(key[1])}
     threshold = Value(len(compared), "outputs", f"each tensor and format's digest as the profile expects "
                                                 f"({((profile.digests or {}).get('precision') or {}).get('source', '')})")
     if not compared:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
                        "no tensor and format measured here has an expected digest (another checkpoint, or a "
                        "document made before digests were recorded)")]
     wrong = [what for key, (digest, what) in compared.items() if expected[key[0]][key[1]] != digest]

@@ -1,9 +1,10 @@
 """The acceptance as a JUnit XML report: one testcase per criterion, valid against the common
 junit-10.xsd (the Jenkins xunit plugin's schema; tests/junit/ holds a copy, tests check it).
 
-A failed criterion is a <failure> (message: why; text: what was measured against what), and so is
-an INCOMPLETE one (type "incomplete": required but not measured; the verdict fails closed); a
-SKIP criterion is <skipped> with why; a WARN one passes, its system-out saying warn and why. That XSD allows no <properties> inside a
+A failed criterion is a <failure> (message: why; text: what was measured against what), a
+required criterion not measured (INCOMPLETE) an <error>, a criterion skipped (not required or not
+applicable) <skipped> with why; the verdict words themselves (pass, warn, fail, incomplete, skip)
+are the `result` and each CRITERION.status property. That XSD allows no <properties> inside a
 <testcase> and no `skipped` count on <testsuites>, so each criterion's status, measured value,
 threshold and evidence are its <system-out> (what CI dashboards show under the test) and, for
 tools, properties of the <testsuite> named CRITERION.KEY. Built with xml.etree.ElementTree
@@ -40,9 +41,10 @@ def _criterion_properties(result: Result) -> list[tuple[str, str]]:
 
 def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
     case = ET.SubElement(suite, "testcase", {"name": result.name, "classname": classname, "time": "0"})
-    if result.status in (Verdict.FAIL, Verdict.INCOMPLETE):
-        kind = "acceptance" if result.status == Verdict.FAIL else "incomplete"
-        ET.SubElement(case, "failure", {"message": result.why, "type": kind}).text = _text(result)
+    if result.status == Verdict.FAIL:
+        ET.SubElement(case, "failure", {"message": result.why, "type": "acceptance"}).text = _text(result)
+    elif result.status == Verdict.INCOMPLETE:  # required, not measured: the run could not judge it
+        ET.SubElement(case, "error", {"message": result.why, "type": "incomplete"}).text = _text(result)
     elif result.status == Verdict.SKIP:
         ET.SubElement(case, "skipped", {"message": result.why})
     ET.SubElement(case, "system-out").text = _text(result)
@@ -52,17 +54,15 @@ def junit_xml(acceptance: Acceptance) -> bytes:
     """<testsuites><testsuite name="accept SKU"> with tests/failures/errors counts (and skipped on
     the testsuite, the one element junit-10.xsd gives that count)."""
     results = acceptance.results
-    failing = (Verdict.FAIL, Verdict.INCOMPLETE)
-    counts = {"tests": str(len(results)), "failures": str(sum(r.status in failing for r in results)),
-              "errors": "0"}
+    counts = {"tests": str(len(results)), "failures": str(sum(r.status == Verdict.FAIL for r in results)),
+              "errors": str(sum(r.status == Verdict.INCOMPLETE for r in results))}
     skipped = str(sum(r.status == Verdict.SKIP for r in results))
     root = ET.Element("testsuites", {"name": "dossier accept", **counts, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts,
                                               "skipped": skipped, "time": "0"})
     properties = ET.SubElement(suite, "properties")
     pairs = [("bundle", acceptance.bundle.name), ("bundle_sha256", acceptance.bundle.sha256),
-             ("profile", acceptance.profile.sku_id), ("result", acceptance.result),
-             ("verdict", str(acceptance.verdict))]
+             ("profile", acceptance.profile.sku_id), ("result", acceptance.result)]
     for result in results:
         pairs += _criterion_properties(result)
     for key, value in pairs:

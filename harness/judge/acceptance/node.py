@@ -82,12 +82,12 @@ def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
                  if tolerance is not None else None)
     values, why = read(facts)
     if values is None:
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if len(values) < 2:
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
                       f"{len(values)} GPU measured: nothing to compare it with within the node")
     if tolerance is None:
-        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} states no {TOLERANCE_KEY}")
     median = statistics.median(values.values())
     ratios = {gpu: value / median for gpu, value in values.items()} if median else {}

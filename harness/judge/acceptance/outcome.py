@@ -1,26 +1,26 @@
 """One acceptance: the bundle judged, criterion by criterion, and the verdict.
 
-The verdict is the set's (harness.analysis.verdict.overall): FAIL when a criterion failed,
-INCOMPLETE when none failed but one the profile requires was not measured (it fails closed),
-WARN when something passed only within a WARN band or on a retest, PASS otherwise; criteria
-that were not required and not measured are SKIP, each with why. Exit code 0 (PASS, WARN),
-1 (FAIL), 5 (INCOMPLETE). `result` is the in-toto test-result word: PASSED, WARNED, or FAILED
-for FAIL and INCOMPLETE alike (a verdict that is not a pass must not read as one).
+The verdict is the overall of the criteria's (harness.analysis.verdict): FAIL when a criterion
+failed; INCOMPLETE when none failed but one the profile requires was not measured (it fails
+closed); WARN when one passed only within a warning band; PASS otherwise. Criteria the profile
+does not require that were not measured are SKIP, each named with why. Exit code as every command
+gives it: PASS and WARN 0, FAIL 1, INCOMPLETE 5.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.verdict import Verdict, exit_code, overall
+from harness.analysis.verdict import Verdict, overall
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import Profile
-from harness.judge.engine import Result
+from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
-PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
+FORMAT_VERSION = 2  # the acceptance document (`dossier accept --json`): 2 says the verdicts of issue 26
 
 
 @dataclass(frozen=True)
@@ -39,28 +39,24 @@ class Acceptance:
     profile: Profile
     results: tuple[Result, ...]
 
-    def named(self, status: str) -> list[str]:
+    def named(self, status: Verdict) -> list[str]:
         return [r.name for r in self.results if r.status == status]
 
     @property
-    def verdict(self) -> Verdict:
+    def result(self) -> Verdict:
         return overall(r.status for r in self.results)
 
     @property
-    def result(self) -> str:
-        return {Verdict.PASS: PASSED, Verdict.WARN: WARNED}.get(self.verdict, FAILED)
-
-    @property
     def exit_code(self) -> int:
-        return exit_code(self.verdict)
+        return self.result.exit_code
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": "rig-dossier/acceptance", "format_version": 1,
+            "format": "rig-dossier/acceptance", "format_version": FORMAT_VERSION,
             "bundle": {"name": self.bundle.name, "sha256": self.bundle.sha256,
                        "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed},
             "profile": self.profile.to_json(),
-            "result": self.result, "verdict": self.verdict,
+            "result": self.result,
             "passed": self.named(Verdict.PASS), "warned": self.named(Verdict.WARN),
             "failed": self.named(Verdict.FAIL), "incomplete": self.named(Verdict.INCOMPLETE),
             "skipped": self.named(Verdict.SKIP),
@@ -68,5 +64,6 @@ class Acceptance:
         }
 
 
-def judge(view: BundleView, profile: Profile, bundle: BundleRef) -> Acceptance:
-    return Acceptance(bundle, profile, tuple(evaluate(BundleFacts(view), profile)))
+def judge(view: BundleView, profile: Profile, bundle: BundleRef, criteria: Sequence[Criterion]) -> Acceptance:
+    """The bundle judged on CRITERIA (the registry's acceptance criteria) against PROFILE."""
+    return Acceptance(bundle, profile, tuple(evaluate(BundleFacts(view), profile, criteria)))

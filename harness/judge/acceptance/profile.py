@@ -1,19 +1,22 @@
 """Acceptance profiles: one SKU's thresholds and known-good figures.
 
-A profile starts from the SKU's `acceptance` block and primary known-good results in the
-catalogue (harness/data/gpus.json); a user's profile file (schemas/acceptance-profile.schema.json)
-replaces whatever it names, as DCGM's diagnostic overlays replace the packaged per-SKU values they
-name. A SKU the catalogue lacks needs a file that is the whole profile. A profile `dossier
-baseline` made (format_version 2: thresholds with their statistics, the input bundles, the GPU
-identity, expected result digests) is read only from its signed envelope
-(harness.judge.acceptance.signed_profile), checked with the key given.
+A profile starts from the catalogue's rules and the SKU's `acceptance` block and primary
+known-good results (harness/data/gpus.json); a user's profile file
+(schemas/acceptance-profile.schema.json) replaces whatever it names, as DCGM's diagnostic overlays
+replace the packaged per-SKU values they name. A SKU the catalogue lacks needs a file that is the
+whole profile. Which kinds of known-good figure there are (KnownGood) is declared beside the
+criteria that use them, and brought by the registry's entries: resolving a profile is handed them
+(harness.registry.known_good_kinds()). A profile `dossier baseline` made (format_version 2:
+thresholds with their statistics, the input bundles, the GPU identity, expected result digests)
+is read only from its signed envelope (harness.judge.acceptance.signed_profile), checked with the
+key given.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,21 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class KnownGood:
+    """A kind of known-good figure: a profile file's known_good.FIELD, taken from the catalogue's
+    known_good entries of METRIC (the primary one per value of KEY), in UNIT. TITLE says one of them
+    in words ("{} GEMM": the KEY value goes in the braces); KEY_TYPE reads a file's key (world sizes
+    are numbers)."""
+
+    field: str
+    metric: str
+    key: str
+    unit: str
+    title: str
+    key_type: Callable[[Any], Any] = str
+
+
+@dataclass(frozen=True)
 class Profile:
     """Everything `dossier accept` judges against, with where each part came from."""
 
@@ -59,15 +77,10 @@ class Profile:
     name: str
     form_factor: str
     thresholds: Mapping[str, Any]  # the keys of the schema's `thresholds`, absent = none stated
-    hbm_known_good: Mapping[str, Reference]  # kernel -> GB/s
-    gemm_known_good: Mapping[str, Reference]  # dtype -> TFLOPS
-    allreduce_known_good: Mapping[int, Reference]  # world size -> GB/s
-    transfer_known_good: Mapping[str, Reference]  # direction (host_to_device, ..., peer_read) -> GB/s
+    known_good: Mapping[str, Mapping[Any, Reference]]  # KnownGood.field -> its key (kernel, dtype, ...) -> figure
     required: tuple[str, ...]
     sources: tuple[str, ...] = field(default=())
     why: str | None = None
-    # dtype -> TFLOPS sustained (a GEMM's steady state under a long load), beside the bursts of gemm_known_good
-    sustained_known_good: Mapping[str, Reference] = field(default_factory=dict)
     # A baseline profile's: how its GPUs are recognised (PCI device ids, memory) for a SKU the catalogue
     # lacks, the result digests it expects, its per-figure statistics and the bundles it was made from.
     identity: Mapping[str, Any] | None = None
@@ -82,18 +95,17 @@ class Profile:
         value = self.thresholds.get(key)
         return value.get(part) if isinstance(value, Mapping) else value
 
+    def known(self, kind: KnownGood) -> Mapping[Any, Reference]:
+        """The known-good figures of KIND, by its key (none: an empty mapping)."""
+        return self.known_good.get(kind.field, {})
+
     def to_json(self) -> dict[str, Any]:
         """The effective profile as data (what the signed predicate's configuration digests)."""
         return {
             "sku_id": self.sku_id, "name": self.name, "form_factor": self.form_factor,
             "thresholds": dict(sorted(self.thresholds.items())),
-            "known_good": {
-                "hbm_bandwidth_gbps": {k: r.to_json() for k, r in sorted(self.hbm_known_good.items())},
-                "gemm_tflops": {k: r.to_json() for k, r in sorted(self.gemm_known_good.items())},
-                "gemm_sustained_tflops": {k: r.to_json() for k, r in sorted(self.sustained_known_good.items())},
-                "allreduce_busbw_gbps": {str(k): r.to_json() for k, r in sorted(self.allreduce_known_good.items())},
-                "transfer_gbps": {k: r.to_json() for k, r in sorted(self.transfer_known_good.items())},
-            },
+            "known_good": {name: {str(k): r.to_json() for k, r in sorted(figures.items())}
+                           for name, figures in sorted(self.known_good.items())},
             "required": list(self.required), "sources": list(self.sources), "why": self.why,
             **({"identity": dict(self.identity)} if self.identity else {}),
             **({"digests": dict(self.digests)} if self.digests else {}),
@@ -117,20 +129,17 @@ def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Referen
     return found
 
 
-def from_catalogue(sku: Mapping[str, Any]) -> Profile:
+def from_catalogue(sku: Mapping[str, Any], kinds: Sequence[KnownGood]) -> Profile:
     block = sku["acceptance"]
-    thresholds = {k: v for k, v in block.items() if k not in ("why", "required") and not k.endswith("_source")}
+    thresholds = {**catalogue.acceptance_defaults(),
+                  **{k: v for k, v in block.items() if k not in ("why", "required") and not k.endswith("_source")}}
     return Profile(
         sku_id=sku["id"], name=sku["name"], form_factor=sku["form_factor"], thresholds=thresholds,
-        hbm_known_good=_primary(sku, "hbm_bandwidth", "kernel"),
-        gemm_known_good=_primary(sku, "gemm", "dtype"),
-        allreduce_known_good=_primary(sku, "allreduce_busbw", "world_size"),
-        transfer_known_good=_primary(sku, "transfer", "direction"),
+        known_good={kind.field: _primary(sku, kind.metric, kind.key) for kind in kinds},
         required=tuple(block.get("required", DEFAULT_REQUIRED)),
         sources=(f"catalogue {CATALOGUE_NAME} ({sku['id']})",),
         why=block.get("why") + "".join(f"; {k.removesuffix('_source').replace('_', ' ')}: {v}"
                                        for k, v in sorted(block.items()) if k.endswith("_source")),
-        sustained_known_good=_primary(sku, "gemm_sustained", "dtype"),
     )
 
 
@@ -177,14 +186,12 @@ def read_profile_file(path: Path, trusted: Any = None, key_path: Path | None = N
     return document, hashlib.sha256(data).hexdigest()
 
 
-def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) -> Profile:
+def apply_file(base: Profile | None, document: Mapping[str, Any], where: str, kinds: Sequence[KnownGood]) -> Profile:
     """BASE with everything DOCUMENT names replaced (BASE None: the file is the whole profile)."""
     known = document.get("known_good", {})
-    hbm = {k: _file_reference(v, "GB/s", where) for k, v in known.get("hbm_bandwidth_gbps", {}).items()}
-    gemm = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_tflops", {}).items()}
-    sustained = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_sustained_tflops", {}).items()}
-    allreduce = {int(k): _file_reference(v, "GB/s", where) for k, v in known.get("allreduce_busbw_gbps", {}).items()}
-    transfer = {k: _file_reference(v, "GB/s", where) for k, v in known.get("transfer_gbps", {}).items()}
+    known_good = {kind.field: {**(base.known(kind) if base else {}),
+                               **{kind.key_type(k): _file_reference(v, kind.unit, where)
+                                  for k, v in known.get(kind.field, {}).items()}} for kind in kinds}
     thresholds = dict(base.thresholds) if base else {}
     overlay = document.get("format_version") != SIGNED_FORMAT_VERSION  # a baseline states each threshold whole
     for key, value in document.get("thresholds", {}).items():
@@ -201,14 +208,10 @@ def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) ->
         name=document.get("name", base.name if base else ""),
         form_factor=document.get("form_factor", base.form_factor if base else ""),
         thresholds=thresholds,
-        hbm_known_good={**(base.hbm_known_good if base else {}), **hbm},
-        gemm_known_good={**(base.gemm_known_good if base else {}), **gemm},
-        allreduce_known_good={**(base.allreduce_known_good if base else {}), **allreduce},
-        transfer_known_good={**(base.transfer_known_good if base else {}), **transfer},
+        known_good=known_good,
         required=tuple(document.get("required", base.required if base else DEFAULT_REQUIRED)),
         sources=(base.sources if base else ()) + (where,),
         why="; ".join(w for w in (base.why if base else None, document.get("why")) if w) or None,
-        sustained_known_good={**(base.sustained_known_good if base else {}), **sustained},
         identity=document.get("identity", base.identity if base else None),
         digests=document.get("digests", base.digests if base else {}),
         baseline=_statistics(document["baseline"]) if "baseline" in document else (base.baseline if base else None),
@@ -224,27 +227,28 @@ def _statistics(baseline: Mapping[str, Any]) -> dict[str, Any]:
     return {**baseline, "figures": figures}
 
 
-def resolve(sku_id: str | None, profile_file: Path | None = None, trusted: Any = None,
+def resolve(sku_id: str | None, profile_file: Path | None, kinds: Sequence[KnownGood], trusted: Any = None,
             key_path: Path | None = None) -> Profile:
     """The profile for SKU_ID: the catalogue's, overridden by PROFILE_FILE when given (SKU_ID None:
-    the file's own SKU). A signed profile file is opened with TRUSTED (the key at KEY_PATH)."""
+    the file's own SKU); KINDS the known-good figures there are (harness.registry.known_good_kinds()).
+    A signed profile file is opened with TRUSTED (the key at KEY_PATH)."""
     if profile_file is None:
         sku = catalogue.by_id(sku_id) if sku_id else None
         if sku is None:
             raise NoProfile(f"there is no acceptance profile for SKU {sku_id!r}: the catalogue "
                             f"({CATALOGUE_NAME}) has {', '.join(s['id'] for s in catalogue.skus())}",
                             hint=how_to_write(sku_id))
-        return from_catalogue(sku)
+        return from_catalogue(sku, kinds)
     document, digest = read_profile_file(profile_file, trusted, key_path)
     if sku_id is not None and document["sku_id"] != sku_id:
         raise UsageError(f"--profile {sku_id} but {profile_file} is for {document['sku_id']!r}",
                          hint="pass the same SKU to --profile as the file's sku_id")
     sku = catalogue.by_id(document["sku_id"])
-    base = from_catalogue(sku) if sku else None
+    base = from_catalogue(sku, kinds) if sku else None
     signed = document.get("signed_by")
     where = (f"{'signed ' if signed else ''}profile file {profile_file.name} (sha256 {digest[:16]}..."
              + (f", signed by keyid {signed['keyid'][:16]}..." if signed else "") + ")")
-    return apply_file(base, document, where)
+    return apply_file(base, document, where, kinds)
 
 
 def example(sku_id: str) -> dict[str, Any]:

@@ -36,7 +36,8 @@ from harness.judge.acceptance.baseline.figures import Figure, figures_of
 from harness.judge.acceptance.baseline.observed import config_expectations, expected_digests
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.transfer import HOST_RATES
-from harness.judge.acceptance.profile import FORMAT, SIGNED_FORMAT_VERSION, apply_file, from_catalogue
+from harness.judge.acceptance.profile import FORMAT, SIGNED_FORMAT_VERSION, KnownGood, apply_file, from_catalogue
+from harness.judge.engine import Criterion
 from harness.judge.facts import BundleFacts
 
 WARN_BAND_OF_TOLERANCE = 0.5  # the WARN band is the lower half of the gap between the median and the fail line
@@ -235,13 +236,15 @@ def draft(inputs: Sequence[Input], sku_id: str, identity: dict[str, Any], why: s
     return document
 
 
-def judge_inputs(document: dict[str, Any], inputs: Sequence[Input]) -> dict[str, dict[str, Any]]:
-    """Each criterion judged on every input against the draft: judged, passed (PASS or WARN), failed."""
+def judge_inputs(document: dict[str, Any], inputs: Sequence[Input], criteria: Sequence[Criterion],
+                 kinds: Sequence[KnownGood]) -> dict[str, dict[str, Any]]:
+    """Each of CRITERIA judged on every input against the draft: judged, passed (PASS or WARN), failed."""
     sku = catalogue.by_id(document["sku_id"])
-    profile = apply_file(from_catalogue(sku) if sku else None, {**document, "required": []}, "draft baseline")
+    profile = apply_file(from_catalogue(sku, kinds) if sku else None, {**document, "required": []},
+                         "draft baseline", kinds)
     table: dict[str, dict[str, Any]] = {}
     for item in inputs:
-        for result in evaluate(item.facts, profile):
+        for result in evaluate(item.facts, profile, criteria):
             row = table.setdefault(result.name, {"judged": 0, "passed": 0, "failed": []})
             if result.status in (Verdict.SKIP, Verdict.INCOMPLETE):
                 continue
@@ -253,15 +256,17 @@ def judge_inputs(document: dict[str, Any], inputs: Sequence[Input]) -> dict[str,
     return table
 
 
-def build(inputs: Sequence[Input], sku_asked: str | None = None, why: str | None = None) -> dict[str, Any]:
-    """The baseline profile document (unsigned) for INPUTS, or an error naming what stops it."""
+def build(inputs: Sequence[Input], criteria: Sequence[Criterion], kinds: Sequence[KnownGood],
+          sku_asked: str | None = None, why: str | None = None) -> dict[str, Any]:
+    """The baseline profile document (unsigned) for INPUTS, or an error naming what stops it; CRITERIA
+    and KINDS are the registry's acceptance criteria and known-good kinds, as `dossier accept` judges."""
     names = [i.sha256 for i in inputs]
     twice = sorted({i.name for i in inputs if names.count(i.sha256) > 1})
     if twice:
         raise UsageError(f"the same bundle is given more than once ({', '.join(twice)})")
     sku_id, identity = resolve_sku(inputs, sku_asked)
     document = draft(inputs, sku_id, identity, why)
-    table = judge_inputs(document, inputs)
+    table = judge_inputs(document, inputs, criteria, kinds)
     nobody = {name: row for name, row in table.items() if row["judged"] and not row["passed"]}
     if nobody:
         raise CheckFailed("no input bundle passes " + "; ".join(

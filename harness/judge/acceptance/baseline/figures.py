@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.judge.acceptance.criteria import num
-from harness.judge.acceptance.transfer import HOST_RATES, _nvlink_pairs
+from harness.judge.acceptance.rates import ALLREDUCE_KNOWN_GOOD, GEMM_KNOWN_GOOD, HBM_KNOWN_GOOD
+from harness.judge.acceptance.stress import SUSTAINED_GEMM
+from harness.judge.acceptance.transfer import HOST_RATES, TRANSFER, _nvlink_pairs
 from harness.judge.facts import BundleFacts
 
 
@@ -37,7 +39,7 @@ def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
     if plateau is None:
         return {}
     kernel = b.values.get("kernel")
-    return {Figure("bandwidth_plateau", ("hbm_bandwidth_gbps", kernel), ("bandwidth_plateau_min_share", None),
+    return {Figure("bandwidth_plateau", (HBM_KNOWN_GOOD.field, kernel), ("bandwidth_plateau_min_share", None),
                    "bandwidth_plateau", "GB/s"): plateau}
 
 
@@ -46,7 +48,7 @@ def _gemm(facts: BundleFacts) -> dict[Figure, float]:
     for figures in facts.figures_by_analysis("roofline"):
         dtype, best = (figures.values or {}).get("dtype"), num((figures.values or {}).get("burst_best_tflops"))
         if figures.present and isinstance(dtype, str) and best is not None:
-            found[Figure(f"gemm_{dtype}", ("gemm_tflops", dtype), ("gemm_min_share", dtype), "gemm_burst",
+            found[Figure(f"gemm_{dtype}", (GEMM_KNOWN_GOOD.field, dtype), ("gemm_min_share", dtype), "gemm_burst",
                          "TFLOPS")] = best
     return found
 
@@ -57,7 +59,7 @@ def _stress(facts: BundleFacts) -> dict[Figure, float]:
     if lowest is None:
         return {}
     dtype = s.values.get("dtype")
-    return {Figure(f"stress_sustained_{dtype}", ("gemm_sustained_tflops", dtype), ("stress_sustained_min_share", None),
+    return {Figure(f"stress_sustained_{dtype}", (SUSTAINED_GEMM.field, dtype), ("stress_sustained_min_share", None),
                    "gemm_sustained", "TFLOPS"): lowest}
 
 
@@ -72,12 +74,12 @@ def _transfer(facts: BundleFacts) -> dict[Figure, float]:
         rates = [num(f.get(key)) for f in per_gpu.values() if key in f]
         if rates and all(r is not None for r in rates):
             kind = "transfer_bidirectional" if direction == "bidirectional_total" else "transfer_pinned"
-            found[Figure(name, ("transfer_gbps", direction), ("transfer_min_share", direction), kind, "GB/s")] = min(rates)
+            found[Figure(name, (TRANSFER.field, direction), ("transfer_min_share", direction), kind, "GB/s")] = min(rates)
     cells = (heads.get("peer") or {}).get("read") or {}
     reads = [num((cells.get(key) or {}).get("plateau_gbps")) for a, b in _nvlink_pairs(heads)
              for key in (f"{a}->{b}", f"{b}->{a}")]
     if reads and all(r is not None for r in reads):
-        found[Figure("transfer_peer_read", ("transfer_gbps", "peer_read"), ("transfer_min_share", "peer_read"),
+        found[Figure("transfer_peer_read", (TRANSFER.field, "peer_read"), ("transfer_min_share", "peer_read"),
                      "transfer_peer", "GB/s")] = min(reads)
     return found
 
@@ -90,7 +92,7 @@ def _allreduce(facts: BundleFacts) -> dict[Figure, float]:
     world = a.values.get("world_size")
     if busbw is None or not isinstance(world, int):
         return {}
-    return {Figure("allreduce_busbw", ("allreduce_busbw_gbps", str(world)), ("allreduce_busbw_min_share", None),
+    return {Figure("allreduce_busbw", (ALLREDUCE_KNOWN_GOOD.field, str(world)), ("allreduce_busbw_min_share", None),
                    "allreduce_busbw", "GB/s"): busbw}
 
 

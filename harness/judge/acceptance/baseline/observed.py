@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.analysis.contract_facts import gpus, unavailable_reason
+from harness.analysis.health.contract_facts import gpus, unavailable_reason
 from harness.analysis.digests import quorum, short, stress_conditions
 from harness.judge.acceptance.config import version_key
 from harness.judge.acceptance.digests import precision_digests, stress_digests
