@@ -62,29 +62,41 @@ def test_every_shape_is_predicted_before_any_gemm_is_timed(document):
 
 def test_shapes_cover_squares_production_awkward_and_user(document):
     kinds = {p["kind"] for p in document["predictions"]["shapes"]}
-    assert kinds == {"square", "prefill", "decode", "awkward", "user"}
+    assert kinds == {"square", "prefill", "decode", "awkward", "reference", "user"}
     by_label = {s["label"]: s for s in document["measurements"]["shapes"]}
     assert by_label["square-256"]["status"] == "measured" and by_label["tiny"]["status"] == "measured"
+    assert by_label["ref-1024x1024x1024"]["status"] == "measured"  # the CPU's fixed burst-best shape
     assert by_label["awkward-1000"]["status"] == "measured"
     skipped = [s for s in by_label.values() if s["status"] == "skipped"]
     assert all("budget" in s["reason"] for s in skipped)
 
 
-def test_measured_shapes_are_explained_from_their_numbers(document):
+def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(document):
+    timing = document["timing"]
+    assert timing["method"] == "windows" and timing["windows"] == 3 and timing["gap_ratio"] == 0  # no limiter on a CPU
+    assert "within one run" not in timing["spread_scope"]["windows"] and "one run" in timing["spread_scope"]["windows"]
+    assert document["preheat"] == {"unavailable": "a CPU run: no clock to raise"}
     for shape in document["measurements"]["shapes"]:
         if shape["status"] != "measured":
             continue
-        assert len(shape["times_s"]) == shape["iterations"] >= 3
+        windows = shape["windows"]
+        assert len(windows) == 3 and all(w["calls"] >= 1 and w["seconds"] > 0 for w in windows)
+        assert shape["warmup"]["calls"] >= 3 and shape["first_call_s"] > 0 and "times_s" not in shape
+        means = [w["seconds"] / w["calls"] for w in windows]
+        assert shape["median_s"] == sorted(means)[1]
+        assert shape["window_spread"] == pytest.approx((max(means) - min(means)) / sorted(means)[1])
+        assert shape["launch_bound"] == (shape["median_s"] < 20e-6) and "graph" not in shape  # no graphs on a CPU
         assert shape["explanation"]["text"].startswith(("Memory-bound", "Compute-side"))
         assert f"{shape['fraction_of_attainable']:.0%}" in shape["explanation"]["text"]
-        assert shape["clocks"] == {"unavailable": "no NVML sampler on this device"}
+        assert shape["clocks"] == {"unavailable": "no NVML on this device"}
 
 
 def test_the_document_agrees_with_its_recomputation(document):
     assert rl.discrepancies(document) == []
     head = rl.headlines(document)
     assert head["device"] == "cpu" and head["dtype"] == "fp32"
-    assert head["best_shape"] in {s["label"] for s in document["measurements"]["shapes"]}
+    assert head["best_shape"] == "ref-1024x1024x1024"  # the burst best is over the fixed shapes only
+    assert head["burst_best_over"] == "the fixed burst-best shapes" and "dtype_checks" not in head
     assert set(head["classifications"]) == {p["label"] for p in document["predictions"]["shapes"]}
 
 
@@ -92,31 +104,35 @@ def test_tampering_is_caught(document):
     doc = copy.deepcopy(document)
     first = doc["predictions"]["shapes"][0]
     first["bound"] = "memory" if first["bound"] == "compute" else "compute"
-    measured = next(s for s in doc["measurements"]["shapes"] if s["status"] == "measured")
-    measured["measured_at"] = "2000-01-01T00:00:00.000000Z"
+    measured = [s for s in doc["measurements"]["shapes"] if s["status"] == "measured"]
+    measured[0]["measured_at"] = "2000-01-01T00:00:00.000000Z"
+    measured[1]["windows"][0]["seconds"] *= 3
+    measured[2]["launch_bound"] = not measured[2]["launch_bound"]
     doc["summary"]["burst_best_tflops"] *= 2
     found = "\n".join(rl.discrepancies(doc))
     assert f"prediction {first['label']}: bound" in found
     assert "precedes the prediction" in found
     assert "summary.burst_best_tflops" in found
+    assert f"measurement {measured[1]['label']}: window_spread" in found
+    assert f"measurement {measured[2]['label']}: launch_bound" in found
 
 
 def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document):
     doc = copy.deepcopy(document)
     facts, trials = doc["device_facts"], doc["cpu_roofs"]["gemm_trials"]
-    assert len(facts["launch_floor_times_s"]) == 80  # 100 timed on a CPU, the first fifth left out
+    assert len(facts["launch_floor_windows"]) == 3  # the empty kernel timed exactly as the GEMMs are
     assert all(len(t["times_s"]) == 3 for t in trials)
     facts["launch_floor_s"] /= 2
     trials[0]["median_s"] *= 2
     found = "\n".join(rl.discrepancies(doc))
-    assert "launch_floor_s" in found and "launch_floor_times_s" in found
+    assert "launch_floor_s" in found and "launch_floor_windows" in found
     assert f"cpu_roofs.gemm_trials[{trials[0]['size']}].median_s" in found
 
 
 def test_fusion_counts_bytes_and_compares_time_with_traffic(document):
     fusion = document["fusion"]
     assert fusion["unfused_bytes"] == 4 * fusion["fused_bytes"] == 4 * 2 * 2**22 * 4
-    assert fusion["unfused"]["median_s"] > 0
+    assert fusion["unfused"]["median_s"] > 0 and len(fusion["unfused"]["windows"]) == 3  # timed like the GEMMs
     if "unavailable" in fusion["fused"]:  # no compiler here: recorded, not a crash
         assert any("torch.compile" in lim["what"] for lim in document["limitations"])
     else:
@@ -291,8 +307,9 @@ def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
     from harness.present.tables import roofline as table
 
     text = table.render(document)
-    assert "**burst**" in text and "window ms" in text
+    assert "**burst**" in text and "windows x ms" in text and "spread across windows" in text
+    assert "says nothing about the next run" in text
     rows = burst_windows(document)
-    assert rows and all(r["window_ms"] > 0 and r["timed_calls"] > 0 for r in rows)
+    assert rows and all(r["window_ms"] > 0 and r["timed_calls"] > 0 and r["windows"] == 3 for r in rows)
     # On a CPU no NVML clock is sampled: the cap state says why it is unknown rather than guessing.
     assert all(r["sm_clock_mhz"] is None and "unavailable" in r["power_cap"] for r in rows)

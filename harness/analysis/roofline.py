@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.analysis import gemm_timing
+
 NEAR_ROOF = 0.80  # within 20% of the attainable rate counts as "near the roof"
 LAUNCH_SHARE = 0.25  # an empty launch at >= 25% of the measured time is a cause
 WAVE_EFFICIENCY = 0.90  # under 90% of SM-slots doing work in the last wave is a cause
@@ -168,7 +170,14 @@ def _causes(prediction: dict[str, Any], measurement: dict[str, Any], context: di
     m, n, k = prediction["m"], prediction["n"], prediction["k"]
     causes = []
     floor = context.get("launch_floor_s")
-    if _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
+    host, kernel = gemm_timing.host_launch_s(seconds, measurement.get("graph")), gemm_timing.kernel_s(
+        measurement.get("graph"))
+    if host is not None and kernel is not None:
+        if host >= LAUNCH_SHARE * seconds:
+            causes.append({"cause": "launch_overhead", "detail": (
+                f"launch overhead: the eager call takes {seconds * 1e6:.1f} us, its kernel alone {kernel * 1e6:.1f} us "
+                f"(replayed from a CUDA graph), so {host * 1e6:.1f} us of each call is the host's launch path")})
+    elif _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
         causes.append({"cause": "launch_overhead", "detail": (
             f"launch overhead: the median {seconds * 1e6:.1f} us is only {seconds / floor:.1f}x the "
             f"measured empty-launch time of {floor * 1e6:.1f} us")})

@@ -23,8 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# 2: all-reduce points keep every rank's per-call times (rank_times_us); 1 stated only their medians.
-CONTRACT_VERSION = 2
+# 3: the roofline times every shape in windows with idle gaps (windows, warm-up, spread, NVML around
+# each window, CUDA-graph replays of launch-bound shapes), its burst best is over fixed shapes, and it
+# can time other dtypes in the same process (dtype_checks); 2: all-reduce points keep every rank's
+# per-call times (rank_times_us); 1 stated only their medians.
+CONTRACT_VERSION = 3
 
 # What a probe process may import: the standard library, these two packages, and the probe side
 # of this package. PROBE_SIDE is also exactly what images/stage-probe.sh copies into a probe image

@@ -17,6 +17,7 @@ STYLES = {
     "prefill": {"marker": "^", "color": "#dd8452", "name": "prefill (M 2048-8192)"},
     "decode": {"marker": "v", "color": "#55a868", "name": "decode (M 1-64)"},
     "awkward": {"marker": "X", "color": "#c44e52", "name": "awkward"},
+    "reference": {"marker": "P", "color": "#2f4b7c", "name": "burst-best shape"},
     "user": {"marker": "D", "color": "#8172b3", "name": "user"},
     "fusion": {"marker": "s", "color": "#937860", "name": "elementwise chain"},
 }
