@@ -50,6 +50,7 @@ CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cac
 # buyer's floor (a card faster than the known-good unit is no failure for a buyer).
 REPEAT_SPREAD_MAX = 0.05
 REPEAT_SPREAD_SOURCE = "lab M1 criterion 2: three large-buffer medians \"vary by less than 5%\""
+REPEAT_SPREAD_SCOPE = "three repeats of this run in one process, not run to run (see Repeatability)"
 KNOWN_GOOD_TOLERANCE = 0.15
 KNOWN_GOOD_SOURCE = "lab M1 criterion 2: the median is \"within 15% of a known-good result\" (either side)"
 KNOWN_GOOD_FLOOR_SOURCE = ("acceptance: at least the profile's share of the known-good result; a faster card "

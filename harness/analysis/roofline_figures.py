@@ -98,7 +98,7 @@ BURST_BEST_RULE = ("burst best: the best median-of-windows rate over the fixed b
                    "H200; on a CPU 1024x1024x1024), the same shapes and timing every run and in every dtype")
 LEGACY_BEST_RULE = ("burst best: the best median call over every shape the run measured (documents before probe "
                     "contract 3, per-call timing)")
-BEST_OVER = {True: "the fixed burst-best shapes", False: "every shape measured (per-call timing, before contract 3)"}
+BEST_OVER = {True: "the fixed burst-best shapes", False: "every shape (per-call timing)"}
 # The names the probe's summary has given the best GEMM rate: `burst_best_tflops` now, `best_tflops` in
 # documents made before it was named a burst (the committed H200 bundles); both are the same figure.
 BEST_SUMMARY_KEYS = ("burst_best_tflops", "best_tflops")
@@ -193,13 +193,10 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         heads["max_window_spread"] = max(spreads) if spreads else None
         heads["launch_bound_shapes"] = [r["label"] for r in rows if r.get("launch_bound")]
     checks = dtype_documents(document)
-    if len(checks) > 1:
-        heads["dtype_checks"] = {dtype: {k: v for k, v in _dtype_headlines(view).items() if k in CHECK_KEYS}
-                                 for dtype, view in checks.items() if dtype != document["dtype"]}
+    if len(checks) > 1:  # each dtype check's burst best (its shape and window: dtype_headlines)
+        heads["dtype_burst_best_tflops"] = {dtype: _dtype_headlines(view)["burst_best_tflops"]
+                                            for dtype, view in checks.items() if dtype != document["dtype"]}
     return heads
-
-
-CHECK_KEYS = ("peak_tflops", "burst_best_tflops", "best_shape", "burst_best_window", "all_explained")
 
 
 def _dtype_headlines(document: dict[str, Any]) -> dict[str, Any]:
@@ -242,15 +239,13 @@ def dtype_documents(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return found
 
 
-def per_dtype(heads: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A roofline step's headline figures by dtype: its own dtype, then each dtype check's (acceptance
-    judges each dtype's burst best against its known-good)."""
-    found = {heads.get("dtype"): heads}
-    checks = heads.get("dtype_checks")
-    for dtype, figures in (checks.items() if isinstance(checks, dict) else []):
-        if isinstance(figures, dict):
-            found.setdefault(dtype, {**figures, "dtype": dtype, "device": heads.get("device")})
-    return found
+def dtype_headlines(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A roofline document's figures by dtype: its own dtype's headlines, then each dtype check's (roofs,
+    classifications, burst best with its shape and window, every shape explained). Acceptance judges
+    each dtype's burst best against its known-good."""
+    own = headlines(document)
+    return {dtype: own if view is document else {**_dtype_headlines(view), "fusion_speedup": None}
+            for dtype, view in dtype_documents(document).items()}
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:

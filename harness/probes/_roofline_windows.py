@@ -75,15 +75,17 @@ class Timer:
             time.sleep(left)
         return time.perf_counter() - self.last_end
 
-    def burst_done(self, began: float) -> None:
+    def burst_done(self, busy_s: float) -> None:
+        """A burst that kept the device busy BUSY_S seconds just ended: idle GAP_RATIO times that."""
         self.last_end = time.perf_counter()
-        self.idle_until = self.last_end + rules.gap_after(self.last_end - began, self.gap_ratio)
+        self.idle_until = self.last_end + rules.gap_after(busy_s, self.gap_ratio)
 
     def nvml(self) -> dict[str, Any] | None:
         return self.reader.read() if self.reader is not None else None
 
     def timed(self, run: Callable[[], None]) -> tuple[float, float]:
-        """(seconds the device took, host seconds from first launch to completion) for RUN."""
+        """(seconds between the events around RUN, host seconds from its first launch to completion); the
+        gap after it follows the events' time (a first call's host-side loading heats nothing)."""
         began = time.perf_counter()
         if self.device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -95,7 +97,7 @@ class Timer:
         else:
             run()
             seconds = time.perf_counter() - began
-        self.burst_done(began)
+        self.burst_done(seconds)
         return seconds, self.last_end - began
 
     # -- a shape ---------------------------------------------------------------------------
@@ -121,7 +123,7 @@ class Timer:
             each = (elapsed - before) / batch
             batch = (max(1, math.ceil((rules.WARMUP_S - elapsed) / max(each, 1e-9))) if elapsed < rules.WARMUP_S
                      else max(1, rules.WARMUP_MIN_CALLS - calls))
-        self.burst_done(began)
+        self.burst_done(elapsed)
         return {"calls": calls, "seconds": elapsed, "per_call_s": each}
 
     def window(self, call: Callable[[int], Any], first: int, count: int) -> dict[str, Any]:

@@ -29,10 +29,11 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
         print(f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "
               f"{summary['best_shape']} (short timed windows, not a sustained rate: `dossier stress`); "
               f"every shape explained: {summary['all_explained']}", file=sys.stderr)
-    for dtype, figures in (rf.headlines(document).get("dtype_checks") or {}).items():
+    for dtype, figures in rf.dtype_headlines(document).items():
         best = figures.get("burst_best_tflops")
-        print(f"best {dtype} GEMM burst: " + (f"{best:.4g} TFLOPS at {figures['best_shape']}" if best is not None
-                                              else "none timed"), file=sys.stderr)
+        if dtype != document["dtype"]:
+            print(f"best {dtype} GEMM burst: " + (f"{best:.4g} TFLOPS at {figures['best_shape']}" if best is not None
+                                                  else "none timed"), file=sys.stderr)
 
 
 COMMAND = CommandSpec(

@@ -77,8 +77,9 @@ def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
     rooflines = facts.figures_by_analysis("roofline")
     measured: dict[str, tuple[str, dict]] = {}
     for figures in rooflines:
-        if figures.present:
-            for dtype, values in roofline_figures.per_dtype(figures.values).items():
+        document = facts.document(figures.step)
+        if figures.present and document is not None:
+            for dtype, values in roofline_figures.dtype_headlines(document).items():
                 measured.setdefault(dtype, (figures.step, values))
     absent_why = ("; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline"))
     results = []
