@@ -77,6 +77,16 @@ def noisy(record: Any) -> list[dict[str, Any]]:
         if isinstance(record, Mapping) else []
 
 
+def noisy_note(record: Any, figure_id: str) -> str:
+    """"" for a figure not declared noisy; else what a verdict on it must say: its run-to-run spread, its
+    bound and why (acceptance appends it to the criterion's why)."""
+    entry = lookup(record, figure_id)
+    if entry is None or entry.get("noisy") is not True:
+        return ""
+    return (f"; declared noisy in this bundle: {entry['spread']:.2%} run to run over its {entry['bound']:.0%} "
+            f"{entry['kind']} bound ({entry.get('why')}), so a result this close to the threshold may not repeat")
+
+
 def tolerance_floor(record: Any, figure_id: str) -> tuple[float | None, str]:
     """The smallest tolerance a comparison of FIGURE_ID across two runs may use: its declared run-to-run
     spread (None when the bundle declares none), and where that came from."""

@@ -3,8 +3,10 @@ bandwidth) against the stated share of a known-good unit's figure."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.analysis import bandwidth as bandwidth_rules
-from harness.analysis import roofline_figures
+from harness.analysis import repeatability, roofline_figures
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import Profile
@@ -39,9 +41,16 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     measured = Value(plateau, "GB/s", f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
                                       f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
                                       "of known-good")
-    return [at_least(name, title, measured, threshold, evidence,
-                     ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value, share),
-                     source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE)]
+    return [noise_said(facts, "bandwidth.plateau_gbps", at_least(
+        name, title, measured, threshold, evidence, ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value,
+                                                                                               share),
+        source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE))]
+
+
+def noise_said(facts: BundleFacts, figure_id: str, result: Result) -> Result:
+    """RESULT, its why saying so when the bundle declares FIGURE_ID noisy (commands.json repeatability)."""
+    note = repeatability.noisy_note(facts.view.commands.get("repeatability"), figure_id)
+    return replace(result, why=result.why + note) if note else result
 
 
 def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -114,7 +123,7 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
     value = Value(best, "TFLOPS", f"{fmt(best)} TFLOPS burst best ({values.get('best_shape')}, on "
                                   f"{values.get('device')}{burst_conditions(values)}), "
                                   f"{best / reference.value:.1%} of known-good")
-    return at_least(name, title, value, threshold, evidence)
+    return noise_said(facts, f"roofline.{dtype}.burst_best_tflops", at_least(name, title, value, threshold, evidence))
 
 
 def burst_conditions(heads: dict) -> str:

@@ -1,0 +1,103 @@
+"""Run-to-run repeatability: the catalogue's bounds and measured spreads, the declaration a bundle records
+at run time (commands.json `repeatability`), the report's section and what verdicts say of a noisy figure."""
+
+import dataclasses
+
+import pytest
+
+from harness import catalogue
+from harness.analysis import repeatability as rules
+from harness.bundle.assemble import unsigned_files
+from harness.bundle.view import BundleView
+from harness.judge.acceptance.profile import resolve
+from harness.judge.acceptance.rates import bandwidth_plateau
+from harness.judge.facts import BundleFacts
+from harness.present.report import render_report
+from harness.schemas import violations
+from tests.accept_support import h200_documents, record
+
+H200 = "h200-sxm-141gb"
+
+
+def test_the_bounds_are_the_issues_and_every_kind_has_one():
+    bounds = catalogue.repeatability_bounds()["bounds"]
+    assert {k: b["max_spread"] for k, b in bounds.items()} == {"steady": 0.02, "burst": 0.05, "launch_bound": 0.10}
+    assert set(bounds) == set(rules.KINDS)
+
+
+def test_the_h200_declaration_names_its_source_and_the_noisy_figures():
+    record = rules.declaration(H200)
+    [source] = record["sources"].values()
+    assert (source["runs"], source["machine_starts"], source["commit"], source["date"]) == (5, 3, "b661845", "2026-12-01")
+    noisy = {e["figure"]: e for e in rules.noisy(record)}
+    assert {"transfer.pageable.*", "transfer.bidirectional.host_to_device_gbps", "roofline.bf16.square-256.tflops",
+            "roofline.bf16.qkv-decode-64.tflops"} <= set(noisy)
+    assert noisy["roofline.bf16.square-256.tflops"]["kind"] == "launch_bound"
+    assert all(e["spread"] > e["bound"] and e["why"] for e in noisy.values())
+    steady = rules.lookup(record, "bandwidth.plateau_gbps")
+    assert steady["noisy"] is False and steady["spread"] == 0.0066 and steady["bound"] == 0.02
+
+
+def test_an_exact_figure_wins_over_a_pattern():
+    record = rules.declaration(H200)
+    assert rules.lookup(record, "roofline.bf16.square-256.tflops")["spread"] == 0.43
+    assert rules.lookup(record, "roofline.bf16.o-prefill-2048.tflops")["figure"] == "roofline.bf16.*.tflops"
+    assert rules.lookup(record, "transfer.pageable.host_to_device_gbps")["figure"] == "transfer.pageable.*"
+    assert rules.lookup(record, "roofline.bf16.burst_best_tflops")["figure"] == "roofline.bf16.burst_best_tflops"
+    assert rules.lookup(record, "allreduce.busbw_gbps") is None
+
+
+def test_the_tolerance_floor_says_where_it_came_from():
+    record = rules.declaration(H200)
+    floor, source = rules.tolerance_floor(record, "stress.steady_tflops")
+    assert floor == 0.0057 and "5 dossiers" in source and "b661845" in source
+    assert rules.tolerance_floor(record, "allreduce.busbw_gbps") == (None, "no run-to-run spread declared for "
+                                                                     "allreduce.busbw_gbps")
+    assert rules.tolerance_floor(rules.declaration(None), "x")[0] is None
+
+
+def test_without_a_measurement_the_declaration_says_why():
+    assert "no GPU SKU was identified" in rules.declaration(None)["unavailable"]
+    assert rules.declaration("l4-24gb") == {"unavailable": "the catalogue has no run-to-run measurement for "
+                                                           "l4-24gb yet"}
+
+
+def test_the_bundles_sku_is_the_one_health_identified():
+    assert rules.bundle_sku(h200_documents()) == H200
+    assert rules.bundle_sku({"bandwidth": {"reference": {"sku_id": "a100-sxm4-80gb"}}}) == "a100-sxm4-80gb"
+    assert rules.bundle_sku({}) is None
+
+
+@pytest.mark.parametrize("per_call_s, launch_bound, kind", [(16e-6, True, "launch_bound"), (25e-6, False, "burst"),
+                                                           (0.3e-3, False, "burst"), (1.4e-3, False, "steady")])
+def test_a_roofline_shapes_kind(per_call_s, launch_bound, kind):
+    assert rules.roofline_kind(per_call_s, launch_bound) == kind
+
+
+def bundle_view(repeatability):
+    return BundleView.from_files(unsigned_files(dataclasses.replace(record(h200_documents()),
+                                                                    repeatability=repeatability)))
+
+
+def test_a_bundle_records_it_and_the_report_renders_it_from_the_bundle_alone():
+    view = bundle_view(rules.declaration(H200))
+    assert violations("commands", view.commands) == []
+    assert view.commands["repeatability"]["figures"] == rules.declaration(H200)["figures"]
+    report = render_report(view)
+    section = " ".join(report[report.index("## Repeatability"):report.index("## Host")].split())  # unwrapped
+    assert "not what the next run" in section and "5 dossiers, 3 machine starts, 2026-12-01, commit b661845" in section
+    assert "**Noisy**" in section and "transfer.pageable.* 34.00%" in section
+    assert "bandwidth.plateau_gbps 0.66%" in section.split("Within bounds:")[1]
+    unavailable = render_report(bundle_view(rules.declaration(None)))
+    assert "nothing applies here: no GPU SKU was identified" in " ".join(unavailable.split())
+    assert "## Repeatability" not in render_report(bundle_view(None))  # bundles before format 5 carry none
+
+
+def test_a_verdict_on_a_noisy_figure_says_so():
+    record = rules.declaration(H200)
+    noisy = {**record, "figures": [{**rules.lookup(record, "bandwidth.plateau_gbps"), "spread": 0.03, "noisy": True,
+                                    "why": "a test's declaration"}]}
+    [result] = bandwidth_plateau(BundleFacts(bundle_view(noisy)), resolve(H200))
+    assert "declared noisy in this bundle: 3.00% run to run over its 2% steady bound (a test's declaration)" in result.why
+    [plain] = bandwidth_plateau(BundleFacts(bundle_view(record)), resolve(H200))
+    assert "noisy" not in plain.why
