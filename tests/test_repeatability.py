@@ -30,7 +30,7 @@ def test_the_h200_declaration_names_its_source_and_the_noisy_figures():
     [source] = record["sources"].values()
     assert (source["runs"], source["machine_starts"], source["commit"], source["date"]) == (5, 3, "b661845", "2026-12-01")
     noisy = {e["figure"]: e for e in rules.noisy(record)}
-    assert {"transfer.pageable.*", "transfer.bidirectional.host_to_device_gbps", "roofline.bf16.square-256.tflops",
+    assert {"transfer.*_pageable_gbps", "transfer.bidirectional_h2d_pinned_gbps", "roofline.bf16.square-256.tflops",
             "roofline.bf16.qkv-decode-64.tflops"} <= set(noisy)
     assert noisy["roofline.bf16.square-256.tflops"]["kind"] == "launch_bound"
     assert all(e["spread"] > e["bound"] and e["why"] for e in noisy.values())
@@ -42,7 +42,7 @@ def test_an_exact_figure_wins_over_a_pattern():
     record = rules.declaration(H200)
     assert rules.lookup(record, "roofline.bf16.square-256.tflops")["spread"] == 0.43
     assert rules.lookup(record, "roofline.bf16.o-prefill-2048.tflops")["figure"] == "roofline.bf16.*.tflops"
-    assert rules.lookup(record, "transfer.pageable.host_to_device_gbps")["figure"] == "transfer.pageable.*"
+    assert rules.lookup(record, "transfer.h2d_pageable_gbps")["figure"] == "transfer.*_pageable_gbps"
     assert rules.lookup(record, "roofline.bf16.burst_best_tflops")["figure"] == "roofline.bf16.burst_best_tflops"
     assert rules.lookup(record, "allreduce.busbw_gbps") is None
 
@@ -86,7 +86,7 @@ def test_a_bundle_records_it_and_the_report_renders_it_from_the_bundle_alone():
     report = render_report(view)
     section = " ".join(report[report.index("## Repeatability"):report.index("## Host")].split())  # unwrapped
     assert "not what the next run" in section and "5 dossiers, 3 machine starts, 2026-12-01, commit b661845" in section
-    assert "**Noisy**" in section and "transfer.pageable.* 34.00%" in section
+    assert "**Noisy**" in section and "transfer.*_pageable_gbps 34.00%" in section
     assert "bandwidth.plateau_gbps 0.66%" in section.split("Within bounds:")[1]
     unavailable = render_report(bundle_view(rules.declaration(None)))
     assert "nothing applies here: no GPU SKU was identified" in " ".join(unavailable.split())

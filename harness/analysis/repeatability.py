@@ -15,7 +15,7 @@ spread, its source, and `noisy` (true when the spread exceeds the bound) with wh
 renders it from the bundle alone, and a later catalogue does not change what a bundle declared.
 
 Figure ids (the catalogue's `repeatability.figure_ids`): PROBE.FIGURE, e.g. bandwidth.plateau_gbps,
-stress.steady_tflops, transfer.pinned.host_to_device_gbps, roofline.bf16.burst_best_tflops,
+stress.steady_tflops, transfer.h2d_pinned_gbps, roofline.bf16.burst_best_tflops,
 roofline.bf16.square-256.tflops; an entry's figure may hold * (fnmatch), and an exact id wins.
 """
 
@@ -122,3 +122,59 @@ def bundle_sku(documents: Mapping[str, Any]) -> str | None:
         if isinstance(value, str):
             return value
     return None
+
+
+def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """Every timed headline figure of a bundle's documents (by step), as figure id -> (value, kind): the
+    ids the catalogue's run_to_run and a bundle's declaration use (bench/repeatability.py compares them
+    across dossiers; reproduction and baselines look their tolerance up by them)."""
+    from harness.analysis import bandwidth, roofline_figures, stress, transfer
+
+    found: dict[str, tuple[float | None, str]] = {}
+    if isinstance(documents.get("bandwidth"), Mapping):
+        heads = bandwidth.headlines(dict(documents["bandwidth"]))
+        found.update({"bandwidth.plateau_gbps": (heads["plateau_gbps"], "steady"),
+                      "bandwidth.repeat_median_gbps": (heads["repeat_median_gbps"], "steady")})
+    if isinstance(documents.get("stress"), Mapping):
+        heads = stress.headlines(dict(documents["stress"]))
+        bursts = [d["burst_tflops"] for d in heads["devices"] if d.get("burst_tflops") is not None]
+        found.update({"stress.steady_tflops": (heads["min_steady_tflops"], "steady"),
+                      "stress.burst_tflops": (min(bursts) if bursts else None, "burst")})
+    if isinstance(documents.get("transfer"), Mapping):
+        found.update(_transfer_figures(transfer.headlines(dict(documents["transfer"]))))
+    for step, document in documents.items():
+        if step == "roofline" or (step.startswith("roofline-") and isinstance(document, Mapping)):
+            found.update(_roofline_figures(roofline_figures, dict(document)))
+    return found
+
+
+def _transfer_figures(heads: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """Each per-GPU transfer figure (GB/s), the lowest GPU's."""
+    values: dict[str, list[float]] = {}
+    for gpu, figures in heads.get("per_gpu", {}).items():
+        for key, value in figures.items():
+            if gpu != "host" and key.endswith("_gbps") and key != "pcie_ceiling_gbps":
+                values.setdefault(key, []).append(value)
+    return {f"transfer.{key}": (min(v for v in got if v is not None) if any(v is not None for v in got) else None,
+                                "steady") for key, got in values.items()}
+
+
+def _roofline_figures(figures: Any, document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """Each dtype's burst best and every measured shape's rate (and kernel-only rate where replayed)."""
+    found: dict[str, tuple[float | None, str]] = {}
+    for dtype, view in figures.dtype_documents(document).items():
+        found[f"roofline.{dtype}.burst_best_tflops"] = (figures.headlines(view)["burst_best_tflops"], "burst")
+        for row in figures.burst_windows(view):
+            per_call = _per_call(view, row["label"])
+            kind = roofline_kind(per_call, bool(row.get("launch_bound"))) if per_call else "burst"
+            found[f"roofline.{dtype}.{row['label']}.tflops"] = (row["burst_tflops"], kind)
+            if row.get("kernel_tflops") is not None:
+                found[f"roofline.{dtype}.{row['label']}.kernel_tflops"] = (row["kernel_tflops"], "burst")
+    return found
+
+
+def _per_call(document: dict[str, Any], label: str) -> float | None:
+    from harness.analysis.roofline_figures import seconds_of
+
+    shape = next((s for s in document.get("measurements", {}).get("shapes", []) if s.get("label") == label), None)
+    return seconds_of(shape) if shape else None

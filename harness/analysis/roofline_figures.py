@@ -235,7 +235,9 @@ def dtype_documents(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for check in checks if isinstance(checks, list) else []:
         if isinstance(check, dict) and isinstance(check.get("dtype"), str):
             view = {k: v for k, v in document.items() if k not in ("dtype_checks", "summary", "fusion", "cpu_roofs")}
-            found[check["dtype"]] = {**view, **check, "fusion": {"unavailable": "fusion runs in the main dtype"}}
+            tile = check.get("tile") if isinstance(check.get("tile"), dict) else {}
+            found[check["dtype"]] = {**view, **check, "device_facts": {**document.get("device_facts", {}), **tile},
+                                     "fusion": {"unavailable": "fusion runs in the main dtype"}}
     return found
 
 

@@ -315,7 +315,10 @@ class Run:
                                  "roofs": check.roofs,
                                  "predictions": {"shapes": check.predictions,
                                                  "recorded_at": document["predictions"]["recorded_at"]}}
-        view = {**document, **entry}
+        if self.device == "cuda":  # the wave model's tile for this dtype (fp32 is not a tensor-core dtype)
+            tile_m, tile_n, tile_source = parse_tile(self.args.tile, check.dtype)
+            entry["tile"] = {"tile_m": tile_m, "tile_n": tile_n, "tile_source": tile_source}
+        view = {**document, **entry, "device_facts": {**facts, **entry.get("tile", {})}}
         entry["measurements"], more = self.measure_all(check._replace(cannot=cannot), view, cache_bytes, facts)
         skipped += more
         return entry
