@@ -2,9 +2,13 @@
 at run time (commands.json `repeatability`), the report's section and what verdicts say of a noisy figure."""
 
 import dataclasses
+import json
+import sys
+from pathlib import Path
 
 import pytest
 
+from bench import repeatability as bench
 from harness import catalogue
 from harness.analysis import repeatability as rules
 from harness.bundle.assemble import unsigned_files
@@ -101,3 +105,23 @@ def test_a_verdict_on_a_noisy_figure_says_so():
     assert "declared noisy in this bundle: 3.00% run to run over its 2% steady bound (a test's declaration)" in result.why
     [plain] = bandwidth_plateau(BundleFacts(bundle_view(record)), resolve(H200))
     assert "noisy" not in plain.why
+
+
+def test_the_bench_reads_verified_dossiers_and_writes_a_block_the_catalogue_takes(tmp_path, capsys, monkeypatch):
+    """bench/repeatability.py on the two committed H200 dossiers (formats 1 and 4, two keys)."""
+    fixtures = Path(__file__).parent / "fixtures" / "h200"
+    out = tmp_path / "block.json"
+    monkeypatch.setattr(sys, "argv", ["repeatability.py", str(fixtures / "dossier-h200.tar.gz"),
+                                      str(fixtures / "dossier-h200-full.tar.gz"), "--key",
+                                      str(fixtures / "dossier-h200.pub"), str(fixtures / "dossier-h200-full.pub"),
+                                      "--machine-starts", "2", "--json", str(out)])
+    assert bench.main() == 0
+    printed = capsys.readouterr().out
+    assert "| bandwidth.plateau_gbps | steady | 2% | 2 | 4232.2 |" in printed
+    assert "| stress.steady_tflops |" not in printed  # the format-1 bundle has no stress step: one value only
+    data = json.loads(out.read_text())
+    bench.check_block(data)
+    [source] = data["sources"].values()
+    assert source["runs"] == 2 and source["machine_starts"] == 2 and source["date"] == "2026-11-29"
+    plateau = next(f for f in data["figures"] if f["figure"] == "bandwidth.plateau_gbps")
+    assert plateau["kind"] == "steady" and plateau["spread"] == pytest.approx((4258.5 - 4232.2) / 4245.4, abs=1e-4)

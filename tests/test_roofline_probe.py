@@ -313,3 +313,28 @@ def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
     assert rows and all(r["window_ms"] > 0 and r["timed_calls"] > 0 and r["windows"] == 3 for r in rows)
     # On a CPU no NVML clock is sampled: the cap state says why it is unknown rather than guessing.
     assert all(r["sm_clock_mhz"] is None and "unavailable" in r["power_cap"] for r in rows)
+
+
+def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(document):
+    """What --check-dtypes does on a GPU (its own roofs, predictions, windows), run here on the CPU for bf16
+    with roofs given: the same code path, the document's own device facts and timer."""
+    from harness.analysis import gemm_shapes, roofline_figures
+    from harness.probes._roofline_windows import Timer
+
+    run = probe.Run(gpu_args("--dtype", "fp32", "--device", "cpu", "--check-dtypes", "bf16"))
+    run.timer = Timer("cpu", None)
+    roofs = {"bandwidth_gbps": 20.0, "bandwidth_source": "given", "peak_tflops": 0.5, "peak_source": "given"}
+    assert run.finish_roofs(roofs)
+    check = run.sweep_of("bf16", [gemm_shapes.Shape("check-64", "user", 64, 96, 128, "test")], roofs, True)
+    skipped = []
+    entry = run.run_check(check, document, 32 * 2**20, document["device_facts"], skipped)
+    assert entry["dtype"] == "bf16" and entry["precision"]["input_dtype"] == "torch.bfloat16" and not skipped
+    [shape] = entry["measurements"]["shapes"]
+    assert shape["status"] == "measured" and len(shape["windows"]) == 3
+    merged = {**document, "dtype_checks": [entry]}
+    assert rl.discrepancies(merged) == []
+    assert set(roofline_figures.dtype_headlines(merged)) == {"fp32", "bf16"}
+    assert rl.headlines(merged)["dtype_burst_best_tflops"] == {"bf16": None}  # 64x96x128 is no burst-best shape
+    for window in shape["windows"]:
+        window["seconds"] *= 2
+    assert any(p.startswith("dtype_checks[bf16] measurement check-64: median_s") for p in rl.discrepancies(merged))
