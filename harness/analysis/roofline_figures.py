@@ -93,6 +93,9 @@ def fusion_medians(fusion: Any) -> tuple[float | None, float | None]:
 BURST_RULE = ("every roofline rate is a burst: one shape's calls timed in short windows (tens of milliseconds, "
               "idle between them so the power cap does not engage) at the clock the card held then; the sustained "
               "rate under a long load is the stress probe's steady state (docs/stress.md)")
+LEGACY_BURST_RULE = ("every roofline rate is a burst: the median call of one shape's short timed window (milliseconds "
+                     "to a few hundred, each call timed alone), at whatever clock the card held then; the sustained "
+                     "rate under a long load is the stress probe's steady state (docs/stress.md)")
 BURST_BEST_RULE = ("burst best: the best median-of-windows rate over the fixed burst-best shapes "
                    "(on a GPU 4096x4096x8192, 4096x8192x8192 and 8192x8192x8192, mamf-finder's best shapes on the "
                    "H200; on a CPU 1024x1024x1024), the same shapes and timing every run and in every dtype")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.gemm_timing import LAUNCH_BOUND_S, SPREAD_SCOPE
-from harness.analysis.roofline_figures import (BURST_RULE, best_rule, burst_windows, dtype_documents, headlines,
+from harness.analysis.roofline_figures import (BURST_RULE, LEGACY_BURST_RULE, best_rule, burst_windows, dtype_documents, headlines,
                                               windowed)
 
 
@@ -27,51 +27,52 @@ def _percent(value: Any) -> str:
     return f"{value:.2%}" if isinstance(value, (int, float)) and not isinstance(value, bool) else "—"
 
 
-def _windowed_rows(document: dict[str, Any], best: Any) -> list[str]:
-    bounds = headlines(document)["classifications"]
-    lines = ["| shape | bound | burst TFLOPS | spread across windows | windows x ms | calls | SM clock MHz | "
-             "power cap | launch-bound: kernel-only TFLOPS, host launch µs/call |",
-             "|---|---|---:|---:|---|---:|---:|---|---|"]
-    for row in burst_windows(document):
-        mark = " (best)" if row["label"] == best else ""
-        launch = (f"yes: {_number(row.get('kernel_tflops'), '.4g')}, {_number(row.get('host_launch_us'), '.3g')}"
-                  if row.get("launch_bound") else "no")
-        lines.append(f"| {row['label']}{mark} | {bounds.get(row['label'], '—')} | {_number(row['burst_tflops'], '.4g')} "
-                     f"| {_percent(row.get('window_spread'))} | {row.get('windows', '—')} x "
-                     f"{_number(row['window_ms'], '.3g')} | {row['timed_calls']} | "
-                     f"{_number(row['sm_clock_mhz'], '.0f')} | {_cap(row['power_cap'])} | {launch} |")
-    if len(lines) == 2:
-        lines.append("| no shape was measured | | | | | | | | |")
-    return lines
+HEADERS = {  # windowed (format 5 on) and per-call (before) tables
+    True: ("| shape | bound | burst TFLOPS | spread across windows | windows x ms | calls | SM clock MHz | power cap | "
+           "launch-bound: kernel-only TFLOPS, host launch µs/call |", "|---|---|---:|---:|---|---:|---:|---|---|"),
+    False: ("| shape | bound | burst TFLOPS | window ms | timed calls | SM clock MHz | power cap |",
+            "|---|---|---:|---:|---:|---:|---|"),
+}
 
 
-def _legacy_rows(document: dict[str, Any], best: Any) -> list[str]:
+def _cells(row: dict[str, Any], windows: bool) -> list[str]:
+    """The cells after shape, bound and rate: how the rate was timed, at what clock, and (windows) the
+    launch-bound shape's kernel-only rate."""
+    clock, cap = _number(row["sm_clock_mhz"], ".0f"), _cap(row["power_cap"])
+    if not windows:
+        return [_number(row["window_ms"], ".3g"), str(row["timed_calls"]), clock, cap]
+    launch = (f"yes: {_number(row.get('kernel_tflops'), '.4g')}, {_number(row.get('host_launch_us'), '.3g')}"
+              if row.get("launch_bound") else "no")
+    return [_percent(row.get("window_spread")), f"{row.get('windows', '—')} x {_number(row['window_ms'], '.3g')}",
+            str(row["timed_calls"]), clock, cap, launch]
+
+
+def _rows(document: dict[str, Any], best: Any) -> list[str]:
+    windows = windowed(document)
     bounds = headlines(document)["classifications"]
-    lines = ["| shape | bound | burst TFLOPS | window ms | timed calls | SM clock MHz | power cap |",
-             "|---|---|---:|---:|---:|---:|---|"]
+    lines = list(HEADERS[windows])
     for row in burst_windows(document):
-        mark = " (best)" if row["label"] == best else ""
-        lines.append(f"| {row['label']}{mark} | {bounds.get(row['label'], '—')} | {_number(row['burst_tflops'], '.4g')} "
-                     f"| {_number(row['window_ms'], '.3g')} | {row['timed_calls']} | "
-                     f"{_number(row['sm_clock_mhz'], '.0f')} | {_cap(row['power_cap'])} |")
+        cells = [f"{row['label']}{' (best)' if row['label'] == best else ''}", bounds.get(row["label"], "—"),
+                 _number(row["burst_tflops"], ".4g"), *_cells(row, windows)]
+        lines.append("| " + " | ".join(cells) + " |")
     if len(lines) == 2:
-        lines.append("| no shape was measured | | | | | | |")
+        lines.append("| no shape was measured |" + " |" * (lines[0].count("|") - 2))
     return lines
 
 
 def _section(document: dict[str, Any], title: str) -> list[str]:
     head = headlines(document)
-    rows = _windowed_rows if windowed(document) else _legacy_rows
     best = head["burst_best_tflops"]
     said = (f"Burst best: **{_number(best, '.4g')} TFLOPS** at {head['best_shape']}."
             if best is not None else "No burst best: none of its burst-best shapes was measured.")
-    return [title, "", said, "", *rows(document, head["best_shape"]), ""]
+    return [title, "", said, "", *_rows(document, head["best_shape"]), ""]
 
 
 def render(document: dict[str, Any]) -> str:
     views = dtype_documents(document)
     lines = [f"# Roofline bursts: {document.get('dtype')} GEMMs on {document.get('device')}", "",
-             f"Each rate is a **burst** ({BURST_RULE}). The {best_rule(document)}."]
+             f"Each rate is a **burst** ({BURST_RULE if windowed(document) else LEGACY_BURST_RULE}). "
+             f"The {best_rule(document)}."]
     if windowed(document):
         lines += ["", f"Timing: {document['timing']['rule']}.",
                   f"Spread across windows: {SPREAD_SCOPE['windows']}; it says nothing about the next run (the "
