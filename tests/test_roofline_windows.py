@@ -144,3 +144,15 @@ def test_a_tampered_dtype_check_is_caught_by_verify():
     found = "\n".join(set(rf.discrepancies(merged)) - found_before)
     assert "dtype_checks[fp8] roofs.ridge_flop_per_byte" in found
     assert "dtype_checks[fp8] prediction" in found and ": bound" in found
+
+
+def test_nvml_around_a_window_reads_clock_power_and_reasons_and_says_why_a_field_is_missing():
+    """What the card answered during a copy load (tests/fixtures/h200/nvml-fields.copy-load.json): the
+    capture has no field reads, so the instant power is unavailable with that reason, not a default."""
+    from harness.probes._roofline_windows import NvmlReader
+    from tests.h200_capture import nvml_fields
+
+    reading = NvmlReader(nvml_fields("nvml-fields.copy-load.json"), "h0").read()
+    assert reading["sm_clock_mhz"] == 1980 and reading["power_w"] == 141.739 and reading["clock_event_reasons"] == []
+    assert "nvmlDeviceGetFieldValues was not recorded" in reading["power_instant_w"]["unavailable"]
+    assert NvmlReader(None, None).read() is None  # a device without NVML: no readings, the windows say nothing

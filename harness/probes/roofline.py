@@ -154,6 +154,7 @@ class Run:
             main = main._replace(cannot=cannot)
             self.timer = self.windows.Timer(self.device, self.windows.NvmlReader(nvml.pynvml, setup.handle)
                                             if setup.handle is not None and nvml.ok else None)
+            preheat = self.preheat(main)  # the clock up before anything is timed
             floor = self.windows.launch_floor(self.timer, self.device)
             facts["launch_floor_s"], facts["launch_floor_windows"] = floor["median_s"], floor["windows"]
             document: dict[str, Any] = {
@@ -166,7 +167,7 @@ class Run:
             }
             if setup.cpu_measured:
                 document["cpu_roofs"] = setup.cpu_measured
-            document["preheat"] = self.preheat(main)
+            document["preheat"] = preheat
             document["measurements"], skipped = self.measure_all(main, document, setup.cache_bytes, facts)
             if args.check_dtypes:
                 document["dtype_checks"] = [self.run_check(check, document, setup.cache_bytes, facts, skipped)
