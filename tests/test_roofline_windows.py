@@ -156,3 +156,15 @@ def test_nvml_around_a_window_reads_clock_power_and_reasons_and_says_why_a_field
     assert reading["sm_clock_mhz"] == 1980 and reading["power_w"] == 141.739 and reading["clock_event_reasons"] == []
     assert "nvmlDeviceGetFieldValues was not recorded" in reading["power_instant_w"]["unavailable"]
     assert NvmlReader(None, None).read() is None  # a device without NVML: no readings, the windows say nothing
+
+
+def test_a_dtype_checks_memory_roof_must_be_the_bandwidth_steps_median_too():
+    from harness.analysis import cross_checks
+
+    merged, _ = merged_checks()
+    steps = [{"step": s, "analysis": s, "status": "completed", "output": f"raw/{s}.json"} for s in ("bandwidth", "roofline")]
+    documents = {"bandwidth": h200_raw("bandwidth"), "roofline": merged}
+    assert cross_checks.roofline_roof_discrepancies(steps, documents) == []
+    merged["dtype_checks"][0]["roofs"]["bandwidth_gbps"] = 4800.0
+    [(member, problem)] = cross_checks.roofline_roof_discrepancies(steps, documents)
+    assert member == "raw/roofline.json" and problem.startswith("dtype_checks[fp8].roofs.bandwidth_gbps 4800 GB/s")
