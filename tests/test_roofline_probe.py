@@ -83,6 +83,7 @@ def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(d
         assert len(windows) == 3 and all(w["calls"] >= 1 and w["seconds"] > 0 for w in windows)
         assert shape["warmup"]["calls"] >= 3 and shape["first_call_s"] > 0 and "times_s" not in shape
         means = [w["seconds"] / w["calls"] for w in windows]
+        assert [w["per_call_s"] for w in windows] == means
         assert shape["median_s"] == sorted(means)[1]
         assert shape["window_spread"] == pytest.approx((max(means) - min(means)) / sorted(means)[1])
         assert shape["launch_bound"] == (shape["median_s"] < 20e-6) and "graph" not in shape  # no graphs on a CPU
@@ -107,6 +108,8 @@ def test_tampering_is_caught(document):
     measured = [s for s in doc["measurements"]["shapes"] if s["status"] == "measured"]
     measured[0]["measured_at"] = "2000-01-01T00:00:00.000000Z"
     measured[1]["windows"][0]["seconds"] *= 3
+    measured[1]["windows"][0]["per_call_s"] = measured[1]["windows"][0]["seconds"] / measured[1]["windows"][0]["calls"]
+    measured[3]["windows"][2]["per_call_s"] *= 2
     measured[2]["launch_bound"] = not measured[2]["launch_bound"]
     doc["summary"]["burst_best_tflops"] *= 2
     found = "\n".join(rl.discrepancies(doc))
@@ -115,6 +118,7 @@ def test_tampering_is_caught(document):
     assert "summary.burst_best_tflops" in found
     assert f"measurement {measured[1]['label']}: window_spread" in found
     assert f"measurement {measured[2]['label']}: launch_bound" in found
+    assert f"measurement {measured[3]['label']}: window 2 per_call_s" in found
 
 
 def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document):
@@ -337,4 +341,5 @@ def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(do
     assert rl.headlines(merged)["dtype_burst_best_tflops"] == {"bf16": None}  # 64x96x128 is no burst-best shape
     for window in shape["windows"]:
         window["seconds"] *= 2
+        window["per_call_s"] *= 2
     assert any(p.startswith("dtype_checks[bf16] measurement check-64: median_s") for p in rl.discrepancies(merged))

@@ -317,7 +317,9 @@ def _window_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
     figures = timing.timing_figures(timed)
     if figures["per_call_s"] is None:
         return [f"{where}: no usable windows (calls, seconds) to recompute median_s from"]
-    found = []
+    found = [f"{where}: window {i} per_call_s {w['per_call_s']} but its {w['calls']} calls took {w['seconds']} s"
+             for windows in (timed["windows"], timing.graph_windows(timed.get("graph")) or [])
+             for i, w in enumerate(windows) if "per_call_s" in w and _differs(w["per_call_s"], w["seconds"] / w["calls"])]
     if _differs(timed.get("median_s"), figures["per_call_s"]):
         found.append(f"{where}: median_s {timed.get('median_s')} but the median of its {figures['windows']} "
                      f"window means is {figures['per_call_s']}")

@@ -134,7 +134,7 @@ class Timer:
             for i in range(count):
                 call(first + i)
         seconds, _ = self.timed(run)
-        record: dict[str, Any] = {"calls": count, "seconds": seconds, "gap_before_s": gap}
+        record: dict[str, Any] = {"calls": count, "seconds": seconds, "per_call_s": seconds / count, "gap_before_s": gap}
         if before is not None:
             record.update(nvml_before=before, nvml_after=self.nvml())
         return record
@@ -176,7 +176,8 @@ class Timer:
         for _ in range(rules.WINDOWS):
             gap = self.wait_idle()
             seconds, _ = self.timed(run)
-            windows.append({"replays": replays, "calls": replays * rules.GRAPH_CALLS, "seconds": seconds,
+            calls = replays * rules.GRAPH_CALLS
+            windows.append({"replays": replays, "calls": calls, "seconds": seconds, "per_call_s": seconds / calls,
                             "gap_before_s": gap})
         return {"calls_per_replay": rules.GRAPH_CALLS, "windows": windows, "median_s": rules.per_call_s(windows)}
 
@@ -203,5 +204,5 @@ def launch_floor(timer: Timer, device: str) -> dict[str, Any]:
     """An (almost) empty kernel timed exactly as the GEMMs are: the launch floor per call."""
     tiny = torch.ones(1, device=device)
     record = timer.measure(lambda i: tiny.add_(1))
-    return {"windows": [{k: w[k] for k in ("calls", "seconds", "gap_before_s")} for w in record["windows"]],
+    return {"windows": [{k: w[k] for k in ("calls", "seconds", "per_call_s", "gap_before_s")} for w in record["windows"]],
             "median_s": rules.per_call_s(record["windows"])}
