@@ -43,7 +43,8 @@ log "ranges"
 python3 - "$W" >>"$W/summary.log" 2>&1 <<'PY'
 import json, statistics, sys
 from pathlib import Path
-from harness.analysis import gemm_timing, roofline_figures as rf
+from harness.analysis import timing
+from harness.analysis.roofline import figures as rf
 
 w = Path(sys.argv[1])
 def spread(v):
@@ -86,7 +87,7 @@ except (OSError, ValueError, KeyError) as exc:
 for doc in runs:
     print("timeline:", "; ".join(f"{e['event']} {e['at'][11:23]}" for e in doc["timeline"]))
 print("walls:", (w / "walls.txt").read_text().replace("\n", "; "))
-print("timing rule:", gemm_timing.RULE)
+print("timing rule:", timing.RULE)
 PY
 log "done"
 cat "$W/summary.log"

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from harness.probes import _roofline_torch as side  # noqa: E402
+from harness.probes.roofline import gemms as side  # noqa: E402
 
 SHAPES = {  # label: (dtype, m, n, k); the movers and steady ones
     "square-256": ("bf16", 256, 256, 256),

@@ -9,16 +9,15 @@ from pathlib import Path
 import pytest
 
 from bench import repeatability as bench
-from harness import catalogue
+from harness import catalogue, registry
 from harness.analysis import repeatability as rules
-from harness.bundle.assemble import unsigned_files
 from harness.bundle.view import BundleView
-from harness.judge.acceptance.profile import resolve
 from harness.judge.acceptance.rates import bandwidth_plateau
 from harness.judge.facts import BundleFacts
 from harness.present.report import render_report
+from harness.run.assemble import unsigned_files
 from harness.schemas import violations
-from tests.accept_support import h200_documents, record
+from tests.accept_support import h200_documents, record, resolve
 
 H200 = "h200-sxm-141gb"
 
@@ -80,7 +79,8 @@ def test_a_roofline_shapes_kind(per_call_s, launch_bound, kind):
 
 def bundle_view(repeatability):
     return BundleView.from_files(unsigned_files(dataclasses.replace(record(h200_documents()),
-                                                                    repeatability=repeatability)))
+                                                                    repeatability=repeatability)),
+                                 registry.analysis_module)
 
 
 def test_a_bundle_records_it_and_the_report_renders_it_from_the_bundle_alone():

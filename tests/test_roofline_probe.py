@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from harness.analysis import roofline as rl
+from harness.analysis import roofline as roofline_analysis
 from harness.catalogue import by_id
 from harness.cli import main
 from harness.present.plots import roofline as plot
-from harness.probes import _roofline_torch as side
+from harness.probes.roofline import gemms as side
 from harness.probes import roofline as probe
 from harness.probes.contract import ProbeUsageError, options_argv, probe_main
 from harness.run.outcome import Completed, judge
@@ -93,8 +93,8 @@ def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(d
 
 
 def test_the_document_agrees_with_its_recomputation(document):
-    assert rl.discrepancies(document) == []
-    head = rl.headlines(document)
+    assert roofline_analysis.discrepancies(document) == []
+    head = roofline_analysis.headlines(document)
     assert head["device"] == "cpu" and head["dtype"] == "fp32"
     assert head["best_shape"] == "ref-1024x1024x1024"  # the burst best is over the fixed shapes only
     assert head["burst_best_over"] == "the fixed burst-best shapes" and "dtype_checks" not in head
@@ -112,7 +112,7 @@ def test_tampering_is_caught(document):
     measured[3]["windows"][2]["per_call_s"] *= 2
     measured[2]["launch_bound"] = not measured[2]["launch_bound"]
     doc["summary"]["burst_best_tflops"] *= 2
-    found = "\n".join(rl.discrepancies(doc))
+    found = "\n".join(roofline_analysis.discrepancies(doc))
     assert f"prediction {first['label']}: bound" in found
     assert "precedes the prediction" in found
     assert "summary.burst_best_tflops" in found
@@ -128,7 +128,7 @@ def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document
     assert all(len(t["times_s"]) == 3 for t in trials)
     facts["launch_floor_s"] /= 2
     trials[0]["median_s"] *= 2
-    found = "\n".join(rl.discrepancies(doc))
+    found = "\n".join(roofline_analysis.discrepancies(doc))
     assert "launch_floor_s" in found and "launch_floor_windows" in found
     assert f"cpu_roofs.gemm_trials[{trials[0]['size']}].median_s" in found
 
@@ -296,7 +296,7 @@ def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
 def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
     import torch
 
-    from harness.probes import _roofline_torch as side
+    from harness.probes.roofline import gemms as side
 
     assert side.jiterator_refusal("cpu") == "a CPU run: jiterator compiles CUDA kernels only"
     monkeypatch.setattr(torch.version, "hip", "6.2", raising=False)
@@ -307,7 +307,7 @@ def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
 
 
 def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
-    from harness.analysis.roofline_figures import burst_windows
+    from harness.analysis.roofline.figures import burst_windows
     from harness.present.tables import roofline as table
 
     text = table.render(document)
@@ -322,11 +322,12 @@ def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
 def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(document):
     """What --check-dtypes does on a GPU (its own roofs, predictions, windows), run here on the CPU for bf16
     with roofs given: the same code path, the document's own device facts and timer."""
-    from harness.analysis import gemm_shapes, roofline_figures
-    from harness.probes._roofline_windows import Timer
+    from harness.analysis.roofline import figures as roofline_figures
+    from harness.analysis.roofline import gemm_shapes
+    from harness.probes.timing import Bursts
 
     run = probe.Run(gpu_args("--dtype", "fp32", "--device", "cpu", "--check-dtypes", "bf16"))
-    run.timer = Timer("cpu", None)
+    run.timer = Bursts.of(torch, "cpu")
     roofs = {"bandwidth_gbps": 20.0, "bandwidth_source": "given", "peak_tflops": 0.5, "peak_source": "given"}
     assert run.finish_roofs(roofs)
     check = run.sweep_of("bf16", [gemm_shapes.Shape("check-64", "user", 64, 96, 128, "test")], roofs, True)
@@ -336,10 +337,10 @@ def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(do
     [shape] = entry["measurements"]["shapes"]
     assert shape["status"] == "measured" and len(shape["windows"]) == 3
     merged = {**document, "dtype_checks": [entry]}
-    assert rl.discrepancies(merged) == []
+    assert roofline_analysis.discrepancies(merged) == []
     assert set(roofline_figures.dtype_headlines(merged)) == {"fp32", "bf16"}
-    assert rl.headlines(merged)["dtype_burst_best_tflops"] == {"bf16": None}  # 64x96x128 is no burst-best shape
+    assert roofline_analysis.headlines(merged)["dtype_burst_best_tflops"] == {"bf16": None}  # 64x96x128 is no burst-best shape
     for window in shape["windows"]:
         window["seconds"] *= 2
         window["per_call_s"] *= 2
-    assert any(p.startswith("dtype_checks[bf16] measurement check-64: median_s") for p in rl.discrepancies(merged))
+    assert any(p.startswith("dtype_checks[bf16] measurement check-64: median_s") for p in roofline_analysis.discrepancies(merged))

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import gemm_timing as timing
-from harness.analysis import roofline as rl
-from harness.analysis import roofline_figures as rf
+from harness.analysis import timing
+from harness.analysis.roofline import figures as rf
+from harness.analysis.roofline import model as rl
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.profile import resolve
+
 from harness.judge.acceptance.rates import gemm
 from harness.judge.facts import BundleFacts
 from harness.present.tables import roofline as table
 from harness.present.tables import stress as stress_table
-from tests.accept_support import h200_documents, h200_raw, view_of
+from tests.accept_support import h200_documents, h200_raw, resolve, view_of
 
 CAUSES = json.loads((Path(__file__).parent / "fixtures" / "roofline" / "causes-h200.json").read_text())
 H200 = json.loads((Path(__file__).parent / "fixtures" / "roofline" / "h200.json").read_text())
@@ -89,10 +89,9 @@ def test_a_launch_bound_shape_is_explained_by_its_graph_replay():
 
 
 def test_the_timer_leaves_the_device_idle_twice_each_burst():
-    from harness.probes._roofline_windows import Timer
+    from harness.probes.timing import Bursts, Clock
 
-    timer = Timer("cpu", None)
-    timer.gap_ratio = timing.GPU_GAP_RATIO  # the GPU's rule, run on the CPU (the gaps are host sleeps)
+    timer = Bursts(Clock(), timing.GPU_GAP_RATIO)  # the GPU's rule, run on the CPU (the gaps are host sleeps)
     record = timer.measure(lambda i: time.sleep(0.002))
     bursts = [record["warmup"]["seconds"]] + [w["seconds"] for w in record["windows"]]
     for before, window in zip(bursts, record["windows"]):
@@ -132,7 +131,7 @@ def test_acceptance_judges_each_dtype_in_one_document_as_it_did_in_separate_step
     assert one["gemm_fp8"].status == Verdict.PASS and one["gemm_bf16"].status == Verdict.PASS
     assert one["gemm_fp8"].measured.value == pytest.approx(rf.headlines(fp8)["burst_best_tflops"])
     assert "dtype_checks[fp8] measurements[].windows" in one["gemm_fp8"].evidence
-    assert one["gemm_fp16"].status == Verdict.NOT_MEASURED and "bf16, fp8 only" in one["gemm_fp16"].why
+    assert one["gemm_fp16"].status == Verdict.INCOMPLETE and "bf16, fp8 only" in one["gemm_fp16"].why
 
 
 def test_a_tampered_dtype_check_is_caught_by_verify():
@@ -149,7 +148,7 @@ def test_a_tampered_dtype_check_is_caught_by_verify():
 def test_nvml_around_a_window_reads_clock_power_and_reasons_and_says_why_a_field_is_missing():
     """What the card answered during a copy load (tests/fixtures/h200/nvml-fields.copy-load.json): the
     capture has no field reads, so the instant power is unavailable with that reason, not a default."""
-    from harness.probes._roofline_windows import NvmlReader
+    from harness.probes.roofline.nvml import NvmlReader
     from tests.h200_capture import nvml_fields
 
     reading = NvmlReader(nvml_fields("nvml-fields.copy-load.json"), "h0").read()

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness import catalogue
+from harness.analysis import bandwidth, stress, transfer
+from harness.analysis.roofline import figures as roofline_figures
 
 KINDS = ("steady", "burst", "launch_bound")
 STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (issue 30's kinds)
@@ -128,8 +130,6 @@ def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None
     """Every timed headline figure of a bundle's documents (by step), as figure id -> (value, kind): the
     ids the catalogue's run_to_run and a bundle's declaration use (bench/repeatability.py compares them
     across dossiers; reproduction and baselines look their tolerance up by them)."""
-    from harness.analysis import bandwidth, roofline_figures, stress, transfer
-
     found: dict[str, tuple[float | None, str]] = {}
     if isinstance(documents.get("bandwidth"), Mapping):
         heads = bandwidth.headlines(dict(documents["bandwidth"]))
@@ -174,7 +174,5 @@ def _roofline_figures(figures: Any, document: dict[str, Any]) -> dict[str, tuple
 
 
 def _per_call(document: dict[str, Any], label: str) -> float | None:
-    from harness.analysis.roofline_figures import seconds_of
-
     shape = next((s for s in document.get("measurements", {}).get("shapes", []) if s.get("label") == label), None)
-    return seconds_of(shape) if shape else None
+    return roofline_figures.seconds_of(shape) if shape else None

@@ -13,10 +13,12 @@ PLOTS_DIR = "plots/"
 SCHEMAS_DIR = "schemas/"
 TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
-# commands.json format_version: which report rules made report.md. 5: the roofline's dtypes in one
-# step (dtype_checks inside raw/roofline.json, no roofline-DTYPE steps), its shapes timed in windows
-# with a burst best over fixed shapes, and the run-to-run repeatability the catalogue states for the
-# SKU recorded in commands.json and rendered in the report (issue 30); 4: the schemas the documents
+# commands.json format_version: which report rules made report.md. 5: criteria say pass, warn, fail,
+# incomplete or skip (harness.analysis.verdict, issue 26) and name the module paths of the per-probe
+# folders (the health-diff function is harness.analysis.health.diff:diff); the roofline's dtypes in
+# one step (dtype_checks inside raw/roofline.json, no roofline-DTYPE steps), its shapes timed in
+# windows with a burst best over fixed shapes, and the run-to-run repeatability the catalogue states
+# for the SKU recorded in commands.json and rendered in the report (issue 30); 4: the schemas the documents
 # use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness import paths
+from harness import paths, registry
+from harness.commands.options import add_signing_key
 from harness.errors import CheckFailed, UsageError
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
@@ -39,7 +40,8 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time", type=_positive, default=30, metavar="MIN", help="job time limit in minutes (default 30)")
     p.add_argument("--node-time", type=_positive, metavar="MIN",
                    help="time limit of each node's dossier step; a node past it is reported as timed out")
-    p.add_argument("--key", type=Path, help="fleet private key (default: OUTPUT_DIR/keys/dossier.key, made on first use)")
+    add_signing_key(p, "fleet private key the nodes sign with (default: OUTPUT_DIR/keys/dossier.key, made on first "
+                       "use)", old="--key")
     p.add_argument("--skip", action="append", default=[], metavar="STEP", help="passed to `dossier run --skip`")
     p.add_argument("--run-arg", action="append", default=[], metavar="ARG", help="one more `dossier run` argument")
     p.add_argument("--allreduce-arg", action="append", default=[], metavar="ARG",
@@ -71,8 +73,8 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
     p.add_argument("--key", type=Path, required=True, metavar="PUB",
                    help="the trusted public key every node bundle must verify with")
-    p.add_argument("--sign-key", type=Path, metavar="PRIV",
-                   help="private key for the fleet bundle (default: the key the job's nodes signed with)")
+    add_signing_key(p, "private key for the fleet bundle (default: the key the job's nodes signed with)",
+                    old="--sign-key")
     p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--workers", type=_positive, metavar="N",
@@ -101,7 +103,7 @@ def handle_submit(args: argparse.Namespace) -> int:
                      skip=tuple(args.skip), run_args=tuple(args.run_arg), allreduce_args=tuple(args.allreduce_arg),
                      node_env=parse_node_env(args.node_env),
                      node_prefix=parse_node_prefix(args.node_prefix), serial=args.serial, python=args.python)
-    job_id, run_dir = submit(spec_args, args.output_dir, args.key)
+    job_id, run_dir = submit(spec_args, args.output_dir, args.signing_key)
     print(f"submitted fleet job {job_id}; run directory {run_dir}", file=sys.stderr)
     print(job_id)
     if args.wait > 0:
@@ -119,16 +121,16 @@ def handle_collect(args: argparse.Namespace) -> int:
     paths.input_dir(args.output_dir, "--output-dir")
     paths.output_dir(args.output_dir, "--output-dir")  # the fleet bundle is written there
     load_public(args.key)
-    if args.sign_key is not None:
-        load_private(args.sign_key)
+    if args.signing_key is not None:
+        load_private(args.signing_key)
     if args.profile is not None:
         from harness.judge.acceptance.profile import resolve
-        resolve(args.profile, None)  # an unknown SKU is refused before a thousand bundles are read
+        resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
     run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
-    key = load_private(args.sign_key or Path(run.submission["spec"]["key"]))
+    key = load_private(args.signing_key or Path(run.submission["spec"]["key"]))
     rendered = plots.render(document)
     by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
                  if f"plots/{m}.png" in rendered}

@@ -2,15 +2,15 @@
 much they spread, the SM clock NVML gave around them and whether the power cap was flagged; for a
 launch-bound shape its kernel-only rate (CUDA-graph replay) and the host's launch cost per call;
 then the same for each dtype check (host side; every figure recomputed by
-harness.analysis.roofline_figures)."""
+harness.analysis.roofline.figures)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.gemm_timing import LAUNCH_BOUND_S, SPREAD_SCOPE
-from harness.analysis.roofline_figures import (BURST_RULE, LEGACY_BURST_RULE, best_rule, burst_windows, dtype_documents, headlines,
-                                              windowed)
+from harness.analysis.roofline.figures import (BURST_RULE, LEGACY_BURST_RULE, best_rule, burst_windows,
+                                               dtype_documents, headlines, windowed)
+from harness.analysis.timing import LAUNCH_BOUND_S, SPREAD_SCOPE
 
 
 def _number(value: Any, spec: str) -> str:
