@@ -76,6 +76,8 @@ def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(d
     assert timing["method"] == "windows" and timing["windows"] == 3 and timing["gap_ratio"] == 0  # no limiter on a CPU
     assert "within one run" not in timing["spread_scope"]["windows"] and "one run" in timing["spread_scope"]["windows"]
     assert document["preheat"] == {"unavailable": "a CPU run: no clock to raise"}
+    assert timing["launch_bound_headline"] == "kernel_only" and document["contract_version"] == 4
+    assert document["device_facts"]["kernel_floor_s"] == {"unavailable": "CUDA graphs need a GPU"}
     for shape in document["measurements"]["shapes"]:
         if shape["status"] != "measured":
             continue
@@ -87,6 +89,8 @@ def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(d
         assert shape["median_s"] == sorted(means)[1]
         assert shape["window_spread"] == pytest.approx((max(means) - min(means)) / sorted(means)[1])
         assert shape["launch_bound"] == (shape["median_s"] < 20e-6) and "graph" not in shape  # no graphs on a CPU
+        # contract 4's headline rule applies, but with no CUDA-graph replay every headline is eager
+        assert shape["rate_basis"] == "eager" and shape["headline_s"] == shape["median_s"] and "eager_tflops" not in shape
         assert shape["explanation"]["text"].startswith(("Memory-bound", "Compute-side"))
         assert f"{shape['fraction_of_attainable']:.0%}" in shape["explanation"]["text"]
         assert shape["clocks"] == {"unavailable": "no NVML on this device"}

@@ -16,7 +16,9 @@ renders it from the bundle alone, and a later catalogue does not change what a b
 
 Figure ids (the catalogue's `repeatability.figure_ids`): PROBE.FIGURE, e.g. bandwidth.plateau_gbps,
 stress.steady_tflops, transfer.h2d_pinned_gbps, roofline.bf16.burst_best_tflops,
-roofline.bf16.square-256.tflops; an entry's figure may hold * (fnmatch), and an exact id wins.
+roofline.bf16.square-256.tflops (a shape's headline: kernel-only for a launch-bound shape from probe
+contract 4 on), roofline.bf16.square-256.eager_tflops (beside a kernel-only headline: the host's launch
+rate); an entry's figure may hold * (fnmatch), and an exact id wins.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness import catalogue
-from harness.analysis import bandwidth, stress, transfer
+from harness.analysis import bandwidth, stress, timing, transfer
 from harness.analysis.roofline import figures as roofline_figures
 
 KINDS = ("steady", "burst", "launch_bound")
@@ -34,8 +36,8 @@ STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (
 
 
 def roofline_kind(per_call_s: float, launch_bound: bool) -> str:
-    """A roofline shape's figure kind: launch-bound (an eager call under 20 us), steady (1 ms or more),
-    else a burst."""
+    """A roofline rate's figure kind: launch-bound (an eager rate whose call is launch-bound: the host's
+    launch rate), steady (1 ms or more a call), else a burst."""
     if launch_bound:
         return "launch_bound"
     return "steady" if per_call_s >= STEADY_CALL_S else "burst"
@@ -98,9 +100,9 @@ def tolerance_floor(record: Any, figure_id: str) -> tuple[float | None, str]:
             f"no run-to-run spread declared for {figure_id}"
         return None, str(why)
     source = (record.get("sources") or {}).get(entry.get("source"), {})
-    return entry["spread"], (f"{entry['figure']}: {entry['spread']:.2%} over {source.get('runs', '?')} dossiers "
-                             f"({source.get('machine', '?')}, {source.get('date', '?')}, commit "
-                             f"{source.get('commit', '?')})")
+    return entry["spread"], (f"{entry['figure']}: {entry['spread']:.2%} over {source.get('runs', '?')} runs of "
+                             f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
+                             f"commit {source.get('commit', '?')})")
 
 
 def bundle_sku(documents: Mapping[str, Any]) -> str | None:
@@ -160,19 +162,26 @@ def _transfer_figures(heads: Mapping[str, Any]) -> dict[str, tuple[float | None,
 
 
 def _roofline_figures(figures: Any, document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
-    """Each dtype's burst best and every measured shape's rate (and kernel-only rate where replayed)."""
+    """Each dtype's burst best and every measured shape's headline rate (`.tflops`), and where its calls
+    were replayed from a CUDA graph its other rate: beside a kernel-only headline (probe contract 4 on) the
+    eager rate, the host's launch rate (`.eager_tflops`, launch-bound), beside an eager one (documents
+    before) the kernel-only rate (`.kernel_tflops`)."""
     found: dict[str, tuple[float | None, str]] = {}
     for dtype, view in figures.dtype_documents(document).items():
         found[f"roofline.{dtype}.burst_best_tflops"] = (figures.headlines(view)["burst_best_tflops"], "burst")
         for row in figures.burst_windows(view):
-            per_call = _per_call(view, row["label"])
-            kind = roofline_kind(per_call, bool(row.get("launch_bound"))) if per_call else "burst"
-            found[f"roofline.{dtype}.{row['label']}.tflops"] = (row["burst_tflops"], kind)
-            if row.get("kernel_tflops") is not None:
-                found[f"roofline.{dtype}.{row['label']}.kernel_tflops"] = (row["kernel_tflops"], "burst")
+            figure = f"roofline.{dtype}.{row['label']}"
+            kernel_only = row.get("rate_basis") == timing.KERNEL_ONLY
+            seconds = _headline_s(figures, view, row["label"])
+            kind = roofline_kind(seconds, bool(row.get("launch_bound")) and not kernel_only) if seconds else "burst"
+            found[f"{figure}.tflops"] = (row["burst_tflops"], kind)
+            if kernel_only and row.get("eager_tflops") is not None:
+                found[f"{figure}.eager_tflops"] = (row["eager_tflops"], "launch_bound")
+            elif row.get("kernel_tflops") is not None:
+                found[f"{figure}.kernel_tflops"] = (row["kernel_tflops"], "burst")
     return found
 
 
-def _per_call(document: dict[str, Any], label: str) -> float | None:
+def _headline_s(figures: Any, document: dict[str, Any], label: str) -> float | None:
     shape = next((s for s in document.get("measurements", {}).get("shapes", []) if s.get("label") == label), None)
-    return roofline_figures.seconds_of(shape) if shape else None
+    return figures.headline_of(document, shape)[0] if shape else None

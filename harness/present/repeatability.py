@@ -29,10 +29,10 @@ def lines(record: Any) -> list[str]:
     sources = record.get("sources") if isinstance(record.get("sources"), dict) else {}
     for source in sources.values():
         if isinstance(source, dict):
-            found.append(f"- Measured on {record.get('sku_id')}: {source.get('runs')} dossiers, "
-                         f"{source.get('machine_starts')} machine starts, {source.get('date')}, commit "
-                         f"{source.get('commit')} (catalogue version {record.get('catalogue_version')}; how, in "
-                         f"commands.json).")
+            found.append(f"- Measured on {record.get('sku_id')}: {source.get('runs')} runs of "
+                         f"{source.get('command')}, {source.get('machine_starts')} machine starts, "
+                         f"{source.get('date')}, commit {source.get('commit')} (catalogue version "
+                         f"{record.get('catalogue_version')}; how, in commands.json).")
     bounds = record.get("bounds") if isinstance(record.get("bounds"), dict) else {}
     found.append("- Bounds: " + ", ".join(f"{kind.replace('_', '-')} {_percent((b or {}).get('max_spread'))}"
                                          for kind, b in bounds.items()) + ".")

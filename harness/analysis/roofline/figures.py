@@ -69,17 +69,34 @@ def windowed(document: dict[str, Any]) -> bool:
     return isinstance(timing_record, dict) and timing_record.get("method") == "windows"
 
 
+def kernel_headline(document: dict[str, Any]) -> bool:
+    """The document follows the kernel-only rule (probe contract 4 on, stated in timing.launch_bound_headline):
+    a launch-bound shape replayed from a CUDA graph is headlined by its kernels' own time. Documents before
+    headline every shape by its eager time, and are read so."""
+    return windowed(document) and document["timing"].get("launch_bound_headline") == timing.KERNEL_ONLY
+
+
 def seconds_of(timed: dict[str, Any]) -> float | None:
-    """Time per call of a timed record: the median of its window means (contract 3 on), else the median
-    of its per-call times."""
+    """Eager time per call of a timed record: the median of its window means (contract 3 on), else the
+    median of its per-call times."""
     if "windows" in timed:
         return timing.per_call_s(timed.get("windows"))
     return median_of(timed.get("times_s"))
 
 
-def _as_timed(shape: dict[str, Any]) -> dict[str, Any]:
-    """The measurement with its time per call recomputed from its windows (or per-call times)."""
-    return {**shape, "median_s": seconds_of(shape)}
+def headline_of(document: dict[str, Any], shape: dict[str, Any]) -> tuple[float | None, str]:
+    """A measured shape's headline time per call and what it is timed from (timing.KERNEL_ONLY or
+    timing.EAGER), by the document's rule."""
+    if "windows" in shape:
+        return timing.headline(shape, kernel_headline(document))
+    return seconds_of(shape), timing.EAGER
+
+
+def _as_timed(document: dict[str, Any], shape: dict[str, Any]) -> dict[str, Any]:
+    """The measurement with its times recomputed from its windows (or per-call times): the eager median_s,
+    and the headline time and what it is timed from."""
+    headline_s, basis = headline_of(document, shape)
+    return {**shape, "median_s": seconds_of(shape), "headline_s": headline_s, "rate_basis": basis}
 
 
 def fusion_medians(fusion: Any) -> tuple[float | None, float | None]:
@@ -111,12 +128,13 @@ def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
-def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
-    """How a shape's rate was measured: its window (ms: the median window's length in contract 3, the sum of
-    the timed calls before), the calls in it, the median SM clock NVML gave around it, and whether the power
-    cap was flagged then."""
+def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, Any]:
+    """How a shape's headline rate was measured: its window (ms: the median window's length in contract 3,
+    the CUDA-graph windows' for a kernel-only headline, the sum of the timed calls before), the calls in
+    it, the median SM clock NVML gave around the shape's windows, and whether the power cap was flagged then."""
     if "windows" in shape:
-        windows = [w for w in shape["windows"] if isinstance(w, dict)] if isinstance(shape["windows"], list) else []
+        timed = timing.graph_windows(shape.get("graph")) if basis == timing.KERNEL_ONLY else shape["windows"]
+        windows = [w for w in timed if isinstance(w, dict)] if isinstance(timed, list) else []
         seconds = [w["seconds"] for w in windows if _is_number(w.get("seconds"))]
         calls = [w["calls"] for w in windows if isinstance(w.get("calls"), int)]
         window = {"label": shape.get("label"), "window_ms": (_median(seconds) or 0.0) * 1e3,
@@ -139,26 +157,37 @@ def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
             "power_cap": "flagged (sw_power_cap)" if "sw_power_cap" in reasons else "not flagged"}
 
 
-def _rate(document: dict[str, Any], shape: dict[str, Any]) -> float | None:
-    seconds = seconds_of(shape)
+def _tflops(document: dict[str, Any], shape: dict[str, Any], seconds: float | None) -> float | None:
     p = _predictions(document).get(shape["label"], {})
     dims = [p.get(d) for d in "mnk"]
     return rl.gemm_flops(*dims) / seconds / 1e12 if seconds and all(_is_number(d) for d in dims) else None
 
 
+def _rate(document: dict[str, Any], shape: dict[str, Any]) -> float | None:
+    """The shape's headline rate (FLOPs / its headline time per call)."""
+    return _tflops(document, shape, headline_of(document, shape)[0])
+
+
 def burst_windows(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every measured shape's burst rate (FLOPs / its time per call), its window, and (contract 3) its
-    spread across windows, launch-bound flag and kernel-only rate from the CUDA-graph replay."""
+    """Every measured shape's headline burst rate (FLOPs / its headline time per call) and its window,
+    and (contract 3 on) what the rate is timed from (rate_basis), the spread across its windows, the
+    launch-bound flag and, where the calls were replayed from a CUDA graph, both rates: kernel-only (the
+    GPU's) and eager (the host's launch rate for an eager caller on this host), and the host's launch
+    cost per call."""
     rows = []
     for shape in _measured(document):
-        rate, row = _rate(document, shape), burst_window(shape)
-        row["burst_tflops"] = rate
+        headline_s, basis = headline_of(document, shape)
+        row = burst_window(shape, basis)
+        row["burst_tflops"] = _tflops(document, shape, headline_s)
         if "windows" in shape:
-            figures = timing.timing_figures(shape)
-            kernel = figures["kernel_s"]
-            row.update(window_spread=figures["window_spread"], launch_bound=figures["launch_bound"],
-                       kernel_tflops=rate * figures["per_call_s"] / kernel if rate and kernel else None,
-                       host_launch_us=figures["host_launch_s"] * 1e6 if figures["host_launch_s"] is not None else None)
+            figures = timing.timing_figures(shape, kernel_headline(document))
+            kernel, host = figures["kernel_s"], figures["host_launch_s"]
+            spread = figures["graph_spread"] if basis == timing.KERNEL_ONLY else figures["window_spread"]
+            row.update(rate_basis=basis, launch_bound=figures["launch_bound"], window_spread=spread,
+                       kernel_tflops=_tflops(document, shape, kernel) if kernel else None,
+                       eager_tflops=_tflops(document, shape, figures["per_call_s"]) if kernel else None,
+                       eager_spread=figures["window_spread"] if kernel else None,
+                       host_launch_us=host * 1e6 if host is not None else None)
         rows.append(row)
     return rows
 
@@ -195,6 +224,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         spreads = [r["window_spread"] for r in rows if _is_number(r.get("window_spread"))]
         heads["max_window_spread"] = max(spreads) if spreads else None
         heads["launch_bound_shapes"] = [r["label"] for r in rows if r.get("launch_bound")]
+        heads["launch_bound_headline"] = timing.KERNEL_ONLY if kernel_headline(document) else timing.EAGER
     checks = dtype_documents(document)
     if len(checks) > 1:  # each dtype check's burst best (its shape and window: dtype_headlines)
         heads["dtype_burst_best_tflops"] = {dtype: _dtype_headlines(view)["burst_best_tflops"]
@@ -211,7 +241,7 @@ def _dtype_headlines(document: dict[str, Any]) -> dict[str, Any]:
         for label in _predictions(document):
             classifications[label] = _prediction(document, label)["bound"]
         for shape in _measured(document):
-            explained.append(rl.explain(_prediction(document, shape["label"]), _as_timed(shape),
+            explained.append(rl.explain(_prediction(document, shape["label"]), _as_timed(document, shape),
                                         rl.context_of(document))["explained"])
     for shape in _best_over(document):
         tflops = _rate(document, shape)
@@ -296,11 +326,11 @@ def _prediction_discrepancies(document: dict[str, Any]) -> list[str]:
     return found
 
 
-def timed_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
+def timed_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool = False) -> list[str]:
     """A stated time per call (and call count, spread, launch-bound flag, graph time) against the
-    windows or per-call times they summarise."""
+    windows or per-call times they summarise (KERNEL_RULE: the document's kernel-only rule)."""
     if "windows" in timed:
-        return _window_discrepancies(where, timed)
+        return _window_discrepancies(where, timed, kernel_rule)
     times, median = timed.get("times_s"), median_of(timed.get("times_s"))
     if median is None:
         return [f"{where}: no per-call times_s to recompute median_s from"]
@@ -313,8 +343,8 @@ def timed_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
     return found
 
 
-def _window_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
-    figures = timing.timing_figures(timed)
+def _window_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool) -> list[str]:
+    figures = timing.timing_figures(timed, kernel_rule)
     if figures["per_call_s"] is None:
         return [f"{where}: no usable windows (calls, seconds) to recompute median_s from"]
     found = [f"{where}: window {i} per_call_s {w['per_call_s']} but its {w['calls']} calls took {w['seconds']} s"
@@ -326,7 +356,9 @@ def _window_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
     if "window_spread" in timed and _differs(timed["window_spread"], figures["window_spread"]):
         found.append(f"{where}: window_spread {timed['window_spread']} != {figures['window_spread']} (from its windows)")
     if "launch_bound" in timed and timed["launch_bound"] != figures["launch_bound"]:
-        found.append(f"{where}: launch_bound {timed['launch_bound']} but its {figures['per_call_s'] * 1e6:.3g} us "
+        by_kernel = kernel_rule and figures["kernel_s"] is not None
+        seconds, which = (figures["kernel_s"], "kernel-only") if by_kernel else (figures["per_call_s"], "eager")
+        found.append(f"{where}: launch_bound {timed['launch_bound']} but its {seconds * 1e6:.3g} us {which} "
                      f"per call says {figures['launch_bound']} (under {timing.LAUNCH_BOUND_S * 1e6:g} us)")
     graph = timed.get("graph")
     if isinstance(graph, dict) and "unavailable" not in graph and _differs(graph.get("median_s"), figures["kernel_s"]):
@@ -339,19 +371,28 @@ def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -
     label = shape["label"]
     if label not in _predictions(document):
         return [f"measurement {label} has no prediction"]
-    found = timed_discrepancies(f"measurement {label}", shape)
+    found = timed_discrepancies(f"measurement {label}", shape, kernel_headline(document))
     if found and seconds_of(shape) is None:
         return found
-    p, timed = _prediction(document, label), _as_timed(shape)
-    seconds = timed["median_s"]
+    p, timed = _prediction(document, label), _as_timed(document, shape)
+    seconds = timed["headline_s"]
     recomputed = {"achieved_tflops": p["flops"] / seconds / 1e12,
                   "effective_gbps": p["min_bytes"] / seconds / 1e9,
                   "fraction_of_attainable": p["flops"] / seconds / 1e12 / p["attainable_tflops"]}
+    if kernel_headline(document):  # contract 4 on: what the headline is timed from, stated and recomputed
+        recomputed.update(rate_basis=timed["rate_basis"], headline_s=seconds)
+        if timed["rate_basis"] == timing.KERNEL_ONLY:
+            recomputed["eager_tflops"] = p["flops"] / timed["median_s"] / 1e12
     found += [f"measurement {label}: {key} {shape.get(key)} != {value} (from the per-call times)"
               for key, value in recomputed.items() if _differs(shape.get(key), value)]
+    if "eager_tflops" in shape and "eager_tflops" not in recomputed:
+        found.append(f"measurement {label}: eager_tflops is stated but its headline is not kernel-only")
     found += _rotation_discrepancies(document, shape, p)
-    if windowed(document) and document.get("device") == "cuda" and shape.get("launch_bound") and "graph" not in shape:
-        found.append(f"measurement {label}: launch-bound on a GPU but no CUDA-graph replay (or why none) is recorded")
+    if windowed(document) and document.get("device") == "cuda" and "graph" not in shape and (
+            timed["median_s"] < timing.GRAPH_BELOW_S if kernel_headline(document) else shape.get("launch_bound")):
+        limit = timing.GRAPH_BELOW_S if kernel_headline(document) else timing.LAUNCH_BOUND_S
+        found.append(f"measurement {label}: an eager call under {limit * 1e6:g} us on a GPU but no CUDA-graph replay "
+                     "(or why none) is recorded")
     again, stated = rl.explain(p, timed, rl.context_of(document)), shape.get("explanation", {})
     found += [f"measurement {label}: explanation {key} differs from the recomputation"
               for key in ("verdict", "explained", "text", "causes") if stated.get(key) != again[key]]
@@ -485,6 +526,10 @@ def sample_discrepancies(document: dict[str, Any]) -> list[str]:
     if floor is not None and _differs(facts.get("launch_floor_s"), floor):
         found.append(f"device_facts.launch_floor_s {facts.get('launch_floor_s')} but the median of "
                      f"{source} is {floor}")
+    kernel_floor = timing.per_call_s(facts.get("kernel_floor_windows"))  # contract 4 on, on a GPU
+    if "kernel_floor_windows" in facts and _differs(facts.get("kernel_floor_s"), kernel_floor):
+        found.append(f"device_facts.kernel_floor_s {facts.get('kernel_floor_s')} but the median of "
+                     f"kernel_floor_windows' means is {kernel_floor}")
     for view in dtype_documents(document).values():
         for shape in _measured(view):
             found += _clock_discrepancies(shape)

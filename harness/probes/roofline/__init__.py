@@ -158,6 +158,7 @@ class Run:
             preheat = self.preheat(main)  # the clock up before anything is timed
             floor = self.side.launch_floor(self.timer, self.device)
             facts["launch_floor_s"], facts["launch_floor_windows"] = floor["median_s"], floor["windows"]
+            facts.update(self.kernel_floor(floor.pop("tiny")))
             document: dict[str, Any] = {
                 "device": self.device, "dtype": args.dtype, "device_facts": facts, "roofs": roofs,
                 "precision": self.precision_record(args.dtype),
@@ -257,8 +258,9 @@ class Run:
                 "gap_why": ("idle after each burst so the power limiter recovers between windows and shapes"
                             if gap else "a CPU has no power limiter: no idle gaps"),
                 "launch_bound_s": r.LAUNCH_BOUND_S,
-                "graph": ({"calls": r.GRAPH_CALLS, "window_s": r.GRAPH_WINDOW_S} if self.device == "cuda"
-                          else unavailable("CUDA graphs need a GPU")),
+                "launch_bound_headline": r.KERNEL_ONLY, "launch_bound_headline_why": r.LAUNCH_BOUND_HEADLINE_WHY,
+                "graph": ({"calls": r.GRAPH_CALLS, "window_s": r.GRAPH_WINDOW_S, "below_s": r.GRAPH_BELOW_S}
+                          if self.device == "cuda" else unavailable("CUDA graphs need a GPU")),
                 "spread_scope": dict(r.SPREAD_SCOPE), "nvml": NVML_REFRESH}
 
     def preheat(self, main: Sweep) -> Any:
@@ -379,7 +381,7 @@ class Run:
             measured_at = utc_now()
             record = self.timer.measure(call)
             eager = timing_rules.per_call_s(record["windows"])
-            if self.device == "cuda" and timing_rules.launch_bound(eager):
+            if self.device == "cuda" and eager < timing_rules.GRAPH_BELOW_S:  # the kernels alone
                 record["graph"] = self.graph(call, 1 + record["warmup"]["calls"])
         except Exception as exc:  # noqa: BLE001 - one shape's failure is recorded, the rest still run
             why = describe_exception(exc)
@@ -387,15 +389,18 @@ class Run:
             if self.device == "cuda":
                 torch.cuda.empty_cache()
             return {"status": "failed", "reason": why}
-        tflops = prediction["flops"] / eager / 1e12
-        entry = {"status": "measured", "measured_at": measured_at, **record, "median_s": eager,
-                 "window_spread": timing_rules.window_spread(record["windows"]),
-                 "launch_bound": bool(timing_rules.launch_bound(eager)), **rotation,
-                 "achieved_tflops": tflops, "effective_gbps": prediction["min_bytes"] / eager / 1e9,
-                 "fraction_of_attainable": tflops / prediction["attainable_tflops"],
-                 "clocks": self.clocks(record["windows"])}
-        entry["explanation"] = analysis.explain(prediction, entry, context)
-        return entry
+        return {"status": "measured", "measured_at": measured_at,
+                **stated(record, prediction, context, rotation, self.clocks(record["windows"]))}
+
+    def kernel_floor(self, tiny: Any) -> dict[str, Any]:
+        """The empty kernel replayed from a CUDA graph (GPU): the GPU's own cost per kernel, what a
+        kernel-only time is compared with (the eager floor above is the host's launch path)."""
+        if self.device != "cuda":
+            return {"kernel_floor_s": unavailable("CUDA graphs need a GPU")}
+        replay = self.graph(lambda i: tiny.add_(1), 0)
+        if "unavailable" in replay:
+            return {"kernel_floor_s": replay}
+        return {"kernel_floor_s": replay["median_s"], "kernel_floor_windows": replay["windows"]}
 
     def graph(self, call, first: int) -> Any:
         try:
@@ -451,6 +456,27 @@ class Run:
         if skipped:
             text += f"; skipped by these limits: {', '.join(skipped)}"
         return text + "."
+
+
+def stated(record: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any], rotation: dict[str, Any],
+           clocks: Any) -> dict[str, Any]:
+    """What the document states of one timed shape (RECORD: its first call, warm-up, windows and any CUDA-graph
+    replay): the eager time per call (median_s) and its spread, the launch-bound flag, the headline time and
+    what it is timed from (kernel-only for a launch-bound shape replayed from a CUDA graph, else eager), the
+    rates at the headline time, the eager rate beside a kernel-only headline (the host's launch rate), and
+    the explanation."""
+    figures = timing_rules.timing_figures(record, kernel_headline=True)
+    eager, headline = figures["per_call_s"], figures["headline_s"]
+    tflops = prediction["flops"] / headline / 1e12
+    entry = {**record, "median_s": eager, "window_spread": figures["window_spread"],
+             "launch_bound": bool(figures["launch_bound"]), **rotation, "rate_basis": figures["rate_basis"],
+             "headline_s": headline, "achieved_tflops": tflops,
+             "effective_gbps": prediction["min_bytes"] / headline / 1e9,
+             "fraction_of_attainable": tflops / prediction["attainable_tflops"], "clocks": clocks}
+    if figures["rate_basis"] == timing_rules.KERNEL_ONLY:
+        entry["eager_tflops"] = prediction["flops"] / eager / 1e12
+    entry["explanation"] = analysis.explain(prediction, entry, context)
+    return entry
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:

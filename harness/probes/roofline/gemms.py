@@ -144,11 +144,12 @@ def can_run(dtype: str, device: str) -> str | None:
 
 
 def launch_floor(bursts: Bursts, device: str) -> dict[str, Any]:
-    """An (almost) empty kernel timed exactly as the GEMMs are: the launch floor per call."""
+    """An (almost) empty kernel timed exactly as the GEMMs are: the launch floor per call (and the tensor
+    it adds to, `tiny`, for the same kernel replayed from a CUDA graph)."""
     tiny = torch.ones(1, device=device)
     record = bursts.measure(lambda i: tiny.add_(1))
     return {"windows": [{k: w[k] for k in ("calls", "seconds", "per_call_s", "gap_before_s")} for w in record["windows"]],
-            "median_s": per_call_s(record["windows"])}
+            "median_s": per_call_s(record["windows"]), "tiny": tiny}
 
 
 # ------------------------------------------------------------------------------ CPU roofs
