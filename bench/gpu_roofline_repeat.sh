@@ -6,9 +6,12 @@
 #      fresh machine (cold); the wall time of each;
 #   2. bench/roofline_causes.py's per-call method (the probe before issue 30), three passes, the same
 #      GEMMs, for the before/after table;
-#   3. the ranges: per dtype and shape the three runs' TFLOPS, range over median, the spread across
-#      windows, launch-bound shapes with their kernel-only rate and host launch cost, each run's clock
-#      at the burst best; the per-call method's ranges beside; then the wall times.
+#   3. the ranges: per dtype and shape the three runs' headline TFLOPS (a launch-bound shape's kernel-only
+#      rate from probe contract 4 on, its eager rate before), range over median, the spread across
+#      windows, launch-bound shapes with their other rate (the eager rate, the host's launch rate, beside a
+#      kernel-only headline; the kernel-only rate beside an eager one) and host launch cost, each run's
+#      clock at the burst best, the empty kernel replayed from a CUDA graph (contract 4); the per-call
+#      method's ranges beside; then the wall times.
 # Everything under $OUT/roofline-repeat.tar.gz; the summary (the ranges) printed last.
 #
 #   OUT=$OUT bash bench/gpu_roofline_repeat.sh          # carry .whl when the machine's torch is missing
@@ -63,16 +66,20 @@ for doc in runs:
         if dtype == doc["dtype"]:
             clocks.append((head["best_shape"], (head["burst_best_window"] or {}).get("sm_clock_mhz")))
         for r in rf.burst_windows(view):
+            other = r.get("eager_tflops") if r.get("rate_basis") == "kernel_only" else r.get("kernel_tflops")
             rows.setdefault((dtype, r["label"]), []).append(
-                (r["burst_tflops"], r.get("window_spread"), r.get("kernel_tflops"), r.get("host_launch_us")))
-print(f"{'dtype/shape':<34}{'run1':>9}{'run2':>9}{'run3':>9}{'range%':>9}{'win%max':>9}  launch-bound: kernel TF (range%), host us")
+                (r["burst_tflops"], r.get("window_spread"), other if r.get("launch_bound") else None,
+                 r.get("host_launch_us"), r.get("rate_basis")))
+print(f"{'dtype/shape':<34}{'run1':>9}{'run2':>9}{'run3':>9}{'range%':>9}{'win%max':>9}  launch-bound: "
+      "headline from, other rate TF (range%), host us")
 for (dtype, label), got in rows.items():
     tf = [g[0] for g in got if g[0] is not None]
     wins = [g[1] for g in got if g[1] is not None]
-    kern = [g[2] for g in got if g[2] is not None]
+    other = [g[2] for g in got if g[2] is not None]
     host = [g[3] for g in got if g[3] is not None]
-    extra = (f"  {statistics.median(kern):.4g} ({spread(kern) * 100:.1f}%), {statistics.median(host):.3g}"
-             if kern else "")
+    basis = "/".join(sorted({g[4] for g in got if g[2] is not None and g[4]}))
+    extra = (f"  {basis}, {statistics.median(other):.4g} ({spread(other) * 100:.1f}%), {statistics.median(host):.3g}"
+             if other else "")
     print(f"{dtype + '/' + label:<34}" + "".join(f"{v:9.1f}" for v in tf) + " " * 9 * (3 - len(tf))
           + f"{spread(tf) * 100:9.2f}" + (f"{max(wins) * 100:9.2f}" if wins else " " * 9) + extra)
 print("burst best shape and SM clock per run:", clocks)
@@ -86,6 +93,8 @@ except (OSError, ValueError, KeyError) as exc:
     print(f"per-call method: no result ({exc})")
 for doc in runs:
     print("timeline:", "; ".join(f"{e['event']} {e['at'][11:23]}" for e in doc["timeline"]))
+    print("empty kernel: eager", doc["device_facts"].get("launch_floor_s"), "s, replayed from a CUDA graph",
+          doc["device_facts"].get("kernel_floor_s", "not measured (before contract 4)"))
 print("walls:", (w / "walls.txt").read_text().replace("\n", "; "))
 print("timing rule:", timing.RULE)
 PY
