@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from harness.probes import _roofline_torch as side  # noqa: E402
+from harness.probes.roofline import gemms as side  # noqa: E402
 
 SHAPES = {  # label: (dtype, m, n, k); the issue's movers and steady ones
     "square-256": ("bf16", 256, 256, 256),
@@ -115,10 +115,30 @@ def window_times(call, count: int, windows: int, gap_s: float, nvml: Nvml, first
     return out
 
 
+def time_each(call, count: int, first: int = 0) -> list[float]:
+    """The probe's timer before issue 30: one pair of CUDA events around each call."""
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(count)]
+    for i in range(count):
+        starts[i].record()
+        call(first + i)
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+
+
+def per_call_timed(call, warmup: int = 5, min_iterations: int = 10, max_iterations: int = 100,
+                   target_s: float = 0.2) -> list[float]:
+    """The probe's method before issue 30: warm-up calls, then calls until TARGET_S (10..100), each timed alone."""
+    warm = time_each(call, warmup)
+    estimate = statistics.median(warm[1:] or warm)
+    count = max(min_iterations, min(max_iterations, math.ceil(target_s / max(estimate, 1e-9))))
+    return time_each(call, count, first=warmup)
+
+
 def per_call(call, nvml: Nvml) -> dict[str, Any]:
     before = nvml.read()
-    times, warm = side.timed("cuda", call, side.Timing(warmup=5, min_iterations=10, max_iterations=100,
-                                                         target_s=0.2))
+    times = per_call_timed(call)
     return {"s": statistics.median(times), "iterations": len(times), "before": before, "after": nvml.read(),
             "spread": (max(times) - min(times)) / statistics.median(times)}
 

@@ -121,3 +121,14 @@ def primary_known_good(sku: dict[str, Any], metric: str, *, kernel: str | None =
                 and (dtype is None or entry.get("dtype") == dtype)):
             return entry
     return None
+
+
+def repeatability_bounds() -> dict[str, Any]:
+    """The catalogue's repeatability block: the spread statistic, the bound per figure kind, their source."""
+    return load().get("repeatability", {})
+
+
+def run_to_run(sku_id: str | None) -> dict[str, Any] | None:
+    """The SKU's measured run-to-run spreads (sources and figures), or None when none is recorded."""
+    sku = by_id(sku_id) if sku_id else None
+    return (sku or {}).get("run_to_run")

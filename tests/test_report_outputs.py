@@ -23,6 +23,7 @@ from harness.present.plots import NothingToPlot
 from harness.present.plots import allreduce as allreduce_plot
 from harness.present.plots import roofline as roofline_plot
 from tests.h200_remade import record_of
+from tests.roofline_remade import capture, contract4
 
 FIXTURES = Path(__file__).parent / "fixtures"
 H200 = FIXTURES / "h200" / "dossier-h200.tar.gz"
@@ -99,6 +100,7 @@ def _roofline_documents():
     yield "h200 bf16", json.loads(read_all(H200)["raw/roofline.json"])
     yield "h200x2 bf16", json.loads(read_all(H200X2)["raw/roofline.json"])
     yield "h200 fp8", json.loads(read_all(H200)["raw/roofline-fp8.json"])
+    yield "h200 bf16 kernel-only", contract4(capture(1))  # launch-bound shapes drawn twice (kernel-only, eager)
 
 
 @pytest.mark.parametrize("name, document", list(_roofline_documents()), ids=lambda v: v if isinstance(v, str) else "")
@@ -116,7 +118,7 @@ def test_roofline_labels_overlap_no_label_and_no_point(name, document):
         assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
         for j in range(i + 1, len(boxes)):
             assert not box.overlaps(boxes[j]), (labels[i].get_text(), labels[j].get_text())
-        for p in points:
+        for p in points + roofline_plot.eager_points(document):  # the unlabelled eager points too
             x, y = ax.transData.transform((p["ai"], p["tflops"]))
             assert not (box.x0 < x < box.x1 and box.y0 < y < box.y1), (labels[i].get_text(), p["label"])
     compute = [p for p in points if p["ai"] > document["roofs"]["peak_tflops"] * 1e3 / document["roofs"]["bandwidth_gbps"]]

@@ -62,29 +62,46 @@ def test_every_shape_is_predicted_before_any_gemm_is_timed(document):
 
 def test_shapes_cover_squares_production_awkward_and_user(document):
     kinds = {p["kind"] for p in document["predictions"]["shapes"]}
-    assert kinds == {"square", "prefill", "decode", "awkward", "user"}
+    assert kinds == {"square", "prefill", "decode", "awkward", "reference", "user"}
     by_label = {s["label"]: s for s in document["measurements"]["shapes"]}
     assert by_label["square-256"]["status"] == "measured" and by_label["tiny"]["status"] == "measured"
+    assert by_label["ref-1024x1024x1024"]["status"] == "measured"  # the CPU's fixed burst-best shape
     assert by_label["awkward-1000"]["status"] == "measured"
     skipped = [s for s in by_label.values() if s["status"] == "skipped"]
     assert all("budget" in s["reason"] for s in skipped)
 
 
-def test_measured_shapes_are_explained_from_their_numbers(document):
+def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(document):
+    timing = document["timing"]
+    assert timing["method"] == "windows" and timing["windows"] == 3 and timing["gap_ratio"] == 0  # no limiter on a CPU
+    assert "within one run" not in timing["spread_scope"]["windows"] and "one run" in timing["spread_scope"]["windows"]
+    assert document["preheat"] == {"unavailable": "a CPU run: no clock to raise"}
+    assert timing["launch_bound_headline"] == "kernel_only" and document["contract_version"] == 4
+    assert document["device_facts"]["kernel_floor_s"] == {"unavailable": "CUDA graphs need a GPU"}
     for shape in document["measurements"]["shapes"]:
         if shape["status"] != "measured":
             continue
-        assert len(shape["times_s"]) == shape["iterations"] >= 3
+        windows = shape["windows"]
+        assert len(windows) == 3 and all(w["calls"] >= 1 and w["seconds"] > 0 for w in windows)
+        assert shape["warmup"]["calls"] >= 3 and shape["first_call_s"] > 0 and "times_s" not in shape
+        means = [w["seconds"] / w["calls"] for w in windows]
+        assert [w["per_call_s"] for w in windows] == means
+        assert shape["median_s"] == sorted(means)[1]
+        assert shape["window_spread"] == pytest.approx((max(means) - min(means)) / sorted(means)[1])
+        assert shape["launch_bound"] == (shape["median_s"] < 20e-6) and "graph" not in shape  # no graphs on a CPU
+        # contract 4's headline rule applies, but with no CUDA-graph replay every headline is eager
+        assert shape["rate_basis"] == "eager" and shape["headline_s"] == shape["median_s"] and "eager_tflops" not in shape
         assert shape["explanation"]["text"].startswith(("Memory-bound", "Compute-side"))
         assert f"{shape['fraction_of_attainable']:.0%}" in shape["explanation"]["text"]
-        assert shape["clocks"] == {"unavailable": "no NVML sampler on this device"}
+        assert shape["clocks"] == {"unavailable": "no NVML on this device"}
 
 
 def test_the_document_agrees_with_its_recomputation(document):
     assert roofline_analysis.discrepancies(document) == []
     head = roofline_analysis.headlines(document)
     assert head["device"] == "cpu" and head["dtype"] == "fp32"
-    assert head["best_shape"] in {s["label"] for s in document["measurements"]["shapes"]}
+    assert head["best_shape"] == "ref-1024x1024x1024"  # the burst best is over the fixed shapes only
+    assert head["burst_best_over"] == "the fixed burst-best shapes" and "dtype_checks" not in head
     assert set(head["classifications"]) == {p["label"] for p in document["predictions"]["shapes"]}
 
 
@@ -92,31 +109,38 @@ def test_tampering_is_caught(document):
     doc = copy.deepcopy(document)
     first = doc["predictions"]["shapes"][0]
     first["bound"] = "memory" if first["bound"] == "compute" else "compute"
-    measured = next(s for s in doc["measurements"]["shapes"] if s["status"] == "measured")
-    measured["measured_at"] = "2000-01-01T00:00:00.000000Z"
+    measured = [s for s in doc["measurements"]["shapes"] if s["status"] == "measured"]
+    measured[0]["measured_at"] = "2000-01-01T00:00:00.000000Z"
+    measured[1]["windows"][0]["seconds"] *= 3
+    measured[1]["windows"][0]["per_call_s"] = measured[1]["windows"][0]["seconds"] / measured[1]["windows"][0]["calls"]
+    measured[3]["windows"][2]["per_call_s"] *= 2
+    measured[2]["launch_bound"] = not measured[2]["launch_bound"]
     doc["summary"]["burst_best_tflops"] *= 2
     found = "\n".join(roofline_analysis.discrepancies(doc))
     assert f"prediction {first['label']}: bound" in found
     assert "precedes the prediction" in found
     assert "summary.burst_best_tflops" in found
+    assert f"measurement {measured[1]['label']}: window_spread" in found
+    assert f"measurement {measured[2]['label']}: launch_bound" in found
+    assert f"measurement {measured[3]['label']}: window 2 per_call_s" in found
 
 
 def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document):
     doc = copy.deepcopy(document)
     facts, trials = doc["device_facts"], doc["cpu_roofs"]["gemm_trials"]
-    assert len(facts["launch_floor_times_s"]) == 80  # 100 timed on a CPU, the first fifth left out
+    assert len(facts["launch_floor_windows"]) == 3  # the empty kernel timed exactly as the GEMMs are
     assert all(len(t["times_s"]) == 3 for t in trials)
     facts["launch_floor_s"] /= 2
     trials[0]["median_s"] *= 2
     found = "\n".join(roofline_analysis.discrepancies(doc))
-    assert "launch_floor_s" in found and "launch_floor_times_s" in found
+    assert "launch_floor_s" in found and "launch_floor_windows" in found
     assert f"cpu_roofs.gemm_trials[{trials[0]['size']}].median_s" in found
 
 
 def test_fusion_counts_bytes_and_compares_time_with_traffic(document):
     fusion = document["fusion"]
     assert fusion["unfused_bytes"] == 4 * fusion["fused_bytes"] == 4 * 2 * 2**22 * 4
-    assert fusion["unfused"]["median_s"] > 0
+    assert fusion["unfused"]["median_s"] > 0 and len(fusion["unfused"]["windows"]) == 3  # timed like the GEMMs
     if "unavailable" in fusion["fused"]:  # no compiler here: recorded, not a crash
         assert any("torch.compile" in lim["what"] for lim in document["limitations"])
     else:
@@ -291,8 +315,36 @@ def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
     from harness.present.tables import roofline as table
 
     text = table.render(document)
-    assert "**burst**" in text and "window ms" in text
+    assert "**burst**" in text and "windows x ms" in text and "spread across windows" in text
+    assert "says nothing about the next run" in text
     rows = burst_windows(document)
-    assert rows and all(r["window_ms"] > 0 and r["timed_calls"] > 0 for r in rows)
+    assert rows and all(r["window_ms"] > 0 and r["timed_calls"] > 0 and r["windows"] == 3 for r in rows)
     # On a CPU no NVML clock is sampled: the cap state says why it is unknown rather than guessing.
     assert all(r["sm_clock_mhz"] is None and "unavailable" in r["power_cap"] for r in rows)
+
+
+def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(document):
+    """What --check-dtypes does on a GPU (its own roofs, predictions, windows), run here on the CPU for bf16
+    with roofs given: the same code path, the document's own device facts and timer."""
+    from harness.analysis.roofline import figures as roofline_figures
+    from harness.analysis.roofline import gemm_shapes
+    from harness.probes.timing import Bursts
+
+    run = probe.Run(gpu_args("--dtype", "fp32", "--device", "cpu", "--check-dtypes", "bf16"))
+    run.timer = Bursts.of(torch, "cpu")
+    roofs = {"bandwidth_gbps": 20.0, "bandwidth_source": "given", "peak_tflops": 0.5, "peak_source": "given"}
+    assert run.finish_roofs(roofs)
+    check = run.sweep_of("bf16", [gemm_shapes.Shape("check-64", "user", 64, 96, 128, "test")], roofs, True)
+    skipped = []
+    entry = run.run_check(check, document, 32 * 2**20, document["device_facts"], skipped)
+    assert entry["dtype"] == "bf16" and entry["precision"]["input_dtype"] == "torch.bfloat16" and not skipped
+    [shape] = entry["measurements"]["shapes"]
+    assert shape["status"] == "measured" and len(shape["windows"]) == 3
+    merged = {**document, "dtype_checks": [entry]}
+    assert roofline_analysis.discrepancies(merged) == []
+    assert set(roofline_figures.dtype_headlines(merged)) == {"fp32", "bf16"}
+    assert roofline_analysis.headlines(merged)["dtype_burst_best_tflops"] == {"bf16": None}  # 64x96x128 is no burst-best shape
+    for window in shape["windows"]:
+        window["seconds"] *= 2
+        window["per_call_s"] *= 2
+    assert any(p.startswith("dtype_checks[bf16] measurement check-64: median_s") for p in roofline_analysis.discrepancies(merged))

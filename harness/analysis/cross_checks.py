@@ -51,9 +51,13 @@ def roofline_roof_discrepancies(steps: list[dict[str, Any]], documents: Mapping[
     source = f"the bandwidth step's sustained median {median:.6g} GB/s (recomputed from {bandwidth_steps[0].get('output')})"
     found = []
     for step in _completed(steps, documents, "roofline"):
-        roof = (documents[step["step"]].get("roofs") or {}).get("bandwidth_gbps")
-        if isinstance(roof, (int, float)) and not roof_is_sustained_median(roof, median):
-            found.append((str(step.get("output")), f"roofs.bandwidth_gbps {roof:.6g} GB/s is not {source}"))
+        document = documents[step["step"]]
+        checks = document.get("dtype_checks") if isinstance(document.get("dtype_checks"), list) else []
+        for where, part in [("", document)] + [(f"dtype_checks[{c.get('dtype')}].", c) for c in checks
+                                               if isinstance(c, dict)]:
+            roof = (part.get("roofs") or {}).get("bandwidth_gbps")
+            if isinstance(roof, (int, float)) and not roof_is_sustained_median(roof, median):
+                found.append((str(step.get("output")), f"{where}roofs.bandwidth_gbps {roof:.6g} GB/s is not {source}"))
         fed = (step.get("inputs") or {}).get("bandwidth_gbps")
         if fed is not None and not roof_is_sustained_median(fed, median):
             found.append(("commands.json", f"step {step['step']} inputs.bandwidth_gbps {fed!r} is not {source}"))

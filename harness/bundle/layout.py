@@ -17,7 +17,10 @@ SUFFIX = ".tar.gz"
 # incomplete or skip (harness.analysis.verdict, issues 24 and 26) and name the module paths of the
 # per-probe folders (the health-diff function is harness.analysis.health.diff:diff); the stress
 # probe's reference digest, the precision step's output digests, a retested step's earlier attempts
-# in commands.json and logs/, named in report.md (issue 24); 4: the schemas the documents
+# in commands.json and logs/, named in report.md (issue 24); the roofline's dtypes in one step
+# (dtype_checks inside raw/roofline.json, no roofline-DTYPE steps), its shapes timed in windows with a
+# burst best over fixed shapes, and the run-to-run repeatability the catalogue states for the SKU
+# recorded in commands.json and rendered in the report (issue 30); 4: the schemas the documents
 # use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);

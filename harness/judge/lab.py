@@ -79,8 +79,9 @@ def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
                                               "spec_gbps", "known_good_gbps", "known_good_ratio")]
     spread = b.get("repeat_spread")
     spread_ok = isinstance(spread, (int, float)) and bandwidth_rules.repeats_agree(spread)
-    evidence.append(f"three repeats vary by less than {bandwidth_rules.REPEAT_SPREAD_MAX:.0%}: "
-                    f"{'yes' if spread_ok else 'no'} ({bandwidth_rules.REPEAT_SPREAD_SOURCE})")
+    evidence.append(f"three repeats {bandwidth_rules.REPEAT_SPREAD_SCOPE} vary by less than "
+                    f"{bandwidth_rules.REPEAT_SPREAD_MAX:.0%}: {'yes' if spread_ok else 'no'} "
+                    f"({bandwidth_rules.REPEAT_SPREAD_SOURCE})")
     ratio = b.get("known_good_ratio")
     if isinstance(ratio, (int, float)):
         near = bandwidth_rules.within_known_good(ratio)
@@ -110,6 +111,8 @@ def judge_roofline(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     evidence = [figure(k, r.get(k)) for k in ("device", "dtype", "bandwidth_gbps", "peak_tflops",
                                               "ridge_flop_per_byte", "classifications", "burst_best_tflops",
                                               "best_shape", "burst_best_window", "all_explained", "fusion_speedup")]
+    if r.get("dtype_burst_best_tflops"):  # format 5 on: the other dtypes, timed in the same process
+        evidence.append(figure("dtype_burst_best_tflops", r["dtype_burst_best_tflops"]))
     ok = bool(r.get("all_explained")) and bool(r.get("classifications"))
     median = (facts.view.figures("bandwidth").values or {}).get("repeat_median_gbps")
     if isinstance(median, (int, float)):

@@ -56,6 +56,7 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     if heads["device"] != "cuda":
         findings.append("host memory copies on the CPU: no GPU link to judge")
         return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
+    findings.append("pageable and both-at-once copies vary: rely on the pinned ones (transfer table)")
     bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
     bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
     if bad:

@@ -18,7 +18,7 @@ from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge.engine import evaluate
 from harness.judge.facts import BundleFacts
-from harness.present import step_tables, templating
+from harness.present import repeatability, step_tables, templating
 from harness.analysis.units import figure, value_text
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 
@@ -242,6 +242,7 @@ def context(view: BundleView) -> dict[str, Any]:
         "environment": environment_context(view),
         "tables": tables_context(view),
         "limitations": limitations_context(view), "host": host_context(view),
+        "repeatability": repeatability.lines(commands.get("repeatability")),
         "images": images, "checkpoints": checkpoints, "dossier_command": dossier_command(commands),
         "layout": layout,
     }

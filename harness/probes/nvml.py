@@ -135,6 +135,19 @@ def sample(pynvml: Any, handle: Any) -> dict[str, Any]:
     }
 
 
+NVML_VALUE_READERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
+
+
+def field_value(pynvml: Any, value: Any) -> Any:
+    """One nvmlDeviceGetFieldValues result as a number, or NVML's own reason for refusing it."""
+    if value.nvmlReturn != 0:
+        return unavailable(describe_exception(pynvml.NVMLError(value.nvmlReturn)))
+    reader = NVML_VALUE_READERS.get(value.valueType)
+    if reader is None:
+        return unavailable(f"NVML returned value type {value.valueType} for field {value.fieldId}")
+    return getattr(value.value, reader)
+
+
 class Sampler:
     """Samples one device every `interval_s` on a background thread until stopped."""
 

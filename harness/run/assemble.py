@@ -140,6 +140,7 @@ def commands_document(record: RunRecord, steps: list[dict[str, Any]], schemas: l
         "duration_s": duration_s(record.started_at, record.finished_at),
         "schemas": schemas,
         "steps": steps,
+        **({"repeatability": dict(record.repeatability)} if record.repeatability is not None else {}),
     }
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import recovery, registry
+from harness.analysis import repeatability
 from harness.bundle import layout
 from harness.run.assemble import assemble, step_files
 from harness.bundle.write import write_atomically
@@ -215,12 +216,14 @@ def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence
     display = display or RunDisplay(len(plan))
     with display:
         steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest)
+    documents = {s.step: s.document for s in steps if s.status == COMPLETED and s.document is not None}
     return RunRecord(steps=steps, runner={"name": runner.name, "why": runner_why},
                      tool=provenance.tool_info(), host=host,
                      options={"runner": options.runner_choice, "skip": sorted(options.skip),
                               "runner_options": [list(pair) for pair in options.runner_options],
                               **({"retest": options.retest} if options.retest else {})},
-                     started_at=started, finished_at=utc_now())
+                     started_at=started, finished_at=utc_now(),
+                     repeatability=repeatability.declaration(repeatability.bundle_sku(documents)))
 
 
 def bundle_file_name(name: str) -> str:

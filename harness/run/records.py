@@ -64,6 +64,8 @@ class RunRecord:
     options: Mapping[str, Any]  # the `dossier run` options that shape the run
     started_at: str
     finished_at: str
+    # the SKU's run-to-run spreads from the catalogue at run time (harness.analysis.repeatability), or why none
+    repeatability: Mapping[str, Any] | None = None
 
 
 def parse_timestamp(text: str) -> dt.datetime:

@@ -52,6 +52,7 @@ CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cac
 # Both figures are the catalogue's rules (harness/data/gpus.json `rules`), written there once with their source.
 REPEAT_SPREAD_MAX = catalogue.rule("repeat_spread_max")
 REPEAT_SPREAD_SOURCE = catalogue.rule_source("repeat_spread_max")
+REPEAT_SPREAD_SCOPE = "within one run"  # what repeat_spread covers: one process, seconds apart; not run to run (issue 30)
 KNOWN_GOOD_TOLERANCE = catalogue.rule("known_good_tolerance")
 KNOWN_GOOD_SOURCE = catalogue.rule_source("known_good_tolerance")
 KNOWN_GOOD_FLOOR_SOURCE = ("acceptance: at least the profile's share of the known-good result; a faster card "

@@ -1,10 +1,12 @@
 """The roofline document's figures recomputed from its raw data. Standard library only.
 
-The raw data are the per-call times (`times_s`) of every measured GEMM and of both versions of the
-fusion chain, the shapes, the dtype widths and the roofs. Every time-derived figure the document
-states (each `median_s`, the achieved rates, the explanations, the fusion comparison, the CPU roofs
-measured on a CPU, the summary) is recomputed from them here: a stated median is compared with
-the median of its per-call times, never used in place of it.
+The raw data are the timed windows (`windows`: calls and seconds of each, from probe contract 3 on;
+`times_s`, one time per call, before) of every measured GEMM, of its CUDA-graph replay and of both
+versions of the fusion chain, the shapes, the dtype widths and the roofs, for the run's dtype and
+for each dtype check (`dtype_checks`). Every time-derived figure the document states (each
+`median_s`, spread, launch-bound flag, the achieved rates, the explanations, the fusion comparison,
+the CPU roofs measured on a CPU, the summary) is recomputed from them here: a stated median is
+compared with the median of its window means (or per-call times), never used in place of it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import statistics
 from typing import Any
 
 from harness import catalogue
+from harness.analysis import timing
+from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import model as rl
 
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
@@ -58,34 +62,91 @@ def _prediction(document: dict[str, Any], label: str) -> dict[str, Any]:
                                    precision["output_bytes"], roofs["peak_tflops"], roofs["bandwidth_gbps"])}
 
 
-def _as_timed(shape: dict[str, Any]) -> dict[str, Any]:
-    """The measurement with its median recomputed from its per-call times."""
-    return {**shape, "median_s": median_of(shape.get("times_s"))}
+def windowed(document: dict[str, Any]) -> bool:
+    """Timed in windows (probe contract 3 on, which requires `timing`): the burst best is then taken over
+    the fixed burst-best shapes."""
+    timing_record = document.get("timing")
+    return isinstance(timing_record, dict) and timing_record.get("method") == "windows"
+
+
+def kernel_headline(document: dict[str, Any]) -> bool:
+    """The document follows the kernel-only rule (probe contract 4 on, stated in timing.launch_bound_headline):
+    a launch-bound shape replayed from a CUDA graph is headlined by its kernels' own time. Documents before
+    headline every shape by its eager time, and are read so."""
+    return windowed(document) and document["timing"].get("launch_bound_headline") == timing.KERNEL_ONLY
+
+
+def seconds_of(timed: dict[str, Any]) -> float | None:
+    """Eager time per call of a timed record: the median of its window means (contract 3 on), else the
+    median of its per-call times."""
+    if "windows" in timed:
+        return timing.per_call_s(timed.get("windows"))
+    return median_of(timed.get("times_s"))
+
+
+def headline_of(document: dict[str, Any], shape: dict[str, Any]) -> tuple[float | None, str]:
+    """A measured shape's headline time per call and what it is timed from (timing.KERNEL_ONLY or
+    timing.EAGER), by the document's rule."""
+    if "windows" in shape:
+        return timing.headline(shape, kernel_headline(document))
+    return seconds_of(shape), timing.EAGER
+
+
+def _as_timed(document: dict[str, Any], shape: dict[str, Any]) -> dict[str, Any]:
+    """The measurement with its times recomputed from its windows (or per-call times): the eager median_s,
+    and the headline time and what it is timed from."""
+    headline_s, basis = headline_of(document, shape)
+    return {**shape, "median_s": seconds_of(shape), "headline_s": headline_s, "rate_basis": basis}
 
 
 def fusion_medians(fusion: Any) -> tuple[float | None, float | None]:
-    """(unfused, fused) medians of the fusion chain's per-call times; None where not timed."""
+    """(unfused, fused) time per call of the fusion chain, recomputed; None where not timed."""
     if not isinstance(fusion, dict):
         return None, None
-    return tuple(median_of(fusion[v].get("times_s")) if isinstance(fusion.get(v), dict) else None
+    return tuple(seconds_of(fusion[v]) if isinstance(fusion.get(v), dict) else None
                  for v in ("unfused", "fused"))
 
 
-BURST_RULE = ("every roofline rate is a burst: the median call of one shape's short timed window (milliseconds "
-              "to a few hundred), at whatever clock the card held then; the sustained rate under a long load is "
-              "the stress probe's steady state (docs/stress.md)")
+BURST_RULE = ("every roofline rate is a burst: one shape's calls timed in short windows (tens of milliseconds, "
+              "idle between them so the power cap does not engage) at the clock the card held then; the sustained "
+              "rate under a long load is the stress probe's steady state (docs/stress.md)")
+LEGACY_BURST_RULE = ("every roofline rate is a burst: the median call of one shape's short timed window (milliseconds "
+                     "to a few hundred, each call timed alone), at whatever clock the card held then; the sustained "
+                     "rate under a long load is the stress probe's steady state (docs/stress.md)")
+BURST_BEST_RULE = ("burst best: the best median-of-windows rate over the fixed burst-best shapes "
+                   "(on a GPU 4096x4096x8192, 4096x8192x8192 and 8192x8192x8192, mamf-finder's best shapes on the "
+                   "H200; on a CPU 1024x1024x1024), the same shapes and timing every run and in every dtype")
+LEGACY_BEST_RULE = ("burst best: the best median call over every shape the run measured (documents before probe "
+                    "contract 3, per-call timing)")
+BEST_OVER = {True: "the fixed burst-best shapes", False: "every shape (per-call timing)"}
 # The names the probe's summary has given the best GEMM rate: `burst_best_tflops` now, `best_tflops` in
 # documents made before it was named a burst (the committed H200 bundles); both are the same figure.
 BEST_SUMMARY_KEYS = ("burst_best_tflops", "best_tflops")
 
 
-def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
-    """How a shape's rate was measured: the window its timed calls filled (the sum of their times, ms),
-    the median SM clock NVML sampled inside it, and whether the power cap was engaged then."""
-    times = shape.get("times_s") if isinstance(shape.get("times_s"), list) else []
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, Any]:
+    """How a shape's headline rate was measured: its window (ms: the median window's length in contract 3,
+    the CUDA-graph windows' for a kernel-only headline, the sum of the timed calls before), the calls in
+    it, the median SM clock NVML gave around the shape's windows, and whether the power cap was flagged then."""
+    if "windows" in shape:
+        timed = timing.graph_windows(shape.get("graph")) if basis == timing.KERNEL_ONLY else shape["windows"]
+        windows = [w for w in timed if isinstance(w, dict)] if isinstance(timed, list) else []
+        seconds = [w["seconds"] for w in windows if _is_number(w.get("seconds"))]
+        calls = [w["calls"] for w in windows if isinstance(w.get("calls"), int)]
+        window = {"label": shape.get("label"), "window_ms": (_median(seconds) or 0.0) * 1e3,
+                  "timed_calls": sum(calls), "windows": len(windows)}
+        readings = [w.get(k) for w in windows for k in ("nvml_before", "nvml_after")]
+        powers = [r["power_instant_w"] for r in readings if isinstance(r, dict) and _is_number(r.get("power_instant_w"))]
+        window["power_instant_w"] = _median(powers)
+    else:
+        times = shape.get("times_s") if isinstance(shape.get("times_s"), list) else []
+        window = {"label": shape.get("label"), "window_ms": math.fsum(t for t in times if _is_number(t)) * 1e3,
+                  "timed_calls": len(times)}
     clocks = shape.get("clocks")
-    window = {"label": shape.get("label"), "window_ms": math.fsum(t for t in times if _is_number(t)) * 1e3,
-              "timed_calls": len(times)}
     if not isinstance(clocks, dict) or "unavailable" in clocks:
         why = clocks["unavailable"] if isinstance(clocks, dict) else "no clock samples recorded"
         return {**window, "sm_clock_mhz": None, "power_cap": {"unavailable": why}}
@@ -93,19 +154,57 @@ def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
     clock = median_of(samples) if isinstance(samples, list) else clocks.get("sm_clock_mhz_median")
     reasons = clocks.get("clock_event_reasons") if isinstance(clocks.get("clock_event_reasons"), list) else []
     return {**window, "sm_clock_mhz": clock if _is_number(clock) else None,
-            "power_cap": "engaged (sw_power_cap)" if "sw_power_cap" in reasons else "not engaged"}
+            "power_cap": "flagged (sw_power_cap)" if "sw_power_cap" in reasons else "not flagged"}
+
+
+def _tflops(document: dict[str, Any], shape: dict[str, Any], seconds: float | None) -> float | None:
+    p = _predictions(document).get(shape["label"], {})
+    dims = [p.get(d) for d in "mnk"]
+    return rl.gemm_flops(*dims) / seconds / 1e12 if seconds and all(_is_number(d) for d in dims) else None
+
+
+def _rate(document: dict[str, Any], shape: dict[str, Any]) -> float | None:
+    """The shape's headline rate (FLOPs / its headline time per call)."""
+    return _tflops(document, shape, headline_of(document, shape)[0])
 
 
 def burst_windows(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every measured shape's burst rate (FLOPs / the median of its timed calls) and its window."""
+    """Every measured shape's headline burst rate (FLOPs / its headline time per call) and its window,
+    and (contract 3 on) what the rate is timed from (rate_basis), the spread across its windows, the
+    launch-bound flag and, where the calls were replayed from a CUDA graph, both rates: kernel-only (the
+    GPU's) and eager (the host's launch rate for an eager caller on this host), and the host's launch
+    cost per call."""
     rows = []
     for shape in _measured(document):
-        median = median_of(shape.get("times_s"))
-        p = _predictions(document).get(shape["label"], {})
-        dims = [p.get(d) for d in "mnk"]
-        rate = rl.gemm_flops(*dims) / median / 1e12 if median and all(_is_number(d) for d in dims) else None
-        rows.append({**burst_window(shape), "burst_tflops": rate})
+        headline_s, basis = headline_of(document, shape)
+        row = burst_window(shape, basis)
+        row["burst_tflops"] = _tflops(document, shape, headline_s)
+        if "windows" in shape:
+            figures = timing.timing_figures(shape, kernel_headline(document))
+            kernel, host = figures["kernel_s"], figures["host_launch_s"]
+            spread = figures["graph_spread"] if basis == timing.KERNEL_ONLY else figures["window_spread"]
+            row.update(rate_basis=basis, launch_bound=figures["launch_bound"], window_spread=spread,
+                       kernel_tflops=_tflops(document, shape, kernel) if kernel else None,
+                       eager_tflops=_tflops(document, shape, figures["per_call_s"]) if kernel else None,
+                       eager_spread=figures["window_spread"] if kernel else None,
+                       host_launch_us=host * 1e6 if host is not None else None)
+        rows.append(row)
     return rows
+
+
+def best_rule(document: dict[str, Any]) -> str:
+    """The rule the document's burst best follows, in words."""
+    return BURST_BEST_RULE if windowed(document) else LEGACY_BEST_RULE
+
+
+def _best_over(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The shapes the burst best is taken over: the fixed shapes (contract 3 on), else every measured one."""
+    shapes = _measured(document)
+    if not windowed(document):
+        return shapes
+    predictions = _predictions(document)
+    return [s for s in shapes if gemm_shapes.is_reference(*(predictions.get(s["label"], {}).get(d) for d in "mnk"),
+                                                          str(document.get("device")))]
 
 
 def _window_of(document: dict[str, Any], label: Any) -> dict[str, Any] | None:
@@ -116,7 +215,25 @@ def _window_of(document: dict[str, Any], label: Any) -> dict[str, Any] | None:
 
 
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
-    """Headline figures recomputed from the document's roofs, shapes and per-call times."""
+    """Headline figures recomputed from the document's roofs, shapes and timings (and each dtype check's)."""
+    heads = _dtype_headlines(document)
+    unfused_s, fused_s = fusion_medians(document.get("fusion"))
+    heads["fusion_speedup"] = unfused_s / fused_s if unfused_s and fused_s else None
+    if windowed(document):
+        rows = burst_windows(document)
+        spreads = [r["window_spread"] for r in rows if _is_number(r.get("window_spread"))]
+        heads["max_window_spread"] = max(spreads) if spreads else None
+        heads["launch_bound_shapes"] = [r["label"] for r in rows if r.get("launch_bound")]
+        heads["launch_bound_headline"] = timing.KERNEL_ONLY if kernel_headline(document) else timing.EAGER
+    checks = dtype_documents(document)
+    if len(checks) > 1:  # each dtype check's burst best (its shape and window: dtype_headlines)
+        heads["dtype_burst_best_tflops"] = {dtype: _dtype_headlines(view)["burst_best_tflops"]
+                                            for dtype, view in checks.items() if dtype != document["dtype"]}
+    return heads
+
+
+def _dtype_headlines(document: dict[str, Any]) -> dict[str, Any]:
+    """One dtype's figures: roofs, classifications, the burst best by its rule, every shape explained."""
     roofs = document["roofs"]
     known = _roofs_known(document)
     classifications, best, best_shape, explained = {}, None, None, []
@@ -124,12 +241,12 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         for label in _predictions(document):
             classifications[label] = _prediction(document, label)["bound"]
         for shape in _measured(document):
-            p, timed = _prediction(document, shape["label"]), _as_timed(shape)
-            tflops = p["flops"] / timed["median_s"] / 1e12
-            if best is None or tflops > best:
-                best, best_shape = tflops, shape["label"]
-            explained.append(rl.explain(p, timed, rl.context_of(document))["explained"])
-    unfused_s, fused_s = fusion_medians(document.get("fusion"))
+            explained.append(rl.explain(_prediction(document, shape["label"]), _as_timed(document, shape),
+                                        rl.context_of(document))["explained"])
+    for shape in _best_over(document):
+        tflops = _rate(document, shape)
+        if tflops is not None and (best is None or tflops > best):
+            best, best_shape = tflops, shape["label"]
     return {
         "device": document["device"], "dtype": document["dtype"],
         "bandwidth_gbps": roofs["bandwidth_gbps"] if known else None,
@@ -138,23 +255,42 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "classifications": classifications,
         "burst_best_tflops": best, "best_shape": best_shape,
         "burst_best_window": _window_of(document, best_shape),
+        "burst_best_over": BEST_OVER[windowed(document)],
         "all_explained": bool(explained) and all(explained),
-        "fusion_speedup": unfused_s / fused_s if unfused_s and fused_s else None,
     }
+
+
+def dtype_documents(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The document as one roofline document per dtype: its own, then each dtype check's (its precision,
+    roofs, predictions and measurements with the run's device facts, timing and timeline)."""
+    found = {document["dtype"]: document}
+    checks = document.get("dtype_checks")
+    for check in checks if isinstance(checks, list) else []:
+        if isinstance(check, dict) and isinstance(check.get("dtype"), str):
+            view = {k: v for k, v in document.items() if k not in ("dtype_checks", "summary", "fusion", "cpu_roofs")}
+            tile = check.get("tile") if isinstance(check.get("tile"), dict) else {}
+            found[check["dtype"]] = {**view, **check, "device_facts": {**document.get("device_facts", {}), **tile},
+                                     "fusion": {"unavailable": "fusion runs in the main dtype"}}
+    return found
+
+
+def dtype_headlines(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A roofline document's figures by dtype: its own dtype's headlines, then each dtype check's (roofs,
+    classifications, burst best with its shape and window, every shape explained). Acceptance judges
+    each dtype's burst best against its known-good."""
+    own = headlines(document)
+    return {dtype: own if view is document else {**_dtype_headlines(view), "fusion_speedup": None}
+            for dtype, view in dtype_documents(document).items()}
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
     """Where the document's stated figures differ from the recomputation, or order is broken."""
     found: list[str] = []
     head = headlines(document)
-    stated_ridge = document["roofs"].get("ridge_flop_per_byte")
-    if head["ridge_flop_per_byte"] is not None and _differs(stated_ridge, head["ridge_flop_per_byte"]):
-        found.append(f"roofs.ridge_flop_per_byte {stated_ridge} != {head['ridge_flop_per_byte']}")
-    found += cpu_roof_discrepancies(document) + sample_discrepancies(document) + catalogue_peak_discrepancies(document)
-    if _roofs_known(document):
-        found += _prediction_discrepancies(document)
-        for shape in _measured(document):
-            found += measurement_discrepancies(document, shape)
+    found += cpu_roof_discrepancies(document) + sample_discrepancies(document)
+    for dtype, view in dtype_documents(document).items():
+        where = "" if dtype == document["dtype"] else f"dtype_checks[{dtype}] "
+        found += [where + problem for problem in _dtype_discrepancies(view)]
     found += _order_discrepancies(document)
     found += fusion_discrepancies(document)
     summary = document.get("summary", {})
@@ -162,6 +298,21 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         again = head["burst_best_tflops"] if key in BEST_SUMMARY_KEYS else head[key]
         if key in summary and _differs(summary[key], again):
             found.append(f"summary.{key} {summary[key]!r} != recomputed {again!r}")
+    return found
+
+
+def _dtype_discrepancies(document: dict[str, Any]) -> list[str]:
+    """One dtype's ridge, catalogue peak, predictions and measurements."""
+    found = []
+    head = _dtype_headlines(document)
+    stated_ridge = document["roofs"].get("ridge_flop_per_byte")
+    if head["ridge_flop_per_byte"] is not None and _differs(stated_ridge, head["ridge_flop_per_byte"]):
+        found.append(f"roofs.ridge_flop_per_byte {stated_ridge} != {head['ridge_flop_per_byte']}")
+    found += catalogue_peak_discrepancies(document)
+    if _roofs_known(document):
+        found += _prediction_discrepancies(document)
+        for shape in _measured(document):
+            found += measurement_discrepancies(document, shape)
     return found
 
 
@@ -175,8 +326,11 @@ def _prediction_discrepancies(document: dict[str, Any]) -> list[str]:
     return found
 
 
-def timed_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
-    """A stated median and call count against the per-call times they summarise."""
+def timed_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool = False) -> list[str]:
+    """A stated time per call (and call count, spread, launch-bound flag, graph time) against the
+    windows or per-call times they summarise (KERNEL_RULE: the document's kernel-only rule)."""
+    if "windows" in timed:
+        return _window_discrepancies(where, timed, kernel_rule)
     times, median = timed.get("times_s"), median_of(timed.get("times_s"))
     if median is None:
         return [f"{where}: no per-call times_s to recompute median_s from"]
@@ -189,22 +343,56 @@ def timed_discrepancies(where: str, timed: dict[str, Any]) -> list[str]:
     return found
 
 
+def _window_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool) -> list[str]:
+    figures = timing.timing_figures(timed, kernel_rule)
+    if figures["per_call_s"] is None:
+        return [f"{where}: no usable windows (calls, seconds) to recompute median_s from"]
+    found = [f"{where}: window {i} per_call_s {w['per_call_s']} but its {w['calls']} calls took {w['seconds']} s"
+             for windows in (timed["windows"], timing.graph_windows(timed.get("graph")) or [])
+             for i, w in enumerate(windows) if "per_call_s" in w and _differs(w["per_call_s"], w["seconds"] / w["calls"])]
+    if _differs(timed.get("median_s"), figures["per_call_s"]):
+        found.append(f"{where}: median_s {timed.get('median_s')} but the median of its {figures['windows']} "
+                     f"window means is {figures['per_call_s']}")
+    if "window_spread" in timed and _differs(timed["window_spread"], figures["window_spread"]):
+        found.append(f"{where}: window_spread {timed['window_spread']} != {figures['window_spread']} (from its windows)")
+    if "launch_bound" in timed and timed["launch_bound"] != figures["launch_bound"]:
+        by_kernel = kernel_rule and figures["kernel_s"] is not None
+        seconds, which = (figures["kernel_s"], "kernel-only") if by_kernel else (figures["per_call_s"], "eager")
+        found.append(f"{where}: launch_bound {timed['launch_bound']} but its {seconds * 1e6:.3g} us {which} "
+                     f"per call says {figures['launch_bound']} (under {timing.LAUNCH_BOUND_S * 1e6:g} us)")
+    graph = timed.get("graph")
+    if isinstance(graph, dict) and "unavailable" not in graph and _differs(graph.get("median_s"), figures["kernel_s"]):
+        found.append(f"{where}: graph.median_s {graph.get('median_s')} != {figures['kernel_s']} (from its windows)")
+    return found
+
+
 def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -> list[str]:
     """One measured GEMM: its median, rates, rotation and explanation from its per-call times."""
     label = shape["label"]
     if label not in _predictions(document):
         return [f"measurement {label} has no prediction"]
-    found = timed_discrepancies(f"measurement {label}", shape)
-    if found and median_of(shape.get("times_s")) is None:
+    found = timed_discrepancies(f"measurement {label}", shape, kernel_headline(document))
+    if found and seconds_of(shape) is None:
         return found
-    p, timed = _prediction(document, label), _as_timed(shape)
-    seconds = timed["median_s"]
+    p, timed = _prediction(document, label), _as_timed(document, shape)
+    seconds = timed["headline_s"]
     recomputed = {"achieved_tflops": p["flops"] / seconds / 1e12,
                   "effective_gbps": p["min_bytes"] / seconds / 1e9,
                   "fraction_of_attainable": p["flops"] / seconds / 1e12 / p["attainable_tflops"]}
+    if kernel_headline(document):  # contract 4 on: what the headline is timed from, stated and recomputed
+        recomputed.update(rate_basis=timed["rate_basis"], headline_s=seconds)
+        if timed["rate_basis"] == timing.KERNEL_ONLY:
+            recomputed["eager_tflops"] = p["flops"] / timed["median_s"] / 1e12
     found += [f"measurement {label}: {key} {shape.get(key)} != {value} (from the per-call times)"
               for key, value in recomputed.items() if _differs(shape.get(key), value)]
+    if "eager_tflops" in shape and "eager_tflops" not in recomputed:
+        found.append(f"measurement {label}: eager_tflops is stated but its headline is not kernel-only")
     found += _rotation_discrepancies(document, shape, p)
+    if windowed(document) and document.get("device") == "cuda" and "graph" not in shape and (
+            timed["median_s"] < timing.GRAPH_BELOW_S if kernel_headline(document) else shape.get("launch_bound")):
+        limit = timing.GRAPH_BELOW_S if kernel_headline(document) else timing.LAUNCH_BOUND_S
+        found.append(f"measurement {label}: an eager call under {limit * 1e6:g} us on a GPU but no CUDA-graph replay "
+                     "(or why none) is recorded")
     again, stated = rl.explain(p, timed, rl.context_of(document)), shape.get("explanation", {})
     found += [f"measurement {label}: explanation {key} differs from the recomputation"
               for key in ("verdict", "explained", "text", "causes") if stated.get(key) != again[key]]
@@ -229,13 +417,14 @@ def _rotation_discrepancies(document: dict[str, Any], shape: dict[str, Any], p: 
 
 
 def _order_discrepancies(document: dict[str, Any]) -> list[str]:
-    """The prediction must be recorded before the first GEMM is timed."""
+    """The predictions (every dtype's) must be recorded before the first GEMM is timed."""
     predicted = document.get("predictions", {}).get("recorded_at")
     found = []
-    for shape in document.get("measurements", {}).get("shapes", []):
-        at = shape.get("measured_at")
-        if predicted and at and at < predicted:  # RFC 3339 UTC strings order as text
-            found.append(f"measurement {shape['label']} at {at} precedes the prediction at {predicted}")
+    for view in dtype_documents(document).values():
+        for shape in view.get("measurements", {}).get("shapes", []):
+            at = shape.get("measured_at")
+            if predicted and at and at < predicted:  # RFC 3339 UTC strings order as text
+                found.append(f"measurement {shape['label']} at {at} precedes the prediction at {predicted}")
     events = [e["event"] for e in document.get("timeline", [])]
     if "predictions recorded" in events and "first GEMM timed" in events \
             and events.index("first GEMM timed") < events.index("predictions recorded"):
@@ -267,7 +456,7 @@ def fusion_discrepancies(document: dict[str, Any]) -> list[str]:
             continue
         problems = timed_discrepancies(f"fusion.{version}", record)
         found += problems
-        seconds = median_of(record.get("times_s"))
+        seconds = seconds_of(record)
         if seconds is None:
             continue
         timed[version] = seconds
@@ -327,25 +516,41 @@ def cpu_roof_discrepancies(document: dict[str, Any]) -> list[str]:
 
 
 def sample_discrepancies(document: dict[str, Any]) -> list[str]:
-    """Medians of samples the document keeps (probe contract 2 on): the empty-kernel floor and each
-    shape's SM clock."""
+    """Medians of samples the document keeps (probe contract 2 on): the empty-kernel floor (its windows
+    from contract 3 on) and each shape's SM clock (read around its windows from contract 3 on)."""
     found = []
     facts = document.get("device_facts", {})
-    floor = median_of(facts.get("launch_floor_times_s"))
+    floor = (timing.per_call_s(facts.get("launch_floor_windows")) if "launch_floor_windows" in facts
+             else median_of(facts.get("launch_floor_times_s")))
+    source = "launch_floor_windows" if "launch_floor_windows" in facts else "launch_floor_times_s"
     if floor is not None and _differs(facts.get("launch_floor_s"), floor):
         found.append(f"device_facts.launch_floor_s {facts.get('launch_floor_s')} but the median of "
-                     f"launch_floor_times_s is {floor}")
-    for shape in _measured(document):
-        clocks = shape.get("clocks")
-        samples = clocks.get("sm_clock_mhz_samples") if isinstance(clocks, dict) else None
-        if not isinstance(samples, list):
-            continue
-        median = median_of(samples)
-        if clocks.get("samples") != len(samples) or _differs(clocks.get("sm_clock_mhz_median"), median):
-            found.append(f"measurement {shape['label']}: clocks state {clocks.get('samples')} samples, median "
-                         f"{clocks.get('sm_clock_mhz_median')} MHz, but sm_clock_mhz_samples give {len(samples)}, "
-                         f"{median} MHz")
+                     f"{source} is {floor}")
+    kernel_floor = timing.per_call_s(facts.get("kernel_floor_windows"))  # contract 4 on, on a GPU
+    if "kernel_floor_windows" in facts and _differs(facts.get("kernel_floor_s"), kernel_floor):
+        found.append(f"device_facts.kernel_floor_s {facts.get('kernel_floor_s')} but the median of "
+                     f"kernel_floor_windows' means is {kernel_floor}")
+    for view in dtype_documents(document).values():
+        for shape in _measured(view):
+            found += _clock_discrepancies(shape)
     return found
+
+
+def _clock_discrepancies(shape: dict[str, Any]) -> list[str]:
+    clocks = shape.get("clocks")
+    if "windows" in shape and isinstance(clocks, dict) and "unavailable" not in clocks:
+        again = timing.clocks_of(shape["windows"])
+        return [] if again == clocks else [f"measurement {shape['label']}: clocks {clocks} are not the NVML "
+                                           f"readings around its windows ({again})"]
+    samples = clocks.get("sm_clock_mhz_samples") if isinstance(clocks, dict) else None
+    if not isinstance(samples, list):
+        return []
+    median = median_of(samples)
+    if clocks.get("samples") != len(samples) or _differs(clocks.get("sm_clock_mhz_median"), median):
+        return [f"measurement {shape['label']}: clocks state {clocks.get('samples')} samples, median "
+                f"{clocks.get('sm_clock_mhz_median')} MHz, but sm_clock_mhz_samples give {len(samples)}, "
+                f"{median} MHz"]
+    return []
 
 
 def catalogue_peak_discrepancies(document: dict[str, Any]) -> list[str]:

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-KINDS = ("square", "prefill", "decode", "awkward", "user")
+KINDS = ("square", "prefill", "decode", "awkward", "reference", "user")
 
 # meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, intermediate_size 14336,
 # num_attention_heads 32, num_key_value_heads 8, head_dim = 4096 / 32 = 128.
@@ -24,6 +24,12 @@ DEFAULT_DECODE_TOKENS = (1, 64)
 SQUARE_SIZES = (256, 512, 1024, 2048, 4096, 8192, 16384)
 # 4097 breaks every power-of-two tile and 16-byte row alignment; 1000 is aligned but pads tiles.
 AWKWARD = ((4097, 4097, 4097), (1000, 1000, 1000))
+# The fixed shapes a dtype's "burst best" is taken over: the same shapes and conditions every run and in
+# every dtype, so the figure repeats (issue 30). On a GPU the three shapes mamf-finder reported its best
+# GEMMs at on the H200 (bench/RESULTS.md, "Roofline probe vs mamf-finder"); on a CPU the largest square
+# its path runs.
+REFERENCE_DIMS = {"cuda": ((4096, 4096, 8192), (4096, 8192, 8192), (8192, 8192, 8192)),
+                  "cpu": ((1024, 1024, 1024),)}
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,22 @@ def default_shapes(max_square: int, prefill_tokens: tuple[int, ...] = DEFAULT_PR
     shapes += [Shape(f"awkward-{m}" if m == n == k else f"awkward-{m}x{n}x{k}", "awkward", m, n, k,
                      "deliberately awkward for tensor-core tiling") for m, n, k in AWKWARD]
     return shapes
+
+
+def reference_shapes(device: str) -> list[Shape]:
+    """The burst best's fixed shapes on DEVICE ("cuda" or "cpu")."""
+    return [Shape(f"ref-{m}x{n}x{k}", "reference", m, n, k, "fixed burst-best shape (the same every run and dtype)")
+            for m, n, k in REFERENCE_DIMS[device]]
+
+
+def with_reference(shapes: list[Shape], device: str) -> list[Shape]:
+    """SHAPES and, after them, each reference shape whose dimensions none of them has already."""
+    have = {(s.m, s.n, s.k) for s in shapes}
+    return shapes + [r for r in reference_shapes(device) if (r.m, r.n, r.k) not in have]
+
+
+def is_reference(m: int, n: int, k: int, device: str) -> bool:
+    return (m, n, k) in REFERENCE_DIMS.get(device, ())
 
 
 _SHAPE = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*(?::\s*(\S+))?\s*$")

@@ -18,6 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.analysis import timing
+
 NEAR_ROOF = 0.80  # within 20% of the attainable rate counts as "near the roof"
 LAUNCH_SHARE = 0.25  # an empty launch at >= 25% of the measured time is a cause
 WAVE_EFFICIENCY = 0.90  # under 90% of SM-slots doing work in the last wave is a cause
@@ -112,12 +114,15 @@ def explain(prediction: dict[str, Any], measurement: dict[str, Any],
     """Why a measured GEMM landed where it did, from the measured facts only.
 
     prediction: m, n, k, flops, min_bytes, ai_flop_per_byte, bound, attainable_tflops.
-    measurement: median_s and, optionally, clocks {sm_clock_mhz_median, clock_event_reasons}.
-    context: peak_tflops, bandwidth_gbps, in_bytes, out_bytes, path, launch_floor_s, and on a
-    GPU sm_count, tile_m, tile_n, max_sm_clock_mhz (each a number or unavailable).
+    measurement: median_s (the eager time per call) and, optionally, clocks {sm_clock_mhz_median,
+    clock_event_reasons}, graph (a CUDA-graph replay), and rate_basis with headline_s: a kernel-only
+    headline (probe contract 4 on) is explained from the kernels' own time, the eager rate said beside it.
+    context: peak_tflops, bandwidth_gbps, in_bytes, out_bytes, path, launch_floor_s, kernel_floor_s, and
+    on a GPU sm_count, tile_m, tile_n, max_sm_clock_mhz (each a number or unavailable).
     """
     m, n, k = prediction["m"], prediction["n"], prediction["k"]
-    seconds = measurement["median_s"]
+    kernel_only = measurement.get("rate_basis") == timing.KERNEL_ONLY
+    seconds = measurement["headline_s"] if kernel_only else measurement["median_s"]
     achieved = gemm_flops(m, n, k) / seconds / 1e12
     effective_gbps = prediction["min_bytes"] / seconds / 1e9
     fraction = achieved / prediction["attainable_tflops"]
@@ -130,8 +135,10 @@ def explain(prediction: dict[str, Any], measurement: dict[str, Any],
     else:
         head = (f"Compute-side (AI {ai:.1f} >= ridge {ridge:.1f} FLOP/B): {achieved:.3g} TFLOPS, "
                 f"{fraction:.0%} of the {context['peak_tflops']:.4g} TFLOPS peak.")
+    if kernel_only:
+        head = f"Kernel-only (the calls replayed from a CUDA graph, {seconds * 1e6:.2f} us a call): " + head
     near = fraction >= NEAR_ROOF
-    causes = [] if near else _causes(prediction, measurement, context, seconds)
+    causes = [] if near else _causes(prediction, measurement, context, seconds, kernel_only)
     parts = [head]
     if near:
         parts.append(f"Near its roof (>= {NEAR_ROOF:.0%} of attainable).")
@@ -150,7 +157,13 @@ def explain(prediction: dict[str, Any], measurement: dict[str, Any],
             parts.append("The bound removes the memory excuse; it does not certify the kernel.")
     else:
         parts.append(f"Below {NEAR_ROOF:.0%} of attainable and unexplained: "
-                     + _ruled_out(prediction, context, seconds, measurement) + ".")
+                     + _ruled_out(prediction, context, seconds, measurement, kernel_only) + ".")
+    if kernel_only:
+        eager = measurement["median_s"]
+        parts.append(f"Called eagerly it is launch-bound: an eager caller on this host gets "
+                     f"{gemm_flops(m, n, k) / eager / 1e12:.3g} TFLOPS ({eager * 1e6:.1f} us a call, "
+                     f"{(eager - seconds) * 1e6:.1f} us of it the host's launch path), the host's launch rate: "
+                     f"host-dependent and noisy run to run, so the headline is the kernels' own.")
     parts.append(f"Path: {context['path']}.")
     return {"verdict": ("near_" if near else "below_") + bound + "_roof", "causes": causes,
             "explained": near or bool(causes), "text": " ".join(parts)}
@@ -163,12 +176,32 @@ def _tile_model(prediction: dict[str, Any], context: dict[str, Any]) -> dict[str
                   int(context["sm_count"]))
 
 
+def _floor(context: dict[str, Any], kernel_only: bool) -> tuple[Any, str]:
+    """The empty kernel a time is compared with, timed as that time was: replayed from a CUDA graph for a
+    kernel-only time (kernel_floor_s), eagerly otherwise (launch_floor_s); and its name in words."""
+    if kernel_only:
+        return context.get("kernel_floor_s"), "an empty kernel replayed from a CUDA graph"
+    return context.get("launch_floor_s"), "the empty launch"
+
+
 def _causes(prediction: dict[str, Any], measurement: dict[str, Any], context: dict[str, Any],
-            seconds: float) -> list[dict[str, str]]:
+            seconds: float, kernel_only: bool = False) -> list[dict[str, str]]:
     m, n, k = prediction["m"], prediction["n"], prediction["k"]
     causes = []
-    floor = context.get("launch_floor_s")
-    if _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
+    floor, _ = _floor(context, kernel_only)
+    host, kernel = timing.host_launch_s(seconds, measurement.get("graph")), timing.kernel_s(
+        measurement.get("graph"))
+    if kernel_only:  # the kernels' own time: compared with an empty kernel timed the same way
+        if _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
+            causes.append({"cause": "kernel_floor", "detail": (
+                f"the GPU's fixed cost per kernel: the kernel alone takes {seconds * 1e6:.2f} us, only "
+                f"{seconds / floor:.1f}x an empty kernel replayed the same way ({floor * 1e6:.2f} us)")})
+    elif host is not None and kernel is not None:
+        if host >= LAUNCH_SHARE * seconds:
+            causes.append({"cause": "launch_overhead", "detail": (
+                f"launch overhead: the eager call takes {seconds * 1e6:.1f} us, its kernel alone {kernel * 1e6:.1f} us "
+                f"(replayed from a CUDA graph), so {host * 1e6:.1f} us of each call is the host's launch path")})
+    elif _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
         causes.append({"cause": "launch_overhead", "detail": (
             f"launch overhead: the median {seconds * 1e6:.1f} us is only {seconds / floor:.1f}x the "
             f"measured empty-launch time of {floor * 1e6:.1f} us")})
@@ -193,27 +226,28 @@ def _causes(prediction: dict[str, Any], measurement: dict[str, Any], context: di
     if clock:
         causes.append(clock)
     if not causes and prediction["bound"] == "compute":
-        residual = _kernel_efficiency(prediction, measurement, context, seconds, model)
+        residual = _kernel_efficiency(prediction, measurement, context, seconds, model, kernel_only)
         if residual:
             causes.append(residual)
     return causes
 
 
 def _kernel_efficiency(prediction: dict[str, Any], measurement: dict[str, Any], context: dict[str, Any],
-                       seconds: float, model: dict[str, Any] | None) -> dict[str, str] | None:
+                       seconds: float, model: dict[str, Any] | None,
+                       kernel_only: bool = False) -> dict[str, str] | None:
     """By elimination, with every check's number: full clocks with no cap, efficient waves, no
     padding, a small launch share. What is left is the kernel's own efficiency against the
     datasheet's theoretical peak. Only when every one of those facts was measured."""
     clocks = measurement.get("clocks")
-    floor, max_mhz = context.get("launch_floor_s"), context.get("max_sm_clock_mhz")
+    (floor, floor_name), max_mhz = _floor(context, kernel_only), context.get("max_sm_clock_mhz")
     if not (model and isinstance(clocks, dict) and _is_number(clocks.get("sm_clock_mhz_median"))
             and _is_number(max_mhz) and _is_number(floor)):
         return None
     return {"cause": "kernel_efficiency", "detail": (
         f"the kernel's own efficiency: the SM clock stayed at {clocks['sm_clock_mhz_median']:.0f} of "
         f"{max_mhz:.0f} MHz with no power or thermal reason, {model['waves_exact']:.2f} waves ran at "
-        f"{model['wave_efficiency']:.0%} wave efficiency with {model['padding_share']:.1%} padding, and the "
-        f"empty launch is {floor / seconds:.1%} of the time, so what is left is the library kernel "
+        f"{model['wave_efficiency']:.0%} wave efficiency with {model['padding_share']:.1%} padding, and "
+        f"{floor_name} is {floor / seconds:.1%} of the time, so what is left is the library kernel "
         f"against the datasheet peak, a theoretical rate no kernel fully reaches")}
 
 
@@ -234,12 +268,14 @@ def _clock_cause(clocks: Any, max_mhz: Any) -> dict[str, str] | None:
 
 
 def _ruled_out(prediction: dict[str, Any], context: dict[str, Any], seconds: float,
-               measurement: dict[str, Any]) -> str:
+               measurement: dict[str, Any], kernel_only: bool = False) -> str:
     """The checks that found nothing, with their numbers."""
     notes = []
-    floor = context.get("launch_floor_s")
+    floor, floor_name = _floor(context, kernel_only)
     if _is_number(floor):
-        notes.append(f"the empty launch ({floor * 1e6:.1f} us) is {floor / seconds:.2%} of the time")
+        notes.append(f"{floor_name} ({floor * 1e6:.1f} us) is {floor / seconds:.2%} of the time")
+    elif kernel_only:
+        notes.append("the GPU's own cost per kernel was not measured (no empty kernel replayed from a CUDA graph)")
     model = _tile_model(prediction, context)
     if model:
         notes.append(f"{model['waves_exact']:.2f} waves of {model['tile_m']}x{model['tile_n']} tiles "
@@ -300,4 +336,4 @@ def context_of(document: dict[str, Any]) -> dict[str, Any]:
             "path": precision["path"], "launch_floor_s": facts.get("launch_floor_s"),
             "sm_count": facts.get("sm_count"), "tile_m": facts.get("tile_m"),
             "tile_n": facts.get("tile_n"), "max_sm_clock_mhz": facts.get("max_sm_clock_mhz"),
-            "cache_mib": facts.get("cache_mib")}
+            "cache_mib": facts.get("cache_mib"), "kernel_floor_s": facts.get("kernel_floor_s")}

@@ -18,6 +18,20 @@ from harness.analysis.transfer import links
 from harness.analysis.transfer.series import series_figures, pair_cell
 
 REL_TOL = 1e-6
+
+# Which transfer figures vary from one run to the next, why, and which one a buyer relies on. Measured on the
+# lent H200 SXM, 2026-12-01 (bench/gpu_causes.sh, 256 MiB copies, 6-8 each) and over six dossier runs
+# (bench/RESULTS.md, "The whole dossier with the stress and transfer steps").
+PAGEABLE_VARIES = ("pageable copies measure the host's memory management more than the link: the first touch of "
+                   "each page faults inside the copy, the CPU copies every byte through the driver's pinned staging "
+                   "buffer, and the pages may lie on either NUMA node (H200, 2026-12-01, 256 MiB: host-to-device "
+                   "6.2-8.4 GB/s from one written buffer, 2.9-3.0 from a fresh untouched one, 52.6-54.1 pinned; "
+                   "device-to-host 11.2-13.1 into one buffer, 1.3-1.5 into a fresh one, 52.3-53.2 pinned)")
+BIDIRECTIONAL_VARIES = ("both directions at once share the host's memory bandwidth and the link's flow control: the "
+                        "host-to-device half moved 41.2-49.4 GB/s at 512 MiB over six runs while the device-to-host "
+                        "half held 51.0-51.4, so acceptance judges the sum, as nvbandwidth reports it")
+RELY_ON = ("a buyer relies on the pinned figures, each way and both at once summed: they measure the link; the "
+           "pageable ones say what an unpinned framework copy gets on this host today")
 SHORT = {"host_to_device": "h2d", "device_to_host": "d2h"}
 
 

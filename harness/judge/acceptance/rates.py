@@ -3,7 +3,11 @@ bandwidth) against the stated share of a known-good unit's figure."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from harness.analysis import repeatability
 from harness.analysis.bandwidth import figures as bandwidth_rules
+from harness.analysis.roofline import figures as roofline_figures
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
 from harness.judge.acceptance.profile import KnownGood, Profile
@@ -44,9 +48,16 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     measured = Value(plateau, "GB/s", f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
                                       f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
                                       "of known-good")
-    return [at_least(name, title, measured, threshold, evidence,
-                     ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value, share),
-                     source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE)]
+    return [noise_said(facts, "bandwidth.plateau_gbps", at_least(
+        name, title, measured, threshold, evidence, ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value,
+                                                                                               share),
+        source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE))]
+
+
+def noise_said(facts: BundleFacts, figure_id: str, result: Result) -> Result:
+    """RESULT, its why saying so when the bundle declares FIGURE_ID noisy (commands.json repeatability)."""
+    note = repeatability.noisy_note(facts.view.commands.get("repeatability"), figure_id)
+    return replace(result, why=result.why + note) if note else result
 
 
 def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -75,10 +86,17 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
 
 
 def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
-    """One result per dtype the profile has a share for and that was measured or has a known-good."""
+    """One result per dtype the profile has a share for and that was measured or has a known-good. A
+    dtype's figures come from the roofline step (its own dtype and its dtype_checks) or, in bundles
+    before format 5, from a roofline step of its own (roofline-fp8, ...)."""
     shares = profile.threshold("gemm_min_share") or {}
     rooflines = facts.figures_by_analysis("roofline")
-    measured = {f.values.get("dtype"): f for f in rooflines if f.present}
+    measured: dict[str, tuple[str, dict]] = {}
+    for figures in rooflines:
+        document = facts.document(figures.step)
+        if figures.present and document is not None:
+            for dtype, values in roofline_figures.dtype_headlines(document).items():
+                measured.setdefault(dtype, (figures.step, values))
     absent_why = ("; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline"))
     results = []
     for dtype in DTYPES:
@@ -89,41 +107,44 @@ def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
     return results
 
 
-def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts) -> Result:
+def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) -> Result:
     name = f"gemm_{dtype}"
     title = f"Dense matrix multiply burst ({dtype}, short timed windows) reaches the stated share of a known-good unit"
-    step = figures.step if figures else "roofline"
-    evidence = (f"{facts.output(step)} measurements[].times_s with the shapes' FLOP counts "
-                "(burst best recomputed by harness.analysis.roofline)")
+    step, values = found if found else ("roofline", None)
+    where = "" if values is None or (facts.document(step) or {}).get("dtype") == dtype else f"dtype_checks[{dtype}] "
+    evidence = (f"{facts.output(step)} {where}measurements[].windows (times_s before format 5) with the shapes' "
+                "FLOP counts (burst best recomputed by harness.analysis.roofline)")
     reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
-    if figures is None:
+    if values is None:
         why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if reference is None:
         return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
                       f"file can add known_good.gemm_tflops.{dtype}")
-    best = num(figures.values.get("burst_best_tflops"))
+    best = num(values.get("burst_best_tflops"))
     if best is None:
         return Result(name, title, Verdict.FAIL, Value(None, "TFLOPS", "no GEMM timed"), threshold, evidence,
-                      "the roofline step completed but timed no GEMM")
-    value = Value(best, "TFLOPS", f"{fmt(best)} TFLOPS burst best ({figures.values.get('best_shape')}, on "
-                                  f"{figures.values.get('device')}{burst_conditions(figures.values)}), "
+                      f"the roofline step completed but timed no {dtype} GEMM of its burst-best shapes")
+    value = Value(best, "TFLOPS", f"{fmt(best)} TFLOPS burst best ({values.get('best_shape')}, on "
+                                  f"{values.get('device')}{burst_conditions(values)}), "
                                   f"{best / reference.value:.1%} of known-good")
-    return at_least(name, title, value, threshold, evidence)
+    return noise_said(facts, f"roofline.{dtype}.burst_best_tflops", at_least(name, title, value, threshold, evidence))
 
 
 def burst_conditions(heads: dict) -> str:
-    """", a 12.3 ms window at 1980 MHz, power cap not engaged": how the roofline's best burst was timed."""
+    """", 3 windows of 20 ms at 1965 MHz, power cap not flagged": how the roofline's best burst was timed."""
     window = heads.get("burst_best_window")
     if not isinstance(window, dict) or num(window.get("window_ms")) is None:
         return ""
     clock = num(window.get("sm_clock_mhz"))
     cap = window.get("power_cap")
     cap_text = cap if isinstance(cap, str) else f"cap state unknown ({(cap or {}).get('unavailable')})"
-    return (f", a {fmt(window['window_ms'])} ms window" + (f" at {fmt(clock)} MHz" if clock is not None else "")
-            + f", power cap {cap_text}")
+    count = window.get("windows")
+    what = (f"{count} windows of {fmt(window['window_ms'])} ms" if isinstance(count, int)
+            else f"a {fmt(window['window_ms'])} ms window")
+    return f", {what}" + (f" at {fmt(clock)} MHz" if clock is not None else "") + f", power cap {cap_text}"
 
 
 def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:

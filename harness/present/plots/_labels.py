@@ -56,17 +56,20 @@ def line_boxes(line, renderer, step_px: float = 3.0) -> list[Bbox]:
 
 
 def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence = (), lines: Sequence = (),
-                 colors: Sequence[str] | None = None) -> list:
+                 colors: Sequence[str] | None = None, markers: Sequence[tuple[float, float]] = ()) -> list:
     """Annotate each (label, x, y) in data coordinates without overlaps; returns the annotations.
     `avoid`: artists no label may cover (the legend); `lines`: lines no label may cross; `colors`:
-    each label's colour (default black). Call it after the axes' scales and limits are final."""
+    each label's colour (default black); `markers`: unlabelled points (x, y) no label may cover. Call it
+    after the axes' scales and limits are final."""
     fig = ax.figure
     renderer = fig.canvas.get_renderer()
     px_per_pt = fig.dpi / 72
     axes_box = ax.get_window_extent(renderer)
     centres = [tuple(ax.transData.transform((x, y))) for _, x, y in items]
     radius = MARKER_RADIUS_PT * px_per_pt
-    occupied = [Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius) for cx, cy in centres]
+    unlabelled = [tuple(ax.transData.transform(point)) for point in markers]
+    occupied = [Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius)
+                for cx, cy in centres + unlabelled]
     occupied += [artist.get_window_extent(renderer) for artist in avoid]
     occupied += [box for line in lines for box in line_boxes(line, renderer)]
 

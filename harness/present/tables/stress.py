@@ -91,8 +91,8 @@ def burst_beside_sustained(document: dict[str, Any], roofline: dict[str, Any] | 
     burst = roofline_figures.headlines(roofline)
     window = burst.get("burst_best_window") or {}
     lines += ["| figure | TFLOPS | how | SM clock MHz | power cap |", "|---|---:|---|---:|---|",
-              f"| roofline burst best ({burst['best_shape']}) | {_n(burst['burst_best_tflops'])} | median call of a "
-              f"{_n(window.get('window_ms'), '.3g')} ms window | {_n(window.get('sm_clock_mhz'), '.0f')} | "
+              f"| roofline burst best ({burst['best_shape']}) | {_n(burst['burst_best_tflops'])} | "
+              f"{_how(window)} | {_n(window.get('sm_clock_mhz'), '.0f')} | "
               f"{_cap_state(window.get('power_cap'))} |"]
     records = {r.get("index"): r for r in document.get("devices", [])}
     for d in heads["devices"]:
@@ -108,6 +108,13 @@ def burst_beside_sustained(document: dict[str, Any], roofline: dict[str, Any] | 
     return "\n".join(lines) + "\n"
 
 
+def _how(window: dict[str, Any]) -> str:
+    """How the burst was timed: windows (format 5 on) or the median call of one window (before)."""
+    if isinstance(window.get("windows"), int):
+        return f"median of {window['windows']} windows of {_n(window.get('window_ms'), '.3g')} ms"
+    return f"median call of a {_n(window.get('window_ms'), '.3g')} ms window"
+
+
 def _cap_state(value: Any) -> str:
     if isinstance(value, dict):
         return f"unknown ({value.get('unavailable')})"
@@ -115,11 +122,14 @@ def _cap_state(value: Any) -> str:
 
 
 def roofline_for(dtype: str, documents: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The bundle's roofline document for DTYPE (the main roofline step first, then the dtype checks)."""
+    """The bundle's roofline document for DTYPE: the roofline step's own dtype or one of its dtype checks,
+    else (bundles before format 5) the dtype's own check step, roofline-DTYPE."""
     for step in ("roofline", f"roofline-{dtype}"):
         document = documents.get(step)
-        if isinstance(document, dict) and document.get("dtype") == dtype:
-            return document
+        if isinstance(document, dict) and isinstance(document.get("dtype"), str):
+            found = roofline_figures.dtype_documents(document).get(dtype)
+            if found is not None:
+                return found
     return None
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.transfer.figures import all_series_figures, headlines
+from harness.analysis.transfer.figures import (BIDIRECTIONAL_VARIES, PAGEABLE_VARIES, RELY_ON, all_series_figures,
+                                               headlines)
 
 ORDER = {"host_to_device": 0, "device_to_host": 1, "device_local": 2, "host_to_host": 3, "device_to_device_peer": 4}
 MEMORY = {"pinned": 0, "pageable": 1}
@@ -100,6 +101,9 @@ def render(document: dict[str, Any]) -> str:
              "named so; bytes copied once per copy (nvbandwidth's convention); ratio = figure / the ceiling of "
              "the link it crossed, per direction.", ""]
     lines += series_table(document, figures) + ["", "Theoretical rates:"] + explanations(figures)
+    if document.get("device") == "cuda":
+        lines += ["", "Which figures to rely on:", f"- {RELY_ON}.", f"- Why pageable copies vary: {PAGEABLE_VARIES}.",
+                  f"- Why the host-to-device half of both directions at once varies: {BIDIRECTIONAL_VARIES}."]
     lines += ["", "## Links and peers", ""] + (verdict_lines(heads) or ["- no GPU link to judge"])
     lines += [""] + peer_lines(heads)
     return "\n".join(lines) + "\n"

@@ -5,33 +5,40 @@ The roofs are the measured HBM bandwidth (the bandwidth probe's sustained median
 catalogue entry of the SKU NVML identifies). On a CPU both roofs are measured here: a copy
 larger than the last-level cache and the best square GEMM the CPU reaches.
 
+Every GEMM is timed as bursts (harness.probes.timing.Bursts; the rules: harness.analysis.timing): its
+first call alone, a warm-up by time, then three windows, each one pair of CUDA events around
+back-to-back calls, with idle gaps so that the power limiter never engages; launch-bound shapes are also replayed from a CUDA graph (the
+kernels alone). With --check-dtypes the fixed burst-best shapes are timed in more dtypes in the same
+process (what `dossier run` uses for acceptance: one process instead of one per dtype).
+
 Order, recorded in `timeline`: roofs established (on a CPU: measured) -> predictions recorded (FLOPs,
-fewest bytes, intensity, bound and attainable rate) -> GEMMs timed -> fusion timed.
+fewest bytes, intensity, bound and attainable rate, every dtype) -> pre-heat -> GEMMs timed ->
+the other dtypes' checks -> fusion timed.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import statistics
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from harness.analysis import timing as timing_rules
 from harness.analysis.roofline import figures, gemm_shapes
 from harness.analysis.roofline import model as analysis
 from harness.probes.roofline.roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
                                      progress, unavailable, utc_now)
-from harness.probes.nvml import NvmlSession, Sampler
+from harness.probes.nvml import NvmlSession
+from harness.probes.roofline.nvml import NVML_REFRESH, NvmlReader
+from harness.probes.timing import Bursts
 
 NAME = "roofline"
 DTYPES = tuple(analysis.DTYPE_WIDTHS)
-GPU_TIMING = dict(warmup=5, min_iterations=10, max_iterations=100, target_s=0.2)
-CPU_TIMING = dict(warmup=1, min_iterations=3, max_iterations=20, target_s=0.1)
 CPU_MAX_SQUARE = 1024
-SAMPLE_INTERVAL_S = 0.01  # short shapes (~10 ms) must get a clock reading of their own
+
+
+def _check_dtypes(values: list[str] | None) -> str | None:
+    return "a dtype appears twice" if values and len(set(values)) != len(values) else None
 
 
 OPTIONS = (
@@ -42,6 +49,9 @@ OPTIONS = (
     Option(("--peak-tflops",), dict(type=float, metavar="P",
         help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
              "for the identified SKU; measured on a CPU)")),
+    Option(("--check-dtypes",), dict(nargs="+", choices=DTYPES, default=[], metavar="DTYPE",
+        help="also time the fixed burst-best shapes in these dtypes, in the same process, each on its "
+             "catalogue peak (what `dossier run` does on a GPU: fp8 fp16 tf32 fp32)"), check=_check_dtypes),
     Option(("--shapes",), dict(nargs="+", default=[], metavar="MxNxK[:label]",
         help="extra GEMM shapes, C[M,N] = A[M,K] @ B[K,N]")),
     Option(("--shapes-file",), dict(type=Path, metavar="F",
@@ -58,7 +68,7 @@ OPTIONS = (
         default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
         help="decode-like M for the model projections (1..64; default 1 64)")),
     Option(("--max-shape-seconds",), dict(type=float, metavar="S",
-        help="skip a shape whose predicted warm-up + minimum timed calls exceed S seconds "
+        help="skip a shape whose predicted warm-up and timed windows exceed S seconds "
              "(default 5 on a GPU, 2 on a CPU)")),
     Option(("--max-operand-mib",), dict(type=float, metavar="MIB",
         help="skip a shape whose inputs and output exceed this (default: a quarter of free "
@@ -92,6 +102,16 @@ class Setup(NamedTuple):
     cpu_measured: dict[str, Any] | None
 
 
+class Sweep(NamedTuple):
+    """One dtype's shapes, their predictions, its roofs, and why it cannot run (None: it can)."""
+
+    dtype: str
+    shapes: list[gemm_shapes.Shape]
+    predictions: list[dict[str, Any]]
+    roofs: dict[str, Any]
+    cannot: str | None
+
+
 class Run:
     """One probe run: the device, its facts, roofs, the shapes and what happened to each."""
 
@@ -103,7 +123,8 @@ class Run:
         self.device = self.pick_device()
         self.limitations: list[dict[str, str]] = []
         self.timeline: list[dict[str, str]] = []
-        self.sampler: Sampler | None = None
+        self.timer: Bursts | None = None
+        self.done, self.total = 0, 0  # shapes finished and to do, over every dtype (progress)
 
     def pick_device(self) -> str:
         available = self.torch.cuda.is_available()
@@ -124,30 +145,38 @@ class Run:
             setup = self.establish(nvml)
             facts, roofs = setup.facts, setup.roofs
             max_square, sizing = self.square_limit(facts)
-            shapes = requested_shapes(args, max_square)
-            in_bytes, out_bytes = analysis.DTYPE_WIDTHS[args.dtype]
-            predictions = {"shapes": [self.predict(s, roofs, setup.known, in_bytes, out_bytes) for s in shapes]}
-            predictions["recorded_at"] = self.mark("predictions recorded")
+            main = self.sweep_of(args.dtype, requested_shapes(args, max_square, self.device), roofs, setup.known)
+            checks = [self.check_sweep(dtype, facts, roofs) for dtype in args.check_dtypes if dtype != args.dtype]
+            self.total = len(main.shapes) + sum(len(c.shapes) for c in checks)
+            recorded_at = self.mark("predictions recorded")
             cannot = side.can_run(args.dtype, "cuda") if self.device == "cuda" else setup.cannot
             if cannot:
                 self.limitations.append({"what": f"{args.dtype} GEMMs on {self.device}", "why": cannot})
-            timing = side.Timing(**(GPU_TIMING if self.device == "cuda" else CPU_TIMING))
-            facts["launch_floor_s"], facts["launch_floor_times_s"] = side.launch_floor(
-                self.device, 200 if self.device == "cuda" else 100)
+            main = main._replace(cannot=cannot)
+            reader = NvmlReader(nvml.pynvml, setup.handle) if setup.handle is not None and nvml.ok else None
+            self.timer = Bursts.of(self.torch, self.device, reader.read if reader is not None else None)
+            preheat = self.preheat(main)  # the clock up before anything is timed
+            floor = self.side.launch_floor(self.timer, self.device)
+            facts["launch_floor_s"], facts["launch_floor_windows"] = floor["median_s"], floor["windows"]
+            facts.update(self.kernel_floor(floor.pop("tiny")))
             document: dict[str, Any] = {
                 "device": self.device, "dtype": args.dtype, "device_facts": facts, "roofs": roofs,
-                "precision": self.precision_record(in_bytes, out_bytes),
+                "precision": self.precision_record(args.dtype),
                 "torch_version": self.torch.__version__,
                 "torch_cuda_build": self.torch.version.cuda or unavailable("a CPU-only torch build"),
-                "predictions": predictions,
+                "predictions": {"shapes": main.predictions, "recorded_at": recorded_at},
+                "timing": self.timing_record(),
             }
             if setup.cpu_measured:
                 document["cpu_roofs"] = setup.cpu_measured
-            with self.sampling(nvml, setup.handle):
-                document["measurements"], skipped = self.measure_all(
-                    shapes, predictions["shapes"], analysis.context_of(document), cannot, setup.cache_bytes, timing,
-                    facts)
-            document["fusion"] = self.fusion(timing, facts, roofs) if not args.no_fusion else unavailable(
+            document["preheat"] = preheat
+            document["measurements"], skipped = self.measure_all(main, document, setup.cache_bytes, facts)
+            if args.check_dtypes:
+                document["dtype_checks"] = [self.run_check(check, document, setup.cache_bytes, facts, skipped)
+                                            for check in checks]
+                side.set_matmul_precision(args.dtype)
+            progress(self.total, self.total, "GEMMs done")
+            document["fusion"] = self.fusion(facts, roofs) if not args.no_fusion else unavailable(
                 "skipped with --no-fusion")
         document.update(timeline=self.timeline, limitations=self.limitations,
                         sizing=self.sizing_sentence(sizing, skipped, setup.cache_bytes, facts))
@@ -173,9 +202,7 @@ class Run:
                      "sku_id": None, "sku_evidence": "a CPU run: no GPU SKU"}
             cannot = side.can_run(args.dtype, "cpu")
             roofs, cpu_measured = cpu_roofs(args, side, cache_bytes, cannot is None)
-        known = all(isinstance(roofs[k], (int, float)) for k in ("peak_tflops", "bandwidth_gbps"))
-        roofs["ridge_flop_per_byte"] = (analysis.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
-                                        if known else unavailable("no compute roof for this dtype here"))
+        known = self.finish_roofs(roofs)
         tile_m, tile_n, tile_source = parse_tile(args.tile, args.dtype)
         if self.device == "cuda":
             facts.update(tile_m=tile_m, tile_n=tile_n, tile_source=tile_source)
@@ -186,23 +213,69 @@ class Run:
                   else "CPU roofs measured (the only GEMMs before the predictions)")
         return Setup(facts, handle, cache_bytes, roofs, known, cannot, cpu_measured)
 
-    def precision_record(self, in_bytes: int, out_bytes: int) -> dict[str, Any]:
-        dtype, side = self.args.dtype, self.side
+    @staticmethod
+    def finish_roofs(roofs: dict[str, Any]) -> bool:
+        """Adds the ridge (or why there is none); True when both roofs are numbers."""
+        known = all(isinstance(roofs[k], (int, float)) for k in ("peak_tflops", "bandwidth_gbps"))
+        roofs["ridge_flop_per_byte"] = (analysis.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
+                                        if known else unavailable("no compute roof for this dtype here"))
+        return known
+
+    def sweep_of(self, dtype: str, shapes: list[gemm_shapes.Shape], roofs: dict[str, Any], known: bool) -> Sweep:
+        in_bytes, out_bytes = analysis.DTYPE_WIDTHS[dtype]
+        return Sweep(dtype, shapes, [self.predict(s, roofs, known, in_bytes, out_bytes) for s in shapes], roofs, None)
+
+    def check_sweep(self, dtype: str, facts: dict[str, Any], main_roofs: dict[str, Any]) -> Sweep:
+        """Another dtype's fixed burst-best shapes on its own roofs (the catalogue's peak for it)."""
+        why = None
+        if self.device == "cuda":
+            try:
+                roofs = gpu_roofs(self.args, facts, dtype)
+            except ProbeUsageError as exc:
+                why = str(exc)
+        else:
+            why = "a CPU run measures the compute roof of its own dtype only"
+        if why:
+            roofs = {"bandwidth_gbps": main_roofs["bandwidth_gbps"], "bandwidth_source": main_roofs["bandwidth_source"],
+                     "peak_tflops": unavailable(why), "peak_source": "none"}
+        known = self.finish_roofs(roofs)
+        return self.sweep_of(dtype, gemm_shapes.reference_shapes(self.device), roofs, known)._replace(cannot=why)
+
+    def precision_record(self, dtype: str) -> dict[str, Any]:
+        side = self.side
+        in_bytes, out_bytes = analysis.DTYPE_WIDTHS[dtype]
         return {"input_dtype": str(side.TORCH_DTYPES[dtype]),
                 "output_dtype": "torch.bfloat16" if dtype == "fp8" else str(side.TORCH_DTYPES[dtype]),
                 "input_bytes": in_bytes, "output_bytes": out_bytes, "path": side.path_description(dtype, self.device)}
 
-    @contextlib.contextmanager
-    def sampling(self, nvml: NvmlSession, handle: Any) -> Iterator[None]:
-        """NVML clock samples while the GEMMs run (each shape's clocks are read from them)."""
-        if handle is not None and nvml.ok:
-            self.sampler = Sampler(nvml.pynvml, handle, interval_s=SAMPLE_INTERVAL_S)
-            self.sampler.__enter__()
-        try:
-            yield
-        finally:
-            if self.sampler is not None:
-                self.sampler.__exit__(None, None, None)
+    def timing_record(self) -> dict[str, Any]:
+        """How every shape was timed, with the evidence the lengths come from."""
+        r = timing_rules
+        gap = self.timer.gap_ratio
+        return {"method": "windows", "rule": r.RULE, "source": r.TIMING_SOURCE,
+                "warmup_s": r.WARMUP_S, "warmup_min_calls": r.WARMUP_MIN_CALLS, "window_s": r.WINDOW_S,
+                "windows": r.WINDOWS, "gap_ratio": gap,
+                "gap_why": ("idle after each burst so the power limiter recovers between windows and shapes"
+                            if gap else "a CPU has no power limiter: no idle gaps"),
+                "launch_bound_s": r.LAUNCH_BOUND_S,
+                "launch_bound_headline": r.KERNEL_ONLY, "launch_bound_headline_why": r.LAUNCH_BOUND_HEADLINE_WHY,
+                "graph": ({"calls": r.GRAPH_CALLS, "window_s": r.GRAPH_WINDOW_S, "below_s": r.GRAPH_BELOW_S}
+                          if self.device == "cuda" else unavailable("CUDA graphs need a GPU")),
+                "spread_scope": dict(r.SPREAD_SCOPE), "nvml": NVML_REFRESH}
+
+    def preheat(self, main: Sweep) -> Any:
+        """A medium GEMM in bursts before the sweep (GPU only), recorded in the timeline."""
+        if self.device != "cuda" or main.cannot:
+            return unavailable("a CPU run: no clock to raise" if self.device != "cuda" else main.cannot)
+        m, n, k = timing_rules.PREHEAT_SHAPE
+        pool = self.side.OperandPool(main.dtype, self.device, 2**20, 2**26)
+        operands, _ = pool.sets(m, n, k)
+        call = self.side.gemm_call(main.dtype, self.device, operands, m, n)
+        record = self.timer.preheat(call, f"{m}x{n}x{k} {main.dtype}")
+        del pool, operands, call
+        self.mark(f"pre-heat: {record['bursts']} bursts of {m}x{n}x{k} {main.dtype}, {record['seconds'] * 1e3:.0f} ms "
+                  f"of GEMMs")
+        return record
 
     def square_limit(self, facts: dict[str, Any]) -> tuple[int, str]:
         if self.args.max_square:
@@ -235,75 +308,114 @@ class Run:
             operand = facts["memory_free_mib"] * 2**20 / 4 if self.device == "cuda" else 512 * 2**20
         return seconds, operand
 
-    def measure_all(self, shapes, predictions, context, cannot, cache_bytes, timing, facts):
+    def run_check(self, check: Sweep, document: dict[str, Any], cache_bytes: int,
+                  facts: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
+        """Another dtype's burst-best shapes, timed like the main sweep, as one entry of dtype_checks."""
+        cannot = check.cannot or self.side.can_run(check.dtype, self.device)
+        if cannot:
+            self.limitations.append({"what": f"{check.dtype} GEMMs on {self.device} (dtype check)", "why": cannot})
+        self.side.set_matmul_precision(check.dtype)
+        entry: dict[str, Any] = {"dtype": check.dtype, "precision": self.precision_record(check.dtype),
+                                 "roofs": check.roofs,
+                                 "predictions": {"shapes": check.predictions,
+                                                 "recorded_at": document["predictions"]["recorded_at"]}}
+        if self.device == "cuda":  # the wave model's tile for this dtype (fp32 is not a tensor-core dtype)
+            tile_m, tile_n, tile_source = parse_tile(self.args.tile, check.dtype)
+            entry["tile"] = {"tile_m": tile_m, "tile_n": tile_n, "tile_source": tile_source}
+        view = {**document, **entry, "device_facts": {**facts, **entry.get("tile", {})}}
+        entry["measurements"], more = self.measure_all(check._replace(cannot=cannot), view, cache_bytes, facts)
+        skipped += more
+        return entry
+
+    def measure_all(self, sweep: Sweep, document: dict[str, Any], cache_bytes: int,
+                    facts: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         seconds_budget, operand_budget = self.budgets(facts)
-        in_bytes, out_bytes = analysis.DTYPE_WIDTHS[self.args.dtype]
-        pool = None if cannot else self.side.OperandPool(
-            self.args.dtype, self.device, cache_bytes, 2**30 if self.device == "cuda" else 256 * 2**20)
+        in_bytes, out_bytes = analysis.DTYPE_WIDTHS[sweep.dtype]
+        context = analysis.context_of(document)
+        pool = None if sweep.cannot else self.side.OperandPool(
+            sweep.dtype, self.device, cache_bytes, 2**30 if self.device == "cuda" else 256 * 2**20)
         results, skipped = [], []
         started = None
-        for done, (shape, prediction) in enumerate(zip(shapes, predictions)):
-            progress(done, len(shapes), shape.label)
+        shapes = sweep.shapes
+        what = "GEMM" if sweep.dtype == self.args.dtype else f"{sweep.dtype} GEMM (dtype check)"
+        for shape, prediction in zip(shapes, sweep.predictions):
+            progress(self.done, self.total, f"{sweep.dtype} {shape.label}")
+            self.done += 1
             entry: dict[str, Any] = {"label": shape.label}
             operand_bytes = (shape.m * shape.k + shape.n * shape.k) * in_bytes + shape.m * shape.n * out_bytes
-            if cannot:
-                entry.update(status="skipped", reason=cannot)
+            predicted = self.predicted_seconds(prediction)
+            if sweep.cannot:
+                entry.update(status="skipped", reason=sweep.cannot)
             elif operand_bytes > operand_budget:
                 entry.update(status="skipped", reason=f"operands {operand_bytes / 2**20:.0f} MiB exceed the "
                                                       f"{operand_budget / 2**20:.0f} MiB budget")
-            elif (predicted := (timing.warmup + timing.min_iterations) * prediction["flops"]
-                  / (prediction["attainable_tflops"] * 1e12)) > seconds_budget:
-                entry.update(status="skipped", reason=f"predicted {predicted:.1f} s for warm-up and the minimum "
-                                                      f"calls exceeds the {seconds_budget:g} s budget")
+            elif predicted > seconds_budget:
+                entry.update(status="skipped", reason=f"predicted {predicted:.1f} s for the warm-up and the timed "
+                                                      f"windows exceeds the {seconds_budget:g} s budget")
             else:
-                started = started or self.mark("first GEMM timed")
-                entry.update(self.measure_shape(shape, prediction, pool, timing, context))
-            if entry["status"] == "skipped" and not cannot:
-                skipped.append(shape.label)
+                started = started or self.mark(f"first {what} timed")
+                entry.update(self.measure_shape(shape, prediction, pool, context, sweep.dtype))
+            if entry["status"] == "skipped" and not sweep.cannot:
+                skipped.append(f"{shape.label} ({sweep.dtype})" if sweep.dtype != self.args.dtype else shape.label)
             results.append(entry)
-        progress(len(shapes), len(shapes), "GEMMs done")
-        finished = self.mark("last GEMM timed") if started else None
+        finished = self.mark(f"last {what} timed") if started else None
+        del pool
+        if self.device == "cuda":
+            self.torch.cuda.empty_cache()
         return {"started_at": started, "finished_at": finished, "shapes": results}, skipped
 
-    def measure_shape(self, shape, prediction, pool, timing, context) -> dict[str, Any]:
-        side, torch = self.side, self.torch
+    def predicted_seconds(self, prediction: dict[str, Any]) -> float:
+        """The warm-up's calls and the windows' calls at the attainable rate (at least one call each)."""
+        attainable = prediction["attainable_tflops"]
+        if not isinstance(attainable, (int, float)):
+            return 0.0
+        call = prediction["flops"] / (attainable * 1e12)
+        windows = timing_rules.WINDOWS * max(timing_rules.WINDOW_S, call)
+        return max(timing_rules.WARMUP_S, timing_rules.WARMUP_MIN_CALLS * call) + windows
+
+    def measure_shape(self, shape, prediction, pool, context, dtype) -> dict[str, Any]:
+        torch = self.torch
         try:
             operands, rotation = pool.sets(shape.m, shape.n, shape.k)
-            call = side.gemm_call(self.args.dtype, self.device, operands, shape.m, shape.n)
+            call = self.side.gemm_call(dtype, self.device, operands, shape.m, shape.n)
             measured_at = utc_now()
-            begin = time.monotonic()
-            times, warm = side.timed(self.device, call, timing)
-            end = time.monotonic()
+            record = self.timer.measure(call)
+            eager = timing_rules.per_call_s(record["windows"])
+            if self.device == "cuda" and eager < timing_rules.GRAPH_BELOW_S:  # the kernels alone
+                record["graph"] = self.graph(call, 1 + record["warmup"]["calls"])
         except Exception as exc:  # noqa: BLE001 - one shape's failure is recorded, the rest still run
             why = describe_exception(exc)
-            self.limitations.append({"what": f"GEMM {shape.label} ({shape.m}x{shape.n}x{shape.k})", "why": why})
+            self.limitations.append({"what": f"{dtype} GEMM {shape.label} ({shape.m}x{shape.n}x{shape.k})", "why": why})
             if self.device == "cuda":
                 torch.cuda.empty_cache()
             return {"status": "failed", "reason": why}
-        median = statistics.median(times)
-        entry = {"status": "measured", "measured_at": measured_at, "warmup": warm, "iterations": len(times),
-                 "times_s": times, "median_s": median, **rotation,
-                 "achieved_tflops": prediction["flops"] / median / 1e12,
-                 "effective_gbps": prediction["min_bytes"] / median / 1e9,
-                 "fraction_of_attainable": prediction["flops"] / median / 1e12 / prediction["attainable_tflops"],
-                 "clocks": self.clocks_between(begin, end)}
-        entry["explanation"] = analysis.explain(prediction, entry, context)
-        return entry
+        return {"status": "measured", "measured_at": measured_at,
+                **stated(record, prediction, context, rotation, self.clocks(record["windows"]))}
 
-    def clocks_between(self, begin: float, end: float) -> Any:
-        if self.sampler is None:
-            return unavailable("no NVML sampler on this device")
-        inside = [s for s in list(self.sampler.samples) if begin <= s["monotonic_s"] <= end]
-        clocks = [s["sm_clock_mhz"] for s in inside if isinstance(s["sm_clock_mhz"], int)]
-        if not clocks:
-            return unavailable(f"no NVML sample fell inside the {(end - begin) * 1e3:.0f} ms this shape ran "
-                               f"(sampled every {SAMPLE_INTERVAL_S * 1e3:.0f} ms)")
-        reasons = sorted({r for s in inside if isinstance(s["clock_event_reasons"], list)
-                          for r in s["clock_event_reasons"]})
-        return {"samples": len(clocks), "sm_clock_mhz_samples": clocks, "sm_clock_mhz_median": statistics.median(clocks),
-                "clock_event_reasons": reasons}
+    def kernel_floor(self, tiny: Any) -> dict[str, Any]:
+        """The empty kernel replayed from a CUDA graph (GPU): the GPU's own cost per kernel, what a
+        kernel-only time is compared with (the eager floor above is the host's launch path)."""
+        if self.device != "cuda":
+            return {"kernel_floor_s": unavailable("CUDA graphs need a GPU")}
+        replay = self.graph(lambda i: tiny.add_(1), 0)
+        if "unavailable" in replay:
+            return {"kernel_floor_s": replay}
+        return {"kernel_floor_s": replay["median_s"], "kernel_floor_windows": replay["windows"]}
 
-    def fusion(self, timing, facts, roofs) -> Any:
+    def graph(self, call, first: int) -> Any:
+        try:
+            return self.timer.graph(call, first)
+        except Exception as exc:  # noqa: BLE001 - a capture the device refuses is recorded, the eager figure stands
+            return unavailable(f"CUDA graph capture or replay failed: {describe_exception(exc)}")
+
+    def clocks(self, windows: list[dict[str, Any]]) -> Any:
+        found = timing_rules.clocks_of(windows)
+        if found is not None:
+            return found
+        return unavailable("no NVML on this device" if self.device == "cpu" else "NVML gave no SM clock around "
+                           "the windows")
+
+    def fusion(self, facts, roofs) -> Any:
         elements = self.args.fusion_elements
         if not elements:
             if self.device == "cuda":
@@ -313,7 +425,7 @@ class Run:
                 elements = 2**26
         log(f"roofline: fusion chain on {elements} elements")
         try:
-            result, limitations = self.side.measure_fusion(self.device, elements, timing)
+            result, limitations = self.side.measure_fusion(self.device, elements, self.timer)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory: recorded, the GEMMs stand
             why = describe_exception(exc)
             self.limitations.append({"what": "elementwise fusion comparison", "why": why})
@@ -331,16 +443,40 @@ class Run:
         seconds, operand = self.budgets(facts)
         if not isinstance(facts["cache_mib"], (int, float)):
             where += f" (cache size unreadable, {cache_bytes / 2**20:.0f} MiB assumed for rotation only)"
+        reference = ", ".join("x".join(map(str, dims)) for dims in gemm_shapes.REFERENCE_DIMS[self.device])
         text = (f"On {where}: {squares}; Llama-3-8B projections at prefill M {self.args.prefill_tokens} and "
-                f"decode M {self.args.decode_tokens}; small shapes rotate input sets so that twice the "
-                f"{cache_bytes / 2**20:.0f} MiB cache separates reuses; a shape is skipped past "
-                f"{seconds:g} s predicted or {operand / 2**20:.0f} MiB of operands")
+                f"decode M {self.args.decode_tokens}; the fixed burst-best shapes {reference}"
+                + (f" also in {', '.join(self.args.check_dtypes)}" if self.args.check_dtypes else "")
+                + f"; each shape timed in {timing_rules.WINDOWS} windows of ~{timing_rules.WINDOW_S * 1e3:g} ms; "
+                f"small shapes rotate input sets so that twice the {cache_bytes / 2**20:.0f} MiB cache separates "
+                f"reuses; a shape is skipped past {seconds:g} s predicted or {operand / 2**20:.0f} MiB of operands")
         if self.device == "cpu":
             text += ("; on a CPU the roofs are measured here, not assumed, and the shared input pool is "
                      "capped at 256 MiB, so the smallest shapes may still be served from a cache that large")
         if skipped:
             text += f"; skipped by these limits: {', '.join(skipped)}"
         return text + "."
+
+
+def stated(record: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any], rotation: dict[str, Any],
+           clocks: Any) -> dict[str, Any]:
+    """What the document states of one timed shape (RECORD: its first call, warm-up, windows and any CUDA-graph
+    replay): the eager time per call (median_s) and its spread, the launch-bound flag, the headline time and
+    what it is timed from (kernel-only for a launch-bound shape replayed from a CUDA graph, else eager), the
+    rates at the headline time, the eager rate beside a kernel-only headline (the host's launch rate), and
+    the explanation."""
+    figures = timing_rules.timing_figures(record, kernel_headline=True)
+    eager, headline = figures["per_call_s"], figures["headline_s"]
+    tflops = prediction["flops"] / headline / 1e12
+    entry = {**record, "median_s": eager, "window_spread": figures["window_spread"],
+             "launch_bound": bool(figures["launch_bound"]), **rotation, "rate_basis": figures["rate_basis"],
+             "headline_s": headline, "achieved_tflops": tflops,
+             "effective_gbps": prediction["min_bytes"] / headline / 1e9,
+             "fraction_of_attainable": tflops / prediction["attainable_tflops"], "clocks": clocks}
+    if figures["rate_basis"] == timing_rules.KERNEL_ONLY:
+        entry["eager_tflops"] = prediction["flops"] / eager / 1e12
+    entry["explanation"] = analysis.explain(prediction, entry, context)
+    return entry
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:

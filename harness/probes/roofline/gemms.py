@@ -1,9 +1,8 @@
-"""The roofline probe's measuring machinery: timers, operands, GEMM calls, CPU roofs, fusion.
+"""The roofline probe's measuring machinery: operands, GEMM calls, CPU roofs, fusion.
 
-Standard library and torch only. Calls are timed by harness.probes.timing: on CUDA every call with
-its own pair of CUDA events (recorded on the stream around the call), read after one synchronize;
-on the CPU with time.perf_counter around a synchronous call. The median of the per-call times is
-reported.
+Standard library and torch only. GEMMs, the launch floor and the fusion chain are timed as bursts
+of windows by harness.probes.timing.Bursts (why: harness.analysis.timing); the CPU roofs, measured
+before any prediction, time each call with the same module's Clock (`time_each`).
 """
 
 from __future__ import annotations
@@ -20,8 +19,9 @@ import torch
 
 from harness.analysis.roofline.model import (DTYPE_WIDTHS, FUSION_CHAIN, OPERAND_ALIGN_ELEMENTS, fusion_accounting,
                                              input_set_bytes)
+from harness.analysis.timing import per_call_s, window_spread
 from harness.probes.contract import describe_exception, unavailable
-from harness.probes.timing import Clock
+from harness.probes.timing import Bursts, Clock
 
 TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
                 "tf32": torch.float32, "fp8": torch.float8_e4m3fn}
@@ -31,26 +31,8 @@ CPU_DTYPES = ("fp32", "bf16")
 
 def time_each(device: str, call: Callable[[int], Any], count: int, first: int = 0) -> list[float]:
     """Seconds for each of `count` calls call(first), call(first+1), ... (harness.probes.timing:
-    one CUDA event pair per call, or perf_counter on a CPU)."""
+    one marker pair per call; the CPU roofs, measured before any prediction)."""
     return Clock.of(torch, device).each(call, count, first)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How many calls to warm up with and how long to time each shape for."""
-
-    warmup: int
-    min_iterations: int
-    max_iterations: int
-    target_s: float
-
-
-def timed(device: str, call: Callable[[int], Any], timing: Timing) -> tuple[list[float], int]:
-    """Warm up, size the iteration count from the warm-up's speed, time. (times, warm-up count)."""
-    warm = time_each(device, call, timing.warmup)
-    estimate = statistics.median(warm[1:] or warm)
-    count = max(timing.min_iterations, min(timing.max_iterations, math.ceil(timing.target_s / max(estimate, 1e-9))))
-    return time_each(device, call, count, first=timing.warmup), timing.warmup
 
 
 def set_matmul_precision(dtype: str) -> None:
@@ -161,12 +143,13 @@ def can_run(dtype: str, device: str) -> str | None:
     return None
 
 
-def launch_floor(device: str, iterations: int) -> tuple[float, list[float]]:
-    """Median time of an (almost) empty kernel, timed exactly as the GEMMs are, and the times it is
-    the median of (the first fifth, a warm-up, left out)."""
+def launch_floor(bursts: Bursts, device: str) -> dict[str, Any]:
+    """An (almost) empty kernel timed exactly as the GEMMs are: the launch floor per call (and the tensor
+    it adds to, `tiny`, for the same kernel replayed from a CUDA graph)."""
     tiny = torch.ones(1, device=device)
-    kept = time_each(device, lambda i: tiny.add_(1), iterations)[iterations // 5:]
-    return statistics.median(kept), kept
+    record = bursts.measure(lambda i: tiny.add_(1))
+    return {"windows": [{k: w[k] for k in ("calls", "seconds", "per_call_s", "gap_before_s")} for w in record["windows"]],
+            "median_s": per_call_s(record["windows"]), "tiny": tiny}
 
 
 # ------------------------------------------------------------------------------ CPU roofs
@@ -275,16 +258,15 @@ def _built(device: str, build: Callable[[], Callable], x: torch.Tensor) -> tuple
     return fused, got, time.perf_counter() - start
 
 
-def measure_fusion(device: str, elements: int, timing: Timing) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """Time the eager chain and its fusion (one kernel); count the bytes each must move."""
+def measure_fusion(device: str, elements: int, timer: Bursts) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Time the eager chain and its fusion (one kernel) in windows (TIMER); count the bytes each moves."""
     limitations = []
     x = torch.randn(elements, dtype=torch.float32, device=device)
     accounting = fusion_accounting(elements, 4, CHAIN_KERNELS, CHAIN_FLOPS_PER_ELEMENT)
-    times, warm = timed(device, lambda i: chain(x), timing)
     result: dict[str, Any] = {
         "chain": CHAIN_TEXT, "dtype": "fp32", "elements": elements, "element_bytes": 4,
         "unfused_kernels": CHAIN_KERNELS, "flops_per_element": CHAIN_FLOPS_PER_ELEMENT, **accounting,
-        "unfused": _rates(times, warm, accounting["unfused_bytes"], accounting["flops"]),
+        "unfused": _rates(timer.measure(lambda i: chain(x)), accounting["unfused_bytes"], accounting["flops"]),
     }
     expected = chain(x)
     try:
@@ -298,13 +280,12 @@ def measure_fusion(device: str, elements: int, timing: Timing) -> tuple[dict[str
     result["fused_by"] = {"name": fuser, "how": FUSERS[fuser],
                           "why": f"jiterator not used: {why_not}" if why_not else "a CUDA device with jiterator"}
     result["outputs_match"] = bool(torch.allclose(got, expected))
-    times, warm = timed(device, lambda i: fused(x), timing)
-    result["fused"] = {**_rates(times, warm, accounting["fused_bytes"], accounting["flops"]),
+    result["fused"] = {**_rates(timer.measure(lambda i: fused(x)), accounting["fused_bytes"], accounting["flops"]),
                        "compile_s": compile_s}
     return result, limitations
 
 
-def _rates(times: list[float], warmup: int, nbytes: int, flops: int) -> dict[str, Any]:
-    median = statistics.median(times)
-    return {"median_s": median, "times_s": times, "warmup": warmup, "iterations": len(times),
+def _rates(record: dict[str, Any], nbytes: int, flops: int) -> dict[str, Any]:
+    median = per_call_s(record["windows"])
+    return {**record, "median_s": median, "window_spread": window_spread(record["windows"]),
             "achieved_gbps": nbytes / median / 1e9, "achieved_tflops": flops / median / 1e12}

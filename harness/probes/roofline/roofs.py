@@ -18,7 +18,9 @@ TILES = {"tensor": (128, 256), "simt": (128, 128)}
 
 # ------------------------------------------------------------------------------ shapes
 
-def requested_shapes(args: argparse.Namespace, max_square: int) -> list[gemm_shapes.Shape]:
+def requested_shapes(args: argparse.Namespace, max_square: int, device: str = "cuda") -> list[gemm_shapes.Shape]:
+    """The shapes to time: the defaults (up to MAX_SQUARE) and the device's fixed burst-best shapes,
+    unless --no-default-shapes; then the user's."""
     try:
         gemm_shapes.check_tokens(tuple(args.prefill_tokens), gemm_shapes.PREFILL_TOKENS_RANGE, "prefill")
         gemm_shapes.check_tokens(tuple(args.decode_tokens), gemm_shapes.DECODE_TOKENS_RANGE, "decode")
@@ -27,6 +29,8 @@ def requested_shapes(args: argparse.Namespace, max_square: int) -> list[gemm_sha
         shapes += [gemm_shapes.parse_shape(text) for text in args.shapes]
         if args.shapes_file:
             shapes += gemm_shapes.read_shapes_file(args.shapes_file)
+        if not args.no_default_shapes:
+            shapes = gemm_shapes.with_reference(shapes, device)
         shapes = gemm_shapes.unique_labels(shapes)
     except (ValueError, OSError) as exc:
         raise ProbeUsageError(str(exc)) from None
@@ -79,22 +83,25 @@ def gpu_facts(torch: Any, nvml: NvmlSession, index: int) -> tuple[dict[str, Any]
     return facts, handle
 
 
-def gpu_roofs(args: argparse.Namespace, facts: dict[str, Any]) -> dict[str, Any]:
+def gpu_roofs(args: argparse.Namespace, facts: dict[str, Any], dtype: str | None = None) -> dict[str, Any]:
+    """The GPU roofs for DTYPE (default the run's --dtype): the given bandwidth, and the dense peak given
+    with --peak-tflops (the run's own dtype only) or from the catalogue."""
+    dtype = dtype or args.dtype
     if args.bandwidth_gbps is None:
         raise ProbeUsageError("--bandwidth-gbps is required on a GPU: give the bandwidth probe's sustained "
                               "median (dossier bandwidth), never the datasheet figure")
     roofs = {"bandwidth_gbps": args.bandwidth_gbps, "bandwidth_source": "given with --bandwidth-gbps"}
-    if args.peak_tflops is not None:
+    if args.peak_tflops is not None and dtype == args.dtype:
         return {**roofs, "peak_tflops": args.peak_tflops, "peak_source": "given with --peak-tflops"}
     sku = catalogue.by_id(facts["sku_id"]) if facts.get("sku_id") else None
     if sku is None:
-        raise ProbeUsageError(f"no dense {args.dtype} peak: the device is not in the catalogue "
+        raise ProbeUsageError(f"no dense {dtype} peak: the device is not in the catalogue "
                               f"({facts.get('sku_evidence')}); give --peak-tflops")
-    peak = sku.get("published", {}).get("dense_tflops", {}).get(args.dtype)
-    if peak is None:
-        raise ProbeUsageError(f"the catalogue has no dense {args.dtype} peak for {sku['id']}; give --peak-tflops")
+    peak = sku.get("published", {}).get("dense_tflops", {}).get(dtype)
+    if not isinstance(peak, (int, float)):
+        raise ProbeUsageError(f"the catalogue has no dense {dtype} peak for {sku['id']}; give --peak-tflops")
     return {**roofs, "peak_tflops": peak,
-            "peak_source": f"catalogue {sku['id']} published dense {args.dtype} "
+            "peak_source": f"catalogue {sku['id']} published dense {dtype} "
                            f"({sku['published'].get('source', 'no source given')})"}
 
 

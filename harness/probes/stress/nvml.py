@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.probes.devices import ecc_facts, watts
 from harness.probes.contract import attempt, describe_exception, unavailable
+from harness.probes.nvml import field_value
 
 # Event types asked for (nvml.h nvmlEventType*): a critical XID and the two ECC events.
 EVENT_TYPES: dict[str, int] = {
@@ -26,7 +27,6 @@ EVENT_TYPES: dict[str, int] = {
 EVENT_WAIT_MS = 250  # how long one nvmlEventSetWait blocks before the thread looks at its stop flag
 NVML_FI_DEV_MEMORY_TEMP = 82  # nvml.h: HBM temperature (C)
 NVML_FI_DEV_POWER_AVERAGE = 185  # nvml.h: board power averaged over one second (mW; Ampere and newer)
-NVML_VALUE_READERS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal"}
 
 
 def field_values(pynvml: Any, handle: Any) -> dict[str, Any]:
@@ -37,18 +37,9 @@ def field_values(pynvml: Any, handle: Any) -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - NVML's refusal is the recorded reason
         why = unavailable(describe_exception(exc))
         return {"memory_temperature_c": why, "power_average_w": why}
-    temperature, power = (_field(pynvml, value) for value in found)
+    temperature, power = (field_value(pynvml, value) for value in found)
     return {"memory_temperature_c": temperature,
             "power_average_w": round(power / 1000.0, 3) if isinstance(power, (int, float)) else power}
-
-
-def _field(pynvml: Any, value: Any) -> Any:
-    if value.nvmlReturn != 0:
-        return unavailable(describe_exception(pynvml.NVMLError(value.nvmlReturn)))
-    reader = NVML_VALUE_READERS.get(value.valueType)
-    if reader is None:
-        return unavailable(f"NVML returned value type {value.valueType} for field {value.fieldId}")
-    return getattr(value.value, reader)
 
 
 def read_sample(pynvml: Any, handle: Any, t_s: float) -> dict[str, Any]:

@@ -1,0 +1,187 @@
+"""How far each headline figure moves between separate dossiers, and which figures are noisy.
+
+Standard library (and the catalogue) only. Three spreads appear in a bundle, each over a different
+distance (the report names which one every figure carries):
+- within one run: a roofline shape's spread across its timed windows (tens of milliseconds apart),
+  the bandwidth probe's spread across its three repeats (seconds apart, one process);
+- run to run: one figure across separate dossiers (separate processes, machine starts), measured
+  per SKU and kept in the catalogue (harness/data/gpus.json `run_to_run`, with its source). This is
+  the one that says what the next run will read, and the floor of any tolerance that compares two
+  bundles (`dossier reproduce`, baselines).
+
+At run time `dossier run` records the SKU's run-to-run block in the bundle (commands.json
+`repeatability`, made by `declaration`): every measured figure with its kind, its kind's bound, its
+spread, its source, and `noisy` (true when the spread exceeds the bound) with why. The report
+renders it from the bundle alone, and a later catalogue does not change what a bundle declared.
+
+Figure ids (the catalogue's `repeatability.figure_ids`): PROBE.FIGURE, e.g. bandwidth.plateau_gbps,
+stress.steady_tflops, transfer.h2d_pinned_gbps, roofline.bf16.burst_best_tflops,
+roofline.bf16.square-256.tflops (a shape's headline: kernel-only for a launch-bound shape from probe
+contract 4 on), roofline.bf16.square-256.eager_tflops (beside a kernel-only headline: the host's launch
+rate); an entry's figure may hold * (fnmatch), and an exact id wins.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from typing import Any
+
+from harness import catalogue
+from harness.analysis import bandwidth, stress, timing, transfer
+from harness.analysis.roofline import figures as roofline_figures
+
+KINDS = ("steady", "burst", "launch_bound")
+STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (issue 30's kinds)
+
+
+def roofline_kind(per_call_s: float, launch_bound: bool) -> str:
+    """A roofline rate's figure kind: launch-bound (an eager rate whose call is launch-bound: the host's
+    launch rate), steady (1 ms or more a call), else a burst."""
+    if launch_bound:
+        return "launch_bound"
+    return "steady" if per_call_s >= STEADY_CALL_S else "burst"
+
+
+def declaration(sku_id: str | None) -> dict[str, Any]:
+    """What a bundle records at run time: the SKU's run-to-run spreads from the catalogue, each against its
+    kind's bound, noisy or not; or why there is nothing to record."""
+    if not sku_id:
+        return {"unavailable": "no GPU SKU was identified in this run, so no run-to-run measurement applies"}
+    measured = catalogue.run_to_run(sku_id)
+    if not measured:
+        return {"unavailable": f"the catalogue has no run-to-run measurement for {sku_id} yet"}
+    rules = catalogue.repeatability_bounds()
+    bounds = rules.get("bounds", {})
+    figures = []
+    for entry in measured["figures"]:
+        bound = bounds.get(entry["kind"], {}).get("max_spread")
+        noisy = bound is not None and entry["spread"] > bound
+        row = {**entry, "bound": bound, "noisy": noisy}
+        if noisy and "why" not in row:
+            row["why"] = "no cause recorded in the catalogue"
+        figures.append(row)
+    return {"sku_id": sku_id, "catalogue_version": catalogue.load().get("catalogue_version"),
+            "spread": rules.get("spread"), "bounds": bounds, "bounds_source": rules.get("source"),
+            "figure_ids": rules.get("figure_ids"), "sources": measured["sources"], "figures": figures}
+
+
+def lookup(record: Any, figure_id: str) -> dict[str, Any] | None:
+    """The declared entry for FIGURE_ID: an exact id first, else the first pattern that matches."""
+    if not isinstance(record, Mapping) or not isinstance(record.get("figures"), list):
+        return None
+    entries = [e for e in record["figures"] if isinstance(e, Mapping) and isinstance(e.get("figure"), str)]
+    exact = next((e for e in entries if e["figure"] == figure_id), None)
+    return exact or next((e for e in entries if fnmatch.fnmatchcase(figure_id, e["figure"])), None)
+
+
+def noisy(record: Any) -> list[dict[str, Any]]:
+    """The declared figures whose run-to-run spread exceeds their kind's bound."""
+    return [e for e in (record.get("figures") or []) if isinstance(e, Mapping) and e.get("noisy") is True] \
+        if isinstance(record, Mapping) else []
+
+
+def noisy_note(record: Any, figure_id: str) -> str:
+    """"" for a figure not declared noisy; else what a verdict on it must say: its run-to-run spread, its
+    bound and why (acceptance appends it to the criterion's why)."""
+    entry = lookup(record, figure_id)
+    if entry is None or entry.get("noisy") is not True:
+        return ""
+    return (f"; declared noisy in this bundle: {entry['spread']:.2%} run to run over its {entry['bound']:.0%} "
+            f"{entry['kind']} bound ({entry.get('why')}), so a result this close to the threshold may not repeat")
+
+
+def tolerance_floor(record: Any, figure_id: str) -> tuple[float | None, str]:
+    """The smallest tolerance a comparison of FIGURE_ID across two runs may use: its declared run-to-run
+    spread (None when the bundle declares none), and where that came from."""
+    entry = lookup(record, figure_id)
+    if entry is None:
+        why = record.get("unavailable") if isinstance(record, Mapping) and "unavailable" in record else \
+            f"no run-to-run spread declared for {figure_id}"
+        return None, str(why)
+    source = (record.get("sources") or {}).get(entry.get("source"), {})
+    return entry["spread"], (f"{entry['figure']}: {entry['spread']:.2%} over {source.get('runs', '?')} runs of "
+                             f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
+                             f"commit {source.get('commit', '?')})")
+
+
+def bundle_sku(documents: Mapping[str, Any]) -> str | None:
+    """The one SKU a run's GPUs were identified as: health's devices, else the bandwidth or roofline step's
+    identification; None when unidentified or when the GPUs differ."""
+    health = documents.get("health")
+    if isinstance(health, Mapping):
+        from harness.analysis import health as health_analysis
+        try:
+            ids = {d.get("sku_id") for d in health_analysis.headlines(dict(health)).get("devices") or []}
+        except Exception:  # noqa: BLE001 - an unreadable health document identifies nothing
+            ids = set()
+        if len(ids) == 1 and None not in ids:
+            return ids.pop()
+        if len(ids) > 1:
+            return None
+    for step, path in (("bandwidth", ("reference", "sku_id")), ("roofline", ("device_facts", "sku_id"))):
+        value: Any = documents.get(step)
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """Every timed headline figure of a bundle's documents (by step), as figure id -> (value, kind): the
+    ids the catalogue's run_to_run and a bundle's declaration use (bench/repeatability.py compares them
+    across dossiers; reproduction and baselines look their tolerance up by them)."""
+    found: dict[str, tuple[float | None, str]] = {}
+    if isinstance(documents.get("bandwidth"), Mapping):
+        heads = bandwidth.headlines(dict(documents["bandwidth"]))
+        found.update({"bandwidth.plateau_gbps": (heads["plateau_gbps"], "steady"),
+                      "bandwidth.repeat_median_gbps": (heads["repeat_median_gbps"], "steady")})
+    if isinstance(documents.get("stress"), Mapping):
+        heads = stress.headlines(dict(documents["stress"]))
+        bursts = [d["burst_tflops"] for d in heads["devices"] if d.get("burst_tflops") is not None]
+        found.update({"stress.steady_tflops": (heads["min_steady_tflops"], "steady"),
+                      "stress.burst_tflops": (min(bursts) if bursts else None, "burst")})
+    if isinstance(documents.get("transfer"), Mapping):
+        found.update(_transfer_figures(transfer.headlines(dict(documents["transfer"]))))
+    for step, document in documents.items():
+        if step == "roofline" or (step.startswith("roofline-") and isinstance(document, Mapping)):
+            found.update(_roofline_figures(roofline_figures, dict(document)))
+    return found
+
+
+def _transfer_figures(heads: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """Each per-GPU transfer figure (GB/s), the lowest GPU's."""
+    values: dict[str, list[float]] = {}
+    for gpu, figures in heads.get("per_gpu", {}).items():
+        for key, value in figures.items():
+            if gpu != "host" and key.endswith("_gbps") and key != "pcie_ceiling_gbps":
+                values.setdefault(key, []).append(value)
+    return {f"transfer.{key}": (min(v for v in got if v is not None) if any(v is not None for v in got) else None,
+                                "steady") for key, got in values.items()}
+
+
+def _roofline_figures(figures: Any, document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
+    """Each dtype's burst best and every measured shape's headline rate (`.tflops`), and where its calls
+    were replayed from a CUDA graph its other rate: beside a kernel-only headline (probe contract 4 on) the
+    eager rate, the host's launch rate (`.eager_tflops`, launch-bound), beside an eager one (documents
+    before) the kernel-only rate (`.kernel_tflops`)."""
+    found: dict[str, tuple[float | None, str]] = {}
+    for dtype, view in figures.dtype_documents(document).items():
+        found[f"roofline.{dtype}.burst_best_tflops"] = (figures.headlines(view)["burst_best_tflops"], "burst")
+        for row in figures.burst_windows(view):
+            figure = f"roofline.{dtype}.{row['label']}"
+            kernel_only = row.get("rate_basis") == timing.KERNEL_ONLY
+            seconds = _headline_s(figures, view, row["label"])
+            kind = roofline_kind(seconds, bool(row.get("launch_bound")) and not kernel_only) if seconds else "burst"
+            found[f"{figure}.tflops"] = (row["burst_tflops"], kind)
+            if kernel_only and row.get("eager_tflops") is not None:
+                found[f"{figure}.eager_tflops"] = (row["eager_tflops"], "launch_bound")
+            elif row.get("kernel_tflops") is not None:
+                found[f"{figure}.kernel_tflops"] = (row["kernel_tflops"], "burst")
+    return found
+
+
+def _headline_s(figures: Any, document: dict[str, Any], label: str) -> float | None:
+    shape = next((s for s in document.get("measurements", {}).get("shapes", []) if s.get("label") == label), None)
+    return figures.headline_of(document, shape)[0] if shape else None
