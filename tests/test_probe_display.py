@@ -47,3 +47,32 @@ def test_piped_a_malformed_progress_line_is_not_printed_either(capsys):
     assert out.getvalue() == ""  # piped, the display writes plain lines to stderr
     assert capsys.readouterr().err.splitlines() == ["[1/1] tick: a tick", "    $ python -m tick",
                                                    "warning: something the probe says", "    tick: completed"]
+
+
+def test_the_step_clock_runs_until_the_step_ends_not_until_the_bar_is_full():
+    from rich.progress import Progress
+
+    from harness.run.display import StepClockColumn
+
+    now = [100.0]
+    progress = Progress(get_time=lambda: now[0], disable=True)
+    task_id = progress.add_task("roofline", total=21)
+    progress.update(task_id, completed=21)  # every shape timed: the bar is full at 0:00:00
+    now[0] += 61.6  # the probe still writes its document, frees CUDA ...
+    task = progress.tasks[0]
+    assert task.finished and str(StepClockColumn().render(task)) == "0:01:01"
+    progress.stop_task(task_id)  # the step ended
+    now[0] += 30
+    assert str(StepClockColumn().render(progress.tasks[0])) == "0:01:01"
+
+
+def test_a_long_command_line_is_shortened_on_screen_and_whole_in_the_record():
+    from harness.run.display import SHOWN_COMMAND_LIMIT, shown_command
+
+    index = '{"embeddings.word_embeddings.weight": {"byte_range": [808088, 47689880]' + ', "x": 1' * 150 + "}"
+    args = ["--file", "/root/.cache/rig-dossier/blobs/sha256/" + "a" * 64, "--tensor-index", index,
+            "--provenance", '{"label": "' + "b" * 400 + '"}', *(["--tensor", "role=" + "w" * 50] * 3)]
+    shown = shown_command(object(), "precision", args)
+    assert len(shown) <= SHOWN_COMMAND_LIMIT and shown.startswith("python -m harness.probes.precision --file")
+    assert shown.endswith("(whole in commands.json)") and index not in shown
+    assert shown_command(object(), "health", ["--under-load", "8"]) == "python -m harness.probes.health --under-load 8"

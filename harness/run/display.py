@@ -10,15 +10,18 @@ command, which keeps no log, shows them (`show_probe_lines`). Progress lines are
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
+from rich.text import Text
+
+from harness.present.folding import short_command
 
 PROGRESS_PREFIX = "##progress "
+SHOWN_COMMAND_LIMIT = 160  # a command line on screen is cut past this (commands.json has it whole)
 
 
 def parse_progress(line: str) -> dict[str, Any] | None:
@@ -35,9 +38,27 @@ def parse_progress(line: str) -> dict[str, Any] | None:
 
 
 def shown_command(runner: object, probe: str, args: Sequence[str]) -> str:
-    """A probe's command as the display shows it: python -m PACKAGE.PROBE ARGS (the runner's
-    interpreter and container are in the bundle's commands.json)."""
-    return shlex.join(["python", "-m", f"{getattr(runner, 'package', 'harness.probes')}.{probe}", *args])
+    """A probe's command as the display shows it: python -m PACKAGE.PROBE ARGS, long arguments
+    folded as the report folds them (JSON to its length, paths to their file name) and the line cut
+    past SHOWN_COMMAND_LIMIT characters (the runner's interpreter, container and the whole argv are
+    in the bundle's commands.json)."""
+    line = short_command(["python", "-m", f"{getattr(runner, 'package', 'harness.probes')}.{probe}", *args])
+    if len(line) <= SHOWN_COMMAND_LIMIT:
+        return line
+    cut = line.rfind(" ", 0, SHOWN_COMMAND_LIMIT - 30)
+    return line[:cut if cut > 0 else SHOWN_COMMAND_LIMIT - 30] + " … (whole in commands.json)"
+
+
+class StepClockColumn(ProgressColumn):
+    """The time since the step began, running until the step ends (rich's TimeElapsedColumn stops
+    when the bar is full, though the probe still works: writing its document, closing CUDA)."""
+
+    def render(self, task: Task) -> Text:
+        elapsed = task.elapsed
+        if elapsed is None:
+            return Text("-:--:--", style="progress.elapsed")
+        seconds = int(max(0.0, elapsed))
+        return Text(f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}", style="progress.elapsed")
 
 
 class RunDisplay:
@@ -50,7 +71,7 @@ class RunDisplay:
         self.show_probe_lines = show_probe_lines
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("{task.fields[what]}"),
-                                 TimeElapsedColumn(), console=self.console, disable=not self.live)
+                                 StepClockColumn(), console=self.console, disable=not self.live)
         self._task = None
         self._index = 0
 
@@ -98,6 +119,11 @@ class RunDisplay:
     def skip(self, step: str, why: str) -> None:
         self._index += 1
         self._say(f"[{self._index}/{self.total_steps}] {step}: not run - {why}")
+
+    def host(self, step: str, status: str) -> None:
+        """A step computed on the host (no process), numbered like the others."""
+        self._index += 1
+        self._say(f"[{self._index}/{self.total_steps}] {step}: {status}")
 
     def note(self, text: str) -> None:
         self._say(text)

@@ -158,11 +158,11 @@ def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepR
     found = violations(step.schema, document)
     if found:
         why = f"its document does not match schemas/{step.schema}.schema.json ({len(found)} violation(s))"
-        display.skip(step.step, why)
+        display.host(step.step, f"FAILED - {why}")
         return StepRecord(**base, status=FAILED, why=why, document=document,
                           schema_violations=tuple(str(v) for v in found[:20]))
     state.add(step.step, document, step.analysis)
-    display.note(f"    {step.step}: completed on the host")
+    display.host(step.step, "completed on the host")
     return StepRecord(**base, status=COMPLETED, document=document)
 
 
