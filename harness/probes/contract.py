@@ -17,6 +17,7 @@ import argparse
 import datetime as _dt
 import json
 import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +40,11 @@ PROBE_PACKAGES = ("torch", "pynvml")  # torch and nvidia-ml-py
 PROBE_SIDE = ("harness/__init__.py", "harness/catalogue.py", "harness/data", "harness/analysis", "harness/probes")
 EXIT_USAGE = 2
 EXIT_CRASH = 1
+EXIT_INTERRUPTED = 130  # stopped by SIGINT or SIGTERM (the host's runner stops a probe with SIGTERM)
+
+
+def _stop_as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 class ProbeUsageError(Exception):
@@ -213,7 +219,11 @@ def probe_main(
     measure: Callable[[argparse.Namespace], dict[str, Any]],
     argv: list[str] | None = None,
 ) -> int:
-    """Run one probe: parse, measure, stamp and emit. Returns the process exit code."""
+    """Run one probe: parse, measure, stamp and emit. Returns the process exit code.
+
+    SIGTERM (how a runner stops a probe on Ctrl-C or a timeout) is taken like Ctrl-C: the
+    measurement unwinds, so its `finally` blocks and context managers end its workers and remove
+    its temporary folders; nothing is printed on stdout and the exit code is 130."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -223,10 +233,15 @@ def probe_main(
     sys.stdout.flush()
     document_fd = os.dup(1)
     os.dup2(2, 1)  # anything printed while measuring lands on stderr
+    previous = signal.signal(signal.SIGTERM, _stop_as_interrupt)
     try:
         started = utc_now()
         try:
             body = measure(args)
+        except KeyboardInterrupt as exc:
+            log(f"{name}: interrupted ({exc or 'Ctrl-C'}): stopped, its workers ended and its temporary files "
+                "removed; no document")
+            return EXIT_INTERRUPTED
         except ProbeUsageError as exc:
             log(f"{name}: error: {exc}")
             return EXIT_USAGE
@@ -251,6 +266,7 @@ def probe_main(
             out.write(text.encode())
         return 0
     finally:
+        signal.signal(signal.SIGTERM, previous)
         sys.stdout.flush()
         os.dup2(document_fd, 1)
         os.close(document_fd)

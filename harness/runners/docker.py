@@ -26,7 +26,7 @@ from harness.errors import EnvironmentProblem
 from harness.probes.contract import utc_now
 from harness.runners.environment import recorded_environment
 from harness.runners.images import PinnedImage
-from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
+from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, ProbeRun
 
 PYTHON = "python3"  # on PATH in both images (the CPU image's venv, the PyTorch image's conda)
 GPU_CHECK = "import glob, sys; sys.exit(0 if glob.glob('/dev/nvidia[0-9]*') else 3)"
@@ -240,6 +240,9 @@ class DockerRunner:
         except requests.RequestException:  # the wait's read timeout: the probe ran too long
             timed_out, exit_code = True, None
             _kill(container)
+        except BaseException:  # Ctrl-C or SIGTERM: the probe stops first (SIGTERM, then SIGKILL after the grace)
+            _stop(container)
+            raise
         follower.join(timeout=10)
         container.reload()
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))
@@ -289,6 +292,15 @@ def _kill(container: Any) -> None:
         container.kill()
     except (NotFound, APIError):
         pass  # it ended on its own between the timeout and the kill
+
+
+def _stop(container: Any) -> None:
+    """`docker stop`: SIGTERM to the probe (PID 1 of the container: probe_main takes it like Ctrl-C),
+    SIGKILL after STOP_GRACE_S; the container is removed afterwards either way."""
+    try:
+        container.stop(timeout=int(STOP_GRACE_S))
+    except (NotFound, APIError, requests.RequestException):
+        pass
 
 
 def _remove(container: Any) -> None:

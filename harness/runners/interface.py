@@ -44,6 +44,12 @@ class ProbeRun:
 
 LineCallback = Callable[[str], None]
 
+# On Ctrl-C, SIGTERM or a timeout a runner asks the probe to stop (SIGTERM: the probe ends its
+# workers and removes its temporary folders) and kills it only if it is still running this many
+# seconds later (the longest clean-up measured: a stress probe ending its worker and deleting its
+# folder on the CPU, well under a second; a GPU worker freeing device memory takes longer).
+STOP_GRACE_S = 10.0
+
 
 class Runner(Protocol):
     """Runs a probe process and records it. Never raises for a probe's own failure."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness.probes.contract import utc_now
 from harness.runners.environment import recorded_environment
-from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
+from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, ProbeRun
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,8 @@ def _pump(stream, sink: bytearray, on_line: LineCallback | None) -> None:
 
 
 class LocalRunner:
-    """Starts `python -m harness.probes.NAME ARGS` in its own process group."""
+    """Starts `python -m harness.probes.NAME ARGS` in its own process group (so a Ctrl-C at the
+    terminal reaches `dossier`, which then stops the probe: `stop_group`)."""
 
     name = "local"
 
@@ -55,12 +56,12 @@ class LocalRunner:
             proc.wait(timeout=invocation.timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
-        except BaseException:  # Ctrl-C: take the probe (and its children) down with us
-            _kill_group(proc)
+            stop_group(proc)
+        except BaseException:  # Ctrl-C or SIGTERM: the probe (and its children) stop first, cleanly
+            stop_group(proc)
+            _join(pumps)  # the probe's last lines (what it stopped) reach the display
             raise
-        for t in pumps:
-            t.join(timeout=10)
+        _join(pumps)
         return ProbeRun(
             probe=invocation.probe,
             argv=tuple(argv),
@@ -77,9 +78,30 @@ class LocalRunner:
         )
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _join(pumps: list[threading.Thread]) -> None:
+    for t in pumps:
+        t.join(timeout=10)
+
+
+def stop_group(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM to the probe's process group (the probe ends its workers and removes its temporary
+    folders: harness.probes.contract.probe_main), then SIGKILL to the group if the probe is still
+    running GRACE_S later, or at once on a second interrupt; returns when the probe has ended."""
+    _signal_group(proc, signal.SIGTERM)
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:  # still running after the grace
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+    except BaseException:  # interrupted again while waiting: no more waiting
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
+        raise
+    _signal_group(proc, signal.SIGKILL)  # anything of the group the probe left behind
+
+
+def _signal_group(proc: subprocess.Popen, signum: int) -> None:
+    try:
+        os.killpg(proc.pid, signum)
+    except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
