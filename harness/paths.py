@@ -9,6 +9,7 @@ use os.access, which answers for the real user (root may write where the mode bi
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -26,6 +27,61 @@ def cache_root() -> Path:
     return Path(base).expanduser() / "rig-dossier"
 
 GZIP_MAGIC = b"\x1f\x8b"
+
+# File systems the kernel makes up (proc(5), sysfs(5), ...): writing a bundle or a report there
+# fails or, worse, writes a kernel setting. Refused up front, named by the type mountinfo gives.
+PSEUDO_FILE_SYSTEMS = frozenset({
+    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+    "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "autofs", "rpc_pipefs",
+    "nsfs", "hugetlbfs"})
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+def _mounts(mountinfo: Path = MOUNTINFO) -> list[tuple[str, str]]:
+    """(mount point, file system type) of every mount (proc(5) mountinfo); none when unreadable."""
+    try:
+        text = mountinfo.read_text()
+    except OSError:
+        return []
+    mounts = []
+    for line in text.splitlines():
+        fields, _, after = line.partition(" - ")
+        parts = fields.split()
+        if len(parts) >= 5 and after:
+            point = parts[4].replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n")
+            mounts.append((point, after.split()[0]))
+    return mounts
+
+
+def pseudo_file_system(path: Path, mountinfo: Path = MOUNTINFO) -> tuple[str, str] | None:
+    """(file system type, mount point) when PATH (or where it would be made) is on a file system the
+    kernel makes up; else None."""
+    existing = Path(os.path.abspath(path))
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    real = os.path.realpath(existing)
+    best: tuple[str, str] | None = None
+    for point, kind in _mounts(mountinfo):
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        if inside and (best is None or len(point) >= len(best[1])):
+            best = (kind, point)
+    return best if best is not None and best[0] in PSEUDO_FILE_SYSTEMS else None
+
+
+def _stream(path: Path) -> bool:
+    """PATH exists as a character device or a FIFO (e.g. /dev/stdout)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _not_pseudo(path: Path, label: str) -> None:
+    found = pseudo_file_system(path)
+    if found:
+        raise UsageError(f"{label}: {found[1]} is a {found[0]} file system (the kernel's own files), not a place "
+                         "for output", hint="choose a folder on a disk")
 
 
 def _label(option: str, path: Path) -> str:
@@ -46,6 +102,8 @@ def _creatable_below(folder: Path, label: str) -> None:
 def output_file(path: Path, option: str, inputs: Iterable[Path] = ()) -> Path:
     """PATH can be written as a file (replaced if it exists); it is none of INPUTS."""
     label = _label(option, path)
+    if not _stream(path):  # /dev/stdout, /dev/null, a named pipe: written as a stream, wherever they live
+        _not_pseudo(path, label)
     if os.path.isdir(path):
         raise UsageError(f"{label}: is a folder; give a file name")
     if os.path.lexists(path):
@@ -73,8 +131,9 @@ def output_files(named: Iterable[tuple[str, Path | None]], inputs: Iterable[Path
 
 
 def output_dir(path: Path, option: str) -> Path:
-    """PATH is a folder files can be created in, or one that can be made."""
+    """PATH is a folder files can be created in, or one that can be made (not on /proc, /sys ...)."""
     label = _label(option, path)
+    _not_pseudo(path, label)
     if os.path.lexists(path):
         if not os.path.isdir(path):
             raise UsageError(f"{label}: is not a folder")

@@ -10,7 +10,7 @@ from pathlib import Path
 from harness import registry
 from harness import paths
 from harness.present.diff import compare
-from harness.bundle.read import UnsafeBundle, read_all
+from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
@@ -34,11 +34,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def load_view(path: Path) -> BundleView:
+    """The bundle's files as data. The same fault is the same exit code in every command: a file
+    that is not there, not readable or not gzip is bad input (2, from paths.input_bundle); a bundle
+    file that is damaged (truncated, unsafe, a member missing or not JSON) fails a check (1), as
+    `dossier verify` and `dossier accept` say of it."""
     paths.input_bundle(path)
     try:
         return BundleView.from_files(read_all(path), registry.analysis_module)
+    except UnreadableBundle as exc:
+        raise UsageError(f"{path} cannot be read: {exc}") from exc
     except (UnsafeBundle, BundleFormatError) as exc:
-        raise UsageError(f"{path} is not a readable dossier bundle: {exc}") from exc
+        raise CheckFailed(f"{path} is a damaged bundle: {exc}",
+                          hint=f"`dossier verify {path} --key PUB` lists every check") from exc
 
 
 def handle(args: argparse.Namespace) -> int:

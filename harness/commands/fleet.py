@@ -9,6 +9,7 @@ from pathlib import Path
 from harness import paths, registry
 from harness.commands.options import add_signing_key
 from harness.errors import CheckFailed, UsageError
+from harness.probes.contract import real
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
 
@@ -54,7 +55,7 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
                    help="run the node dossiers one node at a time (for virtual nodes sharing one host)")
     p.add_argument("--python", help="interpreter with the harness on every node (default: this one; "
                                     "python3 inside a container)")
-    p.add_argument("--wait", type=float, default=0, metavar="SECONDS",
+    p.add_argument("--wait", type=real, default=0, metavar="SECONDS",
                    help="wait up to this long for the job to end before returning")
     p.set_defaults(func=handle_submit)
 
@@ -76,7 +77,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
     add_signing_key(p, "private key for the fleet bundle (default: the key the job's nodes signed with)",
                     old="--sign-key")
     p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
-    p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
+    p.add_argument("--wait", type=real, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="worker processes checking node bundles (default: the CPUs this process may use)")
     p.set_defaults(func=handle_collect)

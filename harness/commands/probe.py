@@ -21,7 +21,7 @@ from pathlib import Path
 from harness import paths, recovery, registry
 from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
 from harness.present.plots import NothingToPlot
-from harness.probes.contract import EXIT_USAGE, Option, ProbeUsageError, add_options, check_options, options_argv
+from harness.probes.contract import EXIT_USAGE, Option, ProbeUsageError, add_options, check_options, options_argv, real
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs
 from harness.run.display import RunDisplay, shown_command
@@ -116,7 +116,7 @@ def write_table(spec: ProbeSpec, document: dict, path: Path) -> None:
 def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:
     parser.add_argument("--output", "-o", default=default_output, type=Path,
                         help=f"where to write the validated JSON (default: {default_output})")
-    parser.add_argument("--timeout", type=float, default=timeout_s, metavar="SECONDS",
+    parser.add_argument("--timeout", type=real, default=timeout_s, metavar="SECONDS",
                         help=f"kill the probe after this long (default: {timeout_s:g})")
     add_runner_options(parser)
 

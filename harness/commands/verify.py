@@ -12,6 +12,7 @@ from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
 from harness.verify import verify_bundle
 from harness.errors import UsageError
 from harness.signing.keys import load_public
+from harness.probes.contract import real
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,7 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--key", type=Path, required=True, help="the signer's public key (PEM)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    parser.add_argument("--max-size-mib", type=float, default=DEFAULT_MAX_TOTAL_BYTES / 2**20,
+    parser.add_argument("--max-size-mib", type=real, default=DEFAULT_MAX_TOTAL_BYTES / 2**20,
                         help="refuse bundles declaring more content than this (default: %(default)g MiB)")
     parser.add_argument("--all", action="store_true", help="print passing checks too")
     parser.set_defaults(func=handle)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import signal
 import sys
@@ -140,9 +141,22 @@ def check_options(args: argparse.Namespace, options: Sequence[Option]) -> None:
             raise ProbeUsageError(f"{option.flags[0]} {why}")
 
 
+def real(text: str) -> float:
+    """An option's float, finite: "nan", "inf" and "1e999" are refused as what they are (argparse
+    says `argument --seconds: 'nan' is not a finite number`), never passed on to a range check that
+    would give the wrong reason (every comparison with NaN is false)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 def number(text: str) -> int | float:
-    """A number as written: an int for "300", a float for "0.1" (so it is handed on as written)."""
-    value = float(text)
+    """A number as written: an int for "300", a float for "0.1" (so it is handed on as written); finite."""
+    value = real(text)
     return int(text) if text.strip().lstrip("+-").isdigit() else value
 
 

@@ -13,27 +13,21 @@ from harness.errors import CheckFailed
 from harness.judge.acceptance import digests, node
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
-from harness.probes.contract import Option
+from harness.probes.contract import Option, real
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
 # The probe ends itself after --seconds plus at most DEADLINE_EXTRA_S (start-up, memory test,
-# counters); the step's timeout leaves room for the longest run `dossier run` accepts.
-MAX_RUN_SECONDS = 3000.0
-TIMEOUT_S = MAX_RUN_SECONDS + probe.DEADLINE_EXTRA_S + 300.0
+# counters); the step's timeout leaves room for the longest run the probe accepts.
+TIMEOUT_S = probe.MAX_SECONDS + probe.DEADLINE_EXTRA_S + 300.0
 
-
-def _run_seconds_problem(value: float) -> str | None:
-    if value <= 0:
-        return f"{value:g}: must be positive"
-    return None if value <= MAX_RUN_SECONDS else f"{value:g}: at most {MAX_RUN_SECONDS:g} in `dossier run`"
-
-
-STRESS_SECONDS = Option(("--stress-seconds",), dict(type=float, metavar="S",
+# `dossier run`'s name for the probe's --seconds: the same limit, declared once (the probe's check).
+STRESS_SECONDS = Option(("--stress-seconds",), dict(type=real, metavar="S",
                         help="length of the stress step's GEMM phase (default: the probe's, 60 s on a GPU, 3 s on "
-                             f"a CPU, sized for CI; at most {MAX_RUN_SECONDS:g}). An acceptance profile asks for a "
-                             "longer run with its stress_min_seconds threshold (docs/stress.md)"),
-                        check=_run_seconds_problem)
+                             f"a CPU, sized for CI; at most {probe.MAX_SECONDS:g}, as `dossier stress --seconds`). An "
+                             "acceptance profile asks for a longer run with its stress_min_seconds threshold "
+                             "(docs/stress.md)"),
+                        check=probe.seconds_problem)
 
 
 def who(document: dict[str, Any], device: dict[str, Any]) -> str:

@@ -28,7 +28,7 @@ from harness.probes.allreduce.setup import (FAULT_ENV, NO_MULTICAST, Host, Rende
                                             discover, parse_world_sizes, plan_world_sizes, rendezvous_from_env,
                                             settings_from_args)
 from harness.probes.contract import (NoDocument, Option, ProbeUsageError, check_options, log, options_parser, positive,
-                                     probe_main, unavailable, utc_now)
+                                     probe_main, real, unavailable, utc_now)
 
 NAME = "allreduce"
 
@@ -58,17 +58,17 @@ OPTIONS = (
                                          "none)"), host=False),
     Option(("--master-port",), dict(type=int, help="env launcher: rendezvous base port when MASTER_PORT is not set "
                                                    "(default 29500); curve k uses port + 1 + k"), host=False),
-    Option(("--time-budget-s",), dict(type=float, help="timed seconds per size, which sets the iteration count "
+    Option(("--time-budget-s",), dict(type=real, help="timed seconds per size, which sets the iteration count "
                                                        "(default 0.2 nccl, 0.05 gloo)"), check=positive),
     Option(("--warmup",), dict(type=int, help="warm-up calls per size (default 5 nccl, 2 gloo)"), check=positive),
     Option(("--min-iters",), dict(type=int, help="fewest timed calls per size (default 5 nccl, 3 gloo)"),
            check=positive),
     Option(("--max-iters",), dict(type=int, help="most timed calls per size (default 1000 nccl, 50 gloo)"),
            check=positive),
-    Option(("--size-timeout-s",), dict(type=float, default=120.0,
+    Option(("--size-timeout-s",), dict(type=real, default=120.0,
                                        help="kill the workers when one size makes no progress for this long "
                                             "(default 120)"), check=positive),
-    Option(("--init-timeout-s",), dict(type=float, default=300.0,
+    Option(("--init-timeout-s",), dict(type=real, default=300.0,
                                        help="kill the workers when they have not all joined after this long "
                                             "(default 300)"), check=positive),
     Option(("--no-nccl-log",), dict(action="store_true",

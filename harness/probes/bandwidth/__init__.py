@@ -30,7 +30,7 @@ from harness.probes.bandwidth.points import (DTYPE_NAME, ELEMENT_BYTES, MAX_ITER
                                              WARMUP_ITERATIONS, Timer, kernel_fn, per_call, point_record,
                                              timed)
 from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, options_parser, positive,
-                                     probe_main, progress, unavailable)
+                                     probe_main, progress, real, unavailable)
 from harness.probes.nvml import NvmlSession, Sampler, sample
 from harness.probes.timing import Clock
 
@@ -49,14 +49,14 @@ def known_sku(sku_id: str) -> str | None:
 
 
 OPTIONS = (
-    Option(("--size-mib",), dict(type=float, nargs="+", metavar="N",
+    Option(("--size-mib",), dict(type=real, nargs="+", metavar="N",
                                  help="buffer sizes in MiB (default: 4 64 256 1024 and larger powers of two up to "
                                       "the largest safe size on a GPU; 1 4 16 64 128 on the CPU)"),
            check=lambda sizes: next((f"{s:g}: sizes must be positive (MiB per buffer, e.g. --size-mib 4 64 256 1024)"
                                      for s in sizes if not s > 0), None)),
     Option(("--repeats",), dict(type=int, default=3, help="runs of the largest size (default: 3)"),
            check=lambda n: None if n >= 1 else f"{n}: at least 1 (the lab asks for 3)"),
-    Option(("--spec-gbps",), dict(type=float, metavar="GBPS",
+    Option(("--spec-gbps",), dict(type=real, metavar="GBPS",
                                   help="published peak bandwidth in GB/s (overrides the catalogue's figure)"),
            check=positive),
     Option(("--kernel",), dict(choices=sorted(analysis.KERNELS), default="copy",
@@ -66,7 +66,7 @@ OPTIONS = (
     Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
                                help="auto: the GPU when torch sees one, else host memory (default: auto)")),
     Option(("--device-index",), dict(type=int, default=0, help="CUDA device index (default: 0)")),
-    Option(("--point-budget-s",), dict(type=float, metavar="SECONDS",
+    Option(("--point-budget-s",), dict(type=real, metavar="SECONDS",
                                        help="timed seconds per sweep point (default: 0.3 on a GPU, 0.1 on the CPU)"),
            check=positive),
     Option(("--compare-sku",), dict(metavar="SKU_ID",

@@ -27,7 +27,7 @@ from harness.analysis.roofline import figures, gemm_shapes
 from harness.analysis.roofline import model as analysis
 from harness.probes.roofline.roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
-                                     progress, unavailable, utc_now)
+                                     progress, real, unavailable, utc_now)
 from harness.probes.nvml import NvmlSession
 from harness.probes.roofline.nvml import NVML_REFRESH, NvmlReader
 from harness.probes.timing import Bursts
@@ -42,11 +42,11 @@ def _check_dtypes(values: list[str] | None) -> str | None:
 
 
 OPTIONS = (
-    Option(("--bandwidth-gbps",), dict(type=float, metavar="B",
+    Option(("--bandwidth-gbps",), dict(type=real, metavar="B",
         help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
              "measured here on a CPU unless given)")),
     Option(("--dtype",), dict(choices=DTYPES, default="bf16", help="GEMM dtype (default bf16)")),
-    Option(("--peak-tflops",), dict(type=float, metavar="P",
+    Option(("--peak-tflops",), dict(type=real, metavar="P",
         help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
              "for the identified SKU; measured on a CPU)")),
     Option(("--check-dtypes",), dict(nargs="+", choices=DTYPES, default=[], metavar="DTYPE",
@@ -67,10 +67,10 @@ OPTIONS = (
     Option(("--decode-tokens",), dict(type=int, nargs="+", metavar="M",
         default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
         help="decode-like M for the model projections (1..64; default 1 64)")),
-    Option(("--max-shape-seconds",), dict(type=float, metavar="S",
+    Option(("--max-shape-seconds",), dict(type=real, metavar="S",
         help="skip a shape whose predicted warm-up and timed windows exceed S seconds "
              "(default 5 on a GPU, 2 on a CPU)")),
-    Option(("--max-operand-mib",), dict(type=float, metavar="MIB",
+    Option(("--max-operand-mib",), dict(type=real, metavar="MIB",
         help="skip a shape whose inputs and output exceed this (default: a quarter of free "
              "GPU memory; 512 on a CPU)")),
     Option(("--tile",), dict(metavar="MxN",

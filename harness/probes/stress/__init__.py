@@ -28,7 +28,7 @@ from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
 from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
-                                     progress)
+                                     progress, real)
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
@@ -51,6 +51,10 @@ SEED = 16
 INJECT_GEMM_ITERATION = 2
 STALL_S = 120.0  # a worker silent this long is ended (CUDA start on 8 GPUs takes well under a minute)
 DEADLINE_EXTRA_S = 300.0  # setup, the memory test and the counters, beyond --seconds
+# The longest GEMM phase a dossier runs, wherever --seconds or `dossier run --stress-seconds` is
+# given: 50 minutes, over three times DCGM level 3's ~15 minute diagnostic; a longer soak is a
+# burn-in, for a burn-in tool (the step's timeout is sized from this).
+MAX_SECONDS = 3000.0
 CHECK_WHY = (
     "cuBLAS documents bit-wise reproducible results for the same toolkit, architecture and SM count on "
     "one stream without atomics; the reference is the same call on the same GPU with the same buffers, so "
@@ -67,14 +71,22 @@ def shape_problem(text: str) -> str | None:
     return None if min(m, n, k) >= 1 else f"{text!r}: every dimension must be at least 1"
 
 
+def seconds_problem(value: float) -> str | None:
+    """A check: a GEMM phase longer than zero and at most MAX_SECONDS."""
+    if value <= 0:
+        return f"{value:g}: must be positive"
+    return None if value <= MAX_SECONDS else f"{value:g}: at most {MAX_SECONDS:g} seconds (50 minutes)"
+
+
 OPTIONS = (
-    Option(("--seconds",), dict(type=float, metavar="S",
-        help="GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI)"), check=positive),
+    Option(("--seconds",), dict(type=real, metavar="S",
+        help=f"GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI; at most {MAX_SECONDS:g})"),
+        check=seconds_problem),
     Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")),
     Option(("--shape",), dict(metavar="MxNxK",
         help="GEMM shape C[M,N] = A[M,K] @ B[K,N] (default 8192x8192x16384 on a GPU, "
         "8192x8192x32768 for fp8; 512x512x1024 on a CPU)"), check=shape_problem),
-    Option(("--memory-share",), dict(type=float, default=0.8, metavar="F",
+    Option(("--memory-share",), dict(type=real, default=0.8, metavar="F",
         help="share of the device memory free after the GEMM phase that the memory test "
         "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)"),
         check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]"),
@@ -87,7 +99,7 @@ OPTIONS = (
     Option(("--inject-fault",), dict(choices=("gemm", "memory"),
         help="self-test: flip one bit between compute and check (GEMM iteration "
         f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded")),
-    Option(("--sample-interval-s",), dict(type=float, default=0.1, metavar="S",
+    Option(("--sample-interval-s",), dict(type=real, default=0.1, metavar="S",
         help="NVML sampling interval (default 0.1)"), check=positive),
     Option(("--seed",), dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random "
         f"memory pattern (default {SEED})")),

@@ -29,7 +29,7 @@ from harness.probes.transfer.gpu import GpuRun
 from harness.probes.transfer.host import host_nodes, numa_plan
 from harness.probes.transfer.links import gpu_facts, peer_access, topology
 from harness.probes.contract import (Option, ProbeUsageError, check_options, options_parser, positive, probe_main,
-                                     progress, unavailable)
+                                     progress, real, unavailable)
 from harness.probes.nvml import NvmlSession
 
 NAME = "transfer"
@@ -48,7 +48,7 @@ OPTIONS = (
                                    "on a GPU, fewer if memory is short; 4K 64K 1M 16M 64M on the CPU)")),
     Option(("--device-index",), dict(type=int, nargs="+", metavar="INDEX",
                                      help="torch device indices to measure (default: every visible GPU)")),
-    Option(("--point-budget-s",), dict(type=float,
+    Option(("--point-budget-s",), dict(type=real,
                                        help="seconds of timed copies per size (default: 0.1 on a GPU, "
                                             "0.02 on the CPU)"), check=positive),
     Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure")),
