@@ -3,7 +3,9 @@
 import base64
 import hashlib
 import json
+import textwrap
 import xml.etree.ElementTree as ET
+from pathlib import Path
 from html.parser import HTMLParser
 
 import pytest
@@ -195,3 +197,22 @@ def test_a_cpu_dossier_of_this_machine_verifies_but_is_not_an_h200(env, capsys):
     # required and not measurable on a CPU: INCOMPLETE (it fails closed; the verdict is FAIL anyway)
     assert by_name["clocks_rise_under_load"]["status"] == "incomplete"
     assert "no GPU" in by_name["clocks_rise_under_load"]["why"] and result["result"] == "fail"
+
+
+PAGE_LINES, PAGE_COLUMNS = 66, 100  # one printed page: 66 lines of 100 characters (A4 or Letter, 10 pt mono)
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.mark.parametrize("bundle, profile", [("h200/dossier-h200-full", SXM), ("h200/dossier-h200", SXM),
+                                             ("h200/dossier-h200", "h200-nvl-141gb"),
+                                             ("h200x2/dossier-h200x2", SXM)])
+def test_the_summary_fits_one_printed_page_with_the_details_after_it(bundle, profile, tmp_path):
+    md = tmp_path / "summary.md"
+    main(["accept", str(FIXTURES / f"{bundle}.tar.gz"), "--profile", profile, "--key", str(FIXTURES / f"{bundle}.pub"),
+          "--summary", str(md)])
+    page, details = md.read_text().split("\n# Details\n")
+    printed = [chunk for line in page.splitlines() for chunk in textwrap.wrap(line, PAGE_COLUMNS) or [""]]
+    assert len(printed) <= PAGE_LINES, len(printed)
+    assert "**Verdict: " in page and "## Not measured, and why" in page and "dossier verify " in page
+    assert "## What was checked" in details and "## Where each figure comes from" in details
+    assert "shared/" not in md.read_text()  # every source it cites is in the bundle or the repository

@@ -83,8 +83,10 @@ def test_report_command_re_renders_the_stored_report(dossier, capsys):
 def test_cli_run_writes_a_verifiable_bundle_and_prints_its_path(dossier, tmp_path, capsys):
     skip = [arg for step in step_ids() for arg in ("--skip", step)]
     assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--signing-key", str(dossier["key"].path),
-                 *skip]) == 0
-    printed = capsys.readouterr().out.strip()
+                 *skip]) == 5  # nothing judged at all: INCOMPLETE (every criterion left out with --skip: SKIP)
+    out, err = capsys.readouterr()
+    printed = out.strip()
+    assert "verdict: INCOMPLETE (exit 5)" in err and "SKIP health: the health step was left out" in err
     assert printed == str(tmp_path / "cli.tar.gz")
     assert verify_bundle(tmp_path / "cli.tar.gz", load_public(dossier["public"])).ok
     commands = json.loads(read_all(tmp_path / "cli.tar.gz")["commands.json"])

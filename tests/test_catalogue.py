@@ -86,7 +86,7 @@ def test_rules_are_written_once_with_their_source_and_default_the_profiles():
     assert catalogue.rule("repeat_spread_max") == bandwidth.REPEAT_SPREAD_MAX == 0.05
     assert catalogue.rule("known_good_tolerance") == bandwidth.KNOWN_GOOD_TOLERANCE == 0.15
     assert catalogue.rule("stress_power_target_min_share") == telemetry.POWER_TARGET_RATIO == 0.9
-    assert "lab M1 criterion 2" in catalogue.rule_source("repeat_spread_max")
+    assert "lab M1 (Profile Your Own Rig), success criterion 2" in catalogue.rule_source("repeat_spread_max")
     for sku in catalogue.skus():
         thresholds = resolve(sku["id"]).thresholds
         assert thresholds["repeat_spread_max"] == 0.05 and thresholds["stress_power_target_min_share"] == 0.9

@@ -220,13 +220,16 @@ def test_containerized_and_local_bandwidth_agree_within_the_probes_spread(cpu_im
 
 def test_a_containerized_cpu_dossier_runs_end_to_end_and_verifies(cpu_image, tmp_path, capsys):
     from harness.bundle.read import read_all
+    from harness.commands.diff import load_view
+    from harness.present.verdict import run_verdict
     from tests.bundle_support import make_key
 
     key, public = make_key(tmp_path / "keys")
-    assert main(["run", "--runner", "docker", "--image", "cpu", "--output-dir", str(tmp_path),
-                 "--name", "in-containers", "--key", str(key.path)]) == 0
+    code = main(["run", "--runner", "docker", "--image", "cpu", "--output-dir", str(tmp_path),
+                 "--name", "in-containers", "--key", str(key.path)])
     bundle = tmp_path / "in-containers.tar.gz"
     assert main(["verify", str(bundle), "--key", str(public)]) == 0, capsys.readouterr()
+    assert code == run_verdict(load_view(bundle)).exit_code  # the exit code follows the bundle's verdict
     commands = json.loads(read_all(bundle)["commands.json"])
     assert commands["runner"]["name"] == "docker" and cpu_image.ref in commands["runner"]["why"]
     ran = [step for step in commands["steps"] if step["runner"] is not None]

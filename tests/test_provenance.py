@@ -1,5 +1,6 @@
 """The harness identifies itself by the content of its own files, and records a git commit only
-when it is a checkout of its own (never the commit of a repository it happens to lie inside)."""
+when its files are tracked at that commit (its own checkout, or a larger repository it is part
+of): never the commit of a repository it merely lies inside, untracked."""
 
 import json
 import shutil
@@ -40,9 +41,27 @@ def test_a_copy_inside_another_repository_records_no_commit_but_the_same_content
     _copy_harness(copy)
     info = _tool_info_of(copy)
     assert set(info["git_commit"]) == {"unavailable"}
-    assert "not a git checkout of its own" in info["git_commit"]["unavailable"]
+    assert "harness files are not tracked by the git repository holding them" in info["git_commit"]["unavailable"]
     assert set(info["git_dirty"]) == {"unavailable"}
     assert info["source_sha256"] == provenance.source_sha256(ROOT)
+
+
+def test_a_copy_tracked_inside_a_larger_repository_records_that_commit_and_its_edits(tmp_path):
+    outer = tmp_path / "monorepo"
+    copy = outer / "tools" / "rig"
+    copy.mkdir(parents=True)
+    _git(outer, "init", "-q")
+    _copy_harness(copy)
+    _git(outer, "add", ".")
+    _git(outer, "commit", "-q", "-m", "vendored")
+    head = subprocess.run(["git", "-C", str(outer), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    info = _tool_info_of(copy)
+    assert info["git_commit"] == head and info["git_dirty"] is False
+    (outer / "README").write_text("an edit outside the harness\n")  # untracked and elsewhere: not the harness's
+    assert _tool_info_of(copy)["git_dirty"] is False
+    template = copy / "harness" / "present" / "templates" / "report.md.j2"
+    template.write_text(template.read_text() + "\n")
+    assert _tool_info_of(copy)["git_dirty"] is True
 
 
 def test_the_content_hash_changes_with_any_source_file_and_not_with_its_location(tmp_path):
@@ -58,7 +77,7 @@ def test_the_content_hash_changes_with_any_source_file_and_not_with_its_location
 def test_a_copy_outside_any_repository_says_why_there_is_no_commit(tmp_path):
     _copy_harness(tmp_path)
     info = _tool_info_of(tmp_path)
-    assert set(info["git_commit"]) == {"unavailable"} and "git rev-parse" in info["git_commit"]["unavailable"]
+    assert set(info["git_commit"]) == {"unavailable"} and "not a git repository" in info["git_commit"]["unavailable"]
     assert len(info["source_sha256"]) == 64
 
 

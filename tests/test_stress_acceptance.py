@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.probes import stress as probe
+
 from harness import registry
 from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
@@ -174,8 +176,9 @@ def test_the_step_runs_last_with_the_probes_default_or_the_asked_length():
     assert entry.stress_arguments(RunState()).args == ()
     asked = entry.stress_arguments(RunState({"stress": 600.0}))
     assert asked.args == ("--seconds", "600") and asked.inputs["seconds_from"] == "dossier run --stress-seconds"
-    assert entry._run_seconds_problem(0) == "0: must be positive"
-    assert "at most 3000" in entry._run_seconds_problem(3600)
+    assert entry.STRESS_SECONDS.check(0) == "0: must be positive"
+    assert "at most 3000" in entry.STRESS_SECONDS.check(3600)
+    assert entry.STRESS_SECONDS.check is probe.seconds_problem  # one limit, declared once (the probe's)
 
 
 def test_fleet_metrics_read_the_recomputed_headlines(bf16):

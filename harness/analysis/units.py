@@ -55,3 +55,17 @@ def value_text(key: str, value: Any) -> str:
 
 def figure(key: str, value: Any) -> str:
     return f"{key}: {value_text(key, value)}"
+
+
+def without_empty(value: Any) -> Any:
+    """VALUE with every empty part left out (None, {}, []), recursively: a report says what a figure
+    is, never `none` (what is missing is said once, with why, where it matters)."""
+    if isinstance(value, dict):
+        if set(value) == {"unavailable"}:
+            return value
+        kept = {k: without_empty(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        kept = [without_empty(v) for v in value]
+        return [v for v in kept if v not in (None, {}, [])]
+    return value

@@ -11,11 +11,13 @@ from pathlib import Path
 from harness import paths, registry
 from harness.commands import probe
 from harness.commands.options import add_signing_key
-from harness.errors import UsageError
+from harness.errors import CheckFailed, UsageError
+from harness.present.verdict import run_verdict
 from harness.probes.contract import ProbeUsageError, add_options, check_options
 from harness.registry import lab_plan, step_ids
 from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
 from harness.signing.keys import signing_key_for_run
+from harness.verify import verify_and_view
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -105,6 +107,25 @@ def handle(args: argparse.Namespace) -> int:
         path = run_dossier(options, runner, why, key, plan=plan)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
+    return conclude(path, key)
+
+
+def conclude(path: Path, key) -> int:
+    """The run's last lines: the bundle verified with the signer's public key (every check `dossier
+    verify` makes), the verdict block (what passed, failed and could not be judged, and why), and the
+    bundle's path on stdout; the exit code follows the verdict (FAIL 1, INCOMPLETE 5, PASS and WARN 0),
+    the bundle written whatever it says."""
+    result, view = verify_and_view(path, key.public)
+    if not result.ok or view is None:  # a bug in this build: what it wrote does not verify
+        print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
+        print(path)
+        first = result.failures[0].line() if result.failures else "no view of the signed content"
+        raise CheckFailed(f"the bundle written does not verify ({len(result.failures)} check(s)): {first}",
+                          hint=f"`dossier verify {path} --key PUB` lists every check; please report it")
+    verdict = run_verdict(view)
+    lines = [f"verdict: {verdict.overall.shown} (exit {verdict.exit_code})", *(f"  {line}" for line in verdict.block()),
+             f"bundle written and verified ({len(result.checks)} checks), signed with keyid {key.keyid[:16]}… "
+             f"({key.path}); the report is its report.md: `dossier report {path}`"]
+    print("\n".join(lines), file=sys.stderr)
     print(path)
-    return 0
+    return verdict.exit_code

@@ -1,4 +1,4 @@
-"""The report's transfer criterion (issue 17, not a lab M1 step): every GPU's host link carries what
+"""The report's transfer criterion (beyond lab M1): every GPU's host link carries what
 it reports and no NVLink pair refuses peer access. Its evidence lines are each GPU's pinned
 figures beside the link's theoretical rate, and its plots (the sweeps and, with two or more GPUs,
 the peer heatmap) are the transfer step's. Rules: harness.analysis.transfer.links."""
@@ -14,7 +14,7 @@ from harness.judge.facts import BundleFacts
 from harness.judge.lab import prerequisite, result
 
 STEP = "transfer"
-TEXT = ("Transfers (issue 17): every GPU's host link is trained to its maximum and carries at least "
+TEXT = ("Beyond lab M1, transfers: every GPU's host link is trained to its maximum and carries at least "
         f"{rules.DEGRADED_LINK_FRACTION:g} of what it reports; no pair joined by NVLink refuses peer access")
 FIGURES = (("h2d_pinned_gbps", "host-to-device pinned"), ("d2h_pinned_gbps", "device-to-host pinned"),
            ("bidirectional_total_pinned_gbps", "both directions at once, pinned, summed at the largest size"),
@@ -40,6 +40,10 @@ def _gpu_lines(heads: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _named(check: dict[str, Any]) -> str:
+    return str(check.get("pair", f"GPU {check.get('gpu')}"))
+
+
 def _number(value: Any) -> str:
     return "no plateau" if value is None else f"{value:.4g} GB/s"
 
@@ -55,19 +59,21 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         findings.append(f"no peer matrix: {heads['peer']['why']}")
     if heads["device"] != "cuda":
         findings.append("host memory copies on the CPU: no GPU link to judge")
-        return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
+        return result(STEP, TEXT, Verdict.SKIP, findings, (STEP,),
+                      why="a CPU run copies host memory: there is no GPU link to judge here")
     findings.append("pageable and both-at-once copies vary: rely on the pinned ones (transfer table)")
     bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
     bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
     if bad:
-        findings.append(f"{len(bad)} link(s) or pair(s) failed: "
-                        + ", ".join(str(c.get("pair", f"GPU {c.get('gpu')}")) for c in bad))
-        return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,))
+        findings.append(f"{len(bad)} link(s) or pair(s) failed: " + ", ".join(_named(c) for c in bad))
+        return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,),
+                      why="; ".join(f"{_named(c)} {c['status']}" for c in bad))
     if all(c["status"] == "unknown" for c in heads["link_checks"]):
         findings.append("NVML gave no link to judge on any GPU")
         return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     findings.append("every link and pair judged is healthy")
-    return result(STEP, TEXT, Verdict.PASS, findings, (STEP,))
+    return result(STEP, TEXT, Verdict.PASS, findings, (STEP,),
+                  why=f"{len(heads['link_checks'])} GPU link(s) and {len(heads['p2p_checks'])} pair(s) judged healthy")
 
 
 TRANSFER = Criterion(STEP, TEXT, (STEP,), judge_transfer)

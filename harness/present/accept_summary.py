@@ -15,9 +15,11 @@ import jinja2
 from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
+from harness.judge.acceptance.criteria import NOT_MEASURED_NOT_REQUIRED, NOT_MEASURED_REQUIRED
 from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.facts import BundleFacts
 from harness.present import templating
+from harness.present.report import tool_text
 
 VERDICT_WORDS = {Verdict.PASS: "ACCEPTED", Verdict.WARN: "ACCEPTED, WITH WARNINGS", Verdict.FAIL: "REJECTED",
                  Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE"}
@@ -35,6 +37,10 @@ class Files:
     acceptor_keyid: str | None = None
     profile_file: str | None = None
     profile_key: str | None = None
+
+
+PAGE_WHY = 140  # characters of a why on the one-page summary
+PAGE_GROUPS = 8  # lines of "not measured" on the one-page summary (required ones first; the rest under Details)
 
 
 def _environment() -> jinja2.Environment:
@@ -61,7 +67,7 @@ def machine(view: BundleView) -> dict[str, Any]:
         "driver": _text(health.get("driver_version")), "cuda": _text(health.get("cuda_driver_version")),
         "torch": _text(health.get("torch_version")),
         "started_at": _text(view.commands.get("started_at")), "finished_at": _text(view.commands.get("finished_at")),
-        "tool": f"{tool.get('name', 'rig-dossier')} {tool.get('version')} (commit {_text(tool.get('git_commit'))})",
+        "tool": tool_text(tool),
         "runner": _text((view.commands.get("runner") or {}).get("name")),
     }
 
@@ -71,7 +77,8 @@ def _row(result) -> dict[str, Any]:
             "status_word": STATUS_WORDS[result.status], "required": result.required,
             "measured": result.measured.text if result.measured else "not measured",
             "threshold": result.threshold.text if result.threshold else "none stated",
-            "evidence": result.evidence, "why": result.why}
+            "evidence": result.evidence, "why": result.why,
+            "why_short": short(result.why.removeprefix(NOT_MEASURED_REQUIRED).removeprefix(NOT_MEASURED_NOT_REQUIRED))}
 
 
 def _verdict_sentence(acceptance: Acceptance) -> str:
@@ -79,7 +86,7 @@ def _verdict_sentence(acceptance: Acceptance) -> str:
     warned, skipped = acceptance.named(Verdict.WARN), acceptance.named(Verdict.SKIP)
     total = len(acceptance.results)
     skip_note = (f" {len(skipped)} the profile does not require could not be measured in this bundle and were not "
-                 f"judged: {', '.join(skipped)}." if skipped else "")
+                 "judged (below)." if skipped else "")
     if failed:
         return (f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
                 "the machine is not accepted as this SKU." + skip_note)
@@ -109,9 +116,30 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
         "failed": [r for r in rows if r["status"] == Verdict.FAIL],
         "warned": [r for r in rows if r["status"] == Verdict.WARN],
         "not_measured": [r for r in rows if r["status"] in (Verdict.INCOMPLETE, Verdict.SKIP)],
-        "rerun": " ".join(rerun),
+        "not_measured_grouped": grouped([r for verdict in (Verdict.INCOMPLETE, Verdict.SKIP)
+                                         for r in rows if r["status"] == verdict]),
+        "rerun": " ".join(rerun), "page_groups": PAGE_GROUPS,
         "references": references(profile),
+        "groups": [{"word": STATUS_WORDS[verdict], "names": [r["name"] for r in rows if r["status"] == verdict]}
+                   for verdict in (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS, Verdict.SKIP)
+                   if any(r["status"] == verdict for r in rows)],
     }
+
+
+def grouped(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows that say the same (status, required, why) as one line naming them all, in first-seen order."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        key = (row["status_word"], row["required"], row["why_short"])
+        groups.setdefault(key, {"names": [], "status_word": key[0], "required": key[1], "why_short": key[2]})
+        groups[key]["names"].append(row["name"])
+    return list(groups.values())
+
+
+def short(text: str, limit: int = PAGE_WHY) -> str:
+    """TEXT on the one-page summary: cut past LIMIT characters (the details after the page have it whole)."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def references(profile) -> list[str]:

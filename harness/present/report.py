@@ -6,6 +6,7 @@ report from the raw JSON and compare it byte for byte.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
@@ -16,13 +17,14 @@ from harness import registry
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
-from harness.judge.engine import evaluate
-from harness.judge.facts import BundleFacts
+from harness.judge.engine import Result
 from harness.present import repeatability, step_tables, templating
-from harness.analysis.units import figure, value_text
+from harness.present.verdict import run_verdict
+from harness.analysis.units import figure, value_text, without_empty
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 
 TEMPLATE = "report.md.j2"
+LIMITATIONS = "limitations"  # a document's limitations: listed, with why, under Limitations (not as a figure)
 
 
 def _environment() -> jinja2.Environment:
@@ -89,15 +91,47 @@ def _output_of(steps: list[dict[str, Any] | None]) -> str:
     return outputs[0] if outputs else layout.COMMANDS
 
 
-def criteria_context(view: BundleView) -> list[dict[str, Any]]:
+def tool_text(tool: Any) -> str:
+    """The tool as a reader identifies it: name, version, the hash of its source files as shipped,
+    and the git commit only where the harness files were tracked at it (provenance.tool_info); the
+    whole hashes are in commands.json."""
+    tool = _mapping(tool)
+    text = f"{tool.get('name', 'rig-dossier')} {tool.get('version', '(version not recorded)')}"
+    source = tool.get("source_sha256")
+    if isinstance(source, str):
+        text += f", source sha256 {source[:16]}…"
+    commit = tool.get("git_commit")
+    if isinstance(commit, str):
+        dirty = ", with uncommitted changes" if tool.get("git_dirty") is True else ""
+        text += f" (git commit {commit[:12]}{dirty})"
+    return text
+
+
+def plain_lab_step(text: Any) -> str:
+    """A step's place in the lab as a reader says it (bundles before format 5 recorded an internal
+    issue number for the steps beyond the lab: "issue 17", "issue 16 (beyond lab M1)")."""
+    text = str(text or "")
+    return "beyond lab M1" if re.fullmatch(r"issue \d+( \(beyond lab M1\))?", text) else text
+
+
+def plot_groups(plots: list[str]) -> list[dict[str, Any]]:
+    """Plots by stem, one line each: the PNG shown, its other formats (SVG) linked beside it."""
+    stems: dict[str, list[str]] = {}
+    for plot in plots:
+        stems.setdefault(plot.rsplit(".", 1)[0], []).append(plot)
+    return [{"png": next((p for p in found if p.endswith(".png")), None),
+             "others": [p for p in found if not p.endswith(".png")]} for found in stems.values()]
+
+
+def criteria_context(view: BundleView, results: list[Result]) -> list[dict[str, Any]]:
     rows = []
-    for judged in evaluate(registry.lab_criteria(), BundleFacts(view)):
+    for judged in results:
         steps = [view.step(s) for s in judged.steps]
         where = _output_of(steps)
         rows.append({
             "status": judged.status, "mark": "x" if judged.status == Verdict.PASS else " ",
             "text": judged.title, "evidence": [fold(str(line), where) for line in judged.findings],
-            "plots": [p for s in judged.steps for p in view.plots(s)], "steps": list(judged.steps),
+            "plots": plot_groups([p for s in judged.steps for p in view.plots(s)]), "steps": list(judged.steps),
             "plot_notes": [f"{s.get('step')}: {_one_line(s.get('plot_note'))}" for s in steps
                            if s and isinstance(s.get("plot_note"), str) and s.get("plot_note")],
         })
@@ -110,23 +144,35 @@ def _one_line(text: Any, limit: int = FOLD_AT) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
+TABLE_ITEMS = 8  # a mapping or list of more items than this is a table's, where the step has one
+
+
+def _structured(value: Any) -> bool:
+    """A figure that is a table rather than a value: a mapping or list of mappings or lists, or of
+    more than TABLE_ITEMS items."""
+    items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
+    return len(items) > TABLE_ITEMS or any(isinstance(v, (dict, list)) for v in items)
+
+
 def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = None) -> list[dict[str, Any]]:
     """Each completed step's headline figures, long values folded; those shown under a criterion
-    that reads the step (SHOWN: by step) are counted, not repeated, and figures with no value are
-    named on one line; a sizing already said for an earlier step is named, not repeated, and so are
-    figures equal to those of an earlier step of the same probe (a roofline dtype check's bandwidth,
-    health under load's driver)."""
+    that reads the step (SHOWN: by step) are counted, not repeated; figures with no value are left
+    out (Limitations says why); a step with a table leaves its structured figures to it; a sizing
+    already said for an earlier step is named, not repeated, and so are figures equal to those of
+    an earlier step of the same probe (a roofline dtype check's bandwidth, health under load's driver)."""
     sections: list[dict[str, Any]] = []
     said: dict[str, str] = {}
     first_of_probe: dict[str, tuple[str, set[str]]] = {}
     for entry in view.steps:
         if entry.get("status") != StepStatus.COMPLETED or not entry.get("analysis"):
             continue
-        figures = _mapping(view.figures(entry["step"]).values)
+        figures = {str(k): without_empty(v) for k, v in _mapping(view.figures(entry["step"]).values).items()}
+        figures = {k: v for k, v in figures.items() if v not in (None, {}, []) and k != LIMITATIONS}
         where, above = str(entry.get("output")), (shown or {}).get(entry["step"], set())
-        every = [fold(figure(str(k), v), where) for k, v in sorted(figures.items())]
-        empty = sorted(str(k) for k, v in figures.items() if value_text(str(k), v) == "none")
-        lines = [line for line in every if line not in above and line.split(": ", 1)[0] not in empty]
+        tables = view.tables(str(entry["step"]))
+        in_table = sorted(k for k, v in figures.items() if tables and _structured(v))
+        every = [fold(figure(k, v), where) for k, v in sorted(figures.items()) if k not in in_table]
+        lines = [line for line in every if line not in above]
         earlier_step, earlier = first_of_probe.setdefault(str(entry.get("probe")), (str(entry["step"]), set(every)))
         same = [line for line in lines if line in earlier] if earlier_step != entry["step"] else []
         lines = [line for line in lines if line not in same]
@@ -136,7 +182,7 @@ def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = Non
         if sizing and same_as is None:
             said[sizing] = str(entry["step"])
         sections.append({"step": entry["step"], "output": entry.get("output"), "lines": lines,
-                         "empty": [k for k in empty if figure(k, None) not in above],
+                         "in_table": in_table, "table": tables[0] if tables else None,
                          "shown": sum(line in above for line in every), "error": view.figures(entry["step"]).error,
                          "sizing": sizing, "sizing_as": same_as,
                          "same": len(same), "same_as": earlier_step if same else None})
@@ -163,7 +209,9 @@ def _grouped(found: list[tuple[str, str]]) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in steps.items()]
 
 
-def limitations_context(view: BundleView) -> list[str]:
+def limitations_context(view: BundleView, noted: set[str] = frozenset()) -> list[str]:
+    """Every step that did not complete, every limitation a document records, and why a step has
+    no plots (unless a criterion already says so: the steps in NOTED)."""
     found: list[tuple[str, str]] = []
     for entry in view.steps:
         step = entry["step"]
@@ -174,7 +222,7 @@ def limitations_context(view: BundleView) -> list[str]:
             if isinstance(item, dict):
                 found.append((step, f"{item.get('what')}: {item.get('why')}"))
         note = entry.get("plot_note")
-        if isinstance(note, str) and note:
+        if isinstance(note, str) and note and step not in noted:
             found.append((step, f"no plots: {note}"))
     return _grouped(found)
 
@@ -210,7 +258,8 @@ def step_rows(view: BundleView) -> list[dict[str, Any]]:
     for entry in view.steps:
         note = attempts_note(entry, view.commands)
         why = "; ".join(str(w) for w in (entry.get("why"), note) if w) or None
-        rows.append({**{key: entry.get(key) for key in STEP_KEYS}, "command": command_line(entry),
+        rows.append({**{key: entry.get(key) for key in STEP_KEYS}, "lab_step": plain_lab_step(entry.get("lab_step")),
+                     "command": command_line(entry),
                      "duration_s": _number(entry.get("duration_s")), "needs": _strings(entry.get("needs")),
                      "why": why})
     return rows
@@ -220,28 +269,27 @@ def context(view: BundleView) -> dict[str, Any]:
     commands = view.commands
     images = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str) and s["image"]})
     checkpoints = [{"label": value_text("label", s["checkpoint"].get("label", "checkpoint")),
-                    "lines": [figure(str(k), v) for k, v in sorted(s["checkpoint"].items())]}
+                    "lines": [figure(str(k), v) for k, v in sorted(without_empty(s["checkpoint"]).items())]}
                    for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
     host = _mapping(view.environment.get("host"))
-    tool, runner = _mapping(commands.get("tool")), _mapping(commands.get("runner"))
-    git_commit = tool.get("git_commit")
-    if isinstance(git_commit, dict):  # {"unavailable": why}: the report shows why, on one line
-        git_commit = _one_line(git_commit.get("unavailable"), 100)
-    criteria = criteria_context(view)
+    runner = _mapping(commands.get("runner"))
+    verdict = run_verdict(view)
+    criteria = criteria_context(view, list(verdict.results))
     shown: dict[str, set[str]] = {}
     for c in criteria:
         for step in c["steps"]:
             shown.setdefault(step, set()).update(c["evidence"])
     return {
         "hostname": host.get("hostname") if isinstance(host.get("hostname"), str) else "unknown host",
-        "tool": {**{k: tool.get(k) for k in ("name", "version", "git_dirty")}, "git_commit": git_commit},
+        "tool": tool_text(commands.get("tool")), "verdict": verdict,
         "runner": {k: runner.get(k) for k in ("name", "why")},
         "started_at": commands.get("started_at"), "finished_at": commands.get("finished_at"),
         "duration_s": _number(commands.get("duration_s")),
         "criteria": criteria, "steps": step_rows(view), "figures": figures_context(view, shown),
         "environment": environment_context(view),
         "tables": tables_context(view),
-        "limitations": limitations_context(view), "host": host_context(view),
+        "limitations": limitations_context(view, {s for c in criteria for s in c["steps"] if c["plot_notes"]}),
+        "host": host_context(view),
         "repeatability": repeatability.lines(commands.get("repeatability")),
         "images": images, "checkpoints": checkpoints, "dossier_command": dossier_command(commands),
         "layout": layout,

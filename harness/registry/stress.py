@@ -12,6 +12,7 @@ from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge.acceptance import digests, node
 from harness.judge.acceptance import stress as criteria
+from harness.judge import stress as report_criterion
 from harness.probes import stress as probe
 from harness.probes.contract import Option, real
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
@@ -139,7 +140,7 @@ FLEET_METRICS = (
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
                  options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
-                 steps=STEPS, acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE,
+                 steps=STEPS, lab_criteria=(report_criterion.STRESS,), acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE,
                                                    digests.STRESS_EXPECTED), known_good=(criteria.SUSTAINED_GEMM,),
                  fleet_metrics=FLEET_METRICS,
                  run_options=(STRESS_SECONDS,), prepare_run=prepare_run)

@@ -19,6 +19,7 @@ from harness.runners.environment import recorded_environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_PATTERNS = ("harness/**/*.py", "harness/**/templates/*", "harness/data/**/*.json", "schemas/*.json")
+SOURCE_FOLDERS = ("harness", "schemas")  # where every SOURCE_PATTERNS file lies
 HOST_PACKAGES = ("torch", "nvidia-ml-py", "jsonschema", "cryptography", "jinja2", "docker",
                  "huggingface-hub", "safetensors", "matplotlib", "rich")
 
@@ -32,14 +33,20 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
-def _own_git(*args: str) -> str:
-    """git ARGS, only when PROJECT_ROOT is the top of its own repository: a copy of the project
-    inside another repository must never record that other repository's commit as its own."""
-    top = Path(_git("rev-parse", "--show-toplevel")).resolve()
-    if top != PROJECT_ROOT:
-        raise RuntimeError(f"the harness at {PROJECT_ROOT} is not a git checkout of its own (it lies "
-                           f"inside the repository at {top}); source_sha256 identifies it")
-    return _git(*args)
+def _tracked_commit() -> tuple[str, bool]:
+    """(HEAD, whether the harness files differ from it) when every harness source file is tracked
+    at HEAD by the repository that holds PROJECT_ROOT (its own, or a larger one it is part of);
+    RuntimeError saying why not otherwise. A copy lying untracked inside another repository never
+    records that repository's commit."""
+    files = [p.relative_to(PROJECT_ROOT).as_posix() for p in source_files()]
+    tracked = set(_git("ls-files", "--full-name", "--", *SOURCE_FOLDERS).splitlines())
+    prefix = _git("rev-parse", "--show-prefix")
+    missing = [f for f in files if prefix + f not in tracked]
+    if missing:
+        raise RuntimeError(f"{len(missing)} of the {len(files)} harness files are not tracked by the git "
+                           f"repository holding them (e.g. {missing[0]})")
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_FOLDERS)
+    return _git("rev-parse", "HEAD"), bool(dirty)
 
 
 def source_files(root: Path = PROJECT_ROOT) -> list[Path]:
@@ -59,16 +66,17 @@ def source_sha256(root: Path = PROJECT_ROOT) -> str:
 
 
 def tool_info() -> dict[str, Any]:
-    """The harness's name, version, the content hash of its own files, and the git commit of its
-    source (dirty when edited) when it is a checkout of its own."""
-    commit = attempt(_own_git, "rev-parse", "HEAD")
-    status = attempt(_own_git, "status", "--porcelain", "--untracked-files=no")
+    """The harness's name, version, the content hash of its own files (what identifies it), and the
+    git commit of its source (dirty when its files were edited) only when those files are tracked
+    at that commit; else why not."""
+    tracked = attempt(_tracked_commit)
+    commit, dirty = (tracked if isinstance(tracked, tuple) else (tracked, tracked))
     return {
         "name": "rig-dossier",
         "version": __version__,
         "source_sha256": attempt(source_sha256),
         "git_commit": commit,
-        "git_dirty": (bool(status) if isinstance(status, str) else status),
+        "git_dirty": dirty,
     }
 
 

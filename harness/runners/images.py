@@ -98,5 +98,5 @@ def pinned(name: str, lock: Path | None = None, local_lock: Path | None = None) 
     else:
         hint = (f"build and push it from images/{name}/ and pin its digest in images/lock.json "
                 f"(docs/docker.md says how)")
-    known = ", ".join(sorted(images)) or "none"
-    raise ImageNotLocked(f"no pinned image {name!r} (pinned: {known})", hint=hint)
+    known = f"pinned: {', '.join(sorted(images))}" if images else "no image is pinned here yet"
+    raise ImageNotLocked(f"no pinned image {name!r} ({known})", hint=hint)

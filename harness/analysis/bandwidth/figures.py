@@ -45,7 +45,7 @@ CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cac
 
 
 # --- the bandwidth criteria: each rule written once, with its source ----------------------------
-# Lab M1 (shared/spec/lab-m1.txt), success criterion 2: "Three large-buffer bandwidth medians vary
+# Lab M1 (Profile Your Own Rig), success criterion 2: "Three large-buffer bandwidth medians vary
 # by less than 5% and the median is within 15% of a known-good result from the same GPU SKU and
 # form factor." The report judges the lab's criterion as the lab states it; acceptance judges a
 # buyer's floor (a card faster than the known-good unit is no failure for a buyer).
@@ -255,6 +255,38 @@ def recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
         marks, why = classify(median_s, point_bytes(document, p), cache, empty)
         points.append({"size_mib": p["size_mib"], "gbps": point_gbps(document, p), "marks": marks, "why": why})
     return points
+
+
+FIXED_COST_RULE = ("a kernel's time is a fixed cost plus bytes / rate: the line through the sweep's two smallest "
+                   "points that are not cache-resident (the kernel's own median times), so a kernel moving few "
+                   "bytes attains bytes / (fixed cost + bytes / rate), below the plateau")
+
+
+def kernel_fixed_cost(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The fixed cost per kernel and the streaming rate the sweep measured (FIXED_COST_RULE), from
+    raw times and recounted bytes; None when the sweep has no two such points or the line through
+    them has no positive cost and rate (then nothing is claimed)."""
+    cache = (document.get("cache") or {}).get("size_bytes")
+    cache = cache if isinstance(cache, (int, float)) else None
+    found = sorted((point_bytes(document, p), statistics.median(p["iteration_times_s"]))
+                   for p in document.get("sweep") or [] if p.get("iteration_times_s"))
+    streaming = [(b, t) for b, t in found if "cache_resident" not in classify(t, b, cache, None)[0]]
+    if len(streaming) < 2:
+        return None
+    (b1, t1), (b2, t2) = streaming[:2]
+    if t2 <= t1:
+        return None
+    rate = (b2 - b1) / (t2 - t1)
+    fixed = t1 - b1 / rate
+    if fixed <= 0:
+        return None
+    return {"kernel": document["kernel"], "fixed_s": fixed, "rate_gbps": rate / 1e9,
+            "through_bytes": [b1, b2], "through_s": [t1, t2], "rule": FIXED_COST_RULE}
+
+
+def attainable_at(cost: dict[str, Any], nbytes: float) -> float:
+    """GB/s a kernel moving NBYTES attains by the fixed-cost line of `kernel_fixed_cost`."""
+    return nbytes / (cost["fixed_s"] + nbytes / (cost["rate_gbps"] * 1e9)) / 1e9
 
 
 def _number_or_none(value: Any) -> float | None:

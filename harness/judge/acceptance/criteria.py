@@ -49,6 +49,10 @@ def at_least(name: str, title: str, measured: Value, threshold: Value, evidence:
     return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence, why)
 
 
+NOT_MEASURED_REQUIRED = "not measured, and the profile requires it: "
+NOT_MEASURED_NOT_REQUIRED = "not measured, and the profile does not require it: "
+
+
 def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[Result]:
     """Mark required criteria. One not measured stays INCOMPLETE when the profile requires it (the
     acceptance fails closed: exit 5) and is SKIP when it does not, each saying so."""
@@ -58,9 +62,9 @@ def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[R
         if r.status != Verdict.INCOMPLETE:
             out.append(replace(r, required=r.name in needed))
         elif r.name in needed:
-            out.append(replace(r, required=True, why=f"not measured, and the profile requires it: {r.why}"))
+            out.append(replace(r, required=True, why=NOT_MEASURED_REQUIRED + r.why))
         else:
-            out.append(replace(r, status=Verdict.SKIP, why=f"not measured, and the profile does not require it: {r.why}"))
+            out.append(replace(r, status=Verdict.SKIP, why=NOT_MEASURED_NOT_REQUIRED + r.why))
     return out
 
 

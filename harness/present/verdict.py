@@ -1,0 +1,70 @@
+"""A dossier's verdict in one short block: at the top of report.md and at the end of `dossier run`.
+
+What passed, what failed, what could not be judged and why, in the one vocabulary
+(harness.analysis.verdict): every criterion the report judges (the lab's, then transfers and
+stress beyond it), and every step that failed without a criterion saying so (a step no criterion
+reads). The overall verdict is `overall` of them all; `dossier run` exits with its exit code (FAIL 1,
+INCOMPLETE 5, else 0). Rendered from the bundle's own data only, so `dossier verify` re-renders it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from harness import registry
+from harness.analysis.verdict import StepStatus, Verdict, overall
+from harness.bundle.view import BundleView
+from harness.judge.engine import Result, evaluate
+from harness.judge.facts import BundleFacts
+
+ORDER = (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.SKIP)  # each said with why; PASS named
+WHY_LIMIT = 300  # characters of a why in the block (the criterion's evidence below has it whole)
+
+
+@dataclass(frozen=True)
+class Line:
+    verdict: Verdict
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    overall: Verdict
+    lines: tuple[Line, ...]
+    results: tuple[Result, ...]  # the criteria, judged (the report lists them with their evidence)
+
+    @property
+    def exit_code(self) -> int:
+        return self.overall.exit_code
+
+    def block(self) -> list[str]:
+        """The block's lines: each verdict other than PASS with its why, then the criteria that passed."""
+        lines = [f"{line.verdict.shown} {line.name}: {_short(line.why)}" for verdict in ORDER
+                 for line in self.lines if line.verdict == verdict]
+        passed = [line.name for line in self.lines if line.verdict == Verdict.PASS]
+        if passed:
+            lines.append(f"PASS {', '.join(passed)}")
+        return lines
+
+
+def _short(text: str) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= WHY_LIMIT else flat[:WHY_LIMIT].rsplit(" ", 1)[0] + " …"
+
+
+def judged(view: BundleView) -> list[Result]:
+    """Every criterion the report judges, in the report's order."""
+    return evaluate(registry.lab_criteria(), BundleFacts(view))
+
+
+def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> RunVerdict:
+    """The bundle's verdict: its criteria (RESULTS, when already judged) and the failed steps no criterion reads."""
+    results = list(judged(view) if results is None else results)
+    lines = [Line(r.status, r.name, r.why) for r in results]
+    read = {step for criterion in registry.lab_criteria() for step in criterion.steps}
+    for entry in view.steps:
+        if entry.get("status") == StepStatus.FAILED and entry.get("step") not in read:
+            lines.append(Line(Verdict.FAIL, str(entry.get("step")), f"the step failed: {entry.get('why')}"))
+    return RunVerdict(overall([line.verdict for line in lines]), tuple(lines), tuple(results))
