@@ -9,6 +9,8 @@ import contextlib
 import os
 import time
 
+import pytest
+
 from harness.analysis.health.diff import load_window_samples
 from harness.probes.health.load import plan, run_load
 from tests.h200_capture import nvidia_smi_xml
@@ -171,3 +173,53 @@ def test_probe_gpu_path_end_to_end_on_recorded_answers(monkeypatch):
     assert {c["name"]: c["status"] for c in document["contracts"]}["no_foreign_process"] == "pass"
     assert document["load"]["devices"][0]["samples"]
     assert "n=8192" in document["sizing"]
+
+
+def test_a_reading_during_another_process_load_names_its_pids_and_imports_no_torch(monkeypatch):
+    """--during-load (what `dossier run` takes halfway through the stress step): the recorded load's
+    process (pid 417, a bf16 GEMM loop) is the other process; the probe samples and reads, runs nothing."""
+    from harness.analysis.health.diff import diff
+    from harness.probes import health
+    from harness.probes.health import torch_view as _health_torch
+    from harness.probes.topology import topology_from_output
+    from harness.schemas import violations
+    from tests.h200_capture import BASELINE_SOFTWARE, topo_text
+
+    nvml = nvidia_smi_xml("nvidia-smi-q.load.xml")
+    uuid = nvml.answers["nvmlDeviceGetUUID"]
+    view = {k: v for k, v in BASELINE_SOFTWARE.items() if k != "nvidia_ml_py_version"}
+    view.update(torch_device_count=1, torch_devices=[{
+        "torch_index": 0, "name": "NVIDIA H200", "uuid": uuid.removeprefix("GPU-"),
+        "pci_bus_id": "00000000:00:06.0", "total_memory_mib": 143771.0, "compute_capability": "9.0",
+        "multiprocessor_count": 132}], torch_imported=False, device_view_source=_health_torch.DEVICE_VIEW_SOURCE,
+        torch_version_source=_health_torch.VERSION_SOURCE)
+    monkeypatch.setattr(health, "NvmlSession", lambda: CapturedSession(nvml))
+    monkeypatch.setattr(health, "software_facts", lambda: view)
+    monkeypatch.setattr(health, "torch_facts", lambda: pytest.fail("torch was imported"))
+    monkeypatch.setattr(health, "run_load", lambda *a: pytest.fail("a load of its own ran"))
+    monkeypatch.setattr(health.TopologyCapture, "start", classmethod(
+        lambda cls: type("Done", (), {"result": lambda self: topology_from_output(0, topo_text().encode(), b"")})()))
+
+    args = ["--during-load", "417", "--load-window", "0.4", "--sample-interval", "0.05",
+            "--load-what", "the stress step's bf16 GEMM 8192x8192x16384 back to back on every GPU, at 30 s of 60"]
+    document = health.measure(health.build_parser().parse_args(args))
+    document.update(probe="health", contract_version=4, argv=args, started_at="2026-12-01T14:22:05.000000Z",
+                    finished_at="2026-12-01T14:22:06.000000Z")
+    assert violations("health", document) == []
+    load = document["load"]
+    assert document["mode"] == "under_load" and load["observed"] is True and load["pids"] == [417]
+    assert load["kind"].startswith("observed, not run by this probe: the stress step's bf16 GEMM")
+    assert len(load["devices"][0]["samples"]) >= 4 and "torch is not imported" in document["sizing"]
+    monkeypatch.setattr(health, "NvmlSession", lambda: CapturedSession(nvidia_smi_xml("nvidia-smi-q.idle.xml")))
+    idle = health.measure(health.build_parser().parse_args([]))  # the same card, idle (the idle capture)
+    checks = {c["name"]: c for c in diff(idle, document)["checks"]}
+    assert checks["load_ran"]["status"] == "pass" and "pids [417]" in checks["load_ran"]["evidence"]
+    assert checks["clocks_rose"]["status"] == "pass" and checks["no_unexpected_process"]["status"] == "pass"
+
+
+def test_during_load_and_under_load_are_one_or_the_other():
+    from harness.probes import health
+    from harness.probes.contract import ProbeUsageError
+
+    with pytest.raises(ProbeUsageError, match="not both"):
+        health.check_args(health.build_parser().parse_args(["--during-load", "1", "--under-load", "4"]))

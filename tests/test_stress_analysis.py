@@ -267,3 +267,21 @@ def test_plot_renders_the_same_bytes_twice(cpu, tmp_path):
 def test_the_schema_refuses_a_bucket_without_its_raw_times(cpu):
     del cpu["devices"][0]["gemm"]["buckets"][0]["gemm_ms"]
     assert [v.path for v in violations("stress", cpu)] == ["/devices/0/gemm"]
+
+
+def test_a_cpu_plot_draws_no_empty_panel_and_says_why(cpu, tmp_path, monkeypatch):
+    """A CPU run has no NVML: its plot is the GEMM panel alone, with a line saying why the SM clock and
+    power panels are not there; a GPU run with readings draws all three."""
+    import matplotlib.pyplot as plt
+
+    assert plot.panels(plot.series(cpu)) == ["tflops"]
+    figures = []
+    monkeypatch.setattr(plot, "save_figure", lambda fig, stem: figures.append(fig) or [])
+    plot.render(cpu, tmp_path / "cpu")
+    [fig] = figures
+    assert len(fig.axes) == 1
+    assert [t.get_text() for t in fig.texts] == ["No SM clock or power panel: a CPU run has no NVML to read them."]
+    plt.close(fig)
+    gpu = gpu_shaped(cpu, cap_at_s=1.0)
+    assert plot.panels(plot.series(gpu)) == ["tflops", "sm_clock_mhz", "power_w"]
+    assert plot.missing(gpu, plot.panels(plot.series(gpu))) is None

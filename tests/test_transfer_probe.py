@@ -158,3 +158,24 @@ def test_a_peer_read_is_issued_on_the_destination_stream_in_its_primary_context(
     dst, src, size, stream = driver.calls[3][1]
     assert (dst.value, src.value, size.value, stream.value) == (0x7000, 0x9000, 4096, 0x42)
     assert isinstance(size, ctypes.c_size_t) and isinstance(dst, ctypes.c_uint64)
+
+
+def test_a_cpu_run_copies_with_one_thread_so_64_kib_measures_memory_not_the_scheduler(cpu_document):
+    """torch splits a copy of 64 KiB or more over its threads; waking them measured the scheduler (a dip
+    to 0.004 GB/s at 64 KiB on the shared 2-core VM). The probe copies with one thread and says why."""
+    host = cpu_document["host"]
+    assert host["torch_threads"] == 1 and "waking them" in host["torch_threads_why"]
+    assert "1 torch thread for the copies" in cpu_document["sizing"]
+
+
+def test_the_copies_run_with_the_thread_count_the_document_states(monkeypatch):
+    import torch
+
+    from harness.probes import transfer
+
+    seen = []
+    monkeypatch.setattr(transfer, "sweep_alone", lambda *a: seen.append(torch.get_num_threads()) or [
+        {"bytes": 4096, "copies": 5, "warmup_copies": 2, "copy_times_s": [1e-6] * 5}])
+    before = torch.get_num_threads()
+    transfer.measure(transfer.build_parser().parse_args(["--device", "cpu", "--sizes", "4K"]))
+    assert seen == [transfer.HOST_COPY_THREADS] and torch.get_num_threads() == before  # restored after

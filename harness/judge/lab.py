@@ -18,6 +18,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis import cross_checks
+from harness.analysis.health import figures as health_figures
 from harness.analysis.roofline import unexplained as unexplained_gemms
 from harness.analysis.verdict import StepStatus, Verdict, parse
 from harness.judge.engine import Criterion, Result
@@ -238,11 +239,12 @@ def judge_precision(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
                   why=counted + ("" if verdict == Verdict.PASS else ": the lab asks for 3 and at least 1"))
 
 
-def one_gpu(facts: BundleFacts) -> int | None:
-    """The health step's device count when it found exactly one GPU, else None."""
-    count = (facts.view.figures("health").values or {}).get("device_count") \
-        if facts.status("health") == StepStatus.COMPLETED else None
-    return count if count == 1 else None
+def one_gpu(facts: BundleFacts) -> bool:
+    """Whether the health step counted exactly one GPU visible to CUDA (what `dossier run` then records
+    as the all-reduce's limitation, starting no probe: harness.registry.allreduce)."""
+    document = facts.document("health")
+    visible = health_figures.visible_gpus(document) if document is not None else None
+    return visible is not None and visible[0] == 1
 
 
 def judge_allreduce(facts: BundleFacts, thresholds: Any = None) -> list[Result]:

@@ -218,6 +218,33 @@ def progress(done: int, total: int, what: str) -> None:
     sys.stderr.flush()
 
 
+LOADING_PREFIX = "##load "
+
+
+def loading(pids: list[int], what: str, remaining_s: float) -> None:
+    """A line on stderr saying this probe's load runs now, in processes PIDS, for at least REMAINING_S
+    more seconds: the host may take another reading under it (`dossier run` takes health under load
+    during the stress step this way; harness.run.orchestrate)."""
+    sys.stderr.write(LOADING_PREFIX + json.dumps({"pids": pids, "what": what, "remaining_s": remaining_s},
+                                                 sort_keys=True) + "\n")
+    sys.stderr.flush()
+
+
+def parse_loading(line: str) -> dict[str, Any] | None:
+    """The {pids, what, remaining_s} of a `loading` line, or None for any other line."""
+    if not line.startswith(LOADING_PREFIX):
+        return None
+    try:
+        value = json.loads(line[len(LOADING_PREFIX):])
+    except json.JSONDecodeError:
+        return None
+    pids, remaining = (value.get("pids"), value.get("remaining_s")) if isinstance(value, dict) else (None, None)
+    if not (isinstance(pids, list) and pids and all(isinstance(p, int) and not isinstance(p, bool) for p in pids)
+            and isinstance(value.get("what"), str) and isinstance(remaining, (int, float))):
+        return None
+    return value
+
+
 def log(message: str) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
     sys.stderr.flush()

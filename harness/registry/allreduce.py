@@ -7,13 +7,14 @@ import sys
 from typing import Any
 
 from harness.analysis.allreduce import figures as ar
+from harness.analysis.health import figures as health_figures
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import allreduce as probe
 from harness.registry.bandwidth import measured_device
 from harness.registry.spec import CommandSpec, DiffFigure, ProbeSpec
-from harness.registry.steps import ProbeStep, RunState, StepArgs
+from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """One line per curve: its knee, half-plateau size and busbw at the largest size."""
@@ -62,7 +63,13 @@ def gpu_count(state: RunState) -> tuple[int, str]:
 
 
 def allreduce_arguments(state: RunState) -> StepArgs:
-    """NCCL over the GPUs health found; else two gloo processes on the CPU (a real curve)."""
+    """NCCL over the GPUs health found; else two gloo processes on the CPU (a real curve). With exactly one
+    GPU visible to CUDA the outcome is known from the health step's count: the limitation is recorded
+    (the step not run, with why) and no probe process is started (its torch import and CUDA start cost
+    ~5 s on the H200 to record what the count already says); the lab's criterion reads it so."""
+    visible = health_figures.visible_gpus(state.documents["health"]) if "health" in state.documents else None
+    if visible is not None and visible[0] == 1:
+        raise NotReady(health_figures.ONE_GPU.format(source=visible[1]))
     count, evidence = gpu_count(state)
     if count >= 1:
         return StepArgs(("--backend", "nccl"), inputs={"backend_from": evidence})

@@ -13,7 +13,7 @@ from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
 from harness.probes import health as probe
 from harness.registry.spec import CommandSpec, DiffField, FleetMetric, ProbeSpec
-from harness.registry.steps import HostStep, ProbeStep, StepArgs
+from harness.registry.steps import HostStep, ProbeStep, RunState, StepArgs
 
 TIMEOUT_S = 120.0
 
@@ -45,14 +45,33 @@ COMMAND = CommandSpec(
                 "NVML samples are kept; compare it with an idle health.json using `dossier health-diff`.",
     output="health.json", timeout_s=TIMEOUT_S, prepare=prepare, finish=finish)
 
+OWN_LOAD_S = "8"  # health's own load when no other step's load can be read under (the docker runner)
+WINDOW_S = 2.0  # NVML sampled this long under the stress step's load (20 samples at 0.1 s)
+
+
+def load_arguments(state: RunState) -> StepArgs:
+    """Lab step 7, "run M1T5 again under load": under the stress step's load, halfway through its GEMM
+    phase, with the torch-free probe (no load of its own, no torch import: ~2 s instead of ~13 s on the
+    H200); where that load could not be read under, health's own 8 s bf16 GEMM + copy load."""
+    load = state.loads.get("stress")
+    if load:
+        window = min(WINDOW_S, load["remaining_s"] / 2)
+        if window >= 0.4:  # at least 4 samples at 0.1 s
+            return StepArgs(("--during-load", *map(str, load["pids"]), "--load-window", f"{window:g}",
+                             "--load-what", load["what"]), inputs={"load_from": "the stress step, while it ran"})
+    return StepArgs(("--under-load", OWN_LOAD_S), inputs={"load_from": "health's own load (no other step's to read under)"})
+
+
+# Under load after the stress step's place: taken during it, recorded after it (the plan is the order
+# a bundle lists its steps), so the diff comes last.
 STEPS = (
     ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)", schema="health",
               analysis="health", plots=None, timeout_s=300, order=10),
-    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)", schema="health",
-              analysis="health", plots=None, timeout_s=300, arguments=lambda state: StepArgs(("--under-load", "8")),
-              order=70),
+    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)",
+              schema="health", analysis="health", plots=None, timeout_s=300, arguments=load_arguments,
+              order=92, during="stress"),
     HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
-             needs=("health", "health-load"), function="harness.analysis.health.diff:diff", order=80),
+             needs=("health", "health-load"), function="harness.analysis.health.diff:diff", order=94),
 )
 
 FLEET_METRICS = (

@@ -44,6 +44,9 @@ class RunState:
         run` hands in: the steps are declared by the registry's entries, so they never import it)."""
         self.documents: dict[str, dict[str, Any]] = {}
         self.analysis_names: dict[str, str] = {}
+        # what a running step's probe said of its load (contract.loading: pids, what, remaining_s), by step:
+        # a step declared `during` it takes its reading under that load
+        self.loads: dict[str, dict[str, Any]] = {}
         self.prepared: Mapping[str, Any] = dict(prepared or {})
         self._analyses = analyses
 
@@ -79,6 +82,11 @@ class ProbeStep:
     # the run's start (e.g. fetching and hashing a checkpoint while other probes run).
     independent: bool = False
     order: int = 0  # its place in `dossier run` (the plan is every entry's steps sorted by order)
+    # The step whose load this one is taken under, while it runs: `dossier run` starts this step's probe
+    # when that step's probe says its load is on (contract.loading), where the runner's processes share
+    # the host's process ids (the local runner), and records it in its own place in the plan; elsewhere,
+    # or when no such line came, it runs in its place with `arguments` seeing no load.
+    during: str | None = None
 
     kind = "probe"
 

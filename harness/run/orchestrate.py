@@ -25,14 +25,14 @@ from harness.run.assemble import assemble, step_files
 from harness.bundle.write import write_atomically
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots
-from harness.probes.contract import utc_now
+from harness.probes.contract import parse_loading, utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.run import provenance
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
 from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord
-from harness.runners.interface import ProbeInvocation, Runner
+from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, Runner
 from harness.schemas import violations
 from harness.signing.keys import SigningKey
 
@@ -103,8 +103,74 @@ class EarlyArguments:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
+class Companions:
+    """Steps taken during another step's load (ProbeStep.during): each started, in a thread, when the
+    running step's probe says its load is on (contract.loading), and recorded in its own place.
+
+    Only where the runner's processes share the host's process ids (`host_pids`: the local runner):
+    the reading names the load's pids, which a container would not see. A companion's probe runs
+    quietly (its progress would move the running step's bar); its outcome is shown in its place."""
+
+    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str]) -> None:
+        self.runner = runner
+        shared = bool(getattr(runner, "host_pids", False))
+        self.waiting = {s.step: s for s in plan if isinstance(s, ProbeStep) and s.during and shared
+                        and s.step not in skip and probe_missing(runner, s.probe) is None}
+        self.threads: dict[str, threading.Thread] = {}
+        self.records: dict[str, StepRecord] = {}
+
+    def listener(self, running: str, state: RunState, show: LineCallback) -> LineCallback:
+        """The running step's stderr callback: SHOW, and the companions of RUNNING started on its load line."""
+        steps = [s for s in self.waiting.values() if s.during == running]
+        if not steps:
+            return show
+
+        def on_line(line: str) -> None:
+            load = parse_loading(line)
+            if load is not None and running not in state.loads:
+                state.loads[running] = load
+                for step in steps:
+                    thread = threading.Thread(target=self._run, args=(step, state), name=f"during-{step.step}",
+                                              daemon=True)
+                    self.threads[step.step] = thread
+                    thread.start()
+            show(line)
+        return on_line
+
+    def _run(self, step: ProbeStep, state: RunState) -> None:
+        base = _base(step)
+        try:
+            prepared = step.arguments(state)
+        except Exception as exc:  # noqa: BLE001 - the step then runs in its own place
+            self.records[step.step] = StepRecord(**base, status=FAILED, why=f"preparing it raised {exc}")
+            return
+        invocation = ProbeInvocation(step.probe, prepared.args, prepared.timeout_s or step.timeout_s,
+                                     mounts=prepared.mounts)
+        outcome = judge(self.runner.run(invocation), schema=step.schema)
+        extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
+        if isinstance(outcome, Completed):
+            self.records[step.step] = StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
+        else:
+            self.records[step.step] = StepRecord(**base, **extra, status=FAILED, why=outcome.reason,
+                                                 schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]))
+
+    def taken(self, step: Step) -> StepRecord | None:
+        """STEP's record when it was taken during another step (its thread joined), else None."""
+        thread = self.threads.pop(step.step, None)
+        if thread is None:
+            return None
+        thread.join()
+        return self.records.pop(step.step, None)
+
+    def close(self) -> None:
+        """On an interrupt: wait for a companion's probe to end (a reading of a few seconds)."""
+        for thread in self.threads.values():
+            thread.join(timeout=STOP_GRACE_S)
+
+
 def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay,
-                   early: EarlyArguments | None = None, retest: int = 0) -> StepRecord:
+                   early: EarlyArguments | None = None, retest: int = 0,
+                   companions: Companions | None = None) -> StepRecord:
     """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
     attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
     base = _base(step)
@@ -126,7 +192,8 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
     for attempt in range(1, retest + 2):
         title = step.title if attempt == 1 else f"{step.title} (attempt {attempt} of {retest + 1})"
         display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
-        outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
+        listen = companions.listener(step.step, state, display.stderr_line) if companions else display.stderr_line
+        outcome = judge(runner.run(invocation, on_stderr_line=listen), schema=step.schema)
         extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
                      attempts=tuple(earlier))
         if isinstance(outcome, Completed):
@@ -176,27 +243,36 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: S
     state = RunState(prepared, registry.analysis_module)
     records = []
     early = EarlyArguments(plan, runner, skip, state.prepared)
+    companions = Companions(plan, runner, skip)
     with BackgroundPlots() as plots:
         try:
             for step in plan:
-                record = run_step(step, runner, state, display, skip, early, retest)
+                record = run_step(step, runner, state, display, skip, early, retest, companions)
                 if record.status == COMPLETED and record.document is not None:
                     plots.submit(record.plots, record.step, record.document)
                 records.append(record)
         finally:
             early.close()
+            companions.close()
         return tuple(_with_plots(record, plots) for record in records)
 
 
 def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, skip: Sequence[str],
-             early: EarlyArguments, retest: int = 0) -> StepRecord:
+             early: EarlyArguments, retest: int = 0, companions: Companions | None = None) -> StepRecord:
     why = f"skipped with --skip {step.step}" if step.step in skip else (
         probe_missing(runner, step.probe) if isinstance(step, ProbeStep) else None)
     if why:
         display.skip(step.step, why)
         return StepRecord(**_base(step), status=NOT_RUN, why=why)
+    taken = companions.taken(step) if companions else None
+    if taken is not None:
+        if taken.status == COMPLETED and taken.document is not None:
+            state.add(step.step, taken.document, step.analysis)
+        display.host(step.step, f"{'completed' if taken.status == COMPLETED else 'FAILED'}, taken during the "
+                                f"{step.during} step ({step.title.lower()})" + (f" - {taken.why}" if taken.why else ""))
+        return taken
     if isinstance(step, ProbeStep):
-        return run_probe_step(step, runner, state, display, early, retest)
+        return run_probe_step(step, runner, state, display, early, retest, companions)
     return run_host_step(step, state, display)
 
 

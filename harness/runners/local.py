@@ -29,6 +29,7 @@ class LocalRunner:
     terminal reaches `dossier`, which then stops the probe: `stop_group`)."""
 
     name = "local"
+    host_pids = True  # its probes' processes have the host's process ids (a reading can name another's)
 
     def __init__(self, python: str | None = None, package: str = "harness.probes") -> None:
         self.python = python or sys.executable

@@ -66,3 +66,16 @@ PLOTTED_SLOW_PLAN = (
     ProbeStep("slow", "slow", "Waits to be interrupted (test)", "test", schema="common",
               analysis=None, plots=None, timeout_s=300),
 )
+
+
+def _observe(state):
+    load = state.loads.get("loads")
+    return StepArgs(("--during", *map(str, load["pids"])) if load else ("--during",))
+
+
+# A step taken during another's load (ProbeStep.during): the observer starts when `loads` says its load is on.
+DURING_PLAN = (
+    ProbeStep("loads", "loads", "A load (test)", "test", schema="common", analysis=None, plots=None, timeout_s=120),
+    ProbeStep("observer", "observer", "Taken during the load (test)", "test", schema="common", analysis=None,
+              plots=None, timeout_s=60, arguments=_observe, during="loads"),
+)

@@ -96,3 +96,21 @@ def load_discrepancies(document: dict[str, Any]) -> list[str]:
             found.append(f"{where} copy_bytes_moved {device.get('copy_bytes_moved')} but {rounds} copies of "
                          f"{device['copy_mib']:g} MiB read and write {moved}")
     return found
+
+
+ONE_GPU = ("1 GPU visible to CUDA (the health step's count, {source}): all-reduce needs at least 2; the normal "
+           "and P2P-disabled curves need two ranks on two GPUs, and a one-GPU curve would be simulated, so no "
+           "all-reduce process was started and none is recorded")
+
+
+def visible_gpus(document: dict[str, Any]) -> tuple[int, str] | None:
+    """(how many GPUs a probe's torch.cuda.device_count() will see, where that count comes from) as the
+    health step counted them: its CUDA view (honouring CUDA_VISIBLE_DEVICES), else NVML's devices; None
+    when neither was read."""
+    count = document.get("torch_device_count")
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count, f"{document.get('device_view_source') or 'CUDA'}".split(";")[0]
+    devices = document.get("devices")
+    if isinstance(devices, list) and not document.get("cuda_visible_devices"):
+        return len(devices), "NVML's device list"
+    return None

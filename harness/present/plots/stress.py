@@ -1,5 +1,6 @@
 """The stress run over time: GEMM TFLOPS, SM clock and power per one-second bucket (one panel each,
-shared time axis), the power limit and the moment the power cap engaged marked on every panel."""
+shared time axis), the power limit and the moment the power cap engaged marked on every panel. A
+panel with no reading (no NVML on a CPU run) is not drawn; the figure says which and why."""
 
 from __future__ import annotations
 
@@ -33,63 +34,84 @@ def series(document: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+PANELS = (("tflops", "GEMM TFLOPS"), ("sm_clock_mhz", "SM clock (MHz, median)"), ("power_w", "power (W, bucket median)"))
+
+
+def panels(lines: list[dict[str, Any]]) -> list[str]:
+    """The panels with data: GEMM TFLOPS always, SM clock and power only where NVML gave a reading
+    (an empty panel says nothing: `missing` says why it is not drawn)."""
+    return [key for key, _ in PANELS if key == "tflops" or any(v is not None for line in lines for v in line[key])]
+
+
+def missing(document: dict[str, Any], drawn: list[str]) -> str | None:
+    """Why the SM clock or power panels are not drawn (no NVML reading), in one sentence; None when drawn."""
+    absent = [words.split(" (")[0] for key, words in PANELS if key not in drawn]
+    if not absent:
+        return None
+    if document["device"] != "cuda":
+        return f"No {' or '.join(absent)} panel: a CPU run has no NVML to read them."
+    nvml = next((r.get("nvml") for r in document.get("devices", []) if isinstance(r.get("nvml"), dict)), {})
+    why = nvml.get("unavailable") if isinstance(nvml, dict) else None
+    return f"No {' or '.join(absent)} panel: NVML gave no reading" + (f" ({why})" if why else "") + "."
+
+
 def render(document: dict[str, Any], stem: Path) -> list[Path]:
-    """Write STEM.png and STEM.svg from a stress document; every figure comes from the raw data."""
+    """Write STEM.png and STEM.svg from a stress document; every figure comes from the raw data. Only
+    panels with data are drawn; the figure says which are not and why."""
     heads = {d["index"]: d for d in analysis.headlines(document)["devices"]}
-    fig, axes = new_figure(8.0, 8.0)
-    fig.clf()
-    axes = fig.subplots(3, 1, sharex=True)
-    label = "GPU" if document["device"] == "cuda" else "CPU"
     lines = series(document)
+    drawn = panels(lines)
+    fig, _ = new_figure(8.0, 2.6 * len(drawn) + 0.6)
+    fig.clf()
+    axes = dict(zip(drawn, fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0]))
+    label = "GPU" if document["device"] == "cuda" else "CPU"
     for n, line in enumerate(lines):
         colour = COLOURS[n % len(COLOURS)]
-        head = heads[line["index"]]
         name = f"{label}{line['index']}"
-        axes[0].plot(line["t_s"], line["tflops"], color=colour, marker=".", label=name)
-        for ax, key in ((axes[1], "sm_clock_mhz"), (axes[2], "power_w")):
+        for key, ax in axes.items():
             known = [(t, v) for t, v in zip(line["t_s"], line[key]) if v is not None]
             if known:
                 ax.plot(*zip(*known), color=colour, marker=".", label=name)
-        _marks(axes, head, colour, name)
+        _marks(axes, heads[line["index"]], colour, name)
     if lines:
         half = lines[0]["t_s"][len(lines[0]["t_s"]) // 2]
-        axes[0].axvspan(half - 0.5, max(lines[0]["t_s"]) + 0.5, color="#cccccc", alpha=0.3,
-                        label="steady state (second half)")
-    _label(axes, document, label, lines)
-    fig.tight_layout()
+        axes["tflops"].axvspan(half - 0.5, max(lines[0]["t_s"]) + 0.5, color="#cccccc", alpha=0.3,
+                               label="steady state (second half)")
+    _label(axes, document, lines)
+    why = missing(document, drawn)
+    if why:
+        fig.text(0.5, 0.01, why, ha="center", va="bottom", fontsize=8, color="grey", wrap=True)
+    fig.tight_layout(rect=(0, 0.05 if why else 0, 1, 1))
     return save_figure(fig, stem)
 
 
-def _marks(axes: Any, head: dict[str, Any], colour: str, name: str) -> None:
+def _marks(axes: dict[str, Any], head: dict[str, Any], colour: str, name: str) -> None:
     """The enforced power limit and the power target on the power panel; the cap's first moment on all."""
     limit = head["power"]["limit_w"]
-    if limit:
-        axes[2].axhline(limit, color=colour, linestyle="--", linewidth=1, label=f"{name} limit {limit:g} W")
-        axes[2].axhline(POWER_TARGET_RATIO * limit, color=colour, linestyle=":", linewidth=1,
-                        label=f"{name} target {POWER_TARGET_RATIO:.0%}")
+    if limit and "power_w" in axes:
+        axes["power_w"].axhline(limit, color=colour, linestyle="--", linewidth=1, label=f"{name} limit {limit:g} W")
+        axes["power_w"].axhline(POWER_TARGET_RATIO * limit, color=colour, linestyle=":", linewidth=1,
+                                label=f"{name} target {POWER_TARGET_RATIO:.0%}")
     engaged = head["power_cap"]["engaged_after_s"]
     if engaged is not None:
-        for ax in axes:
+        for ax in axes.values():
             ax.axvline(engaged, color=colour, linestyle="-.", linewidth=1)
-        axes[0].plot([], [], color=colour, linestyle="-.", label=f"{name} sw_power_cap at {engaged:.1f} s")
+        axes["tflops"].plot([], [], color=colour, linestyle="-.", label=f"{name} sw_power_cap at {engaged:.1f} s")
 
 
-def _label(axes: Any, document: dict[str, Any], label: str, lines: list[dict[str, Any]]) -> None:
+def _label(axes: dict[str, Any], document: dict[str, Any], lines: list[dict[str, Any]]) -> None:
     settings = document["settings"]
     shape = "x".join(str(settings["shape"][d]) for d in "mnk")
-    axes[0].set_title(f"Stress: {settings['dtype']} GEMM {shape}, {settings['seconds']:g} s, per 1 s bucket")
-    axes[0].set_ylabel("GEMM TFLOPS")
-    axes[1].set_ylabel("SM clock (MHz, median)")
-    axes[2].set_ylabel("power (W, bucket median)")
-    axes[2].set_xlabel("seconds since the GEMM phase began (bucket midpoints)")
-    for ax, what in ((axes[1], "SM clock"), (axes[2], "power")):
-        if not ax.lines:
-            ax.text(0.5, 0.5, f"no {what} readings: no NVML on a {label} run", transform=ax.transAxes,
-                    ha="center", va="center", color="grey")
-    for ax in axes:
+    axes["tflops"].set_title(f"Stress: {settings['dtype']} GEMM {shape}, {settings['seconds']:g} s, per 1 s bucket")
+    for key, words in PANELS:
+        if key in axes:
+            axes[key].set_ylabel(words)
+    bottom = axes[list(axes)[-1]]
+    bottom.set_xlabel("seconds since the GEMM phase began (bucket midpoints)")
+    for ax in axes.values():
         ax.grid(True, alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend(fontsize=7, loc="best")
     top = max((v for line in lines for v in line["tflops"]), default=0)
-    axes[0].set_ylim(0, 1.1 * top if top else 1)
-    axes[2].set_xlim(left=0)
+    axes["tflops"].set_ylim(0, 1.1 * top if top else 1)
+    bottom.set_xlim(left=0)

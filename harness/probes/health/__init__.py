@@ -22,7 +22,7 @@ from harness.analysis.health.contracts import evaluate
 from harness.analysis.topology import gpu_links
 from harness.probes.devices import device_facts, system_facts
 from harness.probes.health.host import host_facts
-from harness.probes.health.load import run_load
+from harness.probes.health.load import observe, run_load
 from harness.probes.health.torch_files import software_facts
 from harness.probes.topology import TopologyCapture
 from harness.probes.health.torch_view import cuda_visible_devices, torch_facts
@@ -32,6 +32,7 @@ from harness.probes.nvml import NvmlSession
 
 NAME = "health"
 MAX_LOAD_S = 600.0
+MAX_WINDOW_S = 60.0
 
 
 OPTIONS = (
@@ -48,6 +49,19 @@ OPTIONS = (
                                         help="NVML sampling period under load (default: 0.1)"),
            check=lambda s: None if 0.01 <= s <= 10 else f"{s:g}: must be in [0.01, 10] seconds",
            goes_with="under_load"),
+    Option(("--during-load",), dict(type=int, nargs="+", metavar="PID",
+                                    help="take the reading during another process's load on the devices (the load's "
+                                         "pids, e.g. the stress step's workers: `dossier run` does this halfway "
+                                         "through the stress step), torch-free: no load of its own; NVML sampled for "
+                                         "--load-window seconds, the device reading taken halfway"),
+           check=lambda pids: None if all(p > 0 for p in pids) else "every PID must be positive"),
+    Option(("--load-window",), dict(type=number, default=2.0, metavar="SECONDS",
+                                    help="with --during-load: how long to sample NVML (default: 2)"),
+           check=lambda s: None if 0 < s <= MAX_WINDOW_S else f"{s:g}: must be in (0, {MAX_WINDOW_S:g}] seconds",
+           goes_with="during_load"),
+    Option(("--load-what",), dict(metavar="TEXT", default="another process's load",
+                                  help="with --during-load: what the load is, as the document records it"),
+           goes_with="during_load"),
 )
 
 
@@ -57,16 +71,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check_args(args: argparse.Namespace) -> None:
     check_options(args, OPTIONS)
-    if args.under_load is not None and args.sample_interval > args.under_load / 4:
+    if args.during_load and args.under_load is not None:
+        raise ProbeUsageError("--during-load: give it or --under-load, not both (a reading is under one load)")
+    window = args.load_window if args.during_load else args.under_load
+    if window is not None and args.sample_interval > window / 4:
         raise ProbeUsageError(f"--sample-interval {args.sample_interval:g} s gives fewer than 4 samples "
-                              f"in {args.under_load:g} s of load")
+                              f"in {window:g} s of load")
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     check_args(args)
     topology = TopologyCapture.start()  # overlaps the torch (or driver) reading below
     progress(0, 4, "host")
-    facts: dict[str, Any] = {"mode": "under_load" if args.under_load else "idle",
+    loaded = bool(args.under_load or args.during_load)
+    facts: dict[str, Any] = {"mode": "under_load" if loaded else "idle",
                              "host": host_facts(), "harness_pids": [os.getpid()],
                              "cuda_visible_devices": cuda_visible_devices(),
                              "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER")}
@@ -89,8 +107,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             facts["nvml_device_count"] = len(handles)
             facts["devices"] = read_devices(nvml.pynvml, handles)
         facts["device_mapping"] = mapping(facts)
-        if args.under_load:
-            load, middle = under_load(args, nvml, handles, facts, limitations)
+        if loaded:
+            observe = observed_load if args.during_load else under_load
+            load, middle = observe(args, nvml, handles, facts, limitations)
             facts["load"] = load
             if middle is not None:
                 facts["devices"] = middle
@@ -168,6 +187,20 @@ def under_load(args: argparse.Namespace, nvml: NvmlSession, handles: list[Any], 
     return load, middle
 
 
+def observed_load(args: argparse.Namespace, nvml: NvmlSession, handles: list[Any], facts: dict[str, Any],
+                  limitations: list[dict[str, str]]) -> tuple[Any, Any]:
+    """Another process's load (--during-load PIDS), observed: every device sampled for --load-window
+    seconds and read halfway through; (load record, reading) or why not. Torch is not imported."""
+    if not nvml.ok or not handles:
+        why = f"no GPU to observe under load: {nvml.reason if not nvml.ok else 'NVML lists no device'}"
+        limitations.append({"what": "health under load", "why": why})
+        return unavailable(why), None
+    load, middle = observe(nvml.pynvml, handles, args.load_window, args.sample_interval,
+                           lambda: read_devices(nvml.pynvml, handles))
+    load.update(kind=f"observed, not run by this probe: {args.load_what}", pids=sorted(args.during_load))
+    return load, middle
+
+
 def load_blocker(nvml: NvmlSession, facts: dict[str, Any]) -> str | None:
     """Why no load can run here, or None. A CPU load says nothing about GPU clocks or power,
     so a host without a usable GPU records the limitation instead of running one."""
@@ -209,6 +242,13 @@ def attach_topology(facts: dict[str, Any]) -> None:
 
 
 def sizing(args: argparse.Namespace, facts: dict[str, Any]) -> str:
+    if args.during_load:
+        load = facts.get("load")
+        if is_unavailable(load):
+            return f"A reading during another process's load was asked for but not taken: {_reason(load)}."
+        return (f"Taken during another process's load, not a load of its own ({args.load_what}; pids "
+                f"{', '.join(map(str, sorted(args.during_load)))}): NVML sampled every {args.sample_interval:g} s "
+                f"for {args.load_window:g} s, the device reading taken halfway; torch is not imported.")
     if not args.under_load and args.torch:
         return "No work is run: every field is read from the kernel, NVML, nvidia-smi and torch (imported)."
     if not args.under_load:

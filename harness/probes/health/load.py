@@ -153,3 +153,25 @@ def _wait_until(deadline: float, started: float, seconds: float, errors: list[Ba
     while (now := time.monotonic()) < deadline and not errors:
         progress(int(now - started), int(seconds), "under load")
         time.sleep(min(1.0, deadline - now))
+
+
+def observe(pynvml: Any, handles: list[Any], seconds: float, interval_s: float,
+            snapshot: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+    """Sample every device for `seconds` while another process loads it (no load of this probe's own),
+    calling `snapshot()` halfway; (the load record, the snapshot). Each device's record is its NVML
+    index and its samples (the schema's observed load device)."""
+    samplers = [Sampler(pynvml, handle, interval_s) for handle in handles]
+    started_at, started = utc_now(), time.monotonic()
+    with contextlib.ExitStack() as stack:
+        for sampler in samplers:
+            stack.enter_context(sampler)
+        time.sleep(seconds / 2)
+        middle = snapshot()
+        time.sleep(max(0.0, started + seconds - time.monotonic()))
+        finished = time.monotonic()
+    return {
+        "kind": "observed", "requested_s": seconds, "pids": [], "started_at": started_at, "finished_at": utc_now(),
+        "started_monotonic_s": started, "finished_monotonic_s": finished, "sample_interval_s": interval_s,
+        "observed": True,
+        "devices": [{"nvml_index": index, "samples": sampler.samples} for index, sampler in enumerate(samplers)],
+    }, middle

@@ -17,7 +17,9 @@ check, to show the checkers catch it; the document records that it did.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +29,8 @@ from harness.probes import cuda_driver
 from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
-from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
-                                     progress, real)
+from harness.probes.contract import (Option, ProbeUsageError, check_options, loading, log, options_parser, positive,
+                                     probe_main, progress, real)
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
@@ -211,6 +213,9 @@ class Progress:
         self.latest: dict[int, str] = {i: "starting" for i in indices}
         self.buckets: dict[int, int] = {i: 0 for i in indices}
         self.flop = 0
+        self.pids: Callable[[], list[int]] = lambda: []  # the workers' pids (the supervisor's, once started)
+        self.load_what = ""
+        self.said_loading = False
 
     def __call__(self, index: int, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -226,7 +231,12 @@ class Progress:
             return
         label = "GPU" if self.device == "cuda" else "CPU"
         what = "stress: " + ", ".join(f"{label}{i} {text}" for i, text in sorted(self.latest.items()))
-        progress(min(int(min(self.buckets.values()) * BUCKET_S), int(self.seconds)), int(self.seconds), what)
+        done = min(self.buckets.values()) * BUCKET_S
+        progress(min(int(done), int(self.seconds)), int(self.seconds), what)
+        if kind == "bucket" and not self.said_loading and done >= self.seconds / 2:  # every device at full load
+            self.said_loading = True
+            loading([os.getpid(), *self.pids()], f"{self.load_what}, at {done:g} s of {self.seconds:g}",
+                     self.seconds - done)
 
 
 def _regions(records: list[dict[str, Any]]) -> str:
@@ -268,10 +278,15 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     settings = settings_for(args, device)
     watch = Progress(indices, settings["seconds"], device)
     watch.flop = settings["flop_per_gemm"]
+    shape = "x".join(str(settings["shape"][d]) for d in "mnk")
+    watch.load_what = (f"the stress step's {settings['dtype']} GEMM {shape} back to back on "
+                       f"{'every GPU' if device == 'cuda' else 'the CPU'}, one worker process each")
     log(f"stress: {len(indices)} worker(s) on {device}, {settings['dtype']} for {settings['seconds']:g} s")
     with tempfile.TemporaryDirectory(prefix="stress-") as workdir:
-        workers = StressSupervisor(worker_config(settings), indices, Path(workdir), STALL_S,
-                                   settings["seconds"] + DEADLINE_EXTRA_S, watch).run()
+        supervisor = StressSupervisor(worker_config(settings), indices, Path(workdir), STALL_S,
+                                      settings["seconds"] + DEADLINE_EXTRA_S, watch)
+        watch.pids = lambda: [w.proc.pid for w in supervisor.workers]
+        workers = supervisor.run()
         records = [device_record(w, settings) for w in workers]
     limitations = [{"what": f"worker {r['index']}", "why": r["failure"]["message"]} for r in records if r["failure"]]
     if device == "cpu":

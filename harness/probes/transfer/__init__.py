@@ -40,6 +40,16 @@ POINT_BUDGET_S = {"cuda": 0.1, "cpu": 0.02}
 DEVICE_SAFE_FRACTION = 0.5  # two device buffers of the largest size within half the free memory
 HOST_SAFE_FRACTION = 0.25  # every host buffer within a quarter of MemAvailable
 SKIPPABLE = ("pageable", "bidirectional", "local", "numa", "peer", "all-gpus")
+# A CPU run's host memory copies are timed with one torch thread. torch splits a copy of 32768 elements
+# or more (its grain size; 64 KiB of bytes) over its intra-op threads, and waking them costs more than
+# the copy: on the project's shared 2-core VM (2026-12-01, torch 2.13.0 CPU, 30 copies each) a 64 KiB copy
+# took a median 24.9 us and up to 12.0 ms with 2 threads, 4.3 us and at most 6.1 us with 1; the
+# 64 KiB point of the sweep read 0.004 GB/s (four of five copies 17-19 ms), a dip that measured the
+# scheduler, not memory. One thread is also how the CUDA driver copies pageable host memory.
+HOST_COPY_THREADS = 1
+HOST_COPY_THREADS_WHY = ("one thread: torch splits a copy of 64 KiB or more over its threads, and waking them "
+                         "cost up to 12 ms a copy on a shared 2-core VM (64 KiB: 24.9 us median with 2 threads, "
+                         "4.3 us with 1), a dip that measured the scheduler, not memory")
 
 
 OPTIONS = (
@@ -111,7 +121,12 @@ def measure_cpu(torch: Any, args: argparse.Namespace, sizes: list[int], defaults
     dst = torch.empty(largest, dtype=torch.uint8).fill_(0)
     progress(0, 1, "host memory copies")
     member = Stream("host/copy", lambda n: dst[:n].copy_(src[:n]))
-    points = sweep_alone(torch, member, sizes, timing["point_budget_s"])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(HOST_COPY_THREADS)  # see HOST_COPY_THREADS_WHY
+    try:
+        points = sweep_alone(torch, member, sizes, timing["point_budget_s"])
+    finally:
+        torch.set_num_threads(threads)
     progress(1, 1, "done")
     no_gpu = "device=cpu: no GPU"
     limitations = [{"what": "PCIe transfers", "why": f"{no_gpu}; these are host memory copies through torch on the "
@@ -122,12 +137,12 @@ def measure_cpu(torch: Any, args: argparse.Namespace, sizes: list[int], defaults
     return assemble(
         device="cpu", torch_version=torch.__version__, sizes=sizes, large_sizes=sizes[-LARGE_COUNT:], timing=timing,
         host={"cpu_name": cpu_name(), "numa_nodes": host_nodes(), "cache": cpu_cache(),
-              "torch_threads": torch.get_num_threads()},
+              "torch_threads": HOST_COPY_THREADS, "torch_threads_why": HOST_COPY_THREADS_WHY},
         gpus=[], topology=unavailable(no_gpu), peer={"measured": False, "why": f"{no_gpu}: no peer matrix", "access": {}},
         all_gpus={"measured": False, "why": f"{no_gpu}"}, numa={"measured": False, "why": f"{no_gpu}"},
         series=[series_record("host/copy", "host_to_host", "host", COPY_PATHS["host_memory"], points)], groups=[],
         limitations=limitations,
-        sizing=(f"device=cpu ({cpu_name()}, {torch.get_num_threads()} torch threads): host memory copies of "
+        sizing=(f"device=cpu ({cpu_name()}, {HOST_COPY_THREADS} torch thread for the copies): host memory copies of "
                 f"{', '.join(format_size(s) for s in sizes)}, sized small for 2-core CI runners; each size timed for "
                 f"about {timing['point_budget_s']:g} s ({MIN_COPIES}-{MAX_COPIES} copies after {WARMUP_COPIES} warm-up)."))
 
