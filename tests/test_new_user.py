@@ -5,14 +5,19 @@ typed, before any probe runs (a probe starting here fails the test), a key is ma
 """
 
 import argparse
+import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from harness import cli
 from harness.runners.local import LocalRunner
-from tests.bundle_support import make_key
+from harness.commands.diff import load_view
+from harness.present.verdict import run_verdict
+from tests.bundle_support import make_key, rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "tests/fixtures/h200/dossier-h200.tar.gz"
@@ -142,3 +147,95 @@ def test_an_unreadable_input_is_exit_2(world, command, capsys):
     assert cli.main([part.format(**world) for part in command.split()]) == 2
     err = capsys.readouterr().err
     assert "cannot be read" in err and "Traceback" not in err
+
+
+# --- the README's typical use, run as written --------------------------------------------------------
+
+def readme_blocks() -> list[list[str]]:
+    """The code blocks of README.md's "Typical use", each a list of commands (continuations joined)."""
+    section = (ROOT / "README.md").read_text().split("## Typical use", 1)[1].split("\n## ", 1)[0]
+    blocks, current = [], []
+    for line in section.splitlines():
+        if line.startswith("    "):
+            current.append(line[4:])
+        elif current and not line.strip():
+            continue
+        elif current:
+            blocks.append(current)
+            current = []
+    if current:
+        blocks.append(current)
+    return [[c.strip() for c in "\n".join(block).replace("\\\n", " ").splitlines() if c.strip()] for block in blocks]
+
+
+def test_make_dossier_installs_only_what_a_dossier_needs_and_runs_dossier_run():
+    dry = subprocess.run(["make", "-n", "-B", "dossier"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert dry.returncode == 0, dry.stderr
+    assert "[test]" not in dry.stdout  # the test tools are make test's, not a dossier's
+    assert "-e ." in dry.stdout and "--no-deps" in dry.stdout and ".venv/bin/dossier run --output-dir bundles" in dry.stdout
+    assert "the dossier command is .venv/bin/dossier" in dry.stdout
+    unit = subprocess.run(["make", "-n", "-B", "unit"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "-e '.[test]'" in unit.stdout
+
+
+SHIM = """#!/bin/sh
+exec {python} -m harness "$@"
+"""
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory):
+    """Both blocks typed into one shell, in a checkout as `make dossier`'s venv leaves it (.venv/bin/dossier,
+    here a script running this build), in a fresh home; the colleague's and vendor's files are the
+    committed H200 bundles (re-signed with a test "vendor" key where two bundles of one signer are needed).
+    Each line's exit code is recorded."""
+    tmp = tmp_path_factory.mktemp("readme")
+    home, work = tmp / "home", tmp / "checkout"
+    home.mkdir()
+    (work / ".venv" / "bin").mkdir(parents=True)
+    for name in ("Makefile", "pyproject.toml"):
+        (work / name).symlink_to(ROOT / name)
+    shim = work / ".venv" / "bin" / "dossier"
+    shim.write_text(SHIM.format(python=sys.executable))
+    shim.chmod(0o755)
+    (work / ".venv" / "bin" / ".installed").touch()  # make dossier's venv, made: the recipe runs dossier
+    vendor, vendor_public = make_key(tmp / "vendor")
+    full = ROOT / "tests/fixtures/h200/dossier-h200-full.tar.gz"
+    (work / "colleague.tar.gz").write_bytes(full.read_bytes())
+    (work / "colleague.pub").write_bytes((ROOT / "tests/fixtures/h200/dossier-h200-full.pub").read_bytes())
+    (work / "vendor.pub").write_bytes(vendor_public.read_bytes())
+    for name in ("vendor-sample.tar.gz", "golden-run1.tar.gz", "delivered-node7.tar.gz"):
+        rewrite(full, work / name, resign_with=vendor)
+
+    def later(files):  # a second run of the golden unit: another start, the same measurements
+        commands = json.loads(files["commands.json"])
+        commands["started_at"] = commands["started_at"].replace("07:58:54", "07:58:55")
+        files["commands.json"] = json.dumps(commands, indent=1, sort_keys=True).encode() + b"\n"
+    rewrite(full, work / "golden-run2.tar.gz", later, resign_with=vendor)
+    lines = [line for block in readme_blocks() for line in block]
+    script = "".join(f"{line}\necho \"##rc $?\"\n" for line in lines)
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
+           "LANG": "C.UTF-8"}
+    done = subprocess.run(["bash", "-c", script], cwd=work, env=env, capture_output=True, text=True, timeout=1800)
+    codes = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("##rc ")]
+    return {"lines": lines, "codes": codes, "out": done.stdout, "err": done.stderr, "work": work, "home": home}
+
+
+def test_the_readme_typical_use_runs_as_written_on_this_machine(typed):
+    lines, codes = typed["lines"], typed["codes"]
+    assert len(codes) == len(lines), typed["err"][-3000:]
+    by_line = {line.split("  #")[0].strip(): code for line, code in zip(lines, codes)}
+    bundles = sorted((typed["work"] / "bundles").glob("dossier-*.tar.gz"))
+    assert len(bundles) == 1  # make dossier wrote one bundle, with a key made on first use in the fresh home
+    assert (typed["home"] / ".config" / "rig-dossier" / "dossier.key").exists()
+    verdict = run_verdict(load_view(bundles[0]))
+    # it fails unless the verdict its last lines say is PASS or WARN: make's own 2, with the verdict's code
+    assert by_line["make dossier"] == (0 if verdict.exit_code == 0 else 2)
+    assert verdict.exit_code == 0 or f"dossier] Error {verdict.exit_code}" in typed["err"]
+    assert f"verdict: {verdict.overall.shown} (exit {verdict.exit_code})" in typed["err"]
+    assert "the dossier command is .venv/bin/dossier" in typed["out"]
+    assert "a key pair is already there, kept" in typed["err"]  # keygen after make dossier: exit 0, nothing replaced
+    assert (typed["work"] / "report.md").read_text().startswith("# Rig Dossier: ")
+    assert (typed["work"] / "golden.profile.json").exists() and (typed["work"] / "accept.md").exists()
+    failed = {line: code for line, code in by_line.items() if code != 0 and line != "make dossier"}
+    assert failed == {}, typed["err"][-3000:]

@@ -27,7 +27,24 @@ def test_keygen_writes_0600_private_key_and_keyid_is_sha256_of_der(tmp_path, cap
     der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     assert keyid(public) == hashlib.sha256(der).hexdigest()
     assert capsys.readouterr().out.strip() == f"keyid {keyid(public)}"
-    assert main(["keygen", "--out", str(tmp_path)]) == 2  # never overwrites silently
+    pem = private.read_bytes()
+    assert main(["keygen", "--out", str(tmp_path)]) == 0  # the pair there is kept and shown, never replaced
+    out, err = capsys.readouterr()
+    assert out.strip() == f"keyid {keyid(public)}" and "already there, kept" in err and private.read_bytes() == pem
+
+
+def test_keygen_refuses_a_lone_half_or_halves_of_two_pairs_and_force_replaces(tmp_path, capsys):
+    assert main(["keygen", "--out", str(tmp_path / "a")]) == 0
+    assert main(["keygen", "--out", str(tmp_path / "b")]) == 0
+    (tmp_path / "a" / "dossier.pub").write_bytes((tmp_path / "b" / "dossier.pub").read_bytes())
+    assert main(["keygen", "--out", str(tmp_path / "a")]) == 2
+    assert "is not the public half of" in capsys.readouterr().err
+    (tmp_path / "b" / "dossier.pub").unlink()
+    assert main(["keygen", "--out", str(tmp_path / "b")]) == 2
+    assert "without its other half" in capsys.readouterr().err
+    old = (tmp_path / "b" / "dossier.key").read_bytes()
+    assert main(["keygen", "--out", str(tmp_path / "b"), "--force"]) == 0
+    assert (tmp_path / "b" / "dossier.key").read_bytes() != old and (tmp_path / "b" / "dossier.pub").exists()
 
 
 def test_envelope_round_trip_and_rejections(tmp_path):
