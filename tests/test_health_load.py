@@ -136,23 +136,31 @@ class CapturedSession:
         return [0]
 
 
+def recorded_view(nvml, torch_imported: bool) -> dict:
+    """What torch (or, torch-free, its files and the driver API) answered on the lent H200, with the
+    captured card's UUID."""
+    from harness.probes.health import torch_view as _health_torch
+    from tests.h200_capture import BASELINE_SOFTWARE
+
+    view = {k: v for k, v in BASELINE_SOFTWARE.items() if k != "nvidia_ml_py_version"}
+    view.update(torch_device_count=1, torch_devices=[{
+        "torch_index": 0, "name": "NVIDIA H200", "uuid": nvml.answers["nvmlDeviceGetUUID"].removeprefix("GPU-"),
+        "pci_bus_id": "00000000:00:06.0", "total_memory_mib": 143771.0, "compute_capability": "9.0",
+        "multiprocessor_count": 132}], torch_imported=torch_imported,
+        device_view_source=_health_torch.DEVICE_VIEW_SOURCE, torch_version_source=_health_torch.VERSION_SOURCE)
+    return view
+
+
 def test_probe_gpu_path_end_to_end_on_recorded_answers(monkeypatch):
     """measure() with NVML, torch and nvidia-smi answering as the H200 did (load capture)."""
     from harness.probes import health
     from harness.probes.health import load as _health_load
-    from harness.probes.health import torch_view as _health_torch
     from harness.probes.topology import topology_from_output
     from harness.schemas import violations
-    from tests.h200_capture import BASELINE_SOFTWARE, topo_text
+    from tests.h200_capture import topo_text
 
     nvml = nvidia_smi_xml("nvidia-smi-q.load.xml")
-    uuid = nvml.answers["nvmlDeviceGetUUID"]
-    torch_view = {k: v for k, v in BASELINE_SOFTWARE.items() if k != "nvidia_ml_py_version"}
-    torch_view.update(torch_device_count=1, torch_devices=[{
-        "torch_index": 0, "name": "NVIDIA H200", "uuid": uuid.removeprefix("GPU-"),
-        "pci_bus_id": "00000000:00:06.0", "total_memory_mib": 143771.0, "compute_capability": "9.0",
-        "multiprocessor_count": 132}], torch_imported=True, device_view_source=_health_torch.DEVICE_VIEW_SOURCE,
-        torch_version_source=_health_torch.VERSION_SOURCE)
+    torch_view = recorded_view(nvml, torch_imported=True)
     monkeypatch.setattr(health, "NvmlSession", lambda: CapturedSession(nvml))
     monkeypatch.setattr(health, "torch_facts", lambda: torch_view)
     monkeypatch.setattr(health.TopologyCapture, "start", classmethod(
@@ -180,19 +188,12 @@ def test_a_reading_during_another_process_load_names_its_pids_and_imports_no_tor
     process (pid 417, a bf16 GEMM loop) is the other process; the probe samples and reads, runs nothing."""
     from harness.analysis.health.diff import diff
     from harness.probes import health
-    from harness.probes.health import torch_view as _health_torch
     from harness.probes.topology import topology_from_output
     from harness.schemas import violations
-    from tests.h200_capture import BASELINE_SOFTWARE, topo_text
+    from tests.h200_capture import topo_text
 
     nvml = nvidia_smi_xml("nvidia-smi-q.load.xml")
-    uuid = nvml.answers["nvmlDeviceGetUUID"]
-    view = {k: v for k, v in BASELINE_SOFTWARE.items() if k != "nvidia_ml_py_version"}
-    view.update(torch_device_count=1, torch_devices=[{
-        "torch_index": 0, "name": "NVIDIA H200", "uuid": uuid.removeprefix("GPU-"),
-        "pci_bus_id": "00000000:00:06.0", "total_memory_mib": 143771.0, "compute_capability": "9.0",
-        "multiprocessor_count": 132}], torch_imported=False, device_view_source=_health_torch.DEVICE_VIEW_SOURCE,
-        torch_version_source=_health_torch.VERSION_SOURCE)
+    view = recorded_view(nvml, torch_imported=False)
     monkeypatch.setattr(health, "NvmlSession", lambda: CapturedSession(nvml))
     monkeypatch.setattr(health, "software_facts", lambda: view)
     monkeypatch.setattr(health, "torch_facts", lambda: pytest.fail("torch was imported"))

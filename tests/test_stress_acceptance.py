@@ -172,7 +172,9 @@ def test_a_profile_without_a_known_good_sustained_figure_says_so(bf16):
 
 def test_the_step_runs_last_with_the_probes_default_or_the_asked_length():
     plan = registry.lab_plan()
-    assert plan[-1].step == "stress"
+    probes = [step for step in plan if step.kind == "probe" and getattr(step, "during", None) is None]
+    assert probes[-1].step == "stress"  # the last probe; health under load is taken during it, recorded after
+    assert [s.step for s in plan[-3:]] == ["stress", "health-load", "health-diff"]
     assert entry.stress_arguments(RunState()).args == ()
     asked = entry.stress_arguments(RunState({"stress": 600.0}))
     assert asked.args == ("--seconds", "600") and asked.inputs["seconds_from"] == "dossier run --stress-seconds"

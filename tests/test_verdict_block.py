@@ -65,7 +65,7 @@ def roofline_result(view: BundleView):
 def test_the_full_h200_dossier_passes_and_says_so_in_one_short_block(full_files):
     verdict = run_verdict(view_of(full_files))
     assert verdict.overall == Verdict.PASS and verdict.exit_code == 0
-    assert verdict.block() == ["PASS health, bandwidth, roofline, precision, allreduce, transfer, idle-load, stress"]
+    assert verdict.block() == ["PASS health, bandwidth, roofline, precision, allreduce, transfer, stress, idle-load"]
     report = full_files and render_report(view_of(full_files))
     head = report.split("## Criteria", 1)[0]
     assert "## Verdict: PASS" in head and "- PASS health, bandwidth" in head

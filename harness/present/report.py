@@ -13,7 +13,6 @@ from typing import Any
 
 import jinja2
 
-from harness import registry
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView

@@ -230,15 +230,24 @@ def loading(pids: list[int], what: str, remaining_s: float) -> None:
     sys.stderr.flush()
 
 
-def parse_loading(line: str) -> dict[str, Any] | None:
-    """The {pids, what, remaining_s} of a `loading` line, or None for any other line."""
-    if not line.startswith(LOADING_PREFIX):
+def prefixed_json(line: str, prefix: str) -> dict[str, Any] | None:
+    """The JSON object after PREFIX on a probe's stderr LINE (`##progress `, `##load `), or None for
+    any other line or one that does not parse as an object."""
+    if not line.startswith(prefix):
         return None
     try:
-        value = json.loads(line[len(LOADING_PREFIX):])
+        value = json.loads(line[len(prefix):])
     except json.JSONDecodeError:
         return None
-    pids, remaining = (value.get("pids"), value.get("remaining_s")) if isinstance(value, dict) else (None, None)
+    return value if isinstance(value, dict) else None
+
+
+def parse_loading(line: str) -> dict[str, Any] | None:
+    """The {pids, what, remaining_s} of a `loading` line, or None for any other line."""
+    value = prefixed_json(line, LOADING_PREFIX)
+    if value is None:
+        return None
+    pids, remaining = value.get("pids"), value.get("remaining_s")
     if not (isinstance(pids, list) and pids and all(isinstance(p, int) and not isinstance(p, bool) for p in pids)
             and isinstance(value.get("what"), str) and isinstance(remaining, (int, float))):
         return None

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from harness.analysis.roofline import figures as rf
+from harness.analysis.roofline import unexplained
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import roofline as probe
@@ -26,7 +27,9 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     if summary.get("burst_best_tflops") is not None:
         print(f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "
               f"{summary['best_shape']} (short timed windows, not a sustained rate: `dossier stress`); "
-              f"every shape explained: {summary['all_explained']}", file=sys.stderr)
+              f"every shape explained: {'yes' if summary['all_explained'] else 'no'}", file=sys.stderr)
+    for entry in unexplained.unexplained(document):
+        print(f"  unexplained: {unexplained.line(entry)}; ruled out: {entry['checked']}", file=sys.stderr)
     for dtype, figures in rf.dtype_headlines(document).items():
         best = figures.get("burst_best_tflops")
         if dtype != document["dtype"]:

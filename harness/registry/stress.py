@@ -1,4 +1,4 @@
-"""Registry entry: the stress probe (issue 16): sustained GEMM with every result checked, a memory
+"""Registry entry: the stress probe (beyond lab M1): sustained GEMM with every result checked, a memory
 test, power and thermal steady state and NVML error events, on every GPU at once."""
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def prepare_run(args: argparse.Namespace) -> float | None:
 
 # Last in the plan: every other probe runs on a cool card, and the long load ends the run.
 STEPS = (ProbeStep("stress", "stress", "Sustained GEMM, result and memory checks, power and error events",
-                   "issue 16 (beyond lab M1)", schema="stress", analysis="stress", plots="stress",
+                   "beyond lab M1", schema="stress", analysis="stress", plots="stress",
                    timeout_s=TIMEOUT_S, arguments=stress_arguments, order=90),)
 
 
@@ -138,7 +138,7 @@ FLEET_METRICS = (
                 "summed over GPUs", lambda heads: _sum_measured(heads, _events), kind="count"),
 )
 
-SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
+SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="beyond lab M1",
                  options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
                  steps=STEPS, lab_criteria=(report_criterion.STRESS,), acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE,
                                                    digests.STRESS_EXPECTED), known_good=(criteria.SUSTAINED_GEMM,),

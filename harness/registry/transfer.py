@@ -1,4 +1,4 @@
-"""Registry entry: transfers (issue 17): host-to-device, device-to-host and peer copies, the links measured."""
+"""Registry entry: transfers (beyond lab M1): host-to-device, device-to-host and peer copies, the links measured."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def summary_lines(heads: dict[str, Any]) -> list[str]:
 
 COMMAND = CommandSpec(
     help="host-to-device, device-to-host and peer copies, the links measured (transfer.json)",
-    description="Write transfer.json (issue 17; what nvbandwidth's copy engine tests and DCGM's PCIe test "
+    description="Write transfer.json (what nvbandwidth's copy engine tests and DCGM's PCIe test "
                 "measure): per GPU, host-to-device and device-to-host with pinned and pageable memory, alone and "
                 "both at once, a size sweep with its plateau (not the maximum) and small-copy latency, the "
                 "device-local copy, near and far NUMA node where the host has two; with two or more GPUs peer "
@@ -115,9 +115,9 @@ FLEET_METRICS = (
 )
 
 SPEC = ProbeSpec(
-    name="transfer", title="host and peer transfers, the links measured", lab="issue 17", options=probe.OPTIONS,
+    name="transfer", title="host and peer transfers, the links measured", lab="beyond lab M1", options=probe.OPTIONS,
     command=COMMAND, analysis="transfer", plots="transfer", table="transfer",
-    steps=(ProbeStep("transfer", "transfer", "Host and peer transfers, the links measured", "issue 17",
+    steps=(ProbeStep("transfer", "transfer", "Host and peer transfers, the links measured", "beyond lab M1",
                      schema="transfer", analysis="transfer", plots="transfer", timeout_s=timeout_s(8),
                      arguments=transfer_arguments, order=65),),
     lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA, known_good=(acceptance.TRANSFER,),

@@ -9,7 +9,6 @@ command, which keeps no log, shows them (`show_probe_lines`). Progress lines are
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColum
 from rich.text import Text
 
 from harness.present.folding import short_command
+from harness.probes.contract import prefixed_json
 
 PROGRESS_PREFIX = "##progress "
 SHOWN_COMMAND_LIMIT = 160  # a command line on screen is cut past this (commands.json has it whole)
@@ -26,13 +26,8 @@ SHOWN_COMMAND_LIMIT = 160  # a command line on screen is cut past this (commands
 
 def parse_progress(line: str) -> dict[str, Any] | None:
     """The {done, total, what} of a probe's progress line, or None for any other line."""
-    if not line.startswith(PROGRESS_PREFIX):
-        return None
-    try:
-        value = json.loads(line[len(PROGRESS_PREFIX):])
-    except json.JSONDecodeError:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("done"), (int, float)):
+    value = prefixed_json(line, PROGRESS_PREFIX)
+    if value is None or not isinstance(value.get("done"), (int, float)):
         return None
     return value
 
