@@ -6,6 +6,7 @@ Exit codes (documented in README.md):
   2  bad usage or bad input
   3  a probe failed (crashed, timed out, printed non-JSON or schema-invalid JSON)
   4  the environment cannot do what was asked (no engine, no image, a missing checkpoint)
+  5  incomplete: something required could not be measured or judged (fails closed; `dossier check`)
  70  an internal error: a bug, reported as one line (EX_SOFTWARE; `dossier -v` shows the traceback)
 130  interrupted (Ctrl-C or SIGTERM during a run)
 141  standard output was closed by its reader (e.g. `dossier diff A B | head -1`; 128 + SIGPIPE)
@@ -13,6 +14,7 @@ Exit codes (documented in README.md):
 
 from __future__ import annotations
 
+EXIT_INCOMPLETE = 5
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141

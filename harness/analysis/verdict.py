@@ -18,7 +18,10 @@ from enum import StrEnum
 
 class Verdict(StrEnum):
     PASS = "pass"
+    WARN = "warn"  # passed, but within a profile-set band above the fail line, or only on a retest
     FAIL = "fail"
+    INCOMPLETE = "incomplete"  # required but not measured or not judgeable: fails closed
+    SKIP = "skip"  # not required, or not applicable here (with why)
     NOT_MEASURED = "not-measured"
     NOT_APPLICABLE = "not-applicable"
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from harness.commands import accept, diff, fleet, health_diff, keygen, probe, report, run, verify, verify_acceptance
+from harness.commands import accept, check, diff, fleet, health_diff, keygen, probe, report, run, verify, verify_acceptance
 from harness.registry import PROBES
 
 BEFORE_PROBES = [run]
-AFTER_PROBES = [health_diff, verify, diff, report, keygen, accept, verify_acceptance, fleet]
+AFTER_PROBES = [check, health_diff, verify, diff, report, keygen, accept, verify_acceptance, fleet]
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -1,0 +1,100 @@
+"""What each command exports for Prometheus (harness/export/textfile.py writes it): `dossier check`'s
+verdicts and the GPU facts it judged, a `dossier run` bundle's figures, `dossier accept`'s criteria
+and `dossier fleet collect`'s nodes. Every value comes from the command's own result; nothing is
+measured here."""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import Counter
+from typing import Any
+
+from harness.analysis.verdict import Verdict
+from harness.check import xid
+from harness.export.textfile import PREFIX, Metrics, in_base_unit
+
+CHECK_VERDICTS = ("pass", "warn", "fail", "incomplete")
+FINDING_VERDICTS = (*CHECK_VERDICTS, "skip")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _epoch(timestamp: str) -> float:
+    return _dt.datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def check(result: dict[str, Any]) -> Metrics:
+    """`dossier check`: the node's verdict, each check's, and the facts per GPU (labels node, gpu, sku)."""
+    metrics, node = Metrics(), {"node": result["node"]}
+    metrics.one_hot(PREFIX + "check_verdict", "dossier check's verdict for the node (1 on the verdict reached)",
+                    node, "verdict", result["verdict"], CHECK_VERDICTS)
+    for finding in result["checks"]:
+        metrics.one_hot(PREFIX + "check_result", "each check's verdict (1 on the verdict reached)",
+                        {**node, "check": finding["name"]}, "verdict", finding["verdict"], FINDING_VERDICTS)
+    reading = result["reading"]
+    metrics.set(PREFIX + "check_timestamp_seconds", "when the reading was taken (Unix time)", node,
+                _epoch(reading["taken_at"]))
+    if _number(reading.get("read_seconds")) is not None:
+        metrics.set(PREFIX + "check_read_seconds", "how long the reading took", node, reading["read_seconds"])
+    if isinstance(reading["devices"], list):
+        metrics.set(PREFIX + "check_gpus", "GPUs NVML lists", node, len(reading["devices"]))
+        for device in reading["devices"]:
+            _gpu_facts(metrics, node, device)
+    expected = result["expectation"]["gpus"]
+    if expected is not None:
+        metrics.set(PREFIX + "check_gpus_expected", "GPUs the node should have (--expect-gpus)", node, expected)
+    log = reading["kernel_log"]
+    if isinstance(log, dict) and "lines" in log:
+        fatal = set(result["rules"]["fatal_xids"])
+        for number, count in sorted(Counter(e.xid for e in xid.parse(log["lines"])).items()):
+            metrics.set(PREFIX + "check_xid_events", "XID lines in the kernel log's ring buffer (since boot)",
+                        {**node, "xid": str(number), "fatal": str(number in fatal).lower()}, count)
+    return metrics
+
+
+GPU_FIGURES = (  # (name, help, path into health.json's device facts)
+    ("gpu_pcie_link_width_lanes", "PCIe link width now", ("pcie", "current_width")),
+    ("gpu_pcie_link_max_width_lanes", "PCIe link width at most", ("pcie", "max_width")),
+    ("gpu_pcie_link_generation", "PCIe link generation now", ("pcie", "current_gen")),
+    ("gpu_pcie_link_max_generation", "PCIe link generation at most", ("pcie", "max_gen")),
+    ("gpu_ecc_uncorrected_volatile_errors", "uncorrectable ECC errors since the driver loaded",
+     ("ecc", "volatile_uncorrected_errors")),
+    ("gpu_ecc_uncorrected_aggregate_errors", "uncorrectable ECC errors over the GPU's life",
+     ("ecc", "aggregate_uncorrected_errors")),
+    ("gpu_remapped_rows_pending", "1 when a row remap waits for a GPU reset", ("ecc", "remapped_rows_pending")),
+    ("gpu_remapped_rows_failure", "1 when a row remap failed", ("ecc", "remapped_rows_failure")),
+    ("gpu_clock_event_reasons_mask", "NVML clock-event reasons bit mask", ("clock_event_reasons", "mask")),
+)
+
+
+def _gpu_facts(metrics: Metrics, node: dict[str, str], device: dict[str, Any]) -> None:
+    sku = (device.get("sku") or {}).get("id") or "unknown"
+    labels = {**node, "gpu": str(device.get("nvml_index")), "sku": sku}
+    for name, help_text, (section, key) in GPU_FIGURES:
+        value = (device.get(section) or {}).get(key)
+        value = float(value) if isinstance(value, bool) else _number(value)
+        if value is not None:
+            metrics.set(PREFIX + name, help_text, labels, value)
+    links = device.get("nvlink")
+    if isinstance(links, list):
+        metrics.set(PREFIX + "gpu_nvlink_links_down", "NVLink links not active", labels,
+                    sum(1 for link in links if not link.get("active")))
+
+
+def figures(metrics: Metrics, labels: dict[str, str], values: dict[str, Any], table: dict[str, dict[str, Any]],
+            what: str) -> None:
+    """A node's compared figures (the registry's fleet metrics), each in its base unit; a state as a
+    1-valued gauge labelled with the state."""
+    for name, value in values.items():
+        unit = table[name]["unit"]
+        if isinstance(value, str):
+            metrics.set(PREFIX + name + "_info", f"{table[name]['description']} ({what})", {**labels, "value": value}, 1)
+        elif _number(value) is not None:
+            metric, scaled = in_base_unit(name, unit, value)
+            metrics.set(metric, f"{table[name]['description']} ({what}; from {unit})", labels, scaled)
+
+
+def verdict_values() -> tuple[str, ...]:
+    return tuple(str(v) for v in Verdict)
