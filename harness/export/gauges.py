@@ -98,3 +98,35 @@ def figures(metrics: Metrics, labels: dict[str, str], values: dict[str, Any], ta
 
 def verdict_values() -> tuple[str, ...]:
     return tuple(str(v) for v in Verdict)
+
+
+NODE_STATUSES = ("ok", "failed", "rejected")
+ACCEPTANCE_VERDICTS = ("pass", "fail", "not run")
+
+
+def fleet(document: dict[str, Any]) -> Metrics:
+    """`dossier fleet collect` / `fleet merge`: each node's status, acceptance and flags, the counts, and
+    each rate's median per SKU in its base unit (labels job, node, sku)."""
+    metrics, job = Metrics(), {"job": document["job"]["id"]}
+    counts = Counter(n["status"] for n in document["nodes"])
+    for status in NODE_STATUSES:
+        metrics.set(PREFIX + "fleet_nodes", "nodes of the fleet job by status", {**job, "status": status}, counts[status])
+    flagged = Counter(f["node"] for f in document["flags"])
+    for node in document["nodes"]:
+        labels = {**job, "node": node["name"], "sku": node.get("sku") or "none"}
+        metrics.one_hot(PREFIX + "fleet_node_status", "the node's status in the collect (1 on its status)",
+                        labels, "status", node["status"], NODE_STATUSES)
+        metrics.one_hot(PREFIX + "fleet_node_acceptance", "dossier accept's verdict on the node (1 on it)",
+                        labels, "verdict", node["acceptance"]["verdict"], ACCEPTANCE_VERDICTS)
+        metrics.set(PREFIX + "fleet_node_flagged_metrics", "metrics on which the node stands apart from its SKU",
+                    labels, flagged[node["name"]])
+    for name, entry in document["table"].items():
+        if entry["kind"] != "rate":
+            continue
+        unit = document["metrics"][name]["unit"]
+        for sku, group in entry["groups"].items():
+            if group.get("median") is not None:
+                metric, value = in_base_unit(name, unit, group["median"])
+                metrics.set(PREFIX + "fleet_" + metric.removeprefix(PREFIX) + "_median", f"the fleet's median {document['metrics'][name]['description']} "
+                                                f"(from {unit})", {**job, "sku": sku}, value)
+    return metrics

@@ -37,9 +37,9 @@ def _run(argv: list[str], timeout_s: float = 60) -> subprocess.CompletedProcess[
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
-def submit(script: Path) -> tuple[str, list[str]]:
-    """Submit a batch script; its job id and the exact sbatch argv."""
-    argv = [_client("sbatch"), "--parsable", str(script)]
+def submit(script: Path, options: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """Submit a batch script (with sbatch OPTIONS before it); its job id and the exact sbatch argv."""
+    argv = [_client("sbatch"), "--parsable", *options, str(script)]
     done = _run(argv)
     if done.returncode != 0:
         raise EnvironmentProblem(f"sbatch refused the fleet job: {done.stderr.strip() or done.stdout.strip()}",
