@@ -38,6 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         spec.run_options)
     parser.add_argument("--skip", action="append", default=[], metavar="STEP",
                         help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
+    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write each step's status and the bundle's compared figures (base units) for "
+                             "node_exporter's textfile collector")
     parser.set_defaults(func=handle)
 
 
@@ -86,6 +89,9 @@ def handle(args: argparse.Namespace) -> int:
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids(plan))}")
     check_destination(args)
+    if args.prometheus is not None:
+        from harness.export.textfile import check_path
+        check_path(args.prometheus)
     prepared = prepare(args, args.skip)
     runner, why = probe.select_from_args(args)
     key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
@@ -99,5 +105,19 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
+    if args.prometheus is not None:
+        write_prometheus(path, args.prometheus)
     print(path)
     return 0
+
+
+def write_prometheus(bundle: Path, destination: Path) -> None:
+    """The written bundle's statuses and figures, read back from it as a verifier would."""
+    from harness.bundle.read import read_members
+    from harness.bundle.view import BundleView
+    from harness.export import gauges
+
+    members = read_members(bundle, lambda name: name.endswith(".json"))
+    view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None})
+    gauges.run(view).write(destination)
+    print(f"run: wrote {destination}", file=sys.stderr)

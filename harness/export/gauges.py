@@ -130,3 +130,38 @@ def fleet(document: dict[str, Any]) -> Metrics:
                 metrics.set(PREFIX + "fleet_" + metric.removeprefix(PREFIX) + "_median", f"the fleet's median {document['metrics'][name]['description']} "
                                                 f"(from {unit})", {**job, "sku": sku}, value)
     return metrics
+
+
+STEP_STATUSES = ("completed", "failed", "not_run")
+
+
+def _host(view: Any) -> str:
+    host = view.environment.get("host") if isinstance(view.environment, dict) else None
+    name = host.get("hostname") if isinstance(host, dict) else None
+    return name if isinstance(name, str) else "unknown"
+
+
+def run(view: Any) -> Metrics:
+    """`dossier run`: each step's status and the bundle's compared figures (the fleet's, recomputed from
+    the raw documents as `dossier fleet collect` reads them), each in its base unit."""
+    from harness.fleet.metrics import metric_table, node_metrics, node_skus
+
+    metrics = Metrics()
+    labels = {"node": _host(view), "sku": "+".join(node_skus(view)) or "none"}
+    for entry in view.steps:
+        metrics.one_hot(PREFIX + "run_step_status", "each dossier step's outcome (1 on it)",
+                        {**labels, "step": entry["step"]}, "status", entry["status"], STEP_STATUSES)
+    figures(metrics, labels, node_metrics(view), metric_table(), "dossier run")
+    return metrics
+
+
+def accept(acceptance: Any, view: Any) -> Metrics:
+    """`dossier accept`: the overall result and each criterion's verdict (1 on the one reached)."""
+    metrics = Metrics()
+    labels = {"node": _host(view), "profile": acceptance.profile.sku_id}
+    metrics.one_hot(PREFIX + "accept_result", "dossier accept's result (1 on it)", labels, "result",
+                    acceptance.result.lower(), ("passed", "warned", "failed"))
+    for result in acceptance.results:
+        metrics.one_hot(PREFIX + "accept_criterion", "each acceptance criterion's verdict (1 on it)",
+                        {**labels, "criterion": result.name}, "verdict", str(result.status), verdict_values())
+    return metrics
