@@ -175,7 +175,8 @@ def fleet_document(run: FleetRun, nodes: list[dict[str, Any]], allreduce: dict[s
                    job_state: str | None) -> dict[str, Any]:
     """fleet.json: the job, every node, the per-metric per-SKU table and its flags."""
     measured = {n["name"]: n["metrics"] for n in nodes if n["metrics"] is not None}
-    table = fleet_analysis.build_table(measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes})
+    table = fleet_analysis.build_table(measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes},
+                                       {n["name"]: n.get("stack") for n in nodes})
     flags = fleet_analysis.flags(table)
     return {
         "kind": "rig-dossier fleet",

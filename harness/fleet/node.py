@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.analysis.verdict import Verdict
 from harness.bundle.verify import verify_and_view
-from harness.fleet.metrics import node_metrics, node_skus
+from harness.fleet.metrics import node_metrics, node_skus, node_stack
 from harness.judge.acceptance.outcome import FAILED, BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
 from harness.signing.keys import load_public
@@ -91,5 +91,5 @@ def check_node(task: NodeTask) -> dict[str, Any]:
     skus = node_skus(view)
     ref = BundleRef(path.name, before, result.keyid, passed)
     return {"status": "ok", "verify": verify, "sha256": before, "size": path.stat().st_size,
-            "sku": "+".join(skus) if skus else None, "metrics": node_metrics(view),
+            "sku": "+".join(skus) if skus else None, "stack": node_stack(view), "metrics": node_metrics(view),
             "acceptance": acceptance(view, ref, skus, task.profile)}

@@ -131,6 +131,25 @@ def _events(device: dict[str, Any]) -> int | None:
     return device["nvml_events"]["events"] if device["nvml_events"] else None
 
 
+# The reference GEMM output's sha256 per GPU (same inputs and seed on every node): issue 24's stress probe
+# records it as devices[i].gemm.reference_sha256; a document without it has no digest to compare.
+RESULT_DIGEST = "reference_sha256"
+
+
+def _result_digest(document: dict[str, Any]) -> Any:
+    """The node's result digest with the GEMM it is of (dtype, FLOP per call): GPUs that disagree within a node
+    are reported as such (a value unlike every other node's)."""
+    digests = [(d.get("gemm") or {}).get(RESULT_DIGEST) for d in document.get("devices") or []]
+    if not digests or not all(isinstance(d, str) for d in digests):
+        return {"unavailable": "the stress document records no result digest (the stress probe records one per GPU "
+                               f"as gemm.{RESULT_DIGEST} from issue 24 on)"}
+    settings = document.get("settings") or {}
+    of = f"{settings.get('dtype')} GEMM of {settings.get('flop_per_gemm')} FLOP"
+    if len(set(digests)) > 1:
+        return f"{of}: the node's GPUs disagree: " + ", ".join(digests)
+    return f"{of}: {digests[0]}"
+
+
 FLEET_METRICS = (
     FleetMetric("stress_steady_tflops", "TFLOP/s", "sustained: the lowest steady-state GEMM rate over the node's "
                 "GPUs (median of the second half of the stress run)", lambda heads: heads.get("min_steady_tflops")),
@@ -142,6 +161,9 @@ FLEET_METRICS = (
                 lambda heads: _sum_measured(heads, _memory_errors), kind="count"),
     FleetMetric("stress_xid_ecc_events", "events", "XID and ECC events NVML delivered during the stress run, "
                 "summed over GPUs", lambda heads: _sum_measured(heads, _events), kind="count"),
+    FleetMetric("stress_result_digest", "sha256", "the sha256 of the stress run's reference GEMM output (the same inputs "
+                "and seed everywhere), compared over the nodes of one SKU and software stack", _result_digest,
+                kind="digest", source="document"),
 )
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
