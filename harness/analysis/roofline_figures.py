@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import roofline as rl
+from harness.analysis.memo import per_document
 
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
 
@@ -84,7 +85,9 @@ def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
     the median SM clock NVML sampled inside it, and whether the power cap was engaged then."""
     times = shape.get("times_s") if isinstance(shape.get("times_s"), list) else []
     clocks = shape.get("clocks")
-    window = {"label": shape.get("label"), "window_ms": math.fsum(t for t in times if _is_number(t)) * 1e3,
+    plain = set(map(type, times)) <= {int, float}  # parsed JSON times: summed at C speed
+    window = {"label": shape.get("label"),
+              "window_ms": math.fsum(times if plain else (t for t in times if _is_number(t))) * 1e3,
               "timed_calls": len(times)}
     if not isinstance(clocks, dict) or "unavailable" in clocks:
         why = clocks["unavailable"] if isinstance(clocks, dict) else "no clock samples recorded"
@@ -98,10 +101,10 @@ def burst_window(shape: dict[str, Any]) -> dict[str, Any]:
 
 def burst_windows(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Every measured shape's burst rate (FLOPs / the median of its timed calls) and its window."""
-    rows = []
+    rows, predictions = [], _predictions(document)
     for shape in _measured(document):
         median = median_of(shape.get("times_s"))
-        p = _predictions(document).get(shape["label"], {})
+        p = predictions.get(shape["label"], {})
         dims = [p.get(d) for d in "mnk"]
         rate = rl.gemm_flops(*dims) / median / 1e12 if median and all(_is_number(d) for d in dims) else None
         rows.append({**burst_window(shape), "burst_tflops": rate})
@@ -115,6 +118,7 @@ def _window_of(document: dict[str, Any], label: Any) -> dict[str, Any] | None:
     return None if window is None else {k: v for k, v in window.items() if k not in ("label", "burst_tflops")}
 
 
+@per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the document's roofs, shapes and per-call times."""
     roofs = document["roofs"]

@@ -15,6 +15,7 @@ from itertools import combinations
 from typing import Any
 
 from harness.analysis import transfer_links as links
+from harness.analysis.memo import per_document
 from harness.analysis.transfer_series import series_figures, pair_cell
 
 REL_TOL = 1e-6
@@ -184,6 +185,7 @@ def p2p_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
 
 # --- headlines and discrepancies ----------------------------------------------------------------
 
+@per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from raw per-copy times and the document's facts."""
     figures = all_series_figures(document)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.memo import remembering
 from harness.analysis.verdict import Verdict
 from harness.bundle.verify import verify_and_view
 from harness.fleet.metrics import node_metrics, node_skus, node_stack
@@ -74,7 +75,13 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
 
 
 def check_node(task: NodeTask) -> dict[str, Any]:
-    """The node's verify summary, acceptance and figures (status ok), or why its bundle is rejected."""
+    """The node's verify summary, acceptance and figures (status ok), or why its bundle is rejected;
+    each document's headlines computed once for all of them (harness/analysis/memo.py)."""
+    with remembering():
+        return _check(task)
+
+
+def _check(task: NodeTask) -> dict[str, Any]:
     path = Path(task.bundle)
     before = file_sha256(path)
     result, view = verify_and_view(path, _trusted(task.public_key))

@@ -11,7 +11,7 @@ from harness import registry
 from harness.analysis import cross_checks
 from harness.bundle import layout, seal
 from harness.bundle.verify.check import Check
-from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures
+from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis
 from harness.schemas import SCHEMA_DIR, violations
 
 
@@ -86,7 +86,7 @@ def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str
 
 def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
     name, step = entry["output"], entry["step"]
-    figures = compute_figures(entry["analysis"], view.documents[step])
+    figures = view.figures(step)  # computed once: the report, the tables' neighbours and acceptance read it again
     if figures.error:
         return [Check("figures", name, False, figures.error)]
     try:
