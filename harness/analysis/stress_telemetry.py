@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness.analysis.clock_events import decode_clock_event_reasons
+from harness.analysis.memo import per_document
 
 # sw_power_cap is how a GPU held at its power limit is supposed to behave under a GEMM burn.
 EXPECTED_REASONS = ("sw_power_cap",)
@@ -58,22 +59,12 @@ def between(samples: Sequence[dict[str, Any]], start_s: float, end_s: float) -> 
     return list(samples[bisect.bisect_left(times, start_s):bisect.bisect_left(times, end_s)])
 
 
-_SORTED_TIMES: dict[int, tuple[Sequence[dict[str, Any]], list[float] | None]] = {}
-
-
+@per_document
 def _times(samples: Sequence[dict[str, Any]]) -> list[float] | None:
-    """The samples' t_s when they are numbers in non-decreasing order, else None; kept for the few
-    sample lists a document has (by identity, the list held so its id is never reused)."""
-    if not isinstance(samples, list):
-        return None
-    held = _SORTED_TIMES.get(id(samples))
-    if held is not None and held[0] is samples and len(held[1] or ()) == len(samples):
-        return held[1]
+    """The samples' t_s when they are numbers in non-decreasing order, else None (once per sample list
+    while a bundle is checked: harness/analysis/memo.py)."""
     times = [s["t_s"] for s in samples]
-    ordered = (all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:])))
-    if len(_SORTED_TIMES) > 64:
-        _SORTED_TIMES.clear()
-    _SORTED_TIMES[id(samples)] = (samples, times if ordered else None)
+    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:]))
     return times if ordered else None
 
 
