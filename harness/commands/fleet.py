@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import threading
 from pathlib import Path
 
 from harness import paths
@@ -174,6 +176,7 @@ def handle_collect(args: argparse.Namespace) -> int:
         return _collect_shard(args)
     if args.array is not None:
         return _collect_array(args)
+    _import_plotting_meanwhile()
     run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
     return _write_fleet_bundle(run, document, args.sign_key, destination, args.prometheus)
 
@@ -184,12 +187,20 @@ def handle_merge(args: argparse.Namespace) -> int:
     from harness.signing.keys import load_public
 
     destination = _check_collect_inputs(args, args.signing_key)
+    _import_plotting_meanwhile()
     run = find_run(args.output_dir, args.job_id)
     state = job_state(args.job_id, args.wait)
     results, profile = shard.read(args.output_dir, run, nodes_of(run), load_public(args.key))
     print(f"fleet merge: {len(results)} nodes from the shards in {shard.folder(args.output_dir, args.job_id)}"
           + (f" (profile {profile})" if profile else ""), file=sys.stderr)
     return _write_fleet_bundle(run, assemble(run, results, state), args.signing_key, destination, args.prometheus)
+
+
+def _import_plotting_meanwhile() -> None:
+    """Import matplotlib on a thread while the nodes are checked (this process mostly waits on its workers
+    then) rather than after them: the plots are drawn last, when nothing else is left to overlap."""
+    threading.Thread(target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True,
+                     name="import-matplotlib").start()
 
 
 def _collect_shard(args: argparse.Namespace) -> int:
