@@ -24,6 +24,7 @@ signed, deterministic bundle with a Markdown report.
 EPILOG = f"""\
 exit codes: 0 ok; 1 a check failed; 2 bad usage or input (a missing or unreadable file, an
 output that cannot be written); 3 a probe failed; 4 the environment cannot do what was asked;
+5 incomplete (something required could not be judged: fails closed);
 {EXIT_INTERNAL} an internal error (a bug: one line, `dossier -v ...` shows the traceback);
 {EXIT_INTERRUPTED} interrupted (Ctrl-C); {EXIT_BROKEN_PIPE} the reader of standard output went away
 (e.g. `| head`). `dossier COMMAND --help` for each command.
