@@ -17,17 +17,14 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.fleet_collect import tree_sample  # noqa: E402
+from bench.fleet_collect import sampled  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = "19000"
@@ -65,28 +62,6 @@ def grow(source: Path, out: Path, count: int) -> list[str]:
     return names
 
 
-def timed(argv: list[str]) -> dict:
-    """Run ARGV; its wall time, and the CPU time and peak memory of its whole process tree (the pool's
-    workers are the forkserver's children, not this process's), sampled from /proc as
-    bench/fleet_collect.py does."""
-    started = time.perf_counter()
-    child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak, ticks = [0], {}
-
-    def sample() -> None:
-        while child.poll() is None:
-            peak[0] = max(peak[0], tree_sample(child.pid, ticks))
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, stderr = child.communicate()
-    wall = time.perf_counter() - started
-    sampler.join()
-    return {"wall_s": wall, "exit_code": child.returncode, "stderr": stderr,
-            "cpu_s": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"), "peak_tree_mib": peak[0] / 2**20}
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--from", dest="source", type=Path, required=True, help="a fleet bench/fleet_synth.py made")
@@ -102,15 +77,15 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(os.sched_getaffinity(0))} CPUs here, load average {os.getloadavg()[0]:.1f} at the start | |\n|---|---|")
     shard_walls = []
     for index in range(args.shards):
-        result = timed([*common, "collect", JOB, *where, "--shard", f"{index}/{args.shards}",
+        result = sampled([*common, "collect", JOB, *where, "--shard", f"{index}/{args.shards}",
                         "--workers", str(args.workers)])
         if result["exit_code"] != 0:
             print(result["stderr"][-2000:], file=sys.stderr)
             return 1
         shard_walls.append(result["wall_s"])
         print(f"| shard {index}/{args.shards} ({len(names) // args.shards} nodes) | {result['wall_s']:.1f} s wall, "
-              f"{result['cpu_s']:.1f} s CPU, {result['peak_tree_mib']:.0f} MiB peak |", flush=True)
-    merged = timed([*common, "merge", JOB, *where])
+              f"{result['cpu_s']:.1f} s CPU, {result['peak_tree_rss'] / 2**20:.0f} MiB peak |", flush=True)
+    merged = sampled([*common, "merge", JOB, *where])
     bundle = args.out / f"fleet-{JOB}.tar.gz"
     size = bundle.stat().st_size
     members: Counter[str] = Counter()
@@ -119,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
             members[member.name.split("/")[0] if "/" in member.name else member.name] += member.size
         document = json.load(tar.extractfile("fleet.json"))
     print(f"| merge | {merged['wall_s']:.1f} s wall, {merged['cpu_s']:.1f} s CPU, exit code {merged['exit_code']}, "
-          f"peak memory of its process tree {merged['peak_tree_mib']:.0f} MiB |")
+          f"peak memory of its process tree {merged['peak_tree_rss'] / 2**20:.0f} MiB |")
     print(f"| on a cluster (shards at once) | slowest shard {max(shard_walls):.1f} s + merge {merged['wall_s']:.1f} s |")
     print(f"| fleet bundle | {size / 2**30:.2f} GiB, {size / args.nodes / 1024:.1f} KiB per node |")
     print("| where it goes (uncompressed, per node) | "

@@ -4,26 +4,18 @@ refusals of bad input (exit 2, one line)."""
 
 from __future__ import annotations
 
-import io
 import json
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.cli import main
 from harness.probes._check_kernel import pci_gpus
 from harness.probes.nvml import NvmlSession
 from harness.schemas import violations
+from tests.cli_support import dossier
 from tests.check_support import reading
 
-
-def dossier(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

@@ -5,27 +5,19 @@ splits are refused with one line. The Slurm job array is tests/test_fleet_slurm.
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 import tarfile
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.cli import main
+from tests.cli_support import dossier
 from tests.fleet_support import JOB, synthetic_fleet
 
 NODES = 12
 
-
-def dossier(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")

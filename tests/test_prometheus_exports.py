@@ -4,8 +4,6 @@ gauges, and every figure is the bundle's (the committed full H200 dossier, taken
 
 from __future__ import annotations
 
-import io
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -14,21 +12,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
-from harness.cli import main
 from harness.export import gauges
 from harness.export.textfile import in_base_unit
 from harness.fleet.metrics import node_metrics
 from harness.registry import step_ids
+from tests.cli_support import dossier
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "h200"
 FULL, FULL_KEY = FIXTURES / "dossier-h200-full.tar.gz", FIXTURES / "dossier-h200-full.pub"
 
-
-def dossier(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
 
 
 def samples(text: str) -> dict[tuple[str, tuple], float]:

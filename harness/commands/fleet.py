@@ -69,14 +69,10 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
                     "nodes first, a distribution plot per headline metric) and fleet.csv (every node). Exit 1 "
                     "when a node failed, a bundle was rejected, a node failed acceptance, the all-reduce "
                     "failed or a node stands apart.")
-    p.add_argument("job_id", metavar="JOBID")
-    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
-    p.add_argument("--key", type=Path, required=True, metavar="PUB",
-                   help="the trusted public key every node bundle must verify with")
+    _job_options(p, "the trusted public key every node bundle must verify with")
     p.add_argument("--sign-key", type=Path, metavar="PRIV",
                    help="private key for the fleet bundle (default: the key the job's nodes signed with)")
     p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
-    p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="worker processes checking node bundles (default: the CPUs this process may use)")
     scale = p.add_mutually_exclusive_group()
@@ -87,9 +83,17 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
                        help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
                             "prints both job ids")
     p.add_argument("--partition", metavar="P", help="with --array: the partition its jobs run in")
+    p.set_defaults(func=handle_collect)
+
+
+def _job_options(p: argparse.ArgumentParser, key_help: str) -> None:
+    """What collect and merge both take: the job, where its run is, the trusted key, the wait, the textfile."""
+    p.add_argument("job_id", metavar="JOBID")
+    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
+    p.add_argument("--key", type=Path, required=True, metavar="PUB", help=key_help)
+    p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                    help="write each node's status, acceptance and flags for node_exporter's textfile collector")
-    p.set_defaults(func=handle_collect)
 
 
 def _merge_parser(sub: argparse._SubParsersAction) -> None:
@@ -99,15 +103,9 @@ def _merge_parser(sub: argparse._SubParsersAction) -> None:
                     "OUTPUT_DIR/fleet-JOBID.shards/ (each signed by the fleet key, of this job and node list, the "
                     "shares covering every node once), compare the nodes and write OUTPUT_DIR/fleet-JOBID.tar.gz: "
                     "the same fleet bundle an unsharded collect writes. Exit codes as `fleet collect`.")
-    p.add_argument("job_id", metavar="JOBID")
-    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
-    p.add_argument("--key", type=Path, required=True, metavar="PUB",
-                   help="the trusted public key the partial results (and the node bundles) are signed with")
+    _job_options(p, "the trusted public key the partial results (and the node bundles) are signed with")
     p.add_argument("--signing-key", type=Path, metavar="PRIV",
                    help="private key for the fleet bundle (default: the key the job's nodes signed with)")
-    p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
-    p.add_argument("--prometheus", type=Path, metavar="FILE.prom",
-                   help="write each node's status, acceptance and flags for node_exporter's textfile collector")
     p.set_defaults(func=handle_merge)
 
 
