@@ -196,3 +196,12 @@ def test_the_overall_rule_of_the_one_vocabulary():
     assert overall([Verdict.INCOMPLETE, Verdict.FAIL]) == Verdict.FAIL
     assert overall([Verdict.SKIP, Verdict.SKIP]) == Verdict.INCOMPLETE  # nothing judged
     assert overall([]) == Verdict.INCOMPLETE
+
+
+def test_a_sku_expected_without_a_count_needs_at_least_one_gpu():
+    none = {"unavailable": "NVML library not found: NVMLError_LibraryNotFound: NVML Shared Library Not Found"}
+    cpu = changed(reading(), lambda r: r.update(nvml=none, devices=none, pci_gpus=[], kernel_module=none))
+    findings = judge(cpu, Expectation(sku=H200, sku_from="--profile h200-sxm-141gb"))
+    found = finding(findings, "gpu_count")
+    assert found.verdict == Verdict.FAIL and "at least one: h200-sxm-141gb is expected" in found.message
+    assert overall(f.verdict for f in findings) == Verdict.FAIL

@@ -79,8 +79,11 @@ class Node:
 
     @property
     def expected_gpus(self) -> int | None:
-        """--expect-gpus, else every NVIDIA GPU on the PCI bus (None when neither is known)."""
-        return self.expect.gpus if self.expect.gpus is not None else self.pci_count
+        """--expect-gpus, else every NVIDIA GPU on the PCI bus, at least one where a GPU SKU is expected
+        (None when neither is known)."""
+        if self.expect.gpus is not None or self.pci_count is None:
+            return self.expect.gpus
+        return max(self.pci_count, 1 if self.expect.sku else 0)
 
     @property
     def gpu_free(self) -> bool:
@@ -120,7 +123,9 @@ def per_gpu(node: Node, name: str, judge_one: Callable[[dict[str, Any]], tuple[V
 
 def gpu_count(node: Node) -> Finding:
     name, expected, pci = "gpu_count", node.expected_gpus, node.pci_count
-    source = "--expect-gpus" if node.expect.gpus is not None else "every NVIDIA GPU on the PCI bus"
+    source = ("--expect-gpus" if node.expect.gpus is not None else
+              f"at least one: {node.expect.sku} is expected ({node.expect.sku_from})" if pci == 0 and node.expect.sku
+              else "every NVIDIA GPU on the PCI bus")
     on_bus = f"the PCI bus lists {pci}" if pci is not None else \
         f"the PCI bus is unreadable ({unavailable_reason(node.reading['pci_gpus'])})"
     if expected is None:
