@@ -66,3 +66,18 @@ def test_our_own_drain_is_resumed_when_healthy_and_kept_when_still_sick(cluster)
 def test_a_long_reason_is_cut_for_slurm():
     long = Finding("xid_events", Verdict.FAIL, "XID 79 " * 100)
     assert len(drain.reason_for(long)) == drain.MAX_REASON and drain.reason_for(long).endswith("...")
+
+
+def test_a_node_slurm_does_not_know_still_gets_its_findings_printed(monkeypatch, capsys, tmp_path):
+    """The findings first, then the error: a HealthCheckProgram's log must keep what was judged."""
+    from harness.cli import main
+    from harness.errors import UsageError
+
+    def unknown(node):
+        raise UsageError(f"Slurm knows no node {node!r}: Node {node} not found")
+    monkeypatch.setattr(slurm, "node_state", unknown)
+    monkeypatch.setattr(slurm, "available", lambda: True)
+    code = main(["check", "--expect-gpus", "1", "--node", "n9", "--drain"])
+    printed = capsys.readouterr()
+    assert code == 2 and "Slurm knows no node 'n9'" in printed.err
+    assert printed.out.splitlines()[-1].startswith("n9 | ") and "slurm: n9" not in printed.out

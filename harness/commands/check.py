@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.errors import EnvironmentProblem, UsageError
+from harness.errors import DossierError, EnvironmentProblem, UsageError
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -109,18 +109,25 @@ def handle(args: argparse.Namespace) -> int:
     node = node_name(args.node, reading if args.reading is not None else None)
     findings = judge(reading, expect)
     document = result.document(node, findings, expect, reading)
+    refused = None
     if args.drain or args.resume_own:
         from harness.check import drain
-        action = drain.apply(node, overall(f.verdict for f in findings), result.first_problem(findings), args.drain,
-                             args.resume_own)
-        document["slurm"] = action.to_json()
+        try:
+            action = drain.apply(node, overall(f.verdict for f in findings), result.first_problem(findings),
+                                 args.drain, args.resume_own)
+            document["slurm"] = action.to_json()
+        except DossierError as exc:  # the findings are printed first: a HealthCheckProgram's log keeps them
+            refused = exc
+            document["slurm"] = {"node": node, "did": "error", "why": str(exc)}
     write_files(args, document, reading)
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     else:
         print("\n".join(result.lines(node, findings)))
-        if "slurm" in document:
+        if "slurm" in document and refused is None:
             print(f"slurm: {document['slurm']['node']}: {document['slurm']['did']}: {document['slurm']['why']}")
+    if refused is not None:
+        raise refused
     return document["exit_code"]
 
 
