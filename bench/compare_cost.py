@@ -8,7 +8,7 @@ import statistics
 
 import torch
 
-from harness.probes._stress_count import MaskCounter
+from harness.probes.stress.count import MaskCounter
 
 
 def timed(fn, reps=40):

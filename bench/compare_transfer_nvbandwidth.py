@@ -50,7 +50,7 @@ def cell(matrices: dict[str, Any], test: str, row: int, col: int, block: int = 0
 def our_figures(document: dict[str, Any]) -> dict[str, tuple[float | None, float | None]]:
     """series id -> (plateau GB/s, GB/s of the 512 MiB point), from raw per-copy times."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from harness.analysis.transfer import all_series_figures
+    from harness.analysis.transfer.figures import all_series_figures
 
     figures = all_series_figures(document)
     out = {}

@@ -3,7 +3,7 @@
 
 Each node bundle starts from the documents of a base bundle (default: the dossier measured on the
 lent H200, tests/fixtures/h200/dossier-h200.tar.gz), varied per node, and is assembled, its
-report.md rendered and signed by the harness's own code (`harness.bundle.assemble.assemble`
+report.md rendered and signed by the harness's own code (`harness.run.assemble.assemble`
 over a RunRecord), so it verifies for real. What varies, and how it stays consistent
 (bench/fleet_vary.py):
 
@@ -47,10 +47,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import registry  # noqa: E402
-from harness.analysis import bandwidth as bw  # noqa: E402
+from harness.analysis.bandwidth import figures as bw  # noqa: E402
 from bench.fleet_vary import vary_bandwidth, vary_health_load, vary_roofline, vary_stress, vary_transfer  # noqa: E402
 from harness.bundle import layout  # noqa: E402
-from harness.bundle.assemble import assemble  # noqa: E402
+from harness.run.assemble import assemble  # noqa: E402
 from harness.bundle.read import read_all  # noqa: E402
 from harness.fleet.script import FleetSpec, render_node_script, render_sbatch  # noqa: E402
 from harness.run.provenance import tool_info  # noqa: E402

@@ -12,10 +12,10 @@ import copy
 import statistics
 from typing import Any
 
-from harness.analysis import bandwidth as bw
-from harness.analysis import roofline as rl
-from harness.analysis import roofline_figures as rf
-from harness.analysis.health_contracts import evaluate as health_contracts
+from harness.analysis.bandwidth import figures as bw
+from harness.analysis.roofline import model as rl
+from harness.analysis.roofline import figures as rf
+from harness.analysis.health.contracts import evaluate as health_contracts
 from harness.probes import bandwidth as bandwidth_probe
 
 THERMAL = ("sw_thermal_slowdown", 0x20)  # the NVML clock event reason a throttling GPU reports
@@ -142,7 +142,7 @@ def vary_health_load(document: dict[str, Any], pcie_width: int | None, clock: fl
 
 def vary_stress(document: dict[str, Any], factor: float) -> dict[str, Any]:
     """Every bucket's GEMM times and span / FACTOR (each rate x FACTOR); figures and summary recomputed."""
-    from harness.analysis import stress
+    from harness.analysis.stress import figures as stress
     doc = copy.deepcopy(document)
     flop = doc["settings"]["flop_per_gemm"]
     for record in doc.get("devices", []):
@@ -157,7 +157,7 @@ def vary_stress(document: dict[str, Any], factor: float) -> dict[str, Any]:
 def vary_transfer(document: dict[str, Any], factor: float) -> dict[str, Any]:
     """Every copy time / FACTOR; each series' points, plateau, latency and link, the groups and the
     checks recomputed by harness.analysis.transfer."""
-    from harness.analysis import transfer
+    from harness.analysis.transfer import figures as transfer
     doc = copy.deepcopy(document)
     for s in doc.get("series", []):
         for point in s["points"]:

@@ -41,7 +41,7 @@ from harness.bundle.read import read_all  # noqa: E402
 from harness.bundle.write import archive_bytes  # noqa: E402
 from harness.judge import engine  # noqa: E402
 from harness.signing.keys import load_private, load_public  # noqa: E402
-from harness.bundle.verify import verify_bundle  # noqa: E402
+from harness.verify import verify_bundle  # noqa: E402
 from tests.bundle_probes import plan as test_plan  # noqa: E402
 from tests.fuzz_support import OPS, Mutation, mutant, verdict  # noqa: E402
 
@@ -54,7 +54,7 @@ def install_tick_modules() -> None:
 
 
 def build_bases(work: Path) -> dict[str, Path]:
-    from harness.bundle.assemble import assemble, unsigned_files
+    from harness.run.assemble import assemble, unsigned_files
     from tests.bundle_support import collect_test_plan, make_key, resign
     key, public = make_key(work / "keys")
     tick = work / "tick.tar.gz"

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from harness.probes._stress_gemm import GemmPlan, Operands  # noqa: E402
+from harness.probes.stress.gemm import GemmPlan, Operands  # noqa: E402
 from harness.probes.stress import GPU_FP8_SHAPE, GPU_SHAPE  # noqa: E402
 
 

@@ -35,7 +35,7 @@ step "keygen"
 $D keygen --out "$WORK/keys" >>"$WORK/session.log" 2>&1
 step "dossier run (every step: stress last, 60 s)"
 t0=$(date +%s%N)
-$D run --output-dir "$WORK" --name h200-dossier --key "$WORK/keys/dossier.key" --runner local \
+$D run --output-dir "$WORK" --name h200-dossier --signing-key "$WORK/keys/dossier.key" --runner local \
   --checkpoint "$CKPT" $T --file-sha256 "$CKPT_SHA" >"$WORK/run.stdout" 2>"$WORK/run.stderr"
 RUN_RC=$?; RUN_WALL_MS=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "run rc=$RUN_RC wall_ms=$RUN_WALL_MS" | tee -a "$WORK/session.log"
@@ -59,7 +59,7 @@ step "each step's wall time (the bundle's own records), against the 150 s goal"
 python3 - "$WORK/h200-dossier.tar.gz" "$RUN_WALL_MS" >>"$WORK/session.log" 2>&1 <<'PY'
 import json, sys, tarfile
 from harness.analysis import stress
-from harness.analysis.roofline_figures import headlines as roofline_heads
+from harness.analysis.roofline.figures import headlines as roofline_heads
 t = tarfile.open(sys.argv[1])
 c = json.load(t.extractfile("commands.json"))
 for s in c["steps"]:

@@ -30,7 +30,7 @@ from harness.bundle.read import read_all  # noqa: E402
 def one_run(work: Path, index: int, extra: list[str]) -> dict:
     name = f"overhead-{index}"
     argv = [sys.executable, "-m", "harness", "run", "--output-dir", str(work), "--name", name,
-            "--key", str(work / "keys" / "dossier.key"), *extra]
+            "--signing-key", str(work / "keys" / "dossier.key"), *extra]
     start = time.perf_counter()
     subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - start

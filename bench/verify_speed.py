@@ -4,7 +4,7 @@
 Builds a large synthetic bundle through the real assembly path (a signed RunRecord whose failed
 steps kept SIZE MiB of incompressible raw output in logs/), verifies it with the real verifier,
 and times, on the same machine and in the same run:
-  - verify: `harness.bundle.verify.verify_bundle` end to end (two passes over the gzip stream, hashing,
+  - verify: `harness.verify.verify_bundle` end to end (two passes over the gzip stream, hashing,
     signature, schemas, report re-render);
   - verify hashing pass: `harness.bundle.read.read_members` alone (decompress + sha256);
   - sha256sum: coreutils over the same member bytes written to files (hashing only);
@@ -28,13 +28,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness.run import provenance  # noqa: E402
-from harness.bundle.assemble import assemble  # noqa: E402
+from harness.run.assemble import assemble  # noqa: E402
 from harness.bundle.read import Limits, read_all, read_members  # noqa: E402
 from harness.probes.contract import utc_now  # noqa: E402
 from harness.run.records import FAILED, RunRecord, StepRecord  # noqa: E402
 from harness.runners.interface import ProbeRun  # noqa: E402
 from harness.signing.keys import generate, load_private, load_public  # noqa: E402
-from harness.bundle.verify import verify_bundle  # noqa: E402
+from harness.verify import verify_bundle  # noqa: E402
 
 CHUNK_MIB = 64
 

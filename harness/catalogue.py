@@ -23,6 +23,20 @@ def load(path: Path = CATALOGUE_PATH) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def rule(name: str) -> float:
+    """A rule every SKU is judged by (the catalogue's `rules`: written once, with its source)."""
+    return load()["rules"][name]["value"]
+
+
+def rule_source(name: str) -> str:
+    return load()["rules"][name]["source"]
+
+
+def acceptance_defaults() -> dict[str, float]:
+    """The acceptance thresholds the rules give every SKU's profile (its own block may override them)."""
+    return {r["acceptance"]: r["value"] for r in load()["rules"].values() if "acceptance" in r}
+
+
 def skus() -> list[dict[str, Any]]:
     return load()["skus"]
 

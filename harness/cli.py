@@ -6,25 +6,27 @@ import argparse
 import os
 import select
 import sys
+import textwrap
 import traceback
 from collections.abc import Sequence
 
-from harness import __version__
+from harness import __version__, registry
+from harness.analysis.verdict import EXIT_INCOMPLETE
 from harness.commands import add_parsers
 from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, DossierError
 
-DESCRIPTION = """\
-Rig Dossier: is this machine what we paid for, and can someone else reproduce that answer?
-
-Runs measurement probes (health, HBM bandwidth, roofline, precision, all-reduce), validates
-their JSON against schemas, and packages raw results, exact commands and environment into a
-signed, deterministic bundle with a Markdown report.
-"""
+def description() -> str:
+    """What `dossier --help` says first: the probes are the registry's."""
+    probes = "; ".join(spec.title for spec in registry.PROBES)
+    return ("Rig Dossier: is this machine what we paid for, and can someone else reproduce that answer?\n\n"
+            + textwrap.fill(f"Runs measurement probes ({probes}), validates their JSON against schemas, and "
+                            "packages raw results, exact commands and environment into a signed, deterministic "
+                            "bundle with a Markdown report.", 92) + "\n")
 
 EPILOG = f"""\
-exit codes: 0 ok; 1 a check failed; 2 bad usage or input (a missing or unreadable file, an
-output that cannot be written); 3 a probe failed; 4 the environment cannot do what was asked;
-5 incomplete (something required could not be judged: fails closed);
+exit codes: 0 ok (pass or warn); 1 a check failed; 2 bad usage or input (a missing or unreadable
+file, an output that cannot be written); 3 a probe failed; 4 the environment cannot do what was
+asked; {EXIT_INCOMPLETE} incomplete (nothing failed, but something required was not measured or judged);
 {EXIT_INTERNAL} an internal error (a bug: one line, `dossier -v ...` shows the traceback);
 {EXIT_INTERRUPTED} interrupted (Ctrl-C); {EXIT_BROKEN_PIPE} the reader of standard output went away
 (e.g. `| head`). `dossier COMMAND --help` for each command.
@@ -32,7 +34,7 @@ output that cannot be written); 3 a probe failed; 4 the environment cannot do wh
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dossier", description=DESCRIPTION, epilog=EPILOG,
+    parser = argparse.ArgumentParser(prog="dossier", description=description(), epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks for errors")

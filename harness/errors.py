@@ -6,7 +6,8 @@ Exit codes (documented in README.md):
   2  bad usage or bad input
   3  a probe failed (crashed, timed out, printed non-JSON or schema-invalid JSON)
   4  the environment cannot do what was asked (no engine, no image, a missing checkpoint)
-  5  incomplete: something required could not be measured or judged (fails closed; `dossier check`)
+  5  incomplete: something required could not be measured or judged (fails closed; the exit code of
+     Verdict.INCOMPLETE, harness/analysis/verdict.py)
  70  an internal error: a bug, reported as one line (EX_SOFTWARE; `dossier -v` shows the traceback)
 130  interrupted (Ctrl-C or SIGTERM during a run)
 141  standard output was closed by its reader (e.g. `dossier diff A B | head -1`; 128 + SIGPIPE)
@@ -14,7 +15,6 @@ Exit codes (documented in README.md):
 
 from __future__ import annotations
 
-EXIT_INCOMPLETE = 5
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141

@@ -14,6 +14,17 @@ from pathlib import Path
 
 from harness.errors import EnvironmentProblem, UsageError
 
+CACHE_ENV_VAR = "DOSSIER_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """Where rig-dossier keeps what it fetches or must not lose: $DOSSIER_CACHE_DIR, else
+    $XDG_CACHE_HOME/rig-dossier, else ~/.cache/rig-dossier (the checkpoint blobs, the recovery folders)."""
+    if os.environ.get(CACHE_ENV_VAR):
+        return Path(os.environ[CACHE_ENV_VAR]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "rig-dossier"
+
 GZIP_MAGIC = b"\x1f\x8b"
 
 

@@ -13,12 +13,12 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from harness.checkpoints.cache import default_root
 from harness.errors import EnvironmentProblem
+from harness.paths import cache_root
 
 
 def recovery_roots() -> list[Path]:
-    return [default_root() / "recovery", Path(tempfile.gettempdir()) / "rig-dossier-recovery"]
+    return [cache_root() / "recovery", Path(tempfile.gettempdir()) / "rig-dossier-recovery"]
 
 
 def _safe_member(name: str) -> str:

@@ -20,9 +20,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.analysis import bandwidth as bw
-from harness.analysis.health_diff import diff
-from harness.bundle.assemble import assemble, unsigned_files
+from harness.judge.acceptance import profile
+from harness import registry
+from harness.analysis.bandwidth import figures as bw
+from harness.analysis.health.diff import diff
+from harness.run.assemble import assemble, unsigned_files
 from harness.bundle.view import BundleView
 from harness.probes import bandwidth as bandwidth_probe
 from harness.probes.contract import CONTRACT_VERSION
@@ -185,7 +187,7 @@ def h200_documents(**health_edits) -> dict[str, dict[str, Any]]:
 
 def view_of(documents: dict[str, dict[str, Any]]) -> BundleView:
     """The view `dossier accept` would judge, without signing or archiving (fast path for criteria)."""
-    return BundleView.from_files(unsigned_files(record(documents)))
+    return BundleView.from_files(unsigned_files(record(documents)), registry.analysis_module)
 
 
 def write_bundle(path: Path, documents: dict[str, dict[str, Any]], key) -> Path:
@@ -216,3 +218,12 @@ def cpu_dossier(path: Path, key) -> Path:
 def recorded_cpu(name: str) -> dict[str, Any]:
     """A real probe output recorded on this project's CPU VM (tests/fixtures/accept/)."""
     return json.loads((FIXTURES / name).read_text())
+
+
+def resolve(sku_id: str, profile_file: Path | None = None):
+    """The profile `dossier accept --profile SKU_ID [--profile-file F]` judges with."""
+    return profile.resolve(sku_id, profile_file, registry.known_good_kinds())
+
+
+def apply_file(base, document: dict[str, Any], where: str):
+    return profile.apply_file(base, document, where, registry.known_good_kinds())

@@ -3,7 +3,7 @@
 
 The capture records every NVML call a quick check makes, with its value or the NVML error it
 raised; `node_state_nvml` answers the same calls from it (tests/h200_capture.py's CapturedNvml),
-so the reader's own code (harness.probes.check_reading.gpus, which calls `dossier health`'s
+so the reader's own code (harness.probes.check.gpus, which calls `dossier health`'s
 device reads) builds the reading from what the card answered. The kernel side comes from the
 same capture: the `dmesg` lines of the NVIDIA driver (through the reader's own dmesg parser) and
 the GPU sysfs listed. A call the capture did not record raises NotCaptured, so its field is
@@ -18,8 +18,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.probes import check_reading
-from harness.probes._check_kernel import kernel_log_from_dmesg
+from harness.probes import check as check_reading
+from harness.probes.check.kernel import kernel_log_from_dmesg
 from tests.h200_capture import GRAPHICS, MEM, SM, ByArgs, CapturedNvml
 
 CAPTURES = Path(__file__).resolve().parent / "fixtures" / "h200" / "check"

@@ -19,7 +19,7 @@ from typing import Any
 
 from harness.bundle import layout
 from harness.bundle.read import read_all
-from harness.bundle.verify import INTERNAL_ERROR
+from harness.verify import INTERNAL_ERROR
 from harness.bundle.write import BLOCK, archive_bytes, gzip_bytes
 from harness.signing import dsse
 from tests.bundle_support import resign

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness.analysis.device_mapping import map_torch_to_nvml
-from harness.analysis.health_contracts import evaluate
-from harness.probes._health_devices import device_facts, system_facts
-from harness.probes._health_topology import topology_from_output
+from harness.analysis.health.contracts import evaluate
+from harness.probes.devices import device_facts, system_facts
+from harness.probes.topology import topology_from_output
 from harness.probes.health import attach_topology
 from harness.probes.nvml import CLOCK_EVENT_REASONS, sample
 

@@ -1,5 +1,6 @@
 """`dossier accept` end to end on signed bundles: refusal, profiles, JUnit, the signed predicate, summaries."""
 
+import base64
 import hashlib
 import json
 import xml.etree.ElementTree as ET
@@ -8,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 
 from harness.cli import main
-from harness.judge.acceptance.predicate import PREDICATE_TYPE, verify_envelope
+from harness.judge.acceptance.predicate import PREDICATE_TYPE, VERDICT_NAME, verify_envelope
 from harness.judge.acceptance.profile import example
 from harness.schemas import violations
 from harness.signing import dsse
@@ -36,14 +37,14 @@ def test_recorded_h200_is_accepted_with_gaps_exit_0(env, capsys):
     assert accept(env) == 0
     out = capsys.readouterr().out
     # measured nowhere in this 1-GPU bundle, and the stress and transfer criteria: it predates both steps
-    assert "WARNED" in out and "8 passed, 0 failed, 17 not measured" in out
+    assert "PASS: " in out and "8 passed, 0 warned, 0 failed, 0 incomplete (required, not measured), 17 skipped" in out
     assert "PASS bandwidth_plateau: 4254 GB/s" in out
 
 
 def test_json_output_lists_every_criterion(env, capsys):
     assert accept(env, "--json") == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["result"] == "WARNED" and result["failed"] == []
+    assert result["result"] == "pass" and result["failed"] == [] and "allreduce_busbw" in result["skipped"]
     assert result["bundle"]["sha256"] == hashlib.sha256(env["h200"].read_bytes()).hexdigest()
     assert {c["name"] for c in result["criteria"]} >= {"sku_matches_profile", "allreduce_busbw", "gemm_bf16"}
 
@@ -111,7 +112,8 @@ def test_junit_xml_parses_and_its_counts_match(env, capsys):
     assert [c.get("name") for c in cases] == [c["name"] for c in result["criteria"]]
     assert int(suite.get("tests")) == len(cases) == len(result["criteria"])
     assert int(suite.get("failures")) == len(result["failed"]) == sum(c.find("failure") is not None for c in cases)
-    assert int(suite.get("skipped")) == len(result["not_measured"]) == sum(c.find("skipped") is not None for c in cases)
+    assert int(suite.get("skipped")) == len(result["skipped"]) == sum(c.find("skipped") is not None for c in cases)
+    assert int(suite.get("errors")) == len(result["incomplete"]) == sum(c.find("error") is not None for c in cases)
 
 
 def test_junit_failures_carry_the_reason(env, capsys):
@@ -132,14 +134,17 @@ def test_the_signed_predicate_verifies_with_the_key_and_names_the_bundle(env, ca
     assert stmt["predicateType"] == PREDICATE_TYPE
     assert stmt["subject"] == [{"name": "h200.tar.gz", "digest": {"sha256": digest}}]
     predicate = stmt["predicate"]
-    assert predicate["result"] == "WARNED" and predicate["failedTests"] == []
-    assert "bandwidth_plateau" in predicate["passedTests"] and "allreduce_busbw" in predicate["warnedTests"]
+    assert predicate["result"] == "PASSED" and predicate["failedTests"] == [] == predicate["warnedTests"]
+    assert "bandwidth_plateau" in predicate["passedTests"] and "allreduce_busbw" not in predicate["passedTests"]
+    (verdict,) = [d for d in predicate["configuration"] if d["name"] == VERDICT_NAME]
+    judged = json.loads(base64.b64decode(verdict["content"]))
+    assert judged["verdict"] == "pass" == verdict["annotations"]["verdict"] and judged["criteria"]["allreduce_busbw"] == "skip"
     assert predicate["configuration"][0]["name"] == f"acceptance-profile/{SXM}.json"
     with pytest.raises(dsse.EnvelopeError):
         verify_envelope(data, load_public(env["public"]))  # not the acceptor's key
     capsys.readouterr()
     assert main(["verify-acceptance", str(attestation), str(env["h200"]), "--key", str(env["acceptor_public"])]) == 0
-    assert "result WARNED" in capsys.readouterr().out
+    assert "result PASSED (verdict pass)" in capsys.readouterr().out
     assert main(["verify-acceptance", str(attestation), str(env["tmp"] / "tampered.tar.gz"),
                  "--key", str(env["acceptor_public"])]) == 1
     assert "not this bundle" in capsys.readouterr().err
@@ -160,7 +165,7 @@ def test_summary_pages_say_verdict_values_and_how_to_verify(env, capsys):
            "--summary", str(md), "--html", str(html)]
     assert main(nvl) == 1
     first = md.read_text()
-    assert "**Verdict: REJECTED** (FAILED)" in first
+    assert "**Verdict: REJECTED** (FAIL)" in first
     assert "h200-sxm-141gb is not h200-nvl-141gb" in first  # why, in plain words
     assert "## Not measured, and why" in first and "allreduce_busbw" in first
     assert f"dossier verify {env['h200']} --key {env['public']}" in first
@@ -183,5 +188,5 @@ def test_a_cpu_dossier_of_this_machine_verifies_but_is_not_an_h200(env, capsys):
     assert by_name["sku_matches_profile"]["status"] == "fail"
     assert "no GPU" in by_name["sku_matches_profile"]["why"]
     assert by_name["bandwidth_plateau"]["status"] == "fail"  # host memory is not 85% of an H200's HBM
-    assert by_name["clocks_rise_under_load"]["status"] == "fail"
+    assert by_name["clocks_rise_under_load"]["status"] == "incomplete"  # required, nothing could rise: fails closed
     assert "no GPU" in by_name["clocks_rise_under_load"]["why"]

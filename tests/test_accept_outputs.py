@@ -40,7 +40,7 @@ def test_every_file_written_is_announced(env, capsys):
     assert "JUnit XML" in wrote[1] and "attestation" in wrote[0] and "Markdown" in wrote[2] and "HTML" in wrote[3]
 
 
-@pytest.mark.parametrize("sku", [SXM, NVL])  # SXM: passes and not-measured; NVL: failures too
+@pytest.mark.parametrize("sku", [SXM, NVL])  # SXM: passes and skips; NVL: failures and incompletes too
 def test_junit_validates_against_junit_10_xsd(env, sku, capsys):
     junit = env["tmp"] / f"{sku}.xml"
     accept(env, sku, "--junit", str(junit))
@@ -76,9 +76,12 @@ def test_junit_keeps_what_consumers_read(env, capsys):
         if criterion["status"] == "fail":
             failure = case.find("failure")
             assert failure.get("message") == criterion["why"] and "threshold: " in failure.text
-        elif criterion["status"] == "not-measured":
+        elif criterion["status"] == "incomplete":
+            assert case.find("error").get("message") == criterion["why"] and case.find("error").get("type") == "incomplete"
+        elif criterion["status"] == "skip":
             assert case.find("skipped").get("message") == criterion["why"]
-    assert int(suite.get("skipped")) == len(result["not_measured"]) and suite.get("failures") == str(len(result["failed"]))
+    assert int(suite.get("skipped")) == len(result["skipped"]) and suite.get("failures") == str(len(result["failed"]))
+    assert suite.get("errors") == str(len(result["incomplete"]))
 
 
 GARBAGE_KEYS = [  # (file content, the phrase of our one line)

@@ -6,13 +6,15 @@ document through the probe's own code, so the document stays what a probe would 
 
 import pytest
 
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from tests.accept_support import (by_args, h200_bandwidth, h200_documents, h200_health, h200_raw, h200x2_allreduce,
-                                  recorded_cpu, view_of)
+from tests.accept_support import (apply_file, by_args, h200_bandwidth, h200_documents, h200_health, h200_raw,
+                                  h200x2_allreduce, recorded_cpu, resolve, view_of)
 from tests.h200_capture import SM
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 SXM = "h200-sxm-141gb"
 REQUIRED = {"sku_matches_profile", "bandwidth_plateau", "repeat_spread", "ecc_uncorrectable_zero", "row_remaps_clean",
@@ -20,7 +22,7 @@ REQUIRED = {"sku_matches_profile", "bandwidth_plateau", "repeat_spread", "ecc_un
 
 
 def judged(documents, profile=None):
-    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM))}
+    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile or resolve(SXM), CRITERIA)}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +49,7 @@ def test_recorded_figures_are_the_baseline_ones(recorded):
 
 def test_what_this_bundle_lacks_is_not_measured_with_why(recorded):
     for name in ("gemm_bf16", "gemm_fp16", "gemm_fp8", "gemm_tf32", "gemm_fp32", "allreduce_busbw"):
-        assert recorded[name].status == Verdict.NOT_MEASURED and not recorded[name].required
+        assert recorded[name].status == Verdict.SKIP and not recorded[name].required
         assert "not run" in recorded[name].why
     assert "gemm_fp64" not in recorded  # a share but no known-good and not measured: no row
 
@@ -120,12 +122,12 @@ def test_a_process_the_harness_did_not_start_fails_and_is_named():
     assert "pid 417" in result.measured.text
 
 
-def test_required_criteria_without_their_step_fail_saying_not_measured():
+def test_required_criteria_without_their_step_are_incomplete_saying_not_measured():
     documents = h200_documents()
     del documents["health-load"]
     results = judged(documents)
     for name in ("pcie_link_at_max_under_load", "clocks_rise_under_load", "no_unexpected_process"):
-        assert results[name].status == Verdict.FAIL and "not measured, and the profile requires it" in results[name].why
+        assert results[name].status == Verdict.INCOMPLETE and "not measured, and the profile requires it" in results[name].why
     assert results["ecc_uncorrectable_zero"].status == Verdict.PASS  # the idle reading still counts
 
 
@@ -144,7 +146,7 @@ def test_gemm_of_the_real_h200_roofline_against_a_known_good_figure(known_good, 
     assert row.status == status
     assert row.measured.value == pytest.approx(798.70, abs=0.01) and "down-prefill-2048" in row.measured.text
     assert row.threshold.value == pytest.approx(0.85 * (known_good or 765.1))
-    assert results["gemm_fp16"].status == Verdict.NOT_MEASURED and "measured bf16 only" in results["gemm_fp16"].why
+    assert results["gemm_fp16"].status == Verdict.SKIP and "measured bf16 only" in results["gemm_fp16"].why
 
 
 def with_allreduce_reference(share=0.8, busbw=400.0, world=2):
@@ -165,9 +167,9 @@ def test_allreduce_busbw_of_two_real_h200s(known_good, status):
 def test_one_gpu_allreduce_is_not_measured_with_the_recorded_limitation():
     documents = {**h200_documents(), "allreduce": h200_raw("allreduce")}  # the one-GPU H200's own document
     result = judged(documents, with_allreduce_reference(world=1))["allreduce_busbw"]
-    assert result.status == Verdict.NOT_MEASURED and "all-reduce needs at least 2" in result.why
+    assert result.status == Verdict.SKIP and "all-reduce needs at least 2" in result.why
     gloo = judged({**h200_documents(), "allreduce": recorded_cpu("allreduce-cpu-gloo.json")})["allreduce_busbw"]
-    assert gloo.status == Verdict.NOT_MEASURED and "gloo" in gloo.why
+    assert gloo.status == Verdict.SKIP and "gloo" in gloo.why
 
 
 def cpu_profile(**thresholds):
@@ -189,4 +191,4 @@ def test_gemm_from_a_real_roofline_run_through_the_real_analysis(share, status):
 def test_a_real_gloo_allreduce_is_not_the_gpu_interconnect():
     documents = {**h200_documents(), "allreduce": recorded_cpu("allreduce-cpu-gloo.json")}
     result = judged(documents, with_allreduce_reference(world=2))["allreduce_busbw"]
-    assert result.status == Verdict.NOT_MEASURED and "gloo" in result.why and "P2P-disabled" in result.why
+    assert result.status == Verdict.SKIP and "gloo" in result.why and "P2P-disabled" in result.why

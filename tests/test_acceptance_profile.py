@@ -6,7 +6,9 @@ import pytest
 
 from harness import catalogue
 from harness.errors import UsageError
-from harness.judge.acceptance.profile import NoProfile, apply_file, example, resolve
+from harness.judge.acceptance.profile import NoProfile, example
+from harness.judge.acceptance.rates import GEMM_KNOWN_GOOD, HBM_KNOWN_GOOD
+from tests.accept_support import apply_file, resolve
 
 SXM = "h200-sxm-141gb"
 
@@ -20,10 +22,10 @@ def test_every_catalogue_sku_has_a_profile_requiring_the_core_criteria():
 
 def test_h200_sxm_profile_carries_the_baseline_known_goods_and_its_host_link():
     profile = resolve(SXM)
-    assert profile.hbm_known_good["copy"].value == 4234 and "h200-baseline.md" in profile.hbm_known_good["copy"].source
-    assert profile.gemm_known_good["bf16"].value == 765.1
+    assert profile.known(HBM_KNOWN_GOOD)["copy"].value == 4234 and "h200-baseline.md" in profile.known(HBM_KNOWN_GOOD)["copy"].source
+    assert profile.known(GEMM_KNOWN_GOOD)["bf16"].value == 765.1
     assert (profile.threshold("pcie_min_generation"), profile.threshold("pcie_min_width")) == (5, 16)
-    assert resolve("h200-nvl-141gb").hbm_known_good == {}  # none recorded for the NVL card: not borrowed
+    assert resolve("h200-nvl-141gb").known(HBM_KNOWN_GOOD) == {}  # none recorded for the NVL card: not borrowed
 
 
 def test_a_file_replaces_only_what_it_names(tmp_path):
@@ -35,7 +37,7 @@ def test_a_file_replaces_only_what_it_names(tmp_path):
     profile = resolve(SXM, path)
     shares = profile.threshold("gemm_min_share")
     assert shares["bf16"] == 0.9 and shares["fp16"] == 0.85  # merged dtype by dtype
-    assert profile.hbm_known_good["triad"].value == 4400 and profile.hbm_known_good["copy"].value == 4234
+    assert profile.known(HBM_KNOWN_GOOD)["triad"].value == 4400 and profile.known(HBM_KNOWN_GOOD)["copy"].value == 4234
     assert profile.required == ("sku_matches_profile",)
     assert profile.sources[0].startswith("catalogue") and "p.json" in profile.sources[1]
 

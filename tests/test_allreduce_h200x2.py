@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import allreduce, health
+from harness.analysis import allreduce
+from harness.analysis.health import figures as health
 from harness.analysis.topology import gpu_pairs, parse_topo_matrix
 from harness.schemas import violations
 from tests.test_analysis_allreduce import independent_alpha_beta

@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from harness.analysis import allreduce as ar
-from harness.analysis import allreduce_evidence as evidence
+from harness.analysis import allreduce as allreduce_analysis
+from harness.analysis.allreduce import figures as ar
+from harness.analysis.allreduce import evidence
 
 ALPHA_S, BETA = 20e-6, 100e9  # 20 us startup, 100 GB/s: knee at 2e6 bytes
 SIZES = [2**k for k in range(3, 31)]  # 8 B .. 1 GiB
@@ -209,12 +210,12 @@ def test_headlines_have_the_keys_the_report_relies_on():
 def test_discrepancies_empty_when_consistent_and_name_a_tampered_figure():
     runs = [stamped(synthetic_run(world=2)), stamped(synthetic_run(world=4))]
     document = document_with(runs, {"written_at": "2026-01-01T00:00:00.000000Z", **ar.ring_prediction([2, 4])})
-    assert ar.discrepancies(document) == []
+    assert allreduce_analysis.discrepancies(document) == []
     tampered = copy.deepcopy(document)
     tampered["runs"][0]["points"][-1]["busbw_gbps"] *= 1.1
     tampered["runs"][1]["fit"]["knee_bytes"] = 1.0
     tampered["prediction"]["written_at"] = "2026-01-01T00:00:02.000000Z"  # after the run started
-    found = ar.discrepancies(tampered)
+    found = allreduce_analysis.discrepancies(tampered)
     assert any("1073741824 B busbw_gbps" in line for line in found)
     assert any("fit knee_bytes" in line for line in found)
     assert any("not before the first run" in line for line in found)

@@ -4,7 +4,8 @@ import copy
 
 import pytest
 
-from harness.analysis import bandwidth as bw
+from harness.analysis import bandwidth as bandwidth_analysis
+from harness.analysis.bandwidth import figures as bw
 from tests.bandwidth_fixtures import cpu_sweep, h200_copy_sweep
 
 H200_L2_BYTES = 60 * 2**20  # torch.cuda.get_device_properties(0).L2_cache_size on the lent H200
@@ -85,7 +86,7 @@ def test_cpu_sweep_recorded_here_has_a_plateau_beyond_the_last_level_cache():
     assert all(p["marks"] == ["cache_resident"] for p in small)
     assert heads["repeat_verdict"] == "pass" and len(heads["repeat_medians_gbps"]) == 3
     assert heads["sku_id"] is None and heads["known_good_ratio"] is None
-    assert bw.discrepancies(document) == []
+    assert bandwidth_analysis.discrepancies(document) == []
 
 
 def test_discrepancies_catch_a_stated_figure_that_the_raw_times_do_not_support():
@@ -93,7 +94,7 @@ def test_discrepancies_catch_a_stated_figure_that_the_raw_times_do_not_support()
     document["plateau"]["gbps"] *= 1.2
     document["sweep"][-1]["median_gbps"] = 99.0
     document["repeats"]["verdict"] = "fail"
-    found = bw.discrepancies(document)
+    found = bandwidth_analysis.discrepancies(document)
     assert any(line.startswith("plateau.gbps") for line in found)
     assert any("1024 MiB" in line for line in found)
     assert any(line.startswith("repeats.verdict") for line in found)

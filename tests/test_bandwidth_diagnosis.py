@@ -2,7 +2,7 @@
 
 import argparse
 
-from harness.analysis import bandwidth as bw
+from harness.analysis.bandwidth import figures as bw
 from harness.probes import bandwidth as probe
 from tests.bandwidth_fixtures import sample_from_nvml_fields, sample_from_smi_q
 

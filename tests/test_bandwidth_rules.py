@@ -4,15 +4,17 @@ one-sided. Inputs at and around each boundary; both users give the same answer a
 
 import pytest
 
-from harness.analysis import bandwidth as bw
+from harness import registry
+from harness.analysis.bandwidth import figures as bw
 from harness.analysis.verdict import Verdict
 from harness.judge import lab
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
 from harness.judge.facts import BundleFacts
-from tests.accept_support import h200_bandwidth, h200_documents, view_of
+from tests.accept_support import apply_file, h200_bandwidth, h200_documents, resolve, view_of
 from tests.test_report_criteria import bandwidth as bandwidth_figures
 from tests.test_report_criteria import judge_lab, view
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 
 @pytest.mark.parametrize("spread, agree", [(0.0, True), (0.0499, True), (0.05, False), (0.06, False)])
@@ -37,7 +39,7 @@ def test_the_acceptance_floor_is_one_sided():
 
 
 def _accept(documents):
-    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), resolve("h200-sxm-141gb"))}
+    return {r.name: r for r in evaluate(BundleFacts(view_of(documents)), resolve("h200-sxm-141gb"), CRITERIA)}
 
 
 def test_a_card_20_percent_faster_fails_the_lab_but_passes_the_buyers_floor():
@@ -57,6 +59,6 @@ def test_a_spread_at_exactly_the_limit_fails_in_both():
     measured = view_of(documents).figures("bandwidth").values["repeat_spread"]
     at_limit = apply_file(resolve("h200-sxm-141gb"), {"sku_id": "h200-sxm-141gb",
                                                       "thresholds": {"repeat_spread_max": measured}}, "test profile")
-    row = {r.name: r for r in evaluate(BundleFacts(view_of(documents)), at_limit)}["repeat_spread"]
+    row = {r.name: r for r in evaluate(BundleFacts(view_of(documents)), at_limit, CRITERIA)}["repeat_spread"]
     assert row.status == Verdict.FAIL and row.measured.value == measured
     assert _accept(documents)["repeat_spread"].status == Verdict.PASS  # the same spread under the catalogue's 5%

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.write import write_atomically
 from harness.cli import main
 from harness.present.folding import LINE_LIMIT
@@ -61,7 +61,7 @@ def test_report_has_every_criterion_with_a_status(dossier):
     flat = " ".join(report.split())  # long lines are wrapped: compare the words
     for criterion in lab_criteria():
         title = " ".join(criterion.title.split())
-        assert any(f"**{status}**: {title}" in flat for status in ("pass", "fail", "not-measured")), title
+        assert any(f"**{status}**: {title}" in flat for status in ("pass", "warn", "fail", "incomplete", "skip")), title
     assert "## How to reproduce" in report and "dossier run --runner " in report
 
 
@@ -82,14 +82,14 @@ def test_report_command_re_renders_the_stored_report(dossier, capsys):
 
 def test_cli_run_writes_a_verifiable_bundle_and_prints_its_path(dossier, tmp_path, capsys):
     skip = [arg for step in step_ids() for arg in ("--skip", step)]
-    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--key", str(dossier["key"].path),
+    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--signing-key", str(dossier["key"].path),
                  *skip]) == 0
     printed = capsys.readouterr().out.strip()
     assert printed == str(tmp_path / "cli.tar.gz")
     assert verify_bundle(tmp_path / "cli.tar.gz", load_public(dossier["public"])).ok
     commands = json.loads(read_all(tmp_path / "cli.tar.gz")["commands.json"])
     assert {s["why"] for s in commands["steps"]} == {f"skipped with --skip {s}" for s in step_ids()}
-    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--key", str(dossier["key"].path),
+    assert main(["run", "--output-dir", str(tmp_path), "--name", "cli", "--signing-key", str(dossier["key"].path),
                  *skip]) == 2  # never overwrites
 
 

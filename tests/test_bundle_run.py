@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.run import orchestrate as dossier
 from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
 from harness.runners.local import LocalRunner
@@ -147,7 +147,7 @@ def test_ctrl_c_during_dossier_run_prints_no_traceback_from_any_process(tmp_path
     out, pidfile = tmp_path / "out", tmp_path / "probe.pid"
     env = dict(os.environ, DOSSIER_TEST_PIDFILE=str(pidfile), PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-c", CLI_RUN_OF_THE_TEST_PLAN, "run", "--output-dir", str(out),
-                             "--name", "interrupted", "--key", str(key.path)],
+                             "--name", "interrupted", "--signing-key", str(key.path)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True, preexec_fn=sigint_as_at_a_terminal)
     deadline = time.monotonic() + 120

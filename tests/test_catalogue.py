@@ -73,7 +73,23 @@ def test_h200_known_goods_come_from_the_baseline():
     assert catalogue.primary_known_good(sku, "hbm_bandwidth", kernel="triad")["value"] == 4379
     gemm = {d: catalogue.primary_known_good(sku, "gemm", dtype=d)["value"] for d in ("bf16", "fp16", "fp8", "fp32", "tf32")}
     assert gemm == {"bf16": 765.1, "fp16": 720.0, "fp8": 1480.6, "fp32": 51.0, "tf32": 394.9}
-    assert sku["acceptance"]["repeat_spread_max"] == 0.05
+    assert "repeat_spread_max" not in sku["acceptance"]  # the catalogue's rule, written once (below)
+
+
+def test_rules_are_written_once_with_their_source_and_default_the_profiles():
+    """The lab's repeat spread and known-good tolerance, and the stress power target, are the
+    catalogue's rules: the analysis applies them and every SKU's profile takes them as thresholds."""
+    from harness.analysis.bandwidth import figures as bandwidth
+    from harness.analysis.stress import telemetry
+    from tests.accept_support import resolve
+
+    assert catalogue.rule("repeat_spread_max") == bandwidth.REPEAT_SPREAD_MAX == 0.05
+    assert catalogue.rule("known_good_tolerance") == bandwidth.KNOWN_GOOD_TOLERANCE == 0.15
+    assert catalogue.rule("stress_power_target_min_share") == telemetry.POWER_TARGET_RATIO == 0.9
+    assert "lab M1 criterion 2" in catalogue.rule_source("repeat_spread_max")
+    for sku in catalogue.skus():
+        thresholds = resolve(sku["id"]).thresholds
+        assert thresholds["repeat_spread_max"] == 0.05 and thresholds["stress_power_target_min_share"] == 0.9
 
 
 def test_h200_nvl_is_refused_against_the_sxm_known_good():

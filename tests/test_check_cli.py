@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.probes._check_kernel import pci_gpus
+from harness.probes.check.kernel import pci_gpus
 from harness.probes.nvml import NvmlSession
 from harness.schemas import violations
 from tests.cli_support import dossier

@@ -17,7 +17,7 @@ from harness.analysis.verdict import Verdict
 from harness.check import xid
 from harness.check.expectation import Expectation
 from harness.check.judge import judge
-from harness.probes._check_kernel import _kmsg_record, kernel_log, kernel_log_from_dmesg
+from harness.probes.check.kernel import _kmsg_record, kernel_log, kernel_log_from_dmesg
 from tests.check_support import capture, changed, reading
 
 FALLEN_OFF = "NVRM: Xid (PCI:0000:00:06): 79, pid=1234, name=python3, GPU has fallen off the bus."  # constructed

@@ -9,7 +9,7 @@ import pytest
 
 from harness import cli, paths
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.commands import probe as _probe
 from harness.commands import run
 from harness.errors import EnvironmentProblem, UsageError
@@ -71,7 +71,7 @@ def test_a_read_only_folder_is_refused_before_the_work(tmp_path, monkeypatch, ca
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.setattr(LocalRunner, "run", lambda *a, **k: pytest.fail("a probe started"))
     key, _ = make_key(tmp_path / "k")
-    extra = ["--key", str(key.path)] if argv[0] == "run" else []
+    extra = ["--signing-key", str(key.path)] if argv[0] == "run" else []
     try:
         code = cli.main([a.format(ro=read_only, idle=tmp_path / "idle.json") for a in argv] + extra)
     finally:
@@ -91,7 +91,7 @@ def test_plan_run(monkeypatch, tmp_path, tick_modules):  # noqa: F811
     monkeypatch.setattr(_probe, "select_from_args",
                         lambda args: (LocalRunner(package=test_plan.PACKAGE), "tests: the test-only probes"))
     key, public = make_key(tmp_path / "k")
-    return ["run", "--output-dir", str(tmp_path / "out"), "--name", "lost", "--key", str(key.path)], public
+    return ["run", "--output-dir", str(tmp_path / "out"), "--name", "lost", "--signing-key", str(key.path)], public
 
 
 def recovered(tmp_path) -> Path:

@@ -1,4 +1,4 @@
-"""The CUDA driver API device view (harness.probes._cuda_driver).
+"""The CUDA driver API device view (harness.probes.cuda_driver).
 
 This CPU machine has no libcuda.so.1 (tests/test_health_software.py checks the real dlopen
 failure the probe records). The call sequence, error words and record spelling are tested here
@@ -10,7 +10,7 @@ The real library is exercised on the H200 (see docs/health.md).
 
 import json
 
-from harness.probes._cuda_driver import Driver, driver_view
+from harness.probes.cuda_driver import Driver, driver_view
 from tests.h200_capture import FIXTURES
 
 # cuda.h CUresult values with the driver's cuGetErrorName / cuGetErrorString words.

@@ -6,7 +6,8 @@ import io
 import json
 from pathlib import Path
 
-from harness.bundle.diff import compare
+from harness import registry
+from harness.present.diff import compare
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
 from harness.cli import main
@@ -19,7 +20,7 @@ GOLDEN = FIXTURES / "diff" / "h200-vs-h200x2.txt"  # made by comparison_text of 
 
 
 def comparison():
-    return compare(BundleView.from_files(read_all(H200)), BundleView.from_files(read_all(H200X2)))
+    return compare(*(BundleView.from_files(read_all(path), registry.analysis_module) for path in (H200, H200X2)))
 
 
 def test_the_text_of_the_two_h200_bundles_is_the_golden_file():

@@ -5,8 +5,9 @@ import statistics
 
 import pytest
 
+from harness import registry
 from harness.analysis import fleet
-from harness.analysis.health_fleet import ecc_state
+from harness.analysis.health.fleet import ecc_state
 from harness.bundle.view import BundleView
 from harness.fleet.metrics import metric_kinds, node_metrics
 
@@ -130,7 +131,7 @@ def test_headlines_recompute_the_table_and_discrepancies_catch_an_edit():
     assert any("bandwidth_sustained_gbps" in line for line in fleet.discrepancies(document))
 
 
-# One device as the health probe writes it (harness/probes/_health_devices.py ecc_facts), with the
+# One device as the health probe writes it (harness/probes/devices.py ecc_facts), with the
 # values read on the lent H200 (../shared/reference/h200-captures/nvml-fields.idle.json:
 # ecc_mode enabled, ecc_vol_uncorr 0, ecc_agg_uncorr 0, remapped_rows (0, 0, 0, 0)).
 H200_DEVICE = {
@@ -163,7 +164,7 @@ def test_ecc_state_is_unavailable_with_the_cause():
 
 
 def test_node_metrics_say_why_a_probe_is_missing():
-    view = BundleView(files={}, commands={"steps": []}, environment={}, documents={})
+    view = BundleView(files={}, commands={"steps": []}, environment={}, documents={}, analyses=registry.analysis_module)
     metrics = node_metrics(view)
     assert set(metrics) == set(metric_kinds())
     assert "did not run" in metrics["bandwidth_sustained_gbps"]["unavailable"]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 
+from harness import registry
 from harness.analysis import fleet
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
@@ -63,7 +64,7 @@ def test_the_fleet_document_recomputes_digest_flags_from_each_nodes_stack():
 
 
 def test_the_stress_document_s_digest_as_the_fleet_reads_it():
-    view = BundleView.from_files(read_all(FULL))
+    view = BundleView.from_files(read_all(FULL), registry.analysis_module)
     document = view.documents["stress"]
     assert "issue 24" in _result_digest(document)["unavailable"]  # recorded before the probe kept one
     recorded = copy.deepcopy(document)

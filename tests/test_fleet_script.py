@@ -36,7 +36,7 @@ def test_cpu_fleet_script_runs_one_dossier_per_node_then_a_gloo_allreduce(tmp_pa
     assert "--nodes=3 --ntasks=3 --ntasks-per-node=1" in allreduce
     assert "NodeAddr" in text and "MASTER_PORT" in text
     node = render_node_script(s)
-    assert f"--output-dir {s.run_dir}/nodes/\"$NODE\" --name \"$NODE\" --key {s.key}" in node
+    assert f"--output-dir {s.run_dir}/nodes/\"$NODE\" --name \"$NODE\" --signing-key {s.key}" in node
     assert "--runner local --skip roofline --skip precision" in node
     assert "export PYTHONPATH=/src/rig-dossier" in node
     assert bash_syntax_ok(text, tmp_path) and bash_syntax_ok(node, tmp_path)

@@ -77,7 +77,7 @@ def test_a_shard_of_another_run_is_refused(clean, tmp_path):
     shutil.copy(other / "keys" / "dossier.key", tmp_path / "key")
     shards(clean, 2)
     code, _, _ = dossier("fleet", "collect", JOB, "--output-dir", str(other), "--key", key(other), "--shard", "1/2",
-                         "--sign-key", str(clean / "keys" / "dossier.key"))  # signed with the right key, even
+                         "--signing-key", str(clean / "keys" / "dossier.key"))  # signed with the right key, even
     assert code == 0
     shutil.copy(other / f"fleet-{JOB}.shards" / "shard-1-of-2.intoto.json",
                 clean / f"fleet-{JOB}.shards" / "shard-1-of-2.intoto.json")

@@ -8,7 +8,6 @@ dossier is reduced to health and bandwidth (`--skip` the rest): the group takes 
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -139,8 +138,6 @@ def test_a_node_made_slow_for_real_is_flagged_as_the_outlier(slow_fleet):
     assert "throttle.py --share 0.15" in node_script and '"OMP_NUM_THREADS": "1"' in environment
 
 
-@pytest.mark.skipif(importlib.util.find_spec("harness.probes.allreduce") is None,
-                    reason="harness.probes.allreduce (issue 6) is not in this build yet")
 def test_the_allreduce_runs_across_the_allocation(slow_fleet):
     out, code, job_id, document, bundle = slow_fleet
     allreduce = document["allreduce"]

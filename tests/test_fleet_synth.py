@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from bench import fleet_synth, fleet_vary
-from harness.analysis import bandwidth, stress, transfer
+from harness.analysis.bandwidth import figures as bandwidth
+from harness.analysis.stress import figures as stress
+from harness.analysis.transfer import figures as transfer
 from harness.schemas import violations
 from tests.transfer_fixtures import h200_document
 

@@ -42,7 +42,8 @@ def test_one_flipped_byte_fails_verify_and_names_the_member(tmp_path, capsys):
 def test_the_h200_is_identified_as_h200_sxm_and_meets_the_lab_criteria():
     health = raw("health")
     assert [d["sku"]["id"] for d in health["devices"]] == ["h200-sxm-141gb"]
-    from harness.analysis import bandwidth, roofline
+    from harness.analysis.bandwidth import figures as bandwidth
+    from harness.analysis import roofline
     bw = bandwidth.headlines(raw("bandwidth"))
     assert bw["repeat_verdict"] == "pass" and bw["repeat_spread"] < 0.05
     assert 0.85 <= bw["known_good_ratio"] <= 1.15  # within 15% of the known-good for this SKU

@@ -8,7 +8,7 @@ import copy
 
 import pytest
 
-from harness.analysis import health_contracts as hc
+from harness.analysis.health import contracts as hc
 from tests.h200_capture import document, nvidia_smi_xml, nvml_fields, recorded_pair
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from harness.analysis.health_diff import diff
+from harness.analysis.health.diff import diff
 from harness.cli import main
 from harness.schemas import violations
 from tests.h200_capture import real_health_fixtures, recorded_pair
@@ -117,10 +117,9 @@ def test_cli_refuses_swapped_or_invalid_documents(tmp_path, capsys):
     assert "not a valid health.json" in capsys.readouterr().err
 
 
-def test_real_health_pair_from_the_gpu_machine_when_committed():
+def test_real_health_pair_from_the_gpu_machine():
     found = dict(real_health_fixtures())
-    if set(found) != {"health.idle.json", "health.load.json"}:
-        pytest.skip("tests/fixtures/h200/health.{idle,load}.json not captured yet")
+    assert set(found) == {"health.idle.json", "health.load.json"}, "tests/fixtures/h200/ holds both captures"
     for document in found.values():
         assert violations("health", document) == []
     result = diff(found["health.idle.json"], found["health.load.json"])

@@ -9,8 +9,8 @@ import contextlib
 import os
 import time
 
-from harness.analysis.health_diff import load_window_samples
-from harness.probes._health_load import plan, run_load
+from harness.analysis.health.diff import load_window_samples
+from harness.probes.health.load import plan, run_load
 from tests.h200_capture import nvidia_smi_xml
 
 
@@ -136,8 +136,10 @@ class CapturedSession:
 
 def test_probe_gpu_path_end_to_end_on_recorded_answers(monkeypatch):
     """measure() with NVML, torch and nvidia-smi answering as the H200 did (load capture)."""
-    from harness.probes import _health_load, _health_torch, health
-    from harness.probes._health_topology import topology_from_output
+    from harness.probes import health
+    from harness.probes.health import load as _health_load
+    from harness.probes.health import torch_view as _health_torch
+    from harness.probes.topology import topology_from_output
     from harness.schemas import violations
     from tests.h200_capture import BASELINE_SOFTWARE, topo_text
 

@@ -3,7 +3,7 @@
 import copy
 
 from harness.analysis.device_mapping import map_torch_to_nvml, normalise_uuid
-from harness.probes._health_devices import cpulist, identify
+from harness.probes.devices import cpulist, identify
 from tests.h200_capture import document, nvidia_smi_xml, nvml_fields
 
 

@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from harness.analysis.health_contracts import evaluate
-from harness.probes._health_software import (nccl, nccl_version_text, software_facts, torch_build,
-                                             torch_directory, version_file_facts)
-from harness.probes._loaded_libraries import mapped_file, open_library
+from harness.analysis.health.contracts import evaluate
+from harness.probes.health.torch_files import (nccl, nccl_version_text, software_facts, torch_build, torch_directory,
+                                               version_file_facts)
+from harness.probes.loaded_libraries import mapped_file, open_library
 from tests.h200_capture import FIXTURES
 
 

@@ -1,8 +1,8 @@
-"""harness/analysis/nccl_log.py on real NCCL INFO lines (tests/fixtures/allreduce/nccl-debug.real-lines.log)."""
+"""harness/analysis/allreduce/nccl_log.py on real NCCL INFO lines (tests/fixtures/allreduce/nccl-debug.real-lines.log)."""
 
 from pathlib import Path
 
-from harness.analysis import nccl_log
+from harness.analysis.allreduce import nccl_log
 
 FIXTURE = Path(__file__).parent / "fixtures" / "allreduce" / "nccl-debug.real-lines.log"
 

@@ -1,12 +1,12 @@
-"""Quantizers and metrics against small hand-computed tensors (harness/probes/_quantize.py)."""
+"""Quantizers and metrics against small hand-computed tensors (harness/probes/precision/quantize.py)."""
 
 import math
 
 import pytest
 import torch
 
-from harness.probes import _quantize as q
-from harness.probes._quantize import FORMATS_BY_NAME as F
+from harness.probes.precision import quantize as q
+from harness.probes.precision.quantize import FORMATS_BY_NAME as F
 
 
 def values(x, name):

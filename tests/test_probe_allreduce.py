@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import allreduce as ar
-from harness.analysis import allreduce_evidence as evidence
+from harness.analysis import allreduce as allreduce_analysis
+from harness.analysis.allreduce import figures as ar
+from harness.analysis.allreduce import evidence
 from harness.cli import main
-from harness.probes import _allreduce_campaign as campaign
-from harness.probes import _allreduce_setup as setup
+from harness.probes.allreduce import campaign
+from harness.probes.allreduce import setup
 from harness.probes import allreduce as probe
 from harness.probes.contract import ProbeUsageError, probe_main
 from harness.run.outcome import Completed, judge
@@ -65,7 +66,7 @@ def test_gloo_run_gives_real_verified_curves_with_knees(gloo_run):
             assert run["fit"]["knee_bytes"] == pytest.approx(alpha * beta, rel=1e-6)
         assert run["half_plateau"]["half_plateau_bytes"] in ar.sweep_sizes(8, 2**20)
         assert run["points"][0]["nccl_algorithm"] == {"unavailable": "backend gloo: NCCL's algorithm choice does not apply"}
-    assert ar.discrepancies(document) == []
+    assert allreduce_analysis.discrepancies(document) == []
 
 
 def test_gloo_run_records_prediction_before_measuring_and_compares(gloo_run):
@@ -140,7 +141,7 @@ def test_a_hung_rank_times_out_without_hanging(tmp_path, monkeypatch):
 
 def _workers_left(mark):
     """Live worker processes of the run carrying MARK in their environment."""
-    found = subprocess.run(["pgrep", "-f", "harness.probes._collective_worker"], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-f", "harness.probes.collective.worker"], capture_output=True, text=True)
     left = []
     for pid in found.stdout.split():
         try:
@@ -291,7 +292,7 @@ def test_nccl_document_pieces_from_a_real_format_log():
 def test_verify_recomputes_the_medians_from_the_kept_per_call_times(gloo_run, tmp_path):
     """Item 15: a real gloo document in a signed bundle; every per-call time multiplied by 3 and the
     bundle re-signed with the right key must fail, naming the medians the times no longer give."""
-    from harness.bundle.verify import verify_bundle
+    from harness.verify import verify_bundle
     from harness.signing.keys import load_public
     from tests.accept_support import write_bundle
     from tests.bundle_support import make_key, rewrite
@@ -326,5 +327,5 @@ def test_a_contract_2_point_without_its_per_call_times_breaks_the_schema(gloo_ru
         for point in run["points"]:
             point.pop("rank_times_us", None)
     assert violations("allreduce", stripped) == []
-    assert ar.discrepancies(stripped) == []  # its stated medians are checked as stated
+    assert allreduce_analysis.discrepancies(stripped) == []  # its stated medians are checked as stated
     assert "not recomputable from per-call times" in ar.headlines(stripped)["medians_from"]

@@ -34,8 +34,9 @@ def imported_names(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, alias.name) for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.append((node.lineno, node.module))
+            package = ROOT / node.module.replace(".", "/")
             found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names
-                      if (ROOT / (node.module.replace(".", "/") + f"/{a.name}.py")).exists()]
+                      if (package / f"{a.name}.py").exists() or (package / a.name / "__init__.py").exists()]
     return found
 
 
@@ -87,7 +88,7 @@ print(json.dumps({"refused": refused, "failed": failed, "loaded": sorted(m for m
 
 
 def test_every_probe_side_module_imports_in_a_process_that_refuses_the_rest():
-    modules = sorted(module_name(path) for path in probe_side_files())
+    modules = sorted(module_name(path) for path in probe_side_files() if path.name != "__main__.py")  # __main__ runs the probe
     code = HOOK.replace("ROOT", repr(str(ROOT))).replace("MODULES", repr(modules))
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240, check=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
@@ -108,9 +109,20 @@ def test_the_probe_image_holds_exactly_the_probe_side(tmp_path):
     assert staged == expected
 
 
+PUBLIC_PROBE_MODULES = ("harness.probes", "harness.probes.contract", "harness.probes.nvml", "harness.probes.tensor_file")
+
+
+def public_probe_modules() -> set[str]:
+    """contract, nvml, tensor_file, and each probe's package (harness/probes/NAME/: its OPTIONS)."""
+    probes = ROOT / "harness" / "probes"
+    return {*PUBLIC_PROBE_MODULES, *(f"harness.probes.{main.parent.name}" for main in probes.glob("*/__main__.py"))}
+
+
 def test_the_host_imports_no_private_probe_module():
-    """The host uses the probes' public modules only (contract, nvml, tensor_file, the probes' OPTIONS)."""
+    """The host uses the probes' public modules only (contract, nvml, tensor_file, each probe's package
+    for its OPTIONS), never a probe's helpers (harness/probes/NAME/*.py) or the probes' shared ones."""
     host = [p for p in (ROOT / "harness").rglob("*.py") if ROOT / "harness" / "probes" not in p.parents]
-    users = [str(p.relative_to(ROOT)) for p in host
-             if any(name.startswith("harness.probes._") for _, name in imported_names(p))]
+    public = public_probe_modules()
+    users = [f"{p.relative_to(ROOT)} imports {name}" for p in host for _, name in imported_names(p)
+             if name.startswith("harness.probes.") and name not in public]
     assert not users, users

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from harness import registry
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
 from harness.export import gauges
@@ -37,7 +38,7 @@ def test_a_figure_goes_to_its_base_unit():
 
 
 def test_the_run_export_holds_the_bundles_figures_in_base_units():
-    view = BundleView.from_files(read_all(FULL))
+    view = BundleView.from_files(read_all(FULL), registry.analysis_module)
     found = samples(generate_latest(gauges.run(view).registry).decode())
     node = (("node", "vm"), ("sku", "h200-sxm-141gb"))
     figures = node_metrics(view)
@@ -74,10 +75,11 @@ def test_accept_exports_its_result_and_each_criterion(tmp_path):
                            "--prometheus", str(prom))
     assert code == 0
     found = samples(prom.read_text())
-    result = {dict(k[1])["result"]: v for k, v in found.items() if k[0] == "rig_dossier_accept_result"}
-    assert result == {"passed": 0.0, "warned": 1.0, "failed": 0.0} and "WARNED" in out
+    result = {dict(k[1])["verdict"]: v for k, v in found.items() if k[0] == "rig_dossier_accept_result"}
+    assert result == {"pass": 1.0, "warn": 0.0, "fail": 0.0, "incomplete": 0.0} and out.splitlines()[-1].startswith("PASS")
     reached = {dict(k[1])["criterion"]: dict(k[1])["verdict"] for k, v in found.items()
                if k[0] == "rig_dossier_accept_criterion" and v == 1.0}
     assert reached["stress_power_target_reached"] == "pass" and len(reached) == 25
+    assert list(reached.values()).count("skip") == 1  # the all-reduce: one GPU, not required
     labels = {"criterion": "sku_matches_profile", "node": "vm", "profile": "h200-sxm-141gb", "verdict": "fail"}
     assert found[("rig_dossier_accept_criterion", tuple(sorted(labels.items())))] == 0

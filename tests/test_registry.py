@@ -105,3 +105,11 @@ def test_every_plot_and_table_module_follows_its_contract():
         for name in names:
             render = importlib.import_module(f"{package.__name__}.{name}").render
             assert list(inspect.signature(render).parameters) == parameters, name
+
+
+def test_a_name_an_earlier_build_recorded_resolves_to_the_same_function():
+    """Bundles of formats 1-4 name the health-diff function by its old module (tests/fixtures/h200/)."""
+    assert registry.host_function("harness.analysis.health_diff:diff") is registry.host_function(
+        "harness.analysis.health.diff:diff")
+    with pytest.raises(registry.NotInRegistry):
+        registry.host_function("harness.analysis.health_diff:load_window_samples")

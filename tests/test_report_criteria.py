@@ -6,13 +6,14 @@ them), to reach each pass and fail path; no report is made from them.
 
 import pytest
 
+from harness import registry
 from harness import catalogue
-from harness.bundle.diff import compare
+from harness.present.diff import compare
 from harness.bundle.view import BundleView, Figures
 from harness.judge import lab
 from harness.judge.facts import BundleFacts
 from harness.present.diff_tables import comparison_text
-from harness.present.figures import value_text
+from harness.analysis.units import value_text
 
 
 def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None, documents=None):
@@ -21,7 +22,7 @@ def view(figures: dict, statuses: dict | None = None, inputs: dict | None = None
               "inputs": (inputs or {}).get(s, {}), "plots": [], "image": None, "checkpoint": None}
              for s in set(figures) | set(statuses)]
     v = BundleView(files={}, commands={"steps": steps, "tool": {}, "runner": {}}, environment={"host": {}},
-                   documents=documents or {s: {} for s in figures})
+                   documents=documents or {s: {} for s in figures}, analyses=registry.analysis_module)
     object.__setattr__(v, "figures", lambda step: Figures(figures.get(step), None if step in figures else "absent"))
     return v
 
@@ -51,10 +52,10 @@ def test_bandwidth_criterion(over, status):
 
 
 def test_not_run_and_failed_steps():
-    assert judge_lab(lab.judge_health, view({}, {"health": "not_run"})).status == "not-measured"
+    assert judge_lab(lab.judge_health, view({}, {"health": "not_run"})).status == "incomplete"
     failed = judge_lab(lab.judge_health, view({}, {"health": "failed"}))
     assert failed.status == "fail" and "because" in failed.findings[0]
-    assert judge_lab(lab.judge_precision, view({})).status == "not-measured"  # not in the run at all
+    assert judge_lab(lab.judge_precision, view({})).status == "incomplete"  # not in the run at all
 
 
 @pytest.mark.parametrize("curves, limitations, status", [
@@ -99,7 +100,7 @@ def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
 @pytest.mark.parametrize("checks, verdict, status", [
     ([{"name": "clocks_rose", "status": "pass"}, {"name": "no_unexpected_process", "status": "pass"}], "pass", "pass"),
     ([{"name": "clocks_rose", "status": "fail"}], "fail", "fail"),
-    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "not-measured"),
+    ([{"name": "load_ran", "status": "not-applicable"}], "pass", "skip"),
 ])
 def test_idle_load_criterion(checks, verdict, status):
     v = view({}, {"health-diff": "completed"}, documents={"health-diff": {"checks": checks, "verdict": verdict}})

@@ -15,7 +15,7 @@ import pytest
 from matplotlib.text import Text
 
 from harness.bundle import layout
-from harness.bundle.assemble import unsigned_files
+from harness.run.assemble import unsigned_files
 from harness.bundle.read import read_all
 from harness.cli import main
 from harness.present.folding import LINE_LIMIT, fold, short_command, wrap_markdown

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import registry
 from harness.bundle import layout
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleFormatError, BundleView
@@ -24,7 +25,7 @@ def files():
 def rendered(files, name, value):
     changed = dict(files, **{name: json.dumps(value).encode()})
     try:
-        view = BundleView.from_files(changed)
+        view = BundleView.from_files(changed, registry.analysis_module)
     except BundleFormatError:
         return None  # refused as a whole, with the member named: also not a traceback
     return render_report(view)

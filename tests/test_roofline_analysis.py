@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import gemm_shapes
-from harness.analysis import roofline as rl
+from harness.analysis.roofline import gemm_shapes
+from harness.analysis.roofline import model as rl
 
 H200 = json.loads((Path(__file__).parent / "fixtures" / "roofline" / "h200.json").read_text())
 BF16 = rl.DTYPE_WIDTHS["bf16"]

@@ -6,11 +6,11 @@ import json
 import pytest
 import torch
 
-from harness.analysis import roofline as rl
+from harness.analysis import roofline as roofline_analysis
 from harness.catalogue import by_id
 from harness.cli import main
 from harness.present.plots import roofline as plot
-from harness.probes import _roofline_torch as side
+from harness.probes.roofline import gemms as side
 from harness.probes import roofline as probe
 from harness.probes.contract import ProbeUsageError, options_argv, probe_main
 from harness.run.outcome import Completed, judge
@@ -81,8 +81,8 @@ def test_measured_shapes_are_explained_from_their_numbers(document):
 
 
 def test_the_document_agrees_with_its_recomputation(document):
-    assert rl.discrepancies(document) == []
-    head = rl.headlines(document)
+    assert roofline_analysis.discrepancies(document) == []
+    head = roofline_analysis.headlines(document)
     assert head["device"] == "cpu" and head["dtype"] == "fp32"
     assert head["best_shape"] in {s["label"] for s in document["measurements"]["shapes"]}
     assert set(head["classifications"]) == {p["label"] for p in document["predictions"]["shapes"]}
@@ -95,7 +95,7 @@ def test_tampering_is_caught(document):
     measured = next(s for s in doc["measurements"]["shapes"] if s["status"] == "measured")
     measured["measured_at"] = "2000-01-01T00:00:00.000000Z"
     doc["summary"]["burst_best_tflops"] *= 2
-    found = "\n".join(rl.discrepancies(doc))
+    found = "\n".join(roofline_analysis.discrepancies(doc))
     assert f"prediction {first['label']}: bound" in found
     assert "precedes the prediction" in found
     assert "summary.burst_best_tflops" in found
@@ -108,7 +108,7 @@ def test_the_samples_behind_every_stated_median_are_kept_and_recomputed(document
     assert all(len(t["times_s"]) == 3 for t in trials)
     facts["launch_floor_s"] /= 2
     trials[0]["median_s"] *= 2
-    found = "\n".join(rl.discrepancies(doc))
+    found = "\n".join(roofline_analysis.discrepancies(doc))
     assert "launch_floor_s" in found and "launch_floor_times_s" in found
     assert f"cpu_roofs.gemm_trials[{trials[0]['size']}].median_s" in found
 
@@ -276,7 +276,7 @@ def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
 def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
     import torch
 
-    from harness.probes import _roofline_torch as side
+    from harness.probes.roofline import gemms as side
 
     assert side.jiterator_refusal("cpu") == "a CPU run: jiterator compiles CUDA kernels only"
     monkeypatch.setattr(torch.version, "hip", "6.2", raising=False)
@@ -287,7 +287,7 @@ def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
 
 
 def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
-    from harness.analysis.roofline_figures import burst_windows
+    from harness.analysis.roofline.figures import burst_windows
     from harness.present.tables import roofline as table
 
     text = table.render(document)

@@ -10,16 +10,18 @@ from pathlib import Path
 import pytest
 
 from harness import registry
-from harness.analysis import stress as analysis
+from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import apply_file, resolve
+from harness.judge.acceptance.stress import SUSTAINED_GEMM
 from harness.judge.facts import BundleFacts
 from harness.present.tables import stress as table
 from harness.registry import stress as entry
 from harness.registry.steps import RunState
 from harness.schemas import violations
-from tests.accept_support import h200_raw, view_of
+from tests.accept_support import apply_file, h200_raw, resolve, view_of
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 FIXTURES = Path(__file__).parent / "fixtures" / "h200"
 SXM = "h200-sxm-141gb"
@@ -39,7 +41,7 @@ def tf32():
 
 
 def judged(stress, profile=None):
-    results = evaluate(BundleFacts(view_of({"stress": stress})), profile or resolve(SXM))
+    results = evaluate(BundleFacts(view_of({"stress": stress})), profile or resolve(SXM), CRITERIA)
     return {r.name: r for r in results if r.name.startswith("stress_")}
 
 
@@ -80,7 +82,7 @@ def test_our_tf32_sustained_rate_passes_against_gpu_burns(tf32):
     """The tf32 known-good is the established tool's (gpu-burn -tc, 353.3 TFLOPS): ours, 356.0, passes."""
     result = judged(tf32)["stress_sustained_tf32"]
     assert result.status == Verdict.PASS
-    assert "gpu-burn" in resolve(SXM).sustained_known_good["tf32"].source
+    assert "gpu-burn" in resolve(SXM).known(SUSTAINED_GEMM)["tf32"].source
     assert result.threshold.value == pytest.approx(0.9 * 353.3)
 
 
@@ -153,14 +155,15 @@ def test_power_below_target_fails(bf16):
 
 
 def test_without_a_stress_step_every_criterion_is_not_measured_with_why():
-    results = {r.name: r for r in evaluate(BundleFacts(view_of({})), resolve(SXM)) if r.name.startswith("stress_")}
-    assert results and all(r.status == Verdict.NOT_MEASURED and "stress" in r.why for r in results.values())
+    results = {r.name: r for r in evaluate(BundleFacts(view_of({})), resolve(SXM), CRITERIA)
+               if r.name.startswith("stress_")}
+    assert results and all(r.status == Verdict.SKIP and "stress" in r.why for r in results.values())
 
 
 def test_a_profile_without_a_known_good_sustained_figure_says_so(bf16):
     profile = resolve("h100-sxm5-80gb")
     result = judged(bf16, profile)["stress_sustained_bf16"]
-    assert result.status == Verdict.NOT_MEASURED and "stress_sustained_min_share" in result.why
+    assert result.status == Verdict.SKIP and "stress_sustained_min_share" in result.why
 
 
 def test_the_step_runs_last_with_the_probes_default_or_the_asked_length():
@@ -197,6 +200,7 @@ def test_the_report_section_names_burst_and_sustained_with_clock_and_cap(bf16):
 
 
 def test_dossier_stress_exits_1_naming_each_failed_check(bf16, tmp_path, capsys):
+    from harness.commands.probe import write_plots
     from harness.errors import CheckFailed
 
     def flipped(record):  # EDITED as in the result-mismatch test
@@ -204,6 +208,7 @@ def test_dossier_stress_exits_1_naming_each_failed_check(bf16, tmp_path, capsys)
     args = type("Args", (), {"output": tmp_path / "stress.json"})()
     with pytest.raises(CheckFailed, match=r"1 check\(s\) failed: GPU0 \(NVIDIA H200\): result_check: 1 of 13337"):
         entry.finish(args, edited(bf16, flipped))
-    entry.finish(args, bf16)  # a passing run: no exception, the plot written
+    entry.finish(args, bf16)  # a passing run: no exception
+    write_plots(entry.SPEC, bf16, tmp_path / "stress")  # what `dossier stress` writes beside its JSON
     assert (tmp_path / "stress.png").exists()
     assert "GPU0 (NVIDIA H200): burst 685.8, steady 676.9 TFLOPS" in capsys.readouterr().err

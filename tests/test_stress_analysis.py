@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis import stress as analysis
-from harness.analysis import stress_telemetry as tel
+from harness.analysis.stress import figures as analysis
+from harness.analysis.stress import telemetry as tel
 from harness.present.plots import stress as plot
-from harness.probes import _stress_nvml as nv
+from harness.probes.stress import nvml as nv
 from harness.schemas import violations
 from tests.h200_capture import nvidia_smi_xml
 

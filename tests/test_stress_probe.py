@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from harness.analysis import stress as analysis
+from harness.analysis.stress import figures as analysis
 from harness.probes import stress as probe
-from harness.probes._stress_memory import INJECT_BIT, WORD_BYTES, inject_word
-from harness.probes._stress_worker import TEST_FAULT_ENV
+from harness.probes.stress.memory import INJECT_BIT, WORD_BYTES, inject_word
+from harness.probes.stress.worker import TEST_FAULT_ENV
 from harness.probes.contract import probe_main
 from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
@@ -160,7 +160,7 @@ def test_every_dtype_is_compared_bit_for_bit_and_a_flipped_bit_is_counted(dtype)
     with its own scale): repeated results match the reference, one flipped bit counts one element."""
     import torch
 
-    from harness.probes._stress_gemm import GemmPlan, Operands
+    from harness.probes.stress.gemm import GemmPlan, Operands
     ops = Operands(GemmPlan(m=64, n=64, k=128, dtype=dtype, device="cpu", seed=16, check=True, bucket_s=1.0))
     ops.gemm()
     ops.reference.copy_(ops.out)
@@ -176,7 +176,7 @@ def test_every_dtype_is_compared_bit_for_bit_and_a_flipped_bit_is_counted(dtype)
 @pytest.mark.parametrize("numel", [1, 7, 1023, 1024, 1025, 64 * 64, 3 * 1024 + 5])
 def test_the_mask_counter_counts_exactly_what_a_plain_sum_counts(numel):
     """Byte lanes never carry: every count from none to all of the mask, on odd sizes too."""
-    from harness.probes._stress_count import MaskCounter
+    from harness.probes.stress.count import MaskCounter
     counter = MaskCounter(numel, "cpu")
     slot = torch.zeros((), dtype=torch.int64)
     generator = torch.Generator().manual_seed(numel)

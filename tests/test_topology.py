@@ -11,7 +11,7 @@ import pytest
 
 from harness.analysis.topology import (device_columns, gpu_links, gpu_pairs, link_kind, parse_topo_matrix,
                                        strip_ansi)
-from harness.probes._health_topology import topology_from_output
+from harness.probes.topology import topology_from_output
 from tests.h200_capture import topo_text
 
 ALLREDUCE_FIXTURES = Path(__file__).parent / "fixtures" / "allreduce"

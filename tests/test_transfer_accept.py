@@ -13,18 +13,18 @@ import json
 
 import pytest
 
-from harness.analysis.transfer import headlines
+from harness.analysis.transfer.figures import headlines
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import resolve
 from harness.judge.facts import BundleFacts
 from harness.judge.transfer import judge_transfer
-from harness.probes._transfer_copies import point
-from harness.probes._transfer_document import state_figures
+from harness.probes.transfer.copies import point
+from harness.probes.transfer.document import state_figures
+from harness import registry
 from harness.registry import transfer as entry
 from harness.registry.steps import RunState
-from tests.accept_support import h200_documents, view_of
+from tests.accept_support import h200_documents, resolve, view_of
 from tests.transfer_fixtures import EDITED_X8, FIXTURES, h200_document, two_gpu_document
 
 SXM = "h200-sxm-141gb"
@@ -45,7 +45,7 @@ def three_sizes(document, slower=1.0):
 
 def judged(document, profile=None):
     facts = BundleFacts(view_of({**h200_documents(), "transfer": document}))
-    return {r.name: r for r in evaluate(facts, profile or resolve(SXM))}, judge_transfer(facts)[0]
+    return {r.name: r for r in evaluate(facts, profile or resolve(SXM), registry.acceptance_criteria())}, judge_transfer(facts)[0]
 
 
 def test_a_link_edited_to_x8_fails_the_command_the_report_and_acceptance():
@@ -81,7 +81,7 @@ def test_two_healthy_nvlinked_h200s_pass_and_peer_read_is_held_to_its_known_good
     assert results["transfer_peer_read"].threshold.value == pytest.approx(0.9 * 393.9)
     assert results["transfer_h2d_pinned"].measured.value == pytest.approx(55.26)  # GPU0, the slower of the two
     assert "GPU 0" in results["transfer_h2d_pinned"].measured.text
-    assert results["transfer_bidirectional_pinned"].status == Verdict.NOT_MEASURED  # not in the recorded figures
+    assert results["transfer_bidirectional_pinned"].status == Verdict.SKIP  # not in the recorded figures
     assert report.status == Verdict.PASS
 
 
@@ -108,20 +108,20 @@ def test_a_cpu_run_is_not_measured_and_says_host_memory():
     entry.finish(NO_PLOT, document)  # exit 0: nothing to judge is no failure
     results, report = judged(document)
     for name in ("transfer_links", "transfer_h2d_pinned"):
-        assert results[name].status == Verdict.NOT_MEASURED and "host memory on the CPU" in results[name].why
-    assert report.status == Verdict.NOT_MEASURED
+        assert results[name].status == Verdict.SKIP and "host memory on the CPU" in results[name].why
+    assert report.status == Verdict.INCOMPLETE
 
 
 def test_a_bundle_without_the_step_is_not_measured_with_why():
     facts = BundleFacts(view_of(h200_documents()))
-    results = {r.name: r for r in evaluate(facts, resolve(SXM))}
-    assert results["transfer_links"].status == Verdict.NOT_MEASURED and "not run" in results["transfer_links"].why
+    results = {r.name: r for r in evaluate(facts, resolve(SXM), registry.acceptance_criteria())}
+    assert results["transfer_links"].status == Verdict.SKIP and "not run" in results["transfer_links"].why
     assert not results["transfer_links"].required
-    assert judge_transfer(facts)[0].status == Verdict.NOT_MEASURED
+    assert judge_transfer(facts)[0].status == Verdict.INCOMPLETE
 
 
 def test_the_run_step_is_short_on_gpus_and_its_timeout_grows_with_them():
-    state = RunState()
+    state = RunState(analyses=registry.analysis_module)
     cpu = entry.transfer_arguments(state)
     assert cpu.args == ("--device", "cpu") and cpu.timeout_s == 120
     state.add("health", h200_documents()["health"], "health")

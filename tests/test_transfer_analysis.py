@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from harness.analysis import transfer_links as links
-from harness.analysis.allreduce import PCIE_LANE_GBPS
+from harness.analysis.transfer import links
+from harness.analysis.allreduce.figures import PCIE_LANE_GBPS
 from harness.analysis.transfer import discrepancies, headlines
-from harness.probes._transfer_document import state_figures
+from harness.probes.transfer.document import state_figures
 from harness.schemas import violations
 from tests.transfer_fixtures import EDITED_X8, FIXTURES, h200_document, nvbandwidth_table, two_gpu_document
 

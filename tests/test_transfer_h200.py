@@ -10,17 +10,19 @@ import json
 
 import pytest
 
+from harness import registry
 from harness.analysis.transfer import discrepancies, headlines
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import evaluate
-from harness.judge.acceptance.profile import resolve
 from harness.judge.facts import BundleFacts
 from harness.judge.transfer import judge_transfer
 from harness.present.tables.transfer import render
 from harness.registry import transfer as entry
 from harness.schemas import violations
-from tests.accept_support import h200_documents, view_of
+from tests.accept_support import apply_file, h200_documents, resolve, view_of
 from tests.transfer_fixtures import FIXTURES
+
+CRITERIA = registry.acceptance_criteria()  # as `dossier accept` judges them
 
 FOLDER = FIXTURES / "transfer"
 SXM = "h200-sxm-141gb"
@@ -101,7 +103,7 @@ def test_the_command_exits_0_on_the_healthy_run(document, capsys):
 
 def test_acceptance_passes_the_h200_run_against_the_catalogue(document):
     results = {r.name: r for r in evaluate(BundleFacts(view_of({**h200_documents(), "transfer": document})),
-                                           resolve(SXM))}
+                                           resolve(SXM), CRITERIA)}
     for name in ("transfer_links", "transfer_h2d_pinned", "transfer_d2h_pinned", "transfer_bidirectional_pinned"):
         assert results[name].status == Verdict.PASS, (name, results[name].why)
     assert results["transfer_h2d_pinned"].measured.value == pytest.approx(55.448, abs=0.001)
@@ -113,11 +115,12 @@ def test_acceptance_passes_the_h200_run_against_the_catalogue(document):
 
 
 def test_acceptance_fails_the_h200_run_held_to_a_faster_known_good(document):
-    from harness.judge.acceptance.profile import apply_file
+    from tests.accept_support import apply_file
 
     profile = apply_file(resolve(SXM), {"sku_id": SXM, "known_good": {"transfer_gbps": {"host_to_device": 64.0}}},
                          "test profile")
-    results = {r.name: r for r in evaluate(BundleFacts(view_of({**h200_documents(), "transfer": document})), profile)}
+    documents = {**h200_documents(), "transfer": document}
+    results = {r.name: r for r in evaluate(BundleFacts(view_of(documents)), profile, CRITERIA)}
     assert results["transfer_h2d_pinned"].status == Verdict.FAIL
     assert "below 57.6 GB/s" in results["transfer_h2d_pinned"].why
 
@@ -136,7 +139,7 @@ def test_both_directions_are_judged_summed_at_the_largest_size_without_a_plateau
     heads = headlines(edited)
     assert heads["per_gpu"]["0"]["bidirectional_h2d_pinned_gbps"] is None  # no plateau for that half
     results = {r.name: r for r in evaluate(BundleFacts(view_of({**h200_documents(), "transfer": edited})),
-                                           resolve(SXM))}
+                                           resolve(SXM), CRITERIA)}
     result = results["transfer_bidirectional_pinned"]
     assert result.status == verdict, result.why
     assert result.measured.value == pytest.approx(49.94 / stretch + 51.12, abs=0.05)

@@ -5,7 +5,7 @@ import ctypes
 
 import pytest
 
-from harness.probes import _transfer_host as host
+from harness.probes.transfer import host
 from tests.h200_capture import nvml_fields
 
 

@@ -12,7 +12,7 @@ import pytest
 from harness.analysis.transfer import discrepancies, headlines
 from harness.present.plots.transfer import render
 from harness.probes import transfer as probe
-from harness.probes._transfer_gpu import driver_pull
+from harness.probes.transfer.gpu import driver_pull
 from harness.probes.contract import ProbeUsageError
 from harness.probes.nvml import NvmlSession
 from harness.schemas import violations

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.write import archive_bytes, gzip_bytes
 from harness.cli import main
 from harness.signing.keys import load_public

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.bundle.verify import verify_bundle
+from harness import registry
+from harness.analysis import roofline as roofline_analysis
+from harness.verify import verify_bundle
 from harness.signing.keys import load_public
 from tests.bundle_support import make_key, rewrite
 
@@ -83,7 +85,7 @@ def test_fusion_per_call_times_multiplied_by_three_fail(signer, tmp_path):
 def test_a_stated_median_and_everything_it_feeds_restated_still_fails_on_the_times(signer, tmp_path):
     """The attacker halves one shape's median and restates every figure made from it: the per-call
     times it claims to summarise still give the measured median."""
-    from harness.analysis import roofline as rl
+    from harness.analysis.roofline import model as rl
 
     def faster(document):
         shape = next(s for s in document["measurements"]["shapes"] if s["label"] == "square-8192")
@@ -106,7 +108,7 @@ def test_a_stated_median_and_everything_it_feeds_restated_still_fails_on_the_tim
 def restate(document: dict) -> None:
     """Every figure the probe derives from bytes and times, recomputed from the document's own
     (tampered) bytes_per_iteration, as an attacker covering their tracks would."""
-    from harness.analysis import bandwidth as bw
+    from harness.analysis.bandwidth import figures as bw
     cache, empty = document["cache"]["size_bytes"], document["launch"]["empty_launch_s"]
     for point in document["sweep"] + document["repeats"]["runs"]:
         median_s = point["median_s"]
@@ -213,7 +215,7 @@ def test_each_stated_bandwidth_summary_is_recomputed(path, value, named, signer,
 def on_roof(roof_gbps: float):
     """A roofline document restated on another memory roof: ridge, predictions, rates,
     explanations, fusion comparison and summary all recomputed, as an attacker would."""
-    from harness.analysis import roofline as rl
+    from harness.analysis.roofline import model as rl
 
     def change(document):
         roofs = document["roofs"]
@@ -233,17 +235,17 @@ def on_roof(roof_gbps: float):
         fusion = document["fusion"]
         if "comparison" in fusion:
             fusion["comparison"] = rl.fusion_comparison(fusion, roofs["peak_tflops"], roof_gbps)
-        document["summary"].update({k: v for k, v in rl.headlines(document).items() if k in document["summary"]})
+        document["summary"].update({k: v for k, v in roofline_analysis.headlines(document).items() if k in document["summary"]})
     return change
 
 
 def test_a_roofline_restated_on_another_roof_fails_against_the_bandwidth_step(signer, tmp_path):
-    from harness.analysis import roofline as rl
+    from harness.analysis.roofline import model as rl
     from tests.test_h200_bundle import raw
 
     restated = raw("roofline")
     on_roof(4800.0)(restated)
-    assert rl.discrepancies(restated) == []  # consistent in itself
+    assert roofline_analysis.discrepancies(restated) == []  # consistent in itself
     found = failures(H200, "raw/roofline.json", on_roof(4800.0), signer, tmp_path)
     assert_named(found, "raw/roofline.json", "roofs.bandwidth_gbps 4800 GB/s", "sustained median 4272.85 GB/s",
                  "raw/bandwidth.json")
@@ -318,7 +320,7 @@ def test_the_two_gpu_bundles_medians_are_checked_as_stated_and_the_report_says_w
     from harness.judge import lab
     from harness.judge.facts import BundleFacts
 
-    view = BundleView.from_files(read_all(H200X2))
+    view = BundleView.from_files(read_all(H200X2), registry.analysis_module)
     assert view.documents["allreduce"]["contract_version"] == 1
     [judged] = lab.judge_allreduce(BundleFacts(view))
     assert judged.status == "pass"
@@ -346,7 +348,7 @@ def test_each_stated_allreduce_summary_is_recomputed(path, value, named, signer,
 def test_a_shapes_clock_median_is_recomputed_from_its_kept_samples():
     """Contract 2 keeps each shape's SM clock samples; the H200 dossier (contract 1) stated the one
     sample of square-256 as its median (1980 MHz), so that sample list is what contract 2 keeps."""
-    from harness.analysis import roofline_figures
+    from harness.analysis.roofline import figures as roofline_figures
     from tests.test_h200_bundle import raw
 
     document = raw("roofline")

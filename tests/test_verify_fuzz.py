@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.signing.keys import load_public
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import collect_test_plan, make_key

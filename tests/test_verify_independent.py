@@ -15,9 +15,9 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 
 from harness.bundle import layout
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
 from tests.bundle_support import collect_test_plan, make_key, tick_modules  # noqa: F401

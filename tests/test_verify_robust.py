@@ -7,9 +7,9 @@ import tracemalloc
 import pytest
 
 from harness.bundle import layout
-from harness.bundle.assemble import assemble
+from harness.run.assemble import assemble
 from harness.bundle.read import Limits, read_all
-from harness.bundle.verify import INTERNAL_ERROR, verify_bundle
+from harness.verify import INTERNAL_ERROR, verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
 from tests.bundle_probes import plan as test_plan
@@ -126,8 +126,8 @@ def _host_step(function):
 
 
 @pytest.mark.parametrize("function, why", [
-    ("harness.analysis.health_diff:json", "defines no function 'json'"),
-    ("harness.analysis.health_diff:_private", "is not in harness.analysis"),
+    ("harness.analysis.health.diff:json", "defines no function 'json'"),
+    ("harness.analysis.health.diff:_private", "is not in harness.analysis"),
     ("harness.present.report:render_report", "is not in harness.analysis"),
     ("os:system", "is not in harness.analysis"),
 ])
@@ -149,10 +149,10 @@ def test_an_analysis_that_raises_is_a_named_figures_failure(signed, tmp_path, mo
 
 
 def test_a_check_that_raises_is_reported_as_an_internal_error_never_raised(signed, monkeypatch):
-    import harness.bundle.verify
+    import harness.verify
     def broken(*args):
         raise RuntimeError("boom")
-    monkeypatch.setattr(harness.bundle.verify, "check_content", broken)
+    monkeypatch.setattr(harness.verify, "check_content", broken)
     path, _, public = signed
     result = verified(path, public)
     assert not result.ok and [c.check for c in result.checks] == ["internal"]

@@ -1,6 +1,6 @@
 """Transfer documents built by the probe's own code from real H200 captures (see tests/fixtures/README.md).
 
-- GPU facts: `harness.probes._transfer_links.gpu_facts` reading a recorded NVML capture
+- GPU facts: `harness.probes.transfer.links.gpu_facts` reading a recorded NVML capture
   (`tests/h200_capture.py::nvml_fields`): the idle capture for the idle reading, the capture taken
   during a copy loop for the reading under copy (or its EDITED copy with the link width set to x8).
 - Two GPUs: the real `dossier health` document of the two-H200 machine (tests/fixtures/h200x2/),
@@ -18,11 +18,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.analysis.allreduce import parse_size
-from harness.probes._health_topology import topology_from_output
-from harness.probes._transfer_copies import point
-from harness.probes._transfer_document import COPY_PATHS, assemble, series_record
-from harness.probes._transfer_links import gpu_facts, pair_topology
+from harness.analysis.allreduce.figures import parse_size
+from harness.probes.topology import topology_from_output
+from harness.probes.transfer.copies import point
+from harness.probes.transfer.document import COPY_PATHS, assemble, series_record
+from harness.probes.transfer.links import gpu_facts, pair_topology
 from tests.h200_capture import nvml_fields
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

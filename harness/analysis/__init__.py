@@ -1,6 +1,7 @@
 """Pure, standard-library analysis shared by probes and the verifier.
 
-Each probe NAME that has headline figures provides `harness/analysis/NAME.py` with:
+Each probe NAME that has headline figures has `harness/analysis/NAME/` (one module,
+`harness/analysis/NAME.py`, where it needs no more), whose face gives:
 
     headlines(document) -> dict[str, JSON value]
         The headline figures recomputed from the raw measured data in the document
@@ -9,4 +10,7 @@ Each probe NAME that has headline figures provides `harness/analysis/NAME.py` wi
         One line per figure the document states that differs from the recomputation.
 
 The report renders headlines; `dossier verify` recomputes them and fails on any discrepancy.
+Beside them: `verdict` (the verdict and step-status vocabularies), `units` (a figure with the
+unit its key names), `cross_checks` (figures one step took from another), `fleet` (nodes
+compared), and what several probes' analyses share (`topology`, `device_mapping`, `clock_events`).
 """

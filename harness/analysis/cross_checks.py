@@ -15,7 +15,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from harness.analysis import bandwidth, bandwidth_checks, health
+from harness.analysis.verdict import StepStatus
+from harness.analysis.bandwidth import figures as bandwidth
+from harness.analysis.bandwidth import checks as bandwidth_checks
+from harness.analysis.health import figures as health
 
 # The harness passes the median to the roofline probe as "%.6g" (harness/registry/roofline.py): at most
 # 5e-6 of it apart; twice that is still far below any real difference.
@@ -37,7 +40,7 @@ def roof_is_sustained_median(roof_gbps: Any, median_gbps: float) -> bool:
 
 def _completed(steps: list[dict[str, Any]], documents: Mapping[str, Any], analysis: str) -> list[dict[str, Any]]:
     return [s for s in steps if isinstance(s, dict) and s.get("analysis") == analysis
-            and s.get("status") == "completed" and isinstance(documents.get(s.get("step")), dict)]
+            and s.get("status") == StepStatus.COMPLETED and isinstance(documents.get(s.get("step")), dict)]
 
 
 def roofline_roof_discrepancies(steps: list[dict[str, Any]], documents: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -335,7 +335,7 @@ def compare_measurements(first: dict[str, Any], second: dict[str, Any]) -> list[
     """Where two precision documents' measured numbers differ (exact comparison).
 
     The probe's numbers are meant to be bit-identical across devices (see
-    harness/probes/_quantize.py), so a CUDA run and a CPU run of the same tensors, matched
+    harness/probes/precision/quantize.py), so a CUDA run and a CPU run of the same tensors, matched
     by role and tensor sha256, must agree exactly; every difference is listed.
     """
     out = []

@@ -13,12 +13,14 @@ PLOTS_DIR = "plots/"
 SCHEMAS_DIR = "schemas/"
 TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
-# commands.json format_version: which report rules made report.md. 4: the schemas the documents
+# commands.json format_version: which report rules made report.md. 5: criteria say pass, warn, fail,
+# incomplete or skip (harness.analysis.verdict, issue 26) and name the module paths of the per-probe
+# folders (the health-diff function is harness.analysis.health.diff:diff); 4: the schemas the documents
 # use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
 # 1: rig-dossier 0.1.0. verify re-renders only this build's format; older ones stay signed.
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 
 
 def raw_name(step: str) -> str:

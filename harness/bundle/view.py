@@ -1,7 +1,9 @@
 """A bundle's files seen as data: commands.json, environment.json and each step's document.
 
 Built the same way from freshly assembled files and from a bundle read back, so the report,
-`verify`, `diff` and `report` all see one thing.
+`verify`, `diff` and `report` all see one thing. The view is given the lookup that turns an
+analysis name a bundle records into this build's module (the registry's `analysis_module`): the
+bundle layer stores and reads, and never decides itself which code a recorded name means.
 """
 
 from __future__ import annotations
@@ -9,17 +11,21 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
-from harness import registry
+from harness.analysis.verdict import StepStatus
 from harness.bundle import layout
 
 try:  # the fast parser (a dependency); without it every document takes the standard one (same answers)
     import orjson
 except ImportError:  # pragma: no cover
     orjson = None
+
+# An analysis name -> its module (headlines, discrepancies); raises LookupError for a name it does not know.
+Analyses = Callable[[str], ModuleType]
 
 MODULE_NAME = re.compile(r"[a-z][a-z0-9_]*")
 MAX_JSON_DEPTH = 64  # the writer's documents nest at most 8 deep
@@ -140,11 +146,12 @@ class BundleView:
     commands: dict[str, Any]
     environment: dict[str, Any]
     documents: dict[str, Any]  # step -> parsed output document (completed steps)
+    analyses: Analyses  # what a recorded analysis name means in this build (harness.registry.analysis_module)
     # step -> its recomputed figures: the report, acceptance and the fleet each ask several times
     _figures: dict[str, Figures] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def from_files(cls, files: Mapping[str, bytes]) -> BundleView:
+    def from_files(cls, files: Mapping[str, bytes], analyses: Analyses) -> BundleView:
         commands = load_json(files, layout.COMMANDS)
         environment = load_json(files, layout.ENVIRONMENT)
         if not isinstance(commands, dict) or not isinstance(commands.get("steps"), list):
@@ -161,7 +168,7 @@ class BundleView:
             if not isinstance(output, str) or not output:
                 raise BundleFormatError(f"{layout.COMMANDS}: step {step}'s output is not a member name", layout.COMMANDS)
             documents[step] = load_json(files, output)
-        return cls(files, commands, environment, documents)
+        return cls(files, commands, environment, documents, analyses)
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -172,7 +179,7 @@ class BundleView:
 
     def status(self, step_id: str) -> str:
         entry = self.step(step_id)
-        return entry["status"] if entry else "not_run"
+        return entry["status"] if entry else StepStatus.NOT_RUN
 
     def figures(self, step_id: str) -> Figures:
         """harness.analysis.NAME.headlines(document) for a completed step with an analysis module."""
@@ -183,8 +190,25 @@ class BundleView:
         if not name:
             return Figures(None, "the step has no analysis module")
         if step_id not in self._figures:
-            self._figures[step_id] = compute_figures(name, self.documents[step_id])
+            self._figures[step_id] = self.compute_figures(name, self.documents[step_id])
         return self._figures[step_id]
+
+    def analysis(self, name: Any) -> ModuleType:
+        """The module of an analysis the bundle names, only if this build's lookup knows the name."""
+        if not isinstance(name, str) or not MODULE_NAME.fullmatch(name):
+            raise BundleFormatError(f"analysis module name {str(name)[:60]!r} is not a plain module name")
+        try:
+            return self.analyses(name)
+        except LookupError as exc:
+            raise BundleFormatError(f"{exc}: a bundle of another build, or a changed one") from exc
+
+    def compute_figures(self, name: Any, document: Any) -> Figures:
+        try:
+            return Figures(self.analysis(name).headlines(document), None)
+        except BundleFormatError as exc:
+            return Figures(None, str(exc))
+        except Exception as exc:  # noqa: BLE001 - shown in the report and failed by verify
+            return Figures(None, f"harness.analysis.{name}.headlines raised {type(exc).__name__}: {exc}")
 
     def plots(self, step_id: str) -> list[str]:
         return self._members(step_id, "plots")
@@ -209,21 +233,3 @@ def _step_id(entry: Any, seen: set[str]) -> str:
     seen.add(entry["step"])
     return entry["step"]
 
-
-def analysis(name: str):
-    """harness.analysis.NAME for an analysis a bundle names, only if the registry names it too."""
-    if not isinstance(name, str) or not MODULE_NAME.fullmatch(name):
-        raise BundleFormatError(f"analysis module name {str(name)[:60]!r} is not a plain module name")
-    try:
-        return registry.analysis_module(name)
-    except registry.NotInRegistry as exc:
-        raise BundleFormatError(f"{exc}: a bundle of another build, or a changed one") from exc
-
-
-def compute_figures(name: str, document: Any) -> Figures:
-    try:
-        return Figures(analysis(name).headlines(document), None)
-    except BundleFormatError as exc:
-        return Figures(None, str(exc))
-    except Exception as exc:  # noqa: BLE001 - shown in the report and failed by verify
-        return Figures(None, f"harness.analysis.{name}.headlines raised {type(exc).__name__}: {exc}")

@@ -8,8 +8,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import catalogue
+from harness import catalogue, registry
 from harness.errors import UsageError
+from harness.judge.acceptance.profile import resolve
 
 
 @dataclass(frozen=True)
@@ -52,9 +53,7 @@ def _from_profile(profile: str | None, profile_file: Path | None) -> dict[str, A
         if profile_file is not None:
             raise UsageError("--profile-file needs --profile SKU (the SKU the file is for), as in `dossier accept`")
         return {}
-    from harness.judge.acceptance.profile import resolve  # only when asked: a profile reads the catalogue and a file
-
-    chosen = resolve(profile, profile_file)
+    chosen = resolve(profile, profile_file, registry.known_good_kinds())
     if catalogue.by_id(chosen.sku_id) is None:
         raise UsageError(f"the profile is for {chosen.sku_id!r}, which the catalogue cannot identify a GPU as",
                          hint="give the GPU count with --expect-gpus and leave the SKU out, or add the SKU to the catalogue")

@@ -1,4 +1,4 @@
-"""`dossier check`'s judgement: pure functions of a node reading (harness/probes/check_reading.py) and
+"""`dossier check`'s judgement: pure functions of a node reading (harness/probes/check/) and
 what the node should have (harness.check.expectation), so a live reading and a replayed one are
 judged alike.
 
@@ -7,20 +7,21 @@ FAIL, INCOMPLETE (it should be judged and could not be: a field unreadable for a
 "not supported", a kernel log that cannot be read) or SKIP (nothing to judge here, with why). A
 field NVML answers NotSupported is SKIP for that GPU; GpuIsLost is FAIL; any other unreadable
 field is INCOMPLETE: what could not be read is never passed. The node's verdict is the set's
-(`overall`): any FAIL, else any INCOMPLETE, else any WARN, else PASS; nothing judged is INCOMPLETE.
+(harness.analysis.verdict.overall): any FAIL, else any INCOMPLETE, else any WARN, else PASS;
+nothing judged is INCOMPLETE.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from harness import catalogue
 from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
-from harness.analysis.contract_facts import unavailable_reason
-from harness.analysis.verdict import Verdict
+from harness.analysis.health.contract_facts import unavailable_reason
+from harness.analysis.verdict import Verdict, overall
 from harness.check import xid
 from harness.check.expectation import Expectation, version_tuple
 
@@ -35,15 +36,6 @@ class Finding:
 
     def to_json(self) -> dict[str, str]:
         return {"name": self.name, "verdict": str(self.verdict), "message": self.message}
-
-
-def overall(verdicts: Iterable[Verdict]) -> Verdict:
-    """The verdict of a set: any FAIL, else any INCOMPLETE, else any WARN, else PASS; SKIP is ignored,
-    and a set with nothing judged is INCOMPLETE."""
-    judged = [v for v in verdicts if v != Verdict.SKIP]
-    if not judged:
-        return Verdict.INCOMPLETE
-    return next((v for v in JUDGED_ORDER if v in judged), Verdict.PASS)
 
 
 def unreadable(value: Any) -> tuple[Verdict, str] | None:
@@ -222,7 +214,7 @@ def xid_events(node: Node) -> Finding:
 
 
 def row_remaps(node: Node) -> Finding:
-    bound = catalogue.node_check_rules()["remapped_rows_uncorrectable_max"]["value"]
+    bound = catalogue.rule("check_remapped_rows_uncorrectable_max")
 
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         ecc = device.get("ecc") or {}
@@ -262,7 +254,7 @@ def ecc(node: Node) -> Finding:
 
 
 def retired_pages(node: Node) -> Finding:
-    fail_at = catalogue.node_check_rules()["retired_pages_fail_at"]["value"]
+    fail_at = catalogue.rule("check_retired_pages_fail_at")
 
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         pages = device.get("retired_pages")

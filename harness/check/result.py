@@ -10,12 +10,11 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.verdict import Verdict
 from harness.check.expectation import Expectation
-from harness.check.judge import Finding, overall
-from harness.errors import EXIT_INCOMPLETE
+from harness.analysis.verdict import overall
+from harness.check.judge import Finding
 
 KIND = "rig-dossier check"
 FORMAT_VERSION = 1
-EXIT_CODES = {Verdict.PASS: 0, Verdict.WARN: 0, Verdict.FAIL: 1, Verdict.INCOMPLETE: EXIT_INCOMPLETE}
 IN_WORDS = {Verdict.PASS: "healthy", Verdict.WARN: "healthy, with warnings", Verdict.FAIL: "sick",
             Verdict.INCOMPLETE: "cannot judge"}
 PREFIX = {Verdict.FAIL: "ERROR: dossier check: Health check failed", Verdict.INCOMPLETE: "ERROR: dossier check: Cannot judge",
@@ -27,12 +26,13 @@ def document(node: str, findings: list[Finding], expect: Expectation, reading: d
     rules = catalogue.node_check_rules()
     return {
         "kind": KIND, "format_version": FORMAT_VERSION, "node": node, "verdict": str(verdict),
-        "exit_code": EXIT_CODES[verdict], "summary": summary_line(node, findings),
+        "exit_code": verdict.exit_code, "summary": summary_line(node, findings),
         "checks": [f.to_json() for f in findings], "expectation": expect.to_json(),
         "rules": {"fatal_xids": [e["xid"] for e in rules["fatal_xids"]],
-                  "remapped_rows_uncorrectable_max": rules["remapped_rows_uncorrectable_max"]["value"],
-                  "retired_pages_fail_at": rules["retired_pages_fail_at"]["value"],
-                  "source": "the catalogue's node_check (harness/data/gpus.json), each rule with its source"},
+                  "remapped_rows_uncorrectable_max": int(catalogue.rule("check_remapped_rows_uncorrectable_max")),
+                  "retired_pages_fail_at": int(catalogue.rule("check_retired_pages_fail_at")),
+                  "source": "the catalogue (harness/data/gpus.json): node_check's fatal XIDs and the rules "
+                            "check_remapped_rows_uncorrectable_max, check_retired_pages_fail_at, each with its source"},
         "reading": reading,
     }
 
@@ -52,7 +52,7 @@ def summary_line(node: str, findings: list[Finding]) -> str:
     tally = ", ".join(f"{counts[v]} {str(v)}" for v in (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS,
                                                          Verdict.SKIP) if counts[v])
     named = [f.name for f in findings if f.verdict == verdict] if verdict != Verdict.PASS else []
-    return f"{node} | {str(verdict).upper()}: {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "") + \
+    return f"{node} | {verdict.shown}: {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "") + \
         f" [{tally}]"
 
 

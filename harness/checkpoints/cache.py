@@ -12,14 +12,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-ENV_VAR = "DOSSIER_CACHE_DIR"
+from harness.paths import CACHE_ENV_VAR, cache_root
 
-
-def default_root() -> Path:
-    if os.environ.get(ENV_VAR):
-        return Path(os.environ[ENV_VAR]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "rig-dossier"
+ENV_VAR = CACHE_ENV_VAR
+default_root = cache_root
 
 
 def sha256_file(path: Path) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 
+from harness import registry
 from harness.commands import accept, check, diff, fleet, health_diff, keygen, probe, report, run, verify, verify_acceptance
-from harness.registry import PROBES
+
 
 BEFORE_PROBES = [run]
 AFTER_PROBES = [check, health_diff, verify, diff, report, keygen, accept, verify_acceptance, fleet]
@@ -18,7 +19,7 @@ AFTER_PROBES = [check, health_diff, verify, diff, report, keygen, accept, verify
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     for module in BEFORE_PROBES:
         module.add_parser(sub)
-    for spec in PROBES:
+    for spec in registry.PROBES:
         probe.add_parser(sub, spec)
     for module in AFTER_PROBES:
         module.add_parser(sub)

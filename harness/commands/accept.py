@@ -1,6 +1,6 @@
 """`dossier accept BUNDLE --profile SKU`: pre-procurement acceptance of a verified bundle.
 
-I/O only: the profile comes from harness.judge.acceptance.profile, verification from harness.bundle.verify,
+I/O only: the profile comes from harness.judge.acceptance.profile, verification from harness.verify,
 the judgement from harness.judge.acceptance.outcome; this module reads the bundle, prints, and writes
 the JUnit XML, the signed attestation and the summary pages asked for.
 """
@@ -13,22 +13,22 @@ import json
 import sys
 from pathlib import Path
 
-from harness import catalogue, paths
+from harness import catalogue, paths, registry
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance import predicate
 from harness.judge.acceptance.junit import junit_xml
 from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
 from harness.judge.acceptance.profile import resolve
-from harness.judge.acceptance.summary import Files, render_html, render_markdown
+from harness.present.accept_summary import Files, render_html, render_markdown
 from harness.run import provenance
 from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
                                   signing_key_for_run)
 
-STATUS_MARK = {Verdict.PASS: "PASS", Verdict.FAIL: "FAIL", Verdict.NOT_MEASURED: "N/M "}
+STATUS_MARK = {v: v.shown[:4].ljust(4) for v in Verdict}  # PASS, WARN, FAIL, INCO, SKIP
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,9 +36,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "accept", help="judge a verified bundle against a SKU's acceptance thresholds",
         description="Verify BUNDLE (a bundle that fails `dossier verify` is refused), then judge it against "
                     "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
-                    "exact SKU and form factor, overridden by --profile-file. Each criterion passes, fails or "
-                    "is not measured (with why); a criterion the profile requires that was not measured fails. "
-                    "Exit 0 when nothing failed, 1 otherwise.")
+                    "exact SKU and form factor, overridden by --profile-file. Each criterion is pass, warn, fail, "
+                    "incomplete (required by the profile, not measured: it fails closed) or skip (not required, "
+                    "not measured), each with why. Exit 0 on pass or warn, 1 when a criterion failed, 5 when "
+                    "none failed but a required one is incomplete.")
     parser.add_argument("bundle", type=Path, help="the bundle (.tar.gz) to judge")
     parser.add_argument("--profile", required=True, metavar="SKU",
                         help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb)")
@@ -48,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key", type=Path, metavar="PUB",
                         help="the bundle signer's public key (default: the public half of your own key, "
                              "for a bundle you made)")
-    parser.add_argument("--signing-key", type=Path, metavar="KEY",
+    parser.add_argument("--signing-key", type=Path, metavar="PRIV",
                         help="private key that signs --attestation (default: $DOSSIER_KEY or the default "
                              "key, made on first use)")
     parser.add_argument("--junit", type=Path, metavar="F", help="write a JUnit XML report (one testcase per criterion)")
@@ -99,7 +100,8 @@ def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, Bu
                                "signer's public key, and get an untouched copy of the bundle")
     try:
         members = read_members(bundle, lambda name: name.endswith((".json", ".md")))
-        view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None})
+        files = {n: m.data for n, m in members.items() if m.data is not None}
+        view = BundleView.from_files(files, registry.analysis_module)
     except (UnsafeBundle, BundleFormatError) as exc:
         raise CheckFailed(f"refused: {bundle} changed while it was read: {exc}") from exc
     if sha256_file(bundle) != before:
@@ -115,9 +117,10 @@ def print_results(acceptance: Acceptance) -> None:
         print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
         if r.status != Verdict.PASS:
             print(f"     why: {r.why}")
-    print(f"{acceptance.result}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
-          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.FAIL))} failed, "
-          f"{len(acceptance.named(Verdict.NOT_MEASURED))} not measured")
+    print(f"{acceptance.result.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
+          f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
+          f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)")
 
 
 OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),
@@ -170,12 +173,13 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
 
 def handle(args: argparse.Namespace) -> int:
     check_paths(args)
-    profile = resolve(args.profile, args.profile_file)  # an unknown SKU is refused before any reading
+    # an unknown SKU is refused before any reading
+    profile = resolve(args.profile, args.profile_file, registry.known_good_kinds())
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)
     view, bundle = verified_view(args.bundle, key_path, trusted)
-    acceptance = judge(view, profile, bundle)
+    acceptance = judge(view, profile, bundle, registry.acceptance_criteria())
     write_outputs(args, acceptance, view, key_path)
     if args.json:
         print(json.dumps(acceptance.to_json(), indent=1, sort_keys=True, allow_nan=False))

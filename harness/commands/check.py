@@ -1,5 +1,5 @@
 """`dossier check`: a node's health in about a second, torch-free, for Slurm's HealthCheckProgram, a
-prolog or an NHC check (docs/check.md). I/O only: the reading is harness/probes/check_reading.py's,
+prolog or an NHC check (docs/check.md). I/O only: the reading is harness/probes/check/'s,
 the judgement harness/check/'s."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.reading is not None:
         reading = load_reading(args.reading)
     else:
-        from harness.probes.check_reading import read
+        from harness.probes.check import read
         reading = read()
     node = node_name(args.node, reading if args.reading is not None else None)
     findings = judge(reading, expect)

@@ -7,10 +7,11 @@ import json
 import sys
 from pathlib import Path
 
+from harness import registry
 from harness import paths
-from harness.bundle.diff import compare
+from harness.present.diff import compare
 from harness.bundle.read import UnsafeBundle, read_all
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.present.diff_tables import print_comparison
@@ -35,7 +36,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def load_view(path: Path) -> BundleView:
     paths.input_bundle(path)
     try:
-        return BundleView.from_files(read_all(path))
+        return BundleView.from_files(read_all(path), registry.analysis_module)
     except (UnsafeBundle, BundleFormatError) as exc:
         raise UsageError(f"{path} is not a readable dossier bundle: {exc}") from exc
 

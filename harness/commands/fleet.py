@@ -8,7 +8,8 @@ import sys
 import threading
 from pathlib import Path
 
-from harness import paths
+from harness import paths, registry
+from harness.commands.options import add_signing_key
 from harness.errors import CheckFailed, UsageError
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
@@ -41,7 +42,8 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time", type=_positive, default=30, metavar="MIN", help="job time limit in minutes (default 30)")
     p.add_argument("--node-time", type=_positive, metavar="MIN",
                    help="time limit of each node's dossier step; a node past it is reported as timed out")
-    p.add_argument("--key", type=Path, help="fleet private key (default: OUTPUT_DIR/keys/dossier.key, made on first use)")
+    add_signing_key(p, "fleet private key the nodes sign with (default: OUTPUT_DIR/keys/dossier.key, made on first "
+                       "use)", old="--key")
     p.add_argument("--skip", action="append", default=[], metavar="STEP", help="passed to `dossier run --skip`")
     p.add_argument("--run-arg", action="append", default=[], metavar="ARG", help="one more `dossier run` argument")
     p.add_argument("--allreduce-arg", action="append", default=[], metavar="ARG",
@@ -70,8 +72,8 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
                     "when a node failed, a bundle was rejected, a node failed acceptance, the all-reduce "
                     "failed or a node stands apart.")
     _job_options(p, "the trusted public key every node bundle must verify with")
-    p.add_argument("--sign-key", type=Path, metavar="PRIV",
-                   help="private key for the fleet bundle (default: the key the job's nodes signed with)")
+    add_signing_key(p, "private key for the fleet bundle, or a shard's partial (default: the key the job's nodes "
+                       "signed with)", old="--sign-key")
     p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="worker processes checking node bundles (default: the CPUs this process may use)")
@@ -104,8 +106,7 @@ def _merge_parser(sub: argparse._SubParsersAction) -> None:
                     "shares covering every node once), compare the nodes and write OUTPUT_DIR/fleet-JOBID.tar.gz: "
                     "the same fleet bundle an unsharded collect writes. Exit codes as `fleet collect`.")
     _job_options(p, "the trusted public key the partial results (and the node bundles) are signed with")
-    p.add_argument("--signing-key", type=Path, metavar="PRIV",
-                   help="private key for the fleet bundle (default: the key the job's nodes signed with)")
+    add_signing_key(p, "private key for the fleet bundle (default: the key the job's nodes signed with)")
     p.set_defaults(func=handle_merge)
 
 
@@ -131,7 +132,7 @@ def handle_submit(args: argparse.Namespace) -> int:
                      skip=tuple(args.skip), run_args=tuple(args.run_arg), allreduce_args=tuple(args.allreduce_arg),
                      node_env=parse_node_env(args.node_env),
                      node_prefix=parse_node_prefix(args.node_prefix), serial=args.serial, python=args.python)
-    job_id, run_dir = submit(spec_args, args.output_dir, args.key)
+    job_id, run_dir = submit(spec_args, args.output_dir, args.signing_key)
     print(f"submitted fleet job {job_id}; run directory {run_dir}", file=sys.stderr)
     print(job_id)
     if args.wait > 0:
@@ -140,7 +141,7 @@ def handle_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_collect_inputs(args: argparse.Namespace, sign_key: Path | None, writes_bundle: bool = True) -> Path:
+def _check_collect_inputs(args: argparse.Namespace, signing_key: Path | None, writes_bundle: bool = True) -> Path:
     """Everything a collect or merge reads or writes, refused before any bundle is read; the fleet
     bundle's path (which must not exist yet where this command, or its merge, writes it)."""
     from harness.signing.keys import load_private, load_public
@@ -148,8 +149,8 @@ def _check_collect_inputs(args: argparse.Namespace, sign_key: Path | None, write
     paths.input_dir(args.output_dir, "--output-dir")
     paths.output_dir(args.output_dir, "--output-dir")  # the fleet bundle is written there
     load_public(args.key)
-    if sign_key is not None:
-        load_private(sign_key)
+    if signing_key is not None:
+        load_private(signing_key)
     if args.prometheus is not None:
         from harness.export.textfile import check_path
         check_path(args.prometheus)
@@ -166,17 +167,17 @@ def handle_collect(args: argparse.Namespace) -> int:
         raise UsageError("--partition goes with --array (the partition its jobs run in)")
     if args.shard is not None and args.prometheus is not None:
         raise UsageError("--prometheus goes with the command that writes the fleet bundle: `dossier fleet merge`")
-    destination = _check_collect_inputs(args, args.sign_key, writes_bundle=args.shard is None)
+    destination = _check_collect_inputs(args, args.signing_key, writes_bundle=args.shard is None)
     if args.profile is not None:
         from harness.judge.acceptance.profile import resolve
-        resolve(args.profile, None)  # an unknown SKU is refused before a thousand bundles are read
+        resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
     if args.shard is not None:
         return _collect_shard(args)
     if args.array is not None:
         return _collect_array(args)
     _import_plotting_meanwhile()
     run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
-    return _write_fleet_bundle(run, document, args.sign_key, destination, args.prometheus)
+    return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus)
 
 
 def handle_merge(args: argparse.Namespace) -> int:
@@ -212,7 +213,7 @@ def _collect_shard(args: argparse.Namespace) -> int:
     nodes = nodes_of(run)
     share = part.nodes(nodes)
     results = check_nodes(run, share, args.key, args.profile, args.workers)
-    key = load_private(args.sign_key or Path(run.submission["spec"]["key"]))
+    key = load_private(args.signing_key or Path(run.submission["spec"]["key"]))
     path = shard.write(args.output_dir, run, part, shard.envelope(run, part, nodes, results, args.profile, key))
     print(f"fleet collect: shard {part.index}/{part.count}: {len(share)} of {len(nodes)} nodes checked "
           f"({sum(r['status'] == 'ok' for r in results)} ok); merge the {part.count} shards with "
@@ -231,7 +232,7 @@ def _collect_array(args: argparse.Namespace) -> int:
     running = state is not None and state.split("+")[0] in slurm.ACTIVE_STATES
     spec = array.ArrayCollect(run=run, output_dir=args.output_dir.resolve(), public_key=args.key.resolve(),
                               shards=args.array, pythonpath=str(PROJECT_ROOT), workers=args.workers,
-                              profile=args.profile, sign_key=args.sign_key.resolve() if args.sign_key else None,
+                              profile=args.profile, signing_key=args.signing_key.resolve() if args.signing_key else None,
                               prometheus=args.prometheus.resolve() if args.prometheus else None,
                               partition=args.partition)
     array_id, merge_id = array.submit(spec, after_job=running)
@@ -252,13 +253,13 @@ def _collect_array(args: argparse.Namespace) -> int:
     return code if code is not None else 0
 
 
-def _write_fleet_bundle(run, document: dict, sign_key: Path | None, destination: Path, prometheus: Path | None) -> int:
+def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destination: Path, prometheus: Path | None) -> int:
     """Render, seal and write the fleet bundle (and the textfile), print the problems; exit 1 if any."""
     from harness.fleet import package, plots, report, sealing
     from harness.fleet.archive import ChangedMember
     from harness.signing.keys import load_private
 
-    key = load_private(sign_key or Path(run.submission["spec"]["key"]))
+    key = load_private(signing_key or Path(run.submission["spec"]["key"]))
     rendered = plots.render(document)
     by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
                  if f"plots/{m}.png" in rendered}

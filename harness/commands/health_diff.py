@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
-from harness.analysis.health_diff import diff
+from harness.analysis.health.diff import diff
 from harness.errors import CheckFailed, UsageError
 from harness.schemas import violations
 

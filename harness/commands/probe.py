@@ -3,22 +3,25 @@
 The command offers the probe's own options (declared once, in the probe module's OPTIONS), the
 command's host options (CommandSpec.host_options), --output, --timeout and where probes run;
 checks the options as the probe would, runs the probe through the runner, validates and saves
-its JSON (keeping the raw output on failure), then hands the document to the spec's `finish`
-(summary lines, plots, tables, the exit-1 rule).
+its JSON (keeping the raw output on failure), writes the entry's plots and table the same way for
+every probe (PLOT_OPTIONS, TABLE_OPTION), then hands the document to the spec's `finish` (summary
+lines, the exit-1 rule).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
 import json
 import os
 import sys
 from pathlib import Path
 
-from harness import paths, recovery
+from harness import paths, recovery, registry
 from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
-from harness.probes.contract import EXIT_USAGE, ProbeUsageError, add_options, check_options, options_argv
+from harness.present.plots import NothingToPlot
+from harness.probes.contract import EXIT_USAGE, Option, ProbeUsageError, add_options, check_options, options_argv
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs
 from harness.run.display import RunDisplay, shown_command
@@ -27,27 +30,87 @@ from harness.runners.interface import ProbeInvocation, Runner
 from harness.runners.select import RUNNER_CHOICES, select_runner
 
 
+# Every probe command with plots (ProbeSpec.plots) offers these, and one with a table to write
+# (CommandSpec.writes_table) TABLE_OPTION: one convention for every probe.
+PLOT_OPTIONS = (
+    Option(("--plot",), dict(type=Path, metavar="STEM", help="write the plots to STEM.png and STEM.svg "
+                                                             "(default: beside the JSON, its name without .json)")),
+    Option(("--no-plot",), dict(action="store_true", help="write no plots")),
+)
+TABLE_OPTION = Option(("--markdown",), dict(type=Path, metavar="PATH",
+                                            help="where to write the Markdown table (default: the output path with .md)"))
+
+
+def command_options(spec: ProbeSpec) -> tuple[Option, ...]:
+    """What `dossier NAME` offers besides the probe's own options and --output, --timeout, --runner."""
+    return (*spec.command.host_options, *(PLOT_OPTIONS if spec.plots else ()),
+            *((TABLE_OPTION,) if spec.command.writes_table else ()))
+
+
 def add_parser(sub: argparse._SubParsersAction, spec: ProbeSpec) -> None:
     command = spec.command
     parser = sub.add_parser(spec.name, help=command.help, description=command.description)
     add_options(parser, spec.host_options)
-    add_options(parser, command.host_options)
+    add_options(parser, command_options(spec))
     add_common_options(parser, default_output=command.output, timeout_s=command.timeout_s)
     parser.set_defaults(func=functools.partial(handle, spec))
 
 
 def handle(spec: ProbeSpec, args: argparse.Namespace) -> int:
-    """Check, run the probe, save its JSON, then the spec's own finish (which may raise CheckFailed)."""
+    """Check, run the probe, save its JSON, its plots and table, then the spec's own finish (which
+    may raise CheckFailed)."""
     try:
-        check_options(args, (*spec.host_options, *spec.command.host_options))
+        check_options(args, (*spec.host_options, *command_options(spec)))
     except ProbeUsageError as exc:  # the probe's own words, before it is started
         raise UsageError(str(exc)) from None
+    stem, table = plot_stem(spec, args), table_path(spec, args)
+    paths.output_files([("--output", args.output), ("--markdown", table),  # before the probe, not after it
+                        *((("--plot", Path(f"{stem}{suffix}")) for suffix in (".png", ".svg")) if stem else ())])
     argv = options_argv(args, spec.host_options)
     prepared = spec.command.prepare(args, argv) if spec.command.prepare else StepArgs(tuple(argv))
     outcome = run_probe(spec.name, list(prepared.args), args, mounts=prepared.mounts, title=spec.title)
+    if stem is not None:
+        write_plots(spec, outcome.document, stem)
+    if table is not None:
+        write_table(spec, outcome.document, table)
     if spec.command.finish:
         spec.command.finish(args, outcome.document)
     return 0
+
+
+def plot_stem(spec: ProbeSpec, args: argparse.Namespace) -> Path | None:
+    """Where the entry's plots go (STEM.png, STEM.svg), or None: no plots, or --no-plot."""
+    if not spec.plots or args.no_plot:
+        if spec.plots and args.plot is not None:
+            raise UsageError("--plot and --no-plot contradict each other", hint="give one of them")
+        return None
+    return args.plot if args.plot is not None else Path(args.output).with_suffix("")
+
+
+def table_path(spec: ProbeSpec, args: argparse.Namespace) -> Path | None:
+    if not spec.command.writes_table:
+        return None
+    return args.markdown or Path(args.output).with_suffix(".md")
+
+
+def write_plots(spec: ProbeSpec, document: dict, stem: Path) -> None:
+    """The entry's plot module renders STEM.*; say what was written, or why nothing was (and what the
+    picture leaves out, where its module has a `note`)."""
+    plot = importlib.import_module(registry.plot_module_name(spec.plots))  # matplotlib only now
+    try:
+        written = plot.render(document, stem)
+    except NothingToPlot as exc:
+        print(f"no plot: {exc}", file=sys.stderr)
+        return
+    print("wrote " + ", ".join(map(str, written)), file=sys.stderr)
+    note = getattr(plot, "note", None)
+    if note is not None and note(document):
+        print(note(document), file=sys.stderr)
+
+
+def write_table(spec: ProbeSpec, document: dict, path: Path) -> None:
+    paths.write_output(path, registry.table_module(spec).render(document), "--markdown")
+    print(f"wrote {path}", file=sys.stderr)
 
 
 def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:

@@ -8,11 +8,12 @@ import signal
 import sys
 from pathlib import Path
 
-from harness import paths
+from harness import paths, registry
 from harness.commands import probe
+from harness.commands.options import add_signing_key
 from harness.errors import UsageError
 from harness.probes.contract import ProbeUsageError, add_options, check_options
-from harness.registry import PROBES, lab_plan, step_ids
+from harness.registry import lab_plan, step_ids
 from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
 from harness.signing.keys import signing_key_for_run
 
@@ -20,19 +21,17 @@ from harness.signing.keys import signing_key_for_run
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "run", help="run every lab step and write a signed bundle (what `make dossier` calls)",
-        description="Run the lab's steps in order (health at idle, bandwidth sweep and repeats, roofline, "
-                    "precision, all-reduce, health under load, idle/load diff, then the stress run: 60 s on a "
-                    "GPU), each as its own probe process. A failed step is recorded and the run goes on; a step whose probe the runner "
-                    "lacks (an image of an older harness) is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed with your key, and "
-                    "prints its path. Ctrl-C leaves no bundle behind.")
+        description=f"Run the lab's steps in order ({'; '.join(s.title for s in lab_plan())}), each as its own "
+                    "probe process. A failed step is recorded and the run goes on; a step whose probe the runner "
+                    "lacks (an image of an older harness) is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed "
+                    "with your key, and prints its path. Ctrl-C leaves no bundle behind.")
     parser.add_argument("--output-dir", type=Path, default=Path("bundles"),
                         help="where the bundle goes (default: bundles)")
     parser.add_argument("--name", help="bundle file name without .tar.gz (default: dossier-HOST-TIMESTAMP)")
-    parser.add_argument("--key", type=Path, default=None,
-                        help="Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
-                             "~/.config/rig-dossier/dossier.key, made on first use)")
+    add_signing_key(parser, "Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
+                            "~/.config/rig-dossier/dossier.key, made on first use)", old="--key")
     probe.add_runner_options(parser)
-    for spec in PROBES:
+    for spec in registry.PROBES:
         if spec.run_options:
             add_options(parser.add_argument_group(f"what the {spec.name} step measures (as `dossier {spec.name}`)"),
                         spec.run_options)
@@ -64,7 +63,7 @@ def prepare(args: argparse.Namespace, skip: list[str]) -> dict[str, object]:
     """Each probe's run options checked and resolved before any probe runs (a probe whose every
     step is skipped is not prepared): by probe, what its steps receive as RunState.prepared."""
     prepared: dict[str, object] = {}
-    for spec in PROBES:
+    for spec in registry.PROBES:
         if not any(step.step not in skip for step in spec.steps):
             continue
         try:
@@ -80,7 +79,7 @@ def recorded_options(args: argparse.Namespace) -> tuple[tuple[str, ...], ...]:
     """The run's own flags (runner and probe options), recorded so the report's reproduce command
     repeats them."""
     pairs = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS if getattr(args, attr) is not None)
-    return pairs + tuple(pair for spec in PROBES for option in spec.run_options for pair in option.occurrences(args))
+    return pairs + tuple(pair for spec in registry.PROBES for option in spec.run_options for pair in option.occurrences(args))
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -94,7 +93,7 @@ def handle(args: argparse.Namespace) -> int:
         check_path(args.prometheus)
     prepared = prepare(args, args.skip)
     runner, why = probe.select_from_args(args)
-    key, note = signing_key_for_run(args.key)  # after every refusal: a refused run makes no key
+    key, note = signing_key_for_run(args.signing_key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
@@ -118,6 +117,6 @@ def write_prometheus(bundle: Path, destination: Path) -> None:
     from harness.export import gauges
 
     members = read_members(bundle, lambda name: name.endswith(".json"))
-    view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None})
+    view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None}, registry.analysis_module)
     gauges.run(view).write(destination)
     print(f"run: wrote {destination}", file=sys.stderr)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import paths
 from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
-from harness.bundle.verify import verify_bundle
+from harness.verify import verify_bundle
 from harness.errors import UsageError
 from harness.signing.keys import load_public
 

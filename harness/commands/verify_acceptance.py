@@ -8,7 +8,7 @@ from pathlib import Path
 from harness import paths
 from harness.commands.accept import sha256_file
 from harness.errors import CheckFailed
-from harness.judge.acceptance.predicate import verify_envelope
+from harness.judge.acceptance.predicate import recorded_verdict, verify_envelope
 from harness.signing import dsse
 from harness.signing.keys import keyid, load_public
 from harness.signing.statement import StatementError
@@ -40,7 +40,7 @@ def handle(args: argparse.Namespace) -> int:
                           hint="check that --key is the acceptor's public key and BUNDLE the file judged") from exc
     p = stmt["predicate"]
     print(f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}")
-    print(f"result {p['result']}: passed {', '.join(p.get('passedTests') or []) or 'none'}; "
+    print(f"result {p['result']} (verdict {recorded_verdict(p)}): passed {', '.join(p.get('passedTests') or []) or 'none'}; "
           f"failed {', '.join(p.get('failedTests') or []) or 'none'}; "
-          f"not measured {', '.join(p.get('warnedTests') or []) or 'none'}")
+          f"warned {', '.join(p.get('warnedTests') or []) or 'none'}")
     return 0

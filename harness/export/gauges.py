@@ -101,7 +101,6 @@ def verdict_values() -> tuple[str, ...]:
 
 
 NODE_STATUSES = ("ok", "failed", "rejected")
-ACCEPTANCE_VERDICTS = ("pass", "fail", "not run")
 
 
 def fleet(document: dict[str, Any]) -> Metrics:
@@ -117,7 +116,7 @@ def fleet(document: dict[str, Any]) -> Metrics:
         metrics.one_hot(PREFIX + "fleet_node_status", "the node's status in the collect (1 on its status)",
                         labels, "status", node["status"], NODE_STATUSES)
         metrics.one_hot(PREFIX + "fleet_node_acceptance", "dossier accept's verdict on the node (1 on it)",
-                        labels, "verdict", node["acceptance"]["verdict"], ACCEPTANCE_VERDICTS)
+                        labels, "verdict", str(node["acceptance"]["verdict"]), verdict_values())
         metrics.set(PREFIX + "fleet_node_flagged_metrics", "metrics on which the node stands apart from its SKU",
                     labels, flagged[node["name"]])
     for name, entry in document["table"].items():
@@ -159,8 +158,8 @@ def accept(acceptance: Any, view: Any) -> Metrics:
     """`dossier accept`: the overall result and each criterion's verdict (1 on the one reached)."""
     metrics = Metrics()
     labels = {"node": _host(view), "profile": acceptance.profile.sku_id}
-    metrics.one_hot(PREFIX + "accept_result", "dossier accept's result (1 on it)", labels, "result",
-                    acceptance.result.lower(), ("passed", "warned", "failed"))
+    metrics.one_hot(PREFIX + "accept_result", "dossier accept's overall verdict (1 on it)", labels, "verdict",
+                    str(acceptance.result), CHECK_VERDICTS)
     for result in acceptance.results:
         metrics.one_hot(PREFIX + "accept_criterion", "each acceptance criterion's verdict (1 on it)",
                         {**labels, "criterion": result.name}, "verdict", str(result.status), verdict_values())

@@ -29,7 +29,7 @@ class ArrayCollect:
     pythonpath: str | None = None
     workers: int | None = None  # CPUs per shard task (its --workers); default: the task's own CPUs
     profile: str | None = None
-    sign_key: Path | None = None
+    signing_key: Path | None = None
     prometheus: Path | None = None
     partition: str | None = None
     time_min: int = 30
@@ -54,7 +54,7 @@ def render_array(spec: ArrayCollect) -> str:
     argv = [*_common(spec), "collect", spec.run.job_id, "--output-dir", str(spec.output_dir),
             "--key", str(spec.public_key)]
     argv += ["--profile", spec.profile] if spec.profile else []
-    argv += ["--sign-key", str(spec.sign_key)] if spec.sign_key else []
+    argv += ["--signing-key", str(spec.signing_key)] if spec.signing_key else []
     workers = ['--workers "$SLURM_CPUS_PER_TASK"'] if spec.workers else []
     lines = _header(spec, "rig-dossier-collect", "collect-%A_%a.out")
     lines.insert(2, f"#SBATCH --array=0-{spec.shards - 1}")
@@ -66,7 +66,7 @@ def render_array(spec: ArrayCollect) -> str:
 
 def render_merge(spec: ArrayCollect) -> str:
     argv = [*_common(spec), "merge", spec.run.job_id, "--output-dir", str(spec.output_dir), "--key", str(spec.public_key)]
-    argv += ["--signing-key", str(spec.sign_key)] if spec.sign_key else []
+    argv += ["--signing-key", str(spec.signing_key)] if spec.signing_key else []
     argv += ["--prometheus", str(spec.prometheus)] if spec.prometheus else []
     return "\n".join(_header(spec, "rig-dossier-merge", "merge-%j.out") + [shlex.join(argv), ""])
 

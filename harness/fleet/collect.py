@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.verdict import Verdict
 from harness import registry
 from harness.analysis import fleet as fleet_analysis
 from harness.errors import UsageError
@@ -98,7 +99,7 @@ def missing_bundle(run: FleetRun, node: str, result: dict[str, Any]) -> dict[str
         why += f"; the node wrote no log, see logs/{run.batch_log().name}"
         log_tail = tail(run.batch_log())
     return {**result, "status": "failed", "why": why, "log_tail": log_tail, "sku": None,
-            "metrics": None, "acceptance": {"verdict": "not run", "why": "no bundle"}}
+            "metrics": None, "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "no bundle"}}
 
 
 def judged(run: FleetRun, node: str, result: dict[str, Any], done: pool.Done) -> dict[str, Any]:
@@ -106,11 +107,11 @@ def judged(run: FleetRun, node: str, result: dict[str, Any], done: pool.Done) ->
     if done.error is not None:  # the check itself crashed: the node is rejected, the collect goes on
         return {**result, "status": "rejected", "why": f"its bundle could not be checked: {done.error}",
                 "log_tail": tail(run.node_log(node)), "verify": None, "sku": None, "metrics": None,
-                "acceptance": {"verdict": "not run", "why": "bundle not checked"}}
+                "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "bundle not checked"}}
     checked = done.result
     if checked["status"] != "ok":
         return {**result, **checked, "log_tail": tail(run.node_log(node)), "sku": None, "metrics": None,
-                "acceptance": {"verdict": "not run", "why": "bundle fails verify"}}
+                "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "bundle fails verify"}}
     code = result["exit_code"]
     note = {} if code == 0 else {"why": f"bundle written, but dossier run exited with code {code}"}
     return {**result, **checked, **note, "bundle": f"nodes/{node}.tar.gz"}

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness import registry
 from harness.analysis.memo import remembering
-from harness.analysis.verdict import Verdict
-from harness.bundle.verify import verify_and_view
+from harness.analysis.verdict import Verdict, parse
+from harness.verify import verify_and_view
 from harness.fleet.metrics import node_metrics, node_skus, node_stack
-from harness.judge.acceptance.outcome import FAILED, BundleRef, judge
+from harness.judge.acceptance.outcome import BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
 from harness.signing.keys import load_public
 
@@ -53,7 +54,7 @@ def _trusted(path: str):
 
 @functools.cache
 def _profile(sku: str):
-    return resolve(sku, None)
+    return resolve(sku, None, registry.known_good_kinds())
 
 
 def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> dict[str, Any]:
@@ -62,16 +63,24 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
     if len(chosen) != 1:
         why = ("no catalogue SKU was identified on this node (CPU-only or unknown GPU); pass --profile"
                if not chosen else f"the node has several SKUs ({', '.join(chosen)}); pass --profile")
-        return {"verdict": "not run", "why": why}
+        return {"verdict": Verdict.SKIP, "why": why}
     try:
         profile = _profile(chosen[0])
     except NoProfile as exc:
-        return {"verdict": "not run", "profile": chosen[0], "why": str(exc)}
-    result = judge(view, profile, bundle)
+        return {"verdict": Verdict.SKIP, "profile": chosen[0], "why": str(exc)}
+    result = judge(view, profile, bundle, registry.acceptance_criteria())
     failed = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.FAIL]
-    return {"verdict": "fail" if result.result == FAILED else "pass", "profile": chosen[0], "result": result.result,
-            "passed": len(result.named(Verdict.PASS)), "failed": failed, "not_measured": result.named(Verdict.NOT_MEASURED),
-            **({"why": "; ".join(f"{f['name']}: {f['why']}" for f in failed)[:600]} if failed else {})}
+    incomplete = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.INCOMPLETE]
+    unmet = failed or incomplete
+    return {"verdict": result.result, "profile": chosen[0], "passed": len(result.named(Verdict.PASS)),
+            "failed": failed, "incomplete": [i["name"] for i in incomplete], "skipped": result.named(Verdict.SKIP),
+            **({"why": "; ".join(f"{f['name']}: {f['why']}" for f in unmet)[:600]} if unmet else {})}
+
+
+def not_accepted(node: dict[str, Any]) -> bool:
+    """A node whose verified bundle was judged and did not pass: FAIL, or INCOMPLETE (a required
+    criterion not measured: acceptance fails closed). WARN passes, and is counted as WARN."""
+    return node["status"] == "ok" and parse(node["acceptance"]["verdict"]) in (Verdict.FAIL, Verdict.INCOMPLETE)
 
 
 def check_node(task: NodeTask) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from typing import Any
 from harness import __version__
 from harness.fleet.archive import FileMember
 from harness.fleet.collect import FleetRun
+from harness.fleet.node import not_accepted
 
 JOB_FILES = ("fleet.sbatch", "node.sh", "submission.json", "nodelist")
 
@@ -62,5 +63,5 @@ def predicate(document: dict[str, Any]) -> dict[str, Any]:
         "nodes": [{"name": n["name"], "status": n["status"], "bundle": n.get("bundle"), "sha256": n.get("sha256")}
                   for n in document["nodes"]],
         "outliers": document["outliers"],
-        "acceptance_failed": sorted(n["name"] for n in document["nodes"] if n["acceptance"]["verdict"] == "fail"),
+        "acceptance_failed": sorted(n["name"] for n in document["nodes"] if not_accepted(n)),
     }

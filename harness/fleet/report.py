@@ -15,12 +15,13 @@ from typing import Any
 
 import jinja2
 
+from harness.fleet.node import not_accepted
 from harness.present import templating
 
 TEMPLATE = "fleet.md.j2"
 MAX_SICK_ROWS = 300  # rows of the sick-node table in fleet.md; the rest are in fleet.csv and fleet.json
 MAX_DETAILED = 50  # failed or rejected nodes shown with their log tail and failed checks
-PROBLEM_ORDER = {"failed": 0, "rejected": 1, "acceptance failed": 2, "outlier": 3}
+PROBLEM_ORDER = {"failed": 0, "rejected": 1, "acceptance failed": 2, "acceptance incomplete": 2, "outlier": 3}
 
 
 def value_text(value: Any) -> str:
@@ -40,9 +41,10 @@ def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
     for node in document["nodes"]:
         if node["status"] != "ok":
             rows.append({"node": node["name"], "problem": node["status"], "reason": node["why"]})
-        elif node["acceptance"]["verdict"] == "fail":
+        elif not_accepted(node):
+            verdict = node["acceptance"]["verdict"]
             for failed in node["acceptance"].get("failed") or [{"name": "acceptance", "why": node["acceptance"].get("why")}]:
-                rows.append({"node": node["name"], "problem": "acceptance failed",
+                rows.append({"node": node["name"], "problem": f"acceptance {'failed' if verdict == 'fail' else verdict}",
                              "reason": f"{failed['name']}: {failed['why']}"})
     for flag in document["flags"]:
         rows.append({"node": flag["node"], "problem": "outlier", "reason": f"{flag['metric']} = "

@@ -154,7 +154,7 @@ def _pythonpath(spec: FleetSpec) -> list[str]:
 def render_node_script(spec: FleetSpec) -> str:
     """What each node runs: its own `dossier run`, output and exit status kept under its name."""
     run = _q(spec.run_dir)
-    rest = ["--key", str(spec.key), "--runner", "local",
+    rest = ["--signing-key", str(spec.key), "--runner", "local",
             *(word for step in spec.skip for word in ("--skip", step)), *spec.run_args]
     command = " ".join(['"${PREFIX[@]}"', *map(_q, [spec.python, "-m", "harness", "run"]),
                         "--output-dir", f'{run}/nodes/"$NODE"', "--name", '"$NODE"', *map(_q, rest)])
@@ -206,7 +206,7 @@ def parse_node_prefix(items: Sequence[str]) -> dict[str, tuple[str, ...]]:
 def submit_command(spec: FleetSpec, output_dir: Path) -> list[str]:
     """The `dossier fleet submit` command line that generates this job again."""
     argv = ["dossier", "fleet", "submit", "--nodes", str(spec.nodes), "--output-dir", str(output_dir),
-            "--key", str(spec.key), "--time", str(spec.time_min)]
+            "--signing-key", str(spec.key), "--time", str(spec.time_min)]
     options = {"--partition": spec.partition, "--gpus-per-node": spec.gpus_per_node or None,
                "--container-image": spec.container_image, "--node-time": spec.node_time_min}
     argv += [word for flag, value in options.items() if value is not None for word in (flag, str(value))]

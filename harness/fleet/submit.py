@@ -2,7 +2,7 @@
 
 Keys: every node signs its bundle with ONE fleet key, read from the shared filesystem by the
 job (the private key never leaves that file, mode 0600, and is never put in a bundle). Without
---key, a key pair is made on first use in OUTPUT_DIR/keys/ (dossier.key, dossier.pub); the
+--signing-key, a key pair is made on first use in OUTPUT_DIR/keys/ (dossier.key, dossier.pub); the
 public half is what `dossier fleet collect --key` and anyone checking a node bundle trusts.
 """
 

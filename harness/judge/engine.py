@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.analysis.verdict import Verdict
-
-if TYPE_CHECKING:
-    from harness.judge.facts import BundleFacts
+from harness.judge.facts import BundleFacts
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,10 @@ from a document's own summary.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.bundle.view import BundleView
+from harness.analysis.verdict import StepStatus
+from harness.bundle.view import BundleView
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class BundleFacts:
         return f"the {step} step {entry['status'].replace('_', ' ')}: {entry.get('why') or 'no reason recorded'}"
 
     def figures(self, step: str) -> StepFigures:
-        if self.view.status(step) != "completed":
+        if self.view.status(step) != StepStatus.COMPLETED:
             return StepFigures(step, None, self.step_why(step))
         figures = self.view.figures(step)
         return StepFigures(step, figures.values, figures.error)
@@ -49,10 +49,10 @@ class BundleFacts:
     def figures_by_analysis(self, analysis: str) -> list[StepFigures]:
         """Every completed step analysed by harness.analysis.ANALYSIS (e.g. one roofline per dtype)."""
         return [self.figures(e["step"]) for e in self.view.steps
-                if e.get("analysis") == analysis and e.get("status") == "completed"]
+                if e.get("analysis") == analysis and e.get("status") == StepStatus.COMPLETED]
 
     def document(self, step: str) -> dict[str, Any] | None:
-        if self.view.status(step) != "completed":
+        if self.view.status(step) != StepStatus.COMPLETED:
             return None
         document = self.view.documents.get(step)
         return document if isinstance(document, dict) else None

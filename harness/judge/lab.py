@@ -3,7 +3,7 @@
 Each is a Criterion of the one engine (harness.judge.engine) with no thresholds of its own: the
 lab's rules are constants of the analysis modules, with their source (harness.analysis.bandwidth
 REPEAT_SPREAD_MAX, KNOWN_GOOD_TOLERANCE). A criterion whose evidence step did not run is
-NOT_MEASURED; one whose step failed, or completed with figures that do not meet the criterion or
+INCOMPLETE (SKIP where nothing here could show it: no device under load); one whose step failed, or completed with figures that do not meet the criterion or
 cannot show it, is FAIL with the reason in its findings.
 """
 
@@ -13,12 +13,12 @@ import math
 from typing import Any
 
 from harness import catalogue
-from harness.analysis import bandwidth as bandwidth_rules
+from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis import cross_checks
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import StepStatus, Verdict, parse
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
-from harness.present.figures import figure, value_text
+from harness.analysis.units import figure, value_text
 
 HEALTH_TEXT = ("health.json names the driver, framework CUDA build, visible devices, topology, active processes, "
                "clocks, power, and ECC state, or records why a field is unavailable.")
@@ -42,10 +42,10 @@ def result(name: str, title: str, verdict: Verdict, findings: list[str], steps: 
 def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any] | None, Verdict | None, list[str]]:
     """The step's figures, or the verdict and the finding to give when they do not exist."""
     status = facts.status(step)
-    if status != "completed":
+    if status != StepStatus.COMPLETED:
         entry = facts.view.step(step) or {}
         why = entry.get("why") or "the step is not in this run"
-        verdict = Verdict.FAIL if status == "failed" else Verdict.NOT_MEASURED
+        verdict = Verdict.FAIL if status == StepStatus.FAILED else Verdict.INCOMPLETE
         return None, verdict, [f"{step} {status.replace('_', ' ')}: {why}"]
     figures = facts.view.figures(step)
     if figures.values is None:
@@ -169,11 +169,11 @@ def judge_allreduce(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
 
 
 def judge_idle_load(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    """From derived/health-diff.json (harness.analysis.health_diff): its checks and verdict."""
+    """From derived/health-diff.json (harness.analysis.health.diff): its checks and verdict."""
     status = facts.status("health-diff")
-    if status != "completed":
+    if status != StepStatus.COMPLETED:
         why = (facts.view.step("health-diff") or {}).get("why") or "the step is not in this run"
-        verdict = Verdict.FAIL if status == "failed" else Verdict.NOT_MEASURED
+        verdict = Verdict.FAIL if status == StepStatus.FAILED else Verdict.INCOMPLETE
         return result("idle-load", IDLE_LOAD_TEXT, verdict, [f"health-diff {status.replace('_', ' ')}: {why}"],
                       ("health-load",))
     document = facts.view.documents["health-diff"]
@@ -182,11 +182,12 @@ def judge_idle_load(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     if not checks:
         return result("idle-load", IDLE_LOAD_TEXT, Verdict.FAIL, ["derived/health-diff.json names no checks"],
                       ("health-load",))
-    if any(c.get("status") == Verdict.FAIL for c in checks) or document.get("verdict") != Verdict.PASS:
+    statuses = [parse(c.get("status")) for c in checks]  # health-diff.json records SKIP as "not-applicable"
+    if Verdict.FAIL in statuses or document.get("verdict") != Verdict.PASS:
         return result("idle-load", IDLE_LOAD_TEXT, Verdict.FAIL, evidence, ("health-load",))
-    if all(c.get("status") == Verdict.NOT_APPLICABLE for c in checks):
+    if all(s == Verdict.SKIP for s in statuses):
         evidence.append("no device was under load, so nothing could rise")
-        return result("idle-load", IDLE_LOAD_TEXT, Verdict.NOT_MEASURED, evidence, ("health-load",))
+        return result("idle-load", IDLE_LOAD_TEXT, Verdict.SKIP, evidence, ("health-load",))
     return result("idle-load", IDLE_LOAD_TEXT, Verdict.PASS, evidence, ("health-load",))
 
 

@@ -1,13 +1,13 @@
 """The report's transfer criterion (issue 17, not a lab M1 step): every GPU's host link carries what
 it reports and no NVLink pair refuses peer access. Its evidence lines are each GPU's pinned
 figures beside the link's theoretical rate, and its plots (the sweeps and, with two or more GPUs,
-the peer heatmap) are the transfer step's. Rules: harness.analysis.transfer_links."""
+the peer heatmap) are the transfer step's. Rules: harness.analysis.transfer.links."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis import transfer_links as rules
+from harness.analysis.transfer import links as rules
 from harness.analysis.verdict import Verdict
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
@@ -55,7 +55,7 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         findings.append(f"no peer matrix: {heads['peer']['why']}")
     if heads["device"] != "cuda":
         findings.append("host memory copies on the CPU: no GPU link to judge")
-        return result(STEP, TEXT, Verdict.NOT_MEASURED, findings, (STEP,))
+        return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
     bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
     if bad:
@@ -64,7 +64,7 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,))
     if all(c["status"] == "unknown" for c in heads["link_checks"]):
         findings.append("NVML gave no link to judge on any GPU")
-        return result(STEP, TEXT, Verdict.NOT_MEASURED, findings, (STEP,))
+        return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     findings.append("every link and pair judged is healthy")
     return result(STEP, TEXT, Verdict.PASS, findings, (STEP,))
 

@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.bundle.diff import Comparison, FieldDiff, MetricDiff
-from harness.present.figures import number, value_text
+from harness.present.diff import Comparison, FieldDiff, MetricDiff
+from harness.analysis.units import number, value_text
 
 TEXT_WIDTH = 120
 CELL_LIMIT = 90
@@ -25,7 +25,7 @@ SHOWN_KEYS = 6  # differing keys of two dicts shown before "N more"
 
 
 def cell(value: Any, key: str = "") -> str:
-    """VALUE as the report writes it (harness.present.figures.value_text: units from KEY, none,
+    """VALUE as the report writes it (harness.analysis.units.value_text: units from KEY, none,
     lists joined, an {"unavailable": why} as its reason), on one line."""
     return " ".join(value_text(key, value).split())
 

@@ -13,13 +13,13 @@ from typing import Any
 import jinja2
 
 from harness import registry
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge.engine import evaluate
 from harness.judge.facts import BundleFacts
 from harness.present import step_tables, templating
-from harness.present.figures import figure, value_text
+from harness.analysis.units import figure, value_text
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 
 TEMPLATE = "report.md.j2"
@@ -120,7 +120,7 @@ def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = Non
     said: dict[str, str] = {}
     first_of_probe: dict[str, tuple[str, set[str]]] = {}
     for entry in view.steps:
-        if entry.get("status") != "completed" or not entry.get("analysis"):
+        if entry.get("status") != StepStatus.COMPLETED or not entry.get("analysis"):
             continue
         figures = _mapping(view.figures(entry["step"]).values)
         where, above = str(entry.get("output")), (shown or {}).get(entry["step"], set())
@@ -167,7 +167,7 @@ def limitations_context(view: BundleView) -> list[str]:
     found: list[tuple[str, str]] = []
     for entry in view.steps:
         step = entry["step"]
-        if entry.get("status") != "completed":
+        if entry.get("status") != StepStatus.COMPLETED:
             found.append((step, f"{str(entry['status']).replace('_', ' ')}: {entry.get('why')}"))
         limitations = _mapping(view.documents.get(step)).get("limitations")
         for item in limitations if isinstance(limitations, list) else []:

@@ -1,4 +1,6 @@
-"""Probes: one module each, run as its own process (`python -m harness.probes.NAME`).
+"""Probes: one folder each (NAME/__init__.py the probe, __main__.py runs it, its helpers beside it),
+run as its own process (`python -m harness.probes.NAME`); what two probes share sits here
+(contract, timing, nvml, devices, topology, ...).
 
 The contract (harness/probes/contract.py): a probe imports the standard library, torch,
 nvidia-ml-py and the probe side of this package only; it writes exactly one JSON document on

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Callable
 
+from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
 from harness.registry import allreduce, bandwidth, health, precision, roofline, stress, transfer
 from harness.registry.spec import FleetMetric, ProbeSpec
@@ -28,6 +29,13 @@ PROBES: tuple[ProbeSpec, ...] = (health.SPEC, bandwidth.SPEC, roofline.SPEC, pre
 ANALYSIS_PACKAGE = "harness.analysis"
 PLOTS_PACKAGE = "harness.present.plots"
 TABLES_PACKAGE = "harness.present.tables"
+
+
+# Names that bundles of earlier builds recorded in commands.json, and what this build calls the same
+# code: bundle formats 1 to 4 name the health-diff step's function by its module before the
+# analysis had a folder per probe (issue 26). Signed bundles are never rewritten: a recorded name is
+# looked up here first, then in the entries, and never imported as given.
+RECORDED_NAMES = {"harness.analysis.health_diff:diff": "harness.analysis.health.diff:diff"}
 
 
 class NotInRegistry(LookupError):
@@ -73,6 +81,11 @@ def acceptance_criteria() -> tuple[Criterion, ...]:
     return _in_run_order(c for entry in PROBES for c in entry.acceptance_criteria)
 
 
+def known_good_kinds() -> tuple[KnownGood, ...]:
+    """Every kind of known-good figure an acceptance profile holds (the entries' `known_good`)."""
+    return tuple(kind for entry in PROBES for kind in entry.known_good)
+
+
 def fleet_metrics() -> tuple[tuple[str, FleetMetric], ...]:
     """(probe, metric) for every rate `dossier fleet collect` compares across nodes."""
     return tuple((entry.name, metric) for entry in PROBES for metric in entry.fleet_metrics)
@@ -114,7 +127,9 @@ def host_function_names() -> set[str]:
 
 
 def host_function(name: str) -> Callable:
-    """The function a host step names ("module:function"), only if an entry names it."""
+    """The function a host step names ("module:function", or a name an earlier build recorded for
+    it: RECORDED_NAMES), only if an entry names it."""
+    name = RECORDED_NAMES.get(name, name)
     if name not in host_function_names():
         raise NotInRegistry(f"no host step in this build's registry computes with {name!r}")
     module_name, _, function_name = name.partition(":")

@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from harness.analysis import allreduce as ar
+from harness.analysis.allreduce import figures as ar
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import allreduce as probe
-from harness.probes.contract import Option
 from harness.registry.bandwidth import measured_device
-from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffFigure, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
-
-NO_PLOT = Option(("--no-plot",), dict(action="store_true", help="do not write allreduce.png/.svg beside the JSON"))
-
 
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """One line per curve: its knee, half-plateau size and busbw at the largest size."""
@@ -35,16 +30,7 @@ def summary_lines(document: dict[str, Any]) -> list[str]:
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The plot beside the JSON, a line per curve; exit 1 when a curve stopped early."""
-    if not args.no_plot:
-        from harness.present.plots import NothingToPlot
-        from harness.present.plots.allreduce import render  # matplotlib only when plotting
-
-        try:
-            for path in render(document, Path(args.output).with_suffix("")):
-                print(f"wrote {path}", file=sys.stderr)
-        except NothingToPlot as exc:
-            print(f"no plot: {exc}", file=sys.stderr)
+    """A line per curve; exit 1 when a curve stopped early."""
     for line in summary_lines(document):
         print(line, file=sys.stderr)
     failed = [run["failure"]["message"] for run in document.get("runs", []) if run.get("failure")]
@@ -61,7 +47,7 @@ COMMAND = CommandSpec(
                 "world sizes, and the topology evidence explaining the gap. With fewer than 2 GPUs or no NCCL "
                 "the limitation is recorded, never simulated; `--backend gloo` gives a real CPU curve. "
                 "Exits 1 when a curve stopped early (the points measured before are kept in the JSON).",
-    output="allreduce.json", timeout_s=3600, host_options=(NO_PLOT,), finish=finish)
+    output="allreduce.json", timeout_s=3600, finish=finish)
 
 def gpu_count(state: RunState) -> tuple[int, str]:
     """How many GPUs the probes saw, and from which document."""
@@ -84,10 +70,20 @@ def allreduce_arguments(state: RunState) -> StepArgs:
                     inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"})
 
 
+def _curves(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(curve name, its figures) for each curve the headlines name (normal, p2p_disabled, ...)."""
+    return [(curve, values) for curve, values in sorted((heads.get("curves") or {}).items()) if isinstance(values, dict)]
+
+
+DIFF_FIGURES = tuple(DiffFigure(f"allreduce {{}} {key}", unit, (lambda k: lambda curve: curve.get(k))(key), each=_curves)
+                     for key, unit in (("busbw_at_max_gbps", "GB/s"), ("beta_gbps", "GB/s"), ("alpha_us", "µs"),
+                                       ("knee_bytes", "bytes")))
+
 SPEC = ProbeSpec(
     name="allreduce", title="all-reduce curves", lab="M1T4", options=probe.OPTIONS, command=COMMAND,
     analysis="allreduce", plots="allreduce",
     steps=(ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
                      schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
                      arguments=allreduce_arguments, order=60),),
-    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,))
+    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
+    known_good=(rates.ALLREDUCE_KNOWN_GOOD,), diff_figures=DIFF_FIGURES)

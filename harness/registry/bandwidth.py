@@ -4,36 +4,20 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from harness import paths
-from harness.analysis import bandwidth as rules
+from harness.analysis.bandwidth import figures as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import bandwidth as probe
-from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
-PLOT = Option(("--plot",), dict(type=Path, metavar="STEM", help="also render the sweep to STEM.png and STEM.svg"))
-
-
-def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
-    if args.plot is not None:  # checked before the sweep, not after it
-        paths.output_files([("--plot", Path(f"{args.plot}{suffix}")) for suffix in (".png", ".svg")])
-    return StepArgs(tuple(argv))
-
-
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The summary; the plot when asked; exit 1 when the repeats do not agree (the lab's rule)."""
+    """The summary; exit 1 when the repeats do not agree (the lab's rule)."""
     print(summary(document), file=sys.stderr)
-    if args.plot is not None:
-        from harness.present.plots.bandwidth import render  # matplotlib only when asked
-        for path in render(document, args.plot):
-            print(f"wrote {path}", file=sys.stderr)
     repeats = document["repeats"]
     if repeats["verdict"] == Verdict.FAIL:
         diagnosis = repeats["diagnosis"] or {}
@@ -71,7 +55,7 @@ COMMAND = CommandSpec(
                 "NVML telemetry during the middle repeat, and compare with the catalogue's published peak and "
                 "known-good result for the same SKU. Exits 1 unless the repeats vary by less than "
                 f"{rules.REPEAT_SPREAD_MAX:.0%}.",
-    output="bandwidth.json", timeout_s=600, host_options=(PLOT,), prepare=prepare, finish=finish)
+    output="bandwidth.json", timeout_s=600, finish=finish)
 
 def sustained_bandwidth_gbps(state: RunState) -> float:
     """The sustained median later steps are fed (the roofline's memory roof): the median of the
@@ -90,11 +74,19 @@ def measured_device(state: RunState) -> str:
 SUSTAINED = FleetMetric("bandwidth_sustained_gbps", "GB/s", "sustained memory bandwidth (median of the three "
                         "repeat medians)", lambda heads: heads.get("repeat_median_gbps"))
 
+DIFF_FIGURES = (
+    DiffFigure("bandwidth plateau", "GB/s", lambda heads: heads.get("plateau_gbps"),
+               spread=lambda heads: heads.get("repeat_spread")),
+    DiffFigure("bandwidth sustained median", "GB/s", lambda heads: heads.get("repeat_median_gbps"),
+               spread=lambda heads: heads.get("repeat_spread")),
+)
+
 SPEC = ProbeSpec(
     name="bandwidth", title="HBM bandwidth sweep", lab="M1T1", options=probe.OPTIONS, command=COMMAND,
     analysis="bandwidth", plots="bandwidth",
     steps=(ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
                      schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
                      arguments=lambda state: StepArgs(("--repeats", "3")), order=20),),
-    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD),
-    fleet_metrics=(SUSTAINED,))
+    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD), known_good=(rates.HBM_KNOWN_GOOD,),
+    diff_fields=(DiffField("hardware", "bandwidth sku_id", lambda heads: heads.get("sku_id")),),
+    diff_figures=DIFF_FIGURES, fleet_metrics=(SUSTAINED,))

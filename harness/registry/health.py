@@ -6,13 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from harness.analysis import health_fleet
+from harness.analysis.health import fleet as health_fleet
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import identity, load, memory_health
 from harness.probes import health as probe
-from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
 TIMEOUT_S = 120.0
@@ -52,7 +52,7 @@ STEPS = (
               analysis="health", plots=None, timeout_s=300, arguments=lambda state: StepArgs(("--under-load", "8")),
               order=70),
     HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
-             needs=("health", "health-load"), function="harness.analysis.health_diff:diff", order=80),
+             needs=("health", "health-load"), function="harness.analysis.health.diff:diff", order=80),
 )
 
 FLEET_METRICS = (
@@ -71,10 +71,21 @@ FLEET_METRICS = (
                 source="document"),
 )
 
+def _devices(heads: dict[str, Any]) -> list[str]:
+    return [f"{d.get('name')} ({d.get('sku_id')})" for d in heads.get("devices") or [] if isinstance(d, dict)]
+
+
+DIFF_FIELDS = (
+    DiffField("hardware", "devices", _devices),
+    DiffField("hardware", "device_count", lambda heads: heads.get("device_count")),
+    *(DiffField("software", key, (lambda k: lambda heads: heads.get(k))(key))
+      for key in ("driver_version", "cuda_driver_version", "torch_version", "torch_cuda_build")),
+)
+
 SPEC = ProbeSpec(
     name="health", title="health and toolchain diagnostics", lab="M1T5", options=probe.OPTIONS, command=COMMAND,
     analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
     acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
                          memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
                          load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS),
-    fleet_metrics=FLEET_METRICS)
+    diff_fields=DIFF_FIELDS, fleet_metrics=FLEET_METRICS)

@@ -15,7 +15,7 @@ from harness.errors import DossierError
 from harness.judge import lab
 from harness.probes import precision as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
@@ -33,31 +33,14 @@ OFFLINE = Option(("--offline",), dict(action="store_true", default=None,
 CACHE_DIR = Option(("--cache-dir",), dict(type=Path, metavar="DIR",
                                           help=f"blob cache root (default: ${ENV_VAR}, else ~/.cache/rig-dossier); "
                                                "files live in DIR/blobs/sha256/<hex>"))
-MARKDOWN = Option(("--markdown",), dict(type=Path, metavar="PATH",
-                                        help="where to write the Markdown table (default: the output path with .md)"))
-
-
-def markdown_path(args: argparse.Namespace) -> Path:
-    return args.markdown or args.output.with_suffix(".md")
-
-
 def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
     """Outputs checked, then the checkpoint fetched by hash and its tensors indexed, before the probe."""
-    paths.output_files([("--output", args.output), ("--markdown", markdown_path(args))])  # before fetching
     if args.cache_dir is not None:
         paths.output_dir(args.cache_dir, "--cache-dir")
     checked = checkpoints.plan(args.checkpoint, args.tensor, args.file_sha256, args.offline, args.cache_dir)
     print(f"checkpoint {checked.provenance['label']}: sha256 {checked.provenance['file_sha256']} "
           f"from {checked.provenance['source']}", file=sys.stderr)
     return StepArgs(tuple(checked.probe_args(args.device)), mounts=(str(checked.path),))
-
-
-def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    from harness.present.tables.precision import render
-
-    markdown = markdown_path(args)
-    paths.write_output(markdown, render(document), "--markdown")
-    print(f"wrote {markdown}", file=sys.stderr)
 
 
 COMMAND = CommandSpec(
@@ -69,7 +52,7 @@ COMMAND = CommandSpec(
                 "Markdown table with explanations built from the numbers. Default: "
                 "sentence-transformers/all-MiniLM-L6-v2's embedding, attention query and MLP intermediate weights.",
     output="precision.json", timeout_s=600,
-    host_options=(CHECKPOINT, TENSOR, FILE_SHA256, OFFLINE, CACHE_DIR, MARKDOWN), prepare=prepare, finish=finish)
+    host_options=(CHECKPOINT, TENSOR, FILE_SHA256, OFFLINE, CACHE_DIR), prepare=prepare, writes_table=True)
 
 @dataclass(frozen=True)
 class CheckpointRequest:
@@ -138,4 +121,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
                      schema="precision", analysis="precision", plots=None, timeout_s=900,
                      arguments=step_arguments, independent=True, order=50),),
-    lab_criteria=(lab.PRECISION,), run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)
+    lab_criteria=(lab.PRECISION,), diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
+    run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)

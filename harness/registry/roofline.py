@@ -11,8 +11,7 @@ from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import roofline as probe
 from harness.registry.bandwidth import measured_device, sustained_bandwidth_gbps
-from harness.registry.plot_beside import plot_beside
-from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
 # The shapes the established tool (mamf-finder) reported its best GEMMs at on the H200
@@ -22,8 +21,7 @@ DTYPE_CHECKS = ("fp8", "fp16", "tf32", "fp32")
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The plot beside the JSON, and the best GEMM."""
-    plot_beside("roofline", document, args.output)
+    """The best GEMM."""
     summary = document["summary"]
     if summary.get("burst_best_tflops") is not None:
         print(f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "
@@ -78,6 +76,15 @@ BEST_GEMM = FleetMetric("gemm_best_tflops", "TFLOP/s", "burst: the best GEMM rat
                         "each timed in a short window (the sustained rate is stress_steady_tflops)",
                         lambda heads: heads.get("burst_best_tflops"))
 
+DIFF_FIGURES = (
+    DiffFigure("roofline burst best (short window)", "TFLOPS", lambda heads: heads.get("burst_best_tflops")),
+    DiffFigure("roofline ridge", "FLOP/byte", lambda heads: heads.get("ridge_flop_per_byte")),
+    DiffFigure("roofline fusion speedup", "x", lambda heads: heads.get("fusion_speedup")),
+)
+
 SPEC = ProbeSpec(name="roofline", title="roofline", lab="M1T2", options=probe.OPTIONS, command=COMMAND,
                  analysis="roofline", plots="roofline", table="roofline", steps=STEPS, lab_criteria=(lab.ROOFLINE,),
-                 acceptance_criteria=(rates.GEMM,), fleet_metrics=(BEST_GEMM,))
+                 acceptance_criteria=(rates.GEMM,), known_good=(rates.GEMM_KNOWN_GOOD,),
+                 diff_fields=(DiffField("software", "roofline classifications",
+                                        lambda heads: heads.get("classifications")),),
+                 diff_figures=DIFF_FIGURES, fleet_metrics=(BEST_GEMM,))

@@ -6,16 +6,18 @@ options (the probe module's OPTIONS), and everything the host does with it: `com
 `analysis` (harness.analysis.NAME: headlines and discrepancies, for the report, verify,
 acceptance and the fleet), `plots` (harness.present.plots.NAME) and `table`
 (harness.present.tables.NAME) for the report; `lab_criteria` (judged in report.md),
-`acceptance_criteria` (judged by `dossier accept`) and `fleet_metrics` (compared across nodes).
+`acceptance_criteria` (judged by `dossier accept`) with the `known_good` figures they read,
+`diff_fields` and `diff_figures` (`dossier diff`) and `fleet_metrics` (compared across nodes).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
 from harness.probes.contract import Option
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
@@ -28,11 +30,14 @@ Finish = Callable[[argparse.Namespace, dict[str, Any]], None]
 class CommandSpec:
     """`dossier NAME`: its help, default output file and timeout, and the host's own part.
 
-    `host_options` are the command's options that never reach the probe (e.g. bandwidth's
-    --plot). `prepare(args, argv)` runs before the probe: it checks what only the host can
-    check (outputs, a checkpoint) and may change the probe's arguments (given the probe options'
-    argv). `finish(args, document)` runs after the validated JSON is written: summary lines on
-    stderr, plots and tables, and the exit-1 rule (raise harness.errors.CheckFailed)."""
+    `host_options` are the command's options that never reach the probe (e.g. precision's
+    --checkpoint). `prepare(args, argv)` runs before the probe: it checks what only the host can
+    check (a checkpoint) and may change the probe's arguments (given the probe options' argv).
+    `finish(args, document)` runs after the validated JSON, the plots and the table are written:
+    summary lines on stderr and the exit-1 rule (raise harness.errors.CheckFailed). The command
+    writes the entry's plots beside the JSON (`--plot STEM` elsewhere, `--no-plot` none) when the
+    entry has plots, and its table to `--markdown PATH` (default: the JSON's path with .md) when
+    `writes_table`: harness.commands.probe does both, the same way for every probe."""
 
     help: str
     description: str
@@ -41,6 +46,7 @@ class CommandSpec:
     host_options: tuple[Option, ...] = ()
     prepare: Prepare | None = None
     finish: Finish | None = None
+    writes_table: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,42 @@ class FleetMetric:
 
 
 @dataclass(frozen=True)
+class DiffField:
+    """A fact `dossier diff` sets side by side in its SECTION ("hardware" or "software"), read from the
+    recomputed headlines of STEP (default: the entry's own step)."""
+
+    section: str
+    name: str
+    read: Callable[[Mapping[str, Any]], Any]
+    step: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.section not in ("hardware", "software"):
+            raise ValueError(f"diff field {self.name}: section {self.section!r}")
+
+
+@dataclass(frozen=True)
+class DiffFigure:
+    """A measured figure `dossier diff` compares as the ratio B/A: the row NAME in UNIT, READ from the
+    recomputed headlines of STEP (default: the entry's own step), with the fraction SPREAD gives as
+    each side's noise where the probe measures one. With EACH, one row per (label, item) it lists
+    from the headlines: NAME's braces take the label and READ and SPREAD get the item."""
+
+    name: str
+    unit: str
+    read: Callable[[Mapping[str, Any]], Any]
+    spread: Callable[[Mapping[str, Any]], Any] | None = None
+    step: str | None = None
+    each: Callable[[Mapping[str, Any]], Iterable[tuple[str, Mapping[str, Any]]]] | None = None
+
+    def rows(self, heads: Mapping[str, Any]) -> list[tuple[str, str, Any, Any]]:
+        """(row name, unit, value, spread) for one bundle's headlines."""
+        items = self.each(heads) if self.each else [("", heads)]
+        return [(self.name.format(label), self.unit, self.read(item), self.spread(item) if self.spread else None)
+                for label, item in items]
+
+
+@dataclass(frozen=True)
 class ProbeSpec:
     """One probe, declared once."""
 
@@ -87,6 +129,9 @@ class ProbeSpec:
     steps: tuple[ProbeStep | HostStep, ...] = ()  # what `dossier run` runs for it
     lab_criteria: tuple[Criterion, ...] = ()
     acceptance_criteria: tuple[Criterion, ...] = ()
+    known_good: tuple[KnownGood, ...] = ()  # the kinds of known-good figure its acceptance criteria read
+    diff_fields: tuple[DiffField, ...] = ()  # what `dossier diff` sets side by side
+    diff_figures: tuple[DiffFigure, ...] = ()  # what `dossier diff` compares as ratios
     fleet_metrics: tuple[FleetMetric, ...] = ()
     # `dossier run`'s options for this probe (offered as `dossier NAME` offers them), and what the
     # run resolves from them before any probe starts (refusing bad input with exit 2): its result

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 
@@ -37,10 +38,14 @@ class RunState:
     """The documents completed so far, by step, their recomputed headline figures, and what
     `dossier run` prepared for each probe before any ran (ProbeSpec.prepare_run), by probe."""
 
-    def __init__(self, prepared: Mapping[str, Any] | None = None) -> None:
+    def __init__(self, prepared: Mapping[str, Any] | None = None,
+                 analyses: Callable[[str], ModuleType] | None = None) -> None:
+        """ANALYSES: an analysis name -> its module (the registry's `analysis_module`, which `dossier
+        run` hands in: the steps are declared by the registry's entries, so they never import it)."""
         self.documents: dict[str, dict[str, Any]] = {}
         self.analysis_names: dict[str, str] = {}
         self.prepared: Mapping[str, Any] = dict(prepared or {})
+        self._analyses = analyses
 
     def add(self, step: str, document: dict[str, Any], analysis: str | None) -> None:
         self.documents[step] = document
@@ -53,10 +58,10 @@ class RunState:
         return self.documents[step]
 
     def headlines(self, step: str, why_needed: str) -> dict[str, Any]:
-        from harness import registry  # the registry's entries declare these steps: imported when run
-
         document = self.document(step, why_needed)
-        return registry.analysis_module(self.analysis_names.get(step, step)).headlines(document)
+        if self._analyses is None:
+            raise NotReady(f"needs {why_needed} from the {step} step, and no analysis was given to recompute it")
+        return self._analyses(self.analysis_names.get(step, step)).headlines(document)
 
 
 @dataclass(frozen=True)
@@ -92,11 +97,9 @@ class HostStep:
 
     kind = "host"
 
-    def compute(self, state: RunState) -> dict[str, Any]:
-        from harness import registry
-
-        documents = [state.document(need, f"the {need} document") for need in self.needs]
-        return registry.host_function(self.function)(*documents)
+    def inputs(self, state: RunState) -> list[dict[str, Any]]:
+        """The documents FUNCTION is called with (NotReady when one did not complete)."""
+        return [state.document(need, f"the {need} document") for need in self.needs]
 
 
 Step = ProbeStep | HostStep

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
-from harness.analysis import transfer as analysis
+from harness.analysis.transfer import figures as analysis
 from harness.errors import CheckFailed
 from harness.judge import transfer as report_criterion
 from harness.judge.acceptance import transfer as acceptance
 from harness.probes import transfer as probe
-from harness.probes.contract import Option
 from harness.registry.allreduce import gpu_count
 from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
-NO_PLOT = Option(("--no-plot",), dict(action="store_true",
-                                      help="do not write the plots (transfer.png/.svg, and transfer-peer.png/.svg "
-                                           "with two or more GPUs) beside the JSON"))
 BAD_LINK = ("degraded", "inconsistent")
 BAD_PAIR = ("broken_p2p",)
 
@@ -34,16 +29,8 @@ TIMEOUT_BASE_S, TIMEOUT_PER_GPU_S, TIMEOUT_PER_PAIR_S = 120, 30, 15
 
 
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """The plots beside the JSON, the summary; exit 1 when a link is degraded or inconsistent or a
-    pair is broken P2P (from the recomputed checks, never the document's own)."""
-    if not args.no_plot:
-        from harness.present.plots.transfer import heatmap_note, render  # matplotlib only when plotting
-
-        for path in render(document, Path(args.output).with_suffix("")):
-            print(f"wrote {path}", file=sys.stderr)
-        note = heatmap_note(document)
-        if note and document.get("device") == "cuda":
-            print(note, file=sys.stderr)
+    """The summary; exit 1 when a link is degraded or inconsistent or a pair is broken P2P (from
+    the recomputed checks, never the document's own)."""
     heads = analysis.headlines(document)
     for line in summary_lines(heads):
         print(line, file=sys.stderr)
@@ -86,7 +73,7 @@ COMMAND = CommandSpec(
                 "figure stands beside the theoretical rate of the link it crossed (NVML). On a CPU: host memory "
                 "copies, recorded as such. Exits 1 when a GPU's link is degraded or inconsistent with NVML, or a "
                 "pair joined by NVLink refuses peer access (broken P2P).",
-    output="transfer.json", timeout_s=900, host_options=(NO_PLOT,), finish=finish)
+    output="transfer.json", timeout_s=900, finish=finish)
 
 
 def timeout_s(gpus: int) -> float:
@@ -133,5 +120,5 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("transfer", "transfer", "Host and peer transfers, the links measured", "issue 17",
                      schema="transfer", analysis="transfer", plots="transfer", timeout_s=timeout_s(8),
                      arguments=transfer_arguments, order=65),),
-    lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA,
+    lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA, known_good=(acceptance.TRANSFER,),
     fleet_metrics=FLEET_METRICS)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import recovery
+from harness import recovery, registry
 from harness.bundle import layout
-from harness.bundle.assemble import assemble, step_files
+from harness.run.assemble import assemble, step_files
 from harness.bundle.write import write_atomically
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots
@@ -123,7 +123,7 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
     extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
     if isinstance(outcome, Completed):
         state.add(step.step, outcome.document, step.analysis)
-        display.end(step.step, "completed", outcome.document.get("sizing", ""))
+        display.end(step.step, COMPLETED, outcome.document.get("sizing", ""))
         return StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
     display.end(step.step, "FAILED", outcome.reason)
     return StepRecord(**base, **extra, status=FAILED, why=outcome.reason,
@@ -133,7 +133,7 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
 def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
     base = _base(step)
     try:
-        document = step.compute(state)
+        document = registry.host_function(step.function)(*step.inputs(state))
     except NotReady as exc:
         display.skip(step.step, str(exc))
         return StepRecord(**base, status=NOT_RUN, why=str(exc))
@@ -159,7 +159,7 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: S
     Independent steps' arguments are prepared, and completed steps' plots rendered, in the
     background at the lowest CPU priority while the probes run.
     """
-    state = RunState(prepared)
+    state = RunState(prepared, registry.analysis_module)
     records = []
     early = EarlyArguments(plan, runner, skip, state.prepared)
     with BackgroundPlots() as plots:

@@ -15,7 +15,7 @@ from typing import Any
 
 from harness import __version__
 from harness.probes.contract import attempt, unavailable
-from harness.run.environment import recorded_environment
+from harness.runners.environment import recorded_environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_PATTERNS = ("harness/**/*.py", "harness/**/templates/*", "harness/data/**/*.json", "schemas/*.json")

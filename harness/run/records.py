@@ -10,9 +10,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.analysis.verdict import StepStatus
 from harness.runners.interface import ProbeRun
 
-COMPLETED, FAILED, NOT_RUN = "completed", "failed", "not_run"
+COMPLETED, FAILED, NOT_RUN = StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.NOT_RUN
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from docker.types import DeviceRequest, LogConfig, Mount
 
 from harness.errors import EnvironmentProblem
 from harness.probes.contract import utc_now
-from harness.run.environment import recorded_environment
+from harness.runners.environment import recorded_environment
 from harness.runners.images import PinnedImage
 from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
 

@@ -26,7 +26,7 @@ class ProbeRun:
 
     probe: str
     argv: tuple[str, ...]
-    env: Mapping[str, str]  # allowlisted, see harness.run.environment
+    env: Mapping[str, str]  # allowlisted, see harness.runners.environment
     runner: str
     image: str | None  # ref@sha256:... when containerized
     started_at: str

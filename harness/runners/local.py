@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from harness.probes.contract import utc_now
-from harness.run.environment import recorded_environment
+from harness.runners.environment import recorded_environment
 from harness.runners.interface import LineCallback, ProbeInvocation, ProbeRun
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

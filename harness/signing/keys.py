@@ -29,7 +29,7 @@ def default_key_dir() -> Path:
 
 
 def configured_key_path() -> Path:
-    """The private key a run uses when no --key is given: $DOSSIER_KEY, else the default."""
+    """The private key a run uses when no --signing-key is given: $DOSSIER_KEY, else the default."""
     return Path(os.environ[KEY_ENV]) if os.environ.get(KEY_ENV) else default_key_dir() / PRIVATE_NAME
 
 
@@ -98,7 +98,7 @@ def _read_key_file(path: Path, what: str) -> bytes:
         return path.read_bytes()
     except FileNotFoundError:
         raise UsageError(f"{what} {path}: no such file",
-                         hint="make a key pair with `dossier keygen`, or pass the right --key PATH") from None
+                         hint="make a key pair with `dossier keygen`, or pass the right key file") from None
     except IsADirectoryError:
         raise UsageError(f"{what} {path}: is a folder, not a key file") from None
     except OSError as exc:
@@ -161,7 +161,7 @@ def load_public(path: Path) -> Ed25519PublicKey:
 def signing_key_for_run(explicit: Path | None) -> tuple[SigningKey, str | None]:
     """The key a run signs with, and a note when one was just made.
 
-    An explicit --key must exist. The configured location ($DOSSIER_KEY or the default) gets
+    An explicit --signing-key must exist. The configured location ($DOSSIER_KEY or the default) gets
     a new key pair on first use, and the note says where.
     """
     if explicit is not None:

@@ -3,15 +3,16 @@ judging them all (harness.judge.engine) with the profile's required ones applied
 
 The criteria themselves are small functions of a verified bundle's facts and a profile, by area:
 `identity`, `rates`, `memory_health`, `load`. Each gives one or more Results: pass, fail or
-not-measured, the measured value with its unit, the threshold, the evidence (which raw JSON
-fields it comes from) and why. A criterion whose input is absent is not-measured, with the
-reason; `evaluate` then fails the ones the profile requires. Which probe brings which criterion
-is its registry entry's (harness/registry/).
+incomplete (not measured), the measured value with its unit, the threshold, the evidence (which
+raw JSON fields it comes from) and why. A criterion whose input is absent is incomplete, with the
+reason; `evaluate` keeps the ones the profile requires incomplete (failing closed) and makes the
+others skip. Which probe brings which criterion
+is its registry entry's (harness/registry/): the caller hands them in.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -47,28 +48,28 @@ def at_least(name: str, title: str, measured: Value, threshold: Value, evidence:
 
 
 def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[Result]:
-    """Mark required criteria; a required one that was not measured fails, saying so."""
+    """Mark required criteria. One not measured stays INCOMPLETE when the profile requires it (the
+    acceptance fails closed: exit 5) and is SKIP when it does not, each saying so."""
     needed = set(required)
     out = []
     for r in results:
-        if r.name not in needed:
-            out.append(r)
-        elif r.status == Verdict.NOT_MEASURED:
-            out.append(replace(r, status=Verdict.FAIL, required=True,
-                               why=f"not measured, and the profile requires it: {r.why}"))
+        if r.status != Verdict.INCOMPLETE:
+            out.append(replace(r, required=r.name in needed))
+        elif r.name in needed:
+            out.append(replace(r, required=True, why=f"not measured, and the profile requires it: {r.why}"))
         else:
-            out.append(replace(r, required=True))
+            out.append(replace(r, status=Verdict.SKIP, why=f"not measured, and the profile does not require it: {r.why}"))
     return out
 
 
-def evaluate(facts: BundleFacts, profile: Profile) -> list[Result]:
-    from harness import registry  # the entries name these criteria
-
-    results = engine.evaluate(registry.acceptance_criteria(), facts, profile)
+def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Criterion]) -> list[Result]:
+    """CRITERIA (the registry's acceptance criteria, in run order) judged against PROFILE, the ones
+    it requires applied."""
+    results = engine.evaluate(criteria, facts, profile)
     present = {r.name for r in results}
     # A required GEMM dtype the profile has no share or known-good for still gets a row.
     for name in profile.required:
         if name not in present and name.startswith("gemm_"):
-            results.append(Result(name, f"Dense matrix multiply burst ({name[5:]})", Verdict.NOT_MEASURED, None, None,
+            results.append(Result(name, f"Dense matrix multiply burst ({name[5:]})", Verdict.INCOMPLETE, None, None,
                                   "raw/roofline.json", "the profile states no share or known-good for this dtype"))
     return apply_required(results, profile.required)

@@ -21,7 +21,7 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
     else:
         bandwidth = facts.figures("bandwidth")
         if not bandwidth.present:
-            return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, "raw/health.json devices[]",
+            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, "raw/health.json devices[]",
                            f"{health.why}; {bandwidth.why}")]
         evidence = f"{facts.output('bandwidth')} reference.sku_id (health did not complete: {health.why})"
         found = [(f"the {bandwidth.values.get('device')} device", bandwidth.values.get("sku_id"))]

@@ -2,7 +2,9 @@
 junit-10.xsd (the Jenkins xunit plugin's schema; tests/junit/ holds a copy, tests check it).
 
 A failed criterion is a <failure> (message: why; text: what was measured against what), a
-criterion not measured is <skipped> with why. That XSD allows no <properties> inside a
+required criterion not measured (INCOMPLETE) an <error>, a criterion skipped (not required or not
+applicable) <skipped> with why; the verdict words themselves (pass, warn, fail, incomplete, skip)
+are the `result` and each CRITERION.status property. That XSD allows no <properties> inside a
 <testcase> and no `skipped` count on <testsuites>, so each criterion's status, measured value,
 threshold and evidence are its <system-out> (what CI dashboards show under the test) and, for
 tools, properties of the <testsuite> named CRITERION.KEY. Built with xml.etree.ElementTree
@@ -41,7 +43,9 @@ def _testcase(suite: ET.Element, result: Result, classname: str) -> None:
     case = ET.SubElement(suite, "testcase", {"name": result.name, "classname": classname, "time": "0"})
     if result.status == Verdict.FAIL:
         ET.SubElement(case, "failure", {"message": result.why, "type": "acceptance"}).text = _text(result)
-    elif result.status == Verdict.NOT_MEASURED:
+    elif result.status == Verdict.INCOMPLETE:  # required, not measured: the run could not judge it
+        ET.SubElement(case, "error", {"message": result.why, "type": "incomplete"}).text = _text(result)
+    elif result.status == Verdict.SKIP:
         ET.SubElement(case, "skipped", {"message": result.why})
     ET.SubElement(case, "system-out").text = _text(result)
 
@@ -51,8 +55,8 @@ def junit_xml(acceptance: Acceptance) -> bytes:
     the testsuite, the one element junit-10.xsd gives that count)."""
     results = acceptance.results
     counts = {"tests": str(len(results)), "failures": str(sum(r.status == Verdict.FAIL for r in results)),
-              "errors": "0"}
-    skipped = str(sum(r.status == Verdict.NOT_MEASURED for r in results))
+              "errors": str(sum(r.status == Verdict.INCOMPLETE for r in results))}
+    skipped = str(sum(r.status == Verdict.SKIP for r in results))
     root = ET.Element("testsuites", {"name": "dossier accept", **counts, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts,
                                               "skipped": skipped, "time": "0"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from harness.analysis.health_diff import load_window_samples, unexpected_processes
+from harness.analysis.health.diff import load_window_samples, unexpected_processes
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import fmt, num
 from harness.judge.acceptance.memory_health import gpus
@@ -48,7 +48,7 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
                 "and raw/health-load.json load.devices[].samples[].sm_clock_mhz")
     checks, why = _diff_checks(facts, "clocks_rose")
     if checks is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
     rows = _under_load_clock(facts)
     under = [u for _, _, u in rows if u is not None]
     measured = Value(min(under) if under else None, "MHz", "; ".join(
@@ -59,7 +59,7 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
     if Verdict.FAIL in statuses:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, detail)]
     if statuses != {Verdict.PASS}:
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence, detail)]
+        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence, detail)]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, detail)]
 
 
@@ -83,7 +83,7 @@ def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
                 "and raw/health-load.json load.devices[].samples[].processes")
     checks, why = _diff_checks(facts, "no_unexpected_process")
     if checks is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
     failed = [c for c in checks if c.get("status") == Verdict.FAIL]
     foreign = _foreign_processes(facts)
     measured = Value(len(foreign), "processes", "; ".join(foreign) if foreign else

@@ -1,12 +1,13 @@
 """Acceptance: the memory's health (ECC, row remapping) and the host link under load: health
-contracts (harness.analysis.health_contracts) re-judged on the idle and the under-load document."""
+contracts (harness.analysis.health.contracts) re-judged on the idle and the under-load document."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis import contract_facts, device_contracts
+from harness.analysis.health import contract_facts
+from harness.analysis.health import device_contracts
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import num
 from harness.judge.acceptance.profile import Profile
@@ -30,7 +31,7 @@ def _contract_result(facts: BundleFacts, name: str, title: str, contract: Callab
     evidence = " and ".join(f"{facts.output(step)} devices[].{fields}" for step, _ in documents) or \
         f"raw/health.json devices[].{fields}"
     if not documents:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
                        f"{facts.step_why('health')}; {facts.step_why('health-load')}")]
     judged = [(step, contract(doc)) for step, doc in documents]
     failed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.FAIL]
@@ -39,7 +40,7 @@ def _contract_result(facts: BundleFacts, name: str, title: str, contract: Callab
     if failed:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
     if not passed:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
                        "; ".join(f"{step}: {c['evidence']}" for step, c in judged))]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(passed))]
 
@@ -103,7 +104,7 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     if document is None or not gpus(document):
         why = facts.step_why("health-load") if document is None else \
             f"the under-load health lists no GPU: {contract_facts.gpus(document)[1]}"
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why + " (an idle reading cannot "
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why + " (an idle reading cannot "
                        "tell: the driver lowers the link speed when idle)")]
     devices = gpus(document)
     links = [(d, d.get("pcie", {})) for d in devices]

@@ -1,23 +1,26 @@
 """One acceptance: the bundle judged, criterion by criterion, and the verdict.
 
-PASSED: every criterion measured passed and none is missing. WARNED: none failed, but some
-criterion the profile does not require was not measured (each named, with why). FAILED: a
-criterion failed, or one the profile requires was not measured. Exit code 0 unless FAILED.
+The verdict is the overall of the criteria's (harness.analysis.verdict): FAIL when a criterion
+failed; INCOMPLETE when none failed but one the profile requires was not measured (it fails
+closed); WARN when one passed only within a warning band; PASS otherwise. Criteria the profile
+does not require that were not measured are SKIP, each named with why. Exit code as every command
+gives it: PASS and WARN 0, FAIL 1, INCOMPLETE 5.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, overall
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import Profile
-from harness.judge.engine import Result
+from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
-PASSED, WARNED, FAILED = "PASSED", "WARNED", "FAILED"
+FORMAT_VERSION = 2  # the acceptance document (`dossier accept --json`): 2 says the verdicts of issue 26
 
 
 @dataclass(frozen=True)
@@ -36,31 +39,31 @@ class Acceptance:
     profile: Profile
     results: tuple[Result, ...]
 
-    def named(self, status: str) -> list[str]:
+    def named(self, status: Verdict) -> list[str]:
         return [r.name for r in self.results if r.status == status]
 
     @property
-    def result(self) -> str:
-        if self.named(Verdict.FAIL):
-            return FAILED
-        return WARNED if self.named(Verdict.NOT_MEASURED) else PASSED
+    def result(self) -> Verdict:
+        return overall(r.status for r in self.results)
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.result == FAILED else 0
+        return self.result.exit_code
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": "rig-dossier/acceptance", "format_version": 1,
+            "format": "rig-dossier/acceptance", "format_version": FORMAT_VERSION,
             "bundle": {"name": self.bundle.name, "sha256": self.bundle.sha256,
                        "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed},
             "profile": self.profile.to_json(),
             "result": self.result,
-            "passed": self.named(Verdict.PASS), "failed": self.named(Verdict.FAIL),
-            "not_measured": self.named(Verdict.NOT_MEASURED),
+            "passed": self.named(Verdict.PASS), "warned": self.named(Verdict.WARN),
+            "failed": self.named(Verdict.FAIL), "incomplete": self.named(Verdict.INCOMPLETE),
+            "skipped": self.named(Verdict.SKIP),
             "criteria": [r.to_json() for r in self.results],
         }
 
 
-def judge(view: BundleView, profile: Profile, bundle: BundleRef) -> Acceptance:
-    return Acceptance(bundle, profile, tuple(evaluate(BundleFacts(view), profile)))
+def judge(view: BundleView, profile: Profile, bundle: BundleRef, criteria: Sequence[Criterion]) -> Acceptance:
+    """The bundle judged on CRITERIA (the registry's acceptance criteria) against PROFILE."""
+    return Acceptance(bundle, profile, tuple(evaluate(BundleFacts(view), profile, criteria)))

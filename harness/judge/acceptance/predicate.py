@@ -1,15 +1,19 @@
 """The acceptance as a signed in-toto test-result attestation.
 
 An in-toto Statement v1 whose subject is the bundle file (name and sha256 of its bytes) and whose
-predicate is https://in-toto.io/attestation/test-result/v0.1: result PASSED / WARNED / FAILED,
-the configuration it was judged with (the effective profile, carried inline, the catalogue, the
-key that verified the bundle, the tool) as ResourceDescriptors, and the criteria by outcome.
+predicate is https://in-toto.io/attestation/test-result/v0.1: result PASSED / WARNED / FAILED (the
+test-result words: an INCOMPLETE acceptance is FAILED, failing closed), the configuration it was
+judged with (the effective profile, carried inline, the catalogue, the key that verified the
+bundle, the tool) as ResourceDescriptors, and the criteria by outcome (an incomplete criterion is
+a failed test). The verdict in this project's words, overall and by criterion (pass, warn, fail,
+incomplete, skip), is a ResourceDescriptor of its own (VERDICT_NAME), carried inline.
 Signed like the bundle: harness.signing.statement (a DSSE envelope, Ed25519).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +25,8 @@ from harness.signing.keys import SigningKey
 from harness.signing.statement import StatementError, sha256_hex, sign_statement, statement, subject, verify_statement
 
 PREDICATE_TYPE = "https://in-toto.io/attestation/test-result/v0.1"
+RESULT_WORDS = {Verdict.PASS: "PASSED", Verdict.WARN: "WARNED", Verdict.FAIL: "FAILED", Verdict.INCOMPLETE: "FAILED"}
+VERDICT_NAME = "rig-dossier/verdict.json"
 
 
 class AttestationMismatch(StatementError):
@@ -56,12 +62,29 @@ def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_byt
 def acceptance_statement(acceptance: Acceptance, tool: Mapping[str, Any],
                          catalogue_bytes: bytes | None) -> dict[str, Any]:
     return statement([subject(acceptance.bundle.name, acceptance.bundle.sha256)], PREDICATE_TYPE, {
-        "result": acceptance.result,
-        "configuration": configuration(acceptance, tool, catalogue_bytes),
+        "result": RESULT_WORDS[acceptance.result],
+        "configuration": [*configuration(acceptance, tool, catalogue_bytes), verdict_descriptor(acceptance)],
         "passedTests": acceptance.named(Verdict.PASS),
-        "warnedTests": acceptance.named(Verdict.NOT_MEASURED),
-        "failedTests": acceptance.named(Verdict.FAIL),
+        "warnedTests": acceptance.named(Verdict.WARN),
+        "failedTests": acceptance.named(Verdict.FAIL) + acceptance.named(Verdict.INCOMPLETE),
     })
+
+
+def verdict_descriptor(acceptance: Acceptance) -> dict[str, Any]:
+    """The verdict in this project's words, overall and by criterion, as an inline ResourceDescriptor."""
+    content = json.dumps({"verdict": acceptance.result, "criteria": {r.name: r.status for r in acceptance.results}},
+                         sort_keys=True, separators=(",", ":")).encode()
+    return {"name": VERDICT_NAME, "mediaType": "application/json", "digest": {"sha256": sha256_hex(content)},
+            "content": base64.b64encode(content).decode("ascii"), "annotations": {"verdict": str(acceptance.result)}}
+
+
+def recorded_verdict(predicate: Mapping[str, Any]) -> str:
+    """The overall verdict an attestation records: this project's word where it carries one (from
+    issue 26 on), else its test-result word (PASSED, WARNED, FAILED)."""
+    for descriptor in predicate.get("configuration") or []:
+        if isinstance(descriptor, dict) and descriptor.get("name") == VERDICT_NAME:
+            return str((descriptor.get("annotations") or {}).get("verdict"))
+    return str(predicate.get("result"))
 
 
 def signed_envelope(acceptance: Acceptance, key: SigningKey, tool: Mapping[str, Any],

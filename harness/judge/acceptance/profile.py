@@ -1,15 +1,18 @@
 """Acceptance profiles: one SKU's thresholds and known-good figures.
 
-A profile starts from the SKU's `acceptance` block and primary known-good results in the
-catalogue (harness/data/gpus.json); a user's profile file (schemas/acceptance-profile.schema.json)
-replaces whatever it names. A SKU the catalogue lacks needs a file that is the whole profile.
+A profile starts from the catalogue's rules and the SKU's `acceptance` block and primary
+known-good results (harness/data/gpus.json); a user's profile file
+(schemas/acceptance-profile.schema.json) replaces whatever it names. A SKU the catalogue lacks needs
+a file that is the whole profile. Which kinds of known-good figure there are (KnownGood) is declared
+beside the criteria that use them, and brought by the registry's entries: resolving a profile is
+handed them (harness.registry.known_good_kinds()).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,21 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class KnownGood:
+    """A kind of known-good figure: a profile file's known_good.FIELD, taken from the catalogue's
+    known_good entries of METRIC (the primary one per value of KEY), in UNIT. TITLE says one of them
+    in words ("{} GEMM": the KEY value goes in the braces); KEY_TYPE reads a file's key (world sizes
+    are numbers)."""
+
+    field: str
+    metric: str
+    key: str
+    unit: str
+    title: str
+    key_type: Callable[[Any], Any] = str
+
+
+@dataclass(frozen=True)
 class Profile:
     """Everything `dossier accept` judges against, with where each part came from."""
 
@@ -51,31 +69,25 @@ class Profile:
     name: str
     form_factor: str
     thresholds: Mapping[str, Any]  # the keys of the schema's `thresholds`, absent = none stated
-    hbm_known_good: Mapping[str, Reference]  # kernel -> GB/s
-    gemm_known_good: Mapping[str, Reference]  # dtype -> TFLOPS
-    allreduce_known_good: Mapping[int, Reference]  # world size -> GB/s
-    transfer_known_good: Mapping[str, Reference]  # direction (host_to_device, ..., peer_read) -> GB/s
+    known_good: Mapping[str, Mapping[Any, Reference]]  # KnownGood.field -> its key (kernel, dtype, ...) -> figure
     required: tuple[str, ...]
     sources: tuple[str, ...] = field(default=())
     why: str | None = None
-    # dtype -> TFLOPS sustained (a GEMM's steady state under a long load), beside the bursts of gemm_known_good
-    sustained_known_good: Mapping[str, Reference] = field(default_factory=dict)
 
     def threshold(self, key: str) -> Any:
         return self.thresholds.get(key)
+
+    def known(self, kind: KnownGood) -> Mapping[Any, Reference]:
+        """The known-good figures of KIND, by its key (none: an empty mapping)."""
+        return self.known_good.get(kind.field, {})
 
     def to_json(self) -> dict[str, Any]:
         """The effective profile as data (what the signed predicate's configuration digests)."""
         return {
             "sku_id": self.sku_id, "name": self.name, "form_factor": self.form_factor,
             "thresholds": dict(sorted(self.thresholds.items())),
-            "known_good": {
-                "hbm_bandwidth_gbps": {k: r.to_json() for k, r in sorted(self.hbm_known_good.items())},
-                "gemm_tflops": {k: r.to_json() for k, r in sorted(self.gemm_known_good.items())},
-                "gemm_sustained_tflops": {k: r.to_json() for k, r in sorted(self.sustained_known_good.items())},
-                "allreduce_busbw_gbps": {str(k): r.to_json() for k, r in sorted(self.allreduce_known_good.items())},
-                "transfer_gbps": {k: r.to_json() for k, r in sorted(self.transfer_known_good.items())},
-            },
+            "known_good": {name: {str(k): r.to_json() for k, r in sorted(figures.items())}
+                           for name, figures in sorted(self.known_good.items())},
             "required": list(self.required), "sources": list(self.sources), "why": self.why,
         }
 
@@ -96,20 +108,17 @@ def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Referen
     return found
 
 
-def from_catalogue(sku: Mapping[str, Any]) -> Profile:
+def from_catalogue(sku: Mapping[str, Any], kinds: Sequence[KnownGood]) -> Profile:
     block = sku["acceptance"]
-    thresholds = {k: v for k, v in block.items() if k not in ("why", "required", "pcie_source", "stress_source")}
+    thresholds = {**catalogue.acceptance_defaults(),
+                  **{k: v for k, v in block.items() if k not in ("why", "required", "pcie_source", "stress_source")}}
     return Profile(
         sku_id=sku["id"], name=sku["name"], form_factor=sku["form_factor"], thresholds=thresholds,
-        hbm_known_good=_primary(sku, "hbm_bandwidth", "kernel"),
-        gemm_known_good=_primary(sku, "gemm", "dtype"),
-        allreduce_known_good=_primary(sku, "allreduce_busbw", "world_size"),
-        transfer_known_good=_primary(sku, "transfer", "direction"),
+        known_good={kind.field: _primary(sku, kind.metric, kind.key) for kind in kinds},
         required=tuple(block.get("required", DEFAULT_REQUIRED)),
         sources=(f"catalogue {CATALOGUE_NAME} ({sku['id']})",),
         why=block.get("why") + (f"; PCIe: {block['pcie_source']}" if block.get("pcie_source") else "")
         + (f"; stress: {block['stress_source']}" if block.get("stress_source") else ""),
-        sustained_known_good=_primary(sku, "gemm_sustained", "dtype"),
     )
 
 
@@ -136,14 +145,12 @@ def read_profile_file(path: Path) -> tuple[dict[str, Any], str]:
     return document, hashlib.sha256(data).hexdigest()
 
 
-def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) -> Profile:
+def apply_file(base: Profile | None, document: Mapping[str, Any], where: str, kinds: Sequence[KnownGood]) -> Profile:
     """BASE with everything DOCUMENT names replaced (BASE None: the file is the whole profile)."""
     known = document.get("known_good", {})
-    hbm = {k: _file_reference(v, "GB/s", where) for k, v in known.get("hbm_bandwidth_gbps", {}).items()}
-    gemm = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_tflops", {}).items()}
-    sustained = {k: _file_reference(v, "TFLOPS", where) for k, v in known.get("gemm_sustained_tflops", {}).items()}
-    allreduce = {int(k): _file_reference(v, "GB/s", where) for k, v in known.get("allreduce_busbw_gbps", {}).items()}
-    transfer = {k: _file_reference(v, "GB/s", where) for k, v in known.get("transfer_gbps", {}).items()}
+    known_good = {kind.field: {**(base.known(kind) if base else {}),
+                               **{kind.key_type(k): _file_reference(v, kind.unit, where)
+                                  for k, v in known.get(kind.field, {}).items()}} for kind in kinds}
     thresholds = dict(base.thresholds) if base else {}
     for key, value in document.get("thresholds", {}).items():
         thresholds[key] = ({**thresholds.get(key, {}), **value} if key == "gemm_min_share" else value)
@@ -157,21 +164,18 @@ def apply_file(base: Profile | None, document: Mapping[str, Any], where: str) ->
         name=document.get("name", base.name if base else ""),
         form_factor=document.get("form_factor", base.form_factor if base else ""),
         thresholds=thresholds,
-        hbm_known_good={**(base.hbm_known_good if base else {}), **hbm},
-        gemm_known_good={**(base.gemm_known_good if base else {}), **gemm},
-        allreduce_known_good={**(base.allreduce_known_good if base else {}), **allreduce},
-        transfer_known_good={**(base.transfer_known_good if base else {}), **transfer},
+        known_good=known_good,
         required=tuple(document.get("required", base.required if base else DEFAULT_REQUIRED)),
         sources=(base.sources if base else ()) + (where,),
         why="; ".join(w for w in (base.why if base else None, document.get("why")) if w) or None,
-        sustained_known_good={**(base.sustained_known_good if base else {}), **sustained},
     )
 
 
-def resolve(sku_id: str, profile_file: Path | None = None) -> Profile:
-    """The profile for SKU_ID: the catalogue's, overridden by PROFILE_FILE when given."""
+def resolve(sku_id: str, profile_file: Path | None, kinds: Sequence[KnownGood]) -> Profile:
+    """The profile for SKU_ID: the catalogue's, overridden by PROFILE_FILE when given; KINDS the known-good
+    figures there are (harness.registry.known_good_kinds())."""
     sku = catalogue.by_id(sku_id)
-    base = from_catalogue(sku) if sku else None
+    base = from_catalogue(sku, kinds) if sku else None
     if profile_file is None:
         if base is None:
             raise NoProfile(f"there is no acceptance profile for SKU {sku_id!r}: the catalogue "
@@ -182,7 +186,7 @@ def resolve(sku_id: str, profile_file: Path | None = None) -> Profile:
     if document["sku_id"] != sku_id:
         raise UsageError(f"--profile {sku_id} but {profile_file} is for {document['sku_id']!r}",
                          hint="pass the same SKU to --profile as the file's sku_id")
-    return apply_file(base, document, f"profile file {profile_file.name} (sha256 {digest[:16]}...)")
+    return apply_file(base, document, f"profile file {profile_file.name} (sha256 {digest[:16]}...)", kinds)
 
 
 def example(sku_id: str) -> dict[str, Any]:

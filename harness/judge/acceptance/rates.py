@@ -3,14 +3,20 @@ bandwidth) against the stated share of a known-good unit's figure."""
 
 from __future__ import annotations
 
-from harness.analysis import bandwidth as bandwidth_rules
+from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import Profile
+from harness.judge.acceptance.profile import KnownGood, Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order rows appear in
+
+# The known-good figures these criteria take shares of (the registry's entries bring each with its probe).
+HBM_KNOWN_GOOD = KnownGood("hbm_bandwidth_gbps", "hbm_bandwidth", "kernel", "GB/s", "{} memory bandwidth")
+GEMM_KNOWN_GOOD = KnownGood("gemm_tflops", "gemm", "dtype", "TFLOPS", "{} GEMM")
+ALLREDUCE_KNOWN_GOOD = KnownGood("allreduce_busbw_gbps", "allreduce_busbw", "world_size", "GB/s",
+                                 "all-reduce bus bandwidth, {} GPUs", int)
 
 
 def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -20,12 +26,12 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     evidence = (f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
                 "(plateau recomputed by harness.analysis.bandwidth)")
     if not b.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, b.why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
-    reference = profile.hbm_known_good.get(kernel)
+    reference = profile.known(HBM_KNOWN_GOOD).get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
     plateau = num(b.values.get("plateau_gbps"))
@@ -52,9 +58,9 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     threshold = (Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
                  if limit is not None else None)
     if not b.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, b.why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, b.why)]
     if limit is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no repeat_spread_max")]
     spread, medians = num(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
     if spread is None or len(medians) < 2:
@@ -76,7 +82,7 @@ def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
     absent_why = ("; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline"))
     results = []
     for dtype in DTYPES:
-        if dtype not in shares or (dtype not in measured and dtype not in profile.gemm_known_good):
+        if dtype not in shares or (dtype not in measured and dtype not in profile.known(GEMM_KNOWN_GOOD)):
             continue
         results.append(_gemm_one(dtype, shares[dtype], measured.get(dtype), sorted(d for d in measured if d),
                                  absent_why, profile, facts))
@@ -89,13 +95,13 @@ def _gemm_one(dtype, share, figures, measured_dtypes, absent_why, profile, facts
     step = figures.step if figures else "roofline"
     evidence = (f"{facts.output(step)} measurements[].times_s with the shapes' FLOP counts "
                 "(burst best recomputed by harness.analysis.roofline)")
-    reference = profile.gemm_known_good.get(dtype)
+    reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
     if figures is None:
         why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if reference is None:
-        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
                       f"file can add known_good.gemm_tflops.{dtype}")
     best = num(figures.values.get("burst_best_tflops"))
@@ -127,23 +133,23 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     evidence = (f"{facts.output('allreduce')} runs[].points[] per-rank medians "
                 "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)")
     if not a.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, a.why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, a.why)]
     backend, world = a.values.get("backend"), a.values.get("world_size")
     curve = (a.values.get("curves") or {}).get("normal") or {}
     busbw = num(curve.get("busbw_at_max_gbps"))
     limits = "; ".join(str(x) for x in a.values.get("limitations") or [])
     if backend != "nccl":
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
                        f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""))]
     if busbw is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        "no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
-    share, reference = profile.threshold("allreduce_busbw_min_share"), profile.allreduce_known_good.get(world)
+    share, reference = profile.threshold("allreduce_busbw_min_share"), profile.known(ALLREDUCE_KNOWN_GOOD).get(world)
     measured = Value(busbw, "GB/s", f"{fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
     if share is None or reference is None:
         missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, measured, None, evidence,
                        f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
     return [at_least(name, title, measured, threshold, evidence)]

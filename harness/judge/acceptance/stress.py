@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.stress_telemetry import POWER_TARGET_RATIO
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import Profile
+from harness.judge.acceptance.profile import KnownGood, Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 STEP = "stress"
+# The known-good figure the sustained rate is a share of (the registry's stress entry brings it).
+SUSTAINED_GEMM = KnownGood("gemm_sustained_tflops", "gemm_sustained", "dtype", "TFLOPS", "{} GEMM sustained")
 
 
 def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:
@@ -27,12 +28,12 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
     title = f"Sustained {dtype} GEMM (steady state of the stress run) reaches the stated share of a known-good unit"
     evidence = (f"{facts.output(STEP)} devices[].gemm.buckets (steady state: median of the second half, "
                 "recomputed by harness.analysis.stress), lowest over the GPUs")
-    share, reference = profile.threshold("stress_sustained_min_share"), profile.sustained_known_good.get(dtype)
+    share, reference = profile.threshold("stress_sustained_min_share"), profile.known(SUSTAINED_GEMM).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
     if not figures.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, figures.why or "")]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     if threshold is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no "
                        + ("stress_sustained_min_share" if not share else f"known-good sustained {dtype} GEMM "
                           f"(known_good.gemm_sustained_tflops.{dtype})"))]
@@ -56,9 +57,9 @@ def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
                                     f"{fmt(wanted)})") if wanted is not None else None)
     figures = facts.figures(STEP)
     if not figures.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, figures.why or "")]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     if threshold is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no stress_min_seconds")]
     seconds = figures.values["seconds"]
     ok = seconds >= wanted
@@ -73,7 +74,7 @@ def _from_checks(facts: BundleFacts, name: str, title: str, checks: tuple[str, .
     evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
     figures = facts.figures(STEP)
     if not figures.present:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, figures.why or "")]
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     heads = figures.values
     if not heads["devices"]:
         return [Result(name, title, Verdict.FAIL, None, threshold, evidence, "no device was stressed")]
@@ -86,7 +87,7 @@ def _from_checks(facts: BundleFacts, name: str, title: str, checks: tuple[str, .
     if failed:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
     if unmeasured or not judged:
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence,
                        "; ".join(unmeasured) or "no check recorded")]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence,
                    "; ".join(f"{who}: {c['evidence']}" for who, c in judged))]
@@ -142,16 +143,29 @@ def no_slowdown_events(facts: BundleFacts, profile: Profile) -> list[Result]:
 
 
 def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
-    def measure(heads):
-        shares = [d["power"]["max_fraction"] for d in heads["devices"] if d["power"].get("max_fraction") is not None]
-        lowest = min(shares) if len(shares) == len(heads["devices"]) and shares else None
-        return Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}"
-                     if lowest is not None else "power not sampled on every GPU")
-    return _from_checks(facts, "stress_power_target_reached",
-                        "Every GPU reached its power target under the stress load", ("power_target",),
-                        "devices[].telemetry.samples[].power_average_w, devices[].power_limit_w", measure,
-                        Value(POWER_TARGET_RATIO, "fraction", f"maximum board power at least {POWER_TARGET_RATIO:g} of the "
-                                                              "enforced limit, as DCGM's targeted power reports"))
+    """The lowest maximum power / enforced limit over the GPUs, held to the profile's share."""
+    name, title = "stress_power_target_reached", "Every GPU reached its power target under the stress load"
+    evidence = (f"{facts.output(STEP)} devices[].telemetry.samples[].power_average_w, devices[].power_limit_w "
+                "(recomputed by harness.analysis.stress)")
+    share = num(profile.threshold("stress_power_target_min_share"))
+    threshold = (Value(share, "fraction", f"maximum board power at least {share:g} of the enforced limit on every "
+                                          "GPU, the statistic DCGM's targeted power judges") if share else None)
+    figures = facts.figures(STEP)
+    if not figures.present:
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
+    if threshold is None:
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
+                       f"the profile for {profile.sku_id} states no stress_power_target_min_share")]
+    devices = figures.values["devices"]
+    shares = [d["power"]["max_fraction"] for d in devices if d["power"].get("max_fraction") is not None]
+    if not devices or len(shares) != len(devices):
+        unread = "; ".join(f"{_who(figures.values, d)}: {d['power'].get('why')}" for d in devices
+                           if d["power"].get("max_fraction") is None)
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
+                       unread or "no device was stressed")]
+    lowest = min(shares)
+    value = Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}")
+    return [at_least(name, title, value, threshold, evidence)]
 
 
 def _criterion(name: str, title: str, judge) -> Criterion:

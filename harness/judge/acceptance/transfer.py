@@ -14,15 +14,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis import transfer_links as link_rules
+from harness.analysis.transfer import links as link_rules
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import Profile
+from harness.judge.acceptance.profile import KnownGood, Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 STEP = "transfer"
 SHARE_KEY = "transfer_min_share"
+# The known-good figures the transfer rates are shares of (the registry's transfer entry brings them).
+TRANSFER = KnownGood("transfer_gbps", "transfer", "direction", "GB/s", "{} transfer")
 # criterion name -> (per-GPU headline key, known-good direction, what it is, nvbandwidth's test)
 HOST_RATES = {
     "transfer_h2d_pinned": ("h2d_pinned_gbps", "host_to_device", "host-to-device copies from pinned memory",
@@ -54,17 +56,17 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     evidence = (f"{facts.output(STEP)} series[].points[].copy_times_s (plateaus recomputed by "
                 "harness.analysis.transfer)")
     heads, why = _gpu_figures(facts)
-    share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get(direction)
+    share, reference = profile.threshold(SHARE_KEY), profile.known(TRANSFER).get(direction)
     threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
     if heads is None:
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence, why)
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if threshold is None:
         missing = f"no {SHARE_KEY}" if not share else f"no known-good transfer figure for {direction}"
-        return Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} states {missing}; a profile file can add it")
     per_gpu = {gpu: figures for gpu, figures in sorted(heads["per_gpu"].items()) if gpu != "host"}
     if not any(key in figures for figures in per_gpu.values()):
-        return Result(name, title, Verdict.NOT_MEASURED, None, threshold, evidence,
+        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
                       f"the transfer step did not measure {what} (see its sizing and --skip)")
     together = key.startswith("bidirectional_total")
     no_plateau = [gpu for gpu, figures in per_gpu.items() if key in figures and num(figures[key]) is None]
@@ -108,9 +110,9 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     heads, _ = _gpu_figures(facts)
     if heads is None or not _nvlink_pairs(heads):
         return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
-    share, reference = profile.threshold(SHARE_KEY), profile.transfer_known_good.get("peer_read")
+    share, reference = profile.threshold(SHARE_KEY), profile.known(TRANSFER).get("peer_read")
     if not share or reference is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")]
     threshold = share_threshold(share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce")
     cells = heads["peer"]["read"]
@@ -137,10 +139,10 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
     """Every GPU's PCIe link: trained to its maximum, and carrying what it reports."""
     name, title = "transfer_links", "Transfers: every GPU's host link is neither degraded nor inconsistent with NVML"
     evidence = (f"{facts.output(STEP)} gpus[].pcie.under_copy (NVML, read while copies ran) and the pinned "
-                "copies' plateaus (rule: harness.analysis.transfer_links.check_link)")
+                "copies' plateaus (rule: harness.analysis.transfer.links.check_link)")
     heads, why = _gpu_figures(facts)
     if heads is None:
-        return [Result(name, title, Verdict.NOT_MEASURED, None, None, evidence, why)]
+        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, why)]
     checks = heads["link_checks"]
     threshold = Value(link_rules.DEGRADED_LINK_FRACTION, "fraction",
                       f"width and generation at their maximum; pinned copies at least "
@@ -153,7 +155,7 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
                        "; ".join(f"GPU {c['gpu']} {c['status']}: {' '.join(c['reasons'])}" for c in bad))]
     if not checks or all(c["status"] == "unknown" for c in checks):
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence,
+        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence,
                        summary or "no GPU link checked")]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
 
@@ -162,7 +164,7 @@ def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
     """Every GPU pair (two or more GPUs measured): peer access where the topology reports NVLink."""
     name, title = "transfer_p2p", "Transfers: peer access works wherever the topology reports NVLink (no broken P2P)"
     evidence = (f"{facts.output(STEP)} peer.access (cudaDeviceCanAccessPeer), topology.gpu_pairs (nvidia-smi topo "
-                "-m), topology.nvml_p2p (rule: harness.analysis.transfer_links.check_pair)")
+                "-m), topology.nvml_p2p (rule: harness.analysis.transfer.links.check_pair)")
     heads, _ = _gpu_figures(facts)
     if heads is None or not heads["p2p_checks"]:
         return []  # fewer than two GPUs measured: no pair to judge
@@ -176,7 +178,7 @@ def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
                        "; ".join(f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}" for c in bad))]
     if all(c["status"] == "unknown" for c in checks):
-        return [Result(name, title, Verdict.NOT_MEASURED, measured, threshold, evidence, summary)]
+        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence, summary)]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
 
 

@@ -2,7 +2,8 @@
 
 A registry entry names its plot module (ProbeSpec.plots): `render(document, stem) -> [paths]`
 writes STEM.png and STEM.svg (and may write more files named after STEM, e.g. STEM-peer.png),
-every plotted figure recomputed by the probe's analysis module, and returns what it wrote.
+every plotted figure recomputed by the probe's analysis module, and returns what it wrote. It may
+also have `note(document) -> str | None`: what the picture leaves out, said beside it by `dossier NAME`.
 """
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import allreduce as ar
+from harness.analysis.allreduce import figures as ar
 from harness.present.plots import NothingToPlot
 from harness.present.plots._figure import new_figure, save_figure
 from harness.present.plots._labels import place_labels

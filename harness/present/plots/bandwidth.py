@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.bandwidth import KERNELS, headlines
+from harness.analysis.bandwidth.figures import KERNELS, headlines
 from harness.present.plots._figure import new_figure, save_figure
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.roofline import attainable_tflops
-from harness.present.figures import number, value_text
+from harness.analysis.roofline.model import attainable_tflops
+from harness.analysis.units import number, value_text
 from harness.present.plots import NothingToPlot
 from harness.present.plots._figure import new_figure, save_figure
 from harness.present.plots._labels import place_labels

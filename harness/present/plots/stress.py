@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.analysis import stress as analysis
-from harness.analysis.stress_telemetry import POWER_TARGET_RATIO, power_source
+from harness.analysis.stress import figures as analysis
+from harness.analysis.stress.telemetry import POWER_TARGET_RATIO, power_source
 from harness.present.plots._figure import new_figure, save_figure
 
 COLOURS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.transfer import all_series_figures, peer_matrix
+from harness.analysis.transfer.figures import all_series_figures, peer_matrix
 from harness.present.plots._figure import new_figure, save_figure
 
 COLOURS = {"host_to_device": "#1f77b4", "device_to_host": "#d62728", "host_to_host": "#2ca02c"}
@@ -24,6 +24,11 @@ def heatmap_note(document: dict[str, Any]) -> str | None:
     if peer.get("measured"):
         return None
     return f"no peer heatmap: {peer.get('why', 'peer copies not measured')}"
+
+
+def note(document: dict[str, Any]) -> str | None:
+    """What `dossier transfer` says beside its plots: why a GPU run has no peer heatmap."""
+    return heatmap_note(document) if document.get("device") == "cuda" else None
 
 
 def render(document: dict[str, Any], stem: Path) -> list[Path]:

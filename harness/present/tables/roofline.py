@@ -1,12 +1,12 @@
 """The roofline's GEMMs as bursts, as Markdown: for each measured shape its rate, the window its
 timed calls filled, the SM clock NVML sampled inside that window and whether the power cap was
-engaged (host side; every figure recomputed by harness.analysis.roofline_figures)."""
+engaged (host side; every figure recomputed by harness.analysis.roofline.figures)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.roofline_figures import BURST_RULE, burst_windows, headlines
+from harness.analysis.roofline.figures import BURST_RULE, burst_windows, headlines
 
 
 def _number(value: Any, spec: str) -> str:

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.analysis import roofline_figures
-from harness.analysis import stress as analysis
+from harness.analysis.roofline import figures as roofline_figures
+from harness.analysis.stress import figures as analysis
+from harness.analysis.stress.telemetry import POWER_TARGET_RATIO
 
 
 def _n(value: Any, spec: str = ".4g") -> str:
@@ -56,7 +57,7 @@ def per_gpu_table(document: dict[str, Any], heads: dict[str, Any]) -> str:
     shape = "x".join(str(heads["shape"][d]) for d in "mnk")
     lines = [f"# Stress: {heads['dtype']} GEMM {shape} for {heads['seconds']:g} s on {document['device']}", "",
              "Burst = the first one-second bucket; steady = the median of the second half (a **sustained** rate). "
-             "Power: median / max of the GEMM phase against the enforced limit (target: 0.9 of it). Faults: "
+             f"Power: median / max of the GEMM phase against the enforced limit (target: {POWER_TARGET_RATIO:g} of it). Faults: "
              "mismatched GEMM elements / memory words read back wrong / XID+ECC events / new uncorrected ECC "
              "errors and remapped rows.", "",
              "| device | burst TFLOPS | steady TFLOPS | burst/steady | power cap | power W | clock-event reasons "

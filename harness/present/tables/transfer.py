@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.transfer import all_series_figures, headlines
+from harness.analysis.transfer.figures import all_series_figures, headlines
 
 ORDER = {"host_to_device": 0, "device_to_host": 1, "device_local": 2, "host_to_host": 3, "device_to_device_peer": 4}
 MEMORY = {"pinned": 0, "pageable": 1}

@@ -1,0 +1,8 @@
+"""The bandwidth sweep's analysis (harness/probes/bandwidth/): `figures` counts bytes, classifies
+points, finds the plateau, judges the repeats and diagnoses them, and recomputes the headlines;
+`checks` lists where a document's stated figures differ from that recomputation."""
+
+from harness.analysis.bandwidth.figures import headlines
+from harness.analysis.bandwidth.checks import discrepancies
+
+__all__ = ["discrepancies", "headlines"]

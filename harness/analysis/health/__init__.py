@@ -1,0 +1,9 @@
+"""The health probe's analysis (harness/probes/health/): `figures` the headlines and where a document
+disagrees; `contracts` (with `device_contracts` and `contract_facts`) the toolchain and device
+contracts re-judged from the facts; `diff` the idle/load comparison (the health-diff step); `fleet`
+the figures `dossier fleet collect` compares."""
+
+from harness.analysis.health.figures import headlines
+from harness.analysis.health.figures import discrepancies
+
+__all__ = ["discrepancies", "headlines"]

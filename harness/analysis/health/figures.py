@@ -1,0 +1,98 @@
+"""Headlines of health.json, recomputed from its facts, and where the document disagrees.
+
+The contracts are re-judged from the facts (harness.analysis.health.contracts) and each
+device's SKU is re-identified from its PCI device id, memory and default power limit with
+the catalogue, so a document whose stated verdicts were edited, or that was judged by an
+older catalogue, shows up in `discrepancies`. Standard library only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness import catalogue
+from harness.analysis.health.contract_facts import unavailable_reason
+from harness.analysis.health.contracts import evaluate
+from harness.analysis.verdict import Verdict
+
+
+def _value(value: Any) -> Any:
+    """A fact, or None where the document says it is unavailable."""
+    return None if unavailable_reason(value) is not None else value
+
+
+def _number(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def recomputed_sku(device: dict[str, Any]) -> str | None:
+    pci = device.get("pci_device_id")
+    if not isinstance(pci, str):
+        return None
+    return catalogue.identify(pci, _number(device.get("memory_total_mib")),
+                              _number(device.get("power", {}).get("default_limit_w"))).sku_id
+
+
+def headlines(document: dict[str, Any]) -> dict[str, Any]:
+    software = document.get("software", {})
+    devices = document.get("devices") if isinstance(document.get("devices"), list) else []
+    contracts = evaluate(document)
+    return {
+        "driver_version": _value(software.get("driver_version")),
+        "cuda_driver_version": _value(software.get("cuda_driver_version")),
+        "torch_version": _value(software.get("torch_version")),
+        "torch_cuda_build": _value(software.get("torch_cuda_build")),
+        "device_count": len(devices),
+        "devices": [{"index": d.get("nvml_index"), "name": _value(d.get("name")),
+                     "sku_id": recomputed_sku(d), "uuid": _value(d.get("uuid"))} for d in devices],
+        "contracts_failed": [c["name"] for c in contracts if c["status"] == Verdict.FAIL],
+        "contracts": {c["name"]: c["status"] for c in contracts},
+        "mode": document.get("mode"),
+    }
+
+
+def discrepancies(document: dict[str, Any]) -> list[str]:
+    found = []
+    stated = {c.get("name"): c for c in document.get("contracts", []) if isinstance(c, dict)}
+    recomputed = {c["name"]: c for c in evaluate(document)}
+    for name in sorted(set(stated) | set(recomputed), key=str):
+        said, again = stated.get(name) or {}, recomputed.get(name) or {}
+        if said.get("status") != again.get("status"):
+            found.append(f"contract {name}: document says {said.get('status')!r}, "
+                         f"the facts give {again.get('status')!r}")
+        elif said != again:
+            keys = sorted(k for k in set(said) | set(again) if said.get(k) != again.get(k))
+            found.append(f"contract {name}: {', '.join(keys)} differ from what the facts give")
+    found += load_discrepancies(document)
+    devices = document.get("devices") if isinstance(document.get("devices"), list) else []
+    for device in devices:
+        said = (device.get("sku") or {}).get("id")
+        again = recomputed_sku(device)
+        if said != again:
+            found.append(f"GPU{device.get('nvml_index')} SKU: document says {said!r}, "
+                         f"the catalogue gives {again!r}")
+    count = document.get("nvml_device_count")
+    if isinstance(count, int) and count != len(devices):
+        found.append(f"nvml_device_count {count} but {len(devices)} device record(s)")
+    return found
+
+
+def load_discrepancies(document: dict[str, Any]) -> list[str]:
+    """The load's work counts from its rounds: 2 n^3 FLOP per GEMM, each copy read and written."""
+    load = document.get("load")
+    if not isinstance(load, dict) or not isinstance(load.get("devices"), list):
+        return []
+    found = []
+    for device in load["devices"]:
+        rounds, n = device.get("rounds"), device.get("gemm_n")
+        if not isinstance(rounds, int) or not isinstance(n, int) or _number(device.get("copy_mib")) is None:
+            continue
+        where = f"load GPU{device.get('nvml_index')}"
+        if device.get("gemm_flop") != 2 * n**3 * rounds:
+            found.append(f"{where} gemm_flop {device.get('gemm_flop')} but {rounds} rounds of a {n}^3 GEMM are "
+                         f"{2 * n**3 * rounds}")
+        moved = 2 * round(device["copy_mib"] * 2**20) * rounds
+        if device.get("copy_bytes_moved") != moved:
+            found.append(f"{where} copy_bytes_moved {device.get('copy_bytes_moved')} but {rounds} copies of "
+                         f"{device['copy_mib']:g} MiB read and write {moved}")
+    return found

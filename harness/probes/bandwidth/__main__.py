@@ -1,0 +1,5 @@
+"""`python -m harness.probes.bandwidth`: the bandwidth probe as its own process (one JSON document on stdout)."""
+
+from harness.probes.bandwidth import NAME, build_parser, measure, probe_main
+
+raise SystemExit(probe_main(NAME, build_parser, measure))

@@ -1,0 +1,5 @@
+"""`python -m harness.probes.roofline`: the roofline probe as its own process (one JSON document on stdout)."""
+
+from harness.probes.roofline import NAME, build_parser, measure, probe_main
+
+raise SystemExit(probe_main(NAME, build_parser, measure))

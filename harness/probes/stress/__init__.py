@@ -1,0 +1,284 @@
+"""Stress probe: sustained GEMM with every result checked, a memory test, power, thermals and NVML
+error events, on every visible GPU at once (one worker process per GPU), or the CPU.
+
+`python -m harness.probes.stress [--seconds S] [--dtype bf16|fp16|tf32|fp32|fp8] [--memory-share F]
+[--no-check] [--no-memory-test] [--inject-fault gemm|memory] [--device auto|cuda|cpu]` writes one
+JSON document (schemas/stress.schema.json).
+
+Each worker: NVML telemetry every --sample-interval-s and an NVML event set for XID and ECC events
+start; the GEMM runs back to back for --seconds in one-second buckets (TFLOPS from the CUDA-event
+time of each GEMM, every result compared bit for bit with a reference computed once from fixed-seed
+inputs); then the memory test writes and reads back four patterns over a share of the free device
+memory; the ECC and row-remap counters are read before and after. All GPUs run together, so
+shared power, cooling and PCIe are loaded together. --inject-fault flips one bit between compute and
+check, to show the checkers catch it; the document records that it did.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness.analysis.stress import figures as analysis
+from harness.analysis.stress import telemetry as tel
+from harness.probes import cuda_driver
+from harness.probes.health.torch_files import torch_build, torch_directory
+from harness.probes.stress.document import device_record
+from harness.probes.stress.supervisor import StressSupervisor
+from harness.probes.contract import (Option, ProbeUsageError, check_options, log, options_parser, positive, probe_main,
+                                     progress)
+
+NAME = "stress"
+DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
+CPU_DTYPES = ("fp32", "bf16")
+DEFAULT_SECONDS = {"cuda": 60.0, "cpu": 3.0}
+DEFAULT_DTYPE = {"cuda": "bf16", "cpu": "fp32"}
+GPU_SHAPE = (8192, 8192, 16384)
+GPU_FP8_SHAPE = (8192, 8192, 32768)
+CPU_SHAPE = (512, 512, 1024)
+GPU_SHAPE_WHY = (
+    "M = N = 8192 as in the 8192^3 bf16 GEMM the baseline measured sustained on the H200 (666-681 TFLOPS, "
+    "power-capped); 2048 output tiles of 128x256 fill 132 SMs in 15.5 waves. K = 16384, twice 8192, so one "
+    "bit-exact check pass (read the output and the reference, write and sum a one-byte mask: 6 bytes per "
+    "16-bit element, 10 per 32-bit one) costs about 3% of the GEMM at the H200's sustained rates; fp8 runs "
+    "about twice as fast as bf16, so its K is 32768")
+CPU_SHAPE_WHY = "small enough for tens of GEMMs a second on a 2-core CI runner, so every bucket holds many"
+GPU_CHUNK_MIB, CPU_REGION_MIB, CPU_CHUNK_MIB = 1024, 64, 8
+BUCKET_S = 1.0
+SEED = 16
+INJECT_GEMM_ITERATION = 2
+STALL_S = 120.0  # a worker silent this long is ended (CUDA start on 8 GPUs takes well under a minute)
+DEADLINE_EXTRA_S = 300.0  # setup, the memory test and the counters, beyond --seconds
+CHECK_WHY = (
+    "cuBLAS documents bit-wise reproducible results for the same toolkit, architecture and SM count on "
+    "one stream without atomics; the reference is the same call on the same GPU with the same buffers, so "
+    "any differing bit is a fault (gpu-burn compares with 0.001 absolute tolerance, and its source notes "
+    "that 0 would do). On a CPU the same holds for one process with a fixed thread count")
+
+
+def shape_problem(text: str) -> str | None:
+    """A check: TEXT is MxNxK with every dimension at least 1."""
+    try:
+        m, n, k = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        return f"{text!r} is not MxNxK, e.g. 8192x8192x16384"
+    return None if min(m, n, k) >= 1 else f"{text!r}: every dimension must be at least 1"
+
+
+OPTIONS = (
+    Option(("--seconds",), dict(type=float, metavar="S",
+        help="GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI)"), check=positive),
+    Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")),
+    Option(("--shape",), dict(metavar="MxNxK",
+        help="GEMM shape C[M,N] = A[M,K] @ B[K,N] (default 8192x8192x16384 on a GPU, "
+        "8192x8192x32768 for fp8; 512x512x1024 on a CPU)"), check=shape_problem),
+    Option(("--memory-share",), dict(type=float, default=0.8, metavar="F",
+        help="share of the device memory free after the GEMM phase that the memory test "
+        "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)"),
+        check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]"),
+    Option(("--memory-chunk-mib",), dict(type=int, default=GPU_CHUNK_MIB, metavar="MIB",
+        help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})"),
+        check=lambda n: None if n >= 1 else f"{n}: must be at least 1"),
+    Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test")),
+    Option(("--no-check",), dict(action="store_true",
+        help="do not compare GEMM results (to measure what checking costs)")),
+    Option(("--inject-fault",), dict(choices=("gemm", "memory"),
+        help="self-test: flip one bit between compute and check (GEMM iteration "
+        f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded")),
+    Option(("--sample-interval-s",), dict(type=float, default=0.1, metavar="S",
+        help="NVML sampling interval (default 0.1)"), check=positive),
+    Option(("--seed",), dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random "
+        f"memory pattern (default {SEED})")),
+    Option(("--device",), dict(choices=("auto", "cuda", "cpu"), default="auto",
+        help="where to run (default: every visible GPU when torch sees one, else the CPU)")),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return options_parser(NAME, __doc__, OPTIONS)
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    why = shape_problem(text)
+    if why:
+        raise ProbeUsageError(f"--shape {why}")
+    m, n, k = (int(v) for v in text.lower().split("x"))
+    return m, n, k
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    check_options(args, OPTIONS)
+    if args.inject_fault == "gemm" and args.no_check:
+        raise ProbeUsageError("--inject-fault gemm needs the result check: drop --no-check")
+    if args.inject_fault == "memory" and args.no_memory_test:
+        raise ProbeUsageError("--inject-fault memory needs the memory test: drop --no-memory-test")
+
+
+def visible_gpus() -> tuple[int, str]:
+    """(CUDA devices the driver lists, honouring CUDA_VISIBLE_DEVICES; why none), read through libcuda
+    and torch/version.py so that this process never imports torch: only the workers do, in parallel."""
+    build = torch_build(torch_directory())["torch_cuda_build"]
+    if not isinstance(build, str):
+        why = build["unavailable"] if isinstance(build, dict) else "torch/version.py names no CUDA version"
+        return 0, f"torch is not a CUDA build ({why})"
+    driver, loaded = cuda_driver.load()
+    if driver is None:
+        return 0, loaded["cuda_driver_library"]["unavailable"]
+    try:
+        driver.call("cuInit", 0)
+        count = driver.integer("cuDeviceGetCount")
+    except cuda_driver.CudaError as exc:
+        return 0, str(exc)
+    return count, "" if count else "the CUDA driver lists no device"
+
+
+def pick_device(args: argparse.Namespace) -> tuple[str, list[int], str]:
+    """(cuda or cpu, the worker indices, why not a GPU when it is the CPU)."""
+    if args.device == "cpu":
+        return "cpu", [0], "--device cpu"
+    count, why = visible_gpus()
+    if count:
+        return "cuda", list(range(count)), ""
+    if args.device == "cuda":
+        raise ProbeUsageError(f"--device cuda: no CUDA device ({why})")
+    return "cpu", [0], why
+
+
+def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
+    dtype = args.dtype or DEFAULT_DTYPE[device]
+    if device == "cpu" and dtype not in CPU_DTYPES:
+        raise ProbeUsageError(f"--dtype {dtype} needs a GPU: the CPU path runs {' and '.join(CPU_DTYPES)}")
+    if args.shape:
+        (m, n, k), why = parse_shape(args.shape), "given with --shape"
+    elif device == "cuda":
+        (m, n, k), why = (GPU_FP8_SHAPE if dtype == "fp8" else GPU_SHAPE), GPU_SHAPE_WHY
+    else:
+        (m, n, k), why = CPU_SHAPE, CPU_SHAPE_WHY
+    seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS[device]
+    memory_on = not args.no_memory_test
+    return {
+        "device": device, "seconds": seconds, "dtype": dtype, "shape": {"m": m, "n": n, "k": k},
+        "shape_why": why, "flop_per_gemm": 2 * m * n * k, "gemm_path": _gemm_path(dtype, device),
+        "bucket_s": BUCKET_S, "sample_interval_s": args.sample_interval_s, "seed": args.seed,
+        "check": {"enabled": not args.no_check, "tolerance_bits": 0, "why": CHECK_WHY,
+                  "method": "torch.ne on an integer view of the output and the reference, mismatched elements "
+                            "summed on the device into one slot per iteration, copied back once per bucket"},
+        "memory_test": {"enabled": memory_on, "share_of_free": args.memory_share if device == "cuda" else None,
+                        "chunk_bytes": (args.memory_chunk_mib if device == "cuda" else CPU_CHUNK_MIB) * 2**20,
+                        "word_bytes": analysis.WORD_BYTES, "patterns": dict(analysis.MEMORY_PATTERNS)},
+        "inject_fault": args.inject_fault,
+        "inject_gemm_iteration": INJECT_GEMM_ITERATION if args.inject_fault == "gemm" else None,
+    }
+
+
+def _gemm_path(dtype: str, device: str) -> str:
+    if dtype == "fp8":
+        return ("torch._scaled_mm, float8_e4m3fn inputs with a per-tensor float32 scale each, bf16 output, "
+                "A row-major, B column-major")
+    mode = {"tf32": " with TF32 tensor-core math", "fp32": " with TF32 off"}.get(dtype, "")
+    library = "cuBLAS" if device == "cuda" else "the CPU BLAS"
+    return f"torch.mm ({library}) in {dtype}{mode}, A row-major, B column-major, one output buffer"
+
+
+def worker_config(settings: dict[str, Any]) -> dict[str, Any]:
+    memory = settings["memory_test"]
+    return {**{k: settings[k] for k in ("device", "seconds", "dtype", "shape", "bucket_s", "sample_interval_s",
+                                        "seed", "inject_fault", "inject_gemm_iteration")},
+            "check": settings["check"]["enabled"],
+            "memory": {"enabled": memory["enabled"], "share": memory["share_of_free"] or 1.0,
+                       "chunk_bytes": memory["chunk_bytes"], "host_bytes": CPU_REGION_MIB * 2**20}}
+
+
+class Progress:
+    """One progress line per finished bucket of the slowest worker, naming each device's rate and power."""
+
+    def __init__(self, indices: list[int], seconds: float, device: str) -> None:
+        self.seconds, self.device = seconds, device
+        self.latest: dict[int, str] = {i: "starting" for i in indices}
+        self.buckets: dict[int, int] = {i: 0 for i in indices}
+        self.flop = 0
+
+    def __call__(self, index: int, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "bucket":
+            bucket = event["bucket"]
+            self.buckets[index] = bucket["index"] + 1
+            rate = bucket["iterations"] * self.flop / (sum(bucket["gemm_ms"]) / 1e3) / 1e12
+            self.latest[index] = f"{rate:.4g} TFLOPS"
+        elif kind in ("memory_started", "memory_pattern", "error"):
+            self.latest[index] = {"memory_started": "memory test", "error": "failed"}.get(
+                kind, f"memory {event.get('record', {}).get('pattern')}")
+        else:
+            return
+        label = "GPU" if self.device == "cuda" else "CPU"
+        what = "stress: " + ", ".join(f"{label}{i} {text}" for i, text in sorted(self.latest.items()))
+        progress(min(int(min(self.buckets.values()) * BUCKET_S), int(self.seconds)), int(self.seconds), what)
+
+
+def _regions(records: list[dict[str, Any]]) -> str:
+    sizes = sorted({r["memory_test"]["region_bytes"] for r in records if "region_bytes" in r["memory_test"]})
+    if not sizes:
+        return "no region (no worker reached the memory test)"
+    unit, scale = ("GiB", 2**30) if sizes[-1] >= 2**30 else ("MiB", 2**20)
+    low, high = sizes[0] / scale, sizes[-1] / scale
+    return (f"{low:.4g}" if low == high else f"{low:.4g}-{high:.4g}") + f" {unit}"
+
+
+def sizing(settings: dict[str, Any], records: list[dict[str, Any]]) -> str:
+    shape = "x".join(str(settings["shape"][d]) for d in "mnk")
+    memory = settings["memory_test"]
+    chunk = f"{memory['chunk_bytes'] // 2**20} MiB chunks"
+    patterns = f"{len(memory['patterns'])} memory patterns"
+    if settings["device"] == "cuda":
+        names = sorted({r["name"] or "unnamed" for r in records})
+        where = f"{len(records)} GPU(s) ({', '.join(names)}) at once, one worker process each"
+        mem = (f"then {patterns} over {_regions(records)} of device memory per GPU ({memory['share_of_free']:g} "
+               f"of the memory free after the GEMM phase, less the scratch chunk), in {chunk}")
+        length = f"{settings['seconds']:g} s (the GPU default is 60 s)"
+    else:
+        where = f"the CPU ({records[0]['name'] if records else 'unknown'}) in one worker process"
+        mem = (f"then {patterns} over {_regions(records)} of host memory (a {CPU_REGION_MIB} MiB budget less "
+               f"the scratch chunk), in {chunk}")
+        length = f"{settings['seconds']:g} s, sized for a CI runner (a GPU run lasts 60 s by default)"
+    check = "every result compared bit for bit with the reference" if settings["check"]["enabled"] \
+        else "results not checked (--no-check)"
+    text = (f"On {where}: {settings['dtype']} GEMM {shape} back to back for {length} in {BUCKET_S:g} s buckets, "
+            f"{check}; {mem if memory['enabled'] else 'no memory test (--no-memory-test)'}")
+    return text + (f"; NVML sampled every {settings['sample_interval_s']:g} s." if settings["device"] == "cuda"
+                   else "; no NVML on a CPU run.")
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    check_arguments(args)
+    device, indices, no_gpu = pick_device(args)
+    settings = settings_for(args, device)
+    watch = Progress(indices, settings["seconds"], device)
+    watch.flop = settings["flop_per_gemm"]
+    log(f"stress: {len(indices)} worker(s) on {device}, {settings['dtype']} for {settings['seconds']:g} s")
+    with tempfile.TemporaryDirectory(prefix="stress-") as workdir:
+        workers = StressSupervisor(worker_config(settings), indices, Path(workdir), STALL_S,
+                                   settings["seconds"] + DEADLINE_EXTRA_S, watch).run()
+        records = [device_record(w, settings) for w in workers]
+    limitations = [{"what": f"worker {r['index']}", "why": r["failure"]["message"]} for r in records if r["failure"]]
+    if device == "cpu":
+        limitations.append({"what": "a GPU to stress", "why": f"the CPU runs instead: {no_gpu}"})
+        limitations.append({"what": "NVML telemetry, XID/ECC events and error counters",
+                            "why": records[0]["nvml"].get("unavailable", "a CPU run")})
+    document = {"device": device, "torch_version": torch_build(torch_directory())["torch_version"],
+                "settings": settings, "rules": rules(), "devices": records, "sizing": sizing(settings, records),
+                "limitations": limitations}
+    document["summary"] = analysis.headlines(document)
+    return document
+
+
+def rules() -> dict[str, str]:
+    return {"steady_state": analysis.STEADY_RULE, "result_check": analysis.RESULT_RULE,
+            "memory_test": analysis.MEMORY_RULE, "nvml_events": analysis.EVENTS_RULE,
+            "ecc_and_row_remap": analysis.COUNTERS_RULE, "clock_event_reasons": tel.FLAGGED_RULE,
+            "power_target": tel.POWER_RULE}
+
+
+if __name__ == "__main__":
+    raise SystemExit(probe_main(NAME, build_parser, measure))

@@ -1,0 +1,131 @@
+"""`dossier verify`: is this bundle exactly what the holder of the trusted key signed, and do its
+figures follow from its raw JSON?
+
+Checks, in order: the archive's structure and canonical form (headers only, nothing extracted),
+the DSSE signature with the trusted key, the statement, the file list against the statement's
+subjects, every sha256. A failure there ends the checks: nothing is read from content that is not
+what the key signed. Then the signed content: commands.json against its schema (its failure ends
+the checks: every other document is found through it), the predicate against commands.json,
+every document against its schema, every schema-valid step's stated figures against their
+recomputation (harness.analysis.*), host-computed documents recomputed, and report.md
+re-rendered from the raw JSON when every document it is rendered from is schema-valid (and each
+table member likewise); the schemas a bundle carries (format 4 on) against this build's. Each
+failure is one Check with ok=False; `verify_bundle` never raises.
+
+By kind: `signed` (structure aside, what the key signed), `content` (schemas, predicate,
+figures), `report` (report.md re-rendered); `check` is the one Check they all give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from harness import registry
+from harness.bundle import layout
+from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
+from harness.verify.check import Check
+from harness.verify.content import check_figures, check_predicate, check_schemas, schema_check
+from harness.verify.bundled import check_bundled_schemas
+from harness.verify.report import check_report, check_tables
+from harness.verify.signed import check_files, check_signature
+from harness.bundle.view import BundleFormatError, BundleView, load_json
+from harness.signing.keys import keyid
+
+__all__ = ["INTERNAL_ERROR", "Check", "Result", "verify_and_view", "verify_bundle"]
+
+INTERNAL_ERROR = "internal error"  # a check that raised: a bug in this build, never a verdict on the bundle
+
+
+@dataclass(frozen=True)
+class Result:
+    bundle: str
+    keyid: str
+    checks: tuple[Check, ...]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.ok]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bundle": self.bundle, "keyid": self.keyid, "ok": self.ok,
+                "failures": len(self.failures), "checks": [asdict(c) for c in self.checks]}
+
+
+def _kept(name: str) -> bool:
+    """Members whose contents verification needs (the rest are only hashed)."""
+    return name.endswith((".json", ".md"))
+
+
+def _failed(checks: list[Check]) -> bool:
+    return any(not c.ok for c in checks)
+
+
+def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView] | None = None) -> list[Check]:
+    """The checks of signed content: schemas, predicate, figures, report (the view checked is
+    appended to SEEN, for a caller that judges the same content next)."""
+    files = {name: m.data for name, m in members.items() if m.data is not None}
+    checks: list[Check] = []
+    try:
+        checks.append(schema_check(layout.COMMANDS, "commands", load_json(files, layout.COMMANDS)))
+        if _failed(checks):  # every other document is found through commands.json: stop here
+            return checks
+        view = BundleView.from_files(files, registry.analysis_module)
+        if seen is not None:
+            seen.append(view)
+    except BundleFormatError as exc:
+        return checks + [Check("files" if exc.missing else "schema", exc.member or "bundle", False, str(exc))]
+    checks.append(check_predicate(view, stmt))
+    checks += check_bundled_schemas(view)
+    documents = check_schemas(view, set(members))
+    invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}
+    valid = {step for step in view.documents if (view.step(step) or {}).get("output") not in invalid}
+    checks += documents + check_figures(view, valid)
+    if invalid:
+        return checks  # the report is rendered from these documents: never from schema-invalid ones
+    return checks + [check_report(view)] + check_tables(view)
+
+
+def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits, seen: list[BundleView] | None = None) -> list[Check]:
+    try:
+        members = read_members(path, _kept, limits)
+    except UnsafeBundle as exc:
+        return [Check("structure", "bundle", False, f"{exc}; nothing was extracted")]
+    except FileNotFoundError:
+        return [Check("structure", "bundle", False, f"{path} does not exist")]
+    checks = [Check("structure", "bundle", True, f"{len(members)} regular files in the canonical form, "
+                    f"safe names, {sum(m.size for m in members.values())} bytes")]
+    signature_checks, stmt = check_signature(members, trusted, limits)
+    checks += signature_checks
+    if stmt is None:
+        return checks
+    checks += check_files(members, stmt)
+    if _failed(checks):  # content that is not what the key signed is never read
+        return checks
+    return checks + check_content(members, stmt, *([seen] if seen is not None else []))
+
+
+def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits()) -> Result:
+    """Every check of the bundle at PATH against the TRUSTED key. Never raises: a check that raises
+    is reported as an internal-error failure (a bug in this build), so nothing unverified passes."""
+    return verify_and_view(path, trusted, limits)[0]
+
+
+def verify_and_view(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits()) -> tuple[Result, BundleView | None]:
+    """`verify_bundle`, and the view of the signed content it checked when every check passed (None
+    otherwise): `dossier fleet collect` judges acceptance on it without reading the bundle again."""
+    seen: list[BundleView] = []
+    try:
+        checks = _checks(path, trusted, limits, seen)
+    except Exception as exc:  # noqa: BLE001 - the last guard: verify answers every input with a result
+        checks = [Check("internal", "bundle", False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {str(exc)[:300]} "
+                        "(a bug in rig-dossier: please report it with the bundle)")]
+    result = Result(str(path), keyid(trusted), tuple(checks))
+    return result, (seen[0] if result.ok and seen else None)

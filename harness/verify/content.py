@@ -1,0 +1,118 @@
+"""The signed content: every document against its schema, the predicate against commands.json,
+each step's stated figures against their recomputation (the analysis and host function its
+registry entry names), and figures one step took from another (harness.analysis.cross_checks)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.analysis.verdict import StepStatus
+from harness import registry
+from harness.analysis import cross_checks
+from harness.bundle import layout, seal
+from harness.verify.check import Check
+from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView
+from harness.schemas import SCHEMA_DIR, violations
+
+
+def check_predicate(view: BundleView, stmt: dict) -> Check:
+    expected = seal.predicate_from_commands(view.commands)
+    if stmt.get("predicate") == expected:
+        return Check("predicate", layout.ATTESTATION, True, "matches commands.json")
+    return Check("predicate", layout.ATTESTATION, False, "the signed predicate differs from commands.json")
+
+
+def schema_check(name: str, schema: Any, document: Any) -> Check:
+    if (not isinstance(schema, str) or not MODULE_NAME.fullmatch(schema.replace("-", "_"))
+            or not (SCHEMA_DIR / f"{schema}.schema.json").exists()):
+        return Check("schema", name, False, f"no schema {str(schema)[:60]!r} in this build")
+    found = violations(schema, document)
+    if found:
+        return Check("schema", name, False, f"{len(found)} violation(s) of schemas/{schema}.schema.json, "
+                                            f"first {str(found[0])[:500]}")
+    return Check("schema", name, True, f"valid against schemas/{schema}.schema.json")
+
+
+def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
+    """environment.json and every step's document against their schemas; every member named."""
+    checks = [schema_check(layout.ENVIRONMENT, "environment", view.environment)]
+    referenced = {layout.COMMANDS, layout.ENVIRONMENT, layout.REPORT, layout.ATTESTATION}
+    listed = view.commands.get("schemas")
+    referenced.update(m for m in (listed if isinstance(listed, list) else []) if isinstance(m, str))
+    for entry in view.steps:
+        for key in ("stdout", "stderr", "output"):
+            if entry.get(key):
+                referenced.add(entry[key])
+                if entry[key] not in names:
+                    checks.append(Check("files", entry[key], False, f"commands.json names it ({entry['step']} "
+                                                                     f"{key}) but the bundle lacks it"))
+        referenced.update(entry.get("plots") or [])
+        referenced.update(view.tables(str(entry["step"])))
+        if entry["step"] in view.documents:
+            checks.append(schema_check(entry["output"], entry.get("schema"), view.documents[entry["step"]]))
+    for name in sorted(names - referenced):
+        checks.append(Check("files", name, False, "not named by commands.json"))
+    return checks
+
+
+def _host_function(entry: dict[str, Any]) -> Any:
+    """The function a host step names, only if it is a public harness.analysis function that a
+    registry entry's host step names (never an import of a string the bundle chose)."""
+    name = str(entry.get("function"))
+    module_name, _, function_name = name.partition(":")
+    if (not module_name.startswith("harness.analysis.") or not MODULE_NAME.fullmatch(module_name.rsplit(".", 1)[1])
+            or not MODULE_NAME.fullmatch(function_name)):
+        raise BundleFormatError(f"host function {name[:80]!r} is not in harness.analysis")
+    try:
+        return registry.host_function(name)
+    except registry.NotInRegistry as exc:
+        raise BundleFormatError(f"{module_name} defines no function {function_name!r} that a host step of this "
+                                f"build's registry names") from exc
+
+
+def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str]) -> Check:
+    name, needs = entry["output"], entry.get("needs") or []
+    unusable = [need for need in needs if need not in valid]
+    if unusable:
+        return Check("figures", name, False, f"not recomputed: its inputs {unusable} are missing or schema-invalid")
+    try:
+        result = _host_function(entry)(*[view.documents[need] for need in needs])
+        same = json.loads(json.dumps(result, allow_nan=False, sort_keys=True)) == view.documents[entry["step"]]
+    except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
+        return Check("figures", name, False, f"could not recompute: {type(exc).__name__}: {str(exc)[:300]}")
+    return Check("figures", name, same, f"recomputed by {entry['function']}" if same else
+                 f"differs from what {entry['function']} computes from {needs}")
+
+
+def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
+    name, step = entry["output"], entry["step"]
+    figures = view.figures(step)  # computed once: the report, the tables' neighbours and acceptance read it again
+    if figures.error:
+        return [Check("figures", name, False, figures.error)]
+    try:
+        problems = [str(p) for p in view.analysis(entry["analysis"]).discrepancies(view.documents[step])]
+    except Exception as exc:  # noqa: BLE001
+        problems = [f"discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
+    if problems:
+        return [Check("figures", name, False, problem) for problem in problems]
+    return [Check("figures", name, True, f"stated figures match harness.analysis.{entry['analysis']}")]
+
+
+def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
+    """Each completed step's stated figures against their recomputation from its raw data (only
+    steps whose document is in VALID: present and schema-valid)."""
+    checks = []
+    for entry in view.steps:
+        if entry.get("status") != StepStatus.COMPLETED or entry["step"] not in valid:
+            continue
+        if entry.get("kind") == "host":
+            checks.append(_check_host_document(view, entry, valid))
+        elif entry.get("analysis"):
+            checks += _check_step_figures(view, entry)
+    documents = {step: document for step, document in view.documents.items() if step in valid}
+    try:  # figures one step took from another (the roofline's roof is the bandwidth step's median)
+        across = cross_checks.discrepancies(view.steps, documents)
+    except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
+        across = [("bundle", f"cross_checks.discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}")]
+    return checks + [Check("figures", member, False, problem) for member, problem in across]
