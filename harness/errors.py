@@ -6,8 +6,8 @@ Exit codes (documented in README.md):
   2  bad usage or bad input
   3  a probe failed (crashed, timed out, printed non-JSON or schema-invalid JSON)
   4  the environment cannot do what was asked (no engine, no image, a missing checkpoint)
-  5  incomplete: something required could not be measured or judged (fails closed; the exit code of
-     Verdict.INCOMPLETE, harness/analysis/verdict.py)
+  5  incomplete: something required was not measured or could not be judged (fails closed;
+     harness.analysis.verdict: PASS and WARN 0, FAIL 1, INCOMPLETE 5)
  70  an internal error: a bug, reported as one line (EX_SOFTWARE; `dossier -v` shows the traceback)
 130  interrupted (Ctrl-C or SIGTERM during a run)
 141  standard output was closed by its reader (e.g. `dossier diff A B | head -1`; 128 + SIGPIPE)

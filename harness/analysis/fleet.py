@@ -25,7 +25,8 @@ harness/registry/spec.py FleetMetric):
   (ECC mode, PCIe link width under load); a tie names no usual value and flags nothing.
 * digest: a result's digest (the stress GEMM's output, same inputs and seed) compared within the
   nodes of one SKU AND one software stack (driver, torch and its CUDA build: other libraries may
-  round differently and are not compared): a node whose digest differs from the one most of them
+  round differently and are not compared) AND the conditions the value names before " | " (dtype,
+  shape, seed, cuBLAS: only the same call compares): a node whose digest differs from the one most of them
   report is flagged as possible silent data corruption, even when it agrees with itself. With
   fewer than MIN_NODES measured nodes in a stack, or a tie, nothing is flagged and the group says so.
 
@@ -168,13 +169,22 @@ def summarise_state(values: Mapping[str, Any]) -> dict[str, Any]:
     return {"measured_nodes": len(known), "usual": usual, "counts": dict(sorted(counts.items())), "nodes": nodes}
 
 
+DIGEST_CONDITIONS = " | "  # a digest value "CONDITIONS | DIGEST": what the bits hold for, then the digest
+
+
+def _digest_group(stack: str | None, value: str) -> str:
+    """The nodes a digest is compared with: one software stack, and the conditions the value names."""
+    conditions = value.rsplit(DIGEST_CONDITIONS, 1)[0] if DIGEST_CONDITIONS in value else ""
+    return (stack or NO_STACK) + (f"; {conditions}" if conditions else "")
+
+
 def summarise_digest(values: Mapping[str, Any], stacks: Mapping[str, str | None]) -> dict[str, Any]:
     """The rows for a digest: within each software stack, a node unlike what most report is flagged
     (possible silent data corruption); fewer than MIN_NODES measured in a stack, or a tie, flags none."""
     known = {n: v for n, v in values.items() if isinstance(v, str)}
     by_stack: dict[str, dict[str, str]] = defaultdict(dict)
     for node, value in known.items():
-        by_stack[stacks.get(node) or NO_STACK][node] = value
+        by_stack[_digest_group(stacks.get(node), value)][node] = value
     summary_of: dict[str, Any] = {}
     usual_of: dict[str, str | None] = {}
     for stack, digests in sorted(by_stack.items()):
@@ -189,7 +199,7 @@ def summarise_digest(values: Mapping[str, Any], stacks: Mapping[str, str | None]
             summary_of[stack]["note"] = "no digest is reported by most nodes (a tie): none is judged"
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
-        stack = stacks.get(node) or NO_STACK
+        stack = _digest_group(stacks.get(node), value) if isinstance(value, str) else NO_STACK
         usual = usual_of.get(stack)
         flagged = node in known and usual is not None and value != usual
         nodes[node] = {"value": value, "flagged": flagged}

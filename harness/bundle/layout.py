@@ -14,8 +14,10 @@ SCHEMAS_DIR = "schemas/"
 TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
 # commands.json format_version: which report rules made report.md. 5: criteria say pass, warn, fail,
-# incomplete or skip (harness.analysis.verdict, issue 26) and name the module paths of the per-probe
-# folders (the health-diff function is harness.analysis.health.diff:diff); 4: the schemas the documents
+# incomplete or skip (harness.analysis.verdict, issues 24 and 26) and name the module paths of the
+# per-probe folders (the health-diff function is harness.analysis.health.diff:diff); the stress
+# probe's reference digest, the precision step's output digests, a retested step's earlier attempts
+# in commands.json and logs/, named in report.md (issue 24); 4: the schemas the documents
 # use are members (schemas/), each probe's table is a member (tables/STEP.md) that report.md links,
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
@@ -38,6 +40,15 @@ def stderr_name(step: str) -> str:
 def stdout_name(step: str) -> str:
     """Where a failed step's raw stdout is kept (a completed step's stdout is raw/STEP.json)."""
     return f"{LOGS_DIR}{step}.stdout.txt"
+
+
+def attempt_stderr_name(step: str, attempt: int) -> str:
+    """An earlier attempt's stderr (dossier run --retest); the last attempt's is stderr_name's."""
+    return f"{LOGS_DIR}{step}.attempt{attempt}.stderr.txt"
+
+
+def attempt_stdout_name(step: str, attempt: int) -> str:
+    return f"{LOGS_DIR}{step}.attempt{attempt}.stdout.txt"
 
 
 def plot_name(step: str, filename: str) -> str:

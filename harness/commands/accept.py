@@ -36,16 +36,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "accept", help="judge a verified bundle against a SKU's acceptance thresholds",
         description="Verify BUNDLE (a bundle that fails `dossier verify` is refused), then judge it against "
                     "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
-                    "exact SKU and form factor, overridden by --profile-file. Each criterion is pass, warn, fail, "
-                    "incomplete (required by the profile, not measured: it fails closed) or skip (not required, "
-                    "not measured), each with why. Exit 0 on pass or warn, 1 when a criterion failed, 5 when "
-                    "none failed but a required one is incomplete.")
+                    "exact SKU and form factor, overridden by --profile-file. Each criterion is pass, warn (within "
+                    "the profile's band above a fail line, or passed on a retest), fail, incomplete (required by "
+                    "the profile, not measured: it fails closed) or skip (not required, not measured), each with "
+                    "why. Exit 0 on pass or warn, 1 when a criterion failed, 5 when none failed but a required "
+                    "one is incomplete.")
     parser.add_argument("bundle", type=Path, help="the bundle (.tar.gz) to judge")
-    parser.add_argument("--profile", required=True, metavar="SKU",
-                        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb)")
+    parser.add_argument("--profile", metavar="SKU",
+                        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb); may be "
+                             "left out with --profile-file, whose SKU is then used")
     parser.add_argument("--profile-file", type=Path, metavar="F",
-                        help="your own profile (JSON, schemas/acceptance-profile.schema.json): replaces the "
-                             "catalogue's thresholds and known-good figures it names")
+                        help="your own profile (JSON, schemas/acceptance-profile.schema.json), or the signed "
+                             "profile `dossier baseline` wrote: replaces the catalogue's thresholds and "
+                             "known-good figures it names")
+    parser.add_argument("--profile-key", type=Path, metavar="PUB",
+                        help="the public key that signed --profile-file (default: --key)")
     parser.add_argument("--key", type=Path, metavar="PUB",
                         help="the bundle signer's public key (default: the public half of your own key, "
                              "for a bundle you made)")
@@ -131,11 +136,14 @@ def check_paths(args: argparse.Namespace) -> None:
     """Every file named is readable and every output writable, before any verifying or judging."""
     paths.input_bundle(args.bundle)
     signing_key = args.signing_key if args.attestation else None  # only read to sign an attestation
+    if args.profile is None and args.profile_file is None:
+        raise UsageError("name what the machine is judged against: --profile SKU, --profile-file F, or both")
     for option, path in (("--profile-file", args.profile_file), ("--key", args.key),
-                         ("--signing-key", signing_key)):
+                         ("--profile-key", args.profile_key), ("--signing-key", signing_key)):
         if path is not None:
             paths.input_file(path, option)
-    inputs = [p for p in (args.bundle, args.profile_file, args.key, args.signing_key) if p is not None]
+    inputs = [p for p in (args.bundle, args.profile_file, args.key, args.profile_key, args.signing_key)
+              if p is not None]
     paths.output_files([(option, getattr(args, attr)) for option, attr in OUTPUT_OPTIONS], inputs)
     if args.prometheus is not None:
         from harness.export.textfile import check_path
@@ -158,7 +166,8 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
         print(f"accept: wrote {args.junit} (JUnit XML, one testcase per criterion)", file=sys.stderr)
     files = Files(bundle=str(args.bundle), signer_key=str(key_path),
                   attestation=str(args.attestation) if args.attestation else None, acceptor_keyid=acceptor_keyid,
-                  profile_file=str(args.profile_file) if args.profile_file else None)
+                  profile_file=str(args.profile_file) if args.profile_file else None,
+                  profile_key=str(args.profile_key) if args.profile_key else None)
     if args.summary:
         paths.write_output(args.summary, render_markdown(acceptance, view, files), "--summary")
         print(f"accept: wrote {args.summary} (one-page summary, Markdown)", file=sys.stderr)
@@ -173,8 +182,9 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
 
 def handle(args: argparse.Namespace) -> int:
     check_paths(args)
-    # an unknown SKU is refused before any reading
-    profile = resolve(args.profile, args.profile_file, registry.known_good_kinds())
+    profile_key = args.profile_key or args.key
+    profile = resolve(args.profile, args.profile_file, registry.known_good_kinds(),  # an unknown SKU is refused
+                      load_public(profile_key) if profile_key else None, profile_key)  # before any reading
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)

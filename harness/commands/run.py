@@ -37,6 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         spec.run_options)
     parser.add_argument("--skip", action="append", default=[], metavar="STEP",
                         help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
+    parser.add_argument("--retest", type=int, default=0, metavar="N",
+                        help=f"run a probe step that failed (crashed, timed out, wrote invalid JSON) again, up to "
+                             f"N times (0-{MAX_RETEST}, default 0); every attempt is kept in the bundle and "
+                             f"acceptance counts a pass on a later attempt as WARN unless the profile says otherwise")
     parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                         help="also write each step's status and the bundle's compared figures (base units) for "
                              "node_exporter's textfile collector")
@@ -44,6 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 RUNNER_FLAGS = (("--image", "image"), ("--gpus", "gpus"), ("--container-memory", "container_memory"))
+MAX_RETEST = 10  # a step failing more often than this is failing, not flaky
 
 
 def _terminate_as_interrupt(signum, frame) -> None:
@@ -87,6 +92,8 @@ def handle(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.skip) - set(step_ids(plan)))
     if unknown:
         raise UsageError(f"--skip {', '.join(unknown)}: no such step", hint=f"steps: {', '.join(step_ids(plan))}")
+    if not 0 <= args.retest <= MAX_RETEST:
+        raise UsageError(f"--retest {args.retest}: must be 0 to {MAX_RETEST}")
     check_destination(args)
     if args.prometheus is not None:
         from harness.export.textfile import check_path
@@ -97,7 +104,8 @@ def handle(args: argparse.Namespace) -> int:
     if note:
         print(note, file=sys.stderr)
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
-                         skip=tuple(args.skip), runner_options=recorded_options(args), prepared=prepared)
+                         skip=tuple(args.skip), runner_options=recorded_options(args), prepared=prepared,
+                         retest=args.retest)
     previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
     try:
         path = run_dossier(options, runner, why, key, plan=plan)

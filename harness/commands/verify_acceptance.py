@@ -41,6 +41,6 @@ def handle(args: argparse.Namespace) -> int:
     p = stmt["predicate"]
     print(f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}")
     print(f"result {p['result']} (verdict {recorded_verdict(p)}): passed {', '.join(p.get('passedTests') or []) or 'none'}; "
-          f"failed {', '.join(p.get('failedTests') or []) or 'none'}; "
+          f"failed or incomplete {', '.join(p.get('failedTests') or []) or 'none'}; "
           f"warned {', '.join(p.get('warnedTests') or []) or 'none'}")
     return 0

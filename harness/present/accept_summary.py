@@ -21,8 +21,8 @@ from harness.present import templating
 
 VERDICT_WORDS = {Verdict.PASS: "ACCEPTED", Verdict.WARN: "ACCEPTED, WITH WARNINGS", Verdict.FAIL: "REJECTED",
                  Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE"}
-STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.WARN: "Warn", Verdict.FAIL: "FAIL",
-                Verdict.INCOMPLETE: "Not measured (required)", Verdict.SKIP: "Not measured"}
+STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.WARN: "Warn", Verdict.FAIL: "FAIL", Verdict.INCOMPLETE: "INCOMPLETE",
+                Verdict.SKIP: "Skipped"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class Files:
     attestation: str | None = None
     acceptor_keyid: str | None = None
     profile_file: str | None = None
+    profile_key: str | None = None
 
 
 def _environment() -> jinja2.Environment:
@@ -75,18 +76,20 @@ def _row(result) -> dict[str, Any]:
 
 def _verdict_sentence(acceptance: Acceptance) -> str:
     failed, incomplete = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.INCOMPLETE)
-    skipped, total = acceptance.named(Verdict.SKIP), len(acceptance.results)
-    if acceptance.result == Verdict.FAIL:
+    warned, skipped = acceptance.named(Verdict.WARN), acceptance.named(Verdict.SKIP)
+    total = len(acceptance.results)
+    skip_note = (f" {len(skipped)} the profile does not require could not be measured in this bundle and were not "
+                 f"judged: {', '.join(skipped)}." if skipped else "")
+    if failed:
         return (f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
-                "the machine is not accepted as this SKU.")
+                "the machine is not accepted as this SKU." + skip_note)
     if incomplete:
         return (f"No criterion failed, but {len(incomplete)} the profile requires could not be measured in this "
-                f"bundle ({', '.join(incomplete)}): the machine is not accepted until they are.")
-    if skipped:
-        return (f"Every criterion that was measured passed ({len(acceptance.named(Verdict.PASS))} of {total}); "
-                f"{len(skipped)} the profile does not require could not be measured in this bundle and were not "
-                f"judged: {', '.join(skipped)}.")
-    return f"All {total} criteria passed."
+                f"bundle ({', '.join(incomplete)}): the machine is not accepted until they are." + skip_note)
+    if warned:
+        return (f"Every judged criterion passed; {len(warned)} only within a WARN band or on a retest "
+                f"({', '.join(warned)})." + skip_note)
+    return f"All {total - len(skipped)} judged criteria passed." + skip_note
 
 
 def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str, Any]:
@@ -95,6 +98,8 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
     rerun = ["dossier", "accept", files.bundle, "--profile", profile.sku_id]
     if files.profile_file:
         rerun += ["--profile-file", files.profile_file]
+    if files.profile_key:
+        rerun += ["--profile-key", files.profile_key]
     rerun += ["--key", files.signer_key]
     return {
         "verdict": VERDICT_WORDS[acceptance.result], "result": acceptance.result.shown,
@@ -102,6 +107,7 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
         "machine": machine(view), "profile": profile, "bundle": acceptance.bundle, "files": files,
         "rows": rows,
         "failed": [r for r in rows if r["status"] == Verdict.FAIL],
+        "warned": [r for r in rows if r["status"] == Verdict.WARN],
         "not_measured": [r for r in rows if r["status"] in (Verdict.INCOMPLETE, Verdict.SKIP)],
         "rerun": " ".join(rerun),
         "references": references(profile),

@@ -192,11 +192,28 @@ def host_context(view: BundleView) -> list[str]:
     return lines
 
 
+def attempts_note(entry: dict[str, Any], commands: dict[str, Any]) -> str | None:
+    """"attempt 2 of 3 (attempt 1: why)" for a step run again with --retest; None for one run once."""
+    earlier = [a for a in entry.get("attempts") or [] if isinstance(a, dict)]
+    if not earlier:
+        return None
+    retest = _mapping(commands.get("options")).get("retest")
+    of = f" of {retest + 1}" if isinstance(retest, int) and not isinstance(retest, bool) else ""
+    return (f"attempt {len(earlier) + 1}{of} ("
+            + "; ".join(f"attempt {a.get('attempt')}: {a.get('why')}" for a in earlier) + ")")
+
+
 def step_rows(view: BundleView) -> list[dict[str, Any]]:
-    """Each step as the template reads it: every key present, numbers and lists only where valid."""
-    return [{**{key: entry.get(key) for key in STEP_KEYS}, "command": command_line(entry),
-             "duration_s": _number(entry.get("duration_s")), "needs": _strings(entry.get("needs"))}
-            for entry in view.steps]
+    """Each step as the template reads it: every key present, numbers and lists only where valid; a
+    retested step's note says which attempt this is and why the earlier ones failed."""
+    rows = []
+    for entry in view.steps:
+        note = attempts_note(entry, view.commands)
+        why = "; ".join(str(w) for w in (entry.get("why"), note) if w) or None
+        rows.append({**{key: entry.get(key) for key in STEP_KEYS}, "command": command_line(entry),
+                     "duration_s": _number(entry.get("duration_s")), "needs": _strings(entry.get("needs")),
+                     "why": why})
+    return rows
 
 
 def context(view: BundleView) -> dict[str, Any]:

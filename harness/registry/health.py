@@ -10,7 +10,7 @@ from harness.analysis.health import fleet as health_fleet
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
-from harness.judge.acceptance import identity, load, memory_health
+from harness.judge.acceptance import config, identity, load, memory_health
 from harness.probes import health as probe
 from harness.registry.spec import CommandSpec, DiffField, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
@@ -87,5 +87,5 @@ SPEC = ProbeSpec(
     analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
     acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
                          memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
-                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS),
+                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS, *config.CRITERIA),
     diff_fields=DIFF_FIELDS, fleet_metrics=FLEET_METRICS)

@@ -13,6 +13,7 @@ from harness import checkpoints, paths
 from harness.checkpoints.cache import ENV_VAR
 from harness.errors import DossierError
 from harness.judge import lab
+from harness.judge.acceptance import digests
 from harness.probes import precision as probe
 from harness.probes.contract import Option
 from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
@@ -121,5 +122,6 @@ SPEC = ProbeSpec(
     steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
                      schema="precision", analysis="precision", plots=None, timeout_s=900,
                      arguments=step_arguments, independent=True, order=50),),
-    lab_criteria=(lab.PRECISION,), diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
+    lab_criteria=(lab.PRECISION,), acceptance_criteria=(digests.PRECISION_EXPECTED,),
+    diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
     run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)

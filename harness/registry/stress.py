@@ -7,9 +7,12 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis.digests import stress_conditions
+from harness.analysis.fleet import DIGEST_CONDITIONS
 from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
+from harness.judge.acceptance import digests, node
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
 from harness.probes.contract import Option
@@ -129,23 +132,23 @@ def _events(device: dict[str, Any]) -> int | None:
     return device["nvml_events"]["events"] if device["nvml_events"] else None
 
 
-# The reference GEMM output's sha256 per GPU (same inputs and seed on every node): issue 24's stress probe
-# records it as devices[i].gemm.reference_sha256; a document without it has no digest to compare.
-RESULT_DIGEST = "reference_sha256"
+# Each GPU's reference GEMM result digest (issue 24's stress probe: devices[i].gemm.reference_digest, what it is
+# of in harness.analysis.digests), as `dossier fleet collect` compares it across nodes: "CONDITIONS | SHA256", the
+# conditions (dtype, shape, seed, torch, cuBLAS) the bits hold for, so that only digests of the same call compare.
 
 
 def _result_digest(document: dict[str, Any]) -> Any:
-    """The node's result digest with the GEMM it is of (dtype, FLOP per call): GPUs that disagree within a node
-    are reported as such (a value unlike every other node's)."""
-    digests = [(d.get("gemm") or {}).get(RESULT_DIGEST) for d in document.get("devices") or []]
-    if not digests or not all(isinstance(d, str) for d in digests):
-        return {"unavailable": "the stress document records no result digest (the stress probe records one per GPU "
-                               f"as gemm.{RESULT_DIGEST} from issue 24 on)"}
-    settings = document.get("settings") or {}
-    of = f"{settings.get('dtype')} GEMM of {settings.get('flop_per_gemm')} FLOP"
-    if len(set(digests)) > 1:
-        return f"{of}: the node's GPUs disagree: " + ", ".join(digests)
-    return f"{of}: {digests[0]}"
+    """The node's result digest and what it holds for; GPUs that disagree within a node are reported as
+    such (a value unlike every other node's)."""
+    records = [(d.get("gemm") or {}).get("reference_digest") for d in document.get("devices") or []]
+    if not records or not all(isinstance(r, dict) and isinstance(r.get("sha256"), str) for r in records):
+        return {"unavailable": "the stress document records no result digest (the stress probe records one per GPU, "
+                               "devices[].gemm.reference_digest, from issue 24 on)"}
+    conditions = ", ".join(f"{key} {value}" for key, value in stress_conditions(records[0]).items())
+    digests = sorted({r["sha256"] for r in records})
+    if len(digests) > 1:
+        return f"{conditions}{DIGEST_CONDITIONS}the node's GPUs disagree: " + ", ".join(digests)
+    return f"{conditions}{DIGEST_CONDITIONS}{digests[0]}"
 
 
 FLEET_METRICS = (
@@ -159,13 +162,14 @@ FLEET_METRICS = (
                 lambda heads: _sum_measured(heads, _memory_errors), kind="count"),
     FleetMetric("stress_xid_ecc_events", "events", "XID and ECC events NVML delivered during the stress run, "
                 "summed over GPUs", lambda heads: _sum_measured(heads, _events), kind="count"),
-    FleetMetric("stress_result_digest", "sha256", "the sha256 of the stress run's reference GEMM output (the same inputs "
-                "and seed everywhere), compared over the nodes of one SKU and software stack", _result_digest,
-                kind="digest", source="document"),
+    FleetMetric("stress_result_digest", "sha256", "the sha256 of the stress run's reference GEMM output with what it "
+                "holds for (dtype, shape, seed, torch, cuBLAS), compared over the nodes of one SKU and software stack",
+                _result_digest, kind="digest", source="document"),
 )
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
                  options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
-                 steps=STEPS, acceptance_criteria=criteria.CRITERIA, known_good=(criteria.SUSTAINED_GEMM,),
+                 steps=STEPS, acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE,
+                                                   digests.STRESS_EXPECTED), known_good=(criteria.SUSTAINED_GEMM,),
                  fleet_metrics=FLEET_METRICS,
                  run_options=(STRESS_SECONDS,), prepare_run=prepare_run)

@@ -21,7 +21,7 @@ from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
-from harness.run.records import COMPLETED, FAILED, RunRecord, StepRecord, duration_s
+from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord, duration_s
 from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
 
@@ -43,6 +43,9 @@ def render_plots(record: StepRecord) -> tuple[dict[str, bytes], str | None]:
 
 def step_files(record: StepRecord) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
+    for attempt in record.attempts:  # earlier failed attempts (dossier run --retest): nothing lost
+        files[layout.attempt_stderr_name(record.step, attempt.attempt)] = attempt.run.stderr
+        files[layout.attempt_stdout_name(record.step, attempt.attempt)] = attempt.run.stdout
     if record.run is not None:
         files[layout.stderr_name(record.step)] = record.run.stderr
         if record.status == COMPLETED:
@@ -78,14 +81,27 @@ def schema_files(entries: list[dict[str, Any]]) -> dict[str, bytes]:
     return {layout.schema_member(name): schema_path(name).read_bytes() for name in referenced(used)}
 
 
+def attempt_entry(step: str, attempt: Attempt) -> dict[str, Any]:
+    """An earlier failed attempt in its step's commands.json entry (`attempts`)."""
+    run = attempt.run
+    return {"attempt": attempt.attempt, "status": FAILED, "why": attempt.why, "argv": list(run.argv),
+            "started_at": run.started_at, "finished_at": run.finished_at,
+            "duration_s": duration_s(run.started_at, run.finished_at), "exit_code": run.exit_code,
+            "timed_out": run.timed_out, "note": run.note, "schema_violations": list(attempt.schema_violations),
+            "stdout": layout.attempt_stdout_name(step, attempt.attempt),
+            "stderr": layout.attempt_stderr_name(step, attempt.attempt), "stderr_tail": run.stderr_tail(20)}
+
+
 def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str], plot_note: str | None,
                tables: list[str] | None = None) -> dict[str, Any]:
-    """The step's entry in commands.json; every key present, null where it does not apply."""
+    """The step's entry in commands.json; every key present, null where it does not apply (and
+    `attempts`, a retested step's earlier failed attempts, only where there were some)."""
     run = record.run
     output = None
     if record.status == COMPLETED:
         output = layout.raw_name(record.step) if record.kind == "probe" else layout.derived_name(record.step)
-    return {
+    retested = {"attempts": [attempt_entry(record.step, a) for a in record.attempts]} if record.attempts else {}
+    return {**retested,
         "step": record.step, "title": record.title, "lab_step": record.lab_step, "kind": record.kind,
         "probe": record.probe, "status": record.status, "why": record.why,
         "argv": list(run.argv) if run else None,

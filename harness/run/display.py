@@ -67,8 +67,9 @@ class RunDisplay:
         else:
             print(text, file=sys.stderr, flush=True)
 
-    def begin(self, step: str, title: str, command: str) -> None:
-        self._index += 1
+    def begin(self, step: str, title: str, command: str, again: bool = False) -> None:
+        """A step starts (AGAIN: the same step once more, a retest, keeping its number)."""
+        self._index += 0 if again else 1
         label = f"[{self._index}/{self.total_steps}] {step}"
         self._say(f"{label}: {title}\n    $ {command}")
         self._task = self.progress.add_task(label, total=None, what="starting")

@@ -30,7 +30,7 @@ from harness.run import provenance
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
-from harness.run.records import COMPLETED, FAILED, NOT_RUN, RunRecord, StepRecord
+from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.schemas import violations
 from harness.signing.keys import SigningKey
@@ -49,6 +49,7 @@ class RunOptions:
     runner_options: tuple[tuple[str, ...], ...] = ()
     # What `dossier run` resolved for each probe before any ran (ProbeSpec.prepare_run), by probe.
     prepared: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    retest: int = 0  # a failed probe step is run again up to this many times (--retest N)
 
 
 def probe_missing(runner: Runner, probe: str) -> str | None:
@@ -102,7 +103,9 @@ class EarlyArguments:
 
 
 def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay,
-                   early: EarlyArguments | None = None) -> StepRecord:
+                   early: EarlyArguments | None = None, retest: int = 0) -> StepRecord:
+    """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
+    attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
     base = _base(step)
     try:
         prepared = early.arguments(step, state) if early else step.arguments(state)
@@ -118,16 +121,26 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         return StepRecord(**base, status=FAILED, why=why)
     timeout_s = prepared.timeout_s if prepared.timeout_s is not None else step.timeout_s
     invocation = ProbeInvocation(step.probe, prepared.args, timeout_s, mounts=prepared.mounts)
-    display.begin(step.step, step.title, shown_command(runner, step.probe, prepared.args))
-    outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
-    extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
-    if isinstance(outcome, Completed):
-        state.add(step.step, outcome.document, step.analysis)
-        display.end(step.step, COMPLETED, outcome.document.get("sizing", ""))
-        return StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
-    display.end(step.step, "FAILED", outcome.reason)
-    return StepRecord(**base, **extra, status=FAILED, why=outcome.reason,
-                      schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]))
+    earlier: list[Attempt] = []
+    for attempt in range(1, retest + 2):
+        title = step.title if attempt == 1 else f"{step.title} (attempt {attempt} of {retest + 1})"
+        display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
+        outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
+        extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
+                     attempts=tuple(earlier))
+        if isinstance(outcome, Completed):
+            state.add(step.step, outcome.document, step.analysis)
+            display.end(step.step, COMPLETED if attempt == 1 else f"completed on attempt {attempt} of {retest + 1}",
+                        outcome.document.get("sizing", ""))
+            return StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
+        violations_seen = tuple(str(v) for v in outcome.schema_violations[:20])
+        if attempt <= retest:
+            display.end(step.step, "FAILED", f"{outcome.reason}; running it again ({attempt + 1} of {retest + 1})")
+            earlier.append(Attempt(attempt, outcome.run, outcome.reason, violations_seen))
+            continue
+        display.end(step.step, "FAILED", outcome.reason + (f" (on every attempt: {attempt})" if retest else ""))
+        return StepRecord(**base, **extra, status=FAILED, why=outcome.reason, schema_violations=violations_seen)
+    raise AssertionError("unreachable: the last attempt returns")
 
 
 def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
@@ -153,7 +166,7 @@ def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepR
 
 
 def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: Sequence[str] = (),
-              prepared: Mapping[str, Any] | None = None) -> tuple[StepRecord, ...]:
+              prepared: Mapping[str, Any] | None = None, retest: int = 0) -> tuple[StepRecord, ...]:
     """Every step in order; each failure recorded, never stopping the run.
 
     Independent steps' arguments are prepared, and completed steps' plots rendered, in the
@@ -165,7 +178,7 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: S
     with BackgroundPlots() as plots:
         try:
             for step in plan:
-                record = run_step(step, runner, state, display, skip, early)
+                record = run_step(step, runner, state, display, skip, early, retest)
                 if record.status == COMPLETED and record.document is not None:
                     plots.submit(record.plots, record.step, record.document)
                 records.append(record)
@@ -175,14 +188,14 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: S
 
 
 def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, skip: Sequence[str],
-             early: EarlyArguments) -> StepRecord:
+             early: EarlyArguments, retest: int = 0) -> StepRecord:
     why = f"skipped with --skip {step.step}" if step.step in skip else (
         probe_missing(runner, step.probe) if isinstance(step, ProbeStep) else None)
     if why:
         display.skip(step.step, why)
         return StepRecord(**_base(step), status=NOT_RUN, why=why)
     if isinstance(step, ProbeStep):
-        return run_probe_step(step, runner, state, display, early)
+        return run_probe_step(step, runner, state, display, early, retest)
     return run_host_step(step, state, display)
 
 
@@ -201,11 +214,12 @@ def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence
     host = provenance.host_environment()
     display = display or RunDisplay(len(plan))
     with display:
-        steps = run_steps(plan, runner, display, options.skip, options.prepared)
+        steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest)
     return RunRecord(steps=steps, runner={"name": runner.name, "why": runner_why},
                      tool=provenance.tool_info(), host=host,
                      options={"runner": options.runner_choice, "skip": sorted(options.skip),
-                              "runner_options": [list(pair) for pair in options.runner_options]},
+                              "runner_options": [list(pair) for pair in options.runner_options],
+                              **({"retest": options.retest} if options.retest else {})},
                      started_at=started, finished_at=utc_now())
 
 

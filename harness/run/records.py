@@ -17,6 +17,17 @@ COMPLETED, FAILED, NOT_RUN = StepStatus.COMPLETED, StepStatus.FAILED, StepStatus
 
 
 @dataclass(frozen=True)
+class Attempt:
+    """An earlier attempt of a step run again with `dossier run --retest N`: it failed, and why; its
+    process record (argv, times, exit code, stdout and stderr) is kept in the bundle."""
+
+    attempt: int  # from 1
+    run: ProbeRun
+    why: str
+    schema_violations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class StepRecord:
     """One step's outcome: completed (document), failed (why, raw output) or not run (why)."""
 
@@ -39,6 +50,7 @@ class StepRecord:
     function: str | None = None
     plot_files: Mapping[str, bytes] | None = None  # rendered during the run (None: render at assembly)
     plot_note: str | None = None
+    attempts: tuple[Attempt, ...] = ()  # earlier failed attempts (dossier run --retest); this record is the last
 
 
 @dataclass(frozen=True)

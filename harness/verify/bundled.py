@@ -3,8 +3,10 @@ the schema this build validates with; where one differs, which and why.
 
 A bundle's schemas let anyone check its documents with standard tools, offline (docs/bundle.md);
 verify itself validates with this build's schemas (harness.schemas), so a bundled schema that
-differs means a third party's check and this one could disagree: it fails, naming the member and
-the build that made the bundle. Bundles before format 4 carry none, and none is asked of them.
+differs means a third party's check and this one could disagree: in a bundle of the format this
+build writes it fails, naming the member and the build that made the bundle; in an older format it
+is not compared (that format's schemas are not this build's; its documents are checked against this
+build's). Bundles before format 4 carry none, and none is asked of them.
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def check_bundled_schemas(view: BundleView) -> list[Check]:
                                 f"(the bundle was made by {_made_by(view)})"))
         elif data == mine.read_bytes():
             checks.append(Check("schema-file", member, True, "identical to the schema this build validates with"))
+        elif made < layout.FORMAT_VERSION:
+            checks.append(Check("schema-file", member, True, f"not compared: format {made}'s schema, which differs "
+                                f"from this build's schemas/{name}.schema.json (format {layout.FORMAT_VERSION}); the "
+                                f"documents were checked against this build's"))
         else:
             checks.append(Check("schema-file", member, False, f"differs from this build's schemas/{name}.schema.json: "
                                 f"the bundle was made by {_made_by(view)}, whose schema this is; its documents were "

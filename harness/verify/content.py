@@ -41,11 +41,13 @@ def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
     listed = view.commands.get("schemas")
     referenced.update(m for m in (listed if isinstance(listed, list) else []) if isinstance(m, str))
     for entry in view.steps:
-        for key in ("stdout", "stderr", "output"):
-            if entry.get(key):
-                referenced.add(entry[key])
-                if entry[key] not in names:
-                    checks.append(Check("files", entry[key], False, f"commands.json names it ({entry['step']} "
+        attempts = [a for a in entry.get("attempts") or [] if isinstance(a, dict)]  # dossier run --retest
+        for where, key in [(entry, k) for k in ("stdout", "stderr", "output")] + [
+                (a, k) for a in attempts for k in ("stdout", "stderr")]:
+            if where.get(key) and (where is entry or isinstance(where[key], str)):
+                referenced.add(where[key])
+                if where[key] not in names:
+                    checks.append(Check("files", where[key], False, f"commands.json names it ({entry['step']} "
                                                                      f"{key}) but the bundle lacks it"))
         referenced.update(entry.get("plots") or [])
         referenced.update(view.tables(str(entry["step"])))

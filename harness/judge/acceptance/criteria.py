@@ -2,11 +2,12 @@
 judging them all (harness.judge.engine) with the profile's required ones applied.
 
 The criteria themselves are small functions of a verified bundle's facts and a profile, by area:
-`identity`, `rates`, `memory_health`, `load`. Each gives one or more Results: pass, fail or
-incomplete (not measured), the measured value with its unit, the threshold, the evidence (which
-raw JSON fields it comes from) and why. A criterion whose input is absent is incomplete, with the
-reason; `evaluate` keeps the ones the profile requires incomplete (failing closed) and makes the
-others skip. Which probe brings which criterion
+`identity`, `rates`, `memory_health`, `load`, `config`, `node`, `digests`. Each gives one or more
+Results: pass, fail or incomplete (not measured), the measured value with its unit, the threshold,
+the evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
+incomplete, with the reason; `evaluate` keeps the ones the profile requires incomplete (failing
+closed) and makes the others skip, applies the profile's WARN bands and counts a pass that needed
+a retest as the profile says (harness.judge.acceptance.adjust). Which probe brings which criterion
 is its registry entry's (harness/registry/): the caller hands them in.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 
 from harness.analysis.verdict import Verdict
 from harness.judge import engine
+from harness.judge.acceptance import adjust
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result, Value
 from harness.judge.facts import BundleFacts
@@ -63,13 +65,18 @@ def apply_required(results: Iterable[Result], required: Iterable[str]) -> list[R
 
 
 def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Criterion]) -> list[Result]:
-    """CRITERIA (the registry's acceptance criteria, in run order) judged against PROFILE, the ones
-    it requires applied."""
-    results = engine.evaluate(criteria, facts, profile)
+    """CRITERIA (the registry's acceptance criteria, in run order) judged against PROFILE: the ones
+    it requires applied, its WARN bands, and a pass that needed a retest counted as it says."""
+    results = []
+    for criterion in criteria:  # each result knows the steps it was judged from (a retest names them)
+        results += [replace(r, steps=r.steps or criterion.steps)
+                    for r in engine.evaluate((criterion,), facts, profile)]
     present = {r.name for r in results}
-    # A required GEMM dtype the profile has no share or known-good for still gets a row.
+    # A required criterion this bundle gave no row for (a GEMM dtype the profile has no share or
+    # known-good for, a GPU-against-GPU figure on one GPU) still gets one: it was not measured.
     for name in profile.required:
-        if name not in present and name.startswith("gemm_"):
-            results.append(Result(name, f"Dense matrix multiply burst ({name[5:]})", Verdict.INCOMPLETE, None, None,
-                                  "raw/roofline.json", "the profile states no share or known-good for this dtype"))
-    return apply_required(results, profile.required)
+        if name not in present:
+            results.append(Result(name, f"Required by the profile: {name}", Verdict.INCOMPLETE, None, None,
+                                  "", "this bundle gives no result for it (the profile states no share or "
+                                      "known-good for it, or nothing here measured it)"))
+    return adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)

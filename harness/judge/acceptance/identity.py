@@ -1,4 +1,8 @@
-"""Acceptance: the GPUs are the SKU being bought (from health's identification, else bandwidth's)."""
+"""Acceptance: the GPUs are the SKU being bought (from health's identification, else bandwidth's).
+
+A profile `dossier baseline` made also carries the GPUs' identity as its input bundles recorded it
+(PCI device ids and memory size, the keys DCGM's per-SKU diagnostic configuration is matched by):
+a GPU the catalogue does not know is the SKU when it matches that identity."""
 
 from __future__ import annotations
 
@@ -30,9 +34,13 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
                        "the bundle lists no GPU: it was not measured on the hardware being bought")]
     measured = Value(", ".join(sorted({str(s) for _, s in found})), "SKU id",
                      "; ".join(f"{label}: {sku or 'not identified'}" for label, sku in found))
-    wrong = [(label, sku) for label, sku in found if sku != profile.sku_id]
+    matched = _matches_identity(facts, profile) if health.present else set()
+    wrong = [(label, sku) for label, sku in found if sku != profile.sku_id and label not in matched]
     if not wrong:
-        return [Result(name, title, Verdict.PASS, measured, threshold, evidence, f"{len(found)} GPU(s), all {profile.sku_id}")]
+        how = (f" ({', '.join(sorted(matched))} by the profile's identity: {identity_text(profile.identity)})"
+               if matched else "")
+        return [Result(name, title, Verdict.PASS, measured, threshold, evidence,
+                       f"{len(found)} GPU(s), all {profile.sku_id}{how}")]
     reasons = []
     for label, sku in wrong:
         _, why = catalogue.comparable(sku, profile.sku_id)
@@ -42,3 +50,29 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
 
 SKU_MATCHES_PROFILE = Criterion("sku_matches_profile", "The GPUs are the SKU being bought",
                                 ("health", "bandwidth"), sku_matches_profile)
+
+
+def identity_text(identity) -> str:
+    memory = identity.get("memory_total_mib")
+    return (f"PCI device id {', '.join(identity.get('pci_device_ids') or [])}"
+            + (f", {memory:.0f} MiB" if isinstance(memory, (int, float)) else ""))
+
+
+def _matches_identity(facts: BundleFacts, profile: Profile) -> set[str]:
+    """Labels of the GPUs whose PCI device id and memory size match the profile's identity."""
+    identity = profile.identity or {}
+    ids = {catalogue.normalise_device_id(i) for i in identity.get("pci_device_ids") or []}
+    memory = identity.get("memory_total_mib")
+    if not ids or not isinstance(memory, (int, float)):
+        return set()
+    raw = {d.get("uuid"): d for d in (facts.document("health") or {}).get("devices") or [] if isinstance(d, dict)}
+    matched = set()
+    for device in facts.figures("health").values.get("devices") or []:
+        record = raw.get(device.get("uuid")) or {}
+        pci, mib = record.get("pci_device_id"), record.get("memory_total_mib")
+        if not isinstance(pci, (str, int)) or not isinstance(mib, (int, float)):
+            continue
+        if (catalogue.normalise_device_id(pci) in ids
+                and abs(mib - memory) <= catalogue.MEMORY_TOLERANCE * memory):
+            matched.add(f"GPU{device.get('index')} {device.get('name')}")
+    return matched

@@ -56,7 +56,7 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     evidence = (f"{facts.output(STEP)} series[].points[].copy_times_s (plateaus recomputed by "
                 "harness.analysis.transfer)")
     heads, why = _gpu_figures(facts)
-    share, reference = profile.threshold(SHARE_KEY), profile.known(TRANSFER).get(direction)
+    share, reference = profile.share(SHARE_KEY, direction), profile.known(TRANSFER).get(direction)
     threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
     if heads is None:
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
@@ -110,7 +110,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     heads, _ = _gpu_figures(facts)
     if heads is None or not _nvlink_pairs(heads):
         return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
-    share, reference = profile.threshold(SHARE_KEY), profile.known(TRANSFER).get("peer_read")
+    share, reference = profile.share(SHARE_KEY, "peer_read"), profile.known(TRANSFER).get("peer_read")
     if not share or reference is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from harness.analysis.precision import SCALE_BITS  # scales counted as fp32; the verifier recounts with it
+from harness.probes.result_digest import tensor_sha256  # of each format's output (harness.analysis.digests)
 
 GROUP_SIZE = 128
 
@@ -300,6 +301,7 @@ def measure_formats(x32: torch.Tensor) -> list[dict]:
             row["not_applicable"] = str(exc)
             rows.append(row)
             continue
+        row["output_sha256"] = tensor_sha256(quantized.values)  # before error_metrics consumes the values
         metrics = error_metrics(x64, quantized, sig_sq)
         metrics["bits_per_element_with_scales"] = fmt.bits + SCALE_BITS * quantized.scales / n
         row.update(metrics)

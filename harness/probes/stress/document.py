@@ -28,7 +28,8 @@ def _gemm(events: list[dict[str, Any]], samples: list[dict[str, Any]], flop: int
     for bucket in buckets:
         bucket["figures"] = analysis.bucket_figures(bucket, samples, flop)
     finished = _first(events, "gemm_finished")
-    return {"warmup": started["warmup"],
+    digest = {"reference_digest": started["reference_digest"]} if "reference_digest" in started else {}
+    return {"warmup": started["warmup"], **digest,
             "started_s": finished["started_s"] if finished else (buckets[0]["start_s"] if buckets else None),
             "finished_s": finished["finished_s"] if finished else (buckets[-1]["end_s"] if buckets else None),
             "iterations": sum(b["iterations"] for b in buckets), "completed": finished is not None,

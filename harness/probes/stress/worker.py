@@ -105,7 +105,8 @@ class Worker:
                         inject_iteration=c["inject_gemm_iteration"] if inject else None)
         self.phase = "GEMM setup"
         loop = GemmLoop(plan, self.time_zero)
-        self.events.emit("gemm_started", warmup=loop.prepare())
+        warmup = loop.prepare()
+        self.events.emit("gemm_started", warmup=warmup, reference_digest=self.reference_digest(loop, plan))
         self.phase = "GEMM phase"
 
         def on_bucket(bucket: dict[str, Any]) -> None:
@@ -117,6 +118,16 @@ class Worker:
         del loop
         self.flush_samples()
         self.events.emit("gemm_finished", **result)
+
+    def reference_digest(self, loop: Any, plan: Any) -> dict[str, Any]:
+        """The reference result's sha256 and what its bits depend on (harness.analysis.digests)."""
+        from harness.probes.result_digest import gemm_libraries, tensor_sha256
+        self.phase = "reference digest"
+        reference = loop.ops.reference
+        return {"sha256": tensor_sha256(reference), "dtype": str(reference.dtype).removeprefix("torch."),
+                "shape": list(reference.shape), "bytes": reference.numel() * reference.element_size(),
+                "seed": plan.seed, "gemm_index": loop.warmup["iterations"] + 1,
+                "libraries": gemm_libraries(self.torch, plan.device)}
 
     def memory_phase(self) -> None:
         from harness.probes.stress.memory import MemoryPlan, MemoryTest, plan_region

@@ -1,0 +1,107 @@
+"""The figures a baseline is made of: for every rate criterion, the value it judges, per bundle.
+
+Each figure is read from the same recomputed headline the criterion reads (the bandwidth plateau
+of the kernel measured, the roofline's burst best per dtype, the stress run's lowest steady rate,
+the slowest GPU's pinned host copies, the slowest NVLink peer read, the all-reduce bus bandwidth
+at the largest message), so the profile's known-good figure is the median of exactly what
+acceptance will hold a candidate to (tests/test_baseline.py checks that the two agree). A
+figure also names where it goes in the profile: its known-good entry and the share threshold that
+makes its fail line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from harness.judge.acceptance.criteria import num
+from harness.judge.acceptance.rates import ALLREDUCE_KNOWN_GOOD, GEMM_KNOWN_GOOD, HBM_KNOWN_GOOD
+from harness.judge.acceptance.stress import SUSTAINED_GEMM
+from harness.judge.acceptance.transfer import HOST_RATES, TRANSFER, _nvlink_pairs
+from harness.judge.facts import BundleFacts
+
+
+@dataclass(frozen=True, order=True)
+class Figure:
+    """One judged figure: the criterion, its known-good slot (field, key), its share slot (threshold
+    key, the part of a per-part share or None), its run-to-run noise kind and unit."""
+
+    criterion: str
+    known_good: tuple[str, str]
+    share: tuple[str, str | None]
+    kind: str
+    unit: str
+
+
+def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
+    b = facts.figures("bandwidth")
+    plateau = num((b.values or {}).get("plateau_gbps"))
+    if plateau is None:
+        return {}
+    kernel = b.values.get("kernel")
+    return {Figure("bandwidth_plateau", (HBM_KNOWN_GOOD.field, kernel), ("bandwidth_plateau_min_share", None),
+                   "bandwidth_plateau", "GB/s"): plateau}
+
+
+def _gemm(facts: BundleFacts) -> dict[Figure, float]:
+    found = {}
+    for figures in facts.figures_by_analysis("roofline"):
+        dtype, best = (figures.values or {}).get("dtype"), num((figures.values or {}).get("burst_best_tflops"))
+        if figures.present and isinstance(dtype, str) and best is not None:
+            found[Figure(f"gemm_{dtype}", (GEMM_KNOWN_GOOD.field, dtype), ("gemm_min_share", dtype), "gemm_burst",
+                         "TFLOPS")] = best
+    return found
+
+
+def _stress(facts: BundleFacts) -> dict[Figure, float]:
+    s = facts.figures("stress")
+    lowest = num((s.values or {}).get("min_steady_tflops"))
+    if lowest is None:
+        return {}
+    dtype = s.values.get("dtype")
+    return {Figure(f"stress_sustained_{dtype}", (SUSTAINED_GEMM.field, dtype), ("stress_sustained_min_share", None),
+                   "gemm_sustained", "TFLOPS"): lowest}
+
+
+def _transfer(facts: BundleFacts) -> dict[Figure, float]:
+    t = facts.figures("transfer")
+    if not t.present or t.values.get("device") != "cuda":
+        return {}
+    heads = t.values
+    per_gpu = {gpu: f for gpu, f in (heads.get("per_gpu") or {}).items() if gpu != "host"}
+    found = {}
+    for name, (key, direction, _, _) in HOST_RATES.items():
+        rates = [num(f.get(key)) for f in per_gpu.values() if key in f]
+        if rates and all(r is not None for r in rates):
+            kind = "transfer_bidirectional" if direction == "bidirectional_total" else "transfer_pinned"
+            found[Figure(name, (TRANSFER.field, direction), ("transfer_min_share", direction), kind, "GB/s")] = min(rates)
+    cells = (heads.get("peer") or {}).get("read") or {}
+    reads = [num((cells.get(key) or {}).get("plateau_gbps")) for a, b in _nvlink_pairs(heads)
+             for key in (f"{a}->{b}", f"{b}->{a}")]
+    if reads and all(r is not None for r in reads):
+        found[Figure("transfer_peer_read", (TRANSFER.field, "peer_read"), ("transfer_min_share", "peer_read"),
+                     "transfer_peer", "GB/s")] = min(reads)
+    return found
+
+
+def _allreduce(facts: BundleFacts) -> dict[Figure, float]:
+    a = facts.figures("allreduce")
+    if not a.present or a.values.get("backend") != "nccl":
+        return {}
+    busbw = num(((a.values.get("curves") or {}).get("normal") or {}).get("busbw_at_max_gbps"))
+    world = a.values.get("world_size")
+    if busbw is None or not isinstance(world, int):
+        return {}
+    return {Figure("allreduce_busbw", (ALLREDUCE_KNOWN_GOOD.field, str(world)), ("allreduce_busbw_min_share", None),
+                   "allreduce_busbw", "GB/s"): busbw}
+
+
+READERS = (_bandwidth, _gemm, _stress, _transfer, _allreduce)
+
+
+def figures_of(facts: BundleFacts) -> dict[Figure, float]:
+    """Every rate figure this bundle measured, keyed by what it is."""
+    found: dict[Figure, Any] = {}
+    for read in READERS:
+        found.update(read(facts))
+    return found

@@ -1,0 +1,115 @@
+"""What a baseline's input bundles say of the configuration and of the result digests.
+
+Configuration (thresholds.config, judged by harness.judge.acceptance.config): the lowest driver and
+CUDA version among the inputs is the minimum (a golden unit's software is known good, older is
+not known); persistence, MIG, the power limit, the application clocks and the NVLink link count are
+expected as every GPU of every input had them, and left unstated (not judged) where the inputs
+disagree or could not read them, with a note saying so.
+
+Digests (profile digests): the stress reference digest per dtype, shape, seed and library build,
+and the precision output digest per tensor and format, each the quorum's choice over every GPU of
+every input (harness.analysis.digests.quorum); a GPU outside it is noted, a tie gives no digest.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from harness.analysis.health.contract_facts import gpus, unavailable_reason
+from harness.analysis.digests import quorum, short, stress_conditions
+from harness.judge.acceptance.config import version_key
+from harness.judge.acceptance.digests import precision_digests, stress_digests
+from harness.judge.facts import BundleFacts
+
+
+def _all_gpus(documents: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [device for document in documents for device in gpus(document)[0]]
+
+
+def _same(values: list[Any]) -> Any:
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def config_expectations(inputs: Sequence[BundleFacts]) -> tuple[dict[str, Any], list[str]]:
+    """(thresholds.config, notes on what was left unstated and why)."""
+    documents = [d for f in inputs if (d := f.document("health")) is not None]
+    notes = [] if len(documents) == len(inputs) else [f"{len(inputs) - len(documents)} input(s) have no health "
+                                                      "document: the configuration comes from the others"]
+    devices = _all_gpus(documents)
+    if not devices:
+        return {}, notes + ["no GPU in any input's health.json: no configuration expected"]
+    config: dict[str, Any] = {}
+    for key, field in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
+        versions = [v for d in documents if isinstance(v := (d.get("software") or {}).get(field), str) and version_key(v)]
+        if versions:
+            config[key] = min(versions, key=version_key)
+    checks = {
+        "persistence": ("enabled", [(d.get("modes") or {}).get("persistence") for d in devices]),
+        "mig": (None, [(d.get("modes") or {}).get("mig_current") for d in devices]),
+        "power_limit": ("default", ["default" if (d.get("power") or {}).get("enforced_limit_w")
+                                    == (d.get("power") or {}).get("default_limit_w") else "changed" for d in devices]),
+        "application_clocks": ("default", ["default" if all(
+            (d.get("clocks") or {}).get(f"applications_{k}_mhz") == (d.get("clocks") or {}).get(
+                f"default_applications_{k}_mhz") for k in ("graphics", "memory")) else "changed" for d in devices]),
+    }
+    for key, (wanted, values) in checks.items():
+        agreed = _same(values)
+        if agreed is not None and unavailable_reason(agreed) is None and (wanted is None or agreed == wanted):
+            config[key] = agreed
+        else:
+            notes.append(f"config.{key} not expected: the inputs' GPUs report {sorted({str(v) for v in values})}")
+    links = []
+    for device in devices:
+        listed = device.get("nvlink")
+        links.append(sum(1 for link in listed if isinstance(link, dict) and link.get("active") is True)
+                     if isinstance(listed, list) else unavailable_reason(listed) or "unreadable")
+    if all(isinstance(n, int) for n in links) and _same(links) is not None:
+        config["nvlink_links_per_gpu"] = links[0]
+    else:
+        notes.append(f"config.nvlink_links_per_gpu not expected: {sorted({str(n) for n in links})}")
+    config["source"] = (f"seen on all {len(devices)} GPU(s) of the {len(documents)} input bundle(s) "
+                        "(raw/health.json at idle); the driver and CUDA minimums are the lowest among them")
+    return config, notes
+
+
+def expected_digests(inputs: Sequence[BundleFacts], names: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """(profile digests, notes on GPUs or inputs outside the quorum)."""
+    digests: dict[str, Any] = {}
+    notes: list[str] = []
+    groups: dict[str, dict[str, dict[str, Any]]] = {}
+    for facts, name in zip(inputs, names):
+        found, _ = stress_digests(facts)
+        for who, record in (found or {}).items():
+            key = json.dumps(stress_conditions(record), sort_keys=True)
+            groups.setdefault(key, {})[f"{name} {who}"] = record
+    stress = []
+    for key, members in sorted(groups.items()):
+        vote = quorum({who: r["sha256"] for who, r in members.items()})
+        if vote.ambiguous:
+            notes.append(f"no stress digest expected for {key}: the GPUs split evenly")
+            continue
+        record = members[vote.agreeing[0]]
+        stress.append({"sha256": vote.majority, "dtype": record["dtype"], "shape": record["shape"],
+                       "seed": record["seed"], "libraries": record["libraries"],
+                       "source": f"{len(vote.agreeing)} of {len(members)} GPU(s) in the input bundles agreed"})
+        notes += [f"{who}'s stress reference digest {short(d)} is not the quorum's {short(vote.majority)}"
+                  for who, d in vote.outliers.items()]
+    if stress:
+        digests["stress"] = stress
+    outputs: dict[tuple[str, str], dict[str, str]] = {}
+    for facts, name in zip(inputs, names):
+        document = facts.document("precision")
+        for key, (digest, _) in (precision_digests(document) if document else {}).items():
+            outputs.setdefault(key, {})[name] = digest
+    expected: dict[str, dict[str, str]] = {}
+    for (tensor, fmt), by_input in sorted(outputs.items()):
+        vote = quorum(by_input)
+        if vote.majority is not None:
+            expected.setdefault(tensor, {})[fmt] = vote.majority
+        notes += [f"{who}: precision output {fmt} of tensor {short(tensor)} is not the quorum's"
+                  for who in vote.outliers]
+    if expected:
+        digests["precision"] = {"outputs": expected, "source": f"the quorum over the {len(inputs)} input bundle(s)"}
+    return digests, notes
