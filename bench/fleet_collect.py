@@ -74,9 +74,10 @@ def tree_sample(root: int, cpu_ticks: dict[int, int]) -> int:
     return total
 
 
-def run_collect(out: Path, workers: int | None) -> dict:
-    argv = [sys.executable, "-m", "harness", "fleet", "collect", JOB, "--output-dir", str(out),
-            "--key", str(out / "keys" / "dossier.pub"), *(["--workers", str(workers)] if workers else [])]
+def sampled(argv: list[str]) -> dict:
+    """Run ARGV as a child; its wall time, the CPU time of its whole process tree (the pool's workers are
+    the forkserver's children, not this process's) and the tree's peak memory, sampled from /proc."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, ticks = [0], {}
@@ -91,11 +92,17 @@ def run_collect(out: Path, workers: int | None) -> dict:
     stdout, stderr = child.communicate()
     wall = time.perf_counter() - started
     sampler.join()
-    own = resource.getrusage(resource.RUSAGE_CHILDREN)  # collect itself, waited for here
-    ticks[child.pid] = max(ticks.get(child.pid, 0), round((own.ru_utime + own.ru_stime) * os.sysconf("SC_CLK_TCK")))
+    own = resource.getrusage(resource.RUSAGE_CHILDREN)  # the child itself, waited for here
+    seconds = (own.ru_utime - before.ru_utime) + (own.ru_stime - before.ru_stime)
+    ticks[child.pid] = max(ticks.get(child.pid, 0), round(seconds * os.sysconf("SC_CLK_TCK")))
     return {"argv": argv, "exit_code": child.returncode, "wall_s": wall, "stdout": stdout, "stderr": stderr,
             "cpu_s": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"), "processes": len(ticks),
             "peak_tree_rss": peak[0], "max_single_rss": own.ru_maxrss * 1024}
+
+
+def run_collect(out: Path, workers: int | None) -> dict:
+    return sampled([sys.executable, "-m", "harness", "fleet", "collect", JOB, "--output-dir", str(out),
+                    "--key", str(out / "keys" / "dossier.pub"), *(["--workers", str(workers)] if workers else [])])
 
 
 def check_answer(document: dict, plans: list[fleet_synth.NodePlan]) -> list[str]:

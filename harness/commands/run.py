@@ -41,6 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help=f"run a probe step that failed (crashed, timed out, wrote invalid JSON) again, up to "
                              f"N times (0-{MAX_RETEST}, default 0); every attempt is kept in the bundle and "
                              f"acceptance counts a pass on a later attempt as WARN unless the profile says otherwise")
+    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write each step's status and the bundle's compared figures (base units) for "
+                             "node_exporter's textfile collector")
     parser.set_defaults(func=handle)
 
 
@@ -92,6 +95,9 @@ def handle(args: argparse.Namespace) -> int:
     if not 0 <= args.retest <= MAX_RETEST:
         raise UsageError(f"--retest {args.retest}: must be 0 to {MAX_RETEST}")
     check_destination(args)
+    if args.prometheus is not None:
+        from harness.export.textfile import check_path
+        check_path(args.prometheus)
     prepared = prepare(args, args.skip)
     runner, why = probe.select_from_args(args)
     key, note = signing_key_for_run(args.signing_key)  # after every refusal: a refused run makes no key
@@ -106,5 +112,19 @@ def handle(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
+    if args.prometheus is not None:
+        write_prometheus(path, args.prometheus)
     print(path)
     return 0
+
+
+def write_prometheus(bundle: Path, destination: Path) -> None:
+    """The written bundle's statuses and figures, read back from it as a verifier would."""
+    from harness.bundle.read import read_members
+    from harness.bundle.view import BundleView
+    from harness.export import gauges
+
+    members = read_members(bundle, lambda name: name.endswith(".json"))
+    view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None}, registry.analysis_module)
+    gauges.run(view).write(destination)
+    print(f"run: wrote {destination}", file=sys.stderr)

@@ -60,19 +60,20 @@ class FleetMetric:
     (median and MAD per SKU, a node far from the others on either side is an outlier, and a
     distribution plot in the fleet report unless headline=False); "count", zero expected (errors,
     remaps, events: any node above 0 is flagged); "state", what most nodes of the SKU report
-    (ECC mode, a link width: a node unlike them is flagged)."""
+    (ECC mode, a link width: a node unlike them is flagged); "digest", a result's digest compared within one SKU
+    and software stack (a node unlike most is possible silent data corruption)."""
 
     name: str  # the unit is in the name (fleet.json metrics, the outlier table)
     unit: str
     description: str
     read: Callable[[Mapping[str, Any]], Any]
-    kind: str = "rate"  # "rate", "count" or "state"
+    kind: str = "rate"  # "rate", "count", "state" or "digest"
     step: str | None = None  # the step whose document it reads (default: the entry's name)
     source: str = "headlines"  # "headlines" (recomputed by the step's analysis) or "document"
     headline: bool = True  # a rate plotted in the fleet report
 
     def __post_init__(self) -> None:
-        if self.kind not in ("rate", "count", "state") or self.source not in ("headlines", "document"):
+        if self.kind not in ("rate", "count", "state", "digest") or self.source not in ("headlines", "document"):
             raise ValueError(f"fleet metric {self.name}: kind {self.kind!r}, source {self.source!r}")
 
 

@@ -7,6 +7,8 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis.digests import stress_conditions
+from harness.analysis.fleet import DIGEST_CONDITIONS
 from harness.analysis.stress import figures as analysis
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
@@ -130,6 +132,25 @@ def _events(device: dict[str, Any]) -> int | None:
     return device["nvml_events"]["events"] if device["nvml_events"] else None
 
 
+# Each GPU's reference GEMM result digest (issue 24's stress probe: devices[i].gemm.reference_digest, what it is
+# of in harness.analysis.digests), as `dossier fleet collect` compares it across nodes: "CONDITIONS | SHA256", the
+# conditions (dtype, shape, seed, torch, cuBLAS) the bits hold for, so that only digests of the same call compare.
+
+
+def _result_digest(document: dict[str, Any]) -> Any:
+    """The node's result digest and what it holds for; GPUs that disagree within a node are reported as
+    such (a value unlike every other node's)."""
+    records = [(d.get("gemm") or {}).get("reference_digest") for d in document.get("devices") or []]
+    if not records or not all(isinstance(r, dict) and isinstance(r.get("sha256"), str) for r in records):
+        return {"unavailable": "the stress document records no result digest (the stress probe records one per GPU, "
+                               "devices[].gemm.reference_digest, from issue 24 on)"}
+    conditions = ", ".join(f"{key} {value}" for key, value in stress_conditions(records[0]).items())
+    digests = sorted({r["sha256"] for r in records})
+    if len(digests) > 1:
+        return f"{conditions}{DIGEST_CONDITIONS}the node's GPUs disagree: " + ", ".join(digests)
+    return f"{conditions}{DIGEST_CONDITIONS}{digests[0]}"
+
+
 FLEET_METRICS = (
     FleetMetric("stress_steady_tflops", "TFLOP/s", "sustained: the lowest steady-state GEMM rate over the node's "
                 "GPUs (median of the second half of the stress run)", lambda heads: heads.get("min_steady_tflops")),
@@ -141,6 +162,9 @@ FLEET_METRICS = (
                 lambda heads: _sum_measured(heads, _memory_errors), kind="count"),
     FleetMetric("stress_xid_ecc_events", "events", "XID and ECC events NVML delivered during the stress run, "
                 "summed over GPUs", lambda heads: _sum_measured(heads, _events), kind="count"),
+    FleetMetric("stress_result_digest", "sha256", "the sha256 of the stress run's reference GEMM output with what it "
+                "holds for (dtype, shape, seed, torch, cuBLAS), compared over the nodes of one SKU and software stack",
+                _result_digest, kind="digest", source="document"),
 )
 
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
