@@ -96,6 +96,12 @@ def _job_options(p: argparse.ArgumentParser, key_help: str) -> None:
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                    help="write each node's status, acceptance and flags for node_exporter's textfile collector")
+    p.add_argument("--baseline-out", type=Path, metavar="PROFILE.json",
+                   help="also write a signed acceptance profile (as `dossier baseline` makes) from the healthy nodes "
+                        "(verified, accepted pass or warn, not flagged); {sku} in the file name: one per SKU")
+    p.add_argument("--baseline-sku", metavar="NAME",
+                   help="with --baseline-out: the catalogue SKU to make the profile of (needed when the healthy nodes "
+                        "are of several SKUs and the file name has no {sku})")
 
 
 def _merge_parser(sub: argparse._SubParsersAction) -> None:
@@ -141,9 +147,11 @@ def handle_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_collect_inputs(args: argparse.Namespace, signing_key: Path | None, writes_bundle: bool = True) -> Path:
+def _check_collect_inputs(args: argparse.Namespace, signing_key: Path | None, writes_bundle: bool = True):
     """Everything a collect or merge reads or writes, refused before any bundle is read; the fleet
-    bundle's path (which must not exist yet where this command, or its merge, writes it)."""
+    bundle's path (which must not exist yet where this command, or its merge, writes it) and the
+    baseline profile asked for (harness.fleet.baseline.Request, or None)."""
+    from harness.fleet.baseline import request
     from harness.signing.keys import load_private, load_public
 
     paths.input_dir(args.output_dir, "--output-dir")
@@ -157,7 +165,9 @@ def _check_collect_inputs(args: argparse.Namespace, signing_key: Path | None, wr
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if writes_bundle and destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
-    return destination
+    baseline = request(args.baseline_out, args.baseline_sku, [("the fleet bundle", destination),
+                                                               ("--prometheus", args.prometheus)])
+    return destination, baseline
 
 
 def handle_collect(args: argparse.Namespace) -> int:
@@ -165,9 +175,10 @@ def handle_collect(args: argparse.Namespace) -> int:
 
     if args.partition and not args.array:
         raise UsageError("--partition goes with --array (the partition its jobs run in)")
-    if args.shard is not None and args.prometheus is not None:
-        raise UsageError("--prometheus goes with the command that writes the fleet bundle: `dossier fleet merge`")
-    destination = _check_collect_inputs(args, args.signing_key, writes_bundle=args.shard is None)
+    for option, given in (("--prometheus", args.prometheus), ("--baseline-out", args.baseline_out)):
+        if args.shard is not None and given is not None:
+            raise UsageError(f"{option} goes with the command that writes the fleet bundle: `dossier fleet merge`")
+    destination, baseline = _check_collect_inputs(args, args.signing_key, writes_bundle=args.shard is None)
     if args.profile is not None:
         from harness.judge.acceptance.profile import resolve
         resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
@@ -177,7 +188,7 @@ def handle_collect(args: argparse.Namespace) -> int:
         return _collect_array(args)
     _import_plotting_meanwhile()
     run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
-    return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus)
+    return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus, baseline, args.workers)
 
 
 def handle_merge(args: argparse.Namespace) -> int:
@@ -185,14 +196,15 @@ def handle_merge(args: argparse.Namespace) -> int:
     from harness.fleet.collect import assemble, find_run, job_state, nodes_of
     from harness.signing.keys import load_public
 
-    destination = _check_collect_inputs(args, args.signing_key)
+    destination, baseline = _check_collect_inputs(args, args.signing_key)
     _import_plotting_meanwhile()
     run = find_run(args.output_dir, args.job_id)
     state = job_state(args.job_id, args.wait)
     results, profile = shard.read(args.output_dir, run, nodes_of(run), load_public(args.key))
     print(f"fleet merge: {len(results)} nodes from the shards in {shard.folder(args.output_dir, args.job_id)}"
           + (f" (profile {profile})" if profile else ""), file=sys.stderr)
-    return _write_fleet_bundle(run, assemble(run, results, state), args.signing_key, destination, args.prometheus)
+    return _write_fleet_bundle(run, assemble(run, results, state), args.signing_key, destination, args.prometheus,
+                               baseline, None)
 
 
 def _import_plotting_meanwhile() -> None:
@@ -234,7 +246,8 @@ def _collect_array(args: argparse.Namespace) -> int:
                               shards=args.array, pythonpath=str(PROJECT_ROOT), workers=args.workers,
                               profile=args.profile, signing_key=args.signing_key.resolve() if args.signing_key else None,
                               prometheus=args.prometheus.resolve() if args.prometheus else None,
-                              partition=args.partition)
+                              baseline_out=args.baseline_out.resolve() if args.baseline_out else None,
+                              baseline_sku=args.baseline_sku, partition=args.partition)
     array_id, merge_id = array.submit(spec, after_job=running)
     print(f"fleet collect: {args.array} shards as job array {array_id}"
           + (f" (after job {args.job_id} ends)" if running else "") + f", then the merge as job {merge_id}; "
@@ -253,18 +266,28 @@ def _collect_array(args: argparse.Namespace) -> int:
     return code if code is not None else 0
 
 
-def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destination: Path, prometheus: Path | None) -> int:
-    """Render, seal and write the fleet bundle (and the textfile), print the problems; exit 1 if any."""
+def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destination: Path, prometheus: Path | None,
+                        baseline=None, workers: int | None = None) -> int:
+    """Make the baseline profiles asked for (BASELINE: harness.fleet.baseline.Request), render, seal and
+    write the fleet bundle (and the profiles, and the textfile), print the problems; exit 1 if any. A
+    profile that could not be made is said in the fleet bundle, which is written first, then its error raised."""
     from harness.fleet import package, plots, report, sealing
     from harness.fleet.archive import ChangedMember
+    from harness.fleet.pool import default_workers
     from harness.signing.keys import load_private
 
     key = load_private(signing_key or Path(run.submission["spec"]["key"]))
+    outcome = None
+    if baseline is not None:
+        from harness.fleet import baseline as fleet_baseline
+        outcome = fleet_baseline.profiles(document, run, baseline, key, workers or default_workers())
+        package.add_baseline(document, outcome.record)
     rendered = plots.render(document)
     by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
                  if f"plots/{m}.png" in rendered}
     rendered.update({"fleet.md": report.render(document, by_metric).encode(),
                      "fleet.csv": report.csv_text(document).encode()})
+    rendered.update({made.member: made.data for made in (outcome.made if outcome else [])})
     try:
         path = sealing.seal(destination, package.fleet_files(run, document, rendered), package.predicate(document), key)
     except ChangedMember as exc:
@@ -276,6 +299,12 @@ def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destinati
     print(path)
     for line in problems(document):
         print(line, file=sys.stderr)
+    if outcome is not None:
+        fleet_baseline.write(outcome, path)
+    if outcome is not None and outcome.error is not None:
+        made = f"; {len(outcome.made)} other profile(s) written" if outcome.made else ""
+        raise type(outcome.error)(f"baseline profile not made: {outcome.error} (the fleet bundle {path} is written; "
+                                  f"fleet.json `baseline` says why{made})", hint=outcome.error.hint)
     if problems(document):
         raise CheckFailed(f"fleet {document['job']['id']}: {len(problems(document))} problem(s); the fleet bundle "
                           f"{path} records them (fleet.md: the sick nodes first)")

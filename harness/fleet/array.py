@@ -31,6 +31,8 @@ class ArrayCollect:
     profile: str | None = None
     signing_key: Path | None = None
     prometheus: Path | None = None
+    baseline_out: Path | None = None  # the merge's --baseline-out (and --baseline-sku)
+    baseline_sku: str | None = None
     partition: str | None = None
     time_min: int = 30
 
@@ -68,6 +70,8 @@ def render_merge(spec: ArrayCollect) -> str:
     argv = [*_common(spec), "merge", spec.run.job_id, "--output-dir", str(spec.output_dir), "--key", str(spec.public_key)]
     argv += ["--signing-key", str(spec.signing_key)] if spec.signing_key else []
     argv += ["--prometheus", str(spec.prometheus)] if spec.prometheus else []
+    argv += ["--baseline-out", str(spec.baseline_out)] if spec.baseline_out else []
+    argv += ["--baseline-sku", spec.baseline_sku] if spec.baseline_sku else []
     return "\n".join(_header(spec, "rig-dossier-merge", "merge-%j.out") + [shlex.join(argv), ""])
 
 
