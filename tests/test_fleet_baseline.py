@@ -241,5 +241,9 @@ def test_two_skus_need_sku_in_the_file_name_or_baseline_sku(tmp_path):
 
 def test_the_array_s_merge_job_makes_the_profile(tmp_path):
     spec = ArrayCollect(run=FleetRun(tmp_path, JOB, {}), output_dir=tmp_path, public_key=tmp_path / "k.pub", shards=4,
-                        baseline_out=tmp_path / "{sku}.profile.json", baseline_sku=SKU)
-    assert f"--baseline-out '{tmp_path}/{{sku}}.profile.json' --baseline-sku {SKU}" in render_merge(spec)
+                        workers=8, baseline_out=tmp_path / "{sku}.profile.json", baseline_sku=SKU)
+    script = render_merge(spec)
+    assert f"--baseline-out '{tmp_path}/{{sku}}.profile.json' --baseline-sku {SKU}" in script
+    assert "#SBATCH --cpus-per-task=8" in script  # it reads every healthy node's bundle: a shard's CPUs
+    assert "--cpus-per-task" not in render_merge(ArrayCollect(run=spec.run, output_dir=tmp_path,
+                                                              public_key=tmp_path / "k.pub", shards=4, workers=8))

@@ -72,7 +72,10 @@ def render_merge(spec: ArrayCollect) -> str:
     argv += ["--prometheus", str(spec.prometheus)] if spec.prometheus else []
     argv += ["--baseline-out", str(spec.baseline_out)] if spec.baseline_out else []
     argv += ["--baseline-sku", spec.baseline_sku] if spec.baseline_sku else []
-    return "\n".join(_header(spec, "rig-dossier-merge", "merge-%j.out") + [shlex.join(argv), ""])
+    lines = _header(spec, "rig-dossier-merge", "merge-%j.out")
+    if spec.baseline_out and spec.workers:  # the merge reads every healthy node's bundle for the profile: a shard's CPUs
+        lines.insert(2, f"#SBATCH --cpus-per-task={spec.workers}")
+    return "\n".join(lines + [shlex.join(argv), ""])
 
 
 def submit(spec: ArrayCollect, after_job: bool) -> tuple[str, str]:
