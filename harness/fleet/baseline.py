@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -79,11 +78,7 @@ def request(out: Path | None, sku: str | None, taken: Iterable[tuple[str, Path |
     if asked.per_sku and sku is None:
         paths.output_dir(out.parent, "--baseline-out")
         return asked
-    path = asked.path(sku) if sku else out
-    paths.output_file(path, "--baseline-out")
-    for option, other in taken:
-        if other is not None and os.path.abspath(other) == os.path.abspath(path):
-            raise UsageError(f"--baseline-out {path}: the same file as {option}")
+    paths.output_files([*taken, ("--baseline-out", asked.path(sku) if sku else out)])
     return asked
 
 
@@ -178,12 +173,13 @@ def _pooled(function: Callable[[NodeInput], Any], tasks: Sequence[NodeInput], wo
     return [results[task.node] for task in tasks]
 
 
-def _fleet_statement(document: dict[str, Any], selection: healthy.Selection, sku: str, used: int) -> dict[str, Any]:
-    """The profile's `baseline.fleet`: the job, the rule, and every node of it used or left out, with why."""
-    left, others = healthy.of_sku(selection, sku)
+def _fleet_statement(document: dict[str, Any], used: int, left: list[healthy.LeftOut],
+                     others: dict[str, int]) -> dict[str, Any]:
+    """The profile's `baseline.fleet`: the job, the rule, and every node of it used, left out (with why) or
+    of another SKU (healthy.of_sku)."""
     return {"job_id": document["job"]["id"], "rule": healthy.RULE, "nodes_in_job": len(document["nodes"]),
             "nodes_used": used,
-            "left_out": {"count": len(left), "by_reason": healthy.Selection({}, left).counts(),
+            "left_out": {"count": len(left), "by_reason": healthy.counts(left),
                          "nodes": [item.to_json() for item in left]},
             "other_skus": others}
 
@@ -192,9 +188,10 @@ def _profile(document: dict[str, Any], run: FleetRun, selection: healthy.Selecti
              key: SigningKey, workers: int) -> Made:
     nodes = selection.healthy[sku]
     tasks = [NodeInput(n["name"], str(run.node_bundle(n["name"])), n["sha256"], n["verify"]["keyid"]) for n in nodes]
-    statement = _fleet_statement(document, selection, sku, len(tasks))
-    print(f"fleet baseline: {sku}: {len(tasks)} healthy node(s), {statement['left_out']['count']} left out "
-          f"({', '.join(f'{n} {r}' for r, n in statement['left_out']['by_reason'].items()) or 'none'})", file=sys.stderr)
+    left, others = healthy.of_sku(selection, sku)
+    statement = _fleet_statement(document, len(tasks), left, others)
+    print(f"fleet baseline: {sku}: {len(tasks)} healthy node(s), {len(left)} left out ({healthy.in_words(left)})",
+          file=sys.stderr)
     readings = _pooled(read_node, tasks, workers, f"{sku}: read for the draft, 1 of 2")
 
     def judge(profile: Profile) -> Iterable[tuple[str, Verdicts]]:
@@ -202,7 +199,7 @@ def _profile(document: dict[str, Any], run: FleetRun, selection: healthy.Selecti
         return zip([t.name for t in tasks], judged)
 
     why = (f"dossier fleet collect {document['job']['id']}: the {len(tasks)} healthy node(s) of {sku} "
-           f"({statement['left_out']['count']} left out: baseline.fleet says why)")
+           f"({len(left)} left out: baseline.fleet says why)")
     profile = make(readings, judge, registry.known_good_kinds(), sku, why)
     profile["baseline"]["fleet"] = statement
     found = violations(SCHEMA, profile)
@@ -219,13 +216,12 @@ def _skus(selection: healthy.Selection, asked: Request, document: dict[str, Any]
         if asked.sku not in selection.healthy:
             of_it = [item for item in selection.left_out if item.sku == asked.sku]
             raise UsageError(f"--baseline-sku {asked.sku}: " + (
-                f"none of the fleet's {len(of_it)} node(s) of it is healthy ("
-                + ", ".join(f"{n} {r}" for r, n in healthy.Selection({}, of_it).counts().items()) + ")" if of_it else
+                f"none of the fleet's {len(of_it)} node(s) of it is healthy ({healthy.in_words(of_it)})" if of_it else
                 f"no verified node of the fleet is of it (the fleet's SKUs: {', '.join(found) or 'none'})"))
         return [asked.sku]
     if not selection.healthy:
-        raise UsageError("no healthy node in the fleet to make a baseline profile of ("
-                         + ", ".join(f"{n} {r}" for r, n in selection.counts().items()) + ")")
+        raise UsageError(f"no healthy node in the fleet to make a baseline profile of "
+                         f"({healthy.in_words(selection.left_out)})")
     if len(selection.healthy) > 1 and not asked.per_sku:
         raise UsageError(f"the fleet's healthy nodes are of {len(selection.healthy)} SKUs ({', '.join(selection.healthy)}), "
                          f"and --baseline-out {asked.out} is one file",

@@ -45,7 +45,17 @@ class Selection:
     left_out: list[LeftOut]  # in node order
 
     def counts(self) -> dict[str, int]:
-        return dict(sorted(Counter(item.reason for item in self.left_out).items()))
+        return counts(self.left_out)
+
+
+def counts(left_out: list[LeftOut]) -> dict[str, int]:
+    """reason -> how many of LEFT_OUT are left out for it (each under its first reason)."""
+    return dict(sorted(Counter(item.reason for item in left_out).items()))
+
+
+def in_words(left_out: list[LeftOut]) -> str:
+    """'3 acceptance fail, 1 not verified (failed)'."""
+    return ", ".join(f"{n} {reason}" for reason, n in counts(left_out).items()) or "none"
 
 
 def _reasons(node: dict[str, Any], flags: list[dict[str, Any]]) -> list[tuple[str, str]]:
