@@ -19,19 +19,32 @@ stress.steady_tflops, transfer.h2d_pinned_gbps, roofline.bf16.burst_best_tflops,
 roofline.bf16.square-256.tflops (a shape's headline: kernel-only for a launch-bound shape from probe
 contract 4 on), roofline.bf16.square-256.eager_tflops (beside a kernel-only headline: the host's launch
 rate); an entry's figure may hold * (fnmatch), and an exact id wins.
+
+The noise model (`noise_model(sku_id).noise(figure_id, kind)`) is the one answer to "how far may this
+figure move between two clean runs": `dossier reproduce` and `dossier diff` judge each figure with it,
+and `dossier baseline` floors every tolerance with it (harness.judge.acceptance.baseline.noise). Its
+rule and constants are the catalogue's (`repeatability.comparison`, with their source): a figure the
+SKU's run_to_run measures gets max(its kind's bound, z x sqrt(2) x spread / d2(runs)) (Shewhart's
+range estimate of sigma, the difference of two runs, z sigmas); one it does not gets its stated
+default (`repeatability.defaults`, each with its evidence) or its kind's bound, marked not measured.
+Counts and exact figures (identity, contracts, digests, precision) are compared by equality.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from harness import catalogue
 from harness.analysis import bandwidth, stress, timing, transfer
 from harness.analysis.roofline import figures as roofline_figures
 
-KINDS = ("steady", "burst", "launch_bound")
+KINDS = ("steady", "burst", "launch_bound")  # rates: judged against the noise model
+EQUAL_KINDS = ("count", "exact")  # judged by equality: fault counts; identity, contracts, digests, precision
 STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (issue 30's kinds)
 
 
@@ -103,6 +116,86 @@ def tolerance_floor(record: Any, figure_id: str) -> tuple[float | None, str]:
     return entry["spread"], (f"{entry['figure']}: {entry['spread']:.2%} over {source.get('runs', '?')} runs of "
                              f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
                              f"commit {source.get('commit', '?')})")
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How far a figure may move between two clean runs (a share of the first), where that comes from,
+    whether it was measured (the SKU's run_to_run) or is a stated default, and whether the catalogue
+    declares the figure noisy (its spread over its kind's bound)."""
+
+    share: float
+    source: str
+    measured: bool
+    noisy: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"share": self.share, "source": self.source, "measured": self.measured, "noisy": self.noisy}
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """The catalogue's run-to-run measurements of one SKU (a `declaration`) and its comparison rule."""
+
+    sku_id: str | None
+    record: Mapping[str, Any]
+    rules: Mapping[str, Any]
+
+    def bound(self, kind: str) -> float:
+        try:
+            return float(self.rules["bounds"][kind]["max_spread"])
+        except KeyError:
+            raise ValueError(f"no repeatability bound for the figure kind {kind!r} (one of {', '.join(KINDS)})") from None
+
+    def pair_limit(self, spread: float, runs: int) -> float:
+        """z x sqrt(2) x spread / d2(runs): how far two runs of a figure may differ, from its range over RUNS."""
+        comparison = self.rules["comparison"]
+        table = {int(n): float(v) for n, v in comparison["d2"].items()}
+        d2 = table[min(max(runs, min(table)), max(table))]
+        return float(comparison["z"]) * math.sqrt(2.0) * spread / d2
+
+    def default(self, figure_id: str) -> Noise | None:
+        """The first stated default whose figure pattern matches FIGURE_ID, or None."""
+        for entry in self.rules.get("defaults") or []:
+            if fnmatch.fnmatchcase(figure_id, entry["figure"]):
+                return Noise(float(entry["share"]), f"stated default for {entry['figure']}, not a measured run-to-run "
+                                                    f"spread ({entry['evidence']})", False)
+        return None
+
+    def noise(self, figure_id: str, kind: str) -> Noise:
+        """The tolerance of FIGURE_ID (of KIND) between two clean runs, and where it comes from."""
+        if kind in EQUAL_KINDS:
+            return Noise(0.0, f"equal only: {self.rules['comparison']['equal'][kind]}", True)
+        bound = self.bound(kind)
+        entry = lookup(self.record, figure_id)
+        if entry is None:
+            stated = self.default(figure_id)
+            return stated or Noise(bound, f"stated default: the {kind} bound {bound:.0%} (issue 30: "
+                                          f"{self.rules['bounds'][kind]['what']}); no run-to-run measurement of "
+                                          f"{figure_id} for {self.sku_id or 'this SKU'}", False)
+        source = (self.record.get("sources") or {}).get(entry.get("source")) or {}
+        runs = int(source.get("runs") or 2)
+        limit = self.pair_limit(float(entry["spread"]), runs)
+        floor = "its kind's bound, the floor" if bound >= limit else "the pair limit, over its kind's bound"
+        share = max(bound, limit)
+        return Noise(share, f"{entry['figure']}: {entry['spread']:.2%} run to run over {runs} runs of "
+                            f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
+                            f"commit {source.get('commit', '?')}): pair limit {limit:.2%}, {kind} bound {bound:.0%}; "
+                            f"{share:.2%} ({floor})", True, bool(entry.get("noisy")))
+
+    def to_json(self) -> dict[str, Any]:
+        """What a reproduction statement records of the model it judged with."""
+        return {"sku_id": self.sku_id, "catalogue_version": catalogue.load().get("catalogue_version"),
+                "catalogue_sha256": hashlib.sha256(catalogue.CATALOGUE_PATH.read_bytes()).hexdigest(),
+                "rule": self.rules["comparison"]["rule"], "z": self.rules["comparison"]["z"],
+                "source": self.rules["comparison"]["source"], "bounds": self.rules["bounds"],
+                "run_to_run": (dict(self.record.get("sources") or {}) if "figures" in self.record
+                               else {"unavailable": self.record.get("unavailable")})}
+
+
+def noise_model(sku_id: str | None) -> NoiseModel:
+    """The noise model for SKU_ID from this build's catalogue (its run_to_run, or stated defaults only)."""
+    return NoiseModel(sku_id, declaration(sku_id), catalogue.repeatability_bounds())
 
 
 def bundle_sku(documents: Mapping[str, Any]) -> str | None:
