@@ -239,7 +239,7 @@ def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None
         found.update(_transfer_figures(transfer.headlines(dict(documents["transfer"]))))
     for step, document in documents.items():
         if step == "roofline" or (step.startswith("roofline-") and isinstance(document, Mapping)):
-            found.update(_roofline_figures(roofline_figures, dict(document)))
+            found.update(_roofline_figures(dict(document)))
     return found
 
 
@@ -254,24 +254,46 @@ def _transfer_figures(heads: Mapping[str, Any]) -> dict[str, tuple[float | None,
                                 "steady") for key, got in values.items()}
 
 
-def _roofline_figures(figures: Any, document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
+def _roofline_figures(document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
     """Each dtype's burst best and every measured shape's headline rate (`.tflops`), and where its calls
     were replayed from a CUDA graph its other rate: beside a kernel-only headline (probe contract 4 on) the
     eager rate, the host's launch rate (`.eager_tflops`, launch-bound), beside an eager one (documents
     before) the kernel-only rate (`.kernel_tflops`)."""
-    found: dict[str, tuple[float | None, str]] = {}
-    for dtype, view in figures.dtype_documents(document).items():
-        found[f"roofline.{dtype}.burst_best_tflops"] = (figures.headlines(view)["burst_best_tflops"], "burst")
-        for row in figures.burst_windows(view):
-            figure = f"roofline.{dtype}.{row['label']}"
+    return {f"roofline.{label}": (item["value"], item["kind"]) for label, item in roofline_rates(document)}
+
+
+def roofline_rates(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(DTYPE.FIGURE, item) for every GEMM rate of one roofline document, its own dtype's and each dtype
+    check's: the burst best and each measured shape's rates (as `_roofline_figures` names them), each item
+    its value, kind, within-run spread (across the shape's timed windows) and the conditions a rate is
+    comparable under (what the burst best is taken over; what a shape's rate is timed from) and the id the
+    noise model knows it by."""
+    found = []
+    for dtype, view in roofline_figures.dtype_documents(document).items():
+        heads = roofline_figures.headlines(view)
+        # The run-to-run measurements are of the windowed probe (contract 3 on): a rate timed call by call
+        # before it is looked up under an id of its own, which nothing measures (its kind's stated default).
+        noise = "roofline" if roofline_figures.windowed(view) else "roofline.per-call"
+        found.append((f"{dtype}.burst_best_tflops", {"value": heads["burst_best_tflops"], "kind": "burst",
+                                                     "spread": None, "conditions": {"over": heads.get("burst_best_over")},
+                                                     "noise": f"{noise}.{dtype}.burst_best_tflops"}))
+        for row in roofline_figures.burst_windows(view):
+            figure = f"{dtype}.{row['label']}"
             kernel_only = row.get("rate_basis") == timing.KERNEL_ONLY
-            seconds = _headline_s(figures, view, row["label"])
+            seconds = _headline_s(roofline_figures, view, row["label"])
             kind = roofline_kind(seconds, bool(row.get("launch_bound")) and not kernel_only) if seconds else "burst"
-            found[f"{figure}.tflops"] = (row["burst_tflops"], kind)
+            basis = {"basis": row.get("rate_basis") or "per-call timing (before timed windows)"}
+            found.append((f"{figure}.tflops", {"value": row["burst_tflops"], "kind": kind,
+                                               "spread": row.get("window_spread"), "conditions": basis,
+                                               "noise": f"{noise}.{figure}.tflops"}))
             if kernel_only and row.get("eager_tflops") is not None:
-                found[f"{figure}.eager_tflops"] = (row["eager_tflops"], "launch_bound")
+                found.append((f"{figure}.eager_tflops", {"value": row["eager_tflops"], "kind": "launch_bound",
+                                                         "spread": row.get("eager_spread"), "conditions": basis,
+                                                         "noise": f"{noise}.{figure}.eager_tflops"}))
             elif row.get("kernel_tflops") is not None:
-                found[f"{figure}.kernel_tflops"] = (row["kernel_tflops"], "burst")
+                found.append((f"{figure}.kernel_tflops", {"value": row["kernel_tflops"], "kind": "burst",
+                                                          "spread": None, "conditions": basis,
+                                                          "noise": f"{noise}.{figure}.kernel_tflops"}))
     return found
 
 
