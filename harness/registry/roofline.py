@@ -62,7 +62,8 @@ def roofline_arguments(state: RunState) -> StepArgs:
 
 STEPS = (
     ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)", schema="roofline",
-              analysis="roofline", plots="roofline", timeout_s=900, arguments=roofline_arguments, order=30),
+              analysis="roofline", plots="roofline", timeout_s=900, arguments=roofline_arguments, order=30,
+              derived=("--bandwidth-gbps",)),
 )
 
 BEST_GEMM = FleetMetric("gemm_best_tflops", "TFLOP/s", "burst: the best GEMM rate over the roofline's fixed "
