@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths, registry
+from harness.analysis.units import value_text
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
@@ -145,6 +146,8 @@ def rerun(args: argparse.Namespace, theirs: BundleView, ref: BundleRef) -> tuple
     steps = [s.step for s in replay.plan if s.step not in replay.skip]
     print(f"reproduce: their plan, {len(steps)} step(s) here: {', '.join(steps)}; runner: {replay.runner_why}",
           file=sys.stderr)
+    for line in replay.not_run:
+        print(f"reproduce: {line}", file=sys.stderr)
     for line in replay.said:
         print(f"reproduce: cannot honour: {line}", file=sys.stderr)
     key, note = signing_key_for_run(args.signing_key)
@@ -177,7 +180,7 @@ def print_result(judgement: Judgement) -> None:
     shown = {"reproduced": "REPRODUCED", "not_reproduced": "NOT REPRODUCED", "not_comparable": "NOT COMPARABLE"}
     failed = judgement.named(Verdict.FAIL)
     for f in failed[:SHOWN_FAILED]:
-        print(f"FAIL {f.figure}: theirs {f.theirs}, mine {f.mine}: {f.why}"
+        print(f"FAIL {f.figure}: theirs {value_text('', f.theirs)}, mine {value_text('', f.mine)}: {f.why}"
               + (f" (likely why: {', '.join(f.likely_why)})" if f.likely_why else ""))
     if len(failed) > SHOWN_FAILED:
         print(f"     ... and {len(failed) - SHOWN_FAILED} more (the summary lists them all)")

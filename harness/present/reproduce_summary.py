@@ -39,7 +39,9 @@ def _value(value: Any, unit: str) -> str:
         return f"{number(value)} {unit}".rstrip()
     if isinstance(value, dict) and "unavailable" in value:
         return f"unavailable ({value['unavailable']})"
-    return "not stated" if value is None else (", ".join(map(str, value)) if isinstance(value, list) else str(value))
+    if isinstance(value, list):
+        return ", ".join(map(str, value)) or "none"
+    return "not stated" if value is None else str(value)
 
 
 def _row(f: FigureResult) -> dict[str, Any]:

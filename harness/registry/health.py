@@ -85,10 +85,12 @@ def _contracts(heads: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _verdict(status: Any) -> Any:
+    """The contract's verdict; None where it did not apply (SKIP): nothing to reproduce."""
     try:
-        return verdict.parse(status).value
+        parsed = verdict.parse(status)
     except ValueError:
         return status
+    return None if parsed == Verdict.SKIP else parsed.value
 
 
 DIFF_FIELDS = (

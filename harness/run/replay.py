@@ -46,13 +46,14 @@ class Replay:
     said: tuple[str, ...]  # what this host cannot honour, said before any probe runs
     unhonoured: Mapping[str, str]  # step -> why its figures are not comparable (another image)
     retest: int = 0
+    not_run: tuple[str, ...] = ()  # their steps not run there (with their why), not run here
 
     def to_json(self) -> dict[str, Any]:
         """The plan as a reproduction statement records it."""
         return {"steps": [{"step": s.step, "kind": s.kind, **({"probe": s.probe, "derived": list(s.derived)}
                                                               if isinstance(s, ProbeStep) else {"function": s.function})}
                           for s in self.plan],
-                "skipped": list(self.skip), "runner": self.runner.name, "runner_why": self.runner_why,
+                "skipped": list(self.not_run), "runner": self.runner.name, "runner_why": self.runner_why,
                 "not_honoured": list(self.said)}
 
 
@@ -184,6 +185,7 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
     plan: list[Step] = []
     skip: list[str] = []
     said: list[str] = []
+    not_run: list[str] = []
     for position, entry in enumerate(view.steps, start=1):
         order = position * ORDER_STEP
         if entry.get("kind") == "host":
@@ -192,7 +194,7 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
             plan.append(_probe_step(entry, order, origin, given, said))
         if entry.get("status") == StepStatus.NOT_RUN:
             skip.append(str(entry["step"]))
-            said.append(f"{entry['step']}: not run there ({entry.get('why') or 'no reason recorded'}), not run here")
+            not_run.append(f"{entry['step']}: not run there ({entry.get('why') or 'no reason recorded'}), not run here")
     runner, why, not_theirs = _runner(view, device)
     unhonoured = {}
     if not_theirs:
@@ -200,4 +202,4 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
         unhonoured = {s.step: not_theirs for s in plan if isinstance(s, ProbeStep) and s.step not in skip}
     options = view.commands.get("options") if isinstance(view.commands.get("options"), dict) else {}
     retest = options.get("retest") if isinstance(options.get("retest"), int) else 0
-    return Replay(tuple(plan), tuple(skip), runner, why, tuple(said), unhonoured, retest)
+    return Replay(tuple(plan), tuple(skip), runner, why, tuple(said), unhonoured, retest, tuple(not_run))

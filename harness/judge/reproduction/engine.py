@@ -268,9 +268,12 @@ class _Judge:
                                  f"{m.spread or 0:.2%} mine)" if widening else "")
         off = m.value / t.value - 1
         within = abs(off) <= tolerance
+        why = f"mine is {off:+.2%} of theirs, {'within' if within else 'outside'} +-{tolerance:.2%}"
+        if max(t.spread or 0.0, m.spread or 0.0) > self.model.bound(kind):
+            why += (f" (widened by a within-run spread over the {kind} bound {self.model.bound(kind):.0%}: that "
+                    "bundle's own repeats of the figure disagree)")
         return FigureResult(**base, tolerance=tolerance, tolerance_source=source, measured=noise.measured,
-                            noisy=noise.noisy, verdict=Verdict.PASS if within else Verdict.FAIL,
-                            why=f"mine is {off:+.2%} of theirs, {'within' if within else 'outside'} +-{tolerance:.2%}")
+                            noisy=noise.noisy, verdict=Verdict.PASS if within else Verdict.FAIL, why=why)
 
     def _not_comparable(self, t: Row | None, m: Row | None, kind: str, row: Row) -> str | None:
         if t is None or t.value is None or (isinstance(t.value, dict) and kind not in EQUAL_KINDS):
