@@ -104,20 +104,6 @@ def noisy_note(record: Any, figure_id: str) -> str:
             f"{entry['kind']} bound ({entry.get('why')}), so a result this close to the threshold may not repeat")
 
 
-def tolerance_floor(record: Any, figure_id: str) -> tuple[float | None, str]:
-    """The smallest tolerance a comparison of FIGURE_ID across two runs may use: its declared run-to-run
-    spread (None when the bundle declares none), and where that came from."""
-    entry = lookup(record, figure_id)
-    if entry is None:
-        why = record.get("unavailable") if isinstance(record, Mapping) and "unavailable" in record else \
-            f"no run-to-run spread declared for {figure_id}"
-        return None, str(why)
-    source = (record.get("sources") or {}).get(entry.get("source"), {})
-    return entry["spread"], (f"{entry['figure']}: {entry['spread']:.2%} over {source.get('runs', '?')} runs of "
-                             f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
-                             f"commit {source.get('commit', '?')})")
-
-
 @dataclass(frozen=True)
 class Noise:
     """How far a figure may move between two clean runs (a share of the first), where that comes from,
