@@ -15,11 +15,9 @@ import pytest
 from harness import registry
 from harness.bundle import layout
 from harness.bundle.view import BundleView
-from harness.bundle.read import read_all
 from harness.cli import main
 from harness.judge.reproduction.statement import PREDICATE_TYPE
 from harness.present.report import render_report
-from harness.signing import dsse
 from harness.signing.keys import load_private
 from harness.signing.statement import sign_statement
 from tests import reproduce_pairs

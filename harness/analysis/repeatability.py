@@ -207,6 +207,32 @@ def bundle_sku(documents: Mapping[str, Any]) -> str | None:
     return None
 
 
+def bundle_identity(documents: Mapping[str, Any], cpu_model: Any) -> tuple[tuple[Any, ...], str, str | None]:
+    """What a run's figures were measured on, as (a key two runs compare by, the same in words, its SKU id):
+    the GPUs health lists (their SKUs, or names where the catalogue has none), else the GPU the bandwidth
+    step identified, else the CPU (CPU_MODEL, the host's) where the run found no GPU."""
+    sku_id = bundle_sku(documents)
+    health = documents.get("health")
+    devices: list[Any] = []
+    if isinstance(health, Mapping):
+        from harness.analysis import health as health_analysis
+        try:
+            devices = [d for d in health_analysis.headlines(dict(health)).get("devices") or [] if isinstance(d, Mapping)]
+        except Exception:  # noqa: BLE001 - an unreadable health document identifies nothing
+            devices = []
+    if devices:
+        names = sorted({f"{d.get('name')} ({d.get('sku_id') or 'not in the catalogue'})" for d in devices})
+        return (("gpu", tuple(sorted({str(d.get("sku_id") or d.get("name")) for d in devices}))),
+                f"{len(devices)} x {', '.join(names)}", sku_id)
+    bandwidth = documents.get("bandwidth")
+    device = bandwidth.get("device") if isinstance(bandwidth, Mapping) else None
+    if device == "cuda":
+        return ("gpu", (sku_id,)), f"GPU {sku_id or 'of unknown SKU'} (the bandwidth step's)", sku_id
+    if device == "cpu" or isinstance(health, Mapping):
+        return ("cpu", cpu_model), f"the CPU, no GPU ({cpu_model or 'model not recorded'})", None
+    return ("unknown",), "not recorded (neither health nor bandwidth completed)", None
+
+
 def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
     """Every timed headline figure of a bundle's documents (by step), as figure id -> (value, kind): the
     ids the catalogue's run_to_run and a bundle's declaration use (bench/repeatability.py compares them

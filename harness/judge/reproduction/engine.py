@@ -228,7 +228,7 @@ def _absent(facts: BundleFacts, side: str, row: Row | None, step: str) -> str:
 def _value_why(value: Any) -> str:
     if isinstance(value, dict) and "unavailable" in value:
         return str(value["unavailable"])
-    return "no value" if value is None else f"{value!r} is not a number"
+    return "no value (not measured, or not applicable there)" if value is None else f"{value!r} is not a number"
 
 
 def _kind(theirs: Row | None, mine: Row | None) -> str:

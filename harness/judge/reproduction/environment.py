@@ -80,17 +80,8 @@ class Identity:
 
 
 def identity(facts: BundleFacts) -> Identity:
-    heads = facts.figures("health").values or {}
-    devices = [d for d in heads.get("devices") or [] if isinstance(d, dict)]
-    sku_id = repeatability.bundle_sku(facts.view.documents)
-    if devices:
-        names = sorted({f"{d.get('name')} ({d.get('sku_id') or 'not in the catalogue'})" for d in devices})
-        return Identity(("gpu", tuple(sorted({d.get("sku_id") or d.get("name") for d in devices}))),
-                        f"{len(devices)} x {', '.join(names)}", sku_id)
-    device = (facts.figures("bandwidth").values or {}).get("device")
-    if device == "cuda":
-        return Identity(("gpu", (sku_id,)), f"GPU {sku_id or 'of unknown SKU'} (the bandwidth step's)", sku_id)
-    cpu = _host(facts).get("cpu_model")
-    if device == "cpu" or (heads and not devices):
-        return Identity(("cpu", cpu), f"the CPU, no GPU ({cpu or 'model not recorded'})", None)
-    return Identity(("unknown",), "not recorded (neither health nor bandwidth completed)", None)
+    """What the bundle's completed documents were measured on (harness.analysis.repeatability.bundle_identity)."""
+    completed = {step: facts.document(step) for step in facts.view.documents}
+    key, text, sku_id = repeatability.bundle_identity({s: d for s, d in completed.items() if d is not None},
+                                                      _host(facts).get("cpu_model"))
+    return Identity(key, text, sku_id)
