@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness import paths, registry
@@ -53,6 +55,16 @@ MAX_RETEST = 10  # a step failing more often than this is failing, not flaky
 
 def _terminate_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM cleans up like Ctrl-C while a run is under way (nothing half-written is left)."""
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def check_destination(args: argparse.Namespace) -> None:
@@ -106,11 +118,8 @@ def handle(args: argparse.Namespace) -> int:
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
                          skip=tuple(args.skip), runner_options=recorded_options(args), prepared=prepared,
                          retest=args.retest)
-    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
-    try:
+    with terminate_as_interrupt():
         path = run_dossier(options, runner, why, key, plan=plan)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
     if args.prometheus is not None:
         write_prometheus(path, args.prometheus)

@@ -79,6 +79,15 @@ class ProbeStep:
     # the run's start (e.g. fetching and hashing a checkpoint while other probes run).
     independent: bool = False
     order: int = 0  # its place in `dossier run` (the plan is every entry's steps sorted by order)
+    # Options whose values `arguments` takes from earlier steps of the same run (the roofline's memory roof
+    # from the bandwidth step): `dossier reproduce` runs another bundle's recorded argv with these taken from
+    # this run's own earlier steps, as `arguments` takes them.
+    derived: tuple[str, ...] = ()
+    # How `dossier reproduce` re-makes this step from another bundle's record of it where its argv cannot run
+    # as recorded (the precision step names a file by a path of theirs: fetched here by its sha256). Called
+    # with their commands.json entry and the reproduce command's options; returns the arguments function and
+    # what this host cannot honour, said before any probe runs. None: their argv, `derived` taken from here.
+    replay: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[Callable[[RunState], StepArgs], list[str]]] | None = None
 
     kind = "probe"
 

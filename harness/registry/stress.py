@@ -16,7 +16,8 @@ from harness.judge.acceptance import digests, node
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.analysis.digests import stress_conditions
+from harness.registry.spec import CommandSpec, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
 # The probe ends itself after --seconds plus at most DEADLINE_EXTRA_S (start-up, memory test,
@@ -167,9 +168,60 @@ FLEET_METRICS = (
                 _result_digest, kind="digest", source="document"),
 )
 
+def _per_device(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(gpuN, or cpu, the device's figures with the run's dtype and shape) for every device the run loaded."""
+    conditions = {"dtype": heads.get("dtype"), "shape": heads.get("shape")}
+    return [(f"gpu{d.get('index')}" if heads.get("device") == "cuda" else "cpu", {**d, "conditions": conditions})
+            for d in _devices(heads) if isinstance(d, dict)]
+
+
+def _new_errors(device: dict[str, Any]) -> int | None:
+    """New ECC errors and row remaps during the run (each raised flag counts one), None when not read."""
+    counters = device.get("counters_new")
+    if not isinstance(counters, dict):
+        return None
+    return sum(int(v) for v in counters.values() if isinstance(v, (int, bool)))
+
+
+def _digests(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(gpuN or cpu, its reference GEMM result's digest record) for every device that recorded one."""
+    found = []
+    for device in document.get("devices") or []:
+        gemm = device.get("gemm") if isinstance(device, dict) else None
+        record = gemm.get("reference_digest") if isinstance(gemm, dict) else None
+        if isinstance(record, dict):
+            found.append((f"gpu{device.get('index')}" if document.get("device") == "cuda" else "cpu", record))
+    return found
+
+
+def _conditions(item: dict[str, Any]) -> Any:
+    return item["conditions"]
+
+
+# Rates per device (noise: the lowest GPU's figure id), the fault counts (equal only: both zero or equal) and
+# the reference GEMM result's digest (equal only, under the same dtype, shape, seed and library build).
+DIFF_FIGURES = (
+    DiffFigure("stress {} steady", "TFLOPS", lambda d: d.get("steady_tflops"), each=_per_device,
+               figure="stress.{}.steady_tflops", kind="steady", noise="stress.steady_tflops", conditions=_conditions),
+    DiffFigure("stress {} burst", "TFLOPS", lambda d: d.get("burst_tflops"), each=_per_device,
+               figure="stress.{}.burst_tflops", kind="burst", noise="stress.burst_tflops", conditions=_conditions),
+    DiffFigure("stress {} power median", "W", lambda d: (d.get("power") or {}).get("median_w"), each=_per_device,
+               figure="stress.{}.power_median_w", kind="steady", noise="stress.power_median_w", conditions=_conditions),
+    DiffFigure("stress {} result mismatches", "elements", _mismatches, each=_per_device,
+               figure="stress.{}.result_mismatches", kind="count"),
+    DiffFigure("stress {} memory errors", "words", _memory_errors, each=_per_device,
+               figure="stress.{}.memory_errors", kind="count"),
+    DiffFigure("stress {} XID and ECC events", "events", _events, each=_per_device,
+               figure="stress.{}.xid_ecc_events", kind="count"),
+    DiffFigure("stress {} new ECC errors and row remaps", "errors", _new_errors, each=_per_device,
+               figure="stress.{}.new_ecc_errors", kind="count"),
+    DiffFigure("stress {} reference digest", "sha256", lambda record: record.get("sha256"), each=_digests,
+               figure="stress.{}.reference_digest", kind="exact", conditions=stress_conditions, source="document"),
+)
+
 SPEC = ProbeSpec(name="stress", title="sustained load with result, memory and error checks", lab="issue 16",
                  options=probe.OPTIONS, command=COMMAND, analysis="stress", plots="stress", table="stress",
                  steps=STEPS, acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE,
                                                    digests.STRESS_EXPECTED), known_good=(criteria.SUSTAINED_GEMM,),
-                 fleet_metrics=FLEET_METRICS,
+                 diff_figures=DIFF_FIGURES, fleet_metrics=FLEET_METRICS,
                  run_options=(STRESS_SECONDS,), prepare_run=prepare_run)

@@ -53,7 +53,8 @@ RULES = {
                 f"noise is dropped, the median and MAD recomputed, until a pass drops nothing; none with fewer "
                 f"than {MIN_SAMPLES} values (harness.analysis.robust)",
     "mad_scale": f"{MAD_SCALE:.4f} (1/0.6745: a scaled MAD estimates sigma for normal data)",
-    "tolerance": f"max(run-to-run noise of the figure kind, {REJECT_K:g} scaled MADs / median); the noise alone "
+    "tolerance": f"max(run-to-run noise of the figure (harness.analysis.repeatability's noise model, as dossier "
+                 f"reproduce judges with), {REJECT_K:g} scaled MADs / median); the noise alone "
                  f"with fewer than {MIN_SAMPLES} values",
     "fail_line": "median x (1 - tolerance): the known-good figure is the median, the share 1 - tolerance",
     "warn_band": f"{WARN_BAND_OF_TOLERANCE:g} x tolerance above the fail line (the lower half of the gap to the "
@@ -162,7 +163,7 @@ def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict
 def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: str) -> dict[str, Any]:
     """One figure's statistics and the threshold they make (the module docstring's steps 1 to 5)."""
     numbers = [v for _, v in values]
-    floor = noise.run_to_run(sku_id, figure.kind)
+    floor = noise.run_to_run(sku_id, figure.figure, figure.kind)
     rejection = reject_outliers(numbers, floor.share)
     spread = rejection.spread
     by_mad = REJECT_K * spread.scaled_mad / spread.median if spread.median and spread.n >= MIN_SAMPLES else 0.0
@@ -171,10 +172,10 @@ def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: st
     band = WARN_BAND_OF_TOLERANCE * tolerance
     passing = sum(v >= fail_line for v in numbers)
     why = (f"{REJECT_K:g} scaled MADs ({by_mad:.2%} of the median) exceed the run-to-run noise" if by_mad > floor.share
-           else f"the run-to-run noise of {figure.kind}" + ("" if spread.n >= MIN_SAMPLES else
+           else f"the run-to-run noise of {figure.figure}" + ("" if spread.n >= MIN_SAMPLES else
                                                              f" (fewer than {MIN_SAMPLES} values: the MAD is not used)"))
     return {
-        "criterion": figure.criterion, "kind": figure.kind, "unit": figure.unit,
+        "criterion": figure.criterion, "figure": figure.figure, "kind": figure.kind, "unit": figure.unit,
         "known_good": list(figure.known_good), "share": list(figure.share),
         "median": _r(spread.median), "mad": _r(spread.mad), "mad_scaled": _r(spread.scaled_mad),
         "mad_scale": round(MAD_SCALE, 4), "n": len(numbers), "n_used": spread.n,
@@ -246,7 +247,7 @@ def draft(inputs: Sequence[Reading], sku_id: str, identity: dict[str, Any], why:
     config, config_notes = config_expectations([i.observed for i in inputs])
     if config:
         thresholds["config"] = config
-    node = noise.run_to_run(sku_id, "gpu_vs_node")
+    node = noise.gpu_vs_node(sku_id)
     node_share = ((sku or {}).get("acceptance") or {}).get("gpu_vs_node_tolerance", node.share)
     thresholds["gpu_vs_node_tolerance"] = node_share
     digests, digest_notes = expected_digests([i.observed for i in inputs], [i.name for i in inputs])
