@@ -12,9 +12,11 @@ process tree (the sum of every process's RSS, sampled from /proc every 20 ms; an
 single process from getrusage). Then it checks the answer: each sick node named with its kind of
 problem, no healthy node rejected or flagged. It also times the per-node work alone, in this
 process: `check_node` (verify + accept + metrics) on one bundle, the median of 20 after a warm-up.
-Prints a Markdown table for bench/RESULTS.md.
+Prints a Markdown table for bench/RESULTS.md. With --baseline it collects once more with
+`--baseline-out OUT/profiles/{sku}.profile.json` (a profile from the healthy nodes: each healthy
+node's bundle read twice more, harness/fleet/baseline.py) and sets that run's figures beside.
 
-    python bench/fleet_collect.py [--nodes 1000] [--out /tmp/fleet-bench] [--workers N] [--reuse]
+    python bench/fleet_collect.py [--nodes 1000] [--out /tmp/fleet-bench] [--workers N] [--reuse] [--baseline]
 """
 
 from __future__ import annotations
@@ -74,9 +76,10 @@ def tree_sample(root: int, cpu_ticks: dict[int, int]) -> int:
     return total
 
 
-def run_collect(out: Path, workers: int | None) -> dict:
-    argv = [sys.executable, "-m", "harness", "fleet", "collect", JOB, "--output-dir", str(out),
-            "--key", str(out / "keys" / "dossier.pub"), *(["--workers", str(workers)] if workers else [])]
+def sampled(argv: list[str]) -> dict:
+    """Run ARGV as a child; its wall time, the CPU time of its whole process tree (the pool's workers are
+    the forkserver's children, not this process's) and the tree's peak memory, sampled from /proc."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     child = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     peak, ticks = [0], {}
@@ -91,11 +94,35 @@ def run_collect(out: Path, workers: int | None) -> dict:
     stdout, stderr = child.communicate()
     wall = time.perf_counter() - started
     sampler.join()
-    own = resource.getrusage(resource.RUSAGE_CHILDREN)  # collect itself, waited for here
-    ticks[child.pid] = max(ticks.get(child.pid, 0), round((own.ru_utime + own.ru_stime) * os.sysconf("SC_CLK_TCK")))
+    own = resource.getrusage(resource.RUSAGE_CHILDREN)  # the child itself, waited for here
+    seconds = (own.ru_utime - before.ru_utime) + (own.ru_stime - before.ru_stime)
+    ticks[child.pid] = max(ticks.get(child.pid, 0), round(seconds * os.sysconf("SC_CLK_TCK")))
     return {"argv": argv, "exit_code": child.returncode, "wall_s": wall, "stdout": stdout, "stderr": stderr,
             "cpu_s": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"), "processes": len(ticks),
             "peak_tree_rss": peak[0], "max_single_rss": own.ru_maxrss * 1024}
+
+
+def run_collect(out: Path, workers: int | None, *more: str) -> dict:
+    return sampled([sys.executable, "-m", "harness", "fleet", "collect", JOB, "--output-dir", str(out),
+                    "--key", str(out / "keys" / "dossier.pub"), *(["--workers", str(workers)] if workers else []), *more])
+
+
+def run_with_baseline(out: Path, workers: int | None, nodes: int, plain: dict) -> list[str]:
+    """The collect again with --baseline-out: its figures beside the plain collect's (table rows)."""
+    (out / f"fleet-{JOB}.tar.gz").unlink(missing_ok=True)
+    shutil.rmtree(out / "profiles", ignore_errors=True)
+    result = run_collect(out, workers, "--baseline-out", str(out / "profiles" / "{sku}.profile.json"))
+    with tarfile.open(out / f"fleet-{JOB}.tar.gz") as tar:
+        record = json.load(tar.extractfile("fleet.json"))["baseline"]
+    made = ", ".join(f"{p['sku']} from {len(p['nodes'])} nodes ({(out / 'profiles' / p['file']).stat().st_size / 2**10:.0f} KiB)"
+                     for p in record["profiles"]) or f"none: {record['not_made']}"
+    extra = result["wall_s"] - plain["wall_s"]
+    return [f"| collect with --baseline-out, wall time | {result['wall_s']:.1f} s ({extra:+.1f} s, "
+            f"{extra / nodes * 1000:+.1f} ms per node, beside the plain collect's) |",
+            f"| collect with --baseline-out, CPU time (from /proc) | {result['cpu_s']:.1f} s ({result['cpu_s'] - plain['cpu_s']:+.1f} s) |",
+            f"| collect with --baseline-out, peak memory (sum of RSS; largest process) | "
+            f"{result['peak_tree_rss'] / 2**20:.0f} MiB; {result['max_single_rss'] / 2**20:.0f} MiB |",
+            f"| profile | {made}; left out {json.dumps(record['left_out_counts'])}; exit code {result['exit_code']} |"]
 
 
 def check_answer(document: dict, plans: list[fleet_synth.NodePlan]) -> list[str]:
@@ -138,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/fleet-bench"))
     parser.add_argument("--workers", type=int, help="passed to collect (default: its own, the CPUs here)")
     parser.add_argument("--reuse", action="store_true", help="collect an existing synthetic fleet in --out again")
+    parser.add_argument("--baseline", action="store_true",
+                        help="collect once more with --baseline-out and report what the profile adds")
     parser.add_argument("--base", type=Path, default=fleet_synth.H200_BASE,
                         help="the real bundle each node's is made from (default: %(default)s)")
     args = parser.parse_args(argv)
@@ -169,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| summary | {json.dumps(document['summary']['status'])}, acceptance "
           f"{json.dumps(document['summary']['acceptance'])}, {document['summary']['flagged_nodes']} flagged |")
     print(f"| planted sick nodes found, healthy nodes left alone | {'yes' if not wrong else 'NO: ' + '; '.join(wrong[:5])} |")
+    if args.baseline:
+        print("\n".join(run_with_baseline(args.out, args.workers, args.nodes, result)))
     print(f"\ncommand: {' '.join(result['argv'])}", file=sys.stderr)
     print("\n".join(result["stderr"].splitlines()[-25:]), file=sys.stderr)
     return 0 if not wrong and result["exit_code"] == 1 else 1

@@ -45,6 +45,12 @@ def by_id(sku_id: str) -> dict[str, Any] | None:
     return next((s for s in skus() if s["id"] == sku_id), None)
 
 
+def node_check_rules() -> dict[str, Any]:
+    """What `dossier check` fails a node on beyond its plain facts: the fatal XIDs and two bounds, each
+    with its source (the catalogue's `node_check`)."""
+    return load()["node_check"]
+
+
 @dataclass(frozen=True)
 class Identification:
     """Which catalogue SKU a device is (sku is None when none matches), and the evidence."""

@@ -26,7 +26,7 @@ def description() -> str:
 EPILOG = f"""\
 exit codes: 0 ok (pass or warn); 1 a check failed; 2 bad usage or input (a missing or unreadable
 file, an output that cannot be written); 3 a probe failed; 4 the environment cannot do what was
-asked; {EXIT_INCOMPLETE} incomplete (nothing failed, but something required was not measured);
+asked; {EXIT_INCOMPLETE} incomplete (nothing failed, but something required was not measured or judged);
 {EXIT_INTERNAL} an internal error (a bug: one line, `dossier -v ...` shows the traceback);
 {EXIT_INTERRUPTED} interrupted (Ctrl-C); {EXIT_BROKEN_PIPE} the reader of standard output went away
 (e.g. `| head`). `dossier COMMAND --help` for each command.

@@ -53,3 +53,24 @@ def contract4(document: dict[str, Any], kernel_floor_s: Any = None) -> dict[str,
                          shape["clocks"])}
     remade["summary"] = {key: value for key, value in rf.headlines(remade).items() if key in remade["summary"]}
     return remade
+
+
+def with_roof(document: dict[str, Any], bandwidth_gbps: float) -> dict[str, Any]:
+    """DOCUMENT (a capture) as the probe states it when fed BANDWIDTH_GBPS as its memory roof instead: every
+    dtype's roofs, ridge and predictions (the probe's own classify), the fusion comparison and the argv. The
+    timings are the capture's; re-state them with `contract4`, which explains each against the new roof."""
+    remade = copy.deepcopy(document)
+    argv = remade["argv"]
+    argv[argv.index("--bandwidth-gbps") + 1] = f"{bandwidth_gbps:.6g}"
+    for part in [remade, *remade.get("dtype_checks", [])]:
+        roofs, precision = part["roofs"], part.get("precision") or remade["precision"]
+        roofs["bandwidth_gbps"] = float(f"{bandwidth_gbps:.6g}")
+        roofs["ridge_flop_per_byte"] = rl.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
+        for prediction in part["predictions"]["shapes"]:
+            prediction.update(rl.classify(*(prediction[d] for d in "mnk"), precision["input_bytes"],
+                                          precision["output_bytes"], roofs["peak_tflops"], roofs["bandwidth_gbps"]))
+    fusion = remade.get("fusion")
+    if isinstance(fusion, dict) and "comparison" in fusion:
+        fusion["comparison"] = rl.fusion_comparison(fusion, remade["roofs"]["peak_tflops"],
+                                                    remade["roofs"]["bandwidth_gbps"])
+    return remade

@@ -22,7 +22,8 @@ from harness.run.assemble import unsigned_files
 from harness.bundle.view import BundleView
 from harness.cli import main
 from harness.judge.acceptance.baseline.build import Input, build
-from harness.judge.acceptance.baseline.noise import run_to_run
+from harness.analysis.repeatability import noise_model
+from harness.judge.acceptance.baseline.noise import gpu_vs_node, run_to_run
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.signed_profile import open_profile, sign_profile
 from harness.run.provenance import tool_info
@@ -70,7 +71,10 @@ def test_a_fleet_baseline_rejects_the_slow_node_and_states_its_statistics(fleet,
     assert stats["mad_scale"] == 1.4826 and stats["mad_scaled"] == pytest.approx(1.4826 * stats["mad"], rel=1e-4)
     assert stats["tolerance"] == pytest.approx(max(0.02, 3.5 * stats["mad_scaled"] / stats["median"]), rel=1e-5)
     assert stats["pass_share"] == pytest.approx(6 / 7, abs=1e-5)  # the slow node is under the fail line
-    assert stats["noise"]["measured"] is False and "stated default" in stats["noise"]["source"]
+    # the H200's plateau is measured run to run (0.66% over five dossiers): its pair limit is under the steady
+    # bound, so the noise is the bound, 2% (harness.analysis.repeatability's noise model)
+    assert stats["noise"]["measured"] is True and stats["noise"]["share"] == 0.02
+    assert "bandwidth.plateau_gbps: 0.66% run to run over 5 runs" in stats["noise"]["source"]
     criteria = fleet_profile["baseline"]["criteria"]
     assert criteria["bandwidth_plateau"]["passed"] == 6 and criteria["bandwidth_plateau"]["judged"] == 7
     assert "n6.tar.gz" in criteria["bandwidth_plateau"]["failed"][0]
@@ -131,14 +135,19 @@ def test_a_criterion_no_input_passes_stops_the_baseline(tmp_path, capsys):
     assert not (tmp_path / "p.json").exists()
 
 
-def test_run_to_run_tolerance_is_the_catalogues_where_measured_else_a_stated_default(monkeypatch):
-    sku = json.loads(json.dumps(catalogue.by_id(SXM)))
-    sku["repeatability"] = {"bandwidth_plateau": {"tolerance": 0.004, "source": "five clean dossiers (test)"}}
-    monkeypatch.setattr(catalogue, "by_id", lambda sku_id: sku if sku_id == SXM else None)
-    measured = run_to_run(SXM, "bandwidth_plateau")
-    assert measured.share == 0.004 and measured.measured and "five clean dossiers" in measured.source
-    default = run_to_run(SXM, "gemm_burst")
-    assert default.share == 0.05 and not default.measured and "stated default" in default.source
+def test_run_to_run_tolerance_is_the_noise_model_reproduce_judges_with(monkeypatch):
+    """One noise model: a measured figure's tolerance is max(its kind's bound, 3 x sqrt(2) x spread / d2(runs)),
+    an unmeasured one its stated default (the catalogue's defaults, else its kind's bound), said so."""
+    measured = run_to_run(SXM, "bandwidth.plateau_gbps", "steady")
+    assert measured == noise_model(SXM).noise("bandwidth.plateau_gbps", "steady")
+    assert measured.measured and measured.share == 0.02  # 3 x 1.414 x 0.66% / 2.326 = 1.20%, under the 2% bound
+    noisy = run_to_run(SXM, "transfer.bidirectional_h2d_pinned_gbps", "steady")  # 11.3% over 5 runs: declared noisy
+    assert noisy.measured and noisy.noisy and noisy.share == pytest.approx(3 * 2 ** 0.5 * 0.113 / 2.326)
+    stated = run_to_run(SXM, "transfer.bidirectional_total_pinned_gbps", "steady")
+    assert not stated.measured and stated.share == 0.08 and "stated default" in stated.source
+    other = run_to_run("b200-180gb", "bandwidth.plateau_gbps", "steady")  # no run_to_run for the B200
+    assert not other.measured and other.share == 0.02 and "steady bound" in other.source
+    assert gpu_vs_node(SXM).share == 0.05 and not gpu_vs_node(SXM).measured
 
 
 # --- the command, and bad input ------------------------------------------------------------------

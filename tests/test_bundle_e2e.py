@@ -112,7 +112,10 @@ def test_no_private_key_and_no_secret_environment_in_the_bundle(dossier, monkeyp
 
 def test_the_report_is_small_and_short_lined(dossier):
     report = read_all(dossier["path"])["report.md"].decode()
-    assert len(report.encode()) < 20_000
+    # every GEMM the roofline leaves unexplained is named with its figures (how many depends on this shared
+    # CPU's timings: 3 to 7 seen here, ~200 bytes each with the causes ruled out for it); the rest is bounded
+    named = report.count("  - unexplained: ")
+    assert len(report.encode()) < 20_000 + 300 * named
     assert [line for line in report.splitlines() if len(line) > LINE_LIMIT and not line.startswith("|")] == []
 
 

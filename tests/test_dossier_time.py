@@ -16,7 +16,7 @@ from harness.bundle.read import read_all
 from harness.registry import allreduce as allreduce_entry
 from harness.registry import health as health_entry
 from harness.registry.steps import NotReady, RunState
-from harness.run.orchestrate import RunOptions, collect
+from harness.run.orchestrate import Companions, RunOptions, collect
 from harness.runners.local import LocalRunner
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_support import quiet_display
@@ -72,3 +72,12 @@ def test_a_step_declared_during_another_is_taken_while_it_runs_and_recorded_in_i
         assert observer.run.finished_at <= loads.run.finished_at
     else:
         assert observer.document["during"] == [] and observer.run.started_at >= loads.run.finished_at
+
+
+def test_a_step_placed_before_the_one_it_is_taken_during_runs_in_its_place():
+    """A plan that puts the observer first (an older bundle's order, replayed) waits for no load: the step
+    runs once, in its place, never again during the later step."""
+    runner = LocalRunner(package=test_plan.PACKAGE)
+    assert set(Companions(test_plan.DURING_PLAN, runner, ()).waiting) == {"observer"}
+    assert Companions(tuple(reversed(test_plan.DURING_PLAN)), runner, ()).waiting == {}
+    assert Companions(test_plan.DURING_PLAN, runner, ("observer",)).waiting == {}

@@ -22,6 +22,8 @@ from tests.bundle_support import make_key, rewrite
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "tests/fixtures/h200/dossier-h200.tar.gz"
 PUBLIC = ROOT / "tests/fixtures/h200/dossier-h200.pub"
+FULL = ROOT / "tests/fixtures/h200/dossier-h200-full.tar.gz"  # another bundle of the same SKU: MINE for reproduce
+FULL_PUBLIC = ROOT / "tests/fixtures/h200/dossier-h200-full.pub"
 
 
 @pytest.fixture
@@ -41,7 +43,7 @@ def world(tmp_path, monkeypatch):
     rewrite(BUNDLE, tmp_path / "damaged.tar.gz", damage)
     (tmp_path / "attestation.json").write_text("{}")
     return {"T": str(tmp_path), "GOOD": str(BUNDLE), "PUB": str(PUBLIC), "KEY": str(key.path),
-            "MYPUB": str(public)}
+            "MYPUB": str(public), "FULL": str(FULL), "FULLPUB": str(FULL_PUBLIC)}
 
 
 # Every command that reads a bundle, with {B} where the faulty bundle goes.
@@ -53,6 +55,8 @@ BUNDLE_COMMANDS = [
     "diff {B} {GOOD} --key {PUB}",
     "accept {B} --profile h200-sxm-141gb --key {PUB}",
     "baseline {B} --key {PUB} --out {T}/profile.json --signing-key {KEY}",
+    "reproduce {B} --key {PUB} --against {FULL} --key-mine {FULLPUB} --output-dir {T}/out",
+    "reproduce {FULL} --key {FULLPUB} --against {B} --key-mine {PUB} --output-dir {T}/out",
 ]
 BUNDLE_FAULTS = [  # (the faulty bundle, its exit code): unreadable input 2, a damaged bundle 1
     ("{T}/missing.tar.gz", 2), ("{T}/folder.tar.gz", 2), ("{T}/text.tar.gz", 2),
@@ -96,6 +100,17 @@ OUTPUTS = [
     "health-diff {T}/attestation.json {T}/attestation.json -o {P}/diff.json",
     "fleet submit --nodes 1 --output-dir {P}/fleet",
     "fleet collect 7 --output-dir {PDIR} --key {PUB}",  # the job's folder: it must exist
+    "fleet merge 7 --output-dir {PDIR} --key {PUB}",
+    "fleet collect 7 --output-dir {T} --key {PUB} --baseline-out {P}/profile.json",
+    "fleet collect 7 --output-dir {T} --key {PUB} --prometheus {P}/fleet.prom",
+    "run --output-dir {T}/out --signing-key {KEY} --prometheus {P}/run.prom",
+    "accept {GOOD} --profile h200-sxm-141gb --key {PUB} --prometheus {P}/accept.prom",
+    "check --expect-gpus 0 --save-reading {P}/reading.json",
+    "check --expect-gpus 0 --prometheus {P}/check.prom",
+    "reproduce {GOOD} --key {PUB} --against {FULL} --key-mine {FULLPUB} --output-dir {P}/out",
+    "reproduce {GOOD} --key {PUB} --against {FULL} --key-mine {FULLPUB} --output-dir {T}/out --statement {P}/s.json",
+    "reproduce {GOOD} --key {PUB} --against {FULL} --key-mine {FULLPUB} --output-dir {T}/out --summary {P}/s.md",
+    "reproduce {GOOD} --key {PUB} --output-dir {P}/out --signing-key {KEY}",
 ]
 
 

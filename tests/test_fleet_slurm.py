@@ -100,7 +100,7 @@ def test_a_cpu_fleet_on_three_nodes_is_collected_and_every_bundle_verifies(slow_
     for node in document["nodes"]:
         assert node["verify"]["passed"] and node["verify"]["failures"] == []
         assert isinstance(node["metrics"]["bandwidth_sustained_gbps"], float)
-        assert node["acceptance"]["verdict"] in ("not run", "pass", "fail")
+        assert node["acceptance"]["verdict"] in ("skip", "pass", "warn", "fail", "incomplete")  # CPU nodes: skip
     assert document["table"]["bandwidth_sustained_gbps"]["groups"][NO_SKU]["measured_nodes"] == 3  # CPU nodes
     # The fleet bundle: signed like a node bundle, holding each verified node bundle and every log.
     from harness.fleet.sealing import check
@@ -165,3 +165,29 @@ def test_a_failing_node_is_named_with_its_log_and_the_others_are_kept(slurm_clus
         report = tar.extractfile("fleet.md").read().decode()
     assert {"nodes/n1.tar.gz", "nodes/n2.tar.gz", n3["log"]} <= names and "nodes/n3.tar.gz" not in names
     assert "### n3: failed" in report
+
+
+def test_the_collect_scaled_out_as_a_job_array_gives_the_same_answer(slow_fleet):
+    """`fleet collect --array 2`: the two shards as a real Slurm job array, then the merge as a job after it."""
+    out, plain_code, job_id, document, bundle = slow_fleet
+    plain = out / "plain.tar.gz"
+    bundle.rename(plain)
+    try:
+        code, printed = dossier("fleet", "collect", job_id, "--output-dir", str(out), "--key",
+                                str(out / "keys" / "dossier.pub"), "--array", "2", "--wait", str(JOB_WAIT_S))
+        merge_id, path = printed.strip().splitlines()
+        assert Path(path) == bundle and code == plain_code  # the merge job's exit code: the plain collect's
+        merged = fleet_json(bundle)
+        assert {**merged, "job": None} == {**fleet_json(plain), "job": None}
+        assert merged["job"]["id"] == job_id and merged["outliers"] == document["outliers"]
+        with tarfile.open(bundle) as one, tarfile.open(plain) as other:
+            assert {m.name: m.size for m in one.getmembers()} == {m.name: m.size for m in other.getmembers()}
+        run_dir = Path(document["job"]["submission"]["run_dir"])
+        shards = sorted(p.name for p in (out / f"fleet-{job_id}.shards").iterdir())
+        assert shards == ["shard-0-of-2.intoto.json", "shard-1-of-2.intoto.json"]
+        logs = sorted(p.name for p in (run_dir / "logs").glob("collect-*.out"))
+        assert len(logs) == 2 and (run_dir / "logs" / f"merge-{merge_id}.out").exists()
+        assert "#SBATCH --array=0-1" in (run_dir / "collect-array.sbatch").read_text()
+    finally:
+        bundle.unlink(missing_ok=True)
+        plain.rename(bundle)

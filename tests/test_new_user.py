@@ -17,7 +17,10 @@ from harness import cli
 from harness.runners.local import LocalRunner
 from harness.commands.diff import load_view
 from harness.present.verdict import run_verdict
-from tests.bundle_support import make_key, rewrite
+from harness.run.assemble import assemble
+from harness.run.orchestrate import RunOptions, collect
+from tests.accept_support import small_cpu_plan
+from tests.bundle_support import make_key, quiet_display, rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "tests/fixtures/h200/dossier-h200.tar.gz"
@@ -151,6 +154,17 @@ def test_an_unreadable_input_is_exit_2(world, command, capsys):
 
 # --- the README's typical use, run as written --------------------------------------------------------
 
+def colleague_dossier(path: Path, key) -> Path:
+    """A colleague's dossier of a machine like this one: health and a short bandwidth sweep, the other steps
+    left out with --skip (recorded so), made by `dossier run`'s orchestration and signed with KEY."""
+    plan = small_cpu_plan()
+    kept = ("health", "bandwidth")
+    record = collect(RunOptions(output_dir=path.parent, skip=tuple(s.step for s in plan if s.step not in kept)),
+                     LocalRunner(), "tests: this machine's CPU", plan, display=quiet_display(len(plan)))
+    path.write_bytes(assemble(record, key))
+    return path
+
+
 def readme_blocks() -> list[list[str]]:
     """The code blocks of README.md's "Typical use", each a list of commands (continuations joined)."""
     section = (ROOT / "README.md").read_text().split("## Typical use", 1)[1].split("\n## ", 1)[0]
@@ -185,10 +199,12 @@ exec {python} -m harness "$@"
 
 @pytest.fixture(scope="module")
 def typed(tmp_path_factory):
-    """Both blocks typed into one shell, in a checkout as `make dossier`'s venv leaves it (.venv/bin/dossier,
-    here a script running this build), in a fresh home; the colleague's and vendor's files are the
-    committed H200 bundles (re-signed with a test "vendor" key where two bundles of one signer are needed).
-    Each line's exit code is recorded."""
+    """The blocks a user types on one machine, typed into one shell, in a checkout as `make dossier`'s venv
+    leaves it (.venv/bin/dossier, here a script running this build), in a fresh home; the colleague's
+    bundle is a small dossier of this machine signed with a test "colleague" key (health and a short
+    bandwidth sweep: their plan runs here again in seconds), the vendor's files the committed H200 bundles
+    (re-signed with a test "vendor" key where two bundles of one signer are needed). The fleet's block
+    needs a Slurm cluster and is not typed. Each line's exit code is recorded."""
     tmp = tmp_path_factory.mktemp("readme")
     home, work = tmp / "home", tmp / "checkout"
     home.mkdir()
@@ -201,8 +217,9 @@ def typed(tmp_path_factory):
     (work / ".venv" / "bin" / ".installed").touch()  # make dossier's venv, made: the recipe runs dossier
     vendor, vendor_public = make_key(tmp / "vendor")
     full = ROOT / "tests/fixtures/h200/dossier-h200-full.tar.gz"
-    (work / "colleague.tar.gz").write_bytes(full.read_bytes())
-    (work / "colleague.pub").write_bytes((ROOT / "tests/fixtures/h200/dossier-h200-full.pub").read_bytes())
+    colleague, colleague_public = make_key(tmp / "colleague")
+    colleague_dossier(work / "colleague.tar.gz", colleague)
+    (work / "colleague.pub").write_bytes(colleague_public.read_bytes())
     (work / "vendor.pub").write_bytes(vendor_public.read_bytes())
     for name in ("vendor-sample.tar.gz", "golden-run1.tar.gz", "delivered-node7.tar.gz"):
         rewrite(full, work / name, resign_with=vendor)
@@ -212,7 +229,7 @@ def typed(tmp_path_factory):
         commands["started_at"] = commands["started_at"].replace("07:58:54", "07:58:55")
         files["commands.json"] = json.dumps(commands, indent=1, sort_keys=True).encode() + b"\n"
     rewrite(full, work / "golden-run2.tar.gz", later, resign_with=vendor)
-    lines = [line for block in readme_blocks() for line in block]
+    lines = [line for block in readme_blocks() if not block[0].startswith("dossier fleet") for line in block]
     script = "".join(f"{line}\necho \"##rc $?\"\n" for line in lines)
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
            "LANG": "C.UTF-8"}
@@ -225,8 +242,8 @@ def test_the_readme_typical_use_runs_as_written_on_this_machine(typed):
     lines, codes = typed["lines"], typed["codes"]
     assert len(codes) == len(lines), typed["err"][-3000:]
     by_line = {line.split("  #")[0].strip(): code for line, code in zip(lines, codes)}
-    bundles = sorted((typed["work"] / "bundles").glob("dossier-*.tar.gz"))
-    assert len(bundles) == 1  # make dossier wrote one bundle, with a key made on first use in the fresh home
+    bundles = sorted((typed["work"] / "bundles").glob("dossier-*.tar.gz"), key=lambda p: p.stat().st_mtime)
+    assert len(bundles) == 2  # make dossier's, with a key made on first use in the fresh home; reproduce's
     assert (typed["home"] / ".config" / "rig-dossier" / "dossier.key").exists()
     verdict = run_verdict(load_view(bundles[0]))
     # it fails unless the verdict its last lines say is PASS or WARN: make's own 2, with the verdict's code
@@ -237,5 +254,10 @@ def test_the_readme_typical_use_runs_as_written_on_this_machine(typed):
     assert "a key pair is already there, kept" in typed["err"]  # keygen after make dossier: exit 0, nothing replaced
     assert (typed["work"] / "report.md").read_text().startswith("# Rig Dossier: ")
     assert (typed["work"] / "golden.profile.json").exists() and (typed["work"] / "accept.md").exists()
-    failed = {line: code for line, code in by_line.items() if code != 0 and line != "make dossier"}
+    # their plan run here gives this shared machine's figures: the line's documented exit, either way
+    reproduce = "dossier reproduce colleague.tar.gz --key colleague.pub"
+    assert by_line[reproduce] in (0, 1), typed["err"][-3000:]
+    assert "reproduce: their plan, " in typed["err"] and len(list((typed["work"] / "bundles").glob(
+        "reproduction-colleague-vs-*.intoto.json"))) == 1
+    failed = {line: code for line, code in by_line.items() if code != 0 and line not in ("make dossier", reproduce)}
     assert failed == {}, typed["err"][-3000:]

@@ -56,13 +56,20 @@ def test_an_exact_figure_wins_over_a_pattern():
     assert rules.lookup(record, "allreduce.busbw_gbps") is None
 
 
-def test_the_tolerance_floor_says_where_it_came_from():
-    record = rules.declaration(H200)
-    floor, source = rules.tolerance_floor(record, "stress.steady_tflops")
-    assert floor == 0.0057 and "5 runs of dossier run" in source and "b661845" in source
-    assert rules.tolerance_floor(record, "allreduce.busbw_gbps") == (None, "no run-to-run spread declared for "
-                                                                     "allreduce.busbw_gbps")
-    assert rules.tolerance_floor(rules.declaration(None), "x")[0] is None
+def test_the_noise_model_says_where_each_tolerance_came_from():
+    """A measured figure: max(its kind's bound, 3 x sqrt(2) x spread / d2(runs)) with its source; a noisy one its
+    pair limit; one the SKU does not measure its stated default or its kind's bound, saying so."""
+    model = rules.noise_model(H200)
+    steady = model.noise("stress.steady_tflops", "steady")
+    assert steady.share == 0.02 and steady.measured and not steady.noisy
+    assert "stress.steady_tflops: 0.57% run to run over 5 runs of dossier run" in steady.source and "b661845" in steady.source
+    eager = model.noise("roofline.bf16.square-256.eager_tflops", "launch_bound")  # 46.79% over 3 runs
+    assert eager.noisy and eager.share == pytest.approx(3 * 2 ** 0.5 * 0.4679 / 1.693)
+    stated = model.noise("allreduce.nccl.n2.normal.busbw_gbps", "steady")
+    assert not stated.measured and stated.share == 0.05 and stated.source.startswith("stated default for allreduce.*_gbps")
+    assert rules.noise_model(None).noise("x", "burst").share == 0.05
+    with pytest.raises(ValueError, match="no repeatability bound for the figure kind 'sideways'"):
+        model.noise("x", "sideways")
 
 
 def test_without_a_measurement_the_declaration_says_why():

@@ -117,7 +117,7 @@ def test_units_come_from_the_key():
     assert value_text("driver", {"unavailable": "NVML not found"}) == "unavailable (NVML not found)"
 
 
-def test_diff_gives_ratios_with_each_sides_spread():
+def test_diff_gives_ratios_a_tolerance_widened_by_each_sides_spread_and_a_verdict():
     a = view({"bandwidth": bandwidth(), "health": {"driver_version": "580.159.04", "devices": []}})
     b = view({"bandwidth": bandwidth(plateau_gbps=4625.5, repeat_spread=0.01),
               "health": {"driver_version": "570.86.15", "devices": []}})
@@ -128,4 +128,6 @@ def test_diff_gives_ratios_with_each_sides_spread():
     assert next(line for line in lines if "driver_version" in line).split() == ["driver_version", "580.159.04",
                                                                                  "570.86.15"]
     plateau_row = next(line for line in lines if line.lstrip().startswith("bandwidth plateau"))
-    assert "2.00 %" in plateau_row and "1.00 %" in plateau_row and plateau_row.endswith("1.1000")
+    # the tolerance: the steady bound (2%, no SKU identified: a stated default) widened by each side's spread
+    assert plateau.tolerance == pytest.approx(0.02 + 0.02 + 0.01) and plateau.verdict == "not_reproduced"
+    assert plateau_row.split()[-5:] == ["1.1000", "+-5.00", "%", "NOT", "REPRODUCED"]

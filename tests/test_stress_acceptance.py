@@ -185,10 +185,13 @@ def test_the_step_runs_last_with_the_probes_default_or_the_asked_length():
 
 def test_fleet_metrics_read_the_recomputed_headlines(bf16):
     heads = analysis.headlines(bf16)
-    metrics = {m.name: m.read(heads) for probe, m in registry.fleet_metrics() if probe == "stress"}
+    metrics = {m.name: m.read(heads if m.source == "headlines" else bf16) for probe, m in registry.fleet_metrics()
+               if probe == "stress"}
     assert metrics == {"stress_steady_tflops": heads["min_steady_tflops"],
                        "stress_burst_over_steady": heads["devices"][0]["burst_over_steady"],
-                       "stress_result_mismatches": 0, "stress_memory_errors": 0, "stress_xid_ecc_events": 0}
+                       "stress_result_mismatches": 0, "stress_memory_errors": 0, "stress_xid_ecc_events": 0,
+                       "stress_result_digest": metrics["stress_result_digest"]}
+    assert "an older build" in metrics["stress_result_digest"]["unavailable"]  # recorded before the probe kept a digest
 
 
 def test_the_report_section_names_burst_and_sustained_with_clock_and_cap(bf16):

@@ -23,6 +23,12 @@ harness/registry/spec.py FleetMetric):
   events): any node above zero is flagged.
 * state: a node is flagged when its value differs from the one most nodes of its SKU report
   (ECC mode, PCIe link width under load); a tie names no usual value and flags nothing.
+* digest: a result's digest (the stress GEMM's output, same inputs and seed) compared within the
+  nodes of one SKU AND one software stack (driver, torch and its CUDA build: other libraries may
+  round differently and are not compared) AND the conditions the value names before " | " (dtype,
+  shape, seed, cuBLAS: only the same call compares): a node whose digest differs from the one most of them
+  report is flagged as possible silent data corruption, even when it agrees with itself. With
+  fewer than MIN_NODES measured nodes in a stack, or a tie, nothing is flagged and the group says so.
 
 `headlines(fleet_document)` recomputes the table from each node's values and SKU in the
 document; `discrepancies(fleet_document)` names where the document's stated table differs.
@@ -39,14 +45,17 @@ RELATIVE_THRESHOLD = 0.10
 ROBUST_Z_THRESHOLD = 3.5
 MIN_NODES = 3
 MAD_TO_Z = 0.6745  # the 0.75 quantile of the standard normal: makes MAD comparable to a sigma
-RATE, COUNT, STATE = "rate", "count", "state"
+RATE, COUNT, STATE, DIGEST = "rate", "count", "state", "digest"
 NO_SKU = "no catalogue SKU"
+NO_STACK = "software stack unknown"
 
 RULE_TEXT = (f"nodes are compared within their SKU. Rates, each node against the other nodes: flagged when "
              f"|x/median_others - 1| > {RELATIVE_THRESHOLD:g} and the robust z-score "
              f"{MAD_TO_Z}*(x-median_others)/MAD_others exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative "
              f"test alone when MAD_others = 0); needs at least {MIN_NODES} measured nodes. Counts (errors, "
-             "remaps, events): flagged above 0. States (ECC mode, link width): flagged when unlike most nodes'.")
+             "remaps, events): flagged above 0. States (ECC mode, link width): flagged when unlike most nodes'. "
+             f"Digests (a result computed from the same inputs): compared within one SKU and software stack, "
+             f"flagged when unlike most nodes' (at least {MIN_NODES} measured): possible silent data corruption.")
 
 
 def _is_number(value: Any) -> bool:
@@ -160,21 +169,64 @@ def summarise_state(values: Mapping[str, Any]) -> dict[str, Any]:
     return {"measured_nodes": len(known), "usual": usual, "counts": dict(sorted(counts.items())), "nodes": nodes}
 
 
+DIGEST_CONDITIONS = " | "  # a digest value "CONDITIONS | DIGEST": what the bits hold for, then the digest
+
+
+def _digest_group(stack: str | None, value: str) -> str:
+    """The nodes a digest is compared with: one software stack, and the conditions the value names."""
+    conditions = value.rsplit(DIGEST_CONDITIONS, 1)[0] if DIGEST_CONDITIONS in value else ""
+    return (stack or NO_STACK) + (f"; {conditions}" if conditions else "")
+
+
+def summarise_digest(values: Mapping[str, Any], stacks: Mapping[str, str | None]) -> dict[str, Any]:
+    """The rows for a digest: within each software stack, a node unlike what most report is flagged
+    (possible silent data corruption); fewer than MIN_NODES measured in a stack, or a tie, flags none."""
+    known = {n: v for n, v in values.items() if isinstance(v, str)}
+    by_stack: dict[str, dict[str, str]] = defaultdict(dict)
+    for node, value in known.items():
+        by_stack[_digest_group(stacks.get(node), value)][node] = value
+    summary_of: dict[str, Any] = {}
+    usual_of: dict[str, str | None] = {}
+    for stack, digests in sorted(by_stack.items()):
+        counts = Counter(digests.values())
+        top = counts.most_common(2)
+        clear = len(top) == 1 or top[0][1] > top[1][1]
+        usual_of[stack] = top[0][0] if clear and len(digests) >= MIN_NODES else None
+        summary_of[stack] = {"usual": usual_of[stack], "counts": dict(sorted(counts.items())), "measured_nodes": len(digests)}
+        if len(digests) < MIN_NODES:
+            summary_of[stack]["note"] = f"needs at least {MIN_NODES} measured nodes of this stack; {len(digests)} measured"
+        elif not clear:
+            summary_of[stack]["note"] = "no digest is reported by most nodes (a tie): none is judged"
+    nodes: dict[str, Any] = {}
+    for node, value in sorted(values.items()):
+        stack = _digest_group(stacks.get(node), value) if isinstance(value, str) else NO_STACK
+        usual = usual_of.get(stack)
+        flagged = node in known and usual is not None and value != usual
+        nodes[node] = {"value": value, "flagged": flagged}
+        if flagged:
+            agree = summary_of[stack]["counts"][usual]
+            nodes[node]["why"] = (f"possible silent data corruption: result digest {value} where {agree} of "
+                                  f"{summary_of[stack]['measured_nodes']} nodes of this SKU and stack ({stack}) report "
+                                  f"{usual}")
+    return {"measured_nodes": len(known), "stacks": summary_of, "nodes": nodes}
+
+
 SUMMARISE = {RATE: summarise_rate, COUNT: summarise_count, STATE: summarise_state}
 
 
 def build_table(node_metrics: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, str],
-                skus: Mapping[str, str | None]) -> dict[str, Any]:
+                skus: Mapping[str, str | None], stacks: Mapping[str, str | None] | None = None) -> dict[str, Any]:
     """metric -> {kind, groups: SKU -> rows}: `node_metrics` maps node -> metric -> value, `metrics`
-    metric -> kind, `skus` node -> its SKU group."""
+    metric -> kind, `skus` node -> its SKU group, `stacks` node -> its software stack (digests only)."""
     groups: dict[str, list[str]] = defaultdict(list)
     for node in sorted(node_metrics):
         groups[skus.get(node) or NO_SKU].append(node)
     table = {}
     for metric, kind in metrics.items():
-        table[metric] = {"kind": kind, "groups": {
-            sku: SUMMARISE[kind]({n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes})
-            for sku, nodes in sorted(groups.items())}}
+        def rows(nodes: list[str]) -> dict[str, Any]:
+            values = {n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes}
+            return summarise_digest(values, stacks or {}) if kind == DIGEST else SUMMARISE[kind](values)
+        table[metric] = {"kind": kind, "groups": {sku: rows(nodes) for sku, nodes in sorted(groups.items())}}
     return table
 
 
@@ -207,7 +259,8 @@ def headlines(document: Mapping[str, Any]) -> dict[str, Any]:
     """The fleet table, its flags and outliers, recomputed from each node's metric values and SKU."""
     kinds = {m: (document.get("metrics", {}).get(m) or {}).get("kind", RATE) for m in document.get("table", {})}
     skus = {n["name"]: n.get("sku") for n in document.get("nodes", [])}
-    table = build_table(_measured_nodes(document), kinds, skus)
+    stacks = {n["name"]: n.get("stack") for n in document.get("nodes", [])}
+    table = build_table(_measured_nodes(document), kinds, skus, stacks)
     return {"table": table, "flags": flags(table), "outliers": outliers(table)}
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.analysis.memo import per_document
+
 MODEL_QUALITY_CAVEAT = (
     "These are weight-representation errors of the tensors above, each taken on its own (MSE, SQNR, "
     "max abs error against the stored weights); they are not a model-quality claim. How a "
@@ -225,6 +227,7 @@ def count_kinds(explanations: list[dict[str, Any]]) -> dict[str, int]:
     return {kind: sum(1 for e in explanations if e["kind"] == kind) for kind in KINDS}
 
 
+@per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the per-format measurements in the document."""
     tensors = document.get("tensors", [])

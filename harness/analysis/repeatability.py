@@ -19,19 +19,32 @@ stress.steady_tflops, transfer.h2d_pinned_gbps, roofline.bf16.burst_best_tflops,
 roofline.bf16.square-256.tflops (a shape's headline: kernel-only for a launch-bound shape from probe
 contract 4 on), roofline.bf16.square-256.eager_tflops (beside a kernel-only headline: the host's launch
 rate); an entry's figure may hold * (fnmatch), and an exact id wins.
+
+The noise model (`noise_model(sku_id).noise(figure_id, kind)`) is the one answer to "how far may this
+figure move between two clean runs": `dossier reproduce` and `dossier diff` judge each figure with it,
+and `dossier baseline` floors every tolerance with it (harness.judge.acceptance.baseline.noise). Its
+rule and constants are the catalogue's (`repeatability.comparison`, with their source): a figure the
+SKU's run_to_run measures gets max(its kind's bound, z x sqrt(2) x spread / d2(runs)) (Shewhart's
+range estimate of sigma, the difference of two runs, z sigmas); one it does not gets its stated
+default (`repeatability.defaults`, each with its evidence) or its kind's bound, marked not measured.
+Counts and exact figures (identity, contracts, digests, precision) are compared by equality.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from harness import catalogue
 from harness.analysis import bandwidth, stress, timing, transfer
 from harness.analysis.roofline import figures as roofline_figures
 
-KINDS = ("steady", "burst", "launch_bound")
+KINDS = ("steady", "burst", "launch_bound")  # rates: judged against the noise model
+EQUAL_KINDS = ("count", "exact")  # judged by equality: fault counts; identity, contracts, digests, precision
 STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (issue 30's kinds)
 
 
@@ -91,18 +104,85 @@ def noisy_note(record: Any, figure_id: str) -> str:
             f"{entry['kind']} bound ({entry.get('why')}), so a result this close to the threshold may not repeat")
 
 
-def tolerance_floor(record: Any, figure_id: str) -> tuple[float | None, str]:
-    """The smallest tolerance a comparison of FIGURE_ID across two runs may use: its declared run-to-run
-    spread (None when the bundle declares none), and where that came from."""
-    entry = lookup(record, figure_id)
-    if entry is None:
-        why = record.get("unavailable") if isinstance(record, Mapping) and "unavailable" in record else \
-            f"no run-to-run spread declared for {figure_id}"
-        return None, str(why)
-    source = (record.get("sources") or {}).get(entry.get("source"), {})
-    return entry["spread"], (f"{entry['figure']}: {entry['spread']:.2%} over {source.get('runs', '?')} runs of "
-                             f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
-                             f"commit {source.get('commit', '?')})")
+@dataclass(frozen=True)
+class Noise:
+    """How far a figure may move between two clean runs (a share of the first), where that comes from,
+    whether it was measured (the SKU's run_to_run) or is a stated default, and whether the catalogue
+    declares the figure noisy (its spread over its kind's bound)."""
+
+    share: float
+    source: str
+    measured: bool
+    noisy: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"share": self.share, "source": self.source, "measured": self.measured, "noisy": self.noisy}
+
+
+@dataclass(frozen=True)
+class NoiseModel:
+    """The catalogue's run-to-run measurements of one SKU (a `declaration`) and its comparison rule."""
+
+    sku_id: str | None
+    record: Mapping[str, Any]
+    rules: Mapping[str, Any]
+
+    def bound(self, kind: str) -> float:
+        try:
+            return float(self.rules["bounds"][kind]["max_spread"])
+        except KeyError:
+            raise ValueError(f"no repeatability bound for the figure kind {kind!r} (one of {', '.join(KINDS)})") from None
+
+    def pair_limit(self, spread: float, runs: int) -> float:
+        """z x sqrt(2) x spread / d2(runs): how far two runs of a figure may differ, from its range over RUNS."""
+        comparison = self.rules["comparison"]
+        table = {int(n): float(v) for n, v in comparison["d2"].items()}
+        d2 = table[min(max(runs, min(table)), max(table))]
+        return float(comparison["z"]) * math.sqrt(2.0) * spread / d2
+
+    def default(self, figure_id: str) -> Noise | None:
+        """The first stated default whose figure pattern matches FIGURE_ID, or None."""
+        for entry in self.rules.get("defaults") or []:
+            if fnmatch.fnmatchcase(figure_id, entry["figure"]):
+                return Noise(float(entry["share"]), f"stated default for {entry['figure']}, not a measured run-to-run "
+                                                    f"spread ({entry['evidence']})", False)
+        return None
+
+    def noise(self, figure_id: str, kind: str) -> Noise:
+        """The tolerance of FIGURE_ID (of KIND) between two clean runs, and where it comes from."""
+        if kind in EQUAL_KINDS:
+            return Noise(0.0, f"equal only: {self.rules['comparison']['equal'][kind]}", True)
+        bound = self.bound(kind)
+        entry = lookup(self.record, figure_id)
+        if entry is None:
+            stated = self.default(figure_id)
+            return stated or Noise(bound, f"stated default: the {kind} bound {bound:.0%} (the catalogue's "
+                                          f"repeatability bound for {self.rules['bounds'][kind]['what']}); no "
+                                          f"run-to-run measurement of "
+                                          f"{figure_id} for {self.sku_id or 'this SKU'}", False)
+        source = (self.record.get("sources") or {}).get(entry.get("source")) or {}
+        runs = int(source.get("runs") or 2)
+        limit = self.pair_limit(float(entry["spread"]), runs)
+        floor = "its kind's bound, the floor" if bound >= limit else "the pair limit, over its kind's bound"
+        share = max(bound, limit)
+        return Noise(share, f"{entry['figure']}: {entry['spread']:.2%} run to run over {runs} runs of "
+                            f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
+                            f"commit {source.get('commit', '?')}): pair limit {limit:.2%}, {kind} bound {bound:.0%}; "
+                            f"{share:.2%} ({floor})", True, bool(entry.get("noisy")))
+
+    def to_json(self) -> dict[str, Any]:
+        """What a reproduction statement records of the model it judged with."""
+        return {"sku_id": self.sku_id, "catalogue_version": catalogue.load().get("catalogue_version"),
+                "catalogue_sha256": hashlib.sha256(catalogue.CATALOGUE_PATH.read_bytes()).hexdigest(),
+                "rule": self.rules["comparison"]["rule"], "z": self.rules["comparison"]["z"],
+                "source": self.rules["comparison"]["source"], "bounds": self.rules["bounds"],
+                "run_to_run": (dict(self.record.get("sources") or {}) if "figures" in self.record
+                               else {"unavailable": self.record.get("unavailable")})}
+
+
+def noise_model(sku_id: str | None) -> NoiseModel:
+    """The noise model for SKU_ID from this build's catalogue (its run_to_run, or stated defaults only)."""
+    return NoiseModel(sku_id, declaration(sku_id), catalogue.repeatability_bounds())
 
 
 def bundle_sku(documents: Mapping[str, Any]) -> str | None:
@@ -128,6 +208,32 @@ def bundle_sku(documents: Mapping[str, Any]) -> str | None:
     return None
 
 
+def bundle_identity(documents: Mapping[str, Any], cpu_model: Any) -> tuple[tuple[Any, ...], str, str | None]:
+    """What a run's figures were measured on, as (a key two runs compare by, the same in words, its SKU id):
+    the GPUs health lists (their SKUs, or names where the catalogue has none), else the GPU the bandwidth
+    step identified, else the CPU (CPU_MODEL, the host's) where the run found no GPU."""
+    sku_id = bundle_sku(documents)
+    health = documents.get("health")
+    devices: list[Any] = []
+    if isinstance(health, Mapping):
+        from harness.analysis import health as health_analysis
+        try:
+            devices = [d for d in health_analysis.headlines(dict(health)).get("devices") or [] if isinstance(d, Mapping)]
+        except Exception:  # noqa: BLE001 - an unreadable health document identifies nothing
+            devices = []
+    if devices:
+        names = sorted({f"{d.get('name')} ({d.get('sku_id') or 'not in the catalogue'})" for d in devices})
+        return (("gpu", tuple(sorted({str(d.get("sku_id") or d.get("name")) for d in devices}))),
+                f"{len(devices)} x {', '.join(names)}", sku_id)
+    bandwidth = documents.get("bandwidth")
+    device = bandwidth.get("device") if isinstance(bandwidth, Mapping) else None
+    if device == "cuda":
+        return ("gpu", (sku_id,)), f"GPU {sku_id or 'of unknown SKU'} (the bandwidth step's)", sku_id
+    if device == "cpu" or isinstance(health, Mapping):
+        return ("cpu", cpu_model), f"the CPU, no GPU ({cpu_model or 'model not recorded'})", None
+    return ("unknown",), "not recorded (neither health nor bandwidth completed)", None
+
+
 def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None, str]]:
     """Every timed headline figure of a bundle's documents (by step), as figure id -> (value, kind): the
     ids the catalogue's run_to_run and a bundle's declaration use (bench/repeatability.py compares them
@@ -146,7 +252,7 @@ def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None
         found.update(_transfer_figures(transfer.headlines(dict(documents["transfer"]))))
     for step, document in documents.items():
         if step == "roofline" or (step.startswith("roofline-") and isinstance(document, Mapping)):
-            found.update(_roofline_figures(roofline_figures, dict(document)))
+            found.update(_roofline_figures(dict(document)))
     return found
 
 
@@ -161,24 +267,46 @@ def _transfer_figures(heads: Mapping[str, Any]) -> dict[str, tuple[float | None,
                                 "steady") for key, got in values.items()}
 
 
-def _roofline_figures(figures: Any, document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
+def _roofline_figures(document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
     """Each dtype's burst best and every measured shape's headline rate (`.tflops`), and where its calls
     were replayed from a CUDA graph its other rate: beside a kernel-only headline (probe contract 4 on) the
     eager rate, the host's launch rate (`.eager_tflops`, launch-bound), beside an eager one (documents
     before) the kernel-only rate (`.kernel_tflops`)."""
-    found: dict[str, tuple[float | None, str]] = {}
-    for dtype, view in figures.dtype_documents(document).items():
-        found[f"roofline.{dtype}.burst_best_tflops"] = (figures.headlines(view)["burst_best_tflops"], "burst")
-        for row in figures.burst_windows(view):
-            figure = f"roofline.{dtype}.{row['label']}"
+    return {f"roofline.{label}": (item["value"], item["kind"]) for label, item in roofline_rates(document)}
+
+
+def roofline_rates(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(DTYPE.FIGURE, item) for every GEMM rate of one roofline document, its own dtype's and each dtype
+    check's: the burst best and each measured shape's rates (as `_roofline_figures` names them), each item
+    its value, kind, within-run spread (across the shape's timed windows) and the conditions a rate is
+    comparable under (what the burst best is taken over; what a shape's rate is timed from) and the id the
+    noise model knows it by."""
+    found = []
+    for dtype, view in roofline_figures.dtype_documents(document).items():
+        heads = roofline_figures.headlines(view)
+        # The run-to-run measurements are of the windowed probe (contract 3 on): a rate timed call by call
+        # before it is looked up under an id of its own, which nothing measures (its kind's stated default).
+        noise = "roofline" if roofline_figures.windowed(view) else "roofline.per-call"
+        found.append((f"{dtype}.burst_best_tflops", {"value": heads["burst_best_tflops"], "kind": "burst",
+                                                     "spread": None, "conditions": {"over": heads.get("burst_best_over")},
+                                                     "noise": f"{noise}.{dtype}.burst_best_tflops"}))
+        for row in roofline_figures.burst_windows(view):
+            figure = f"{dtype}.{row['label']}"
             kernel_only = row.get("rate_basis") == timing.KERNEL_ONLY
-            seconds = _headline_s(figures, view, row["label"])
+            seconds = _headline_s(roofline_figures, view, row["label"])
             kind = roofline_kind(seconds, bool(row.get("launch_bound")) and not kernel_only) if seconds else "burst"
-            found[f"{figure}.tflops"] = (row["burst_tflops"], kind)
+            basis = {"basis": row.get("rate_basis") or "per-call timing (before timed windows)"}
+            found.append((f"{figure}.tflops", {"value": row["burst_tflops"], "kind": kind,
+                                               "spread": row.get("window_spread"), "conditions": basis,
+                                               "noise": f"{noise}.{figure}.tflops"}))
             if kernel_only and row.get("eager_tflops") is not None:
-                found[f"{figure}.eager_tflops"] = (row["eager_tflops"], "launch_bound")
+                found.append((f"{figure}.eager_tflops", {"value": row["eager_tflops"], "kind": "launch_bound",
+                                                         "spread": row.get("eager_spread"), "conditions": basis,
+                                                         "noise": f"{noise}.{figure}.eager_tflops"}))
             elif row.get("kernel_tflops") is not None:
-                found[f"{figure}.kernel_tflops"] = (row["kernel_tflops"], "burst")
+                found.append((f"{figure}.kernel_tflops", {"value": row["kernel_tflops"], "kind": "burst",
+                                                          "spread": None, "conditions": basis,
+                                                          "noise": f"{noise}.{figure}.kernel_tflops"}))
     return found
 
 

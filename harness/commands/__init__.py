@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 
 from harness import registry
-from harness.commands import (accept, baseline, diff, fleet, health_diff, keygen, probe, report, run, verify,
-                               verify_acceptance)
+from harness.commands import (accept, baseline, check, diff, fleet, health_diff, keygen, probe, report, reproduce,
+                               run, verify, verify_acceptance, verify_reproduction)
 
 
 BEFORE_PROBES = [run]
-AFTER_PROBES = [health_diff, verify, diff, report, keygen, baseline, accept, verify_acceptance, fleet]
+AFTER_PROBES = [check, health_diff, verify, diff, reproduce, verify_reproduction, report, keygen, baseline, accept,
+                verify_acceptance, fleet]
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -63,6 +63,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--summary", type=Path, metavar="F.md", help="write the one-page summary (Markdown)")
     parser.add_argument("--html", type=Path, metavar="F.html", help="write the one-page summary (HTML)")
     parser.add_argument("--json", action="store_true", help="print the acceptance as JSON on stdout")
+    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="write the result and each criterion's verdict (0/1 gauges) for node_exporter's "
+                             "textfile collector")
     parser.set_defaults(func=handle)
 
 
@@ -126,7 +129,7 @@ def print_results(acceptance: Acceptance) -> None:
 
 
 OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),
-                  ("--html", "html"))
+                  ("--html", "html"), ("--prometheus", "prometheus"))
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -142,6 +145,9 @@ def check_paths(args: argparse.Namespace) -> None:
     inputs = [p for p in (args.bundle, args.profile_file, args.key, args.profile_key, args.signing_key)
               if p is not None]
     paths.output_files([(option, getattr(args, attr)) for option, attr in OUTPUT_OPTIONS], inputs)
+    if args.prometheus is not None:
+        from harness.export.textfile import check_path
+        check_path(args.prometheus)
 
 
 def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: BundleView, key_path: Path) -> None:
@@ -168,6 +174,10 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
     if args.html:
         paths.write_output(args.html, render_html(acceptance, view, files), "--html")
         print(f"accept: wrote {args.html} (one-page summary, HTML)", file=sys.stderr)
+    if args.prometheus:
+        from harness.export import gauges
+        gauges.accept(acceptance, view).write(args.prometheus)
+        print(f"accept: wrote {args.prometheus} (Prometheus textfile)", file=sys.stderr)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+import threading
 from pathlib import Path
 
 from harness import paths, registry
@@ -70,17 +72,49 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
                     "nodes first, a distribution plot per headline metric) and fleet.csv (every node). Exit 1 "
                     "when a node failed, a bundle was rejected, a node failed acceptance, the all-reduce "
                     "failed or a node stands apart.")
-    p.add_argument("job_id", metavar="JOBID")
-    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
-    p.add_argument("--key", type=Path, required=True, metavar="PUB",
-                   help="the trusted public key every node bundle must verify with")
-    add_signing_key(p, "private key for the fleet bundle (default: the key the job's nodes signed with)",
-                    old="--sign-key")
+    _job_options(p, "the trusted public key every node bundle must verify with")
+    add_signing_key(p, "private key for the fleet bundle, or a shard's partial (default: the key the job's nodes "
+                       "signed with)", old="--sign-key")
     p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
-    p.add_argument("--wait", type=real, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="worker processes checking node bundles (default: the CPUs this process may use)")
+    scale = p.add_mutually_exclusive_group()
+    scale.add_argument("--shard", metavar="I/N",
+                       help="check only share I of N of the nodes (0 <= I < N) and write a signed partial result "
+                            "to OUTPUT_DIR/fleet-JOBID.shards/; `dossier fleet merge` joins the N partials")
+    scale.add_argument("--array", type=_positive, metavar="N",
+                       help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
+                            "prints both job ids")
+    p.add_argument("--partition", metavar="P", help="with --array: the partition its jobs run in")
     p.set_defaults(func=handle_collect)
+
+
+def _job_options(p: argparse.ArgumentParser, key_help: str) -> None:
+    """What collect and merge both take: the job, where its run is, the trusted key, the wait, the textfile."""
+    p.add_argument("job_id", metavar="JOBID")
+    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
+    p.add_argument("--key", type=Path, required=True, metavar="PUB", help=key_help)
+    p.add_argument("--wait", type=real, default=0, metavar="SECONDS", help="wait up to this long for a running job")
+    p.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                   help="write each node's status, acceptance and flags for node_exporter's textfile collector")
+    p.add_argument("--baseline-out", type=Path, metavar="PROFILE.json",
+                   help="also write a signed acceptance profile (as `dossier baseline` makes) from the healthy nodes "
+                        "(verified, accepted pass or warn, not flagged); {sku} in the file name: one per SKU")
+    p.add_argument("--baseline-sku", metavar="NAME",
+                   help="with --baseline-out: the catalogue SKU to make the profile of (needed when the healthy nodes "
+                        "are of several SKUs and the file name has no {sku})")
+
+
+def _merge_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge", help="join the signed partial results of a sharded collect into the fleet bundle",
+        description="Check the N partial results `dossier fleet collect JOBID --shard I/N` wrote under "
+                    "OUTPUT_DIR/fleet-JOBID.shards/ (each signed by the fleet key, of this job and node list, the "
+                    "shares covering every node once), compare the nodes and write OUTPUT_DIR/fleet-JOBID.tar.gz: "
+                    "the same fleet bundle an unsharded collect writes. Exit codes as `fleet collect`.")
+    _job_options(p, "the trusted public key the partial results (and the node bundles) are signed with")
+    add_signing_key(p, "private key for the fleet bundle (default: the key the job's nodes signed with)")
+    p.set_defaults(func=handle_merge)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -89,6 +123,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     fleet_sub = parser.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
     _submit_parser(fleet_sub)
     _collect_parser(fleet_sub)
+    _merge_parser(fleet_sub)
 
 
 def handle_submit(args: argparse.Namespace) -> int:
@@ -113,40 +148,167 @@ def handle_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def handle_collect(args: argparse.Namespace) -> int:
-    from harness.fleet import package, plots, report, sealing
-    from harness.fleet.archive import ChangedMember
-    from harness.fleet.collect import collect
+def _check_collect_inputs(args: argparse.Namespace, signing_key: Path | None, writes_bundle: bool = True):
+    """Everything a collect or merge reads or writes, refused before any bundle is read; the fleet
+    bundle's path (which must not exist yet where this command, or its merge, writes it) and the
+    baseline profile asked for (harness.fleet.baseline.Request, or None)."""
+    from harness.fleet.baseline import request
     from harness.signing.keys import load_private, load_public
 
     paths.input_dir(args.output_dir, "--output-dir")
     paths.output_dir(args.output_dir, "--output-dir")  # the fleet bundle is written there
     load_public(args.key)
-    if args.signing_key is not None:
-        load_private(args.signing_key)
+    if signing_key is not None:
+        load_private(signing_key)
+    if args.prometheus is not None:
+        from harness.export.textfile import check_path
+        check_path(args.prometheus)
+    destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
+    if writes_bundle and destination.exists():
+        raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
+    baseline = request(args.baseline_out, args.baseline_sku, [("the fleet bundle", destination),
+                                                               ("--prometheus", args.prometheus)])
+    return destination, baseline
+
+
+def handle_collect(args: argparse.Namespace) -> int:
+    from harness.fleet.collect import collect
+
+    if args.partition and not args.array:
+        raise UsageError("--partition goes with --array (the partition its jobs run in)")
+    for option, given in (("--prometheus", args.prometheus), ("--baseline-out", args.baseline_out)):
+        if args.shard is not None and given is not None:
+            raise UsageError(f"{option} goes with the command that writes the fleet bundle: `dossier fleet merge`")
+    destination, baseline = _check_collect_inputs(args, args.signing_key, writes_bundle=args.shard is None)
     if args.profile is not None:
         from harness.judge.acceptance.profile import resolve
         resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
-    destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
-    if destination.exists():
-        raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
+    if args.shard is not None:
+        return _collect_shard(args)
+    if args.array is not None:
+        return _collect_array(args)
+    _import_plotting_meanwhile()
     run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
+    return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus, baseline, args.workers)
+
+
+def handle_merge(args: argparse.Namespace) -> int:
+    from harness.fleet import shard
+    from harness.fleet.collect import assemble, find_run, job_state, nodes_of
+    from harness.signing.keys import load_public
+
+    destination, baseline = _check_collect_inputs(args, args.signing_key)
+    _import_plotting_meanwhile()
+    run = find_run(args.output_dir, args.job_id)
+    state = job_state(args.job_id, args.wait)
+    results, profile = shard.read(args.output_dir, run, nodes_of(run), load_public(args.key))
+    print(f"fleet merge: {len(results)} nodes from the shards in {shard.folder(args.output_dir, args.job_id)}"
+          + (f" (profile {profile})" if profile else ""), file=sys.stderr)
+    return _write_fleet_bundle(run, assemble(run, results, state), args.signing_key, destination, args.prometheus,
+                               baseline, None)
+
+
+def _import_plotting_meanwhile() -> None:
+    """Import matplotlib on a thread while the nodes are checked (this process mostly waits on its workers
+    then) rather than after them: the plots are drawn last, when nothing else is left to overlap."""
+    threading.Thread(target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True,
+                     name="import-matplotlib").start()
+
+
+def _collect_shard(args: argparse.Namespace) -> int:
+    from harness.fleet import shard
+    from harness.fleet.collect import check_nodes, find_run, job_state, nodes_of
+    from harness.signing.keys import load_private
+
+    part = shard.Shard.parse(args.shard)
+    run = find_run(args.output_dir, args.job_id)
+    job_state(args.job_id, args.wait)
+    nodes = nodes_of(run)
+    share = part.nodes(nodes)
+    results = check_nodes(run, share, args.key, args.profile, args.workers)
     key = load_private(args.signing_key or Path(run.submission["spec"]["key"]))
+    path = shard.write(args.output_dir, run, part, shard.envelope(run, part, nodes, results, args.profile, key))
+    print(f"fleet collect: shard {part.index}/{part.count}: {len(share)} of {len(nodes)} nodes checked "
+          f"({sum(r['status'] == 'ok' for r in results)} ok); merge the {part.count} shards with "
+          f"`dossier fleet merge {args.job_id}`", file=sys.stderr)
+    print(path)
+    return 0
+
+
+def _collect_array(args: argparse.Namespace) -> int:
+    from harness.fleet import array, slurm
+    from harness.fleet.collect import find_run
+    from harness.fleet.submit import PROJECT_ROOT
+
+    run = find_run(args.output_dir, args.job_id)
+    state = slurm.job_state(args.job_id)
+    running = state is not None and state.split("+")[0] in slurm.ACTIVE_STATES
+    spec = array.ArrayCollect(run=run, output_dir=args.output_dir.resolve(), public_key=args.key.resolve(),
+                              shards=args.array, pythonpath=str(PROJECT_ROOT), workers=args.workers,
+                              profile=args.profile, signing_key=args.signing_key.resolve() if args.signing_key else None,
+                              prometheus=args.prometheus.resolve() if args.prometheus else None,
+                              baseline_out=args.baseline_out.resolve() if args.baseline_out else None,
+                              baseline_sku=args.baseline_sku, partition=args.partition)
+    array_id, merge_id = array.submit(spec, after_job=running)
+    print(f"fleet collect: {args.array} shards as job array {array_id}"
+          + (f" (after job {args.job_id} ends)" if running else "") + f", then the merge as job {merge_id}; "
+          f"logs in {run.path / 'logs'}", file=sys.stderr)
+    print(merge_id)
+    if args.wait <= 0:
+        return 0
+    final = slurm.wait(merge_id, args.wait)
+    fields = slurm.job_fields(merge_id) or {}
+    code = int(fields.get("ExitCode", "0:0").split(":")[0]) if final else None
+    bundle = args.output_dir / f"fleet-{args.job_id}.tar.gz"
+    print(f"merge job {merge_id} ended: {final or 'no longer known to Slurm'}", file=sys.stderr)
+    if not bundle.exists():
+        raise CheckFailed("the merge wrote no fleet bundle", hint=f"see {run.path / 'logs'}/merge-{merge_id}.out")
+    print(bundle)
+    return code if code is not None else 0
+
+
+def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destination: Path, prometheus: Path | None,
+                        baseline=None, workers: int | None = None) -> int:
+    """Make the baseline profiles asked for (BASELINE: harness.fleet.baseline.Request), render, seal and
+    write the fleet bundle (and the profiles, and the textfile), print the problems; exit 1 if any. A
+    profile that could not be made is said in the fleet bundle, which is written first, then its error raised."""
+    from harness.fleet import package, plots, report, sealing
+    from harness.fleet.archive import ChangedMember
+    from harness.fleet.pool import default_workers
+    from harness.signing.keys import load_private
+
+    key = load_private(signing_key or Path(run.submission["spec"]["key"]))
+    outcome = None
+    if baseline is not None:
+        from harness.fleet import baseline as fleet_baseline
+        outcome = fleet_baseline.profiles(document, run, baseline, key, workers or default_workers())
+        package.add_baseline(document, outcome.record)
     rendered = plots.render(document)
     by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
                  if f"plots/{m}.png" in rendered}
     rendered.update({"fleet.md": report.render(document, by_metric).encode(),
                      "fleet.csv": report.csv_text(document).encode()})
+    rendered.update({made.member: made.data for made in (outcome.made if outcome else [])})
     try:
         path = sealing.seal(destination, package.fleet_files(run, document, rendered), package.predicate(document), key)
     except ChangedMember as exc:
         raise CheckFailed(str(exc), hint="collect the job again once nothing writes to its run directory") from exc
+    if prometheus is not None:
+        from harness.export import gauges
+        gauges.fleet(document).write(prometheus)
+        print(f"fleet: wrote {prometheus}", file=sys.stderr)
     print(path)
     for line in problems(document):
         print(line, file=sys.stderr)
+    if outcome is not None:
+        fleet_baseline.write(outcome, path)
+    if outcome is not None and outcome.error is not None:
+        made = f"; {len(outcome.made)} other profile(s) written" if outcome.made else ""
+        raise type(outcome.error)(f"baseline profile not made: {outcome.error} (the fleet bundle {path} is written; "
+                                  f"fleet.json `baseline` says why{made})", hint=outcome.error.hint)
     if problems(document):
-        raise CheckFailed(f"fleet {args.job_id}: {len(problems(document))} problem(s); the fleet bundle {path} "
-                          "records them (fleet.md: the sick nodes first)")
+        raise CheckFailed(f"fleet {document['job']['id']}: {len(problems(document))} problem(s); the fleet bundle "
+                          f"{path} records them (fleet.md: the sick nodes first)")
     return 0
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from harness import paths, registry
@@ -43,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help=f"run a probe step that failed (crashed, timed out, wrote invalid JSON) again, up to "
                              f"N times (0-{MAX_RETEST}, default 0); every attempt is kept in the bundle and "
                              f"acceptance counts a pass on a later attempt as WARN unless the profile says otherwise")
+    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
+                        help="also write each step's status and the bundle's compared figures (base units) for "
+                             "node_exporter's textfile collector")
     parser.set_defaults(func=handle)
 
 
@@ -52,6 +57,16 @@ MAX_RETEST = 10  # a step failing more often than this is failing, not flaky
 
 def _terminate_as_interrupt(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM cleans up like Ctrl-C while a run is under way (nothing half-written is left)."""
+    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def check_destination(args: argparse.Namespace) -> None:
@@ -94,6 +109,9 @@ def handle(args: argparse.Namespace) -> int:
     if not 0 <= args.retest <= MAX_RETEST:
         raise UsageError(f"--retest {args.retest}: must be 0 to {MAX_RETEST}")
     check_destination(args)
+    if args.prometheus is not None:
+        from harness.export.textfile import check_path
+        check_path(args.prometheus)
     prepared = prepare(args, args.skip)
     runner, why = probe.select_from_args(args)
     key, note = signing_key_for_run(args.signing_key)  # after every refusal: a refused run makes no key
@@ -102,19 +120,17 @@ def handle(args: argparse.Namespace) -> int:
     options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
                          skip=tuple(args.skip), runner_options=recorded_options(args), prepared=prepared,
                          retest=args.retest)
-    previous = signal.signal(signal.SIGTERM, _terminate_as_interrupt)  # clean up like Ctrl-C
-    try:
+    with terminate_as_interrupt():
         path = run_dossier(options, runner, why, key, plan=plan)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return conclude(path, key)
+    return conclude(path, key, args.prometheus)
 
 
-def conclude(path: Path, key) -> int:
+def conclude(path: Path, key, prometheus: Path | None = None) -> int:
     """The run's last lines: the bundle verified with the signer's public key (every check `dossier
-    verify` makes), the verdict block (what passed, failed and could not be judged, and why), and the
-    bundle's path on stdout; the exit code follows the verdict (FAIL 1, INCOMPLETE 5, PASS and WARN 0),
-    the bundle written whatever it says."""
+    verify` makes), the Prometheus textfile when asked for (from the verified content), the verdict
+    block (what passed, failed and could not be judged, and why), and the bundle's path on stdout; the
+    exit code follows the verdict (FAIL 1, INCOMPLETE 5, PASS and WARN 0), the bundle written whatever
+    it says."""
     result, view = verify_and_view(path, key.public)
     if not result.ok or view is None:  # a bug in this build: what it wrote does not verify
         print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
@@ -122,6 +138,8 @@ def conclude(path: Path, key) -> int:
         first = result.failures[0].line() if result.failures else "no view of the signed content"
         raise CheckFailed(f"the bundle written does not verify ({len(result.failures)} check(s)): {first}",
                           hint=f"`dossier verify {path} --key PUB` lists every check; please report it")
+    if prometheus is not None:
+        write_prometheus(view, prometheus)
     verdict = run_verdict(view)
     lines = [f"verdict: {verdict.overall.shown} (exit {verdict.exit_code})", *(f"  {line}" for line in verdict.block()),
              f"bundle written and verified ({len(result.checks)} checks), signed with keyid {key.keyid[:16]}… "
@@ -129,3 +147,11 @@ def conclude(path: Path, key) -> int:
     print("\n".join(lines), file=sys.stderr)
     print(path)
     return verdict.exit_code
+
+
+def write_prometheus(view, destination: Path) -> None:
+    """The written bundle's statuses and figures, from its verified content as a verifier reads it."""
+    from harness.export import gauges
+
+    gauges.run(view).write(destination)
+    print(f"run: wrote {destination}", file=sys.stderr)

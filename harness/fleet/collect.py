@@ -176,7 +176,8 @@ def fleet_document(run: FleetRun, nodes: list[dict[str, Any]], allreduce: dict[s
                    job_state: str | None) -> dict[str, Any]:
     """fleet.json: the job, every node, the per-metric per-SKU table and its flags."""
     measured = {n["name"]: n["metrics"] for n in nodes if n["metrics"] is not None}
-    table = fleet_analysis.build_table(measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes})
+    table = fleet_analysis.build_table(measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes},
+                                       {n["name"]: n.get("stack") for n in nodes})
     flags = fleet_analysis.flags(table)
     return {
         "kind": "rig-dossier fleet",
@@ -212,17 +213,27 @@ def job_state(job_id: str, wait_s: float) -> str | None:
     return state
 
 
+def check_nodes(run: FleetRun, nodes: list[str], public_key: Path, profile: str | None, workers: int | None = None,
+                check: Callable[[NodeTask], Any] = check_node, console: Any = None) -> list[dict[str, Any]]:
+    """NODES' results (all of the job's, or a shard's share), with progress."""
+    with CollectProgress(len(nodes), console) as progress:
+        return judge_nodes(run, nodes, public_key, profile, workers or pool.default_workers(), check, progress)
+
+
+def assemble(run: FleetRun, results: list[dict[str, Any]], state: str | None) -> dict[str, Any]:
+    """fleet.json from every node's result (checked here, or by the shards of a sharded collect)."""
+    document = fleet_document(run, results, allreduce_result(run), state)
+    found = violations("fleet", document)
+    if found:  # our own document: a violation is a bug here, never the user's input
+        raise AssertionError(f"fleet.json breaks schemas/fleet.schema.json: {found[0]}")
+    return document
+
+
 def collect(output_dir: Path, job_id: str, public_key: Path, profile: str | None, wait_s: float,
             workers: int | None = None, check: Callable[[NodeTask], Any] = check_node,
             console: Any = None) -> tuple[FleetRun, dict[str, Any]]:
     """Wait for the job to end (up to WAIT_S), then judge every node and the all-reduce."""
     run = find_run(output_dir, job_id)
     state = job_state(job_id, wait_s)
-    nodes = nodes_of(run)
-    with CollectProgress(len(nodes), console) as progress:
-        results = judge_nodes(run, nodes, public_key, profile, workers or pool.default_workers(), check, progress)
-    document = fleet_document(run, results, allreduce_result(run), state)
-    found = violations("fleet", document)
-    if found:  # our own document: a violation is a bug here, never the user's input
-        raise AssertionError(f"fleet.json breaks schemas/fleet.schema.json: {found[0]}")
-    return run, document
+    results = check_nodes(run, nodes_of(run), public_key, profile, workers, check, console)
+    return run, assemble(run, results, state)

@@ -64,3 +64,19 @@ def node_skus(view: BundleView) -> list[str]:
     values = view.figures("health").values if "health" in view.documents else None
     devices = (values or {}).get("devices") or []
     return sorted({d["sku_id"] for d in devices if isinstance(d, Mapping) and d.get("sku_id")})
+
+
+STACK_FIELDS = (("driver", "driver_version"), ("CUDA driver", "cuda_driver_version"), ("torch", "torch_version"),
+                ("torch CUDA build", "torch_cuda_build"))
+
+
+def node_stack(view: BundleView) -> str | None:
+    """The software a result digest depends on, as health recorded it (driver, CUDA driver, torch and its
+    CUDA build); None when health did not run or any of them is unreadable."""
+    software = (view.documents.get("health") or {}).get("software") if "health" in view.documents else None
+    if not isinstance(software, Mapping):
+        return None
+    values = [(label, software.get(key)) for label, key in STACK_FIELDS]
+    if not all(isinstance(value, str) for _, value in values):
+        return None
+    return ", ".join(f"{label} {value}" for label, value in values)

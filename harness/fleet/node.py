@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from harness import registry
+from harness.analysis.memo import remembering
 from harness.analysis.verdict import Verdict, parse
 from harness.verify import verify_and_view
-from harness.fleet.metrics import node_metrics, node_skus
+from harness.fleet.metrics import node_metrics, node_skus, node_stack
 from harness.judge.acceptance.outcome import BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
 from harness.signing.keys import load_public
@@ -83,7 +84,13 @@ def not_accepted(node: dict[str, Any]) -> bool:
 
 
 def check_node(task: NodeTask) -> dict[str, Any]:
-    """The node's verify summary, acceptance and figures (status ok), or why its bundle is rejected."""
+    """The node's verify summary, acceptance and figures (status ok), or why its bundle is rejected;
+    each document's headlines computed once for all of them (harness/analysis/memo.py)."""
+    with remembering():
+        return _check(task)
+
+
+def _check(task: NodeTask) -> dict[str, Any]:
     path = Path(task.bundle)
     before = file_sha256(path)
     result, view = verify_and_view(path, _trusted(task.public_key))
@@ -100,5 +107,5 @@ def check_node(task: NodeTask) -> dict[str, Any]:
     skus = node_skus(view)
     ref = BundleRef(path.name, before, result.keyid, passed)
     return {"status": "ok", "verify": verify, "sha256": before, "size": path.stat().st_size,
-            "sku": "+".join(skus) if skus else None, "metrics": node_metrics(view),
+            "sku": "+".join(skus) if skus else None, "stack": node_stack(view), "metrics": node_metrics(view),
             "acceptance": acceptance(view, ref, skus, task.profile)}

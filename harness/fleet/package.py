@@ -8,6 +8,7 @@ Layout:
   logs/batch-JOB.out, logs/slurm-JOB-NODE.out   the batch log and every node's log
   nodes/NODE.tar.gz               each node's own signed bundle (verified before it was put here)
   raw/allreduce.json, allreduce/rank-T.err      the multi-node all-reduce
+  baseline/SKU.profile.json       with --baseline-out: each signed profile made from the healthy nodes
   attestation.intoto.json         DSSE envelope over the in-toto statement of all of the above
 """
 
@@ -21,6 +22,7 @@ from harness import __version__
 from harness.fleet.archive import FileMember
 from harness.fleet.collect import FleetRun
 from harness.fleet.node import not_accepted
+from harness.schemas import violations
 
 JOB_FILES = ("fleet.sbatch", "node.sh", "submission.json", "nodelist")
 
@@ -55,9 +57,18 @@ def fleet_files(run: FleetRun, document: dict[str, Any], rendered: dict[str, byt
     return files
 
 
+def add_baseline(document: dict[str, Any], record: dict[str, Any]) -> None:
+    """fleet.json's `baseline`: the profiles made from the healthy nodes (harness.fleet.baseline)."""
+    document["baseline"] = record
+    found = violations("fleet", document)
+    if found:  # our own document: a violation is a bug here, never the user's input
+        raise AssertionError(f"fleet.json breaks schemas/fleet.schema.json: {found[0]}")
+
+
 def predicate(document: dict[str, Any]) -> dict[str, Any]:
-    """What the fleet attestation records: the job, each node's status and bundle, the outliers."""
-    return {
+    """What the fleet attestation records: the job, each node's status and bundle, the outliers (and,
+    where asked, the baseline profiles made from the healthy nodes)."""
+    found = {
         "tool": {"name": "rig-dossier", "version": __version__},
         "job_id": document["job"]["id"],
         "nodes": [{"name": n["name"], "status": n["status"], "bundle": n.get("bundle"), "sha256": n.get("sha256")}
@@ -65,3 +76,7 @@ def predicate(document: dict[str, Any]) -> dict[str, Any]:
         "outliers": document["outliers"],
         "acceptance_failed": sorted(n["name"] for n in document["nodes"] if not_accepted(n)),
     }
+    if "baseline" in document:
+        found["baseline_profiles"] = [{k: made[k] for k in ("sku", "member", "sha256", "nodes")}
+                                      for made in document["baseline"]["profiles"]]
+    return found

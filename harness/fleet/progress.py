@@ -16,16 +16,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class CollectProgress:
-    """A context manager; `done(status)` once per node."""
+    """A context manager; `done(status)` once per node. DOING is the bar's text, LABEL and UNIT the
+    plain line's (the collect's by default; the baseline's passes over the healthy nodes say theirs)."""
 
-    def __init__(self, total: int, console: Console | None = None, every: int | None = None) -> None:
+    def __init__(self, total: int, console: Console | None = None, every: int | None = None,
+                 doing: str = "checking node bundles", label: str = "fleet collect", unit: str = "nodes checked") -> None:
+        self.label, self.unit = label, unit
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
         self.total = total
         self.every = every or max(1, min(100, -(-total // 10)))
         self.counts: Counter[str] = Counter()
         self.started = time.monotonic()
-        self.progress = Progress(TextColumn("checking node bundles"), BarColumn(), MofNCompleteColumn(),
+        self.progress = Progress(TextColumn(doing), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
                                  console=self.console, disable=not self.live)
         self._task = self.progress.add_task("nodes", total=total, tally="")
@@ -46,7 +49,7 @@ class CollectProgress:
         if self.live:
             self.progress.update(self._task, completed=checked, tally=self.tally())
         elif checked % self.every == 0 or checked == self.total:
-            print(f"fleet collect: {checked}/{self.total} nodes checked ({self.tally()}), "
+            print(f"{self.label}: {checked}/{self.total} {self.unit} ({self.tally()}), "
                   f"{time.monotonic() - self.started:.0f} s", file=sys.stderr, flush=True)
 
     def note(self, text: str) -> None:

@@ -21,6 +21,8 @@ from harness.present import templating
 TEMPLATE = "fleet.md.j2"
 MAX_SICK_ROWS = 300  # rows of the sick-node table in fleet.md; the rest are in fleet.csv and fleet.json
 MAX_DETAILED = 50  # failed or rejected nodes shown with their log tail and failed checks
+MAX_LEFT_OUT_ROWS = 100  # nodes left out of a baseline profile listed in fleet.md; all are in fleet.json
+MAX_NAMED = 20  # a profile's input nodes named in fleet.md; all are in fleet.json
 PROBLEM_ORDER = {"failed": 0, "rejected": 1, "acceptance failed": 2, "acceptance incomplete": 2, "outlier": 3}
 
 
@@ -66,7 +68,8 @@ def render(document: dict[str, Any], plots: dict[str, list[str]]) -> str:
         table=document["table"], flags=document["flags"], rule=document["outlier_rule"],
         allreduce=document["allreduce"], sick=sick[:MAX_SICK_ROWS], sick_total=len(sick),
         sick_nodes=len({r["node"] for r in sick}), detailed=detailed[:MAX_DETAILED], detailed_total=len(detailed),
-        plots=plots, value=value_text,
+        plots=plots, value=value_text, baseline=document.get("baseline"),
+        left_out=(document.get("baseline") or {}).get("left_out", [])[:MAX_LEFT_OUT_ROWS], max_named=MAX_NAMED,
         submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]))
 
 

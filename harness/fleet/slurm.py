@@ -7,12 +7,13 @@ own records (nodelist, exit codes) are what a collect reads.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
-from harness.errors import CheckFailed, EnvironmentProblem
+from harness.errors import CheckFailed, EnvironmentProblem, UsageError
 
 ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
                            "RESIZING", "STAGE_OUT", "SIGNALING", "REQUEUE_HOLD", "REQUEUE_FED"})
@@ -36,9 +37,9 @@ def _run(argv: list[str], timeout_s: float = 60) -> subprocess.CompletedProcess[
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
-def submit(script: Path) -> tuple[str, list[str]]:
-    """Submit a batch script; its job id and the exact sbatch argv."""
-    argv = [_client("sbatch"), "--parsable", str(script)]
+def submit(script: Path, options: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+    """Submit a batch script (with sbatch OPTIONS before it); its job id and the exact sbatch argv."""
+    argv = [_client("sbatch"), "--parsable", *options, str(script)]
     done = _run(argv)
     if done.returncode != 0:
         raise EnvironmentProblem(f"sbatch refused the fleet job: {done.stderr.strip() or done.stdout.strip()}",
@@ -73,6 +74,40 @@ def hostnames(nodelist: str) -> list[str]:
     if done.returncode != 0:
         raise EnvironmentProblem(f"scontrol could not expand node list {nodelist!r}: {done.stderr.strip()}")
     return done.stdout.split()
+
+
+def node_state(node: str) -> tuple[str, str | None]:
+    """A node's State (IDLE+DRAIN, ...) and Reason as `scontrol show node` prints them (the Reason
+    without the ` [user@time]` Slurm appends); UsageError for a node Slurm does not know."""
+    done = _run([_client("scontrol"), "show", "node", node])
+    if done.returncode != 0 or "NodeName=" not in done.stdout:
+        raise UsageError(f"Slurm knows no node {node!r}: {done.stderr.strip() or done.stdout.strip()}",
+                         hint="pass --node with the node's Slurm name (SLURMD_NODENAME)")
+    return parse_node(done.stdout)
+
+
+def parse_node(text: str) -> tuple[str, str | None]:
+    """(State, Reason) from `scontrol show node NAME`'s output (one field a line for these two)."""
+    state, reason = "", None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("State="):
+            state = line.split()[0].removeprefix("State=")
+        elif line.startswith("Reason="):
+            reason = re.sub(r" \[[^\]@]*@[^\]]*\]$", "", line.removeprefix("Reason="))
+    return state, reason
+
+
+def update_node(node: str, state: str, reason: str | None = None) -> None:
+    """`scontrol update nodename=NODE state=STATE [reason=REASON]`; EnvironmentProblem when refused."""
+    argv = [_client("scontrol"), "update", f"nodename={node}", f"state={state}"]
+    if reason is not None:
+        argv.append(f"reason={reason}")
+    done = _run(argv)
+    if done.returncode != 0:
+        raise EnvironmentProblem(f"scontrol refused to set node {node} {state}: "
+                                 f"{done.stderr.strip() or done.stdout.strip()}",
+                                 hint="updating a node needs root or the SlurmUser (slurmd runs HealthCheckProgram as root)")
 
 
 def wait(job_id: str, timeout_s: float, poll_s: float = 1.0) -> str | None:

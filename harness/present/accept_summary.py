@@ -19,7 +19,7 @@ from harness.judge.acceptance.criteria import NOT_MEASURED_NOT_REQUIRED, NOT_MEA
 from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.facts import BundleFacts
 from harness.present import templating
-from harness.present.report import tool_text
+from harness.analysis.tool import tool_text
 
 VERDICT_WORDS = {Verdict.PASS: "ACCEPTED", Verdict.WARN: "ACCEPTED, WITH WARNINGS", Verdict.FAIL: "REJECTED",
                  Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE"}

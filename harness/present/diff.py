@@ -1,25 +1,28 @@
-"""`dossier diff A B`: what differs between two bundles in hardware, software and measured figures.
+"""`dossier diff A B`: the unsigned view of `dossier reproduce`'s comparison, A as theirs, B as mine.
 
-Which facts and figures are compared is each registry entry's (ProbeSpec.diff_fields,
-diff_figures), beside the bundle's own (host, tool, runner). Metrics are compared as ratios B/A,
-each side shown with its own spread (where the probe measured one), so a colleague's figure can be judged against the noise of your own run. This is
-the comparison as data (`--json`); harness.present.diff_tables prints it for a person.
+The judgement is harness.judge.reproduction's, over the registry's declarations (ProbeSpec.diff_fields,
+diff_figures; harness.registry.diff_figures): the facts of each bundle side by side (hardware,
+software, the GPUs' configuration, other processes seen), and every headline figure as the ratio B/A
+with its tolerance (the noise model's, widened by each side's own spread) and its verdict:
+reproduced, not reproduced or not comparable, with why. This is the comparison as data (`--json`);
+harness.present.diff_tables prints it for a person.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness import registry
-from harness.analysis.verdict import StepStatus
+from harness.analysis.repeatability import EQUAL_KINDS
 from harness.bundle.view import BundleView
+from harness.judge.reproduction.engine import Judgement
+from harness.judge.reproduction.engine import compare as judge
 
 
 @dataclass(frozen=True)
 class FieldDiff:
-    section: str  # hardware, software
+    section: str  # hardware, software, configuration, activity
     field: str
     a: Any
     b: Any
@@ -33,14 +36,23 @@ class FieldDiff:
 class MetricDiff:
     metric: str
     unit: str
-    a: float | None
+    a: Any
     a_spread: float | None  # fraction, e.g. 0.012 = 1.2 %
-    b: float | None
+    b: Any
     b_spread: float | None
+    figure: str = ""  # its id (PROBE.FIGURE)
+    kind: str = "steady"
+    tolerance: float | None = None  # the share B may differ from A by and still reproduce it
+    tolerance_source: str = ""
+    verdict: str = "not_comparable"  # reproduced, not_reproduced, not_comparable
+    why: str = ""
 
     @property
     def ratio(self) -> float | None:
-        if isinstance(self.a, (int, float)) and isinstance(self.b, (int, float)) and self.a:
+        """B/A for a rate (a count or an exact figure is compared by equality: none)."""
+        if self.kind in EQUAL_KINDS:
+            return None
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (self.a, self.b)) and self.a:
             return self.b / self.a
         return None
 
@@ -49,78 +61,29 @@ class MetricDiff:
 class Comparison:
     fields: tuple[FieldDiff, ...]
     metrics: tuple[MetricDiff, ...]
+    judgement: Judgement
+
+    @property
+    def verdict(self) -> str:
+        return self.judgement.word
 
     def to_json(self) -> dict[str, Any]:
-        return {"fields": [{**asdict(f), "same": f.same} for f in self.fields],
-                "metrics": [{**asdict(m), "ratio": m.ratio} for m in self.metrics]}
+        return {"verdict": self.verdict, "why": self.judgement.why, "counts": self.judgement.counts(),
+                "identity": {"a": self.judgement.theirs.to_json(), "b": self.judgement.mine.to_json(),
+                             "comparable": self.judgement.comparable},
+                "fields": [{**asdict(f), "same": f.same} for f in self.fields],
+                "metrics": [{**asdict(m), "ratio": m.ratio} for m in self.metrics],
+                "noise_model": self.judgement.model.to_json()}
 
 
-def _figures(view: BundleView, step: str) -> dict[str, Any]:
-    return view.figures(step).values or {}
-
-
-def _host(view: BundleView) -> dict[str, Any]:
-    return (view.environment or {}).get("host") or {}
-
-
-def _tool(view: BundleView) -> str:
-    """The harness version and its git commit (or that it is unknown)."""
-    tool = view.commands.get("tool") if isinstance(view.commands.get("tool"), dict) else {}
-    commit = tool.get("git_commit")
-    return f"{tool.get('version')} ({'git ' + commit[:12] if isinstance(commit, str) else 'git commit unknown'})"
-
-
-Read = Callable[[BundleView], Any]
-
-# The bundle's own facts, after those each registry entry declares (ProbeSpec.diff_fields).
-HOST: tuple[tuple[str, Read], ...] = (
-    ("cpu_model", lambda v: _host(v).get("cpu_model")),
-    ("cpu_count", lambda v: _host(v).get("cpu_count")),
-    ("memory_total_mib", lambda v: _host(v).get("memory_total_mib")),
-    ("machine", lambda v: _host(v).get("machine")),
-)
-RUN: tuple[tuple[str, Read], ...] = (
-    ("os", lambda v: _host(v).get("os")),
-    ("host python", lambda v: (_host(v).get("python") or {}).get("version")),
-    ("rig-dossier", lambda v: _tool(v)),
-    ("runner", lambda v: (v.commands.get("runner") or {}).get("name")),
-    ("images", lambda v: sorted({s["image"] for s in v.steps if s.get("image")})),
-    ("checkpoints", lambda v: [c.get("sha256") or c for c in (s.get("checkpoint") for s in v.steps) if c]),
-    ("steps completed", lambda v: [s["step"] for s in v.steps if s.get("status") == StepStatus.COMPLETED]),
-)
-
-
-def _declared(section: str) -> list[tuple[str, Read]]:
-    """The registry entries' diff fields of SECTION, each read from its step's recomputed headlines."""
-    return [(f.name, (lambda f, step: lambda v: f.read(_figures(v, step)))(f, f.step or entry.name))
-            for entry in registry.PROBES for f in entry.diff_fields if f.section == section]
-
-
-def fields() -> tuple[tuple[str, str, Read], ...]:
-    """(section, name, read) of every field `dossier diff` sets side by side, in order."""
-    return (*(("hardware", name, read) for name, read in (*_declared("hardware"), *HOST)),
-            *(("software", name, read) for name, read in (*_declared("software"), *RUN)))
-
-
-def _metric_rows(view: BundleView) -> dict[str, tuple[str, float | None, float | None]]:
-    """metric -> (unit, value, spread fraction) for one bundle: every registry entry's diff figures."""
-    rows: dict[str, tuple[str, float | None, float | None]] = {}
-    for entry in registry.PROBES:
-        for figure in entry.diff_figures:
-            for name, unit, value, spread in figure.rows(_figures(view, figure.step or entry.name)):
-                rows[name] = (unit, value, spread)
-    return rows
+def view_of(judgement: Judgement) -> Comparison:
+    """The judgement as A (theirs) and B (mine) side by side."""
+    fields = tuple(FieldDiff(f.section, f.field, f.theirs, f.mine) for f in judgement.fields)
+    metrics = tuple(MetricDiff(f.name, f.unit, f.theirs, f.theirs_spread, f.mine, f.mine_spread, f.figure, f.kind,
+                               f.tolerance, f.tolerance_source, f.word, f.why) for f in judgement.figures)
+    return Comparison(fields, metrics, judgement)
 
 
 def compare(a: BundleView, b: BundleView) -> Comparison:
-    diffs = [FieldDiff(section, name, read(a), read(b)) for section, name, read in fields()]
-    rows_a, rows_b = _metric_rows(a), _metric_rows(b)
-    metrics = []
-    for metric in list(rows_a) + [m for m in rows_b if m not in rows_a]:
-        unit = (rows_a.get(metric) or rows_b[metric])[0]
-        _, value_a, spread_a = rows_a.get(metric, (unit, None, None))
-        _, value_b, spread_b = rows_b.get(metric, (unit, None, None))
-        if value_a is None and value_b is None:
-            continue
-        metrics.append(MetricDiff(metric, unit, value_a, spread_a, value_b, spread_b))
-    return Comparison(tuple(diffs), tuple(metrics))
+    """B judged against A by every figure and fact the registry declares."""
+    return view_of(judge(a, b, registry.diff_figures(), registry.diff_fields()))

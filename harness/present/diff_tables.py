@@ -1,4 +1,5 @@
-"""`dossier diff` for a person: hardware, software and metrics as rich tables.
+"""`dossier diff` for a person: the verdict, hardware, software, configuration, activity and metrics
+(each with its tolerance and verdict) as rich tables.
 
 Values are shown as text (never a Python repr), each cell folded past CELL_LIMIT characters; where
 two dicts or lists differ, only what differs is shown. On a terminal the tables take its width
@@ -16,11 +17,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from harness.present.diff import Comparison, FieldDiff, MetricDiff
 from harness.analysis.units import number, value_text
+from harness.judge.reproduction.declare import SECTIONS
+from harness.present.diff import Comparison, FieldDiff, MetricDiff
 
 TEXT_WIDTH = 120
 CELL_LIMIT = 90
+VALUE_LIMIT = 16  # a metric's value that is not a number (a digest, a device list) in its column (--json: whole)
 SHOWN_KEYS = 6  # differing keys of two dicts shown before "N more"
 
 
@@ -83,25 +86,35 @@ def fields_table(title: str, fields: list[FieldDiff]) -> Table:
     return table
 
 
-def _value(value: float | None, unit: str) -> str:
-    return "not measured" if value is None else f"{number(value)} {unit}"
-
-
-def _spread(value: float | None, spread: float | None) -> str:
+def _value(value: Any, unit: str) -> str:
     if value is None:
+        return "not measured"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{number(value)} {unit}".rstrip()
+    text = cell(value)
+    return text if len(text) <= VALUE_LIMIT else text[:VALUE_LIMIT - 1] + "…"
+
+
+SHOWN = {"reproduced": "reproduced", "not_reproduced": "NOT REPRODUCED", "not_comparable": "not comparable"}
+
+
+def _tolerance(m: MetricDiff) -> str:
+    if m.tolerance is None:
         return ""
-    return f"{spread * 100:.2f} %" if isinstance(spread, (int, float)) else "one run"
+    return "equal" if m.tolerance == 0 else f"+-{m.tolerance * 100:.2f} %"
 
 
 def metrics_table(metrics: list[MetricDiff]) -> Table:
-    table = Table(title="metrics (B/A; spread: each side's own repeats)", title_justify="left",
-                  box=box.SIMPLE_HEAD, show_edge=False)
-    for name, justify in (("metric", "left"), ("A", "right"), ("A spread", "right"), ("B", "right"),
-                          ("B spread", "right"), ("B/A", "right")):
-        table.add_column(name, justify=justify, overflow="fold")
+    table = Table(title="metrics (B/A; tolerance: the figure's run-to-run noise, widened by each side's own spread)",
+                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table.add_column("metric", overflow="fold")
+    for name, justify, width in (("A", "right", 15), ("B", "right", 15), ("B/A", "right", 6),
+                                 ("tolerance", "right", 9), ("verdict", "left", 14)):
+        table.add_column(name, justify=justify, no_wrap=True, min_width=width)
     for m in metrics:
-        table.add_row(*map(Text, (m.metric, _value(m.a, m.unit), _spread(m.a, m.a_spread), _value(m.b, m.unit),
-                                  _spread(m.b, m.b_spread), f"{m.ratio:.4f}" if m.ratio is not None else "n/a")))
+        table.add_row(*map(Text, (m.metric, _value(m.a, m.unit), _value(m.b, m.unit),
+                                  f"{m.ratio:.4f}" if m.ratio is not None else "n/a", _tolerance(m),
+                                  SHOWN[m.verdict])), style="bold" if m.verdict == "not_reproduced" else None)
     return table
 
 
@@ -125,9 +138,15 @@ def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: I
 def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
     console.print(f"A: {name_a}", markup=False, highlight=False)
     console.print(f"B: {name_b}", markup=False, highlight=False)
-    for section in ("hardware", "software"):
-        console.print()
-        console.print(fields_table(section, [f for f in comparison.fields if f.section == section]))
+    judgement = comparison.judgement
+    console.print(f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
+                  f"{judgement.counts()['not_comparable']} not comparable; `dossier reproduce` signs it)",
+                  markup=False, highlight=False)
+    for section in SECTIONS:
+        rows = [f for f in comparison.fields if f.section == section]
+        if rows:
+            console.print()
+            console.print(fields_table(section, rows))
     console.print()
     if comparison.metrics:
         console.print(metrics_table(list(comparison.metrics)))

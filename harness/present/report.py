@@ -19,6 +19,7 @@ from harness.bundle.view import BundleView
 from harness.judge.engine import Result
 from harness.present import repeatability, step_tables, templating
 from harness.present.verdict import run_verdict
+from harness.analysis.tool import tool_text
 from harness.analysis.units import figure, value_text, without_empty
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 
@@ -88,22 +89,6 @@ def _output_of(steps: list[dict[str, Any] | None]) -> str:
     """Where a criterion's figures come from: its first step's document, else commands.json."""
     outputs = [str(s["output"]) for s in steps if s and isinstance(s.get("output"), str)]
     return outputs[0] if outputs else layout.COMMANDS
-
-
-def tool_text(tool: Any) -> str:
-    """The tool as a reader identifies it: name, version, the hash of its source files as shipped,
-    and the git commit only where the harness files were tracked at it (provenance.tool_info); the
-    whole hashes are in commands.json."""
-    tool = _mapping(tool)
-    text = f"{tool.get('name', 'rig-dossier')} {tool.get('version', '(version not recorded)')}"
-    source = tool.get("source_sha256")
-    if isinstance(source, str):
-        text += f", source sha256 {source[:16]}…"
-    commit = tool.get("git_commit")
-    if isinstance(commit, str):
-        dirty = ", with uncommitted changes" if tool.get("git_dirty") is True else ""
-        text += f" (git commit {commit[:12]}{dirty})"
-    return text
 
 
 def plain_lab_step(text: Any) -> str:

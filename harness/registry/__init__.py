@@ -3,7 +3,8 @@
 PROBES is the one list. The CLI builds `dossier NAME` from it; `dossier run`'s plan is its
 entries' steps in order (`lab_plan`); the report's criteria (`lab_criteria`), verify's analysis
 and host-function lookups (`analysis_module`, `host_function`), acceptance's criteria
-(`acceptance_criteria`) and the fleet's metrics (`fleet_metrics`) all read it. A name the
+(`acceptance_criteria`), the comparison of two bundles (`diff_figures`, `diff_fields`: `dossier diff`
+and `dossier reproduce`) and the fleet's metrics (`fleet_metrics`) all read it. A name the
 registry does not know is a bug in this build or a bundle from another one: never imported.
 tests/test_registry.py resolves every name an entry gives (modules, schemas, plot and table
 modules, host functions), so a missing one fails a test, never a user's run.
@@ -20,7 +21,7 @@ from typing import Callable
 from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
 from harness.registry import allreduce, bandwidth, health, precision, roofline, stress, transfer
-from harness.registry.spec import FleetMetric, ProbeSpec
+from harness.registry.spec import DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, Step
 
 PROBES: tuple[ProbeSpec, ...] = (health.SPEC, bandwidth.SPEC, roofline.SPEC, precision.SPEC, allreduce.SPEC,
@@ -89,6 +90,16 @@ def known_good_kinds() -> tuple[KnownGood, ...]:
 def fleet_metrics() -> tuple[tuple[str, FleetMetric], ...]:
     """(probe, metric) for every rate `dossier fleet collect` compares across nodes."""
     return tuple((entry.name, metric) for entry in PROBES for metric in entry.fleet_metrics)
+
+
+def diff_figures() -> tuple[tuple[str, str | None, DiffFigure], ...]:
+    """(probe, its analysis, figure) for every figure `dossier diff` and `dossier reproduce` judge, in entry order."""
+    return tuple((entry.name, entry.analysis, figure) for entry in PROBES for figure in entry.diff_figures)
+
+
+def diff_fields() -> tuple[tuple[str, DiffField], ...]:
+    """(probe, field) for every fact `dossier diff` and `dossier reproduce` set side by side, in entry order."""
+    return tuple((entry.name, field) for entry in PROBES for field in entry.diff_fields)
 
 
 def analysis_names() -> set[str]:

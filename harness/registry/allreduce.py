@@ -78,19 +78,26 @@ def allreduce_arguments(state: RunState) -> StepArgs:
 
 
 def _curves(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(curve name, its figures) for each curve the headlines name (normal, p2p_disabled, ...)."""
-    return [(curve, values) for curve, values in sorted((heads.get("curves") or {}).items()) if isinstance(values, dict)]
+    """(backend, world size and curve, its figures) for each curve the headlines name (normal, p2p_disabled)."""
+    by_world = heads.get("curves_by_world_size") if isinstance(heads.get("curves_by_world_size"), dict) else {}
+    return [(f"{heads.get('backend')}.n{world}.{curve}", values)
+            for world, curves in sorted(by_world.items(), key=lambda kv: str(kv[0]))
+            if isinstance(curves, dict) for curve, values in sorted(curves.items()) if isinstance(values, dict)]
 
 
-DIFF_FIGURES = tuple(DiffFigure(f"allreduce {{}} {key}", unit, (lambda k: lambda curve: curve.get(k))(key), each=_curves)
-                     for key, unit in (("busbw_at_max_gbps", "GB/s"), ("beta_gbps", "GB/s"), ("alpha_us", "µs"),
-                                       ("knee_bytes", "bytes")))
+# Bus bandwidth at the largest size and the fitted bandwidth are rates; the startup time and the knee are of
+# the startup regime (launch-bound).
+DIFF_FIGURES = tuple(
+    DiffFigure(f"allreduce {{}} {key}", unit, (lambda k: lambda curve: curve.get(k))(key), each=_curves,
+               figure=f"allreduce.{{}}.{key}", kind=kind, noise=(lambda k: lambda curve: f"allreduce.{k}")(key))
+    for key, unit, kind in (("busbw_at_max_gbps", "GB/s", "steady"), ("beta_gbps", "GB/s", "steady"),
+                            ("alpha_us", "us", "launch_bound"), ("knee_bytes", "bytes", "launch_bound")))
 
 SPEC = ProbeSpec(
     name="allreduce", title="all-reduce curves", lab="M1T4", options=probe.OPTIONS, command=COMMAND,
     analysis="allreduce", plots="allreduce",
     steps=(ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
                      schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
-                     arguments=allreduce_arguments, order=60),),
+                     arguments=allreduce_arguments, order=60, derived=("--backend",)),),
     lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
     known_good=(rates.ALLREDUCE_KNOWN_GOOD,), diff_figures=DIFF_FIGURES)

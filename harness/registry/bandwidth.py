@@ -74,11 +74,16 @@ def measured_device(state: RunState) -> str:
 SUSTAINED = FleetMetric("bandwidth_sustained_gbps", "GB/s", "sustained memory bandwidth (median of the three "
                         "repeat medians)", lambda heads: heads.get("repeat_median_gbps"))
 
+def _kernel(heads: dict[str, Any]) -> dict[str, Any]:
+    return {"kernel": heads.get("kernel")}
+
+
 DIFF_FIGURES = (
-    DiffFigure("bandwidth plateau", "GB/s", lambda heads: heads.get("plateau_gbps"),
-               spread=lambda heads: heads.get("repeat_spread")),
+    DiffFigure("bandwidth plateau", "GB/s", lambda heads: heads.get("plateau_gbps"), figure="bandwidth.plateau_gbps",
+               spread=lambda heads: heads.get("repeat_spread"), kind="steady", conditions=_kernel),
     DiffFigure("bandwidth sustained median", "GB/s", lambda heads: heads.get("repeat_median_gbps"),
-               spread=lambda heads: heads.get("repeat_spread")),
+               figure="bandwidth.repeat_median_gbps", spread=lambda heads: heads.get("repeat_spread"), kind="steady",
+               conditions=_kernel),
 )
 
 SPEC = ProbeSpec(

@@ -6,13 +6,16 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis import verdict
+from harness.analysis.health import comparison
 from harness.analysis.health import fleet as health_fleet
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
 from harness.probes import health as probe
-from harness.registry.spec import CommandSpec, DiffField, FleetMetric, ProbeSpec
+from harness.judge.reproduction.declare import EVERYTHING, RATES, RESULTS
+from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, RunState, StepArgs
 
 TIMEOUT_S = 120.0
@@ -62,6 +65,14 @@ def load_arguments(state: RunState) -> StepArgs:
     return StepArgs(("--under-load", OWN_LOAD_S), inputs={"load_from": "health's own load (no other step's to read under)"})
 
 
+def replay_load(entry: Any, given: Any) -> tuple[Any, list[str]]:
+    """`dossier reproduce`: their health under load taken here as this build takes it, under this run's own
+    load (the pids their argv names were processes of their machine; an older bundle's own-load step, placed
+    before the stress step, runs in its place with health's own load). Nothing to say beforehand: no figure
+    of it is judged run against run (the idle health step's are)."""
+    return load_arguments, []
+
+
 # Under load after the stress step's place: taken during it, recorded after it (the plan is the order
 # a bundle lists its steps), so the diff comes last.
 STEPS = (
@@ -69,7 +80,7 @@ STEPS = (
               analysis="health", plots=None, timeout_s=300, order=10),
     ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)",
               schema="health", analysis="health", plots=None, timeout_s=300, arguments=load_arguments,
-              order=92, during="stress"),
+              order=92, during="stress", replay=replay_load),
     HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
              needs=("health", "health-load"), function="harness.analysis.health.diff:diff", order=94),
 )
@@ -94,11 +105,52 @@ def _devices(heads: dict[str, Any]) -> list[str]:
     return [f"{d.get('name')} ({d.get('sku_id')})" for d in heads.get("devices") or [] if isinstance(d, dict)]
 
 
+def _contracts(heads: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(contract, its verdict in the one vocabulary) for every contract the health step judged."""
+    contracts = heads.get("contracts") if isinstance(heads.get("contracts"), dict) else {}
+    return [(name, _verdict(status)) for name, status in contracts.items()]
+
+
+def _verdict(status: Any) -> Any:
+    """The contract's verdict; None where it did not apply (SKIP): nothing to reproduce."""
+    try:
+        parsed = verdict.parse(status)
+    except ValueError:
+        return status
+    return None if parsed == Verdict.SKIP else parsed.value
+
+
 DIFF_FIELDS = (
-    DiffField("hardware", "devices", _devices),
-    DiffField("hardware", "device_count", lambda heads: heads.get("device_count")),
-    *(DiffField("software", key, (lambda k: lambda heads: heads.get(k))(key))
+    DiffField("hardware", "devices", _devices, explains=EVERYTHING),
+    DiffField("hardware", "device_count", lambda heads: heads.get("device_count"), explains=EVERYTHING),
+    DiffField("hardware", "PCIe link (max)", comparison.per_gpu(comparison.pcie_max), source="document",
+              explains=RATES),
+    *(DiffField("software", key, (lambda k: lambda heads: heads.get(k))(key), explains=RESULTS)
       for key in ("driver_version", "cuda_driver_version", "torch_version", "torch_cuda_build")),
+    DiffField("software", "libraries", comparison.libraries, source="document", explains=RESULTS),
+    DiffField("configuration", "power limit", comparison.per_gpu(comparison.power_limit), source="document",
+              explains=RATES),
+    DiffField("configuration", "application clocks", comparison.per_gpu(comparison.application_clocks),
+              source="document", explains=RATES),
+    DiffField("configuration", "max clocks", comparison.per_gpu(comparison.max_clocks), source="document",
+              explains=RATES),
+    DiffField("configuration", "ECC", comparison.per_gpu(comparison.ecc), source="document", explains=RATES),
+    DiffField("configuration", "MIG", comparison.per_gpu(comparison.mig), source="document", explains=RATES),
+    DiffField("configuration", "persistence", comparison.per_gpu(comparison.mode("persistence")), source="document",
+              explains=RATES),
+    DiffField("configuration", "compute mode", comparison.per_gpu(comparison.mode("compute")), source="document",
+              explains=RATES),
+    DiffField("activity", "foreign processes (idle or under load)", load.foreign_processes, source="facts",
+              explains=RATES),
+)
+
+# The GPUs' identity is judged even across SKUs (per_device=False: it is what differs); each contract's verdict.
+DIFF_FIGURES = (
+    DiffFigure("devices", "GPUs", _devices, figure="health.devices", kind="exact", per_device=False),
+    DiffFigure("device count", "GPUs", lambda heads: heads.get("device_count"), figure="health.device_count",
+               kind="exact", per_device=False),
+    DiffFigure("contract {}", "verdict", lambda status: status, each=_contracts, figure="health.contract.{}",
+               kind="exact"),
 )
 
 SPEC = ProbeSpec(
@@ -107,4 +159,4 @@ SPEC = ProbeSpec(
     acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
                          memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
                          load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS, *config.CRITERIA),
-    diff_fields=DIFF_FIELDS, fleet_metrics=FLEET_METRICS)
+    diff_fields=DIFF_FIELDS, diff_figures=DIFF_FIGURES, fleet_metrics=FLEET_METRICS)

@@ -5,18 +5,20 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import checkpoints, paths
-from harness.checkpoints.cache import ENV_VAR
+from harness.checkpoints import manifest as manifests
+from harness.checkpoints.cache import ENV_VAR, BlobCache
 from harness.errors import DossierError
 from harness.judge import lab
 from harness.judge.acceptance import digests
 from harness.probes import precision as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, DiffFigure, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
@@ -116,12 +118,81 @@ def step_arguments(state: RunState) -> StepArgs:
     return precision_arguments(state, state.prepared.get("precision", CheckpointRequest()))
 
 
+def _their_tensors(argv: Any) -> tuple[str, ...]:
+    """The ROLE=NAME of every --tensor their probe was given."""
+    argv = [str(a) for a in argv] if isinstance(argv, list) else []
+    return tuple(argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--tensor")
+
+
+def _their_file(provenance: Mapping[str, Any], sha256: str, given: Any) -> tuple[str | None, str | None]:
+    """(the checkpoint to ask for here, or why there is none): a copy given with --checkpoint, this host's
+    cache, the Hub revision they pinned, or a packaged manifest with that sha256."""
+    if given:
+        return str(given), None
+    blob = BlobCache().path_for(sha256)
+    if blob.is_file():
+        return str(blob), None
+    if provenance.get("repo") and provenance.get("revision"):
+        return f"{provenance['repo']}@{provenance['revision']}:{provenance.get('file') or 'model.safetensors'}", None
+    manifest = manifests.by_sha256(sha256)
+    if manifest is not None:
+        return f"{manifest.repo_id}@{manifest.revision}:{manifest.file}", None
+    return None, (f"their checkpoint {provenance.get('label', '?')} (sha256 {sha256}) was a local file of theirs and "
+                  f"is not in this host's cache ({blob}): give a copy with `dossier reproduce --checkpoint PATH`")
+
+
+def replay(entry: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Callable[[RunState], StepArgs], list[str]]:
+    """Their precision step here: the same file by its sha256 and the same tensors by role and name, resolved
+    now (before any probe runs); what cannot be fetched here is said, and the step fails saying so."""
+    provenance = entry.get("checkpoint") if isinstance(entry.get("checkpoint"), dict) else {}
+    sha256 = provenance.get("file_sha256")
+    why = None
+    if not isinstance(sha256, str):
+        checkpoint, why = None, "their precision step records no checkpoint sha256, so no file can be matched to it"
+    else:
+        checkpoint, why = _their_file(provenance, sha256, given.get("checkpoint"))
+    if why is None:
+        try:
+            request = resolved_checkpoint(CheckpointRequest(checkpoint, _their_tensors(entry.get("argv")), sha256))
+        except DossierError as exc:
+            why = f"their checkpoint sha256 {sha256} cannot be had here: {exc.diagnostics()}"
+        else:
+            return (lambda state: precision_arguments(state, request)), []
+
+    def cannot(state: RunState) -> StepArgs:
+        raise StepSetupFailed(why)
+    return cannot, [f"precision: {why}"]
+
+
+def _formats(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(ROLE.FORMAT, the tensor and its format's row) for every format of every tensor measured."""
+    return [(f"{tensor.get('role')}.{row.get('format')}", {"tensor": tensor, "row": row})
+            for tensor in document.get("tensors") or [] if isinstance(tensor, dict)
+            for row in tensor.get("formats") or [] if isinstance(row, dict)]
+
+
+def _tensor(item: dict[str, Any]) -> dict[str, Any]:
+    return {"tensor_sha256": item["tensor"].get("sha256")}
+
+
+# The quantizers give the same bits on any device (harness.analysis.digests.PRECISION_DIGEST_RULE): each
+# tensor's error per format, and its output digest, reproduce exactly, on any GPU or CPU, for the same tensor.
+DIFF_FIGURES = (
+    DiffFigure("precision {} relative RMSE", "", lambda item: item["row"].get("relative_rmse"), each=_formats,
+               figure="precision.{}.relative_rmse", kind="exact", conditions=_tensor, source="document",
+               per_device=False),
+    DiffFigure("precision {} output digest", "sha256", lambda item: item["row"].get("output_sha256"), each=_formats,
+               figure="precision.{}.output_sha256", kind="exact", conditions=_tensor, source="document",
+               per_device=False),
+)
+
 SPEC = ProbeSpec(
     name="precision", title="precision of real checkpoint tensors", lab="M1T3", options=probe.OPTIONS,
     command=COMMAND, analysis="precision", table="precision",
     steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
                      schema="precision", analysis="precision", plots=None, timeout_s=900,
-                     arguments=step_arguments, independent=True, order=50),),
+                     arguments=step_arguments, independent=True, order=50, replay=replay),),
     lab_criteria=(lab.PRECISION,), acceptance_criteria=(digests.PRECISION_EXPECTED,),
     diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
+    diff_figures=DIFF_FIGURES,
     run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)

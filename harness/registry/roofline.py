@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis import repeatability
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import unexplained
 from harness.judge import lab
@@ -64,17 +65,26 @@ def roofline_arguments(state: RunState) -> StepArgs:
 
 STEPS = (
     ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)", schema="roofline",
-              analysis="roofline", plots="roofline", timeout_s=900, arguments=roofline_arguments, order=30),
+              analysis="roofline", plots="roofline", timeout_s=900, arguments=roofline_arguments, order=30,
+              derived=("--bandwidth-gbps",)),
 )
 
 BEST_GEMM = FleetMetric("gemm_best_tflops", "TFLOP/s", "burst: the best GEMM rate over the roofline's fixed "
                         "burst-best shapes, each timed in short windows at full clock (the sustained rate is "
                         "stress_steady_tflops)", lambda heads: heads.get("burst_best_tflops"))
 
+# Every GEMM rate of every dtype (each shape's too), each dtype's ridge, the fusion speedup. Bundles before
+# format 5 timed each dtype in a step of its own (roofline-fp8, ...): every step the roofline analysis reads.
 DIFF_FIGURES = (
-    DiffFigure("roofline burst best (short window)", "TFLOPS", lambda heads: heads.get("burst_best_tflops")),
-    DiffFigure("roofline ridge", "FLOP/byte", lambda heads: heads.get("ridge_flop_per_byte")),
-    DiffFigure("roofline fusion speedup", "x", lambda heads: heads.get("fusion_speedup")),
+    DiffFigure("roofline {}", "TFLOPS", lambda item: item["value"], spread=lambda item: item["spread"],
+               each=repeatability.roofline_rates, figure="roofline.{}", kind=lambda item: item["kind"],
+               noise=lambda item: item["noise"],
+               conditions=lambda item: item["conditions"], source="document", every_step=True),
+    DiffFigure("roofline {} ridge", "FLOP/byte", lambda heads: heads.get("ridge_flop_per_byte"),
+               each=lambda document: list(rf.dtype_headlines(document).items()),
+               figure="roofline.{}.ridge_flop_per_byte", kind="steady", source="document", every_step=True),
+    DiffFigure("roofline fusion speedup", "x", lambda heads: heads.get("fusion_speedup"),
+               figure="roofline.fusion_speedup", kind="burst"),
 )
 
 SPEC = ProbeSpec(name="roofline", title="roofline", lab="M1T2", options=probe.OPTIONS, command=COMMAND,

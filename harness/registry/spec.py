@@ -7,18 +7,21 @@ options (the probe module's OPTIONS), and everything the host does with it: `com
 acceptance and the fleet), `plots` (harness.present.plots.NAME) and `table`
 (harness.present.tables.NAME) for the report; `lab_criteria` (judged in report.md),
 `acceptance_criteria` (judged by `dossier accept`) with the `known_good` figures they read,
-`diff_fields` and `diff_figures` (`dossier diff`) and `fleet_metrics` (compared across nodes).
+`diff_fields` and `diff_figures` (`dossier diff` and `dossier reproduce`: what is set side by side,
+and every headline figure with its kind, judged run against run; harness.judge.reproduction.declare)
+and `fleet_metrics` (compared across nodes).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
+from harness.judge.reproduction.declare import DiffField, DiffFigure
 from harness.probes.contract import Option
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
@@ -60,56 +63,21 @@ class FleetMetric:
     (median and MAD per SKU, a node far from the others on either side is an outlier, and a
     distribution plot in the fleet report unless headline=False); "count", zero expected (errors,
     remaps, events: any node above 0 is flagged); "state", what most nodes of the SKU report
-    (ECC mode, a link width: a node unlike them is flagged)."""
+    (ECC mode, a link width: a node unlike them is flagged); "digest", a result's digest compared within one SKU
+    and software stack (a node unlike most is possible silent data corruption)."""
 
     name: str  # the unit is in the name (fleet.json metrics, the outlier table)
     unit: str
     description: str
     read: Callable[[Mapping[str, Any]], Any]
-    kind: str = "rate"  # "rate", "count" or "state"
+    kind: str = "rate"  # "rate", "count", "state" or "digest"
     step: str | None = None  # the step whose document it reads (default: the entry's name)
     source: str = "headlines"  # "headlines" (recomputed by the step's analysis) or "document"
     headline: bool = True  # a rate plotted in the fleet report
 
     def __post_init__(self) -> None:
-        if self.kind not in ("rate", "count", "state") or self.source not in ("headlines", "document"):
+        if self.kind not in ("rate", "count", "state", "digest") or self.source not in ("headlines", "document"):
             raise ValueError(f"fleet metric {self.name}: kind {self.kind!r}, source {self.source!r}")
-
-
-@dataclass(frozen=True)
-class DiffField:
-    """A fact `dossier diff` sets side by side in its SECTION ("hardware" or "software"), read from the
-    recomputed headlines of STEP (default: the entry's own step)."""
-
-    section: str
-    name: str
-    read: Callable[[Mapping[str, Any]], Any]
-    step: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.section not in ("hardware", "software"):
-            raise ValueError(f"diff field {self.name}: section {self.section!r}")
-
-
-@dataclass(frozen=True)
-class DiffFigure:
-    """A measured figure `dossier diff` compares as the ratio B/A: the row NAME in UNIT, READ from the
-    recomputed headlines of STEP (default: the entry's own step), with the fraction SPREAD gives as
-    each side's noise where the probe measures one. With EACH, one row per (label, item) it lists
-    from the headlines: NAME's braces take the label and READ and SPREAD get the item."""
-
-    name: str
-    unit: str
-    read: Callable[[Mapping[str, Any]], Any]
-    spread: Callable[[Mapping[str, Any]], Any] | None = None
-    step: str | None = None
-    each: Callable[[Mapping[str, Any]], Iterable[tuple[str, Mapping[str, Any]]]] | None = None
-
-    def rows(self, heads: Mapping[str, Any]) -> list[tuple[str, str, Any, Any]]:
-        """(row name, unit, value, spread) for one bundle's headlines."""
-        items = self.each(heads) if self.each else [("", heads)]
-        return [(self.name.format(label), self.unit, self.read(item), self.spread(item) if self.spread else None)
-                for label, item in items]
 
 
 @dataclass(frozen=True)
@@ -129,8 +97,8 @@ class ProbeSpec:
     lab_criteria: tuple[Criterion, ...] = ()
     acceptance_criteria: tuple[Criterion, ...] = ()
     known_good: tuple[KnownGood, ...] = ()  # the kinds of known-good figure its acceptance criteria read
-    diff_fields: tuple[DiffField, ...] = ()  # what `dossier diff` sets side by side
-    diff_figures: tuple[DiffFigure, ...] = ()  # what `dossier diff` compares as ratios
+    diff_fields: tuple[DiffField, ...] = ()  # what `dossier diff` and `dossier reproduce` set side by side
+    diff_figures: tuple[DiffFigure, ...] = ()  # every headline figure, judged run against run (diff, reproduce)
     fleet_metrics: tuple[FleetMetric, ...] = ()
     # `dossier run`'s options for this probe (offered as `dossier NAME` offers them), and what the
     # run resolves from them before any probe starts (refusing bad input with exit 2): its result

@@ -87,6 +87,15 @@ class ProbeStep:
     # the host's process ids (the local runner), and records it in its own place in the plan; elsewhere,
     # or when no such line came, it runs in its place with `arguments` seeing no load.
     during: str | None = None
+    # Options whose values `arguments` takes from earlier steps of the same run (the roofline's memory roof
+    # from the bandwidth step): `dossier reproduce` runs another bundle's recorded argv with these taken from
+    # this run's own earlier steps, as `arguments` takes them.
+    derived: tuple[str, ...] = ()
+    # How `dossier reproduce` re-makes this step from another bundle's record of it where its argv cannot run
+    # as recorded (the precision step names a file by a path of theirs: fetched here by its sha256). Called
+    # with their commands.json entry and the reproduce command's options; returns the arguments function and
+    # what this host cannot honour, said before any probe runs. None: their argv, `derived` taken from here.
+    replay: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[Callable[[RunState], StepArgs], list[str]]] | None = None
 
     kind = "probe"
 

@@ -12,7 +12,7 @@ from harness.judge import transfer as report_criterion
 from harness.judge.acceptance import transfer as acceptance
 from harness.probes import transfer as probe
 from harness.registry.allreduce import gpu_count
-from harness.registry.spec import CommandSpec, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
 BAD_LINK = ("degraded", "inconsistent")
@@ -114,6 +114,34 @@ FLEET_METRICS = (
                 _slowest_peer),
 )
 
+def _rates(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(gpuN.KEY or host.KEY, the rate) for every per-GPU plateau: each series alone, both directions at once
+    (each half and their sum at the largest size), pageable and pinned, the device-local copy."""
+    found = []
+    for gpu, figures in (heads.get("per_gpu") or {}).items():
+        who = "host" if gpu == "host" else f"gpu{gpu}"
+        for key, value in figures.items():
+            if key.endswith("_gbps") and key != "pcie_ceiling_gbps":
+                at = figures.get(key.removesuffix("_gbps") + "_at_bytes")
+                found.append((f"{who}.{key}", {"key": key, "value": value,
+                                               "conditions": {"at_bytes": at} if at is not None else None}))
+    return found
+
+
+def _peer(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(peer.MODE.A->B, the cell) for every peer copy measured alone."""
+    peer = heads.get("peer") or {}
+    return [(f"peer.{mode}.{pair}", {"mode": mode, **cell}) for mode in ("write", "read")
+            for pair, cell in (peer.get(mode) or {}).items() if isinstance(cell, dict)]
+
+
+DIFF_FIGURES = (
+    DiffFigure("transfer {}", "GB/s", lambda item: item["value"], each=_rates, figure="transfer.{}", kind="steady",
+               noise=lambda item: f"transfer.{item['key']}", conditions=lambda item: item["conditions"]),
+    DiffFigure("transfer {} plateau", "GB/s", lambda cell: cell.get("plateau_gbps"), each=_peer,
+               figure="transfer.{}.plateau_gbps", kind="steady", noise=lambda cell: f"transfer.peer.{cell['mode']}_gbps"),
+)
+
 SPEC = ProbeSpec(
     name="transfer", title="host and peer transfers, the links measured", lab="beyond lab M1", options=probe.OPTIONS,
     command=COMMAND, analysis="transfer", plots="transfer", table="transfer",
@@ -121,4 +149,4 @@ SPEC = ProbeSpec(
                      schema="transfer", analysis="transfer", plots="transfer", timeout_s=timeout_s(8),
                      arguments=transfer_arguments, order=65),),
     lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA, known_good=(acceptance.TRANSFER,),
-    fleet_metrics=FLEET_METRICS)
+    diff_figures=DIFF_FIGURES, fleet_metrics=FLEET_METRICS)

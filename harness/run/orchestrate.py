@@ -108,13 +108,17 @@ class Companions:
     running step's probe says its load is on (contract.loading), and recorded in its own place.
 
     Only where the runner's processes share the host's process ids (`host_pids`: the local runner):
-    the reading names the load's pids, which a container would not see. A companion's probe runs
-    quietly (its progress would move the running step's bar); its outcome is shown in its place."""
+    the reading names the load's pids, which a container would not see; and only for a step placed after
+    the step it is taken during (a plan that puts it before, as an older bundle's replayed by `dossier
+    reproduce` does, runs it in its place). A companion's probe runs quietly (its progress would move
+    the running step's bar); its outcome is shown in its place."""
 
     def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str]) -> None:
         self.runner = runner
         shared = bool(getattr(runner, "host_pids", False))
+        place = {s.step: i for i, s in enumerate(plan)}
         self.waiting = {s.step: s for s in plan if isinstance(s, ProbeStep) and s.during and shared
+                        and place.get(s.during, len(plan)) < place[s.step]
                         and s.step not in skip and probe_missing(runner, s.probe) is None}
         self.threads: dict[str, threading.Thread] = {}
         self.records: dict[str, StepRecord] = {}

@@ -11,6 +11,7 @@ build's). Bundles before format 4 carry none, and none is asked of them.
 
 from __future__ import annotations
 
+from harness.analysis.tool import tool_text
 from harness.bundle import layout
 from harness.verify.check import Check
 from harness.bundle.view import BundleView
@@ -26,10 +27,7 @@ def _used(view: BundleView) -> list[str]:
 
 
 def _made_by(view: BundleView) -> str:
-    tool = view.commands.get("tool") if isinstance(view.commands.get("tool"), dict) else {}
-    commit = tool.get("git_commit")
-    commit = commit[:12] if isinstance(commit, str) else "unknown commit"
-    return f"rig-dossier {tool.get('version')} ({commit})"
+    return tool_text(view.commands.get("tool"))
 
 
 def check_bundled_schemas(view: BundleView) -> list[Check]:

@@ -89,7 +89,7 @@ def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str
 
 def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
     name, step = entry["output"], entry["step"]
-    figures = view.compute_figures(entry["analysis"], view.documents[step])
+    figures = view.figures(step)  # computed once: the report, the tables' neighbours and acceptance read it again
     if figures.error:
         return [Check("figures", name, False, figures.error)]
     try:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import catalogue
+from harness.analysis.memo import per_document
 from harness.analysis.verdict import Verdict
 
 # The byte-counting rule as data. `torch_op` documents how the probe implements each kernel.
@@ -293,6 +294,7 @@ def _number_or_none(value: Any) -> float | None:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+@per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the sweep's and repeats' per-iteration times."""
     tolerance = document["plateau"]["tolerance"]

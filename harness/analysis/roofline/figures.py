@@ -17,6 +17,7 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import timing
+from harness.analysis.memo import per_document
 from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import model as rl
 
@@ -144,7 +145,9 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
         window["power_instant_w"] = _median(powers)
     else:
         times = shape.get("times_s") if isinstance(shape.get("times_s"), list) else []
-        window = {"label": shape.get("label"), "window_ms": math.fsum(t for t in times if _is_number(t)) * 1e3,
+        plain = set(map(type, times)) <= {int, float}  # parsed JSON times: summed at C speed
+        window = {"label": shape.get("label"),
+                  "window_ms": math.fsum(times if plain else (t for t in times if _is_number(t))) * 1e3,
                   "timed_calls": len(times)}
     clocks = shape.get("clocks")
     if not isinstance(clocks, dict) or "unavailable" in clocks:
@@ -214,6 +217,7 @@ def _window_of(document: dict[str, Any], label: Any) -> dict[str, Any] | None:
     return None if window is None else {k: v for k, v in window.items() if k not in ("label", "burst_tflops")}
 
 
+@per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the document's roofs, shapes and timings (and each dtype check's)."""
     heads = _dtype_headlines(document)

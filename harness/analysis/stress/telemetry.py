@@ -8,12 +8,15 @@ gpu_temperature_c, memory_temperature_c, clock_event_reasons_mask}; any field ma
 
 from __future__ import annotations
 
+import bisect
+import functools
 import statistics
 from collections.abc import Sequence
 from typing import Any
 
 from harness import catalogue
 from harness.analysis.clock_events import decode_clock_event_reasons
+from harness.analysis.memo import per_document
 
 # sw_power_cap is how a GPU held at its power limit is supposed to behave under a GEMM burn.
 EXPECTED_REASONS = ("sw_power_cap",)
@@ -49,17 +52,42 @@ def number(value: Any) -> float | None:
 
 
 def between(samples: Sequence[dict[str, Any]], start_s: float, end_s: float) -> list[dict[str, Any]]:
-    """Samples with start_s <= t_s < end_s."""
-    return [s for s in samples if start_s <= s["t_s"] < end_s]
+    """Samples with start_s <= t_s < end_s (in their order). Samples in time order, as the sampler
+    appends them, are cut by bisection (a stress run asks once per bucket); any other order is scanned."""
+    times = _times(samples)
+    if times is None:
+        return [s for s in samples if start_s <= s["t_s"] < end_s]
+    return list(samples[bisect.bisect_left(times, start_s):bisect.bisect_left(times, end_s)])
+
+
+@per_document
+def _times(samples: Sequence[dict[str, Any]]) -> list[float] | None:
+    """The samples' t_s when they are numbers in non-decreasing order, else None (once per sample list
+    while a bundle is checked: harness/analysis/memo.py)."""
+    times = [s["t_s"] for s in samples]
+    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:]))
+    return times if ordered else None
 
 
 def values(samples: Sequence[dict[str, Any]], key: str) -> list[float]:
-    return [v for v in (number(s.get(key)) for s in samples) if v is not None]
+    found = [s.get(key) for s in samples]
+    if set(map(type, found)) <= _NUMBERS:  # every sample has a number (not a bool): the common case, at C speed
+        return found
+    return [v for v in map(number, found) if v is not None]
+
+
+_NUMBERS = frozenset({int, float})
 
 
 def reasons_of(sample: dict[str, Any]) -> list[str]:
     mask = number(sample.get("clock_event_reasons_mask"))
-    return decode_clock_event_reasons(int(mask)) if mask is not None else []
+    return list(_decoded(int(mask))) if mask is not None else []
+
+
+@functools.lru_cache(maxsize=256)
+def _decoded(mask: int) -> tuple[str, ...]:
+    """A mask's reason names, decoded once per distinct mask (a run holds a handful among thousands of samples)."""
+    return tuple(decode_clock_event_reasons(mask))
 
 
 def _median(found: list[float]) -> float | None:

@@ -14,6 +14,7 @@ import math
 from itertools import combinations
 from typing import Any
 
+from harness.analysis.memo import per_document
 from harness.analysis.transfer import links
 from harness.analysis.transfer.series import series_figures, pair_cell
 
@@ -198,6 +199,7 @@ def p2p_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
 
 # --- headlines and discrepancies ----------------------------------------------------------------
 
+@per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from raw per-copy times and the document's facts."""
     figures = all_series_figures(document)

@@ -63,7 +63,7 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, detail)]
 
 
-def _foreign_processes(facts: BundleFacts) -> list[str]:
+def foreign_processes(facts: BundleFacts) -> list[str]:
     """Distinct processes, idle or under load, that the harness did not start (per GPU)."""
     idle, active = facts.document("health") or {}, facts.document("health-load") or {}
     found: list[str] = []
@@ -85,7 +85,7 @@ def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
     if checks is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
     failed = [c for c in checks if c.get("status") == Verdict.FAIL]
-    foreign = _foreign_processes(facts)
+    foreign = foreign_processes(facts)
     measured = Value(len(foreign), "processes", "; ".join(foreign) if foreign else
                      "only the harness's own processes were listed")
     if failed:

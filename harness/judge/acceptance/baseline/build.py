@@ -17,12 +17,18 @@ observed), the GPUs' identity, and the draft judged against every input: each cr
 inputs that pass it is recorded, the criteria every input measured become required (a candidate
 that does not measure them is INCOMPLETE), and a criterion no input passes stops the baseline
 (a profile its own golden unit fails is no baseline). Inputs of more than one SKU are refused.
+
+Each input is met twice, never held longer than it is looked at: `read` takes from it the little the
+draft is made of (a Reading: figures, GPUs, configuration, digests), and `verdicts` judges it against
+the draft. `build` does both for bundles in memory (`dossier baseline`); `make` takes the readings
+and a judge of every input, so that `dossier fleet collect --baseline-out` can read a fleet's
+thousand node bundles from disk one at a time, in its worker processes (harness/fleet/baseline.py).
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,10 +39,10 @@ from harness.bundle.view import BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance.baseline import noise
 from harness.judge.acceptance.baseline.figures import Figure, figures_of
-from harness.judge.acceptance.baseline.observed import config_expectations, expected_digests
+from harness.judge.acceptance.baseline.observed import Observed, config_expectations, expected_digests, observe
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.transfer import HOST_RATES
-from harness.judge.acceptance.profile import FORMAT, SIGNED_FORMAT_VERSION, KnownGood, apply_file, from_catalogue
+from harness.judge.acceptance.profile import FORMAT, SIGNED_FORMAT_VERSION, KnownGood, Profile, apply_file, from_catalogue
 from harness.judge.engine import Criterion
 from harness.judge.facts import BundleFacts
 
@@ -47,7 +53,8 @@ RULES = {
                 f"noise is dropped, the median and MAD recomputed, until a pass drops nothing; none with fewer "
                 f"than {MIN_SAMPLES} values (harness.analysis.robust)",
     "mad_scale": f"{MAD_SCALE:.4f} (1/0.6745: a scaled MAD estimates sigma for normal data)",
-    "tolerance": f"max(run-to-run noise of the figure kind, {REJECT_K:g} scaled MADs / median); the noise alone "
+    "tolerance": f"max(run-to-run noise of the figure (harness.analysis.repeatability's noise model, as dossier "
+                 f"reproduce judges with), {REJECT_K:g} scaled MADs / median); the noise alone "
                  f"with fewer than {MIN_SAMPLES} values",
     "fail_line": "median x (1 - tolerance): the known-good figure is the median, the share 1 - tolerance",
     "warn_band": f"{WARN_BAND_OF_TOLERANCE:g} x tolerance above the fail line (the lower half of the gap to the "
@@ -74,19 +81,33 @@ def _r(value: float) -> float:
     return float(f"{value:.{PRECISION}g}")
 
 
-def _gpu_records(item: Input) -> list[dict[str, Any]]:
-    document = item.facts.document("health") or {}
+@dataclass(frozen=True)
+class Reading:
+    """What the profile takes from one input (`read`): plain data, small."""
+
+    name: str
+    sha256: str
+    signer_keyid: str
+    sku: str | None  # the SKU key (`_sku_of`), None when the input has none
+    sku_problem: str | None  # why it has none: no GPU, or GPUs of two SKUs
+    gpus: list[dict[str, Any]]  # its health.json devices[]
+    figures: dict[Figure, float]
+    observed: Observed
+
+
+def _gpu_records(facts: BundleFacts) -> list[dict[str, Any]]:
+    document = facts.document("health") or {}
     devices = document.get("devices")
     return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
 
 
-def _sku_of(item: Input) -> tuple[str, list[dict[str, Any]]]:
-    """The SKU key of one input: its catalogue SKU, or its PCI device id when the catalogue lacks it."""
-    heads = item.facts.figures("health").values or {}
-    records = _gpu_records(item)
+def _sku_of(name: str, facts: BundleFacts, records: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """(the SKU key of one input: its catalogue SKU, or its PCI device id when the catalogue lacks it,
+    or None and why it has none)."""
+    heads = facts.figures("health").values or {}
     if not records:
-        raise UsageError(f"{item.name}: no GPU in its health.json ({item.facts.step_why('health') if not heads else 'NVML lists none'}): "
-                         "a baseline is of a GPU SKU")
+        return None, (f"{name}: no GPU in its health.json ({facts.step_why('health') if not heads else 'NVML lists none'}): "
+                      "a baseline is of a GPU SKU")
     keys = set()
     by_uuid = {d.get("uuid"): d.get("sku_id") for d in heads.get("devices") or []}
     for record in records:
@@ -94,13 +115,24 @@ def _sku_of(item: Input) -> tuple[str, list[dict[str, Any]]]:
         pci = record.get("pci_device_id")
         keys.add(sku or (f"pci {catalogue.normalise_device_id(pci):#06x}" if isinstance(pci, (str, int)) else "unknown"))
     if len(keys) > 1:
-        raise UsageError(f"{item.name} holds GPUs of more than one SKU ({', '.join(sorted(keys))}): a baseline is of one SKU")
-    return keys.pop(), records
+        return None, f"{name} holds GPUs of more than one SKU ({', '.join(sorted(keys))}): a baseline is of one SKU"
+    return keys.pop(), None
 
 
-def resolve_sku(inputs: Sequence[Input], asked: str | None) -> tuple[str, dict[str, Any]]:
+def read(item: Input) -> Reading:
+    """Everything the draft takes from one input (pass 1)."""
+    facts = item.facts
+    records = _gpu_records(facts)
+    sku, problem = _sku_of(item.name, facts, records)
+    return Reading(item.name, item.sha256, item.signer_keyid, sku, problem, records, figures_of(facts), observe(facts))
+
+
+def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict[str, Any]]:
     """(the profile's SKU id, the GPUs' identity); mixed SKUs, or a --sku that is not theirs, exit 2."""
-    found = {item.name: _sku_of(item) for item in inputs}
+    for item in inputs:
+        if item.sku_problem:
+            raise UsageError(item.sku_problem)
+    found = {item.name: (item.sku, item.gpus) for item in inputs}
     keys = {key for key, _ in found.values()}
     if len(keys) > 1:
         listed = "; ".join(f"{name}: {key}" for name, (key, _) in found.items())
@@ -128,10 +160,10 @@ def resolve_sku(inputs: Sequence[Input], asked: str | None) -> tuple[str, dict[s
     return key, identity
 
 
-def figure_stats(figure: Figure, values: list[tuple[Input, float]], sku_id: str) -> dict[str, Any]:
+def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: str) -> dict[str, Any]:
     """One figure's statistics and the threshold they make (the module docstring's steps 1 to 5)."""
     numbers = [v for _, v in values]
-    floor = noise.run_to_run(sku_id, figure.kind)
+    floor = noise.run_to_run(sku_id, figure.figure, figure.kind)
     rejection = reject_outliers(numbers, floor.share)
     spread = rejection.spread
     by_mad = REJECT_K * spread.scaled_mad / spread.median if spread.median and spread.n >= MIN_SAMPLES else 0.0
@@ -140,10 +172,10 @@ def figure_stats(figure: Figure, values: list[tuple[Input, float]], sku_id: str)
     band = WARN_BAND_OF_TOLERANCE * tolerance
     passing = sum(v >= fail_line for v in numbers)
     why = (f"{REJECT_K:g} scaled MADs ({by_mad:.2%} of the median) exceed the run-to-run noise" if by_mad > floor.share
-           else f"the run-to-run noise of {figure.kind}" + ("" if spread.n >= MIN_SAMPLES else
+           else f"the run-to-run noise of {figure.figure}" + ("" if spread.n >= MIN_SAMPLES else
                                                              f" (fewer than {MIN_SAMPLES} values: the MAD is not used)"))
     return {
-        "criterion": figure.criterion, "kind": figure.kind, "unit": figure.unit,
+        "criterion": figure.criterion, "figure": figure.figure, "kind": figure.kind, "unit": figure.unit,
         "known_good": list(figure.known_good), "share": list(figure.share),
         "median": _r(spread.median), "mad": _r(spread.mad), "mad_scaled": _r(spread.scaled_mad),
         "mad_scale": round(MAD_SCALE, 4), "n": len(numbers), "n_used": spread.n,
@@ -201,24 +233,24 @@ def _inherit_shares(thresholds: dict[str, Any], catalogue_block: dict[str, Any])
     return notes
 
 
-def draft(inputs: Sequence[Input], sku_id: str, identity: dict[str, Any], why: str | None) -> dict[str, Any]:
+def draft(inputs: Sequence[Reading], sku_id: str, identity: dict[str, Any], why: str | None) -> dict[str, Any]:
     """The profile document before its criteria are judged (required and pass shares not yet known)."""
-    values: dict[Figure, list[tuple[Input, float]]] = {}
+    values: dict[Figure, list[tuple[Reading, float]]] = {}
     for item in inputs:
-        for figure, value in figures_of(item.facts).items():
+        for figure, value in item.figures.items():
             values.setdefault(figure, []).append((item, value))
     stats = {figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id)
              for figure, found in sorted(values.items())}
     known_good, thresholds, notes = _known_good_and_shares(stats)
     sku = catalogue.by_id(sku_id)
     notes += _inherit_shares(thresholds, ((sku or {}).get("acceptance") or {}))
-    config, config_notes = config_expectations([i.facts for i in inputs])
+    config, config_notes = config_expectations([i.observed for i in inputs])
     if config:
         thresholds["config"] = config
-    node = noise.run_to_run(sku_id, "gpu_vs_node")
+    node = noise.gpu_vs_node(sku_id)
     node_share = ((sku or {}).get("acceptance") or {}).get("gpu_vs_node_tolerance", node.share)
     thresholds["gpu_vs_node_tolerance"] = node_share
-    digests, digest_notes = expected_digests([i.facts for i in inputs], [i.name for i in inputs])
+    digests, digest_notes = expected_digests([i.observed for i in inputs], [i.name for i in inputs])
     document = {
         "format": FORMAT, "format_version": SIGNED_FORMAT_VERSION, "sku_id": sku_id,
         "why": why or f"dossier baseline from {len(inputs)} bundle(s) of {sku_id}",
@@ -236,23 +268,35 @@ def draft(inputs: Sequence[Input], sku_id: str, identity: dict[str, Any], why: s
     return document
 
 
-def judge_inputs(document: dict[str, Any], inputs: Sequence[Input], criteria: Sequence[Criterion],
-                 kinds: Sequence[KnownGood]) -> dict[str, dict[str, Any]]:
-    """Each of CRITERIA judged on every input against the draft: judged, passed (PASS or WARN), failed."""
+Verdicts = list[tuple[str, Verdict, str | None]]  # one input judged: each criterion's name, verdict and why
+Judge = Callable[[Profile], Iterable[tuple[str, Verdicts]]]  # the draft -> (input name, its verdicts), in input order
+
+
+def draft_profile(document: dict[str, Any], kinds: Sequence[KnownGood]) -> Profile:
+    """The draft as the profile every input is judged against (nothing required yet)."""
     sku = catalogue.by_id(document["sku_id"])
-    profile = apply_file(from_catalogue(sku, kinds) if sku else None, {**document, "required": []},
-                         "draft baseline", kinds)
+    return apply_file(from_catalogue(sku, kinds) if sku else None, {**document, "required": []},
+                      "draft baseline", kinds)
+
+
+def verdicts(facts: BundleFacts, profile: Profile, criteria: Sequence[Criterion]) -> Verdicts:
+    """One input judged against the draft (pass 2)."""
+    return [(result.name, result.status, result.why) for result in evaluate(facts, profile, criteria)]
+
+
+def tabulate(judged: Iterable[tuple[str, Verdicts]]) -> dict[str, dict[str, Any]]:
+    """Each criterion over every input: judged, passed (PASS or WARN), failed (input: why)."""
     table: dict[str, dict[str, Any]] = {}
-    for item in inputs:
-        for result in evaluate(item.facts, profile, criteria):
-            row = table.setdefault(result.name, {"judged": 0, "passed": 0, "failed": []})
-            if result.status in (Verdict.SKIP, Verdict.INCOMPLETE):
+    for name, results in judged:
+        for criterion, status, why in results:
+            row = table.setdefault(criterion, {"judged": 0, "passed": 0, "failed": []})
+            if status in (Verdict.SKIP, Verdict.INCOMPLETE):
                 continue
             row["judged"] += 1
-            if result.status in (Verdict.PASS, Verdict.WARN):
+            if status in (Verdict.PASS, Verdict.WARN):
                 row["passed"] += 1
             else:
-                row["failed"].append(f"{item.name}: {result.why}"[:300])
+                row["failed"].append(f"{name}: {why}"[:300])
     return table
 
 
@@ -260,13 +304,22 @@ def build(inputs: Sequence[Input], criteria: Sequence[Criterion], kinds: Sequenc
           sku_asked: str | None = None, why: str | None = None) -> dict[str, Any]:
     """The baseline profile document (unsigned) for INPUTS, or an error naming what stops it; CRITERIA
     and KINDS are the registry's acceptance criteria and known-good kinds, as `dossier accept` judges."""
+    return make([read(item) for item in inputs],
+                lambda profile: ((item.name, verdicts(item.facts, profile, criteria)) for item in inputs),
+                kinds, sku_asked, why)
+
+
+def make(inputs: Sequence[Reading], judge: Judge, kinds: Sequence[KnownGood], sku_asked: str | None = None,
+         why: str | None = None) -> dict[str, Any]:
+    """The baseline profile document from every input's Reading; JUDGE gives every input's verdicts against
+    the draft (`verdicts`, wherever the input is read)."""
     names = [i.sha256 for i in inputs]
     twice = sorted({i.name for i in inputs if names.count(i.sha256) > 1})
     if twice:
         raise UsageError(f"the same bundle is given more than once ({', '.join(twice)})")
     sku_id, identity = resolve_sku(inputs, sku_asked)
     document = draft(inputs, sku_id, identity, why)
-    table = judge_inputs(document, inputs, criteria, kinds)
+    table = tabulate(judge(draft_profile(document, kinds)))
     nobody = {name: row for name, row in table.items() if row["judged"] and not row["passed"]}
     if nobody:
         raise CheckFailed("no input bundle passes " + "; ".join(

@@ -24,11 +24,13 @@ from harness.judge.facts import BundleFacts
 @dataclass(frozen=True, order=True)
 class Figure:
     """One judged figure: the criterion, its known-good slot (field, key), its share slot (threshold
-    key, the part of a per-part share or None), its run-to-run noise kind and unit."""
+    key, the part of a per-part share or None), its figure id and kind in the noise model
+    (harness.analysis.repeatability: the run-to-run tolerance that floors its threshold) and unit."""
 
     criterion: str
     known_good: tuple[str, str]
     share: tuple[str, str | None]
+    figure: str
     kind: str
     unit: str
 
@@ -40,7 +42,7 @@ def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
         return {}
     kernel = b.values.get("kernel")
     return {Figure("bandwidth_plateau", (HBM_KNOWN_GOOD.field, kernel), ("bandwidth_plateau_min_share", None),
-                   "bandwidth_plateau", "GB/s"): plateau}
+                   "bandwidth.plateau_gbps", "steady", "GB/s"): plateau}
 
 
 def _gemm(facts: BundleFacts) -> dict[Figure, float]:
@@ -48,8 +50,8 @@ def _gemm(facts: BundleFacts) -> dict[Figure, float]:
     for figures in facts.figures_by_analysis("roofline"):
         dtype, best = (figures.values or {}).get("dtype"), num((figures.values or {}).get("burst_best_tflops"))
         if figures.present and isinstance(dtype, str) and best is not None:
-            found[Figure(f"gemm_{dtype}", (GEMM_KNOWN_GOOD.field, dtype), ("gemm_min_share", dtype), "gemm_burst",
-                         "TFLOPS")] = best
+            found[Figure(f"gemm_{dtype}", (GEMM_KNOWN_GOOD.field, dtype), ("gemm_min_share", dtype),
+                         f"roofline.{dtype}.burst_best_tflops", "burst", "TFLOPS")] = best
     return found
 
 
@@ -60,7 +62,7 @@ def _stress(facts: BundleFacts) -> dict[Figure, float]:
         return {}
     dtype = s.values.get("dtype")
     return {Figure(f"stress_sustained_{dtype}", (SUSTAINED_GEMM.field, dtype), ("stress_sustained_min_share", None),
-                   "gemm_sustained", "TFLOPS"): lowest}
+                   "stress.steady_tflops", "steady", "TFLOPS"): lowest}
 
 
 def _transfer(facts: BundleFacts) -> dict[Figure, float]:
@@ -73,14 +75,14 @@ def _transfer(facts: BundleFacts) -> dict[Figure, float]:
     for name, (key, direction, _, _) in HOST_RATES.items():
         rates = [num(f.get(key)) for f in per_gpu.values() if key in f]
         if rates and all(r is not None for r in rates):
-            kind = "transfer_bidirectional" if direction == "bidirectional_total" else "transfer_pinned"
-            found[Figure(name, (TRANSFER.field, direction), ("transfer_min_share", direction), kind, "GB/s")] = min(rates)
+            found[Figure(name, (TRANSFER.field, direction), ("transfer_min_share", direction), f"transfer.{key}",
+                         "steady", "GB/s")] = min(rates)
     cells = (heads.get("peer") or {}).get("read") or {}
     reads = [num((cells.get(key) or {}).get("plateau_gbps")) for a, b in _nvlink_pairs(heads)
              for key in (f"{a}->{b}", f"{b}->{a}")]
     if reads and all(r is not None for r in reads):
         found[Figure("transfer_peer_read", (TRANSFER.field, "peer_read"), ("transfer_min_share", "peer_read"),
-                     "transfer_peer", "GB/s")] = min(reads)
+                     "transfer.peer.read_gbps", "steady", "GB/s")] = min(reads)
     return found
 
 
@@ -93,7 +95,7 @@ def _allreduce(facts: BundleFacts) -> dict[Figure, float]:
     if busbw is None or not isinstance(world, int):
         return {}
     return {Figure("allreduce_busbw", (ALLREDUCE_KNOWN_GOOD.field, str(world)), ("allreduce_busbw_min_share", None),
-                   "allreduce_busbw", "GB/s"): busbw}
+                   "allreduce.normal.busbw_at_max_gbps", "steady", "GB/s"): busbw}
 
 
 READERS = (_bandwidth, _gemm, _stress, _transfer, _allreduce)

@@ -9,12 +9,16 @@ disagree or could not read them, with a note saying so.
 Digests (profile digests): the stress reference digest per dtype, shape, seed and library build,
 and the precision output digest per tensor and format, each the quorum's choice over every GPU of
 every input (harness.analysis.digests.quorum); a GPU outside it is noted, a tie gives no digest.
+
+Each input is read once, by `observe`, into the little these need (its health document's software
+and devices, its digests): a fleet's thousand inputs are never held at once.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.health.contract_facts import gpus, unavailable_reason
@@ -22,6 +26,28 @@ from harness.analysis.digests import quorum, short, stress_conditions
 from harness.judge.acceptance.config import version_key
 from harness.judge.acceptance.digests import precision_digests, stress_digests
 from harness.judge.facts import BundleFacts
+
+
+HEALTH_KEYS = ("software", "devices")  # what the configuration is read from
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What one input says of its configuration and its result digests (plain data)."""
+
+    health: dict[str, Any] | None  # its health document's HEALTH_KEYS; None without a health document
+    stress: dict[str, dict[str, Any]] = field(default_factory=dict)  # GPU -> stress reference digest record
+    precision: dict[tuple[str, str], str] = field(default_factory=dict)  # (tensor, format) -> output digest
+
+
+def observe(facts: BundleFacts) -> Observed:
+    """One input read for config_expectations and expected_digests."""
+    document = facts.document("health")
+    health = None if document is None else {k: document[k] for k in HEALTH_KEYS if k in document}
+    stress, _ = stress_digests(facts)
+    outputs = facts.document("precision")
+    precision = {key: digest for key, (digest, _) in (precision_digests(outputs) if outputs else {}).items()}
+    return Observed(health, dict(stress or {}), precision)
 
 
 def _all_gpus(documents: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -32,9 +58,9 @@ def _same(values: list[Any]) -> Any:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def config_expectations(inputs: Sequence[BundleFacts]) -> tuple[dict[str, Any], list[str]]:
+def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], list[str]]:
     """(thresholds.config, notes on what was left unstated and why)."""
-    documents = [d for f in inputs if (d := f.document("health")) is not None]
+    documents = [o.health for o in inputs if o.health is not None]
     notes = [] if len(documents) == len(inputs) else [f"{len(inputs) - len(documents)} input(s) have no health "
                                                       "document: the configuration comes from the others"]
     devices = _all_gpus(documents)
@@ -74,14 +100,13 @@ def config_expectations(inputs: Sequence[BundleFacts]) -> tuple[dict[str, Any], 
     return config, notes
 
 
-def expected_digests(inputs: Sequence[BundleFacts], names: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
     """(profile digests, notes on GPUs or inputs outside the quorum)."""
     digests: dict[str, Any] = {}
     notes: list[str] = []
     groups: dict[str, dict[str, dict[str, Any]]] = {}
-    for facts, name in zip(inputs, names):
-        found, _ = stress_digests(facts)
-        for who, record in (found or {}).items():
+    for observed, name in zip(inputs, names):
+        for who, record in observed.stress.items():
             key = json.dumps(stress_conditions(record), sort_keys=True)
             groups.setdefault(key, {})[f"{name} {who}"] = record
     stress = []
@@ -99,9 +124,8 @@ def expected_digests(inputs: Sequence[BundleFacts], names: Sequence[str]) -> tup
     if stress:
         digests["stress"] = stress
     outputs: dict[tuple[str, str], dict[str, str]] = {}
-    for facts, name in zip(inputs, names):
-        document = facts.document("precision")
-        for key, (digest, _) in (precision_digests(document) if document else {}).items():
+    for observed, name in zip(inputs, names):
+        for key, digest in observed.precision.items():
             outputs.setdefault(key, {})[name] = digest
     expected: dict[str, dict[str, str]] = {}
     for (tensor, fmt), by_input in sorted(outputs.items()):
