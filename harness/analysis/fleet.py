@@ -221,12 +221,15 @@ def build_table(node_metrics: Mapping[str, Mapping[str, Any]], metrics: Mapping[
     groups: dict[str, list[str]] = defaultdict(list)
     for node in sorted(node_metrics):
         groups[skus.get(node) or NO_SKU].append(node)
+
+    def rows(metric: str, kind: str, nodes: list[str]) -> dict[str, Any]:
+        values = {n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes}
+        return summarise_digest(values, stacks or {}) if kind == DIGEST else SUMMARISE[kind](values)
+
     table = {}
     for metric, kind in metrics.items():
-        def rows(nodes: list[str]) -> dict[str, Any]:
-            values = {n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes}
-            return summarise_digest(values, stacks or {}) if kind == DIGEST else SUMMARISE[kind](values)
-        table[metric] = {"kind": kind, "groups": {sku: rows(nodes) for sku, nodes in sorted(groups.items())}}
+        table[metric] = {"kind": kind,
+                         "groups": {sku: rows(metric, kind, nodes) for sku, nodes in sorted(groups.items())}}
     return table
 
 

@@ -16,7 +16,6 @@ from harness.judge.acceptance import digests, node
 from harness.judge.acceptance import stress as criteria
 from harness.probes import stress as probe
 from harness.probes.contract import Option
-from harness.analysis.digests import stress_conditions
 from harness.registry.spec import CommandSpec, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 

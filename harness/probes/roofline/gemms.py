@@ -181,7 +181,7 @@ def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: in
         a = torch.randn(size, size, dtype=TORCH_DTYPES[dtype])
         b = torch.randn(size, size, dtype=TORCH_DTYPES[dtype]).t()
         out = torch.empty(size, size, dtype=TORCH_DTYPES[dtype])
-        times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]
+        times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]  # noqa: B023 - called within this iteration
         results.append({"size": size, "times_s": times, "median_s": statistics.median(times),
                         "tflops": 2 * size**3 / statistics.median(times) / 1e12})
     best = max(results, key=lambda r: r["tflops"])

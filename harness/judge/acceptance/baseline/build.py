@@ -194,7 +194,7 @@ def _known_good_and_shares(stats: dict[str, dict[str, Any]]) -> tuple[dict[str, 
     known_good: dict[str, Any] = {}
     thresholds: dict[str, Any] = {"warn_band": {}}
     notes = []
-    for key, s in sorted(stats.items()):
+    for _key, s in sorted(stats.items()):
         field, slot = s["known_good"]
         known_good.setdefault(field, {})[slot] = {
             "value": s["median"], "source": f"dossier baseline: median of {s['n_used']} of {s['n']} input bundle(s) "

@@ -67,8 +67,8 @@ def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], lis
     if not devices:
         return {}, notes + ["no GPU in any input's health.json: no configuration expected"]
     config: dict[str, Any] = {}
-    for key, field in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
-        versions = [v for d in documents if isinstance(v := (d.get("software") or {}).get(field), str) and version_key(v)]
+    for key, name in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
+        versions = [v for d in documents if isinstance(v := (d.get("software") or {}).get(name), str) and version_key(v)]
         if versions:
             config[key] = min(versions, key=version_key)
     checks = {
