@@ -124,7 +124,7 @@ def time_each(call, count: int, first: int = 0) -> list[float]:
         call(first + i)
         ends[i].record()
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
 def per_call_timed(call, warmup: int = 5, min_iterations: int = 10, max_iterations: int = 100,

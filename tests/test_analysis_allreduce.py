@@ -33,8 +33,8 @@ def independent_alpha_beta(sizes, times_s):
     """The same weighted least squares written another way, for checking the harness's fit: minimise
     sum((1 - alpha/t - (1/beta) s/t)^2), a two-variable fit through the origin solved by Cramer's rule.
     Returns (alpha_s, beta_bytes_per_s)."""
-    u, v = [1 / t for t in times_s], [s / t for s, t in zip(sizes, times_s)]
-    suu, svv, suv = sum(x * x for x in u), sum(x * x for x in v), sum(a * b for a, b in zip(u, v))
+    u, v = [1 / t for t in times_s], [s / t for s, t in zip(sizes, times_s, strict=True)]
+    suu, svv, suv = sum(x * x for x in u), sum(x * x for x in v), sum(a * b for a, b in zip(u, v, strict=True))
     det = suu * svv - suv * suv
     alpha = (sum(u) * svv - sum(v) * suv) / det
     inverse_beta = (suu * sum(v) - suv * sum(u)) / det

@@ -124,7 +124,7 @@ def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
     median = _median_sorted(ordered)
     mad = _median_sorted(sorted(abs(x - median) for x in numbers))
     enough = len(measured) >= MIN_NODES
-    others = dict(zip(names, leave_one_out(numbers))) if len(numbers) > 1 else {}
+    others = dict(zip(names, leave_one_out(numbers), strict=True)) if len(numbers) > 1 else {}
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
         if node not in measured:

@@ -32,7 +32,7 @@ def differs(stated: Any, recomputed: Any) -> bool:
     if isinstance(stated, dict) and isinstance(recomputed, dict):
         return stated.keys() != recomputed.keys() or any(differs(stated[k], recomputed[k]) for k in stated)
     if isinstance(stated, list) and isinstance(recomputed, list):
-        return len(stated) != len(recomputed) or any(differs(a, b) for a, b in zip(stated, recomputed))
+        return len(stated) != len(recomputed) or any(differs(a, b) for a, b in zip(stated, recomputed, strict=True))
     return stated != recomputed
 
 

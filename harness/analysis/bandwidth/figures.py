@@ -297,7 +297,7 @@ def differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return abs(stated - computed) > rel * max(abs(stated), abs(computed), 1e-12)
     if isinstance(stated, list) and isinstance(computed, list):
-        return len(stated) != len(computed) or any(differs(a, b, rel) for a, b in zip(stated, computed))
+        return len(stated) != len(computed) or any(differs(a, b, rel) for a, b in zip(stated, computed, strict=True))
     if isinstance(stated, dict) and isinstance(computed, dict):
         return stated.keys() != computed.keys() or any(differs(stated[k], computed[k], rel) for k in stated)
     return stated != computed

@@ -274,7 +274,7 @@ def _differences(path: str, stated: Any, again: Any) -> list[str]:
         return [line for key in sorted(set(stated) | set(again))
                 for line in _differences(f"{path}.{key}", stated.get(key), again.get(key))]
     if isinstance(stated, list) and isinstance(again, list) and len(stated) == len(again):
-        return [line for i, (a, b) in enumerate(zip(stated, again)) for line in _differences(f"{path}[{i}]", a, b)]
+        return [line for i, (a, b) in enumerate(zip(stated, again, strict=True)) for line in _differences(f"{path}[{i}]", a, b)]
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (stated, again))
     if numbers and math.isclose(stated, again, rel_tol=REL_TOL, abs_tol=1e-12):
         return []

@@ -65,7 +65,7 @@ def _times(samples: Sequence[dict[str, Any]]) -> list[float] | None:
     """The samples' t_s when they are numbers in non-decreasing order, else None (once per sample list
     while a bundle is checked: harness/analysis/memo.py)."""
     times = [s["t_s"] for s in samples]
-    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:]))
+    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:], strict=False))
     return times if ordered else None
 
 

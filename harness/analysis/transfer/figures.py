@@ -224,7 +224,7 @@ def _differs(stated: Any, computed: Any) -> bool:
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return not math.isclose(stated, computed, rel_tol=REL_TOL, abs_tol=1e-15)
     if isinstance(stated, list) and isinstance(computed, list):
-        return len(stated) != len(computed) or any(_differs(a, b) for a, b in zip(stated, computed))
+        return len(stated) != len(computed) or any(_differs(a, b) for a, b in zip(stated, computed, strict=True))
     if isinstance(stated, dict) and isinstance(computed, dict):
         return set(stated) != set(computed) or any(_differs(stated[k], computed[k]) for k in stated)
     return stated != computed
@@ -271,7 +271,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         computed = group_figures(group, figures)
         _compare(found, f"group {group['id']}", [("total_plateau_gbps", group["total_plateau_gbps"],
                                                    computed["total_plateau_gbps"])])
-        for stated, again in zip(group["per_size"], computed["per_size"]):
+        for stated, again in zip(group["per_size"], computed["per_size"], strict=True):
             _compare(found, f"group {group['id']} {stated['bytes']} B", [
                 ("total_gbps", stated["total_gbps"], again["total_gbps"]), ("overlap", stated["overlap"], again["overlap"])])
     for name, rule in (("link_checks", link_checks), ("p2p_checks", p2p_checks)):

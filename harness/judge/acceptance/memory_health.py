@@ -60,7 +60,7 @@ def _sum_counts(documents, keys) -> tuple[int | None, list[str]]:
                 return None, parts
             total = max(total, int(sum(values)))
             parts.append(f"GPU{device.get('nvml_index')} {step}: " + ", ".join(
-                f"{k.replace('_', ' ')} {int(v)}" for k, v in zip(keys, values)))
+                f"{k.replace('_', ' ')} {int(v)}" for k, v in zip(keys, values, strict=True)))
     return total, parts
 
 

@@ -316,7 +316,7 @@ def compare(theirs: BundleView, mine: BundleView, figures: Figures, fields: Fiel
     all_fields = [*fields, *(("", f) for f in (*environment.HOST, *environment.RUN))]
     side_by_side = tuple(FieldResult(declared.section, declared.name, a, b, declared.explains)
                          for (_, declared), a, b in zip(all_fields, read_fields(facts_theirs, all_fields),
-                                                       read_fields(facts_mine, all_fields)))
+                                                       read_fields(facts_mine, all_fields), strict=True))
     differ = [f for f in side_by_side if not f.same and f.explains]
     explained = tuple(_likely(r, differ) for r in results)
     return Judgement(id_theirs, id_mine, explained, side_by_side, model, tuple(notes), dict(unhonoured or {}))

@@ -47,9 +47,9 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
         name = f"{label}{line['index']}"
         axes[0].plot(line["t_s"], line["tflops"], color=colour, marker=".", label=name)
         for ax, key in ((axes[1], "sm_clock_mhz"), (axes[2], "power_w")):
-            known = [(t, v) for t, v in zip(line["t_s"], line[key]) if v is not None]
+            known = [(t, v) for t, v in zip(line["t_s"], line[key], strict=False) if v is not None]
             if known:
-                ax.plot(*zip(*known), color=colour, marker=".", label=name)
+                ax.plot(*zip(*known, strict=True), color=colour, marker=".", label=name)
         _marks(axes, head, colour, name)
     if lines:
         half = lines[0]["t_s"][len(lines[0]["t_s"]) // 2]

@@ -338,7 +338,7 @@ class Run:
         started = None
         shapes = sweep.shapes
         what = "GEMM" if sweep.dtype == self.args.dtype else f"{sweep.dtype} GEMM (dtype check)"
-        for shape, prediction in zip(shapes, sweep.predictions):
+        for shape, prediction in zip(shapes, sweep.predictions, strict=True):
             progress(self.done, self.total, f"{sweep.dtype} {shape.label}")
             self.done += 1
             entry: dict[str, Any] = {"label": shape.label}

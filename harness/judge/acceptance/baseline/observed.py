@@ -105,7 +105,7 @@ def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[
     digests: dict[str, Any] = {}
     notes: list[str] = []
     groups: dict[str, dict[str, dict[str, Any]]] = {}
-    for observed, name in zip(inputs, names):
+    for observed, name in zip(inputs, names, strict=True):
         for who, record in observed.stress.items():
             key = json.dumps(stress_conditions(record), sort_keys=True)
             groups.setdefault(key, {})[f"{name} {who}"] = record
@@ -124,7 +124,7 @@ def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[
     if stress:
         digests["stress"] = stress
     outputs: dict[tuple[str, str], dict[str, str]] = {}
-    for observed, name in zip(inputs, names):
+    for observed, name in zip(inputs, names, strict=True):
         for key, digest in observed.precision.items():
             outputs.setdefault(key, {})[name] = digest
     expected: dict[str, dict[str, str]] = {}
