@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.stress.figures import headlines  # noqa: E402
+from harness.analysis.stress.figures import headlines
 
 GPU_BURN_OPS_PER_MUL = 1100048498688
 OURS_PER_MUL = 2 * 8192**3

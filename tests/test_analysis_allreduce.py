@@ -159,7 +159,7 @@ def test_gap_explanation_uses_topology_transports_and_pcie():
     normal = synthetic_run(world=2, beta=300e9)
     control = synthetic_run(world=2, curve="p2p_disabled", alpha=40e-6, beta=20e9)
     gap = ar.p2p_gap(normal, control)
-    assert gap["busbw_ratio"] == pytest.approx(((40e-6 + 2**30 / 20e9) / (20e-6 + 2**30 / 300e9)))
+    assert gap["busbw_ratio"] == pytest.approx((40e-6 + 2**30 / 20e9) / (20e-6 + 2**30 / 300e9))
     explained = ar.explain_gap(gap, {"kinds": ["NV18"]},
                                {"normal": ["P2P/CUMEM/read"], "p2p_disabled": ["SHM/direct/direct"]},
                                {"generation": 5, "width": 16})

@@ -153,7 +153,7 @@ class HubSource:
         try:
             path = huggingface_hub.hf_hub_download(wanted.repo_id, wanted.file, revision=wanted.revision,
                                                    local_dir=scratch)
-        except Exception as exc:  # noqa: BLE001 - no network, no repo, no revision: all reported
+        except Exception as exc:  # no network, no repo, no revision: all reported
             shutil.rmtree(scratch, ignore_errors=True)
             raise SourceUnavailable(f"hf_hub_download failed: {type(exc).__name__}: "
                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc

@@ -45,7 +45,10 @@ def _dict_difference(a: dict, b: dict, key: str) -> tuple[str, str]:
     keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
     shown, more = keys[:SHOWN_KEYS], len(keys) - SHOWN_KEYS
     tail = f"; … {more} more differ" if more > 0 else ""
-    side = lambda d: "; ".join(f"{k}: {cell(d.get(k), key)}" for k in shown) + tail  # noqa: E731
+
+    def side(d: dict) -> str:
+        return "; ".join(f"{k}: {cell(d.get(k), key)}" for k in shown) + tail
+
     return f"{len(keys)} of {len(set(a) | set(b))} differ: {side(a)}", side(b)
 
 

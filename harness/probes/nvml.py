@@ -93,7 +93,7 @@ def processes(pynvml: Any, handle: Any) -> Any:
                          ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
         try:
             entries = getattr(pynvml, getter)(handle)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - NVML's refusal is recorded, the other kind is still read
             errors.append(f"{kind}: {type(exc).__name__}: {exc}")
             continue
         for entry in entries:

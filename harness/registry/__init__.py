@@ -16,7 +16,7 @@ import importlib
 import importlib.util
 from collections.abc import Iterable
 from types import ModuleType
-from typing import Callable
+from collections.abc import Callable
 
 from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion

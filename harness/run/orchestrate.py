@@ -266,7 +266,7 @@ def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Pa
         destination = bundle_path(options, record)
         bundle = assemble(record, key)
         return write_atomically(bundle, destination)
-    except Exception as exc:  # noqa: BLE001 - whatever failed, the measurements are kept (not on Ctrl-C)
+    except Exception as exc:  # whatever failed, the measurements are kept (not on Ctrl-C)
         if isinstance(exc, OSError):
             why = exc.strerror or str(exc)
         else:

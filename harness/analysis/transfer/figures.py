@@ -167,7 +167,7 @@ def comparisons(document: dict[str, Any], figures: dict[str, dict[str, Any]]) ->
 def link_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for gpu in document.get("gpus", []):
-        rates: dict[str, float | None] = {d: None for d in SHORT}
+        rates: dict[str, float | None] = dict.fromkeys(SHORT)
         for s in document.get("series", []):
             if (s["gpu"] == gpu["torch_index"] and s["direction"] in SHORT and s["memory"] == "pinned"
                     and s["concurrency"] == "alone" and s.get("numa_placement", "default") == "default"):

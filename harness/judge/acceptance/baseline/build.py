@@ -222,7 +222,7 @@ def _inherit_shares(thresholds: dict[str, Any], catalogue_block: dict[str, Any])
     for key, parts in PER_PART_SHARES.items():
         inherited = catalogue_block.get(key)
         if isinstance(inherited, (int, float)) and not isinstance(inherited, bool):
-            inherited = {part: inherited for part in parts}
+            inherited = dict.fromkeys(parts, inherited)
         if not isinstance(inherited, dict) or not inherited:
             continue
         mine = thresholds.get(key) or {}
