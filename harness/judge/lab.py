@@ -39,17 +39,17 @@ def result(name: str, title: str, verdict: Verdict, findings: list[str], steps: 
                    steps=steps)]
 
 
-def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any] | None, Verdict | None, list[str]]:
-    """The step's figures, or the verdict and the finding to give when they do not exist."""
+def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any], Verdict | None, list[str]]:
+    """The step's figures, or (no figures) the verdict and the finding to give when they do not exist."""
     status = facts.status(step)
     if status != StepStatus.COMPLETED:
         entry = facts.view.step(step) or {}
         why = entry.get("why") or "the step is not in this run"
         verdict = Verdict.FAIL if status == StepStatus.FAILED else Verdict.INCOMPLETE
-        return None, verdict, [f"{step} {status.replace('_', ' ')}: {why}"]
+        return {}, verdict, [f"{step} {status.replace('_', ' ')}: {why}"]
     figures = facts.view.figures(step)
     if figures.values is None:
-        return None, Verdict.FAIL, [f"{step}: headline figures could not be recomputed: {figures.error}"]
+        return {}, Verdict.FAIL, [f"{step}: headline figures could not be recomputed: {figures.error}"]
     return figures.values, None, []
 
 

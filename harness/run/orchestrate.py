@@ -65,8 +65,8 @@ def probe_missing(runner: Runner, probe: str) -> str | None:
 
 
 def _base(step: Step) -> dict[str, Any]:
-    common = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind,
-                  schema=step.schema, analysis=step.analysis, plots=step.plots)
+    common: dict[str, Any] = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind,
+                                  schema=step.schema, analysis=step.analysis, plots=step.plots)
     if isinstance(step, ProbeStep):
         common["probe"] = step.probe
     else:
@@ -127,8 +127,8 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         title = step.title if attempt == 1 else f"{step.title} (attempt {attempt} of {retest + 1})"
         display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
         outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line), schema=step.schema)
-        extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
-                     attempts=tuple(earlier))
+        extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
+                                     attempts=tuple(earlier))
         if isinstance(outcome, Completed):
             state.add(step.step, outcome.document, step.analysis)
             display.end(step.step, COMPLETED if attempt == 1 else f"completed on attempt {attempt} of {retest + 1}",

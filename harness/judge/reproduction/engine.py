@@ -249,13 +249,14 @@ class _Judge:
         row = t or m
         assert row is not None
         kind = _kind(t, m)
-        base = dict(probe=row.probe, figure=row.figure, name=row.name, unit=row.unit, kind=kind,
-                    theirs=t.value if t else None, mine=m.value if m else None,
-                    theirs_spread=t.spread if t else None, mine_spread=m.spread if m else None)
+        base: dict[str, Any] = dict(probe=row.probe, figure=row.figure, name=row.name, unit=row.unit, kind=kind,
+                                    theirs=t.value if t else None, mine=m.value if m else None,
+                                    theirs_spread=t.spread if t else None, mine_spread=m.spread if m else None)
         skip = self._not_comparable(t, m, kind, row)
         if skip:
             return FigureResult(**base, tolerance=None, tolerance_source="", measured=None, noisy=False,
                                 verdict=Verdict.SKIP, why=skip)
+        assert t is not None and m is not None  # _not_comparable gives a reason when either is missing
         noise = self.model.noise(t.noise, kind)
         if kind in EQUAL_KINDS:
             same = _canonical(t.value) == _canonical(m.value)
