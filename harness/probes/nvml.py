@@ -72,8 +72,8 @@ def handle_by_uuid(nvml: NvmlSession, uuid: str) -> Any:
             uuids[index] = found.decode() if isinstance(found, bytes) else found
     except Exception as exc:  # noqa: BLE001 - NVML's own error is the reason
         return unavailable(describe_exception(exc))
-    index = nvml_index_by_uuid(uuid, uuids)
-    return handles[index] if index is not None else unavailable(f"no NVML device has torch's UUID {uuid!r}")
+    at = nvml_index_by_uuid(uuid, uuids)
+    return handles[at] if at is not None else unavailable(f"no NVML device has torch's UUID {uuid!r}")
 
 
 def _nvml_init_reason(exc: Exception) -> str:

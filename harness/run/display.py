@@ -13,10 +13,12 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
+from types import TracebackType
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn,
+                           TimeElapsedColumn)
 
 PROGRESS_PREFIX = "##progress "
 
@@ -51,15 +53,16 @@ class RunDisplay:
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("{task.fields[what]}"),
                                  TimeElapsedColumn(), console=self.console, disable=not self.live)
-        self._task = None
+        self._task: TaskID | None = None
         self._index = 0
 
     def __enter__(self) -> RunDisplay:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.progress.__exit__(kind, exc, trace)
 
     def _say(self, text: str) -> None:
         if self.live:

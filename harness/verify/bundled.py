@@ -26,7 +26,8 @@ def _used(view: BundleView) -> list[str]:
 
 
 def _made_by(view: BundleView) -> str:
-    tool = view.commands.get("tool") if isinstance(view.commands.get("tool"), dict) else {}
+    tool = view.commands.get("tool")
+    tool = tool if isinstance(tool, dict) else {}
     commit = tool.get("git_commit")
     commit = commit[:12] if isinstance(commit, str) else "unknown commit"
     return f"rig-dossier {tool.get('version')} ({commit})"

@@ -146,7 +146,8 @@ def sweep_discrepancies(document: dict[str, Any]) -> list[str]:
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
     """Where the document's stated figures differ from the recomputation from per-call times."""
-    element_bytes = ELEMENT_BYTES.get(document.get("dtype"), 4)
+    dtype = document.get("dtype")
+    element_bytes = ELEMENT_BYTES[dtype] if dtype in ELEMENT_BYTES else 4
     found = sweep_discrepancies(document)
     for run in document.get("runs", []):
         found += run_discrepancies(run, element_bytes)

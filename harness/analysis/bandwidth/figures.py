@@ -221,7 +221,8 @@ def _other_processes(samples: Sequence[dict[str, Any]], own_pids: Sequence[int])
         for proc in s["processes"]:
             if proc["pid"] in own_pids:
                 continue
-            name = proc.get("name") if isinstance(proc.get("name"), str) else "name not visible"
+            name = proc.get("name")
+            name = name if isinstance(name, str) else "name not visible"
             used = proc.get("used_memory_mib")
             seen[proc["pid"]] = f"pid {proc['pid']} ({name}" + (
                 f", {used:g} MiB)" if isinstance(used, (int, float)) else ")")

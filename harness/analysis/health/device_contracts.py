@@ -201,7 +201,7 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, "one GPU: no NVLink peers", remedy)
     down, up, unsupported = [], [], []
     for d in devices:
-        links = d.get("nvlink")
+        links = d["nvlink"]  # every device record has it (harness/probes/devices.py)
         if unavailable_reason(links):
             unsupported.append(f"{label(d)}: {unavailable_reason(links)}")
             continue

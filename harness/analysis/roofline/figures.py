@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness import catalogue
 from harness.analysis import timing
@@ -24,7 +24,7 @@ from harness.analysis.roofline import model as rl
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

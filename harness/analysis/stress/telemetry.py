@@ -12,7 +12,7 @@ import bisect
 import functools
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from harness import catalogue
 from harness.analysis.clock_events import decode_clock_event_reasons
@@ -72,7 +72,7 @@ def _times(samples: Sequence[dict[str, Any]]) -> list[float] | None:
 def values(samples: Sequence[dict[str, Any]], key: str) -> list[float]:
     found = [s.get(key) for s in samples]
     if set(map(type, found)) <= _NUMBERS:  # every sample has a number (not a bool): the common case, at C speed
-        return found
+        return cast(list[float], found)  # the type test just above is the proof
     return [v for v in map(number, found) if v is not None]
 
 

@@ -52,7 +52,8 @@ def group_figures(group: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
     for entry in group["per_size"]:
         rates = [next((p["gbps"] for p in figures[m]["points"] if p["bytes"] == entry["bytes"]), None)
                  for m in group["members"]]
-        total = sum(rates) if all(r is not None for r in rates) else None
+        known = [r for r in rates if r is not None]
+        total = sum(known) if len(known) == len(rates) else None
         per_size.append({"bytes": entry["bytes"], "total_gbps": total, "overlap": _overlap(group, entry)})
     plateaus = [figures[m]["plateau"]["gbps"] for m in group["members"]]
     total_plateau = sum(plateaus) if all(p is not None for p in plateaus) else None
@@ -190,7 +191,7 @@ def p2p_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
         peers = [figures[s["id"]] for s in document.get("series", [])
                  if s["direction"] == "device_to_device_peer" and s["concurrency"] == "alone"
                  and {s["src_gpu"], s["dst_gpu"]} == {a, b}]
-        rates = [_rate(f) for f in peers if _rate(f) is not None]
+        rates = [r for r in map(_rate, peers) if r is not None]
         ceiling = next((f["link"]["ceiling_gbps"] for f in peers if f["link"]["kind"] == "nvlink"), None)
         out.append(links.check_pair(a, b, pair_cell(document, a, b), pair_access, status,
                                     min(rates) if rates else None, ceiling))

@@ -24,7 +24,8 @@ def _host(facts: BundleFacts) -> dict[str, Any]:
 
 def _tool(facts: BundleFacts) -> str:
     """The harness version and its git commit (or that it is unknown)."""
-    tool = facts.view.commands.get("tool") if isinstance(facts.view.commands.get("tool"), dict) else {}
+    tool = facts.view.commands.get("tool")
+    tool = tool if isinstance(tool, dict) else {}
     commit = tool.get("git_commit")
     return f"{tool.get('version')} ({'git ' + commit[:12] if isinstance(commit, str) else 'git commit unknown'})"
 

@@ -139,11 +139,12 @@ def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict
         raise UsageError(f"the bundles are of more than one SKU ({listed}): a baseline is of one SKU",
                          hint="make one baseline per SKU, from that SKU's bundles only")
     key = keys.pop()
+    assert key is not None  # an input without a SKU has its sku_problem, refused above
     records = [r for _, rs in found.values() for r in rs]
     ids = sorted({f"{catalogue.normalise_device_id(r['pci_device_id']):#06x}" for r in records
                   if isinstance(r.get("pci_device_id"), (str, int))})
     memory = [r["memory_total_mib"] for r in records if isinstance(r.get("memory_total_mib"), (int, float))]
-    names = sorted({r.get("name") for r in records if isinstance(r.get("name"), str)})
+    names = sorted({r["name"] for r in records if isinstance(r.get("name"), str)})
     identity = {"pci_device_ids": ids, "memory_total_mib": statistics.median(memory) if memory else None,
                 "name": ", ".join(names),
                 "source": f"raw/health.json devices[] of the {len(inputs)} input bundle(s), {len(records)} GPU(s)"}
