@@ -47,7 +47,7 @@ lint: venv
 
 # The mechanical fixes `make lint` asks for: import order, unused noqa, and the formatter's layout.
 reformat: venv
-	$(BIN)/ruff check --fix --select I,RUF100 $(LINTED)
+	$(BIN)/ruff check --fix --fixable I,RUF100 $(LINTED)
 	$(BIN)/ruff format $(LINTED)
 
 # Starts the Docker engine (with a loopback registry and the CPU probe image) and a 3-node Slurm

@@ -4,8 +4,8 @@ report.md links; `dossier verify` renders it again and compares the bytes."""
 
 from __future__ import annotations
 
-from typing import Any
 from collections.abc import Mapping
+from typing import Any
 
 from harness import registry
 
