@@ -51,7 +51,8 @@ def _shown(value: Any) -> str:
 
 
 def _sum_counts(documents, keys) -> tuple[int | None, list[str]]:
-    total, parts = 0, list[str]()
+    total = 0
+    parts: list[str] = []
     for step, doc in documents:
         for device in gpus(doc):
             ecc = device.get("ecc", {})
