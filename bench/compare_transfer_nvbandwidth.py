@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         missed += verdict == "NO"
         compared += verdict in ("yes", "NO")
         no_plateau += verdict == "no plateau"
-        fmt = lambda v: f"{v:.2f}" if v else "-"  # noqa: E731
+        def fmt(v):
+            return f"{v:.2f}" if v else "-"
+
         print(f"| {key} | {test} [{row}][{col}]{'' if not block else f' block {block}'} | {fmt(plateau)} | "
               f"{fmt(at)} | {fmt(theirs)} | {ratio(plateau, theirs)} | {ratio(at, theirs)} | {verdict} |")
     print(f"\n{compared} figure(s) compared: {compared - missed} meet the goal, {missed} under it; "

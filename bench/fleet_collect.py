@@ -36,8 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import fleet_synth  # noqa: E402
-from harness.fleet.node import NodeTask, check_node  # noqa: E402
+from bench import fleet_synth
+from harness.fleet.node import NodeTask, check_node
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = "19000"

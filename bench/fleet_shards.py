@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.fleet_collect import sampled  # noqa: E402
+from bench.fleet_collect import sampled
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = "19000"

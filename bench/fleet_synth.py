@@ -46,17 +46,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import registry  # noqa: E402
-from harness.analysis.bandwidth import figures as bw  # noqa: E402
-from bench.fleet_vary import vary_bandwidth, vary_health_load, vary_roofline, vary_stress, vary_transfer  # noqa: E402
-from harness.bundle import layout  # noqa: E402
-from harness.run.assemble import assemble  # noqa: E402
-from harness.bundle.read import read_all  # noqa: E402
-from harness.fleet.script import FleetSpec, render_node_script, render_sbatch  # noqa: E402
-from harness.run.provenance import tool_info  # noqa: E402
-from harness.run.records import COMPLETED, RunRecord, StepRecord  # noqa: E402
-from harness.runners.interface import ProbeRun  # noqa: E402
-from harness.signing.keys import SigningKey, generate, load_private  # noqa: E402
+from harness import registry
+from harness.analysis.bandwidth import figures as bw
+from bench.fleet_vary import vary_bandwidth, vary_health_load, vary_roofline, vary_stress, vary_transfer
+from harness.bundle import layout
+from harness.run.assemble import assemble
+from harness.bundle.read import read_all
+from harness.fleet.script import FleetSpec, render_node_script, render_sbatch
+from harness.run.provenance import tool_info
+from harness.run.records import COMPLETED, RunRecord, StepRecord
+from harness.runners.interface import ProbeRun
+from harness.signing.keys import SigningKey, generate, load_private
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_BASE = ROOT / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"

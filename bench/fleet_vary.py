@@ -104,7 +104,7 @@ def _restate_fusion(doc: dict[str, Any]) -> None:
         return
     accounting = rl.fusion_accounting(fusion["elements"], fusion["element_bytes"], fusion["unfused_kernels"],
                                       fusion["flops_per_element"])
-    timed = dict(zip(("unfused", "fused"), rf.fusion_medians(fusion)))
+    timed = dict(zip(("unfused", "fused"), rf.fusion_medians(fusion), strict=True))
     rates = {v: {**fusion[v], "median_s": s, "achieved_gbps": accounting[f"{v}_bytes"] / s / 1e9}
              for v, s in timed.items()}
     fusion["comparison"] = rl.fusion_comparison({**fusion, **accounting, **rates}, doc["roofs"]["peak_tflops"],
@@ -177,7 +177,7 @@ def vary_transfer(document: dict[str, Any], factor: float) -> dict[str, Any]:
     for group in doc.get("groups", []):
         again = transfer.group_figures(group, figures)
         group["total_plateau_gbps"] = again["total_plateau_gbps"]
-        for stated, recomputed in zip(group["per_size"], again["per_size"]):
+        for stated, recomputed in zip(group["per_size"], again["per_size"], strict=True):
             stated.update(total_gbps=recomputed["total_gbps"], overlap=recomputed["overlap"])
     for name, rule in (("link_checks", transfer.link_checks), ("p2p_checks", transfer.p2p_checks)):
         if name in doc:

@@ -37,13 +37,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.bundle.read import read_all  # noqa: E402
-from harness.bundle.write import archive_bytes  # noqa: E402
-from harness.judge import engine  # noqa: E402
-from harness.signing.keys import load_private, load_public  # noqa: E402
-from harness.verify import verify_bundle  # noqa: E402
-from tests.bundle_probes import plan as test_plan  # noqa: E402
-from tests.fuzz_support import OPS, Mutation, mutant, verdict  # noqa: E402
+from harness.bundle.read import read_all
+from harness.bundle.write import archive_bytes
+from harness.judge import engine
+from harness.signing.keys import load_private, load_public
+from harness.verify import verify_bundle
+from tests.bundle_probes import plan as test_plan
+from tests.fuzz_support import OPS, Mutation, mutant, verdict
 
 H200 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
 STATE: dict = {}

@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from harness.probes.stress.gemm import GemmPlan, Operands  # noqa: E402
-from harness.probes.stress import GPU_FP8_SHAPE, GPU_SHAPE  # noqa: E402
+from harness.probes.stress.gemm import GemmPlan, Operands
+from harness.probes.stress import GPU_FP8_SHAPE, GPU_SHAPE
 
 
 def repeatability(dtype: str, iterations: int) -> str:

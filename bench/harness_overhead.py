@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.bundle.read import read_all  # noqa: E402
+from harness.bundle.read import read_all
 
 
 def one_run(work: Path, index: int, extra: list[str]) -> dict:

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.analysis.stress import telemetry as tel  # noqa: E402
-from harness.probes.nvml import NvmlSession  # noqa: E402
-from harness.probes.stress.nvml import Telemetry, power_limit_w  # noqa: E402
+from harness.analysis.stress import telemetry as tel
+from harness.probes.nvml import NvmlSession
+from harness.probes.stress.nvml import Telemetry, power_limit_w
 
 
 def summary_line(label: str, gpu: dict) -> str:

@@ -27,10 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import catalogue  # noqa: E402
-from harness.analysis import repeatability  # noqa: E402
-from harness.verify import verify_and_view  # noqa: E402
-from harness.signing.keys import load_public  # noqa: E402
+from harness import catalogue
+from harness.analysis import repeatability
+from harness.verify import verify_and_view
+from harness.signing.keys import load_public
 
 
 def _commit(tool: dict[str, Any]) -> str:

@@ -33,14 +33,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness import registry  # noqa: E402
-from harness.bundle.read import read_all  # noqa: E402
-from harness.bundle.view import BundleView  # noqa: E402
-from harness.cli import main  # noqa: E402
-from harness.judge.reproduction.engine import compare  # noqa: E402
-from harness.run.assemble import assemble  # noqa: E402
-from harness.signing.keys import generate, load_private, load_public  # noqa: E402
-from harness.verify import verify_bundle  # noqa: E402
+from harness import registry
+from harness.bundle.read import read_all
+from harness.bundle.view import BundleView
+from harness.cli import main
+from harness.judge.reproduction.engine import compare
+from harness.run.assemble import assemble
+from harness.signing.keys import generate, load_private, load_public
+from harness.verify import verify_bundle
 
 FULL = ROOT / "tests" / "fixtures" / "h200" / "dossier-h200-full.tar.gz"
 FULL_PUB = FULL.with_suffix("").with_suffix(".pub")

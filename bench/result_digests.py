@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from harness.analysis.digests import quorum  # noqa: E402
+from harness.analysis.digests import quorum
 
 
 def stress_run() -> dict:

@@ -32,9 +32,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-from harness.probes.roofline import gemms as side  # noqa: E402
+from harness.probes.roofline import gemms as side
 
 SHAPES = {  # label: (dtype, m, n, k); the movers and steady ones
     "square-256": ("bf16", 256, 256, 256),
@@ -73,7 +73,7 @@ class Nvml:
             fields = p.nvmlDeviceGetFieldValues(h, [p.NVML_FI_DEV_POWER_INSTANT])
             if fields[0].nvmlReturn == 0:
                 out["power_instant_w"] = fields[0].value.uiVal / 1000
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - a bench: a failed read is kept as the sample's error
             out["error"] = repr(exc)
         return out
 
@@ -124,7 +124,7 @@ def time_each(call, count: int, first: int = 0) -> list[float]:
         call(first + i)
         ends[i].record()
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends)]
+    return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
 def per_call_timed(call, warmup: int = 5, min_iterations: int = 10, max_iterations: int = 100,

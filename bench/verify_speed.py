@@ -27,14 +27,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.run import provenance  # noqa: E402
-from harness.run.assemble import assemble  # noqa: E402
-from harness.bundle.read import Limits, read_all, read_members  # noqa: E402
-from harness.probes.contract import utc_now  # noqa: E402
-from harness.run.records import FAILED, RunRecord, StepRecord  # noqa: E402
-from harness.runners.interface import ProbeRun  # noqa: E402
-from harness.signing.keys import generate, load_private, load_public  # noqa: E402
-from harness.verify import verify_bundle  # noqa: E402
+from harness.run import provenance
+from harness.run.assemble import assemble
+from harness.bundle.read import Limits, read_all, read_members
+from harness.probes.contract import utc_now
+from harness.run.records import FAILED, RunRecord, StepRecord
+from harness.runners.interface import ProbeRun
+from harness.signing.keys import generate, load_private, load_public
+from harness.verify import verify_bundle
 
 CHUNK_MIB = 64
 

@@ -29,7 +29,7 @@ def _safe_member(name: str) -> str:
 
 def _write_into(root: Path, name: str, files: Mapping[str, bytes], readme: str) -> Path:
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = Path(tempfile.mkdtemp(prefix=f"{name}-{stamp}-", dir=root))
     for member, data in files.items():
         target = folder / _safe_member(member)

@@ -31,7 +31,7 @@ from referencing import Registry, Resource
 try:  # the fast path; without it every document takes the pure-Python walk (same verdicts)
     import jsonschema_rs
 except ImportError:  # pragma: no cover - a dependency, but never a reason to refuse to validate
-    jsonschema_rs = None
+    jsonschema_rs = None  # type: ignore[assignment]  # the name stays bound: None says the fast path is absent
 
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 SUFFIX = ".schema.json"

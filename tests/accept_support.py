@@ -70,7 +70,7 @@ def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), s
     """
     sweep_values = {size: gbps * scale for size, gbps in h200_copy_sweep()}
     sweep = [_point(size, gbps) for size, gbps in sorted(sweep_values.items())]
-    runs = [_point(size, sweep_values[size] * scale) for size, scale in zip(H200_REPEAT_SIZES_MIB, repeat_scale)]
+    runs = [_point(size, sweep_values[size] * scale) for size, scale in zip(H200_REPEAT_SIZES_MIB, repeat_scale, strict=True)]
     medians = [r["median_gbps"] for r in runs]
     spread = bw.spread(medians)
     agree = bw.repeats_agree(spread)

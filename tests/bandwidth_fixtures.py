@@ -32,7 +32,7 @@ def h200_copy_sweep() -> list[tuple[float, float]]:
         unit = 1024 if "GiB" in cells[1] else 1
         values = re.findall(r"(\d+) GB/s|(\d+)(?= /)", cells[2])
         values = [int(a or b) for a, b in values]
-        points += [(float(s) * unit, float(v)) for s, v in zip(sizes, values)]
+        points += [(float(s) * unit, float(v)) for s, v in zip(sizes, values, strict=True)]
     return points
 
 

@@ -84,7 +84,10 @@ class CapturedNvml:
 
 def nvml_fields(name: str = "nvml-fields.idle.json") -> CapturedNvml:
     f = json.loads((FIXTURES / name).read_text())
-    value = lambda v: recorded_error(v) if isinstance(v, str) and v.startswith("ERR ") else v  # noqa: E731
+
+    def value(v):
+        return recorded_error(v) if isinstance(v, str) and v.startswith("ERR ") else v
+
     answers: dict[str, Any] = {
         "nvmlSystemGetDriverVersion": f["driver"], "nvmlSystemGetNVMLVersion": f["nvml"],
         "nvmlSystemGetCudaDriverVersion": f["cuda_driver"], "nvmlDeviceGetCount": f["count"],
@@ -135,11 +138,21 @@ def _number(text: str) -> float:
 def nvidia_smi_xml(name: str = "nvidia-smi-q.idle.xml") -> CapturedNvml:
     root = ET.parse(FIXTURES / name).getroot()
     gpu = root.find("gpu")
-    g = lambda path: gpu.findtext(path).strip()  # noqa: E731
-    i = lambda path: int(_number(g(path)))  # noqa: E731
-    mib_bytes = lambda path: i(path) * 2**20  # noqa: E731
-    mw = lambda path: round(_number(g(path)) * 1000)  # noqa: E731
-    on = lambda path: int(g(path) in ("Enabled", "Yes"))  # noqa: E731
+
+    def g(path):
+        return gpu.findtext(path).strip()
+
+    def i(path):
+        return int(_number(g(path)))
+
+    def mib_bytes(path):
+        return i(path) * 2**20
+
+    def mw(path):
+        return round(_number(g(path)) * 1000)
+
+    def on(path):
+        return int(g(path) in ("Enabled", "Yes"))
 
     def ecc(kind: str) -> tuple[int, int]:
         e = f"ecc_errors/{kind}/"
@@ -218,9 +231,9 @@ def document(nvml: CapturedNvml, harness_pids: list[int], mode: str = "idle",
         "probe": "health", "contract_version": 1, "argv": [] if mode == "idle" else ["--under-load", "8"],
         "started_at": "2026-11-29T14:22:05.000000Z", "finished_at": "2026-11-29T14:22:06.000000Z",
         "mode": mode, "harness_pids": harness_pids, "cuda_visible_devices": None, "cuda_device_order": None,
-        "host": {k: not_recorded for k in ("hostname", "kernel_release", "kernel_version", "machine", "os",
-                                           "cpu_model", "cpu_count_logical", "cpu_count_usable",
-                                           "memory_total_mib", "python_executable")}
+        "host": dict.fromkeys(("hostname", "kernel_release", "kernel_version", "machine", "os", "cpu_model",
+                               "cpu_count_logical", "cpu_count_usable", "memory_total_mib", "python_executable"),
+                              not_recorded)
         | {"python_version": "3.12.3", "python_implementation": "CPython",
            "container": {"dockerenv": False, "containerenv": False, "cgroup": not_recorded,
                          "cgroup_runtime_words": [], "pid_namespace": not_recorded},

@@ -33,8 +33,8 @@ def independent_alpha_beta(sizes, times_s):
     """The same weighted least squares written another way, for checking the harness's fit: minimise
     sum((1 - alpha/t - (1/beta) s/t)^2), a two-variable fit through the origin solved by Cramer's rule.
     Returns (alpha_s, beta_bytes_per_s)."""
-    u, v = [1 / t for t in times_s], [s / t for s, t in zip(sizes, times_s)]
-    suu, svv, suv = sum(x * x for x in u), sum(x * x for x in v), sum(a * b for a, b in zip(u, v))
+    u, v = [1 / t for t in times_s], [s / t for s, t in zip(sizes, times_s, strict=True)]
+    suu, svv, suv = sum(x * x for x in u), sum(x * x for x in v), sum(a * b for a, b in zip(u, v, strict=True))
     det = suu * svv - suv * suv
     alpha = (sum(u) * svv - sum(v) * suv) / det
     inverse_beta = (suu * sum(v) - suv * sum(u)) / det
@@ -159,7 +159,7 @@ def test_gap_explanation_uses_topology_transports_and_pcie():
     normal = synthetic_run(world=2, beta=300e9)
     control = synthetic_run(world=2, curve="p2p_disabled", alpha=40e-6, beta=20e9)
     gap = ar.p2p_gap(normal, control)
-    assert gap["busbw_ratio"] == pytest.approx(((40e-6 + 2**30 / 20e9) / (20e-6 + 2**30 / 300e9)))
+    assert gap["busbw_ratio"] == pytest.approx((40e-6 + 2**30 / 20e9) / (20e-6 + 2**30 / 300e9))
     explained = ar.explain_gap(gap, {"kinds": ["NV18"]},
                                {"normal": ["P2P/CUMEM/read"], "p2p_disabled": ["SHM/direct/direct"]},
                                {"generation": 5, "width": 16})

@@ -56,9 +56,9 @@ class FakeSampler:
 class FakeNvml:
     ok = True
 
-    class pynvml:  # noqa: N801 - mimics the module
+    class pynvml:  # mimics the module
         @staticmethod
-        def nvmlDeviceGetEnforcedPowerLimit(handle):  # noqa: N802
+        def nvmlDeviceGetEnforcedPowerLimit(handle):
             return 700000
 
 

@@ -1,7 +1,6 @@
 """The bandwidth probe end to end on the CPU, its sizing and its usage errors, through the CLI."""
 
 import json
-from pathlib import Path
 
 import pytest
 

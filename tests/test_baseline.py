@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench import fleet_synth
-from harness import catalogue, registry
+from harness import registry
 from harness.analysis.verdict import Verdict
 from harness.run.assemble import unsigned_files
 from harness.bundle.view import BundleView

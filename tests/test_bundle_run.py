@@ -17,13 +17,13 @@ from harness.run import orchestrate as dossier
 from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
 from harness.runners.local import LocalRunner
 from tests.bundle_probes import plan as test_plan
-from tests.bundle_support import collect_test_plan, make_key, quiet_display, tick_modules  # noqa: F401
+from tests.bundle_support import collect_test_plan, make_key, quiet_display, tick_modules  # noqa: F401 - a pytest fixture, requested by name
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
-def recorded(tmp_path, tick_modules):  # noqa: F811
+def recorded(tmp_path, tick_modules):  # noqa: F811 - the fixture imported above
     return collect_test_plan(tmp_path)
 
 
@@ -66,7 +66,7 @@ def _write(recorded, key, tmp_path):
     return write_atomically(assemble(recorded, key), tmp_path / "out" / "b.tar.gz")
 
 
-def test_a_crash_while_assembling_or_writing_leaves_no_bundle(tmp_path, monkeypatch, tick_modules):  # noqa: F811
+def test_a_crash_while_assembling_or_writing_leaves_no_bundle(tmp_path, monkeypatch, tick_modules):  # noqa: F811 - the fixture imported above
     key, _ = make_key(tmp_path / "k")
     options = RunOptions(output_dir=tmp_path / "out", name="crashed")
     runner = LocalRunner(package=test_plan.PACKAGE)

@@ -18,7 +18,7 @@ from harness.run.outcome import judge
 from harness.runners.local import LocalRunner
 from harness.signing.keys import load_public
 from tests.bundle_probes import plan as test_plan
-from tests.bundle_support import make_key, tick_modules  # noqa: F401
+from tests.bundle_support import make_key, tick_modules  # noqa: F401 - a pytest fixture, requested by name
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "tests/fixtures/h200/dossier-h200.tar.gz"
@@ -84,7 +84,7 @@ def test_a_read_only_folder_is_refused_before_the_work(tmp_path, monkeypatch, ca
 # --- nothing measured is lost ---------------------------------------------------------------
 
 @pytest.fixture
-def test_plan_run(monkeypatch, tmp_path, tick_modules):  # noqa: F811
+def test_plan_run(monkeypatch, tmp_path, tick_modules):  # noqa: F811 - the fixture imported above
     """`dossier run` of the test-only plan (one real tick probe), recovery folders under tmp_path."""
     monkeypatch.setenv("DOSSIER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(run, "lab_plan", lambda: test_plan.PLAN[:1])

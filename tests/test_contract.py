@@ -5,7 +5,7 @@ import json
 import pytest
 
 from harness.probes.contract import attempt, unavailable
-from harness.run.outcome import Completed, Failed, judge
+from harness.run.outcome import Failed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
 

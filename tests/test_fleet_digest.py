@@ -31,13 +31,13 @@ GROUP, OTHER_GROUP = f"{STACK}; {CALL}", f"{OTHER_STACK}; {CALL}"  # the nodes a
 
 def table(values, stacks):
     nodes = {n: {"stress_result_digest": v} for n, v in values.items()}
-    return fleet.build_table(nodes, {"stress_result_digest": fleet.DIGEST}, {n: "h200-sxm-141gb" for n in values},
+    return fleet.build_table(nodes, {"stress_result_digest": fleet.DIGEST}, dict.fromkeys(values, "h200-sxm-141gb"),
                              stacks)["stress_result_digest"]["groups"]["h200-sxm-141gb"]
 
 
 def test_a_node_unlike_its_stack_is_possible_silent_data_corruption():
     values = {"n1": GOOD, "n2": GOOD, "n3": BAD, "n4": GOOD, "n5": {"unavailable": "no stress step"}}
-    rows = table(values, {n: STACK for n in values})
+    rows = table(values, dict.fromkeys(values, STACK))
     assert [n for n, r in rows["nodes"].items() if r["flagged"]] == ["n3"]
     assert rows["nodes"]["n3"]["why"].startswith(f"possible silent data corruption: result digest {BAD} where 3 of 4")
     assert rows["stacks"][GROUP] == {"usual": GOOD, "counts": {GOOD: 3, BAD: 1}, "measured_nodes": 4}

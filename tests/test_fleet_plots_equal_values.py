@@ -5,9 +5,9 @@ bundle hit "Too many bins for data range" and, before the guard, lost the fleet 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from harness.fleet import plots  # noqa: E402
+from harness.fleet import plots
 
 
 def rows(values):

@@ -132,8 +132,8 @@ def test_a_node_made_slow_for_real_is_flagged_as_the_outlier(slow_fleet):
     # What made it slow is on record: the per-node hook in the job, the variable in n2's own bundle.
     with tarfile.open(bundle) as tar:
         node_script = tar.extractfile("job/node.sh").read().decode()
-        inner = tarfile.open(fileobj=io.BytesIO(tar.extractfile("nodes/n2.tar.gz").read()))
-        environment = json.dumps(json.load(inner.extractfile("environment.json")))
+        with tarfile.open(fileobj=io.BytesIO(tar.extractfile("nodes/n2.tar.gz").read())) as inner:
+            environment = json.dumps(json.load(inner.extractfile("environment.json")))
     assert "n2) export OMP_NUM_THREADS=1; PREFIX=(taskset -c 1 " in node_script
     assert "throttle.py --share 0.15" in node_script and '"OMP_NUM_THREADS": "1"' in environment
 

@@ -109,11 +109,11 @@ def test_cli_exits_1_naming_the_failed_check(tmp_path, capsys):
 
 def test_cli_refuses_swapped_or_invalid_documents(tmp_path, capsys):
     idle, load = recorded_pair("nvidia-smi-q")
-    i, l = write(tmp_path, "i.json", idle), write(tmp_path, "l.json", load)
-    assert main(["health-diff", str(l), str(i)]) == 2
+    idle_path, load_path = write(tmp_path, "i.json", idle), write(tmp_path, "l.json", load)
+    assert main(["health-diff", str(load_path), str(idle_path)]) == 2
     bad = write(tmp_path, "bad.json", {"probe": "health"})
-    assert main(["health-diff", str(i), str(bad)]) == 2
-    assert main(["health-diff", str(i), str(tmp_path / "missing.json")]) == 2  # unreadable input: usage
+    assert main(["health-diff", str(idle_path), str(bad)]) == 2
+    assert main(["health-diff", str(idle_path), str(tmp_path / "missing.json")]) == 2  # unreadable input: usage
     assert "not a valid health.json" in capsys.readouterr().err
 
 

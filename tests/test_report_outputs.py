@@ -109,7 +109,7 @@ def test_roofline_labels_overlap_no_label_and_no_point(name, document):
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     ax = fig.axes[0]
-    labels = [t for t in ax.texts]
+    labels = list(ax.texts)
     points = roofline_plot.points(document)
     assert sorted(t.get_text() for t in labels) == sorted(p["label"] for p in points)
     boxes = [Text.get_window_extent(t, renderer) for t in labels]  # the text alone, not its leader line

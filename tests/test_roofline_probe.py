@@ -156,7 +156,7 @@ def test_plot_is_written_non_empty_and_deterministic(document, tmp_path):
     first = plot.render(document, tmp_path / "a" / "roofline")
     second = plot.render(document, tmp_path / "b" / "roofline")
     assert [p.suffix for p in first] == [".png", ".svg"]
-    for a, b in zip(first, second):
+    for a, b in zip(first, second, strict=True):
         assert a.stat().st_size > 10_000 and a.read_bytes() == b.read_bytes()
     labelled = [p["label"] for p in plot.points(document)]
     measured = [s["label"] for s in document["measurements"]["shapes"] if s["status"] == "measured"]

@@ -94,7 +94,7 @@ def test_the_timer_leaves_the_device_idle_twice_each_burst():
     timer = Bursts(Clock(), timing.GPU_GAP_RATIO)  # the GPU's rule, run on the CPU (the gaps are host sleeps)
     record = timer.measure(lambda i: time.sleep(0.002))
     bursts = [record["warmup"]["seconds"]] + [w["seconds"] for w in record["windows"]]
-    for before, window in zip(bursts, record["windows"]):
+    for before, window in zip(bursts, record["windows"], strict=False):
         assert window["gap_before_s"] >= timing.GPU_GAP_RATIO * before
     assert record["warmup"]["calls"] >= timing.WARMUP_MIN_CALLS and len(record["windows"]) == timing.WINDOWS
 

@@ -115,8 +115,6 @@ def test_acceptance_passes_the_h200_run_against_the_catalogue(document):
 
 
 def test_acceptance_fails_the_h200_run_held_to_a_faster_known_good(document):
-    from tests.accept_support import apply_file
-
     profile = apply_file(resolve(SXM), {"sku_id": SXM, "known_good": {"transfer_gbps": {"host_to_device": 64.0}}},
                          "test profile")
     documents = {**h200_documents(), "transfer": document}

@@ -10,7 +10,7 @@ from harness.cli import main
 from tests.accept_support import h200_documents, write_bundle
 from tests.bundle_support import make_key
 
-P, W, F, I, S = Verdict.PASS, Verdict.WARN, Verdict.FAIL, Verdict.INCOMPLETE, Verdict.SKIP
+P, W, F, I, S = Verdict.PASS, Verdict.WARN, Verdict.FAIL, Verdict.INCOMPLETE, Verdict.SKIP  # noqa: E741 - the verdicts' initials, read as truth tables
 
 
 def test_values_are_lowercase_in_json_and_shown_uppercase():

@@ -10,11 +10,11 @@ from harness.verify import verify_bundle
 from harness.bundle.write import archive_bytes, gzip_bytes
 from harness.cli import main
 from harness.signing.keys import load_public
-from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401
+from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401 - a pytest fixture, requested by name
 
 
 @pytest.fixture
-def signed(tmp_path, tick_modules):  # noqa: F811
+def signed(tmp_path, tick_modules):  # noqa: F811 - the fixture imported above
     key, public = make_key(tmp_path / "k")
     path = tmp_path / "clean.tar.gz"
     path.write_bytes(assemble(collect_test_plan(tmp_path), key))

@@ -240,7 +240,6 @@ def on_roof(roof_gbps: float):
 
 
 def test_a_roofline_restated_on_another_roof_fails_against_the_bandwidth_step(signer, tmp_path):
-    from harness.analysis.roofline import model as rl
     from tests.test_h200_bundle import raw
 
     restated = raw("roofline")

@@ -20,7 +20,7 @@ from harness.bundle.read import read_all
 from harness.verify import verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from tests.bundle_support import collect_test_plan, make_key, tick_modules  # noqa: F401
+from tests.bundle_support import collect_test_plan, make_key, tick_modules  # noqa: F401 - a pytest fixture, requested by name
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = [(ROOT / "tests/fixtures/h200/dossier-h200.tar.gz", ROOT / "tests/fixtures/h200/dossier-h200.pub"),
@@ -36,7 +36,7 @@ def documented_example() -> str:
 def run_example(bundle: Path, public: Path) -> str:
     code = documented_example().replace('"dossier.tar.gz", "dossier.pub"', f"{str(bundle)!r}, {str(public)!r}")
     printed = []
-    exec(compile(code, "docs/bundle.md", "exec"), {"print": printed.append})  # noqa: S102 - our own docs
+    exec(compile(code, "docs/bundle.md", "exec"), {"print": printed.append})  # our own docs
     return printed[0]
 
 
@@ -82,7 +82,7 @@ def test_a_changed_payload_fails_here_and_in_securesystemslib(tmp_path):
         run_example(changed, public)
 
 
-def test_a_bundle_this_build_writes_passes_the_documented_check(tmp_path, tick_modules):  # noqa: F811
+def test_a_bundle_this_build_writes_passes_the_documented_check(tmp_path, tick_modules):  # noqa: F811 - the fixture imported above
     key, public = make_key(tmp_path / "k")
     path = tmp_path / "made-here.tar.gz"
     path.write_bytes(assemble(collect_test_plan(tmp_path), key))

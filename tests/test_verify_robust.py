@@ -14,7 +14,7 @@ from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
 from tests.bundle_probes import plan as test_plan
 from tests.bundle_probes import tick_analysis
-from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401
+from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401 - a pytest fixture, requested by name
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def plan_bundle(tmp_path_factory):
 
 
 @pytest.fixture
-def signed(plan_bundle, tick_modules):  # noqa: F811
+def signed(plan_bundle, tick_modules):  # noqa: F811 - the fixture imported above
     return plan_bundle
 
 

@@ -40,7 +40,8 @@ def roof_is_sustained_median(roof_gbps: Any, median_gbps: float) -> bool:
 
 def _completed(steps: list[dict[str, Any]], documents: Mapping[str, Any], analysis: str) -> list[dict[str, Any]]:
     return [s for s in steps if isinstance(s, dict) and s.get("analysis") == analysis
-            and s.get("status") == StepStatus.COMPLETED and isinstance(documents.get(s.get("step")), dict)]
+            and s.get("status") == StepStatus.COMPLETED and s.get("step") in documents
+            and isinstance(documents[s["step"]], dict)]
 
 
 def roofline_roof_discrepancies(steps: list[dict[str, Any]], documents: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -52,7 +53,8 @@ def roofline_roof_discrepancies(steps: list[dict[str, Any]], documents: Mapping[
     found = []
     for step in _completed(steps, documents, "roofline"):
         document = documents[step["step"]]
-        checks = document.get("dtype_checks") if isinstance(document.get("dtype_checks"), list) else []
+        checks = document.get("dtype_checks")
+        checks = checks if isinstance(checks, list) else []
         for where, part in [("", document)] + [(f"dtype_checks[{c.get('dtype')}].", c) for c in checks
                                                if isinstance(c, dict)]:
             roof = (part.get("roofs") or {}).get("bandwidth_gbps")
@@ -72,8 +74,8 @@ def device_discrepancies(steps: list[dict[str, Any]], documents: Mapping[str, An
     sku = bandwidth_checks.identified_sku(documents["bandwidth"])
     if sku is None:
         return []
-    known = {health.recomputed_sku(d) for s in listed for d in documents[s["step"]].get("devices") or []
-             if isinstance(d, dict)} - {None}
+    known = {sku_id for s in listed for d in documents[s["step"]].get("devices") or []
+             if isinstance(d, dict) and (sku_id := health.recomputed_sku(d)) is not None}
     if not known or sku in known:  # health identified no GPU (e.g. NVML failed there): nothing to compare
         return []
     return [(str(measured[0].get("output")), f"device_identity identifies {sku}, a device no health step lists "

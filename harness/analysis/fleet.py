@@ -39,7 +39,7 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 RELATIVE_THRESHOLD = 0.10
 ROBUST_Z_THRESHOLD = 3.5
@@ -58,7 +58,7 @@ RULE_TEXT = (f"nodes are compared within their SKU. Rates, each node against the
              f"flagged when unlike most nodes' (at least {MIN_NODES} measured): possible silent data corruption.")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -101,9 +101,10 @@ def _judge(x: float, median: float, mad: float, enough: bool) -> dict[str, Any]:
     z = MAD_TO_Z * (x - median) / mad if mad else None
     far = ratio is not None and abs(ratio - 1) > RELATIVE_THRESHOLD
     flagged = enough and far and (z is None or abs(z) > ROBUST_Z_THRESHOLD)
-    row = {"value": x, "median_others": _round(median), "ratio_to_others": _round(ratio),
-           "mads_away": _round((x - median) / mad) if mad else None, "robust_z": _round(z), "flagged": flagged}
-    if flagged:
+    row: dict[str, Any] = {"value": x, "median_others": _round(median), "ratio_to_others": _round(ratio),
+                           "mads_away": _round((x - median) / mad) if mad else None, "robust_z": _round(z),
+                           "flagged": flagged}
+    if flagged and ratio is not None:  # (flagged only with a ratio)
         side = "below" if x < median else "above"
         row["why"] = (f"{abs(ratio - 1) * 100:.1f} % {side} the other nodes' median {median:.4g}"
                       + (f", {abs(x - median) / mad:.1f} MADs away (robust z {z:+.1f})" if z is not None
@@ -124,7 +125,7 @@ def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
     median = _median_sorted(ordered)
     mad = _median_sorted(sorted(abs(x - median) for x in numbers))
     enough = len(measured) >= MIN_NODES
-    others = dict(zip(names, leave_one_out(numbers))) if len(numbers) > 1 else {}
+    others = dict(zip(names, leave_one_out(numbers), strict=True)) if len(numbers) > 1 else {}
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
         if node not in measured:
@@ -134,10 +135,10 @@ def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
                            "mads_away": None, "robust_z": None, "flagged": False}
         else:
             nodes[node] = _judge(measured[node], *others[node], enough)
-    summary = {"measured_nodes": len(measured), "median": _round(median), "minimum": _round(ordered[0]),
-               "maximum": _round(ordered[-1]),
-               "spread": _round((ordered[-1] - ordered[0]) / median) if median else None,
-               "mad": _round(mad), "nodes": nodes}
+    summary: dict[str, Any] = {"measured_nodes": len(measured), "median": _round(median), "minimum": _round(ordered[0]),
+                               "maximum": _round(ordered[-1]),
+                               "spread": _round((ordered[-1] - ordered[0]) / median) if median else None,
+                               "mad": _round(mad), "nodes": nodes}
     if not enough:
         summary["note"] = f"outliers need at least {MIN_NODES} measured nodes; {len(measured)} measured"
     return summary
@@ -165,7 +166,7 @@ def summarise_state(values: Mapping[str, Any]) -> dict[str, Any]:
         flagged = node in known and usual is not None and str(value) != usual
         nodes[node] = {"value": value, "flagged": flagged,
                        **({"why": f"{value} where most nodes report {usual} ({counts[usual]} of {len(known)})"}
-                          if flagged else {})}
+                          if flagged and usual is not None else {})}  # (flagged only with a usual value)
     return {"measured_nodes": len(known), "usual": usual, "counts": dict(sorted(counts.items())), "nodes": nodes}
 
 
@@ -221,12 +222,15 @@ def build_table(node_metrics: Mapping[str, Mapping[str, Any]], metrics: Mapping[
     groups: dict[str, list[str]] = defaultdict(list)
     for node in sorted(node_metrics):
         groups[skus.get(node) or NO_SKU].append(node)
+
+    def rows(metric: str, kind: str, nodes: list[str]) -> dict[str, Any]:
+        values = {n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes}
+        return summarise_digest(values, stacks or {}) if kind == DIGEST else SUMMARISE[kind](values)
+
     table = {}
     for metric, kind in metrics.items():
-        def rows(nodes: list[str]) -> dict[str, Any]:
-            values = {n: node_metrics[n].get(metric, {"unavailable": "not extracted"}) for n in nodes}
-            return summarise_digest(values, stacks or {}) if kind == DIGEST else SUMMARISE[kind](values)
-        table[metric] = {"kind": kind, "groups": {sku: rows(nodes) for sku, nodes in sorted(groups.items())}}
+        table[metric] = {"kind": kind,
+                         "groups": {sku: rows(metric, kind, nodes) for sku, nodes in sorted(groups.items())}}
     return table
 
 

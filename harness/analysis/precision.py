@@ -143,7 +143,7 @@ def cross_tensor_outliers(tensors: list[dict[str, Any]]) -> list[dict[str, Any]]
         return []
     points.sort()
     sqnrs = [p[1] for p in points]
-    if any(later >= earlier for earlier, later in zip(sqnrs, sqnrs[1:])):
+    if any(later >= earlier for earlier, later in zip(sqnrs, sqnrs[1:], strict=False)):
         return []
     listed = "; ".join(f"{role} {ratio:.1f} -> {_fmt_db(sqnr)}" for ratio, sqnr, role in points)
     text = (f"Across the tensors, int8 per-tensor SQNR falls as absmax/std rises ({listed}): the "

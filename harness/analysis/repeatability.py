@@ -79,7 +79,7 @@ def declaration(sku_id: str | None) -> dict[str, Any]:
             "figure_ids": rules.get("figure_ids"), "sources": measured["sources"], "figures": figures}
 
 
-def lookup(record: Any, figure_id: str) -> dict[str, Any] | None:
+def lookup(record: Any, figure_id: str) -> Mapping[str, Any] | None:
     """The declared entry for FIGURE_ID: an exact id first, else the first pattern that matches."""
     if not isinstance(record, Mapping) or not isinstance(record.get("figures"), list):
         return None
@@ -88,7 +88,7 @@ def lookup(record: Any, figure_id: str) -> dict[str, Any] | None:
     return exact or next((e for e in entries if fnmatch.fnmatchcase(figure_id, e["figure"])), None)
 
 
-def noisy(record: Any) -> list[dict[str, Any]]:
+def noisy(record: Any) -> list[Mapping[str, Any]]:
     """The declared figures whose run-to-run spread exceeds their kind's bound."""
     return [e for e in (record.get("figures") or []) if isinstance(e, Mapping) and e.get("noisy") is True] \
         if isinstance(record, Mapping) else []

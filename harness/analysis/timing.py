@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, TypeGuard
 
 TIMING_SOURCE = ("the lead's call on the lent H200 SXM, 2026-12-01 12:15 UTC, bench/gpu_causes.sh "
                  "(bench/roofline_causes.py, 3 passes; tests/fixtures/roofline/causes-h200.json)")
@@ -77,7 +77,7 @@ LAUNCH_BOUND_HEADLINE_WHY = (
     "rates repeated within 0.2-1.2%")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -185,8 +185,8 @@ def timing_figures(record: dict[str, Any], kernel_headline: bool = False) -> dic
 
 def clocks_of(windows: Any) -> dict[str, Any] | None:
     """The SM clocks and clock-event reasons NVML reported around a shape's windows (None: no readings)."""
-    readings = [w.get(side) for w in windows or [] if isinstance(w, dict) for side in ("nvml_before", "nvml_after")]
-    readings = [r for r in readings if isinstance(r, dict) and "unavailable" not in r]
+    around = [w.get(side) for w in windows or [] if isinstance(w, dict) for side in ("nvml_before", "nvml_after")]
+    readings = [r for r in around if isinstance(r, dict) and "unavailable" not in r]
     clocks = [r["sm_clock_mhz"] for r in readings if _is_number(r.get("sm_clock_mhz"))]
     if not clocks:
         return None

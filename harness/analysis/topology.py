@@ -80,7 +80,7 @@ def _match_cells(columns: list[str], cells: list[str]) -> dict[str, str]:
         cells.remove("")
     while cells and not cells[-1] and len(cells) > len(columns):
         cells.pop()
-    return {column: cell for column, cell in zip(columns, cells)}
+    return dict(zip(columns, cells, strict=False))
 
 
 def device_columns(matrix: dict[str, Any]) -> list[str]:

@@ -22,7 +22,7 @@ from harness.bundle import layout
 try:  # the fast parser (a dependency); without it every document takes the standard one (same answers)
     import orjson
 except ImportError:  # pragma: no cover
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # the name stays bound: None says the fast parser is absent
 
 # An analysis name -> its module (headlines, discrepancies); raises LookupError for a name it does not know.
 Analyses = Callable[[str], ModuleType]

@@ -221,8 +221,8 @@ def row_remaps(node: Node) -> Finding:
         pending, failure, uncorrected = (ecc.get(k) for k in ("remapped_rows_pending", "remapped_rows_failure",
                                                                "remapped_rows_uncorrected"))
         for value in (pending, failure):
-            if unreadable(value):
-                return unreadable(value)
+            if (unread := unreadable(value)) is not None:
+                return unread
         problems = (["a row remap is pending (reset the GPU to apply it)"] if pending else []) + \
                    (["a row remap failed (an RMA case)"] if failure else [])
         if isinstance(uncorrected, int) and uncorrected > bound:
@@ -238,14 +238,14 @@ def ecc(node: Node) -> Finding:
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         facts = device.get("ecc") or {}
         mode = facts.get("mode_current")
-        if unreadable(mode):
-            return unreadable(mode)
+        if (unread := unreadable(mode)) is not None:
+            return unread
         if mode != "enabled":
             return Verdict.FAIL, f"ECC {mode}"
         counts = {k: facts.get(k) for k in ("volatile_uncorrected_errors", "aggregate_uncorrected_errors")}
         for value in counts.values():
-            if unreadable(value):
-                return unreadable(value)
+            if (unread := unreadable(value)) is not None:
+                return unread
         bad = [f"{k} = {v}" for k, v in counts.items() if v]
         if bad:
             return Verdict.FAIL, "uncorrectable ECC errors: " + ", ".join(bad)
@@ -257,9 +257,9 @@ def retired_pages(node: Node) -> Finding:
     fail_at = catalogue.rule("check_retired_pages_fail_at")
 
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
-        pages = device.get("retired_pages")
-        if unreadable(pages):
-            verdict, why = unreadable(pages)
+        pages = device["retired_pages"]  # the reader records it for every readable GPU
+        if (unread := unreadable(pages)) is not None:
+            verdict, why = unread
             return verdict, why + (": this GPU remaps rows instead (row_remaps)" if verdict == Verdict.SKIP else "")
         single = pages["multiple_single_bit_ecc"] if isinstance(pages["multiple_single_bit_ecc"], int) else 0
         total, pending = pages["double_bit_ecc"] + single, pages["pending"]
@@ -322,9 +322,9 @@ def nvlink(node: Node) -> Finding:
     many = len(node.devices or []) > 1
 
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
-        links = device.get("nvlink")
-        if unreadable(links):
-            verdict, why = unreadable(links)
+        links = device["nvlink"]  # the reader records it for every readable GPU
+        if (unread := unreadable(links)) is not None:
+            verdict, why = unread
             sxm = "SXM" in str((device.get("sku") or {}).get("form_factor") or "")
             if verdict == Verdict.SKIP and many and sxm:
                 return Verdict.FAIL, f"an SXM GPU beside others reports no NVLink: {why}"
@@ -339,8 +339,8 @@ def nvlink(node: Node) -> Finding:
 def clock_events(node: Node) -> Finding:
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         reasons = device.get("clock_event_reasons") or {}
-        if unreadable(reasons.get("mask")):
-            return unreadable(reasons.get("mask"))
+        if (unread := unreadable(reasons.get("mask"))) is not None:
+            return unread
         slow = [n for n in reasons.get("names", []) if n in HARDWARE_SLOWDOWNS]
         if slow:
             return Verdict.FAIL, f"clocks held down by {', '.join(slow)} (mask {reasons['mask']:#x})"
@@ -351,8 +351,8 @@ def clock_events(node: Node) -> Finding:
 def persistence_mode(node: Node) -> Finding:
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         mode = (device.get("modes") or {}).get("persistence")
-        if unreadable(mode):
-            return unreadable(mode)
+        if (unread := unreadable(mode)) is not None:
+            return unread
         if mode != "enabled":
             return Verdict.FAIL, f"persistence mode {mode} (nvidia-smi -pm 1, or run nvidia-persistenced)"
         return Verdict.PASS, "persistence mode enabled"
@@ -365,8 +365,8 @@ def gpu_processes(node: Node) -> Finding:
 
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         listed = device.get("processes")
-        if unreadable(listed):
-            return unreadable(listed)
+        if (unread := unreadable(listed)) is not None:
+            return unread
         if listed:
             return Verdict.FAIL, "held by " + ", ".join(f"pid {p.get('pid')} ({p.get('name')})" for p in listed)
         return Verdict.PASS, "no process"

@@ -13,7 +13,7 @@ from pathlib import Path
 from harness.checkpoints.cache import BlobCache, sha256_file
 from harness.checkpoints.errors import ChecksumMismatch, CheckpointMissing
 from harness.checkpoints.sources import (CacheSource, Candidate, HubSource, InstalledPackageSource,
-                                         LocalPathSource, SourceUnavailable, Wanted)
+                                         LocalPathSource, Source, SourceUnavailable, Wanted)
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,8 @@ class Fetched:
 
 def fetch(wanted: Wanted, cache: BlobCache, local: Path | None = None, offline: bool = False) -> Fetched:
     """The pinned file, verified and cached, or an error naming each source tried."""
-    sources = [CacheSource(cache), LocalPathSource(local), InstalledPackageSource(), HubSource(cache, offline)]
+    sources: list[Source] = [CacheSource(cache), LocalPathSource(local), InstalledPackageSource(),
+                             HubSource(cache, offline)]
     tried: list[str] = []
     for source in sources:
         try:

@@ -15,6 +15,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Protocol
 
 from harness.checkpoints.cache import BlobCache
 
@@ -44,6 +45,16 @@ class Candidate:
 
 class SourceUnavailable(Exception):
     """This source cannot be asked here (offline, not installed); the message says why."""
+
+
+class Source(Protocol):
+    """Where the pinned file may be: its candidates, and whether a candidate that fails the check ends the
+    search (strict) or the next source is asked."""
+
+    name: str
+    strict: bool
+
+    def candidates(self, wanted: Wanted) -> list[Candidate]: ...
 
 
 class CacheSource:
@@ -104,7 +115,8 @@ class InstalledPackageSource:
         preferred = {_normalized(p) for p in wanted.packages}
         found, seen = [], set()
         for dist in importlib.metadata.distributions():
-            dist_name = dist.metadata.get("Name") or "?"
+            # an email.message.Message at run time (typeshed's protocol omits .get); [] would warn or raise on 3.12+
+            dist_name = dist.metadata.get("Name") or "?"  # type: ignore[attr-defined]  # see the line above
             key = _normalized(dist_name)
             if key in seen:
                 continue
@@ -112,7 +124,7 @@ class InstalledPackageSource:
             for entry in dist.files or ():
                 if PurePosixPath(str(entry)).name != wanted.file:
                     continue
-                path = Path(dist.locate_file(entry))
+                path = Path(str(dist.locate_file(entry)))
                 if path.is_file():
                     found.append((key not in preferred, str(path),
                                   Candidate(path, f"installed package {dist_name} {dist.version}: {path}")))
@@ -153,7 +165,7 @@ class HubSource:
         try:
             path = huggingface_hub.hf_hub_download(wanted.repo_id, wanted.file, revision=wanted.revision,
                                                    local_dir=scratch)
-        except Exception as exc:  # noqa: BLE001 - no network, no repo, no revision: all reported
+        except Exception as exc:  # no network, no repo, no revision: all reported
             shutil.rmtree(scratch, ignore_errors=True)
             raise SourceUnavailable(f"hf_hub_download failed: {type(exc).__name__}: "
                                     f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc

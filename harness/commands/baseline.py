@@ -92,7 +92,7 @@ def handle(args: argparse.Namespace) -> int:
         load_private(args.signing_key)  # a bad signing key is refused before any bundle is read
     key_path, trusted = trusted_key(args.key)
     inputs = []
-    for done, (bundle, name) in enumerate(zip(args.bundles, _names(args.bundles)), start=1):
+    for done, (bundle, name) in enumerate(zip(args.bundles, _names(args.bundles), strict=True), start=1):
         view, ref = verified_view(bundle, key_path, trusted)
         inputs.append(Input(name, ref.sha256, ref.signer_keyid, view))
         print(f"baseline: verified {done}/{len(args.bundles)} {name} ({ref.checks_passed} checks)", file=sys.stderr)

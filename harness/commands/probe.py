@@ -96,6 +96,7 @@ def table_path(spec: ProbeSpec, args: argparse.Namespace) -> Path | None:
 def write_plots(spec: ProbeSpec, document: dict, stem: Path) -> None:
     """The entry's plot module renders STEM.*; say what was written, or why nothing was (and what the
     picture leaves out, where its module has a `note`)."""
+    assert spec.plots is not None  # plot_stem gives a stem only for an entry with plots
     plot = importlib.import_module(registry.plot_module_name(spec.plots))  # matplotlib only now
     try:
         written = plot.render(document, stem)
@@ -109,7 +110,9 @@ def write_plots(spec: ProbeSpec, document: dict, stem: Path) -> None:
 
 
 def write_table(spec: ProbeSpec, document: dict, path: Path) -> None:
-    paths.write_output(path, registry.table_module(spec).render(document), "--markdown")
+    module = registry.table_module(spec)
+    assert module is not None, f"{spec.name} writes a table but names no table module"
+    paths.write_output(path, module.render(document), "--markdown")
     print(f"wrote {path}", file=sys.stderr)
 
 

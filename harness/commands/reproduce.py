@@ -115,14 +115,15 @@ def refuse_unjudgeable(theirs: BundleView, mine: BundleView) -> None:
     """Exit 2 for a pair that cannot be judged: a probe THEIRS ran that this build lacks, or that MINE never ran."""
     completed = {s.get("probe"): s.get("step") for s in theirs.steps
                  if s.get("kind") == "probe" and s.get("status") == StepStatus.COMPLETED}
-    lacking = sorted(p for p in completed if registry.find(p) is None)
+    lacking = sorted((p for p in completed if registry.find(p) is None), key=str)
     if lacking:
         raise UsageError(f"THEIRS ran the probe(s) {', '.join(map(str, lacking))}, which this build lacks",
                          hint="judge it with the build that made it (commands.json tool.git_commit)")
-    options = mine.commands.get("options") if isinstance(mine.commands.get("options"), dict) else {}
+    options = mine.commands.get("options")
+    options = options if isinstance(options, dict) else {}
     skipped = set(options.get("skip") or [])
     ran = {s.get("probe") for s in mine.steps if s.get("kind") == "probe" and s.get("step") not in skipped}
-    missing = sorted(p for p in completed if p not in ran)
+    missing = sorted((p for p in completed if p not in ran), key=str)
     if missing:
         raise UsageError(f"MINE did not run {', '.join(map(str, missing))}, which THEIRS ran (absent, or left out "
                          "with --skip): their figures there cannot be reproduced by it",

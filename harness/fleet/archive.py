@@ -47,12 +47,14 @@ class _Deflate:
     """A gzip member's deflate stream in segments, each at its own level; CRC-32 and size kept."""
 
     def __init__(self, out: BinaryIO) -> None:
-        self.out, self.level, self.compressor = out, None, None
+        self.out = out
+        self.level: int | None = None
+        self.compressor: zlib._Compress | None = None  # typeshed's name for what compressobj returns
         self.crc, self.size = 0, 0
         out.write(GZIP_HEADER)
 
     def write(self, data: bytes, level: int) -> None:
-        if level != self.level:
+        if level != self.level or self.compressor is None:  # (no compressor only before the first write)
             if self.compressor is not None:
                 self.out.write(self.compressor.flush(zlib.Z_FULL_FLUSH))
             self.level = level
@@ -64,6 +66,7 @@ class _Deflate:
     def finish(self) -> None:
         if self.compressor is None:
             self.write(b"", COMPRESS_LEVEL)
+        assert self.compressor is not None  # write() started one
         self.out.write(self.compressor.flush(zlib.Z_FINISH))
         self.out.write(struct.pack("<II", self.crc, self.size & 0xFFFFFFFF))
 

@@ -196,7 +196,7 @@ def _profile(document: dict[str, Any], run: FleetRun, selection: healthy.Selecti
 
     def judge(profile: Profile) -> Iterable[tuple[str, Verdicts]]:
         judged = _pooled(functools.partial(judge_node, profile), tasks, workers, f"{sku}: judged against it, 2 of 2")
-        return zip([t.name for t in tasks], judged)
+        return zip([t.name for t in tasks], judged, strict=True)
 
     why = (f"dossier fleet collect {document['job']['id']}: the {len(tasks)} healthy node(s) of {sku} "
            f"({len(left)} left out: baseline.fleet says why)")

@@ -9,6 +9,7 @@ same bytes. matplotlib is imported only here.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import tempfile
 from pathlib import Path
@@ -39,7 +40,7 @@ def _hist_range(values: list[float]) -> tuple[float, float] | None:
 
 def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) -> bool:
     drawn = False
-    for colour, (sku, rows) in zip(COLOURS * 10, sorted(groups.items())):
+    for colour, (sku, rows) in zip(itertools.cycle(COLOURS), sorted(groups.items())):
         points = _numbers(rows)
         if not points:
             continue

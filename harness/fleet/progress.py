@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
+from types import TracebackType
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -37,8 +38,9 @@ class CollectProgress:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.progress.__exit__(kind, exc, trace)
 
     def tally(self) -> str:
         return ", ".join(f"{n} {status}" for status, n in sorted(self.counts.items()))

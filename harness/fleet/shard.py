@@ -128,12 +128,13 @@ def read(output_dir: Path, run: FleetRun, nodes: list[str], trusted: Ed25519Publ
     if missing:
         raise UsageError(f"job {run.job_id}: shard(s) {', '.join(map(str, missing))} of {counts[0]} missing in {where}",
                          hint=f"see logs/collect-*.out in {run.path}, and check them with --shard I/{counts[0]}")
-    results, profiles = [], set()
+    results: list[dict[str, Any]] = []
+    profiles = set()
     for shard in sorted(files, key=lambda s: s.index):
-        found = _verified(files[shard], trusted)
-        _check_predicate(files[shard], found, run, nodes, shard)
-        results += found["predicate"]["results"]
-        profiles.add(found["predicate"].get("profile"))
+        statement = _verified(files[shard], trusted)
+        _check_predicate(files[shard], statement, run, nodes, shard)
+        results += statement["predicate"]["results"]
+        profiles.add(statement["predicate"].get("profile"))
     if len(profiles) != 1:
         raise UsageError(f"the shards of job {run.job_id} were judged against different profiles: {sorted(map(str, profiles))}")
     return results, profiles.pop()

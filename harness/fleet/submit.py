@@ -39,7 +39,7 @@ def fleet_key(output_dir: Path, explicit: Path | None) -> tuple[Path, str | None
 
 def new_run_dir(output_dir: Path) -> Path:
     """A fresh directory per submission: fleet-UTCSTAMP (suffixed if two land in one second)."""
-    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     for suffix in ("", *(f"-{i}" for i in range(1, 100))):
         candidate = output_dir / f"fleet-{stamp}{suffix}"
         try:
@@ -76,7 +76,7 @@ def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tup
     job_id, sbatch_argv = slurm.submit(script)
     submission = {
         "job_id": job_id, "argv": submit_command(spec, output_dir), "sbatch_argv": sbatch_argv,
-        "submitted_at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        "submitted_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
         "run_dir": str(run_dir), "public_key": str(public_path_for(key_path)),
         "spec": json.loads(json.dumps(dataclasses.asdict(spec), default=str)),
         "submitted_by_uid": os.getuid(),

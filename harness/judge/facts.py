@@ -16,11 +16,11 @@ from harness.bundle.view import BundleView
 
 @dataclass(frozen=True)
 class StepFigures:
-    """One step's headline figures (None when absent) and why they are absent."""
+    """One step's headline figures (None when absent) and why they are absent ("" when present)."""
 
     step: str
     values: dict[str, Any] | None
-    why: str | None
+    why: str
 
     @property
     def present(self) -> bool:
@@ -44,7 +44,7 @@ class BundleFacts:
         if self.view.status(step) != StepStatus.COMPLETED:
             return StepFigures(step, None, self.step_why(step))
         figures = self.view.figures(step)
-        return StepFigures(step, figures.values, figures.error)
+        return StepFigures(step, figures.values, figures.error or "")
 
     def figures_by_analysis(self, analysis: str) -> list[StepFigures]:
         """Every completed step analysed by harness.analysis.ANALYSIS (e.g. one roofline per dtype)."""

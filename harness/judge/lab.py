@@ -69,7 +69,7 @@ def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any] | None, 
         return None, verdict, [why]
     figures = facts.view.figures(step)
     if figures.values is None:
-        return None, Verdict.FAIL, [f"{step}: headline figures could not be recomputed: {figures.error}"]
+        return {}, Verdict.FAIL, [f"{step}: headline figures could not be recomputed: {figures.error}"]
     return figures.values, None, []
 
 

@@ -13,7 +13,7 @@ import io
 from typing import IO, Any
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -45,7 +45,10 @@ def _dict_difference(a: dict, b: dict, key: str) -> tuple[str, str]:
     keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
     shown, more = keys[:SHOWN_KEYS], len(keys) - SHOWN_KEYS
     tail = f"; … {more} more differ" if more > 0 else ""
-    side = lambda d: "; ".join(f"{k}: {cell(d.get(k), key)}" for k in shown) + tail  # noqa: E731
+
+    def side(d: dict) -> str:
+        return "; ".join(f"{k}: {cell(d.get(k), key)}" for k in shown) + tail
+
     return f"{len(keys)} of {len(set(a) | set(b))} differ: {side(a)}", side(b)
 
 
@@ -108,8 +111,9 @@ def metrics_table(metrics: list[MetricDiff]) -> Table:
     table = Table(title="metrics (B/A; tolerance: the figure's run-to-run noise, widened by each side's own spread)",
                   title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     table.add_column("metric", overflow="fold")
-    for name, justify, width in (("A", "right", 15), ("B", "right", 15), ("B/A", "right", 6),
-                                 ("tolerance", "right", 9), ("verdict", "left", 14)):
+    columns: tuple[tuple[str, JustifyMethod, int], ...] = (
+        ("A", "right", 15), ("B", "right", 15), ("B/A", "right", 6), ("tolerance", "right", 9), ("verdict", "left", 14))
+    for name, justify, width in columns:
         table.add_column(name, justify=justify, no_wrap=True, min_width=width)
     for m in metrics:
         table.add_row(*map(Text, (m.metric, _value(m.a, m.unit), _value(m.b, m.unit),

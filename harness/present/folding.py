@@ -46,7 +46,7 @@ def _wrap_line(line: str, width: int) -> list[str]:
         first = lead + marker
         body = line[len(first):]
     else:
-        first = follow = re.match(r"^\s*", line).group(0)
+        first = follow = line[:len(line) - len(line.lstrip())]  # the leading whitespace
         body = line[len(first):]
     return textwrap.wrap(body, width=width, initial_indent=first, subsequent_indent=follow,
                          break_long_words=False, break_on_hyphens=False) or [line]

@@ -26,14 +26,16 @@ def lines(record: Any) -> list[str]:
     if not isinstance(record, dict) or "unavailable" in record:
         why = record.get("unavailable") if isinstance(record, dict) else "malformed record"
         return found + [f"- Run to run: nothing applies here: {why}."]
-    sources = record.get("sources") if isinstance(record.get("sources"), dict) else {}
+    sources = record.get("sources")
+    sources = sources if isinstance(sources, dict) else {}
     for source in sources.values():
         if isinstance(source, dict):
             found.append(f"- Measured on {record.get('sku_id')}: {source.get('runs')} runs of "
                          f"{source.get('command')}, {source.get('machine_starts')} machine starts, "
                          f"{source.get('date')}, commit {source.get('commit')} (catalogue version "
                          f"{record.get('catalogue_version')}; how, in commands.json).")
-    bounds = record.get("bounds") if isinstance(record.get("bounds"), dict) else {}
+    bounds = record.get("bounds")
+    bounds = bounds if isinstance(bounds, dict) else {}
     found.append("- Bounds: " + ", ".join(f"{kind.replace('_', '-')} {_percent((b or {}).get('max_spread'))}"
                                          for kind, b in bounds.items()) + ".")
     noisy = rules.noisy(record)

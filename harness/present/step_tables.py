@@ -4,7 +4,8 @@ report.md links; `dossier verify` renders it again and compares the bytes."""
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from harness import registry
 
@@ -22,6 +23,7 @@ def table_markdown(probe: Any, document: Any, documents: Mapping[str, Any]) -> s
     spec = registry.spec(probe)
     try:
         module = registry.table_module(spec)
+        assert module is not None, f"{spec.name} has no table module"  # callers ask has_table first
         beside = getattr(module, "render_in_bundle", None)
         text = str(beside(document, documents) if beside else module.render(document))
     except Exception as exc:  # noqa: BLE001 - kept as the table's text

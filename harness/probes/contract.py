@@ -209,7 +209,7 @@ def attempt(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 def utc_now() -> str:
     """An RFC 3339 UTC timestamp with microseconds."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def progress(done: int, total: int, what: str) -> None:

@@ -110,8 +110,8 @@ def device_record(driver: Driver, index: int) -> dict[str, Any]:
         handle = driver.integer("cuDeviceGet", index)
     except CudaError as exc:
         reason = unavailable(str(exc))
-        return {"torch_index": index, **{key: reason for key in (
-            "name", "uuid", "pci_bus_id", "total_memory_mib", "compute_capability", "multiprocessor_count")}}
+        return {"torch_index": index, **dict.fromkeys((
+            "name", "uuid", "pci_bus_id", "total_memory_mib", "compute_capability", "multiprocessor_count"), reason)}
     return {
         "torch_index": index,
         "name": _attempt(lambda: driver.text("cuDeviceGetName", NAME_BYTES, handle)),

@@ -114,7 +114,7 @@ def nvlink_facts(pynvml: Any, handle: Any) -> Any:
             if link == 0:
                 return state  # e.g. NVMLError_NotSupported: a single GPU in a VM has no NVLink
             break  # past the device's last link NVML answers InvalidArgument/NotSupported
-        remote = attempt(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link) if state else None
+        remote: Any = attempt(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link) if state else None
         links.append({
             "link": link,
             "active": bool(state),

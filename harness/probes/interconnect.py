@@ -49,7 +49,7 @@ def visible_gpu_indices(count: int, environ: dict[str, str] | None = None) -> An
 
 
 def _p2p(pynvml: Any, a: Any, b: Any) -> dict[str, Any]:
-    out = {}
+    out: dict[str, Any] = {}
     for label, constant in (("nvlink", "NVML_P2P_CAPS_INDEX_NVLINK"), ("read", "NVML_P2P_CAPS_INDEX_READ")):
         if not hasattr(pynvml, constant):
             out[label] = unavailable(f"nvidia-ml-py has no {constant}")
@@ -98,7 +98,8 @@ def gather(gpu_count: int) -> dict[str, Any]:
         else:
             evidence["gpu_pairs"] = unavailable(f"no parsed nvidia-smi topo -m matrix: {matrix['unavailable']}")
     else:
-        reason = indices.get("unavailable") if isinstance(indices, dict) else "no GPU used by the ranks"
+        # a dict from visible_gpu_indices is its unavailable(...) record
+        reason = indices["unavailable"] if isinstance(indices, dict) else "no GPU used by the ranks"
         evidence["nvml"] = unavailable(reason)
         evidence["gpu_pairs"] = unavailable(reason)
     return evidence

@@ -72,8 +72,8 @@ def handle_by_uuid(nvml: NvmlSession, uuid: str) -> Any:
             uuids[index] = found.decode() if isinstance(found, bytes) else found
     except Exception as exc:  # noqa: BLE001 - NVML's own error is the reason
         return unavailable(describe_exception(exc))
-    index = nvml_index_by_uuid(uuid, uuids)
-    return handles[index] if index is not None else unavailable(f"no NVML device has torch's UUID {uuid!r}")
+    at = nvml_index_by_uuid(uuid, uuids)
+    return handles[at] if at is not None else unavailable(f"no NVML device has torch's UUID {uuid!r}")
 
 
 def _nvml_init_reason(exc: Exception) -> str:
@@ -93,7 +93,7 @@ def processes(pynvml: Any, handle: Any) -> Any:
                          ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
         try:
             entries = getattr(pynvml, getter)(handle)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - NVML's refusal is recorded, the other kind is still read
             errors.append(f"{kind}: {type(exc).__name__}: {exc}")
             continue
         for entry in entries:

@@ -126,5 +126,5 @@ def read_bytes(path: str | os.PathLike, entry: TensorEntry) -> bytes:
     return data
 
 
-def sha256_hex(data: bytes) -> str:
+def sha256_hex(data: bytes | bytearray) -> str:
     return hashlib.sha256(data).hexdigest()

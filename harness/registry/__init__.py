@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from types import ModuleType
-from typing import Callable
 
 from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion

@@ -79,7 +79,8 @@ def allreduce_arguments(state: RunState) -> StepArgs:
 
 def _curves(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(backend, world size and curve, its figures) for each curve the headlines name (normal, p2p_disabled)."""
-    by_world = heads.get("curves_by_world_size") if isinstance(heads.get("curves_by_world_size"), dict) else {}
+    by_world = heads.get("curves_by_world_size")
+    by_world = by_world if isinstance(by_world, dict) else {}
     return [(f"{heads.get('backend')}.n{world}.{curve}", values)
             for world, curves in sorted(by_world.items(), key=lambda kv: str(kv[0]))
             if isinstance(curves, dict) for curve, values in sorted(curves.items()) if isinstance(values, dict)]

@@ -107,7 +107,8 @@ def _devices(heads: dict[str, Any]) -> list[str]:
 
 def _contracts(heads: dict[str, Any]) -> list[tuple[str, Any]]:
     """(contract, its verdict in the one vocabulary) for every contract the health step judged."""
-    contracts = heads.get("contracts") if isinstance(heads.get("contracts"), dict) else {}
+    contracts = heads.get("contracts")
+    contracts = contracts if isinstance(contracts, dict) else {}
     return [(name, _verdict(status)) for name, status in contracts.items()]
 
 

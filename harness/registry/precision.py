@@ -144,7 +144,8 @@ def _their_file(provenance: Mapping[str, Any], sha256: str, given: Any) -> tuple
 def replay(entry: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Callable[[RunState], StepArgs], list[str]]:
     """Their precision step here: the same file by its sha256 and the same tensors by role and name, resolved
     now (before any probe runs); what cannot be fetched here is said, and the step fails saying so."""
-    provenance = entry.get("checkpoint") if isinstance(entry.get("checkpoint"), dict) else {}
+    provenance = entry.get("checkpoint")
+    provenance = provenance if isinstance(provenance, dict) else {}
     sha256 = provenance.get("file_sha256")
     why = None
     if not isinstance(sha256, str):

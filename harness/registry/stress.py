@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from harness.analysis.digests import stress_conditions
@@ -17,7 +18,6 @@ from harness.judge.acceptance import stress as criteria
 from harness.judge import stress as report_criterion
 from harness.probes import stress as probe
 from harness.probes.contract import Option, real
-from harness.analysis.digests import stress_conditions
 from harness.registry.spec import CommandSpec, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
@@ -100,17 +100,17 @@ STEPS = (ProbeStep("stress", "stress", "Sustained GEMM, result and memory checks
                    timeout_s=TIMEOUT_S, arguments=stress_arguments, order=90),)
 
 
-def _devices(heads: dict[str, Any]) -> list[dict[str, Any]]:
+def _devices(heads: Mapping[str, Any]) -> list[dict[str, Any]]:
     return heads.get("devices") or []
 
 
-def _sum_measured(heads: dict[str, Any], read) -> int | None:
+def _sum_measured(heads: Mapping[str, Any], read) -> int | None:
     """The sum over devices of what READ finds, None when any device could not measure it."""
     values = [read(d) for d in _devices(heads)]
     return sum(values) if values and all(v is not None for v in values) else None
 
 
-def _burst_over_steady(heads: dict[str, Any]) -> float | None:
+def _burst_over_steady(heads: Mapping[str, Any]) -> float | None:
     ratios = [d["burst_over_steady"] for d in _devices(heads) if d.get("burst_over_steady") is not None]
     return max(ratios) if ratios else None
 
@@ -133,11 +133,12 @@ def _events(device: dict[str, Any]) -> int | None:
 # conditions (dtype, shape, seed, torch, cuBLAS) the bits hold for, so that only digests of the same call compare.
 
 
-def _result_digest(document: dict[str, Any]) -> Any:
+def _result_digest(document: Mapping[str, Any]) -> Any:
     """The node's result digest and what it holds for; GPUs that disagree within a node are reported as
     such (a value unlike every other node's)."""
-    records = [(d.get("gemm") or {}).get("reference_digest") for d in document.get("devices") or []]
-    if not records or not all(isinstance(r, dict) and isinstance(r.get("sha256"), str) for r in records):
+    found = [(d.get("gemm") or {}).get("reference_digest") for d in document.get("devices") or []]
+    records = [r for r in found if isinstance(r, dict) and isinstance(r.get("sha256"), str)]
+    if not found or len(records) != len(found):
         return {"unavailable": "the stress document records no result digest (the stress probe records one per GPU, "
                                "devices[].gemm.reference_digest; an older build's did not)"}
     conditions = ", ".join(f"{key} {value}" for key, value in stress_conditions(records[0]).items())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from harness.analysis.transfer import figures as analysis
@@ -91,14 +92,14 @@ def transfer_arguments(state: RunState) -> StepArgs:
 
 
 def _slowest(key: str):
-    def read(heads: dict[str, Any]) -> Any:
+    def read(heads: Mapping[str, Any]) -> Any:
         values = [f.get(key) for gpu, f in (heads.get("per_gpu") or {}).items() if gpu != "host"]
         values = [v for v in values if isinstance(v, (int, float))]
         return min(values) if values else None
     return read
 
 
-def _slowest_peer(heads: dict[str, Any]) -> Any:
+def _slowest_peer(heads: Mapping[str, Any]) -> Any:
     peer = heads.get("peer") or {}
     values = [cell.get("plateau_gbps") for mode in ("write", "read") for cell in (peer.get(mode) or {}).values()]
     values = [v for v in values if isinstance(v, (int, float))]

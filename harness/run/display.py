@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from types import TracebackType
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, SpinnerColumn, Task, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, SpinnerColumn, Task, TaskID, TextColumn
 from rich.text import Text
 
 from harness.present.folding import short_command
@@ -67,15 +68,16 @@ class RunDisplay:
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                  MofNCompleteColumn(), TextColumn("{task.fields[what]}"),
                                  StepClockColumn(), console=self.console, disable=not self.live)
-        self._task = None
+        self._task: TaskID | None = None
         self._index = 0
 
     def __enter__(self) -> RunDisplay:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.progress.__exit__(kind, exc, trace)
 
     def _say(self, text: str) -> None:
         if self.live:
@@ -108,7 +110,7 @@ class RunDisplay:
         if self._task is not None:
             self.progress.update(self._task, what=status)
             self.progress.stop_task(self._task)
-            self._task = None
+            self._task: TaskID | None = None
         self._say(f"    {step}: {status}{' - ' + detail if detail else ''}")
 
     def skip(self, step: str, why: str) -> None:

@@ -65,8 +65,8 @@ def probe_missing(runner: Runner, probe: str) -> str | None:
 
 
 def _base(step: Step) -> dict[str, Any]:
-    common = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind,
-                  schema=step.schema, analysis=step.analysis, plots=step.plots)
+    common: dict[str, Any] = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind,
+                                  schema=step.schema, analysis=step.analysis, plots=step.plots)
     if isinstance(step, ProbeStep):
         common["probe"] = step.probe
     else:
@@ -198,8 +198,8 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
         listen = companions.listener(step.step, state, display.stderr_line) if companions else display.stderr_line
         outcome = judge(runner.run(invocation, on_stderr_line=listen), schema=step.schema)
-        extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
-                     attempts=tuple(earlier))
+        extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
+                                     attempts=tuple(earlier))
         if isinstance(outcome, Completed):
             state.add(step.step, outcome.document, step.analysis)
             display.end(step.step, COMPLETED if attempt == 1 else f"completed on attempt {attempt} of {retest + 1}",
@@ -346,7 +346,7 @@ def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Pa
         destination = bundle_path(options, record)
         bundle = assemble(record, key)
         return write_atomically(bundle, destination)
-    except Exception as exc:  # noqa: BLE001 - whatever failed, the measurements are kept (not on Ctrl-C)
+    except Exception as exc:  # whatever failed, the measurements are kept (not on Ctrl-C)
         if isinstance(exc, OSError):
             why = exc.strerror or str(exc)
         else:

@@ -106,7 +106,7 @@ def _arguments(entry: Mapping[str, Any], base: ProbeStep | None, origin: str) ->
                 if value is not None and option_value(theirs, option) is not None:
                     derived[option] = {"theirs": option_value(theirs, option), "here": value}
                     args = with_option(args, option, value)
-        inputs = {"argv_from": f"{origin}, step {step}"}
+        inputs: dict[str, Any] = {"argv_from": f"{origin}, step {step}"}
         if derived:
             inputs["derived_here"] = derived
         return StepArgs(args, inputs=inputs)
@@ -129,7 +129,7 @@ def _probe_step(entry: Mapping[str, Any], order: int, origin: str, given: Mappin
     own = _registered(str(entry["step"]), probe)
     base = own if isinstance(own, ProbeStep) else next(s for s in spec.steps if isinstance(s, ProbeStep))
     step = own if isinstance(own, ProbeStep) else ProbeStep(
-        str(entry["step"]), probe, str(entry.get("title") or entry["step"]), str(entry.get("lab_step") or ""),
+        str(entry["step"]), spec.name, str(entry.get("title") or entry["step"]), str(entry.get("lab_step") or ""),
         spec.schema, spec.analysis, None, base.timeout_s)
     if entry.get("status") == StepStatus.NOT_RUN:
         arguments: Callable[[RunState], StepArgs] = lambda state: StepArgs()  # noqa: E731 - skipped, never called
@@ -150,7 +150,8 @@ def _host_step(entry: Mapping[str, Any], order: int) -> HostStep:
     own = _registered(str(entry["step"]), None)
     if isinstance(own, HostStep):
         return dataclasses.replace(own, order=order)
-    needs = entry.get("needs") if isinstance(entry.get("needs"), list) else []
+    needs = entry.get("needs")
+    needs = needs if isinstance(needs, list) else []
     return HostStep(str(entry["step"]), str(entry.get("title") or entry["step"]), str(entry.get("lab_step") or ""),
                     str(entry.get("schema")), tuple(map(str, needs)), registry.RECORDED_NAMES.get(function, function),
                     order=order)
@@ -158,7 +159,8 @@ def _host_step(entry: Mapping[str, Any], order: int) -> HostStep:
 
 def _runner(view: BundleView, device: str | None) -> tuple[Runner, str, str | None]:
     """Their runner here: (runner, why, why it is not theirs or None)."""
-    runner = view.commands.get("runner") if isinstance(view.commands.get("runner"), dict) else {}
+    runner = view.commands.get("runner")
+    runner = runner if isinstance(runner, dict) else {}
     if runner.get("name") != "docker":
         return LocalRunner(), f"their probes ran as local processes ({runner.get('name')}): local here too", None
     refs = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str)})
@@ -200,6 +202,8 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
     if not_theirs:
         said.append(not_theirs)
         unhonoured = {s.step: not_theirs for s in plan if isinstance(s, ProbeStep) and s.step not in skip}
-    options = view.commands.get("options") if isinstance(view.commands.get("options"), dict) else {}
-    retest = options.get("retest") if isinstance(options.get("retest"), int) else 0
+    options = view.commands.get("options")
+    options = options if isinstance(options, dict) else {}
+    retest = options.get("retest")
+    retest = retest if isinstance(retest, int) else 0
     return Replay(tuple(plan), tuple(skip), runner, why, tuple(said), unhonoured, retest, tuple(not_run))

@@ -13,7 +13,7 @@ from harness.runners.interface import Runner
 from harness.runners.local import LocalRunner
 
 
-class RunnerChoice(str, enum.Enum):
+class RunnerChoice(enum.StrEnum):
     AUTO = "auto"
     DOCKER = "docker"
     LOCAL = "local"

@@ -94,7 +94,7 @@ def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
         return [Check("figures", name, False, figures.error)]
     try:
         problems = [str(p) for p in view.analysis(entry["analysis"]).discrepancies(view.documents[step])]
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - an analysis that raises is a failed check
         problems = [f"discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
     if problems:
         return [Check("figures", name, False, problem) for problem in problems]

@@ -14,7 +14,7 @@ def _first_difference(expected: str, stored: bytes) -> str:
     """The stored report's first line that differs from the re-rendered one (a linear scan: no
     diff algorithm whose time could grow with the square of a hostile report's length)."""
     stored_lines = stored.decode("utf-8", "replace").splitlines()
-    for mine, theirs in zip(expected.splitlines(), stored_lines):
+    for mine, theirs in zip(expected.splitlines(), stored_lines, strict=False):
         if mine != theirs:
             return theirs.strip()
     return "(lines removed)" if len(stored_lines) < len(expected.splitlines()) else "(lines added at the end)"

@@ -32,7 +32,7 @@ def differs(stated: Any, recomputed: Any) -> bool:
     if isinstance(stated, dict) and isinstance(recomputed, dict):
         return stated.keys() != recomputed.keys() or any(differs(stated[k], recomputed[k]) for k in stated)
     if isinstance(stated, list) and isinstance(recomputed, list):
-        return len(stated) != len(recomputed) or any(differs(a, b) for a, b in zip(stated, recomputed))
+        return len(stated) != len(recomputed) or any(differs(a, b) for a, b in zip(stated, recomputed, strict=True))
     return stated != recomputed
 
 
@@ -146,7 +146,8 @@ def sweep_discrepancies(document: dict[str, Any]) -> list[str]:
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
     """Where the document's stated figures differ from the recomputation from per-call times."""
-    element_bytes = ELEMENT_BYTES.get(document.get("dtype"), 4)
+    dtype = document.get("dtype")
+    element_bytes = ELEMENT_BYTES[dtype] if dtype in ELEMENT_BYTES else 4
     found = sweep_discrepancies(document)
     for run in document.get("runs", []):
         found += run_discrepancies(run, element_bytes)

@@ -121,10 +121,10 @@ def fit_alpha_beta(sizes: list[int], times_s: list[float]) -> AlphaBetaFit:
         raise FitError("a measured time is not positive")
     weights = [1.0 / t**2 for t in times_s]
     total = sum(weights)
-    s_mean = sum(w * s for w, s in zip(weights, sizes)) / total
-    t_mean = sum(w * t for w, t in zip(weights, times_s)) / total
-    sxx = sum(w * (s - s_mean) ** 2 for w, s in zip(weights, sizes))
-    sxy = sum(w * (s - s_mean) * (t - t_mean) for w, s, t in zip(weights, sizes, times_s))
+    s_mean = sum(w * s for w, s in zip(weights, sizes, strict=True)) / total
+    t_mean = sum(w * t for w, t in zip(weights, times_s, strict=True)) / total
+    sxx = sum(w * (s - s_mean) ** 2 for w, s in zip(weights, sizes, strict=True))
+    sxy = sum(w * (s - s_mean) * (t - t_mean) for w, s, t in zip(weights, sizes, times_s, strict=True))
     slope = sxy / sxx
     alpha = t_mean - slope * s_mean
     if slope <= 0:
@@ -132,7 +132,7 @@ def fit_alpha_beta(sizes: list[int], times_s: list[float]) -> AlphaBetaFit:
     if alpha <= 0:
         raise FitError(f"fitted alpha is {alpha * 1e6:.3g} us (<= 0): no startup regime resolved; "
                        "measure smaller sizes")
-    residuals = [((t - alpha - slope * s) / t) ** 2 for s, t in zip(sizes, times_s)]
+    residuals = [((t - alpha - slope * s) / t) ** 2 for s, t in zip(sizes, times_s, strict=True)]
     return AlphaBetaFit(alpha, 1.0 / slope, math.sqrt(sum(residuals) / len(residuals)))
 
 

@@ -221,7 +221,8 @@ def _other_processes(samples: Sequence[dict[str, Any]], own_pids: Sequence[int])
         for proc in s["processes"]:
             if proc["pid"] in own_pids:
                 continue
-            name = proc.get("name") if isinstance(proc.get("name"), str) else "name not visible"
+            name = proc.get("name")
+            name = name if isinstance(name, str) else "name not visible"
             used = proc.get("used_memory_mib")
             seen[proc["pid"]] = f"pid {proc['pid']} ({name}" + (
                 f", {used:g} MiB)" if isinstance(used, (int, float)) else ")")
@@ -329,7 +330,7 @@ def differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return abs(stated - computed) > rel * max(abs(stated), abs(computed), 1e-12)
     if isinstance(stated, list) and isinstance(computed, list):
-        return len(stated) != len(computed) or any(differs(a, b, rel) for a, b in zip(stated, computed))
+        return len(stated) != len(computed) or any(differs(a, b, rel) for a, b in zip(stated, computed, strict=True))
     if isinstance(stated, dict) and isinstance(computed, dict):
         return stated.keys() != computed.keys() or any(differs(stated[k], computed[k], rel) for k in stated)
     return stated != computed

@@ -76,6 +76,7 @@ def pcie_max(device: dict[str, Any]) -> str:
 
 def libraries(document: dict[str, Any]) -> list[str]:
     """The libraries the probes loaded beside torch (cuDNN, NCCL), as health.json's software recorded them."""
-    software = document.get("software") if isinstance(document.get("software"), dict) else {}
+    software = document.get("software")
+    software = software if isinstance(software, dict) else {}
     return [f"{name} {_shown(software.get(key))}" for name, key in (("cuDNN", "cudnn_version"), ("NCCL", "nccl_version"))
             if key in software]

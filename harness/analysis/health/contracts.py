@@ -93,7 +93,7 @@ def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
     if torch_count != len(selected) or unmatched:
         extra = f"; torch device(s) {unmatched} match no NVML device" if unmatched else ""
         return contract(name, Verdict.FAIL, evidence + extra, remedy)
-    wrong = [(t, s, m) for t, (s, m) in enumerate(zip(selected, mapped)) if s is not None and s != m]
+    wrong = [(t, s, m) for t, (s, m) in enumerate(zip(selected, mapped, strict=False)) if s is not None and s != m]
     if wrong:
         return contract(name, Verdict.FAIL, evidence + f"; order differs from CUDA_VISIBLE_DEVICES at {wrong}", remedy)
     return contract(name, Verdict.PASS, evidence, remedy)

@@ -201,14 +201,14 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, "one GPU: no NVLink peers", remedy)
     down, up, unsupported = [], [], []
     for d in devices:
-        links = d.get("nvlink")
+        links = d["nvlink"]  # every device record has it (harness/probes/devices.py)
         if unavailable_reason(links):
             unsupported.append(f"{label(d)}: {unavailable_reason(links)}")
             continue
-        inactive = [l["link"] for l in links if not l.get("active")]
+        inactive = [link["link"] for link in links if not link.get("active")]
         if inactive:
             down.append(f"{label(d)} links {inactive} inactive")
-        up.append(f"{label(d)} {sum(1 for l in links if l.get('active'))}/{len(links)} links active")
+        up.append(f"{label(d)} {sum(1 for link in links if link.get('active'))}/{len(links)} links active")
     sxm = [label(d) for d in devices if "SXM" in str(d.get("sku", {}).get("form_factor") or "")]
     if down:
         return contract(name, Verdict.FAIL, "; ".join(down), remedy)

@@ -66,7 +66,7 @@ def changes(idle: dict[str, Any], active: dict[str, Any]) -> list[dict[str, Any]
     return found
 
 
-def load_window_samples(active: dict[str, Any], nvml_index: int) -> list[dict[str, Any]]:
+def load_window_samples(active: dict[str, Any], nvml_index: Any) -> list[dict[str, Any]]:
     """The samples of one device taken while the load ran (the sampler's closing one left out)."""
     load = active.get("load")
     if not isinstance(load, dict) or unavailable_reason(load):
@@ -133,7 +133,7 @@ def reasons_named(device: str, samples: list[dict[str, Any]], snapshot: dict[str
     return check("clock_event_reasons_named", device, Verdict.PASS, listing + cap_note)
 
 
-def unexpected_processes(document: dict[str, Any], uuid: str, samples: list[dict[str, Any]]) -> list[str]:
+def unexpected_processes(document: dict[str, Any], uuid: Any, samples: list[dict[str, Any]]) -> list[str]:
     own = set(document.get("harness_pids") or [])
     load = document.get("load")
     if isinstance(load, dict) and not unavailable_reason(load):
@@ -144,7 +144,8 @@ def unexpected_processes(document: dict[str, Any], uuid: str, samples: list[dict
     for listing in listings:
         for p in listing if isinstance(listing, list) else []:
             if p.get("pid") not in own:
-                name = p.get("name") if isinstance(p.get("name"), str) else "name not visible"
+                name = p.get("name")
+                name = name if isinstance(name, str) else "name not visible"
                 named[p["pid"]] = f"pid {p['pid']} ({name})"
     return [named[pid] for pid in sorted(named)]
 

@@ -35,7 +35,8 @@ def recomputed_sku(device: dict[str, Any]) -> str | None:
 
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     software = document.get("software", {})
-    devices = document.get("devices") if isinstance(document.get("devices"), list) else []
+    devices = document.get("devices")
+    devices = devices if isinstance(devices, list) else []
     contracts = evaluate(document)
     return {
         "driver_version": _value(software.get("driver_version")),
@@ -54,7 +55,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
 def discrepancies(document: dict[str, Any]) -> list[str]:
     found = []
     stated = {c.get("name"): c for c in document.get("contracts", []) if isinstance(c, dict)}
-    recomputed = {c["name"]: c for c in evaluate(document)}
+    recomputed: dict[Any, dict[str, str]] = {c["name"]: c for c in evaluate(document)}  # looked up by stated names
     for name in sorted(set(stated) | set(recomputed), key=str):
         said, again = stated.get(name) or {}, recomputed.get(name) or {}
         if said.get("status") != again.get("status"):
@@ -64,13 +65,14 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
             keys = sorted(k for k in set(said) | set(again) if said.get(k) != again.get(k))
             found.append(f"contract {name}: {', '.join(keys)} differ from what the facts give")
     found += load_discrepancies(document)
-    devices = document.get("devices") if isinstance(document.get("devices"), list) else []
+    devices = document.get("devices")
+    devices = devices if isinstance(devices, list) else []
     for device in devices:
-        said = (device.get("sku") or {}).get("id")
-        again = recomputed_sku(device)
-        if said != again:
-            found.append(f"GPU{device.get('nvml_index')} SKU: document says {said!r}, "
-                         f"the catalogue gives {again!r}")
+        said_sku = (device.get("sku") or {}).get("id")
+        again_sku = recomputed_sku(device)
+        if said_sku != again_sku:
+            found.append(f"GPU{device.get('nvml_index')} SKU: document says {said_sku!r}, "
+                         f"the catalogue gives {again_sku!r}")
     count = document.get("nvml_device_count")
     if isinstance(count, int) and count != len(devices):
         found.append(f"nvml_device_count {count} but {len(devices)} device record(s)")

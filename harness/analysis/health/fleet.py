@@ -62,7 +62,7 @@ def ecc_state(health: Any) -> dict[str, Any]:
     devices = gpu_devices(health)
     if isinstance(devices, dict):
         return devices
-    per_device = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect", without="remap"),
+    per_device: list[dict[str, Any]] = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect", without="remap"),
                    "pending_row_remaps": _device_counter(d, "remap", "pending"),
                    "failed_row_remaps": _device_counter(d, "remap", "fail"),
                    "mode": _device_mode(d)} for d in devices]
@@ -107,8 +107,8 @@ def sm_clock_under_load_mhz(active: Any) -> Any:
         return devices
     medians = []
     for device in devices:
-        samples = [s.get("sm_clock_mhz") for s in load_window_samples(active, device.get("nvml_index"))]
-        samples = [s for s in samples if isinstance(s, (int, float)) and not isinstance(s, bool)]
+        clocks = [s.get("sm_clock_mhz") for s in load_window_samples(active, device.get("nvml_index"))]
+        samples = [s for s in clocks if isinstance(s, (int, float)) and not isinstance(s, bool)]
         if samples:
             medians.append(statistics.median(samples))
     return min(medians) if medians else unavailable("no SM clock sample was taken during the load")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness import catalogue
 from harness.analysis import timing
@@ -24,7 +24,7 @@ from harness.analysis.roofline import model as rl
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -104,8 +104,8 @@ def fusion_medians(fusion: Any) -> tuple[float | None, float | None]:
     """(unfused, fused) time per call of the fusion chain, recomputed; None where not timed."""
     if not isinstance(fusion, dict):
         return None, None
-    return tuple(seconds_of(fusion[v]) if isinstance(fusion.get(v), dict) else None
-                 for v in ("unfused", "fused"))
+    unfused, fused = (seconds_of(fusion[v]) if isinstance(fusion.get(v), dict) else None for v in ("unfused", "fused"))
+    return unfused, fused
 
 
 BURST_RULE = ("every roofline rate is a burst: one shape's calls timed in short windows (tens of milliseconds, "
@@ -144,7 +144,8 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
         powers = [r["power_instant_w"] for r in readings if isinstance(r, dict) and _is_number(r.get("power_instant_w"))]
         window["power_instant_w"] = _median(powers)
     else:
-        times = shape.get("times_s") if isinstance(shape.get("times_s"), list) else []
+        times = shape.get("times_s")
+        times = times if isinstance(times, list) else []
         plain = set(map(type, times)) <= {int, float}  # parsed JSON times: summed at C speed
         window = {"label": shape.get("label"),
                   "window_ms": math.fsum(times if plain else (t for t in times if _is_number(t))) * 1e3,
@@ -155,14 +156,15 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
         return {**window, "sm_clock_mhz": None, "power_cap": {"unavailable": why}}
     samples = clocks.get("sm_clock_mhz_samples")
     clock = median_of(samples) if isinstance(samples, list) else clocks.get("sm_clock_mhz_median")
-    reasons = clocks.get("clock_event_reasons") if isinstance(clocks.get("clock_event_reasons"), list) else []
+    reasons = clocks.get("clock_event_reasons")
+    reasons = reasons if isinstance(reasons, list) else []
     return {**window, "sm_clock_mhz": clock if _is_number(clock) else None,
             "power_cap": "flagged (sw_power_cap)" if "sw_power_cap" in reasons else "not flagged"}
 
 
 def _tflops(document: dict[str, Any], shape: dict[str, Any], seconds: float | None) -> float | None:
     p = _predictions(document).get(shape["label"], {})
-    dims = [p.get(d) for d in "mnk"]
+    dims: list[Any] = [p.get(d) for d in "mnk"]  # numbers where _is_number says so, below
     return rl.gemm_flops(*dims) / seconds / 1e12 if seconds and all(_is_number(d) for d in dims) else None
 
 
@@ -206,8 +208,13 @@ def _best_over(document: dict[str, Any]) -> list[dict[str, Any]]:
     if not windowed(document):
         return shapes
     predictions = _predictions(document)
-    return [s for s in shapes if gemm_shapes.is_reference(*(predictions.get(s["label"], {}).get(d) for d in "mnk"),
-                                                          str(document.get("device")))]
+    device = str(document.get("device"))
+
+    def reference(shape: dict[str, Any]) -> bool:
+        dims = predictions.get(shape["label"], {})
+        return gemm_shapes.is_reference(dims.get("m"), dims.get("n"), dims.get("k"), device)
+
+    return [s for s in shapes if reference(s)]
 
 
 def _window_of(document: dict[str, Any], label: Any) -> dict[str, Any] | None:
@@ -272,7 +279,8 @@ def dtype_documents(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for check in checks if isinstance(checks, list) else []:
         if isinstance(check, dict) and isinstance(check.get("dtype"), str):
             view = {k: v for k, v in document.items() if k not in ("dtype_checks", "summary", "fusion", "cpu_roofs")}
-            tile = check.get("tile") if isinstance(check.get("tile"), dict) else {}
+            tile = check.get("tile")
+            tile = tile if isinstance(tile, dict) else {}
             found[check["dtype"]] = {**view, **check, "device_facts": {**document.get("device_facts", {}), **tile},
                                      "fusion": {"unavailable": "fusion runs in the main dtype"}}
     return found
@@ -335,8 +343,9 @@ def timed_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool = F
     windows or per-call times they summarise (KERNEL_RULE: the document's kernel-only rule)."""
     if "windows" in timed:
         return _window_discrepancies(where, timed, kernel_rule)
-    times, median = timed.get("times_s"), median_of(timed.get("times_s"))
-    if median is None:
+    times = timed.get("times_s")
+    median = median_of(times)
+    if median is None or not isinstance(times, list):  # a median only of a list
         return [f"{where}: no per-call times_s to recompute median_s from"]
     found = []
     if _differs(timed.get("median_s"), median):
@@ -450,7 +459,7 @@ def fusion_discrepancies(document: dict[str, Any]) -> list[str]:
                            ("flops_per_element", rl.FUSION_CHAIN["flops_per_element"])):
             if fusion.get(key) != value:
                 found.append(f"fusion.{key} {fusion.get(key)} but the chain {fusion['chain']!r} has {value}")
-    width = rl.DTYPE_WIDTHS.get(fusion.get("dtype"), (None,))[0]
+    width = rl.DTYPE_WIDTHS[fusion["dtype"]][0] if fusion.get("dtype") in rl.DTYPE_WIDTHS else None
     if width is not None and fusion["element_bytes"] != width:
         found.append(f"fusion.element_bytes {fusion['element_bytes']} but {fusion['dtype']} is {width} bytes")
     timed = {}
@@ -547,7 +556,7 @@ def _clock_discrepancies(shape: dict[str, Any]) -> list[str]:
         return [] if again == clocks else [f"measurement {shape['label']}: clocks {clocks} are not the NVML "
                                            f"readings around its windows ({again})"]
     samples = clocks.get("sm_clock_mhz_samples") if isinstance(clocks, dict) else None
-    if not isinstance(samples, list):
+    if not isinstance(clocks, dict) or not isinstance(samples, list):
         return []
     median = median_of(samples)
     if clocks.get("samples") != len(samples) or _differs(clocks.get("sm_clock_mhz_median"), median):

@@ -14,8 +14,8 @@ KINDS = ("square", "prefill", "decode", "awkward", "reference", "user")
 
 # meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, intermediate_size 14336,
 # num_attention_heads 32, num_key_value_heads 8, head_dim = 4096 / 32 = 128.
-LLAMA3_8B = {"name": "Llama-3-8B", "hidden": 4096, "intermediate": 14336,
-             "heads": 32, "kv_heads": 8, "head_dim": 128}
+LLAMA3_8B: dict[str, int | str] = {"name": "Llama-3-8B", "hidden": 4096, "intermediate": 14336,
+                                   "heads": 32, "kv_heads": 8, "head_dim": 128}
 
 PREFILL_TOKENS_RANGE = (2048, 8192)
 DECODE_TOKENS_RANGE = (1, 64)
@@ -88,7 +88,8 @@ def with_reference(shapes: list[Shape], device: str) -> list[Shape]:
     return shapes + [r for r in reference_shapes(device) if (r.m, r.n, r.k) not in have]
 
 
-def is_reference(m: int, n: int, k: int, device: str) -> bool:
+def is_reference(m: object, n: object, k: object, device: str) -> bool:
+    """Whether (m, n, k), as a document states them (any values), is one of the device's fixed shapes."""
     return (m, n, k) in REFERENCE_DIMS.get(device, ())
 
 

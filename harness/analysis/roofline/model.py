@@ -16,7 +16,7 @@ and the SM clocks NVML saw. The same function runs in the probe and in `dossier 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness.analysis import timing
 
@@ -101,7 +101,7 @@ def unaligned_dims(m: int, n: int, k: int, in_bytes: int, out_bytes: int) -> lis
     return found
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -289,7 +289,7 @@ def _ruled_out(prediction: dict[str, Any], context: dict[str, Any], seconds: flo
 
 
 # The elementwise chain the probe fuses: four eager kernels, four FLOPs per element (x*2, +1, relu, y*y).
-FUSION_CHAIN = {"text": "y = x*2; y = y+1; y = relu(y); y = y*y", "kernels": 4, "flops_per_element": 4}
+FUSION_CHAIN: dict[str, Any] = {"text": "y = x*2; y = y+1; y = relu(y); y = y*y", "kernels": 4, "flops_per_element": 4}
 
 
 def fusion_accounting(elements: int, element_bytes: int, unfused_kernels: int,

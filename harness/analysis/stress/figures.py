@@ -148,11 +148,15 @@ def counter_figures(record: dict[str, Any]) -> dict[str, Any] | None:
 
 def device_headlines(record: dict[str, Any], settings: dict[str, Any]) -> dict[str, Any]:
     samples = samples_of(record)
-    gemm = record.get("gemm") if isinstance(record.get("gemm"), dict) else {}
+    gemm = record.get("gemm")
+    gemm = gemm if isinstance(gemm, dict) else {}
     start, end = gemm.get("started_s"), gemm.get("finished_s")
     phase = tel.between(samples, start, end) if start is not None and end is not None else []
-    memory = record.get("memory_test") if isinstance(record.get("memory_test"), dict) else {}
-    loaded = tel.between(samples, start, memory.get("end_s", end)) if phase else []
+    test = record.get("memory_test")
+    memory = test if isinstance(test, dict) else {}
+    # (phase is empty unless both ends are known; memory.get("end_s", end) would type as Optional)
+    loaded = (tel.between(samples, start, memory["end_s"] if "end_s" in memory else end)
+              if phase and start is not None and end is not None else [])
     limit = tel.number(record.get("power_limit_w"))
     cap = (tel.power_cap(samples, start, end, limit) if start is not None and end is not None
            else {"engaged_after_s": None, "why_never": "no GEMM phase"})
@@ -274,7 +278,7 @@ def _differences(path: str, stated: Any, again: Any) -> list[str]:
         return [line for key in sorted(set(stated) | set(again))
                 for line in _differences(f"{path}.{key}", stated.get(key), again.get(key))]
     if isinstance(stated, list) and isinstance(again, list) and len(stated) == len(again):
-        return [line for i, (a, b) in enumerate(zip(stated, again)) for line in _differences(f"{path}[{i}]", a, b)]
+        return [line for i, (a, b) in enumerate(zip(stated, again, strict=True)) for line in _differences(f"{path}[{i}]", a, b)]
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (stated, again))
     if numbers and math.isclose(stated, again, rel_tol=REL_TOL, abs_tol=1e-12):
         return []

@@ -12,7 +12,7 @@ import bisect
 import functools
 import statistics
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from harness import catalogue
 from harness.analysis.clock_events import decode_clock_event_reasons
@@ -65,14 +65,14 @@ def _times(samples: Sequence[dict[str, Any]]) -> list[float] | None:
     """The samples' t_s when they are numbers in non-decreasing order, else None (once per sample list
     while a bundle is checked: harness/analysis/memo.py)."""
     times = [s["t_s"] for s in samples]
-    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:]))
+    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:], strict=False))
     return times if ordered else None
 
 
 def values(samples: Sequence[dict[str, Any]], key: str) -> list[float]:
     found = [s.get(key) for s in samples]
     if set(map(type, found)) <= _NUMBERS:  # every sample has a number (not a bool): the common case, at C speed
-        return found
+        return cast(list[float], found)  # the type test just above is the proof
     return [v for v in map(number, found) if v is not None]
 
 

@@ -52,7 +52,8 @@ def group_figures(group: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
     for entry in group["per_size"]:
         rates = [next((p["gbps"] for p in figures[m]["points"] if p["bytes"] == entry["bytes"]), None)
                  for m in group["members"]]
-        total = sum(rates) if all(r is not None for r in rates) else None
+        known = [r for r in rates if r is not None]
+        total = sum(known) if len(known) == len(rates) else None
         per_size.append({"bytes": entry["bytes"], "total_gbps": total, "overlap": _overlap(group, entry)})
     plateaus = [figures[m]["plateau"]["gbps"] for m in group["members"]]
     total_plateau = sum(plateaus) if all(p is not None for p in plateaus) else None
@@ -167,7 +168,7 @@ def comparisons(document: dict[str, Any], figures: dict[str, dict[str, Any]]) ->
 def link_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for gpu in document.get("gpus", []):
-        rates: dict[str, float | None] = {d: None for d in SHORT}
+        rates: dict[str, float | None] = dict.fromkeys(SHORT)
         for s in document.get("series", []):
             if (s["gpu"] == gpu["torch_index"] and s["direction"] in SHORT and s["memory"] == "pinned"
                     and s["concurrency"] == "alone" and s.get("numa_placement", "default") == "default"):
@@ -190,7 +191,7 @@ def p2p_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
         peers = [figures[s["id"]] for s in document.get("series", [])
                  if s["direction"] == "device_to_device_peer" and s["concurrency"] == "alone"
                  and {s["src_gpu"], s["dst_gpu"]} == {a, b}]
-        rates = [_rate(f) for f in peers if _rate(f) is not None]
+        rates = [r for r in map(_rate, peers) if r is not None]
         ceiling = next((f["link"]["ceiling_gbps"] for f in peers if f["link"]["kind"] == "nvlink"), None)
         out.append(links.check_pair(a, b, pair_cell(document, a, b), pair_access, status,
                                     min(rates) if rates else None, ceiling))
@@ -224,7 +225,7 @@ def _differs(stated: Any, computed: Any) -> bool:
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return not math.isclose(stated, computed, rel_tol=REL_TOL, abs_tol=1e-15)
     if isinstance(stated, list) and isinstance(computed, list):
-        return len(stated) != len(computed) or any(_differs(a, b) for a, b in zip(stated, computed))
+        return len(stated) != len(computed) or any(_differs(a, b) for a, b in zip(stated, computed, strict=True))
     if isinstance(stated, dict) and isinstance(computed, dict):
         return set(stated) != set(computed) or any(_differs(stated[k], computed[k]) for k in stated)
     return stated != computed
@@ -271,7 +272,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         computed = group_figures(group, figures)
         _compare(found, f"group {group['id']}", [("total_plateau_gbps", group["total_plateau_gbps"],
                                                    computed["total_plateau_gbps"])])
-        for stated, again in zip(group["per_size"], computed["per_size"]):
+        for stated, again in zip(group["per_size"], computed["per_size"], strict=True):
             _compare(found, f"group {group['id']} {stated['bytes']} B", [
                 ("total_gbps", stated["total_gbps"], again["total_gbps"]), ("overlap", stated["overlap"], again["overlap"])])
     for name, rule in (("link_checks", link_checks), ("p2p_checks", p2p_checks)):

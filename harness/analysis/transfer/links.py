@@ -68,6 +68,7 @@ def pcie_rates(generation: int, width: int) -> dict[str, float]:
     """Raw, encoded and after-TLP per-direction rates of a PCIe link, GB/s."""
     raw = PCIE_GT_PER_S[generation] * width / 8
     encoded = pcie_ceiling_gbps(generation, width)
+    assert encoded is not None  # a generation PCIE_GT_PER_S knows (raw, above) has its lane rate
     return {"raw_gbps": raw, "encoded_gbps": encoded, "after_tlp_gbps": encoded * PCIE_TLP_EFFICIENCY}
 
 
@@ -119,6 +120,7 @@ def check_link(gpu: dict[str, Any], rates: dict[str, float | None]) -> dict[str,
         return {"gpu": gpu["torch_index"], "status": "unknown", "ceiling_gbps": None,
                 "reasons": ["NVML gave no PCIe generation and width for this GPU"]}
     ceiling = pcie_ceiling_gbps(link["generation"], link["width"])
+    assert ceiling is not None  # pcie_link gives only a generation with a known lane rate
     degraded, inconsistent = [], []
     if link["max_width"] and link["width"] < link["max_width"]:
         degraded.append(f"NVML reports the link at x{link['width']} of its x{link['max_width']} ({read}): "

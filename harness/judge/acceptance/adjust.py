@@ -46,7 +46,7 @@ def warn_bands(results: Iterable[Result], profile: Profile) -> list[Result]:
         band = _number(bands.get(r.name))
         measured = _number(r.measured.value) if r.measured else None
         floor = _number(r.threshold.value) if r.threshold else None
-        if (r.status != Verdict.PASS or band is None or measured is None or floor is None
+        if (r.status != Verdict.PASS or band is None or measured is None or floor is None or r.threshold is None
                 or not LOWER_BOUND.match(r.name)):
             out.append(r)
             continue

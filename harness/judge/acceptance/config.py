@@ -114,7 +114,7 @@ def _mode(field: str | tuple[str, ...], what: str) -> Callable[[dict[str, Any], 
     def check(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
         modes = device.get("modes") or {}
         values = {f: modes.get(f) for f in (field if isinstance(field, tuple) else (field,))}
-        reasons = [unavailable_reason(v) for v in values.values() if unavailable_reason(v)]
+        reasons = [r for r in map(unavailable_reason, values.values()) if r]
         if reasons:
             return UNREADABLE, f"{what} unreadable ({'; '.join(reasons)})"
         saw = ", ".join(f"{f.replace('_', ' ')} {v}" for f, v in values.items())

@@ -70,7 +70,7 @@ def stress_digests_agree(facts: BundleFacts, profile: Any) -> list[Result]:
                        + (f" ({why})" if why else ""))]
     vote = quorum({who: r["sha256"] for who, r in digests.items()})
     measured = Value(len(vote.agreeing), "GPUs", "; ".join(f"{who} {short(r['sha256'])}" for who, r in digests.items()))
-    if vote.ambiguous:
+    if vote.ambiguous or vote.majority is None:  # (no majority only when ambiguous)
         return [Result(name, title, Verdict.FAIL, measured, threshold, STRESS_EVIDENCE,
                        "the GPUs split evenly between digests, so no majority names the faulty one: "
                        + measured.text)]

@@ -17,14 +17,14 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
     name, title = "sku_matches_profile", f"The GPUs are the SKU being bought: {profile.name} ({profile.form_factor})"
     threshold = Value(profile.sku_id, "SKU id", f"every GPU identified as {profile.sku_id}")
     health = facts.figures("health")
-    if health.present:
+    if health.values is not None:
         devices = health.values.get("devices") or []
         evidence = (f"{facts.output('health')} devices[].pci_device_id, memory_total_mib, "
                     "power.default_limit_w (re-identified with the catalogue)")
         found = [(f"GPU{d.get('index')} {d.get('name')}", d.get("sku_id")) for d in devices]
     else:
         bandwidth = facts.figures("bandwidth")
-        if not bandwidth.present:
+        if bandwidth.values is None:
             return [Result(name, title, Verdict.INCOMPLETE, None, threshold, "raw/health.json devices[]",
                            f"{health.why}; {bandwidth.why}")]
         evidence = f"{facts.output('bandwidth')} reference.sku_id (health did not complete: {health.why})"
@@ -67,7 +67,7 @@ def _matches_identity(facts: BundleFacts, profile: Profile) -> set[str]:
         return set()
     raw = {d.get("uuid"): d for d in (facts.document("health") or {}).get("devices") or [] if isinstance(d, dict)}
     matched = set()
-    for device in facts.figures("health").values.get("devices") or []:
+    for device in (facts.figures("health").values or {}).get("devices") or []:
         record = raw.get(device.get("uuid")) or {}
         pci, mib = record.get("pci_device_id"), record.get("memory_total_mib")
         if not isinstance(pci, (str, int)) or not isinstance(mib, (int, float)):

@@ -34,8 +34,8 @@ def _under_load_clock(facts: BundleFacts) -> list[tuple[str, float | None, float
     rows = []
     for device in gpus(active):
         before = idle_by_uuid.get(device.get("uuid"), {}).get("clocks", {}).get("sm_current_mhz")
-        samples = [num(s.get("sm_clock_mhz")) for s in load_window_samples(active, device.get("nvml_index"))]
-        samples = [s for s in samples if s is not None]
+        clocks = [num(s.get("sm_clock_mhz")) for s in load_window_samples(active, device.get("nvml_index"))]
+        samples = [s for s in clocks if s is not None]
         rows.append((f"GPU{device.get('nvml_index')}", num(before), statistics.median(samples) if samples else
                      num(device.get("clocks", {}).get("sm_current_mhz"))))
     return rows

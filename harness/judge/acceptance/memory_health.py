@@ -51,16 +51,18 @@ def _shown(value: Any) -> str:
 
 
 def _sum_counts(documents, keys) -> tuple[int | None, list[str]]:
-    total, parts = 0, []
+    total = 0
+    parts: list[str] = []
     for step, doc in documents:
         for device in gpus(doc):
             ecc = device.get("ecc", {})
             values = [num(ecc.get(k)) for k in keys]
-            if any(v is None for v in values):
+            counts = [v for v in values if v is not None]
+            if len(counts) != len(values):
                 return None, parts
-            total = max(total, int(sum(values)))
+            total = max(total, int(sum(counts)))
             parts.append(f"GPU{device.get('nvml_index')} {step}: " + ", ".join(
-                f"{k.replace('_', ' ')} {int(v)}" for k, v in zip(keys, values)))
+                f"{k.replace('_', ' ')} {int(v)}" for k, v in zip(keys, counts, strict=True)))
     return total, parts
 
 

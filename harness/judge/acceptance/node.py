@@ -34,7 +34,7 @@ TOLERANCE_KEY = "gpu_vs_node_tolerance"
 def _stress(field: Callable[[dict[str, Any]], Any]) -> Callable[[BundleFacts], tuple[dict[str, float] | None, str]]:
     def read(facts: BundleFacts) -> tuple[dict[str, float] | None, str]:
         figures = facts.figures("stress")
-        if not figures.present:
+        if figures.values is None:
             return None, figures.why or "no stress figures"
         if figures.values.get("device") != "cuda":
             return None, "the stress step ran on the CPU: no GPU to compare"
@@ -46,7 +46,7 @@ def _stress(field: Callable[[dict[str, Any]], Any]) -> Callable[[BundleFacts], t
 def _transfer(key: str) -> Callable[[BundleFacts], tuple[dict[str, float] | None, str]]:
     def read(facts: BundleFacts) -> tuple[dict[str, float] | None, str]:
         figures = facts.figures("transfer")
-        if not figures.present:
+        if figures.values is None:
             return None, figures.why or "no transfer figures"
         if figures.values.get("device") != "cuda":
             return None, "the transfer step copied host memory on the CPU: no GPU to compare"
@@ -92,7 +92,7 @@ def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
     median = statistics.median(values.values())
     ratios = {gpu: value / median for gpu, value in values.items()} if median else {}
     listed = ", ".join(f"{gpu} {fmt(value)}" for gpu, value in values.items())
-    lowest = min(ratios, key=ratios.get) if ratios else None
+    lowest = min(ratios, key=ratios.__getitem__) if ratios else None
     measured = Value(ratios.get(lowest), "fraction of the node median",
                      f"{listed} {unit}; node median {fmt(median)} {unit}"
                      + (f"; lowest {lowest} at {ratios[lowest]:.1%}" if lowest else ""))

@@ -29,7 +29,7 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     b = facts.figures("bandwidth")
     evidence = (f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
                 "(plateau recomputed by harness.analysis.bandwidth)")
-    if not b.present:
+    if b.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
     reference = profile.known(HBM_KNOWN_GOOD).get(kernel)
@@ -68,7 +68,7 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     limit = profile.threshold("repeat_spread_max")
     threshold = (Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
                  if limit is not None else None)
-    if not b.present:
+    if b.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, b.why)]
     if limit is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
@@ -119,7 +119,7 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
     if values is None:
         why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
-    if reference is None:
+    if reference is None or threshold is None:  # (a reference always gives a threshold)
         return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
                       f"file can add known_good.gemm_tflops.{dtype}")
@@ -153,7 +153,7 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     a = facts.figures("allreduce")
     evidence = (f"{facts.output('allreduce')} runs[].points[] per-rank medians "
                 "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)")
-    if not a.present:
+    if a.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, a.why)]
     backend, world = a.values.get("backend"), a.values.get("world_size")
     curve = (a.values.get("curves") or {}).get("normal") or {}

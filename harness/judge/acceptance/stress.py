@@ -30,9 +30,9 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
                 "recomputed by harness.analysis.stress), lowest over the GPUs")
     share, reference = profile.threshold("stress_sustained_min_share"), profile.known(SUSTAINED_GEMM).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
-    if not figures.present:
+    if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
-    if threshold is None:
+    if threshold is None or reference is None:  # (no threshold without a reference)
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no "
                        + ("stress_sustained_min_share" if not share else f"known-good sustained {dtype} GEMM "
@@ -56,9 +56,9 @@ def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
     threshold = (Value(wanted, "s", f"a GEMM phase of at least {fmt(wanted)} s (dossier run --stress-seconds "
                                     f"{fmt(wanted)})") if wanted is not None else None)
     figures = facts.figures(STEP)
-    if not figures.present:
+    if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
-    if threshold is None:
+    if threshold is None or wanted is None:  # (no threshold without a number)
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                        f"the profile for {profile.sku_id} states no stress_min_seconds")]
     seconds = figures.values["seconds"]
@@ -73,7 +73,7 @@ def _from_checks(facts: BundleFacts, name: str, title: str, checks: tuple[str, .
     """A criterion that is one or more of the stress analysis' per-device checks, on every GPU."""
     evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
     figures = facts.figures(STEP)
-    if not figures.present:
+    if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     heads = figures.values
     if not heads["devices"]:
@@ -151,7 +151,7 @@ def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
     threshold = (Value(share, "fraction", f"maximum board power at least {share:g} of the enforced limit on every "
                                           "GPU, the statistic DCGM's targeted power judges") if share else None)
     figures = facts.figures(STEP)
-    if not figures.present:
+    if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     if threshold is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,

@@ -42,7 +42,7 @@ BAD_PAIR = ("broken_p2p", "degraded")
 def _gpu_figures(facts: BundleFacts) -> tuple[dict[str, Any] | None, str]:
     """(the transfer headlines, '') or (None, why no GPU figure exists)."""
     t = facts.figures(STEP)
-    if not t.present:
+    if t.values is None:
         return None, t.why or "no transfer figures"
     if t.values.get("device") != "cuda":
         return None, ("the transfer step copied host memory on the CPU (no GPU): no PCIe or NVLink was "
@@ -60,7 +60,7 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
     if heads is None:
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
-    if threshold is None:
+    if threshold is None or reference is None:  # (no threshold without a reference)
         missing = f"no {SHARE_KEY}" if not share else f"no known-good transfer figure for {direction}"
         return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
                       f"the profile for {profile.sku_id} states {missing}; a profile file can add it")
@@ -77,7 +77,7 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
         return Result(name, title, Verdict.FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
                       f"GPU {', '.join(no_plateau)}: the sweep reached no plateau, so no sustained rate to judge")
     rates = {gpu: figures[key] for gpu, figures in per_gpu.items() if key in figures}
-    slowest = min(rates, key=rates.get)
+    slowest = min(rates, key=rates.__getitem__)
     rate = rates[slowest]
     every = ", ".join(f"GPU {gpu} {fmt(value)}" for gpu, value in rates.items())
     basis = (f"summed at {per_gpu[slowest].get(key.removesuffix('_gbps') + '_at_bytes', 0) / 2**20:g} MiB"
@@ -128,7 +128,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [Result(name, title, Verdict.FAIL, Value(None, "GB/s", "not measured for every NVLink pair"),
                        threshold, evidence, f"no peer read plateau for {', '.join(missing)} although the topology "
                        f"reports NVLink ({heads['peer'].get('why')})")]
-    slowest = min(rates, key=rates.get)
+    slowest = min(rates, key=rates.__getitem__)
     rate = rates[slowest]
     measured = Value(rate, "GB/s", f"{fmt(rate)} GB/s (GPU {slowest.replace('->', ' to ')}, plateau; "
                                    f"{len(rates)} NVLink direction(s)), {rate / reference.value:.1%} of known-good")

@@ -249,13 +249,14 @@ class _Judge:
         row = t or m
         assert row is not None
         kind = _kind(t, m)
-        base = dict(probe=row.probe, figure=row.figure, name=row.name, unit=row.unit, kind=kind,
-                    theirs=t.value if t else None, mine=m.value if m else None,
-                    theirs_spread=t.spread if t else None, mine_spread=m.spread if m else None)
+        base: dict[str, Any] = dict(probe=row.probe, figure=row.figure, name=row.name, unit=row.unit, kind=kind,
+                                    theirs=t.value if t else None, mine=m.value if m else None,
+                                    theirs_spread=t.spread if t else None, mine_spread=m.spread if m else None)
         skip = self._not_comparable(t, m, kind, row)
         if skip:
             return FigureResult(**base, tolerance=None, tolerance_source="", measured=None, noisy=False,
                                 verdict=Verdict.SKIP, why=skip)
+        assert t is not None and m is not None  # _not_comparable gives a reason when either is missing
         noise = self.model.noise(t.noise, kind)
         if kind in EQUAL_KINDS:
             same = _canonical(t.value) == _canonical(m.value)
@@ -316,7 +317,7 @@ def compare(theirs: BundleView, mine: BundleView, figures: Figures, fields: Fiel
     all_fields = [*fields, *(("", f) for f in (*environment.HOST, *environment.RUN))]
     side_by_side = tuple(FieldResult(declared.section, declared.name, a, b, declared.explains)
                          for (_, declared), a, b in zip(all_fields, read_fields(facts_theirs, all_fields),
-                                                       read_fields(facts_mine, all_fields)))
+                                                       read_fields(facts_mine, all_fields), strict=True))
     differ = [f for f in side_by_side if not f.same and f.explains]
     explained = tuple(_likely(r, differ) for r in results)
     return Judgement(id_theirs, id_mine, explained, side_by_side, model, tuple(notes), dict(unhonoured or {}))

@@ -47,7 +47,7 @@ def line_boxes(line, renderer, step_px: float = 3.0) -> list[Bbox]:
     xy = line.get_transform().transform(line.get_xydata())
     half = max(line.get_linewidth() * line.figure.dpi / 72, 1.0)
     boxes = []
-    for (x0, y0), (x1, y1) in zip(xy[:-1], xy[1:]):
+    for (x0, y0), (x1, y1) in zip(xy[:-1], xy[1:], strict=False):
         steps = max(1, int(math.dist((x0, y0), (x1, y1)) / step_px))
         for k in range(steps + 1):
             x, y = x0 + (x1 - x0) * k / steps, y0 + (y1 - y0) * k / steps

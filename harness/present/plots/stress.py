@@ -69,9 +69,9 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
         colour = COLOURS[n % len(COLOURS)]
         name = f"{label}{line['index']}"
         for key, ax in axes.items():
-            known = [(t, v) for t, v in zip(line["t_s"], line[key]) if v is not None]
+            known = [(t, v) for t, v in zip(line["t_s"], line[key], strict=False) if v is not None]
             if known:
-                ax.plot(*zip(*known), color=colour, marker=".", label=name)
+                ax.plot(*zip(*known, strict=True), color=colour, marker=".", label=name)
         _marks(axes, heads[line["index"]], colour, name)
     if lines:
         half = lines[0]["t_s"][len(lines[0]["t_s"]) // 2]

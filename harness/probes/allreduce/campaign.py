@@ -32,7 +32,7 @@ class Campaign:
         self.ready: dict[str, Any] | None = None
 
     def run_all(self) -> list[dict[str, Any]]:
-        runs = []
+        runs: list[dict[str, Any]] = []
         for world in self.world_sizes:
             for curve in self.curves:
                 runs.append(self.run_one(world, curve, len(runs)))

@@ -78,7 +78,7 @@ def settings_from_args(args: argparse.Namespace, backend: str) -> Settings:
     defaults = DEFAULTS[backend]
     try:
         min_bytes = ar.parse_size(args.min_bytes)
-        max_bytes = ar.parse_size(args.max_bytes) if args.max_bytes is not None else defaults["max_bytes"]
+        max_bytes = ar.parse_size(args.max_bytes) if args.max_bytes is not None else int(defaults["max_bytes"])
         if min_bytes < 4 or min_bytes & (min_bytes - 1):
             raise ValueError(f"--min-bytes must be a power of two of at least 4 (one float32), got {min_bytes}")
         sizes = ar.sweep_sizes(min_bytes, max_bytes)

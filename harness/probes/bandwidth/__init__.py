@@ -168,7 +168,7 @@ class Measurement:
                                      "why": "device=cpu: no GPU, nothing for NVML to sample"})
             return None, "device=cpu: no GPU to sample"
         if not self.nvml.ok:
-            self.limitations.append({"what": "SKU identification and telemetry", "why": self.nvml.reason})
+            self.limitations.append({"what": "SKU identification and telemetry", "why": str(self.nvml.reason)})
             return None, self.nvml.reason
         handle, how = nvml_handle(self.nvml, self.torch, self.args.device_index)
         if isinstance(handle, dict):

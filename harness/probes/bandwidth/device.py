@@ -78,7 +78,7 @@ def largest_safe_mib(free_bytes: int) -> float:
 def default_sizes(device: str, safe_mib: float) -> list[float]:
     if device == "cpu":
         return [s for s in CPU_SWEEP_MIB if s <= safe_mib]
-    sizes = [s for s in CUDA_SWEEP_MIB if s <= safe_mib]
+    sizes: list[float] = [s for s in CUDA_SWEEP_MIB if s <= safe_mib]
     power = 2048
     while power <= safe_mib:
         sizes.append(power)
@@ -149,6 +149,7 @@ def own_pids(snapshot: dict[str, Any], allocated_mib: float) -> tuple[list[int],
 
 def reference(device: str, identity: dict[str, Any] | None, spec_gbps: float | None,
               compare_sku: str | None, kernel: str) -> dict[str, Any]:
+    ref: dict[str, Any]
     if device == "cpu":
         ref = {"sku_id": None, "identification": "device=cpu: the GPU catalogue has no reference for host memory",
                "known_good": None, "known_good_gbps": None, "comparable": False,
@@ -158,14 +159,15 @@ def reference(device: str, identity: dict[str, Any] | None, spec_gbps: float | N
         ref = {"sku_id": sku_id, "identification": identity["evidence"] if identity else
                "NVML unavailable: the SKU cannot be identified", "known_good": None, "known_good_gbps": None}
         ok, why = catalogue.comparable(sku_id, compare_sku or sku_id)
-        entry = catalogue.primary_known_good(catalogue.by_id(sku_id), "hbm_bandwidth", kernel=kernel) if ok else None
+        sku = catalogue.by_id(sku_id) if ok and sku_id is not None else None
+        entry = catalogue.primary_known_good(sku, "hbm_bandwidth", kernel=kernel) if sku else None
         if ok and entry is None:
             ok, why = False, f"{sku_id} has no primary known-good result for the {kernel} kernel"
         ref.update(comparable=ok, why=why, known_good=entry, known_good_gbps=entry["value"] if entry else None)
     if spec_gbps is not None:
         ref.update(spec_gbps=spec_gbps, spec_source="--spec-gbps")
-    elif ref["sku_id"]:
-        published = catalogue.by_id(ref["sku_id"])["published"]
+    elif ref["sku_id"] and (sku := catalogue.by_id(ref["sku_id"])):
+        published = sku["published"]
         ref.update(spec_gbps=published["memory_bandwidth_gbps"], spec_source=f"catalogue: {published['source']}")
     else:
         ref.update(spec_gbps=None, spec_source="none: no --spec-gbps and no catalogue SKU")

@@ -123,16 +123,12 @@ class Supervisor:
         group: int | None = None
         for launch in self.launches:
             events = self.workdir / f"rank{launch.rank}.jsonl"
-            stdout = open(self.workdir / f"rank{launch.rank}.stdout", "wb")  # noqa: SIM115
             stderr_path = self.workdir / f"rank{launch.rank}.stderr"
-            stderr = open(stderr_path, "wb")  # noqa: SIM115
-            try:
+            # The child holds its own copies of both files; ours close once it has started.
+            with open(self.workdir / f"rank{launch.rank}.stdout", "wb") as stdout, open(stderr_path, "wb") as stderr:
                 proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, str(config_path)], env=launch.env,
                                         stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
                                         process_group=0 if group is None else group)
-            finally:
-                stdout.close()
-                stderr.close()
             group = proc.pid if group is None else group
             self.workers.append(_Worker(launch, proc, events, stderr_path))
 

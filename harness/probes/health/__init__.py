@@ -99,7 +99,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         facts["torch_imported"] = seen_by_torch["torch_imported"]
         facts["torch_device_count"] = seen_by_torch["torch_device_count"]
         facts["torch_devices"] = seen_by_torch["torch_devices"]
-        handles = attempt(nvml.handles) if nvml.ok else unavailable(str(nvml.reason))
+        handles: Any = attempt(nvml.handles) if nvml.ok else unavailable(str(nvml.reason))  # a list, or why not
         if is_unavailable(handles):
             facts["nvml_device_count"] = facts["devices"] = handles
             handles = []
@@ -178,7 +178,7 @@ def under_load(args: argparse.Namespace, nvml: NvmlSession, handles: list[Any], 
         torch, nvml.pynvml, targets, args.under_load, args.sample_interval,
         lambda: read_devices(nvml.pynvml, handles))
     own = set(load["pids"])
-    listed = {p.get("pid") for d in middle for p in (d.get("processes") or []) if isinstance(p, dict)}
+    listed = {p["pid"] for d in middle for p in (d.get("processes") or []) if isinstance(p, dict)}
     if listed and not own & listed:
         limitations.append({"what": "telling the load's process from others",
                             "why": f"NVML lists pids {sorted(listed)} but not the load's pid "
@@ -254,7 +254,7 @@ def sizing(args: argparse.Namespace, facts: dict[str, Any]) -> str:
     if not args.under_load:
         return ("No work is run: every field is read from the kernel, NVML, nvidia-smi, torch's version.py, "
                 "the cuDNN and NCCL libraries and the CUDA driver API (torch is not imported).")
-    load = facts.get("load")
+    load = facts["load"]  # set whenever --under-load is
     if is_unavailable(load):
         return f"A {args.under_load:g} s load was asked for but not run: {_reason(load)}."
     sizes = ", ".join(f"torch {d['torch_index']}: n={d['gemm_n']}, copy {d['copy_mib']:g} MiB"

@@ -133,7 +133,7 @@ def run_load(torch: Any, pynvml: Any, targets: list[tuple[int, int, Any]], secon
             raise errors[0]
         records = [load.finish() for load in loads]
         finished = time.monotonic()
-    for record, sampler in zip(records, samplers):
+    for record, sampler in zip(records, samplers, strict=True):
         record["samples"] = sampler.samples
     return {
         "kind": (f"{GEMM_DTYPE} GEMM (n x n times n x n) then a device-to-device copy (torch "

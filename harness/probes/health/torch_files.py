@@ -43,7 +43,8 @@ def version_file_facts(path: Path) -> dict[str, Any]:
     for node in tree.body:
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
             node.target if isinstance(node, ast.AnnAssign) else None
-        if isinstance(target, ast.Name) and isinstance(node.value, ast.Constant):
+        if (isinstance(target, ast.Name) and isinstance(node, (ast.Assign, ast.AnnAssign))
+                and isinstance(node.value, ast.Constant)):
             found[target.id] = node.value.value
     return found
 

@@ -24,9 +24,9 @@ def torch_facts() -> dict[str, Any]:
         import torch
     except Exception as exc:  # noqa: BLE001 - a missing or broken torch is a recorded fact
         reason = unavailable(f"torch cannot be imported: {describe_exception(exc)}")
-        return {**{key: reason for key in ("torch_version", "torch_cuda_build", "cudnn_version",
-                                           "nccl_version", "nccl_available", "torch_cuda_available",
-                                           "torch_device_count", "torch_devices")},
+        return {**dict.fromkeys(("torch_version", "torch_cuda_build", "cudnn_version", "nccl_version",
+                                 "nccl_available", "torch_cuda_available", "torch_device_count",
+                                 "torch_devices"), reason),
                 **_sources(reason)}
     version = torch.__version__
     cuda_build = torch.version.cuda
@@ -47,7 +47,7 @@ def torch_facts() -> dict[str, Any]:
         return facts
     try:
         torch.cuda.init()  # raises the driver's own reason when CUDA cannot start
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the driver's reason is the recorded fact
         reason = unavailable(f"CUDA cannot initialise: {describe_exception(exc)}")
         facts.update(torch_cuda_available=False, torch_device_count=reason, torch_devices=reason)
         return facts

@@ -150,6 +150,7 @@ def _round_trip(x32: torch.Tensor, x64: torch.Tensor, fmt: Format) -> Quantized:
 
 
 def _float_round_trip(x32: torch.Tensor, x64: torch.Tensor, fmt: Format) -> Quantized:
+    assert fmt.dtype is not None  # every float format names its torch dtype (FORMATS)
     dtype = getattr(torch, fmt.dtype)
     info = torch.finfo(dtype)
     if fmt.scaling == "per_tensor":
@@ -168,6 +169,7 @@ def _float_round_trip(x32: torch.Tensor, x64: torch.Tensor, fmt: Format) -> Quan
 
 
 def _int_round_trip(x64: torch.Tensor, fmt: Format) -> Quantized:
+    assert fmt.qmax is not None  # every int format has its largest magnitude (FORMATS)
     grouped, restore = _groups(x64, fmt.scaling)
     absmax = grouped.abs().amax(dim=1, keepdim=True) if fmt.scaling != "per_tensor" else \
         torch.full((1, 1), absmax_of(x64), dtype=torch.float64, device=x64.device)
@@ -242,7 +244,7 @@ def error_metrics(x64: torch.Tensor, quantized: Quantized, sig_sq: float | None 
     }
 
 
-def tensor_stats(x32: torch.Tensor) -> dict[str, float | int]:
+def tensor_stats(x32: torch.Tensor) -> dict[str, float | int | None]:
     """Shape-free statistics of a tensor, in float64 with device-independent sums.
 
     std is the population standard deviation; excess_kurtosis is m4/m2^2 - 3 (0 for a
@@ -290,10 +292,12 @@ def measure_formats(x32: torch.Tensor) -> list[dict]:
     for fmt in FORMATS:
         row = {"format": fmt.name, "family": fmt.family, "bits": fmt.bits, "scaling": fmt.scaling}
         if fmt.family == "float":
+            assert fmt.dtype is not None  # every float format names its torch dtype (FORMATS)
             info = torch.finfo(getattr(torch, fmt.dtype))
             row["range_max"] = float(info.max)
             row["smallest_normal"] = float(info.tiny)
         else:
+            assert fmt.qmax is not None  # every int format has its largest magnitude (FORMATS)
             row["range_max"] = float(fmt.qmax)
         try:
             quantized = _round_trip(x32, x64, fmt)

@@ -126,6 +126,12 @@ class Run:
         self.timer: Bursts | None = None
         self.done, self.total = 0, 0  # shapes finished and to do, over every dtype (progress)
 
+    @property
+    def bursts(self) -> Bursts:
+        """The timer: made once the device's facts are read, before any GEMM is timed."""
+        assert self.timer is not None, "the timer is made before any GEMM is timed"
+        return self.timer
+
     def pick_device(self) -> str:
         available = self.torch.cuda.is_available()
         if self.args.device == "cuda" and not available:
@@ -251,7 +257,7 @@ class Run:
     def timing_record(self) -> dict[str, Any]:
         """How every shape was timed, with the evidence the lengths come from."""
         r = timing_rules
-        gap = self.timer.gap_ratio
+        gap = self.bursts.gap_ratio
         return {"method": "windows", "rule": r.RULE, "source": r.TIMING_SOURCE,
                 "warmup_s": r.WARMUP_S, "warmup_min_calls": r.WARMUP_MIN_CALLS, "window_s": r.WINDOW_S,
                 "windows": r.WINDOWS, "gap_ratio": gap,
@@ -266,12 +272,12 @@ class Run:
     def preheat(self, main: Sweep) -> Any:
         """A medium GEMM in bursts before the sweep (GPU only), recorded in the timeline."""
         if self.device != "cuda" or main.cannot:
-            return unavailable("a CPU run: no clock to raise" if self.device != "cuda" else main.cannot)
+            return unavailable("a CPU run: no clock to raise" if self.device != "cuda" else str(main.cannot))
         m, n, k = timing_rules.PREHEAT_SHAPE
         pool = self.side.OperandPool(main.dtype, self.device, 2**20, 2**26)
         operands, _ = pool.sets(m, n, k)
         call = self.side.gemm_call(main.dtype, self.device, operands, m, n)
-        record = self.timer.preheat(call, f"{m}x{n}x{k} {main.dtype}")
+        record = self.bursts.preheat(call, f"{m}x{n}x{k} {main.dtype}")
         del pool, operands, call
         self.mark(f"pre-heat: {record['bursts']} bursts of {m}x{n}x{k} {main.dtype}, {record['seconds'] * 1e3:.0f} ms "
                   f"of GEMMs")
@@ -338,7 +344,7 @@ class Run:
         started = None
         shapes = sweep.shapes
         what = "GEMM" if sweep.dtype == self.args.dtype else f"{sweep.dtype} GEMM (dtype check)"
-        for shape, prediction in zip(shapes, sweep.predictions):
+        for shape, prediction in zip(shapes, sweep.predictions, strict=True):
             progress(self.done, self.total, f"{sweep.dtype} {shape.label}")
             self.done += 1
             entry: dict[str, Any] = {"label": shape.label}
@@ -379,8 +385,9 @@ class Run:
             operands, rotation = pool.sets(shape.m, shape.n, shape.k)
             call = self.side.gemm_call(dtype, self.device, operands, shape.m, shape.n)
             measured_at = utc_now()
-            record = self.timer.measure(call)
+            record = self.bursts.measure(call)
             eager = timing_rules.per_call_s(record["windows"])
+            assert eager is not None, "the timer's windows give no time per call"
             if self.device == "cuda" and eager < timing_rules.GRAPH_BELOW_S:  # the kernels alone
                 record["graph"] = self.graph(call, 1 + record["warmup"]["calls"])
         except Exception as exc:  # noqa: BLE001 - one shape's failure is recorded, the rest still run
@@ -404,7 +411,7 @@ class Run:
 
     def graph(self, call, first: int) -> Any:
         try:
-            return self.timer.graph(call, first)
+            return self.bursts.graph(call, first)
         except Exception as exc:  # noqa: BLE001 - a capture the device refuses is recorded, the eager figure stands
             return unavailable(f"CUDA graph capture or replay failed: {describe_exception(exc)}")
 
@@ -425,7 +432,7 @@ class Run:
                 elements = 2**26
         log(f"roofline: fusion chain on {elements} elements")
         try:
-            result, limitations = self.side.measure_fusion(self.device, elements, self.timer)
+            result, limitations = self.side.measure_fusion(self.device, elements, self.bursts)
         except Exception as exc:  # noqa: BLE001 - e.g. out of memory: recorded, the GEMMs stand
             why = describe_exception(exc)
             self.limitations.append({"what": "elementwise fusion comparison", "why": why})

@@ -114,6 +114,7 @@ def gemm_call(dtype: str, device: str, operands: Operands, m: int, n: int) -> Ca
     """call(i) runs the GEMM on input set i modulo the number of sets."""
     sets, count, scale = operands.sets, len(operands.sets), operands.scale
     if dtype == "fp8":
+        assert scale is not None  # fp8 operands carry their dequantization scale
 
         def fp8(i: int) -> Any:
             a, b = sets[i % count]
@@ -176,12 +177,12 @@ def cpu_copy_gbps(buffer_bytes: int, repeats: int = 5) -> dict[str, Any]:
 
 def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: int = 3) -> dict[str, Any]:
     """The best square GEMM rate this CPU reaches in the dtype: the CPU's compute roof."""
-    results = []
+    results: list[dict[str, Any]] = []
     for size in sizes:
         a = torch.randn(size, size, dtype=TORCH_DTYPES[dtype])
         b = torch.randn(size, size, dtype=TORCH_DTYPES[dtype]).t()
         out = torch.empty(size, size, dtype=TORCH_DTYPES[dtype])
-        times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]
+        times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]  # noqa: B023 - called within this iteration
         results.append({"size": size, "times_s": times, "median_s": statistics.median(times),
                         "tflops": 2 * size**3 / statistics.median(times) / 1e12})
     best = max(results, key=lambda r: r["tflops"])
@@ -287,5 +288,6 @@ def measure_fusion(device: str, elements: int, timer: Bursts) -> tuple[dict[str,
 
 def _rates(record: dict[str, Any], nbytes: int, flops: int) -> dict[str, Any]:
     median = per_call_s(record["windows"])
+    assert median is not None, "the timer's windows give no time per call"
     return {**record, "median_s": median, "window_spread": window_spread(record["windows"]),
             "achieved_gbps": nbytes / median / 1e9, "achieved_tflops": flops / median / 1e12}

@@ -210,8 +210,8 @@ class Progress:
 
     def __init__(self, indices: list[int], seconds: float, device: str) -> None:
         self.seconds, self.device = seconds, device
-        self.latest: dict[int, str] = {i: "starting" for i in indices}
-        self.buckets: dict[int, int] = {i: 0 for i in indices}
+        self.latest: dict[int, str] = dict.fromkeys(indices, "starting")
+        self.buckets: dict[int, int] = dict.fromkeys(indices, 0)
         self.flop = 0
         self.pids: Callable[[], list[int]] = lambda: []  # the workers' pids (the supervisor's, once started)
         self.load_what = ""

@@ -142,7 +142,7 @@ class GemmLoop:
             self.ops.gemm()
             marks.append(self.clock.mark())
         self.clock.wait(marks[-1])
-        fastest_ms = min(self.clock.milliseconds(a, b) for a, b in zip(marks, marks[1:]))
+        fastest_ms = min(self.clock.milliseconds(a, b) for a, b in zip(marks, marks[1:], strict=False))
         self.capacity = math.ceil(CAPACITY_MARGIN * self.plan.bucket_s * 1e3 / max(fastest_ms, 1e-3)) + CAPACITY_EXTRA
         self.ops.gemm()
         self.ops.reference.copy_(self.ops.out)

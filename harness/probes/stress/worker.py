@@ -139,7 +139,7 @@ class Worker:
             where, share, budget = "device memory", c["share"], None
         else:
             free, where, share, budget = None, "host memory", None, c["host_bytes"]
-        region, chunk = plan_region(free if free is not None else budget, share or 1.0, c["chunk_bytes"])
+        region, chunk = plan_region(free if free is not None else c["host_bytes"], share or 1.0, c["chunk_bytes"])
         plan = MemoryPlan(self.config["device"], region, chunk, self.config["seed"],
                           inject=self.config["inject_fault"] == "memory")
         test = MemoryTest(plan)

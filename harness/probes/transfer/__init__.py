@@ -175,7 +175,7 @@ def measure_gpus(torch: Any, args: argparse.Namespace, nvml: NvmlSession, sizes:
     run.total = planned_steps(len(gpus), skip, numa_gpus)
     run.allocate()
     numa_done = []
-    for (record, handle), index in zip(facts_and_handles, gpus):
+    for (record, handle), index in zip(facts_and_handles, gpus, strict=True):
         record["pcie"]["under_copy"], record["pcie"]["under_copy_how"] = run.under_copy(index, nvml.pynvml, handle)
         run.host_copies(index)
         if "local" not in skip:

@@ -133,8 +133,8 @@ def _together(torch: Any, members: list[Stream], nbytes: int, count: int, same_c
     real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
     if real or errors:
         raise (real or errors)[0]
-    return {"times": {m.series_id: r[0] for m, r in zip(members, results)},
-            "spans": {m.series_id: r[1] for m, r in zip(members, results)},
+    return {"times": {m.series_id: r[0] for m, r in zip(members, results, strict=True)},
+            "spans": {m.series_id: r[1] for m, r in zip(members, results, strict=True)},
             "issue_s": max(r[2] for r in results) - released}
 
 

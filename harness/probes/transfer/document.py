@@ -82,7 +82,7 @@ def state_figures(document: dict[str, Any]) -> dict[str, Any]:
     for group in document["groups"]:
         computed = analysis.group_figures(group, figures)
         group["total_plateau_gbps"] = computed["total_plateau_gbps"]
-        for entry, again in zip(group["per_size"], computed["per_size"]):
+        for entry, again in zip(group["per_size"], computed["per_size"], strict=True):
             entry.update(total_gbps=again["total_gbps"], overlap=again["overlap"])
     document["link_checks"] = analysis.link_checks(document, figures)
     document["p2p_checks"] = analysis.p2p_checks(document, figures)

@@ -119,7 +119,7 @@ class GpuRun:
             path = COPY_PATHS["host_device"] + ("" if memory == "pinned" else "; " + COPY_PATHS["pageable"])
             h2d = Stream(f"gpu{index}/h2d/{memory}", copy_into(b.dev_a, src), index, b.main)
             d2h = Stream(f"gpu{index}/d2h/{memory}", copy_into(dst, b.dev_b), index, b.main)
-            for member, (direction, _) in zip((h2d, d2h), DIRECTIONS):
+            for member, (direction, _) in zip((h2d, d2h), DIRECTIONS, strict=True):
                 self.alone(member.series_id, member, self.sizes, direction, memory, path, gpu=index)
             if "bidirectional" in self.skip:
                 continue
@@ -150,7 +150,7 @@ class GpuRun:
             with NodeBuffer(self.torch, largest, node, cpus) as src, NodeBuffer(self.torch, largest, node, cpus) as dst:
                 for (direction, short), member in zip(DIRECTIONS, (
                         Stream(f"gpu{index}/numa-{placement}/h2d", copy_into(b.dev_a, src.tensor), index, b.main),
-                        Stream(f"gpu{index}/numa-{placement}/d2h", copy_into(dst.tensor, b.dev_b), index, b.main))):
+                        Stream(f"gpu{index}/numa-{placement}/d2h", copy_into(dst.tensor, b.dev_b), index, b.main)), strict=True):
                     self.alone(member.series_id, member, self.large, direction, "pinned",
                                COPY_PATHS["host_device"] + f"; host buffer on NUMA node {node} ({why})", gpu=index,
                                numa_placement=placement, host_buffer=(src if short == "h2d" else dst).placement())

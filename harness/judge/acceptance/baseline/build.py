@@ -139,11 +139,12 @@ def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict
         raise UsageError(f"the bundles are of more than one SKU ({listed}): a baseline is of one SKU",
                          hint="make one baseline per SKU, from that SKU's bundles only")
     key = keys.pop()
+    assert key is not None  # an input without a SKU has its sku_problem, refused above
     records = [r for _, rs in found.values() for r in rs]
     ids = sorted({f"{catalogue.normalise_device_id(r['pci_device_id']):#06x}" for r in records
                   if isinstance(r.get("pci_device_id"), (str, int))})
     memory = [r["memory_total_mib"] for r in records if isinstance(r.get("memory_total_mib"), (int, float))]
-    names = sorted({r.get("name") for r in records if isinstance(r.get("name"), str)})
+    names = sorted({r["name"] for r in records if isinstance(r.get("name"), str)})
     identity = {"pci_device_ids": ids, "memory_total_mib": statistics.median(memory) if memory else None,
                 "name": ", ".join(names),
                 "source": f"raw/health.json devices[] of the {len(inputs)} input bundle(s), {len(records)} GPU(s)"}
@@ -194,7 +195,7 @@ def _known_good_and_shares(stats: dict[str, dict[str, Any]]) -> tuple[dict[str, 
     known_good: dict[str, Any] = {}
     thresholds: dict[str, Any] = {"warn_band": {}}
     notes = []
-    for key, s in sorted(stats.items()):
+    for _key, s in sorted(stats.items()):
         field, slot = s["known_good"]
         known_good.setdefault(field, {})[slot] = {
             "value": s["median"], "source": f"dossier baseline: median of {s['n_used']} of {s['n']} input bundle(s) "
@@ -222,7 +223,7 @@ def _inherit_shares(thresholds: dict[str, Any], catalogue_block: dict[str, Any])
     for key, parts in PER_PART_SHARES.items():
         inherited = catalogue_block.get(key)
         if isinstance(inherited, (int, float)) and not isinstance(inherited, bool):
-            inherited = {part: inherited for part in parts}
+            inherited = dict.fromkeys(parts, inherited)
         if not isinstance(inherited, dict) or not inherited:
             continue
         mine = thresholds.get(key) or {}

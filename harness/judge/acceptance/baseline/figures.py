@@ -38,9 +38,9 @@ class Figure:
 def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
     b = facts.figures("bandwidth")
     plateau = num((b.values or {}).get("plateau_gbps"))
-    if plateau is None:
+    if b.values is None or plateau is None:
         return {}
-    kernel = b.values.get("kernel")
+    kernel = b.values["kernel"]
     return {Figure("bandwidth_plateau", (HBM_KNOWN_GOOD.field, kernel), ("bandwidth_plateau_min_share", None),
                    "bandwidth.plateau_gbps", "steady", "GB/s"): plateau}
 
@@ -58,37 +58,39 @@ def _gemm(facts: BundleFacts) -> dict[Figure, float]:
 def _stress(facts: BundleFacts) -> dict[Figure, float]:
     s = facts.figures("stress")
     lowest = num((s.values or {}).get("min_steady_tflops"))
-    if lowest is None:
+    if s.values is None or lowest is None:
         return {}
-    dtype = s.values.get("dtype")
+    dtype = s.values["dtype"]
     return {Figure(f"stress_sustained_{dtype}", (SUSTAINED_GEMM.field, dtype), ("stress_sustained_min_share", None),
                    "stress.steady_tflops", "steady", "TFLOPS"): lowest}
 
 
 def _transfer(facts: BundleFacts) -> dict[Figure, float]:
     t = facts.figures("transfer")
-    if not t.present or t.values.get("device") != "cuda":
+    if t.values is None or t.values.get("device") != "cuda":
         return {}
     heads = t.values
     per_gpu = {gpu: f for gpu, f in (heads.get("per_gpu") or {}).items() if gpu != "host"}
     found = {}
     for name, (key, direction, _, _) in HOST_RATES.items():
         rates = [num(f.get(key)) for f in per_gpu.values() if key in f]
-        if rates and all(r is not None for r in rates):
+        measured = [r for r in rates if r is not None]
+        if rates and len(measured) == len(rates):
             found[Figure(name, (TRANSFER.field, direction), ("transfer_min_share", direction), f"transfer.{key}",
-                         "steady", "GB/s")] = min(rates)
+                         "steady", "GB/s")] = min(measured)
     cells = (heads.get("peer") or {}).get("read") or {}
     reads = [num((cells.get(key) or {}).get("plateau_gbps")) for a, b in _nvlink_pairs(heads)
              for key in (f"{a}->{b}", f"{b}->{a}")]
-    if reads and all(r is not None for r in reads):
+    measured = [r for r in reads if r is not None]
+    if reads and len(measured) == len(reads):
         found[Figure("transfer_peer_read", (TRANSFER.field, "peer_read"), ("transfer_min_share", "peer_read"),
-                     "transfer.peer.read_gbps", "steady", "GB/s")] = min(reads)
+                     "transfer.peer.read_gbps", "steady", "GB/s")] = min(measured)
     return found
 
 
 def _allreduce(facts: BundleFacts) -> dict[Figure, float]:
     a = facts.figures("allreduce")
-    if not a.present or a.values.get("backend") != "nccl":
+    if a.values is None or a.values.get("backend") != "nccl":
         return {}
     busbw = num(((a.values.get("curves") or {}).get("normal") or {}).get("busbw_at_max_gbps"))
     world = a.values.get("world_size")

@@ -67,11 +67,11 @@ def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], lis
     if not devices:
         return {}, notes + ["no GPU in any input's health.json: no configuration expected"]
     config: dict[str, Any] = {}
-    for key, field in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
-        versions = [v for d in documents if isinstance(v := (d.get("software") or {}).get(field), str) and version_key(v)]
+    for key, name in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
+        versions = [v for d in documents if isinstance(v := (d.get("software") or {}).get(name), str) and version_key(v)]
         if versions:
             config[key] = min(versions, key=version_key)
-    checks = {
+    checks: dict[str, tuple[str | None, list[Any]]] = {
         "persistence": ("enabled", [(d.get("modes") or {}).get("persistence") for d in devices]),
         "mig": (None, [(d.get("modes") or {}).get("mig_current") for d in devices]),
         "power_limit": ("default", ["default" if (d.get("power") or {}).get("enforced_limit_w")
@@ -105,14 +105,14 @@ def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[
     digests: dict[str, Any] = {}
     notes: list[str] = []
     groups: dict[str, dict[str, dict[str, Any]]] = {}
-    for observed, name in zip(inputs, names):
+    for observed, name in zip(inputs, names, strict=True):
         for who, record in observed.stress.items():
             key = json.dumps(stress_conditions(record), sort_keys=True)
             groups.setdefault(key, {})[f"{name} {who}"] = record
     stress = []
     for key, members in sorted(groups.items()):
         vote = quorum({who: r["sha256"] for who, r in members.items()})
-        if vote.ambiguous:
+        if vote.ambiguous or vote.majority is None:  # (no majority only when ambiguous)
             notes.append(f"no stress digest expected for {key}: the GPUs split evenly")
             continue
         record = members[vote.agreeing[0]]
@@ -124,9 +124,9 @@ def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[
     if stress:
         digests["stress"] = stress
     outputs: dict[tuple[str, str], dict[str, str]] = {}
-    for observed, name in zip(inputs, names):
-        for key, digest in observed.precision.items():
-            outputs.setdefault(key, {})[name] = digest
+    for observed, name in zip(inputs, names, strict=True):
+        for tensor_format, digest in observed.precision.items():
+            outputs.setdefault(tensor_format, {})[name] = digest
     expected: dict[str, dict[str, str]] = {}
     for (tensor, fmt), by_input in sorted(outputs.items()):
         vote = quorum(by_input)
