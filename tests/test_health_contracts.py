@@ -116,6 +116,13 @@ def test_cuda_visible_devices_selects_by_uuid_and_catches_bad_tokens(h200):
     assert judged(hidden, "torch_sees_every_gpu")["status"] == "fail"
 
 
+def test_an_unreadable_torch_to_nvml_mapping_fails_the_order_check_instead_of_passing_it(h200):
+    assert judged(h200, "torch_sees_every_gpu")["status"] == "pass"
+    unread = changed(h200, lambda f: f.update(device_mapping={"unavailable": "torch.cuda.get_device_properties raised"}))
+    result = judged(unread, "torch_sees_every_gpu")
+    assert result["status"] == "fail" and "torch.cuda.get_device_properties raised" in result["evidence"]
+
+
 def test_minor_version_compatibility_passes_with_a_note(h200):
     result = judged(changed(h200, lambda f: f["software"].update(torch_cuda_build="13.1")),
                     "driver_supports_torch_cuda_build")
