@@ -18,6 +18,7 @@ from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
 from harness.bundle.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
+from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance import predicate
 from harness.judge.acceptance.junit import junit_xml
@@ -57,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--summary", type=Path, metavar="F.md", help="write the one-page summary (Markdown)")
     parser.add_argument("--html", type=Path, metavar="F.html", help="write the one-page summary (HTML)")
     parser.add_argument("--json", action="store_true", help="print the acceptance as JSON on stdout")
+    add_allow_format_option(parser)
     parser.set_defaults(func=handle)
 
 
@@ -84,10 +86,11 @@ def trusted_key(explicit: Path | None) -> tuple[Path, object]:
     return path, load_public(path)
 
 
-def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, BundleRef]:
-    """The bundle's data, only if `dossier verify` passes on exactly the bytes judged."""
+def verified_view(bundle: Path, key_path: Path, trusted, allow_formats: tuple[int, ...] = ()) -> tuple[BundleView, BundleRef]:
+    """The bundle's data, only if `dossier verify` passes on exactly the bytes judged (with the
+    older formats ALLOW_FORMATS allows; the checks not done are printed and recorded)."""
     before = sha256_file(bundle)
-    result = verify_bundle(bundle, trusted)
+    result = verify_bundle(bundle, trusted, allow_formats=allow_formats)
     if not result.ok:
         lines = "\n".join("  " + c.line() for c in result.failures[:20])
         raise CheckFailed(f"refused: {bundle} does not verify with {key_path} (keyid {result.keyid[:16]}...): "
@@ -101,8 +104,10 @@ def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, Bu
         raise CheckFailed(f"refused: {bundle} changed while it was read: {exc}") from exc
     if sha256_file(bundle) != before:
         raise CheckFailed(f"refused: {bundle} changed while it was being verified")
-    passed = len(result.checks) - len(result.failures)
-    return view, BundleRef(bundle.name, before, result.keyid, passed)
+    for line in not_done_lines(result):
+        print(f"accept: verify {line}", file=sys.stderr)
+    return view, BundleRef(bundle.name, before, result.keyid, result.passed,
+                           tuple(f"{c.check} {c.subject}: {c.detail}" for c in result.not_done))
 
 
 def print_results(acceptance: Acceptance) -> None:
@@ -164,7 +169,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)
-    view, bundle = verified_view(args.bundle, key_path, trusted)
+    view, bundle = verified_view(args.bundle, key_path, trusted, allowed_formats(args))
     acceptance = judge(view, profile, bundle)
     write_outputs(args, acceptance, view, key_path)
     if args.json:

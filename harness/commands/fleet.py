@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness import paths
+from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import CheckFailed, UsageError
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
@@ -77,6 +78,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--wait", type=float, default=0, metavar="SECONDS", help="wait up to this long for a running job")
     p.add_argument("--workers", type=_positive, metavar="N",
                    help="worker processes checking node bundles (default: the CPUs this process may use)")
+    add_allow_format_option(p)
     p.set_defaults(func=handle_collect)
 
 
@@ -127,7 +129,8 @@ def handle_collect(args: argparse.Namespace) -> int:
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
-    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
+    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers,
+                            allow_formats=allowed_formats(args))
     key = load_private(args.sign_key or Path(run.submission["spec"]["key"]))
     rendered = plots.render(document)
     by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
