@@ -14,13 +14,14 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import tarfile
 from dataclasses import dataclass
 from typing import Any
 
 from harness.bundle import layout
 from harness.bundle.read import read_all
 from harness.bundle.verify import INTERNAL_ERROR
-from harness.bundle.write import BLOCK, archive_bytes, gzip_bytes
+from harness.bundle.write import BLOCK, FIXED_MTIME, archive_bytes, end_of_archive, gzip_bytes, padding, tar_bytes
 from harness.signing import dsse
 from tests.bundle_support import resign
 
@@ -170,3 +171,71 @@ def normalized(detail: str) -> str:
     text = re.sub(r"[0-9a-f]{16}\.\.\.", "HASH...", text)
     text = re.sub(r"\d+(\.\d+)?", "N", text)
     return text[:90]
+
+
+# Hostile archives (issue 28 item 2): each one of a real bundle's members kept, signed as they were,
+# with one thing a tar can say and a bundle must not: `dossier verify` and the third-party check in
+# docs/bundle.md must both refuse every one, before anything is written anywhere.
+
+def _entry(name: str, data: bytes = b"", **fields: Any) -> tuple[bytes, bytes]:
+    """One member's header (ustar unless FORMAT says otherwise) and data, the canonical fields
+    changed as FIELDS say."""
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = len(data), FIXED_MTIME, 0o644
+    tar_format = fields.pop("format", tarfile.USTAR_FORMAT)
+    for field, value in fields.items():
+        setattr(info, field, value)
+    if info.type != tarfile.REGTYPE:
+        info.size = 0
+    return info.tobuf(tar_format, "utf-8", "surrogateescape"), data if info.type == tarfile.REGTYPE else b""
+
+
+def _tar_of(entries: list[tuple[bytes, bytes]]) -> bytes:
+    body = b"".join(header + data + bytes(padding(len(data))) for header, data in entries)
+    return body + bytes(end_of_archive(len(body)))
+
+
+def _with(files: dict[str, bytes], extra: list[tuple[str, tuple[bytes, bytes]]] = (),
+          changed: dict[str, dict[str, Any]] | None = None) -> bytes:
+    """The bundle's tar with EXTRA members (name, entry) in name order and members CHANGED as given."""
+    entries = [(name, _entry(name, data, **(changed or {}).get(name, {}))) for name, data in files.items()]
+    return _tar_of([entry for _, entry in sorted(entries + list(extra), key=lambda e: e[0])])
+
+
+def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
+    """Named archive bytes, each one hostile thing added to the bundle whose members are FILES."""
+    special = {"symlink to /etc/passwd": ("raw/zz-link.json", dict(type=tarfile.SYMTYPE, linkname="/etc/passwd")),
+               "hard link": ("raw/zz-hard.json", dict(type=tarfile.LNKTYPE, linkname=layout.REPORT)),
+               "character device": ("dev-null", dict(type=tarfile.CHRTYPE, devmajor=1, devminor=3)),
+               "block device": ("dev-sda", dict(type=tarfile.BLKTYPE, devmajor=8)),
+               "FIFO": ("fifo", dict(type=tarfile.FIFOTYPE)),
+               "directory": ("raw", dict(type=tarfile.DIRTYPE, mode=0o755)),
+               "absolute name": ("/etc/cron.d/x", {}),
+               "'..' name": ("../x", {}),
+               "symlinked plots folder": ("plots", dict(type=tarfile.SYMTYPE, linkname="/tmp"))}
+    out = {what: gzip_bytes(_with(files, [(name, _entry(name, b"x", **fields))]))
+           for what, (name, fields) in special.items()}
+    for what, fields in {"setuid bit": dict(mode=0o4755), "setgid bit": dict(mode=0o2644),
+                         "owned by a user": dict(uid=1000, uname="user"), "another mtime": dict(mtime=0),
+                         "pax extended header": dict(format=tarfile.PAX_FORMAT, pax_headers={"comment": "x"}),
+                         "GNU header": dict(format=tarfile.GNU_FORMAT)}.items():
+        out[what] = gzip_bytes(_with(files, changed={layout.REPORT: fields}))
+    tar = tar_bytes(files)
+    hidden = tar_bytes({"evil.sh": b"#!/bin/sh\n"})
+    out["data after the end-of-archive marker"] = gzip_bytes(tar + hidden)
+    members_end = sum(BLOCK + len(data) + padding(len(data)) for data in files.values())
+    record_padding = members_end + 2 * BLOCK  # after the two zero blocks, up to a whole 10240-byte record
+    if len(tar) - record_padding >= 6:
+        out["data hidden in the record padding"] = gzip_bytes(tar[:record_padding] + b"hidden" + tar[record_padding + 6:])
+    archive = gzip_bytes(tar)
+    out["a second gzip member"] = archive + gzip_bytes(hidden)
+    out["trailing bytes after the gzip stream"] = archive + b"garbage"
+    out["a file name in the gzip header"] = b"\x1f\x8b\x08\x08" + archive[4:10] + b"b.tar\0" + archive[10:]
+    names = sorted(files)
+    entries = [_entry(name, files[name]) for name in names]
+    out["members reordered"] = gzip_bytes(_tar_of([entries[1], entries[0], *entries[2:]]))
+    out["a member twice"] = gzip_bytes(_tar_of([entries[0], *entries]))
+    first_padding = BLOCK + len(files[names[0]])  # right after the first member's data
+    if padding(len(files[names[0]])):
+        out["data in a member's padding"] = gzip_bytes(tar[:first_padding] + b"x" + tar[first_padding + 1:])
+    return out
