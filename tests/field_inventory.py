@@ -2,22 +2,22 @@
 
 A field is a property path in a schema: keys, `[]` for an array's items, `*` for any key of a map
 (`devices[].clocks.sm_mhz`, `host.packages.*`). `schema_fields(NAME)` walks schemas/NAME.schema.json
-(its `$ref`s, `anyOf`/`oneOf`/`allOf` branches, array items and maps) and lists them all, so a field
-added to a schema is listed here without anyone remembering to.
+(its `$ref`s, `anyOf`/`oneOf`/`allOf` branches, array items and maps), so a field added to a schema
+is listed here without anyone remembering to.
 
-`mutations(document, schema, path)` gives the schema-valid edits of the field's first and last
-instance in a real document that a hand-editing key holder could make: a number scaled, an integer
-moved by one, a flag flipped, a string or enum value changed, a list shortened or scaled, an optional
-field removed. docs/bundle.md ("What verify checks in each document") lists the fields that are
-free (text, provenance) or raw (the measurements themselves) with the reason; every other field must
-be checked: each of its schema-valid edits is refused by the document's checks (tests/test_field_inventory.py).
-bench/fuzz_verify.py classifies the mutants it sees accepted with the same table.
+docs/bundle.md ("What verify checks in each document") classes every field, by patterns, as
+recomputed or consistent (verify refuses a changed value: its figure checks recompute it from the
+raw data, or check it against the raw data) or free or raw (nothing in the bundle implies it: text,
+provenance, or a measurement itself; the row says why). tests/test_field_inventory.py holds the two
+together: every field is classed, and every recomputed or consistent field that a real document
+holds is proved so: each schema-valid edit a key holder could make to it (`edits`: a number
+scaled, an integer moved by one, a flag flipped, a string or enum value changed, a list shortened,
+scaled, repeated or reversed, an optional field removed) is refused by `refusal`. bench/fuzz_verify.py
+classes the re-signed mutants verify accepts with the same table.
 """
 
 from __future__ import annotations
 
-import copy
-import fnmatch
 import json
 import re
 from collections.abc import Iterator
@@ -30,7 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SCHEMAS = ROOT / "schemas"
 DOC = ROOT / "docs" / "bundle.md"
 FieldPath = tuple[str, ...]
+Concrete = tuple[Any, ...]  # keys and list indices to one instance
 ITEMS, ANY_KEY = "[]", "*"
+CHECKED_KINDS = ("recomputed", "consistent")
+KINDS = CHECKED_KINDS + ("free", "raw")
 
 
 def shown(path: FieldPath) -> str:
@@ -41,13 +44,17 @@ def shown(path: FieldPath) -> str:
     return text
 
 
+def generic(concrete: Concrete) -> FieldPath:
+    """The field a concrete path is an instance of (list indices as `[]`; map keys are left as keys)."""
+    return tuple(ITEMS if isinstance(part, int) else part for part in concrete)
+
+
 @cache
 def _schema_file(name: str) -> dict[str, Any]:
     return json.loads((SCHEMAS / name).read_text())
 
 
-def _resolve(node: dict[str, Any], file: str) -> tuple[dict[str, Any], str]:
-    ref = node["$ref"]
+def _resolve(ref: str, file: str) -> tuple[Any, str]:
     target, _, pointer = ref.partition("#")
     file = target or file
     found: Any = _schema_file(file)
@@ -60,148 +67,154 @@ def _resolve(node: dict[str, Any], file: str) -> tuple[dict[str, Any], str]:
 class Field:
     path: FieldPath
     optional: bool  # absent from some parent's `required`
-    enums: list[Any]  # every enum/const value the schema allows here (for a changed value)
+    enums: list[Any]  # every enum or const value the schema allows here
 
 
 def _walk(node: Any, file: str, path: FieldPath, out: dict[FieldPath, Field], seen: frozenset) -> None:
     if not isinstance(node, dict):
         return
-    if "$ref" in node:
-        key = (file, node["$ref"])
-        if key not in seen:
-            target, target_file = _resolve(node, file)
-            _walk(target, target_file, path, out, seen | {key})
+    if "$ref" in node and (file, node["$ref"]) not in seen:
+        target, target_file = _resolve(node["$ref"], file)
+        _walk(target, target_file, path, out, seen | {(file, node["$ref"])})
     for keyword in ("anyOf", "oneOf", "allOf"):
         for branch in node.get(keyword, []):
             _walk(branch, file, path, out, seen)
     if path in out:
         out[path].enums += node.get("enum", []) + ([node["const"]] if "const" in node else [])
     required = set(node.get("required", []))
-    for key, child in node.get("properties", {}).items():
-        here = path + (key,)
-        field = out.setdefault(here, Field(here, key not in required, []))
-        field.optional = field.optional or key not in required
-        _walk(child, file, here, out, seen)
-    for keyword in ("additionalProperties",):
-        if isinstance(node.get(keyword), dict):
-            here = path + (ANY_KEY,)
-            out.setdefault(here, Field(here, True, []))
-            _walk(node[keyword], file, here, out, seen)
-    for child in node.get("patternProperties", {}).values():
-        here = path + (ANY_KEY,)
-        out.setdefault(here, Field(here, True, []))
-        _walk(child, file, here, out, seen)
+    children = [((key,), child, key not in required) for key, child in node.get("properties", {}).items()]
+    children += [((ANY_KEY,), child, True) for child in node.get("patternProperties", {}).values()]
+    if isinstance(node.get("additionalProperties"), dict):
+        children.append(((ANY_KEY,), node["additionalProperties"], True))
     if isinstance(node.get("items"), dict):
-        _walk(node["items"], file, path + (ITEMS,), out, seen)
-    for item in node.get("prefixItems", []):
-        _walk(item, file, path + (ITEMS,), out, seen)
+        children.append(((ITEMS,), node["items"], False))
+    for part, child, optional in children:
+        here = path + part
+        field = out.setdefault(here, Field(here, optional, []))
+        field.optional = field.optional or optional
+        _walk(child, file, here, out, seen)
 
 
 @cache
 def schema_fields(name: str) -> dict[FieldPath, Field]:
-    """Every property path of schemas/NAME.schema.json (the paths of array items themselves are
-    their array's field: a list is edited as a whole)."""
+    """Every property path of schemas/NAME.schema.json (an array's items are edited with their
+    array, as a whole, so they are not fields of their own)."""
     out: dict[FieldPath, Field] = {}
     _walk(_schema_file(f"{name}.schema.json"), f"{name}.schema.json", (), out, frozenset())
-    return {path: field for path, field in out.items() if path and path[-1] != ITEMS}
+    return {path: field for path, field in out.items() if path[-1] != ITEMS}
 
 
-def instances(document: Any, path: FieldPath) -> list[tuple[Any, Any]]:
-    """(container, key) of every place PATH is present in DOCUMENT, in document order."""
-    places = [(None, None, document)]
+def instances(document: Any, path: FieldPath) -> list[Concrete]:
+    """The concrete path of every place PATH is present in DOCUMENT, in document order."""
+    places: list[tuple[Concrete, Any]] = [((), document)]
     for part in path:
         following = []
-        for _, _, value in places:
+        for where, value in places:
             if part == ITEMS and isinstance(value, list):
-                following += [(value, i, item) for i, item in enumerate(value)]
+                following += [(where + (i,), item) for i, item in enumerate(value)]
             elif part == ANY_KEY and isinstance(value, dict):
-                following += [(value, key, item) for key, item in value.items()]
+                following += [(where + (key,), item) for key, item in value.items()]
             elif part not in (ITEMS, ANY_KEY) and isinstance(value, dict) and part in value:
-                following.append((value, part, value[part]))
+                following.append((where + (part,), value[part]))
         places = following
-    return [(container, key) for container, key, _ in places]
+    return [where for where, _ in places]
 
 
-def _scaled(value: Any, factor: float) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return value
-    return (value + 1 if factor > 1 else value - 1) if isinstance(value, int) else value * factor
+def value_at(document: Any, where: Concrete) -> Any:
+    for part in where:
+        document = document[part]
+    return document
+
+
+_REMOVE = object()
+
+
+def replaced(document: Any, where: Concrete, new: Any = _REMOVE) -> Any:
+    """DOCUMENT with the value at WHERE set to NEW (or removed), copying only the containers on the way."""
+    if not where:
+        return new
+    copy = dict(document) if isinstance(document, dict) else list(document)
+    head, rest = where[0], where[1:]
+    if not rest and new is _REMOVE:
+        del copy[head]
+    else:
+        copy[head] = replaced(document[head], rest, new)
+    return copy
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def changed_values(value: Any, field: Field) -> Iterator[tuple[str, Any]]:
     """(what, new value) edits of VALUE, the plausible ones first."""
-    others = [e for e in field.enums if e != value]
-    if others:
-        yield f"{value!r} -> {others[0]!r}", others[0]
+    for other in [e for e in field.enums if e != value][:2]:
+        yield f"{value!r} -> {other!r}", other
     if isinstance(value, bool):
         yield f"{value} -> {not value}", not value
     elif isinstance(value, int):
-        for new in (value + 1, value - 1, value * 2, 0):
-            if new != value:
-                yield f"{value} -> {new}", new
+        yield from ((f"{value} -> {new}", new) for new in (value + 1, value - 1))
     elif isinstance(value, float):
-        for new in (value * 1.25, value * 0.8, value + 1.0, -value, 0.5):
-            if new != value:
-                yield f"{value} -> {new}", new
+        yield from ((f"{value:g} -> x{factor}", value * factor) for factor in (1.25, 0.8) if value)
+        yield f"{value:g} -> {value + 1:g}", value + 1.0
     elif isinstance(value, str):
-        yield "text changed", value + "x" if value else "x"
-        yield "text changed", "0" + value[1:] if value[:1] != "0" else "1" + value[1:]
+        yield "text changed", value + "x"
     elif isinstance(value, list) and value:
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            yield "every number scaled", [_scaled(v, 1.25) for v in value]
+        if all(_number(v) for v in value):
+            yield "every number x1.25", [v * 1.25 if isinstance(v, float) else v + 1 for v in value]
         yield "last item removed", value[:-1]
         yield "first item repeated", [value[0]] + value
-        if len(value) > 1:
+        if len(value) > 1 and value[::-1] != value:
             yield "order reversed", value[::-1]
-    elif isinstance(value, dict) and field.path[-1:] != (ANY_KEY,) and value:
-        key = sorted(value)[-1]
-        yield f"key {key!r} removed", {k: v for k, v in value.items() if k != key}
+    elif isinstance(value, dict) and value and field.path[-1] == ANY_KEY:
+        pass  # a map's entries are the field `*` below it
     elif value is None:
-        for new in (0, 1.0, "x", True, [], {}):
+        for new in (0, 1.5, "x", True):
             yield f"null -> {new!r}", new
 
 
 @dataclass(frozen=True)
 class Edit:
-    path: FieldPath
-    index: int  # which instance (0 first, -1 last)
+    where: Concrete
     what: str
     document: Any
 
+    def describe(self) -> str:
+        return f"{'.'.join(map(str, self.where))}: {self.what}"
 
-def edits(document: Any, field: Field) -> Iterator[Edit]:
-    """Every edit of FIELD's first and last instance in DOCUMENT (a changed value, and, where the
-    field is optional, its removal); the caller keeps the schema-valid ones."""
+
+def edits(document: Any, field: Field, instances_tried: int = 2) -> Iterator[Edit]:
+    """The edits of FIELD's first and last instance in DOCUMENT (a changed value and, where the field
+    is optional, its removal; a map key is renamed); the caller keeps the schema-valid ones."""
     places = instances(document, field.path)
-    for index in sorted({0, len(places) - 1}) if places else []:
-        container, key = places[index]
-        for what, new in changed_values(container[key], field):
-            changed = copy.deepcopy(document)
-            inner = instances(changed, field.path)[index][0]
-            inner[key] = new
-            yield Edit(field.path, index, what, changed)
-        if isinstance(container, dict) and field.optional:
-            changed = copy.deepcopy(document)
-            del instances(changed, field.path)[index][0][key]
-            yield Edit(field.path, index, "removed", changed)
+    chosen = [places[0], places[-1]][:instances_tried] if places else []
+    for where in dict.fromkeys(chosen):
+        value = value_at(document, where)
+        for what, new in changed_values(value, field):
+            yield Edit(where, what, replaced(document, where, new))
+        if field.path[-1] == ANY_KEY:
+            parent = value_at(document, where[:-1])
+            renamed = {(k + "x" if k == where[-1] else k): v for k, v in parent.items()}
+            yield Edit(where, "key renamed", replaced(document, where[:-1], renamed))
+        if field.optional:
+            yield Edit(where, "removed", replaced(document, where))
 
 
-# The table in docs/bundle.md: | document | field | kind | why |
+# The inventory in docs/bundle.md: | `document` | `field pattern` | kind | why |
 
-ROW = re.compile(r"^\| `(?P<document>[a-z0-9-]+)` \| `(?P<field>[^`]+)` \| (?P<kind>free|raw) \| (?P<why>.+) \|$")
+ROW = re.compile(r"^\| `(?P<document>[a-z0-9-]+)` \| `(?P<pattern>[^`]+)` \| (?P<kind>" + "|".join(KINDS)
+                 + r") \| (?P<why>.+) \|$")
 
 
 @dataclass(frozen=True)
 class Listed:
-    document: str  # schema name
-    pattern: str  # a field, `**` any run of parts, `*` a part
-    kind: str  # free (text, provenance: nothing in the bundle implies it) or raw (a measurement)
+    document: str  # the schema's name
+    pattern: str  # a field; `**` any run of characters, `*` one part (no `.` or `[`)
+    kind: str  # recomputed, consistent, free or raw
     why: str
 
     def matches(self, document: str, path: FieldPath) -> bool:
-        if document != self.document:
-            return False
-        return _glob(self.pattern).fullmatch(shown(path)) is not None
+        return document == self.document and _glob(self.pattern).fullmatch(shown(path)) is not None
 
 
 @cache
@@ -214,18 +227,9 @@ def _glob(pattern: str) -> re.Pattern:
 
 @cache
 def listed() -> tuple[Listed, ...]:
-    """The free and raw fields docs/bundle.md lists, with why."""
-    rows = []
-    for line in DOC.read_text().splitlines():
-        match = ROW.match(line)
-        if match:
-            rows.append(Listed(**match.groupdict()))
-    return tuple(rows)
+    """The rows of docs/bundle.md's inventory, in order (the first that matches a field classes it)."""
+    return tuple(Listed(**m.groupdict()) for m in map(ROW.match, DOC.read_text().splitlines()) if m)
 
 
 def listing(document: str, path: FieldPath) -> Listed | None:
     return next((row for row in listed() if row.matches(document, path)), None)
-
-
-__all__ = ["Edit", "Field", "Listed", "changed_values", "edits", "fnmatch", "instances", "listed", "listing",
-           "schema_fields", "shown"]

@@ -119,7 +119,8 @@ class Worker:
         self.events.emit("gemm_finished", **result)
 
     def memory_phase(self) -> None:
-        from harness.probes._stress_memory import MemoryPlan, MemoryTest, plan_region
+        from harness.analysis.stress_checks import plan_region
+        from harness.probes._stress_memory import MemoryPlan, MemoryTest
         c, torch = self.config["memory"], self.torch
         self.phase = "memory test setup"
         if self.cuda:

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
 from harness.bundle.verify.check import Check
-from harness.bundle.verify.content import check_figures, check_predicate, check_schemas, schema_check
+from harness.bundle.verify.content import check_figures, check_predicate, check_run_record, check_schemas, schema_check
 from harness.bundle.verify.bundled import check_bundled_schemas
 from harness.bundle.verify.formats import check_format, check_members, not_done
 from harness.bundle.verify.report import check_report, check_tables
@@ -100,6 +100,7 @@ def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView]
         skipped += not_done(fmt)
     checks += check_members(view.commands, set(members), fmt)
     checks.append(check_predicate(view, stmt))
+    checks += check_run_record(view)
     checks += check_bundled_schemas(view, fmt, skipped)
     documents = check_schemas(view, set(members))
     invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}

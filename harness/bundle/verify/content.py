@@ -12,6 +12,7 @@ from harness.analysis import cross_checks
 from harness.bundle import layout, seal
 from harness.bundle.verify.check import Check
 from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView, analysis, compute_figures
+from harness.run.records import COMPLETED, duration_s
 from harness.schemas import SCHEMA_DIR, violations
 
 
@@ -20,6 +21,49 @@ def check_predicate(view: BundleView, stmt: dict) -> Check:
     if stmt.get("predicate") == expected:
         return Check("predicate", layout.ATTESTATION, True, "matches commands.json")
     return Check("predicate", layout.ATTESTATION, False, "the signed predicate differs from commands.json")
+
+
+def _duration(where: str, entry: dict[str, Any]) -> list[str]:
+    started, finished, stated = entry.get("started_at"), entry.get("finished_at"), entry.get("duration_s")
+    if not isinstance(started, str) or not isinstance(finished, str):
+        return [] if stated is None else [f"{where}duration_s {stated} without a start and an end"]
+    try:
+        again = duration_s(started, finished)
+    except ValueError as exc:
+        return [f"{where}started_at or finished_at is not a time ({exc})"]
+    return [] if stated == again else [f"{where}duration_s {stated} but {started} to {finished} is {again} s"]
+
+
+def _step_members(entry: dict[str, Any]) -> list[str]:
+    """The members a step names, as the writer names them from its id, kind and status."""
+    step, ran, completed = entry["step"], entry.get("argv") is not None, entry["status"] == COMPLETED
+    output = (layout.raw_name(step) if entry.get("kind") != "host" else layout.derived_name(step)) if completed else None
+    expected = {"stdout": (layout.raw_name(step) if completed else layout.stdout_name(step)) if ran else None,
+                "stderr": layout.stderr_name(step) if ran else None}
+    found = [f"step {step[:60]}: {key} {entry.get(key)!r}, but a {entry['status']} step's is {want!r}"
+             for key, want in expected.items() if key in entry and entry.get(key) != want]
+    if entry.get("output") not in (None, output):
+        found.append(f"step {step[:60]}: output {entry['output']!r}, but a {entry['status']} step's is {output!r}")
+    if completed and entry.get("kind") != "host" and (entry.get("exit_code") != 0 or entry.get("timed_out")
+                                                        or entry.get("schema_violations")):
+        found.append(f"step {step[:60]}: completed, but exit code {entry.get('exit_code')!r}, timed out "
+                     f"{entry.get('timed_out')!r}, {len(entry.get('schema_violations') or [])} schema violation(s)")
+    return found
+
+
+def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
+    """commands.json against itself: every duration from its start and end, every member a step names
+    from the step's id, kind and status (harness.bundle.layout), a completed probe step's exit."""
+    found = _duration("", commands)
+    for entry in commands.get("steps", []):
+        found += _duration(f"step {str(entry.get('step'))[:60]}: ", entry) + _step_members(entry)
+    return found
+
+
+def check_run_record(view: BundleView) -> list[Check]:
+    found = run_record_discrepancies(view.commands)
+    return [Check("figures", layout.COMMANDS, False, problem) for problem in found] or \
+        [Check("figures", layout.COMMANDS, True, "durations and member names follow from what it records")]
 
 
 def schema_check(name: str, schema: Any, document: Any) -> Check:
