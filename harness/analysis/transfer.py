@@ -246,7 +246,14 @@ def _series_discrepancies(s: dict[str, Any], fig: dict[str, Any]) -> list[str]:
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from their recomputation."""
+    """Where the document's stated figures differ from their recomputation (named figure by figure,
+    then any other stated part: harness.analysis.transfer_checks), and its raw records disagree."""
+    from harness.analysis import transfer_checks
+    found = transfer_checks.record_discrepancies(document) + _figure_discrepancies(document)
+    return found + ([] if found else transfer_checks.stated_discrepancies(document))
+
+
+def _figure_discrepancies(document: dict[str, Any]) -> list[str]:
     figures = all_series_figures(document)
     found: list[str] = []
     for s in document.get("series", []):
