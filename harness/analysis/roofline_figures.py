@@ -15,8 +15,9 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import roofline as rl
+from harness.analysis import roofline_checks
 
-MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
+MEASURED = roofline_checks.MEASURED
 
 
 def _is_number(value: Any) -> bool:
@@ -33,6 +34,8 @@ def median_of(times: Any) -> float | None:
 
 
 def _differs(stated: Any, recomputed: Any) -> bool:
+    if isinstance(stated, int) and isinstance(recomputed, int):  # counts and byte totals: exact
+        return stated != recomputed
     if _is_number(stated) and _is_number(recomputed):
         return not math.isclose(stated, recomputed, rel_tol=rl.REL_TOL, abs_tol=0.0)
     return stated != recomputed
@@ -130,6 +133,8 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
                 best, best_shape = tflops, shape["label"]
             explained.append(rl.explain(p, timed, rl.context_of(document))["explained"])
     unfused_s, fused_s = fusion_medians(document.get("fusion"))
+    if (document.get("fusion") or {}).get("outputs_match") is not True:
+        fused_s = None  # a fused version whose outputs differ from the eager chain's is no speedup
     return {
         "device": document["device"], "dtype": document["dtype"],
         "bandwidth_gbps": roofs["bandwidth_gbps"] if known else None,
@@ -156,7 +161,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         for shape in _measured(document):
             found += measurement_discrepancies(document, shape)
     found += _order_discrepancies(document)
-    found += fusion_discrepancies(document)
+    found += fusion_discrepancies(document) + roofline_checks.discrepancies(document)
     summary = document.get("summary", {})
     for key in (*BEST_SUMMARY_KEYS, "best_shape", "all_explained", "fusion_speedup", "classifications"):
         again = head["burst_best_tflops"] if key in BEST_SUMMARY_KEYS else head[key]
