@@ -126,13 +126,17 @@ def test_every_row_of_the_inventory_classes_a_field():
 
 
 def unrefused(schema: str, path: tuple[str, ...]) -> list[str]:
-    """Every schema-valid edit of the field, in every document holding it, that verify accepts."""
-    field = schema_fields(schema)[path]
+    """Every schema-valid edit of the field, in every document holding it, that verify accepts (its
+    removal is not asked to be refused where the row says the field "may be absent")."""
+    field, row = schema_fields(schema)[path], listing(schema, path)
+    absent_ok = row is not None and "may be absent" in row.why
     accepted = []
     for doc in documents():
         if doc.schema != schema:
             continue
         for edit in edits(doc.document, field):
+            if absent_ok and edit.what == "removed":
+                continue
             if is_valid(schema, edit.document) and doc.refusal(edit.document) is None:
                 accepted.append(f"{doc.label} {edit.describe()}")
     return accepted
