@@ -219,6 +219,8 @@ def on_roof(roof_gbps: float):
     def change(document):
         roofs = document["roofs"]
         roofs["bandwidth_gbps"] = roof_gbps
+        argv = document["argv"]  # the roof is given on the command line: restated there too
+        argv[argv.index("--bandwidth-gbps") + 1] = f"{roof_gbps:g}"
         roofs["ridge_flop_per_byte"] = rl.ridge_flop_per_byte(roofs["peak_tflops"], roof_gbps)
         widths = (document["precision"]["input_bytes"], document["precision"]["output_bytes"])
         predictions = {}
