@@ -156,7 +156,8 @@ def changed_values(value: Any, field: Field) -> Iterator[tuple[str, Any]]:
         yield from ((f"{value} -> {new}", new) for new in (value + 1, value - 1))
     elif isinstance(value, float):
         yield from ((f"{value:g} -> x{factor}", value * factor) for factor in (1.25, 0.8) if value)
-        yield f"{value:g} -> {value + 1:g}", value + 1.0
+        if abs(value) < 1e3:  # beyond, adding one is below a recomputation's rounding tolerance
+            yield f"{value:g} -> {value + 1:g}", value + 1.0
     elif isinstance(value, str):
         yield "text changed", value + "x"
     elif isinstance(value, list) and value:
