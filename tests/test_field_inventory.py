@@ -3,7 +3,7 @@ calls recomputed or consistent is refused when a key holder edits it and re-sign
 
 The documents are real: every step of the committed H200 bundles (the one-GPU full dossier of
 format 4 and the two-GPU one of format 1), the CPU captures in tests/fixtures (roofline, bandwidth,
-stress), the H200 stress runs, and two-GPU transfer documents built by the probe's own code from the
+stress), and two-GPU transfer documents built by the probe's own code from the
 two-H200 captures (tests/transfer_fixtures.py). For each field a document holds, its first and last
 instance are edited every way tests/field_inventory.py knows; an edit the schema refuses proves
 nothing and is skipped; every other one must be refused by what verify runs on that document: its
@@ -26,8 +26,10 @@ from harness import registry
 from harness.analysis import cross_checks
 from harness.bundle import layout
 from harness.bundle.read import read_all
-from harness.bundle.verify.content import run_record_discrepancies
-from harness.bundle.verify.formats import FORMATS, check_format
+from harness.bundle.verify.bundled import check_bundled_schemas
+from harness.bundle.verify.content import check_schemas, run_record_discrepancies
+from harness.bundle.verify.formats import FORMATS, check_format, check_members
+from harness.bundle.verify.report import check_tables
 from harness.bundle.view import BundleView, analysis
 from harness.schemas import is_valid, violations
 from tests.field_inventory import CHECKED_KINDS, edits, instances, listed, listing, schema_fields, shown
@@ -35,7 +37,7 @@ from tests.field_inventory import CHECKED_KINDS, edits, instances, listed, listi
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 BUNDLES = [FIXTURES / "h200" / "dossier-h200-full.tar.gz", FIXTURES / "h200x2" / "dossier-h200x2.tar.gz"]
 STANDALONE = [("roofline", "accept/roofline-cpu.json"), ("bandwidth", "bandwidth-cpu-sweep.json"),
-              ("stress", "stress/stress-cpu.json"), ("stress", "h200/stress-tf32.json")]
+              ("stress", "stress/stress-cpu.json")]
 
 
 def document_schemas() -> list[str]:
@@ -74,9 +76,19 @@ def _host_refusal(view: BundleView, entry: dict) -> Callable[[Any], str | None]:
 
 
 def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
+    """What verify checks of commands.json and environment.json besides their schemas: the format's
+    rules, the run record against itself and the registry, and every member named as it should be."""
     def check(commands: Any, environment: Any) -> str | None:
-        failed = [c.detail for c in check_format(commands, environment, FORMATS)[0] if not c.ok]
-        return (failed or run_record_discrepancies(commands) or [None])[0]
+        checks, fmt = check_format(commands, environment, FORMATS)
+        found = [c.detail for c in checks if not c.ok] + run_record_discrepancies(commands)
+        if not found and fmt is not None:
+            files = {**view.files, layout.COMMANDS: json.dumps(commands).encode()}
+            edited = BundleView(files, commands, environment, view.documents)
+            names = set(view.files) | {layout.ATTESTATION}
+            checks = (check_members(commands, names, fmt) + check_bundled_schemas(edited, fmt)
+                      + check_schemas(edited, names) + check_tables(edited, fmt))
+            found = [c.detail for c in checks if not c.ok]
+        return (found or [None])[0]
     return (lambda commands: check(commands, view.environment)), (lambda env: check(view.commands, env))
 
 

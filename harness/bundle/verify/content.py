@@ -44,6 +44,12 @@ def _step_members(entry: dict[str, Any]) -> list[str]:
              for key, want in expected.items() if key in entry and entry.get(key) != want]
     if entry.get("output") not in (None, output):
         found.append(f"step {step[:60]}: output {entry['output']!r}, but a {entry['status']} step's is {output!r}")
+    if not ran and any(entry.get(key) is not None for key in ("env", "runner", "image", "exit_code", "timed_out")):
+        found.append(f"step {step[:60]}: no process ran it (no argv), but it records a process's environment, "
+                     "runner, image or exit")
+    for key in ("plots", "tables"):
+        if isinstance(entry.get(key), list) and entry[key] != sorted(set(entry[key])):
+            found.append(f"step {step[:60]}: {key} not sorted, each once, as the writer lists them")
     if completed and entry.get("kind") != "host" and (entry.get("exit_code") != 0 or entry.get("timed_out")
                                                         or entry.get("schema_violations")):
         found.append(f"step {step[:60]}: completed, but exit code {entry.get('exit_code')!r}, timed out "
@@ -51,12 +57,45 @@ def _step_members(entry: dict[str, Any]) -> list[str]:
     return found
 
 
+def _declared(entry: dict[str, Any]) -> list[str]:
+    """A completed step's schema and analysis (which verify checks its document with) are the ones
+    this build's registry declares for it: its probe's, or its host step's."""
+    if entry["status"] != COMPLETED:
+        return []
+    step, spec = entry["step"], registry.find(entry.get("probe"))
+    hosts = [s for e in registry.PROBES for s in e.steps if s.kind == "host" and s.step == step]
+    if entry.get("kind") == "host" and hosts:
+        schema, name = hosts[0].schema, hosts[0].analysis
+        if entry.get("probe") is not None or entry.get("function") != hosts[0].function \
+                or entry.get("needs") != list(hosts[0].needs):
+            return [f"step {step[:60]}: probe, function or needs are not those of this build's host step {step[:60]}"]
+    elif entry.get("kind") == "probe" and spec is not None:
+        schema, name = spec.schema, spec.analysis
+        if entry.get("function") is not None or entry.get("needs") not in (None, []):
+            return [f"step {step[:60]}: a probe step names a host function or needs"]
+    else:
+        return [f"step {step[:60]}: no {entry.get('kind')} step or probe {str(entry.get('probe'))[:60]!r} in this "
+                f"build's registry to check it by"]
+    if entry.get("schema") != schema or entry.get("analysis") != name:
+        return [f"step {step[:60]}: schema {entry.get('schema')!r} and analysis {entry.get('analysis')!r}, but this "
+                f"build's registry checks it with {schema!r} and {name!r}"]
+    return []
+
+
 def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
-    """commands.json against itself: every duration from its start and end, every member a step names
-    from the step's id, kind and status (harness.bundle.layout), a completed probe step's exit."""
+    """commands.json against itself and the registry: every duration from its start and end, every
+    member a step names from the step's id, kind and status (harness.bundle.layout), a completed
+    probe step's exit, and the schema and analysis each completed step is checked with."""
     found = _duration("", commands)
+    listed = commands.get("schemas")
+    if isinstance(listed, list) and listed != sorted(set(listed)):
+        found.append("schemas not sorted, each once, as the writer lists them")
+    order = {step.step: i for i, step in enumerate(registry.lab_plan())}
+    planned = [order[e["step"]] for e in commands.get("steps", []) if e.get("step") in order]
+    if planned != sorted(set(planned)):
+        found.append("steps are not in the order of this build's plan, each once")
     for entry in commands.get("steps", []):
-        found += _duration(f"step {str(entry.get('step'))[:60]}: ", entry) + _step_members(entry)
+        found += _duration(f"step {str(entry.get('step'))[:60]}: ", entry) + _step_members(entry) + _declared(entry)
     return found
 
 
