@@ -58,28 +58,33 @@ def _step_members(entry: dict[str, Any]) -> list[str]:
 
 
 def _declared(entry: dict[str, Any]) -> list[str]:
-    """A completed step's schema and analysis (which verify checks its document with) are the ones
-    this build's registry declares for it: its probe's, or its host step's."""
+    """A step of this build's plan is what the plan declares it to be (kind, probe, schema, analysis,
+    host function and inputs: verify checks its document with them, so none can be renamed or left
+    out to escape a check); a completed step of another plan, what its probe's registry entry
+    declares; a probe step names no host function or inputs, a host step no probe."""
+    step = entry["step"]
+    declared = next((s for s in registry.lab_plan() if s.step == step), None)
+    found = []
+    if entry.get("kind") == "probe" and (entry.get("function") is not None or entry.get("needs") not in (None, [])):
+        found.append(f"step {step[:60]}: a probe step names a host function or inputs")
+    if entry.get("kind") == "host" and entry.get("probe") is not None:
+        found.append(f"step {step[:60]}: a host step names a probe")
+    if declared is not None:
+        expected = {"kind": declared.kind, "probe": getattr(declared, "probe", None), "schema": declared.schema,
+                    "analysis": declared.analysis, "function": getattr(declared, "function", None),
+                    "needs": list(getattr(declared, "needs", ()))}
+        differ = [key for key, value in expected.items() if entry.get(key) != value]
+        return found + ([f"step {step[:60]}: {', '.join(differ)} not what this build's plan declares for it"] if differ else [])
+    spec = registry.find(entry.get("probe"))
     if entry["status"] != COMPLETED:
-        return []
-    step, spec = entry["step"], registry.find(entry.get("probe"))
-    hosts = [s for e in registry.PROBES for s in e.steps if s.kind == "host" and s.step == step]
-    if entry.get("kind") == "host" and hosts:
-        schema, name = hosts[0].schema, hosts[0].analysis
-        if entry.get("probe") is not None or entry.get("function") != hosts[0].function \
-                or entry.get("needs") != list(hosts[0].needs):
-            return [f"step {step[:60]}: probe, function or needs are not those of this build's host step {step[:60]}"]
-    elif entry.get("kind") == "probe" and spec is not None:
-        schema, name = spec.schema, spec.analysis
-        if entry.get("function") is not None or entry.get("needs") not in (None, []):
-            return [f"step {step[:60]}: a probe step names a host function or needs"]
-    else:
-        return [f"step {step[:60]}: no {entry.get('kind')} step or probe {str(entry.get('probe'))[:60]!r} in this "
-                f"build's registry to check it by"]
-    if entry.get("schema") != schema or entry.get("analysis") != name:
-        return [f"step {step[:60]}: schema {entry.get('schema')!r} and analysis {entry.get('analysis')!r}, but this "
-                f"build's registry checks it with {schema!r} and {name!r}"]
-    return []
+        return found
+    if entry.get("kind") != "probe" or spec is None:
+        return found + [f"step {step[:60]}: no step or probe {str(entry.get('probe'))[:60]!r} in this build's registry "
+                        "to check it by"]
+    if entry.get("schema") != spec.schema or entry.get("analysis") != spec.analysis:
+        found.append(f"step {step[:60]}: schema {entry.get('schema')!r} and analysis {entry.get('analysis')!r}, but this "
+                     f"build's registry checks it with {spec.schema!r} and {spec.analysis!r}")
+    return found
 
 
 def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
