@@ -9,14 +9,13 @@ from pathlib import Path
 import pytest
 
 from harness.bundle import layout
-from harness.bundle.assemble import assemble
 from harness.bundle.verify import verify_bundle
 from harness.bundle.verify.formats import FORMATS, fully_checked, not_done, oldest_fully_checked, renders
 from harness.cli import main
 from harness.fleet.node import NodeTask, check_node
 from harness.signing.keys import load_public
 from tests.bundle_probes import plan as test_plan
-from tests.bundle_support import collect_test_plan, make_key, rewrite
+from tests.bundle_support import rewrite, signed_plan_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FORMAT_1 = FIXTURES / "h200" / "dossier-h200.tar.gz"  # rig-dossier 0.1.0, the lent H200
@@ -38,13 +37,7 @@ def test_only_the_format_this_build_renders_is_fully_checked():
 
 @pytest.fixture(scope="module")
 def plan_bundle(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("formats")
-    with pytest.MonkeyPatch.context() as patch:
-        test_plan.install(patch)
-        key, public = make_key(tmp / "k")
-        path = tmp / "clean.tar.gz"
-        path.write_bytes(assemble(collect_test_plan(tmp), key))
-    return path, key, public
+    return signed_plan_bundle(tmp_path_factory.mktemp("formats"))
 
 
 @pytest.fixture

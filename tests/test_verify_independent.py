@@ -20,13 +20,11 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 
 from harness.bundle import layout
-from harness.bundle.assemble import assemble
 from harness.bundle.read import read_all
 from harness.bundle.verify import verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from tests.bundle_probes import plan as test_plan
-from tests.bundle_support import collect_test_plan, make_key, tick_modules  # noqa: F401
+from tests.bundle_support import signed_plan_bundle, tick_modules  # noqa: F401
 from tests.fuzz_support import hostile_archives
 
 ROOT = Path(__file__).parents[1]
@@ -56,13 +54,7 @@ def run_recipe(recipe, bundle: Path, public: Path) -> str:
 @pytest.fixture(scope="module")
 def made_here(tmp_path_factory):
     """A bundle of the test plan made by this build, and its key pair."""
-    tmp = tmp_path_factory.mktemp("independent")
-    with pytest.MonkeyPatch.context() as patch:
-        test_plan.install(patch)
-        key, public = make_key(tmp / "k")
-        path = tmp / "made-here.tar.gz"
-        path.write_bytes(assemble(collect_test_plan(tmp), key))
-    return path, key, public
+    return signed_plan_bundle(tmp_path_factory.mktemp("independent"))
 
 
 @pytest.mark.parametrize("bundle, public", FIXTURES, ids=["h200", "h200x2", "h200-full"])

@@ -4,16 +4,21 @@ figures follow from its raw JSON?
 Checks, in order: the archive's structure and canonical form (headers only, nothing extracted),
 the DSSE signature with the trusted key, the statement, the file list against the statement's
 subjects, every sha256. A failure there ends the checks: nothing is read from content that is not
-what the key signed. Then the signed content: commands.json against its schema (its failure ends
-the checks: every other document is found through it), the predicate against commands.json,
-every document against its schema, every schema-valid step's stated figures against their
+what the key signed. Then the signed content, by the rules of the format it claims
+(harness.bundle.verify.formats: a format this build cannot fully check fails unless the caller
+allows it, and then the checks not done are the result's `not_done`): commands.json against its
+schema (its failure ends the checks: every other document is found through it), the format's
+members and environment.json's agreement, the predicate against commands.json, commands.json
+against itself and the registry, every document against its schema, every schema-valid step's
+stated figures against their
 recomputation (harness.analysis.*), host-computed documents recomputed, and report.md
 re-rendered from the raw JSON when every document it is rendered from is schema-valid (and each
 table member likewise); the schemas a bundle carries (format 4 on) against this build's. Each
 failure is one Check with ok=False; `verify_bundle` never raises.
 
-By kind: `signed` (structure aside, what the key signed), `content` (schemas, predicate,
-figures), `report` (report.md re-rendered); `check` is the one Check they all give.
+By kind: `signed` (structure aside, what the key signed), `formats` (the formats and their rules),
+`content` (schemas, predicate, run record, figures), `bundled` (the schema members), `report`
+(report.md re-rendered); `check` is the one Check they all give.
 """
 
 from __future__ import annotations
