@@ -113,17 +113,21 @@ def check_format(commands: dict[str, Any], environment: Any, allowed: Collection
                            f"Pass --allow-format {made} to accept it verified without those checks")], fmt
 
 
-def check_members(view_commands: dict[str, Any], names: Collection[str], fmt: Format) -> list[Check]:
-    """The members only some formats carry: a format without schemas/ or tables/ holds none (a
-    newer bundle relabelled with an older format fails here)."""
+def _listed(commands: dict[str, Any], directory: str) -> list[Any]:
+    """What commands.json lists of the members under DIRECTORY (schemas/: its `schemas`; tables/:
+    every step's `tables`)."""
+    if directory == layout.SCHEMAS_DIR:
+        return list(commands.get("schemas") or [])
+    return [t for s in commands.get("steps", []) if isinstance(s, dict) for t in (s.get("tables") or [])]
+
+
+def check_members(commands: dict[str, Any], names: Collection[str], fmt: Format) -> list[Check]:
+    """The members only some formats carry: a format without schemas/ or tables/ holds and lists none
+    (a newer bundle relabelled with an older format fails here)."""
     checks = []
-    for carried, directory, key in ((fmt.schemas, layout.SCHEMAS_DIR, "schemas"), (fmt.tables, layout.TABLES_DIR, "tables")):
-        if carried:
-            continue
+    for carried, directory in ((fmt.schemas, layout.SCHEMAS_DIR), (fmt.tables, layout.TABLES_DIR)):
         held = sorted(n for n in names if n.startswith(directory))
-        listed = view_commands.get(key) if key == "schemas" else [t for s in view_commands.get("steps", [])
-                                                                  if isinstance(s, dict) for t in (s.get("tables") or [])]
-        if held or listed:
+        if not carried and (held or _listed(commands, directory)):
             checks.append(Check("format", held[0] if held else layout.COMMANDS, False,
                                 f"format {fmt.version} bundles carry no {directory} members, but this one "
                                 f"{'holds ' + str(len(held)) if held else 'lists some'} (a newer format relabelled?)"))
