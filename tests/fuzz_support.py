@@ -246,7 +246,7 @@ def accepted_change(base: dict[str, bytes], mutant_files: dict[str, bytes]) -> s
         elif name.startswith(layout.LOGS_DIR):
             found.add("free member: logs/ (a probe's stderr, a failed probe's stdout: kept as written, read by no check)")
         elif name.startswith(layout.PLOTS_DIR):
-            found.add("free member: plots/ (drawn from the raw JSON; signed, not drawn again: matplotlib's bytes "
+            found.add("free member: plots/ (drawn from the raw JSON, signed, not drawn again: matplotlib's bytes "
                       "differ between builds)")
         elif name in named and named[name] not in {row.document for row in listed()}:
             found.add(f"outside the inventory: a {named[name]}-schema document (a test probe's, no registry entry)")
