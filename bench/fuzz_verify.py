@@ -43,9 +43,14 @@ from harness.judge import engine  # noqa: E402
 from harness.signing.keys import load_private, load_public  # noqa: E402
 from harness.verify import verify_bundle  # noqa: E402
 from tests.bundle_probes import plan as test_plan  # noqa: E402
-from tests.fuzz_support import OPS, Mutation, mutant, verdict  # noqa: E402
+from tests.field_inventory import listed  # noqa: E402
+from tests.fuzz_support import OPS, Mutation, document_schemas, mutant, verdict  # noqa: E402
 
 H200 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
+H200_FULL = H200.with_name("dossier-h200-full.tar.gz")
+BASES = ("tick", "h200", "full")
+# index % 4: which base, and whether the re-signing layer (else a random layer of the first three)
+PLAN = (("tick", None), ("h200", None), ("h200", "resign"), ("full", "resign"))
 STATE: dict = {}
 
 
@@ -60,14 +65,16 @@ def build_bases(work: Path) -> dict[str, Path]:
     tick = work / "tick.tar.gz"
     tick.write_bytes(assemble(collect_test_plan(work / "plan"), key))
     from tests.h200_remade import record_of
-    files = unsigned_files(record_of(H200))  # this build's format: report, tables and schemas included
-    resign(files, key)
-    h200 = work / "h200.tar.gz"
-    h200.write_bytes(archive_bytes(files))
-    for path in (tick, h200):
+    made = {"tick": tick}
+    for name, source in (("h200", H200), ("full", H200_FULL)):
+        files = unsigned_files(record_of(source))  # this build's format: report, tables and schemas included
+        resign(files, key)
+        made[name] = work / f"{name}.tar.gz"
+        made[name].write_bytes(archive_bytes(files))
+    for path in made.values():
         result = verify_bundle(path, load_public(public))
         assert result.ok, (path, [c.line() for c in result.failures])
-    return {"tick": tick, "h200": h200, "key": work / "keys" / "dossier.key", "public": public}
+    return {**made, "key": work / "keys" / "dossier.key", "public": public}
 
 
 def _record_guarded_criteria() -> None:
@@ -85,12 +92,12 @@ def init_worker(paths: dict[str, str]) -> None:
     install_tick_modules()
     _record_guarded_criteria()
     STATE.update(key=load_private(Path(paths["key"])), public=load_public(Path(paths["public"])),
-                 bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in ("tick", "h200")},
+                 bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in BASES},
                  mutant=Path(tempfile.mkdtemp(prefix="fuzz-mutant-")) / "mutant.tar.gz", guarded=[])
 
 
-def random_mutation(rng: random.Random) -> Mutation:
-    layer = rng.choice(sorted(OPS))
+def random_mutation(rng: random.Random, layer: str | None) -> Mutation:
+    layer = layer or rng.choice(sorted(set(OPS) - {"resign"}))
     return Mutation(layer, rng.choice(OPS[layer]), rng.random(), rng.randbytes(rng.randint(1, 12)),
                     rng.randrange(64), rng.random() < 0.5)
 
@@ -98,35 +105,56 @@ def random_mutation(rng: random.Random) -> Mutation:
 def one(task: tuple[int, int]) -> dict:
     seed, index = task
     rng = random.Random(seed * 1_000_003 + index)
-    base = "tick" if index % 2 == 0 else "h200"
+    base, layer = PLAN[index % len(PLAN)]
     files, archive = STATE["bases"][base]
-    mutation = random_mutation(rng)
+    mutation = random_mutation(rng, layer)
     STATE["mutant"].write_bytes(mutant(files, archive, mutation, STATE["key"]))
     STATE["guarded"].clear()
     start = time.perf_counter()
     try:
         result = verify_bundle(STATE["mutant"], STATE["public"])
-        outcome = verdict(files, STATE["mutant"], result, mutation.resign and mutation.layer == "member")
+        outcome = verdict(files, STATE["mutant"], result, mutation.resigned)
     except Exception as exc:  # noqa: BLE001 - a crash: counted with where it happened
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         outcome = f"CRASH: {type(exc).__name__} in {frame.name} ({Path(frame.filename).name}:{frame.lineno})"
     target = f" ({sorted(files)[mutation.member % len(files)]})" if mutation.layer == "member" else ""
+    if mutation.layer == "resign":
+        named = document_schemas(files)
+        target = f" ({sorted(named)[mutation.member % len(named)]})"
     return {"base": base, "layer": mutation.layer, "outcome": outcome, "seconds": time.perf_counter() - start,
             "mutation": mutation.describe() + target, "guarded": list(STATE["guarded"])}
 
 
+def _outcome(outcome: str) -> str:
+    if outcome.startswith("refused"):
+        return "refused"
+    if outcome.startswith("accepted: re-signed change"):
+        return "accepted: re-signed change (classed below)"
+    return outcome if outcome.startswith("accepted") else outcome.split(":")[0]
+
+
+def classes(results: list[dict]) -> list[str]:
+    """Each class of accepted re-signed change, counted, with its inventory row's why."""
+    why = {f"{row.kind}: {row.document} `{row.pattern}`": row.why for row in listed()}
+    counted = collections.Counter(part for r in results if r["outcome"].startswith("accepted: re-signed change, ")
+                                  for part in r["outcome"].removeprefix("accepted: re-signed change, ").split("; "))
+    lines = ["| accepted re-signed change: what changed | mutants | why it may (docs/bundle.md) |", "| --- | --- | --- |"]
+    lines += [f"| {what} | {count} | {why.get(what, '')} |" for what, count in counted.most_common()]
+    return lines
+
+
 def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[str]:
-    outcomes = collections.Counter(r["outcome"].split(":")[0] if not r["outcome"].startswith(("refused", "accepted"))
-                                   else ("refused" if r["outcome"].startswith("refused") else r["outcome"])
-                                   for r in results)
+    outcomes = collections.Counter(_outcome(r["outcome"]) for r in results)
     reasons = collections.Counter(r["outcome"].removeprefix("refused: ") for r in results if r["outcome"].startswith("refused"))
     bad = [r for r in results if r["outcome"].startswith(("CRASH", "INTERNAL", "ACCEPTED"))]
     guarded = collections.Counter(g for r in results for g in r["guarded"])
     lines = [f"verify fuzz: {len(results)} mutants (seed {args.seed}), {args.processes} processes, "
              f"{wall:.0f} s wall, {os.cpu_count()} CPUs", "", "| outcome | count |", "| --- | --- |"]
     lines += [f"| {name} | {count} |" for name, count in sorted(outcomes.items(), key=lambda kv: -kv[1])]
+    lines += ["", "Accepted re-signed changes, by what changed (a mutant changing several fields counts once for each):",
+              ""] + classes(results)
     lines += ["", "| base | inputs | median s | p99 s | max s |", "| --- | --- | --- | --- | --- |"]
-    for base in ("tick", "h200"):
+    for base in BASES:
         times = sorted(r["seconds"] for r in results if r["base"] == base)
         if times:
             lines.append(f"| {base} | {len(times)} | {statistics.median(times):.3f} | "
@@ -135,7 +163,7 @@ def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[
     lines += [f"- {count} x {reason}" for reason, count in reasons.most_common(40)]
     if len(reasons) > 40:
         lines.append(f"- ... and {len(reasons) - 40} rarer reasons")
-    lines += ["", f"Crashes, internal errors, accepted changes: {len(bad)}"]
+    lines += ["", f"Crashes, internal errors, accepted unsigned or unexplained changes: {len(bad)}"]
     lines += [f"- {r['outcome']} <- {r['base']} {r['mutation']}" for r in bad[:50]]
     lines += ["", f"Criteria that raised (guarded: the report shows the criterion failed): {sum(guarded.values())}"]
     lines += [f"- {count} x {what}" for what, count in guarded.most_common()]

@@ -58,8 +58,12 @@ def samples(record, cap_at_s=None, power_w=690.0, extra_mask=0, extra_from_s=Non
 def gpu_shaped(document, events=(), before=None, after=None, **sample_args):
     """The real CPU run with GPU-side NVML data written in by the test (see the module docstring)."""
     doc = copy.deepcopy(document)
-    doc["device"] = "cuda"
+    doc["device"] = doc["settings"]["device"] = "cuda"
+    doc["settings"]["memory_test"]["share_of_free"] = 0.8
     record = doc["devices"][0]
+    record["facts"]["name"] = "test GPU"
+    # the CPU run's 48 MiB region, as a GPU's: 0.8 of 80 MiB free, less the 8 MiB scratch chunk and its mask
+    record["memory_test"].update(where="device memory", free_bytes=80 * 2**20, host_budget_bytes=None, share_of_free=0.8)
     record.update(name="test GPU", power_limit_w=LIMIT_W, nvml={"matched": "test"},
                   telemetry={"interval_s": 0.1, "samples": samples(record, **sample_args)},
                   nvml_events={"registered_event_types": ["xid_critical_error"], "not_supported_event_types": [],

@@ -21,7 +21,8 @@ from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
-from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord, duration_s
+from harness.analysis.timestamps import duration_s
+from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord
 from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.stress import figures as analysis
-from harness.analysis.stress import telemetry as tel
+from harness.analysis.stress import checks as stress_checks
 from harness.probes import cuda_driver
 from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.stress.document import device_record
@@ -162,7 +162,7 @@ def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
         "device": device, "seconds": seconds, "dtype": dtype, "shape": {"m": m, "n": n, "k": k},
         "shape_why": why, "flop_per_gemm": 2 * m * n * k, "gemm_path": _gemm_path(dtype, device),
         "bucket_s": BUCKET_S, "sample_interval_s": args.sample_interval_s, "seed": args.seed,
-        "check": {"enabled": not args.no_check, "tolerance_bits": 0, "why": CHECK_WHY,
+        "check": {"enabled": not args.no_check, "tolerance_bits": analysis.TOLERANCE_BITS, "why": CHECK_WHY,
                   "method": "torch.ne on an integer view of the output and the reference, mismatched elements "
                             "summed on the device into one slot per iteration, copied back once per bucket"},
         "memory_test": {"enabled": memory_on, "share_of_free": args.memory_share if device == "cuda" else None,
@@ -267,17 +267,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         limitations.append({"what": "NVML telemetry, XID/ECC events and error counters",
                             "why": records[0]["nvml"].get("unavailable", "a CPU run")})
     document = {"device": device, "torch_version": torch_build(torch_directory())["torch_version"],
-                "settings": settings, "rules": rules(), "devices": records, "sizing": sizing(settings, records),
+                "settings": settings, "rules": stress_checks.rules(), "devices": records,
+                "sizing": sizing(settings, records),
                 "limitations": limitations}
     document["summary"] = analysis.headlines(document)
     return document
 
-
-def rules() -> dict[str, str]:
-    return {"steady_state": analysis.STEADY_RULE, "result_check": analysis.RESULT_RULE,
-            "memory_test": analysis.MEMORY_RULE, "nvml_events": analysis.EVENTS_RULE,
-            "ecc_and_row_remap": analysis.COUNTERS_RULE, "clock_event_reasons": tel.FLAGGED_RULE,
-            "power_target": tel.POWER_RULE}
 
 
 if __name__ == "__main__":

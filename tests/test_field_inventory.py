@@ -1,0 +1,178 @@
+"""Every field of every document a bundle holds is classed in docs/bundle.md, and every field it
+calls recomputed or consistent is refused when a key holder edits it and re-signs (issue 28 item 3).
+
+The documents are real: every step of the committed H200 bundles (the one-GPU full dossier of
+format 4 and the two-GPU one of format 1), the CPU captures in tests/fixtures (roofline, bandwidth,
+stress), and two-GPU transfer documents built by the probe's own code from the
+two-H200 captures (tests/transfer_fixtures.py). For each field a document holds, its first and last
+instance are edited every way tests/field_inventory.py knows; an edit the schema refuses proves
+nothing and is skipped; every other one must be refused by what verify runs on that document: its
+schema, its analysis (headlines and discrepancies), the figures other steps took from it
+(harness.analysis.cross_checks), and, for commands.json and environment.json, the format checks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import registry
+from harness.analysis import cross_checks
+from harness.bundle import layout
+from harness.bundle.read import read_all
+from harness.verify.bundled import check_bundled_schemas
+from harness.verify.content import check_schemas, run_record_discrepancies
+from harness.verify.formats import FORMATS, check_format, check_members
+from harness.verify.report import check_tables
+from harness.bundle.view import BundleView
+from harness.registry import analysis_module as analysis
+from harness.schemas import is_valid, violations
+from tests.field_inventory import CHECKED_KINDS, edits, instances, listed, listing, schema_fields, shown
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+BUNDLES = [FIXTURES / "h200" / "dossier-h200-full.tar.gz", FIXTURES / "h200x2" / "dossier-h200x2.tar.gz"]
+# the two-GPU bundle's steps the full one holds as well, in its newer format: left out (time)
+SAME_AS_FULL = {"roofline-fp8", "roofline-fp16", "roofline-tf32", "roofline-fp32", "precision"}
+STANDALONE = [("roofline", "accept/roofline-cpu.json"), ("bandwidth", "bandwidth-cpu-sweep.json"),
+              ("stress", "stress/stress-cpu.json")]
+
+
+def document_schemas() -> list[str]:
+    """The schema of every document a bundle holds: commands.json, environment.json and each step's."""
+    steps = [step for spec in registry.PROBES for step in spec.steps]
+    return sorted({"commands", "environment", *(step.schema for step in steps)})
+
+
+@dataclass(frozen=True)
+class Document:
+    label: str
+    schema: str
+    document: Any
+    refusal: Callable[[Any], str | None]  # why verify refuses this document edited so, or None
+
+
+def _probe_refusal(name: str, view: BundleView | None, step: str | None) -> Callable[[Any], str | None]:
+    module = analysis(name)
+
+    def refusal(document: Any) -> str | None:
+        try:
+            module.headlines(document)
+            found = module.discrepancies(document)
+        except Exception as exc:  # noqa: BLE001 - verify fails the step's figures on it
+            return f"raised {type(exc).__name__}"
+        if not found and view is not None:
+            found = [p for _, p in cross_checks.discrepancies(view.steps, {**view.documents, step: document})]
+        return found[0] if found else None
+    return refusal
+
+
+def _host_refusal(view: BundleView, entry: dict) -> Callable[[Any], str | None]:
+    function = registry.host_function(entry["function"])
+    expected = json.loads(json.dumps(function(*[view.documents[need] for need in entry["needs"]])))
+    return lambda document: None if document == expected else "differs from its recomputation"
+
+
+def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
+    """What verify checks of commands.json and environment.json besides their schemas: the format's
+    rules, the run record against itself and the registry, and every member named as it should be."""
+    def check(commands: Any, environment: Any) -> str | None:
+        checks, fmt = check_format(commands, environment, FORMATS)
+        found = [c.detail for c in checks if not c.ok] + run_record_discrepancies(commands)
+        if not found and fmt is not None:
+            files = {**view.files, layout.COMMANDS: json.dumps(commands).encode()}
+            edited = BundleView(files, commands, environment, view.documents)
+            names = set(view.files) | {layout.ATTESTATION}
+            checks = (check_members(commands, names, fmt) + check_bundled_schemas(edited, fmt)
+                      + check_schemas(edited, names) + check_tables(edited, fmt))
+            found = [c.detail for c in checks if not c.ok]
+        return (found or [None])[0]
+    return (lambda commands: check(commands, view.environment)), (lambda env: check(view.commands, env))
+
+
+@cache
+def documents() -> tuple[Document, ...]:
+    found = []
+    for bundle in BUNDLES:
+        view = BundleView.from_files(read_all(bundle))
+        on_commands, on_environment = _run_record_refusals(view)
+        found += [Document(f"{bundle.name}:{layout.COMMANDS}", "commands", view.commands, on_commands),
+                  Document(f"{bundle.name}:{layout.ENVIRONMENT}", "environment", view.environment, on_environment)]
+        for entry in view.steps:
+            step = entry["step"]
+            if step not in view.documents or (bundle != BUNDLES[0] and step in SAME_AS_FULL):
+                continue
+            judge = (_host_refusal(view, entry) if entry.get("kind") == "host"
+                     else _probe_refusal(entry["analysis"], view, step))
+            found.append(Document(f"{bundle.name}:{entry['output']}", entry["schema"], view.documents[step], judge))
+    for schema, name in STANDALONE:
+        found.append(Document(name, schema, json.loads((FIXTURES / name).read_text()), _probe_refusal(schema, None, None)))
+    from tests.transfer_fixtures import two_gpu_document
+    two = two_gpu_document(FIXTURES / "h200x2" / "nvidia-smi-topo-m.txt", True, with_peer_copies=True)
+    found.append(Document("two H200s (tests/transfer_fixtures.py)", "transfer", two, _probe_refusal("transfer", None, None)))
+    return tuple(found)
+
+
+def every_field() -> list[tuple[str, tuple[str, ...]]]:
+    return [(schema, path) for schema in document_schemas() for path in schema_fields(schema)]
+
+
+def test_the_documents_are_valid_and_consistent_before_any_edit():
+    for doc in documents():
+        assert violations(doc.schema, doc.document) == [], doc.label
+        assert doc.refusal(doc.document) is None, (doc.label, doc.refusal(doc.document))
+
+
+def test_every_field_of_every_document_is_classed_in_docs_bundle_md():
+    unclassed = [f"{schema}: {shown(path)}" for schema, path in every_field() if listing(schema, path) is None]
+    assert unclassed == [], "fields docs/bundle.md does not class (What verify checks in each document):\n" + \
+        "\n".join(unclassed)
+
+
+def test_every_row_of_the_inventory_classes_a_field():
+    stale = [f"{row.document}: {row.pattern}" for row in listed()
+             if not any(row.matches(schema, path) for schema, path in every_field())]
+    assert stale == []
+
+
+def unrefused(schema: str, path: tuple[str, ...]) -> list[str]:
+    """Every schema-valid edit of the field, in every document holding it, that verify accepts (its
+    removal is not asked to be refused where the row says the field "may be absent")."""
+    field, row = schema_fields(schema)[path], listing(schema, path)
+    absent_ok = row is not None and "may be absent" in row.why
+    accepted = []
+    for doc in documents():
+        if doc.schema != schema:
+            continue
+        for edit in edits(doc.document, field):
+            if absent_ok and edit.what == "removed":
+                continue
+            if is_valid(schema, edit.document) and doc.refusal(edit.document) is None:
+                accepted.append(f"{doc.label} {edit.describe()}")
+    return accepted
+
+
+@pytest.mark.parametrize("schema", document_schemas())
+def test_every_checked_field_is_refused_when_edited(schema):
+    claimed = [path for path in schema_fields(schema) if (row := listing(schema, path)) and row.kind in CHECKED_KINDS]
+    accepted = {shown(path): found for path in claimed if (found := unrefused(schema, path))}
+    assert accepted == {}, json.dumps(accepted, indent=1)
+
+
+def survey() -> None:  # python -m tests.test_field_inventory: the fields not classed, and whether verify refuses them
+    for schema, path in every_field():
+        row = listing(schema, path)
+        if row is None or row.kind in CHECKED_KINDS:
+            held = any(instances(d.document, path) for d in documents() if d.schema == schema)
+            found = unrefused(schema, path) if held else ["(no document holds it)"]
+            print(f"{schema:11} {row.kind if row else '-':10} {'REFUSED' if not found else 'ACCEPTED':8} "
+                  f"{shown(path):55} {found[:2]}")
+
+
+if __name__ == "__main__":
+    survey()
