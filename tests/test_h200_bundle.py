@@ -46,7 +46,7 @@ def test_the_h200_is_identified_as_h200_sxm_and_meets_the_lab_criteria():
     health = raw("health")
     assert [d["sku"]["id"] for d in health["devices"]] == ["h200-sxm-141gb"]
     from harness.analysis.bandwidth import figures as bandwidth
-    from harness.analysis.roofline import model as roofline
+    from harness.analysis import roofline
     bw = bandwidth.headlines(raw("bandwidth"))
     assert bw["repeat_verdict"] == "pass" and bw["repeat_spread"] < 0.05
     assert 0.85 <= bw["known_good_ratio"] <= 1.15  # within 15% of the known-good for this SKU

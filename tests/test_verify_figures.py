@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness import registry
-from harness.analysis.roofline import model as roofline_analysis
+from harness.analysis import roofline as roofline_analysis
 from harness.verify import verify_bundle
 from harness.signing.keys import load_public
 from tests.bundle_support import make_key, rewrite

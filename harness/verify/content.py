@@ -61,8 +61,10 @@ def _step_members(entry: dict[str, Any]) -> list[str]:
 def _declared(entry: dict[str, Any]) -> list[str]:
     """A step of this build's plan is what the plan declares it to be (kind, probe, schema, analysis,
     host function and inputs: verify checks its document with them, so none can be renamed or left
-    out to escape a check); a completed step of another plan, what its probe's registry entry
-    declares; a probe step names no host function or inputs, a host step no probe."""
+    out to escape a check; a host function an earlier build recorded by another name, by the name
+    this build gives the same code: registry.RECORDED_NAMES); a completed step of another plan, what
+    its probe's registry entry declares; a probe step names no host function or inputs, a host step
+    no probe."""
     step = entry["step"]
     declared = next((s for s in registry.lab_plan() if s.step == step), None)
     found = []
@@ -74,7 +76,8 @@ def _declared(entry: dict[str, Any]) -> list[str]:
         expected = {"kind": declared.kind, "probe": getattr(declared, "probe", None), "schema": declared.schema,
                     "analysis": declared.analysis, "function": getattr(declared, "function", None),
                     "needs": list(getattr(declared, "needs", ()))}
-        differ = [key for key, value in expected.items() if entry.get(key) != value]
+        recorded = {**entry, "function": registry.RECORDED_NAMES.get(entry.get("function"), entry.get("function"))}
+        differ = [key for key, value in expected.items() if recorded.get(key) != value]
         return found + ([f"step {step[:60]}: {', '.join(differ)} not what this build's plan declares for it"] if differ else [])
     spec = registry.find(entry.get("probe"))
     if entry["status"] != StepStatus.COMPLETED:
