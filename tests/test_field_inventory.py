@@ -86,7 +86,7 @@ def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
         found = [c.detail for c in checks if not c.ok] + run_record_discrepancies(commands)
         if not found and fmt is not None:
             files = {**view.files, layout.COMMANDS: json.dumps(commands).encode()}
-            edited = BundleView(files, commands, environment, view.documents)
+            edited = BundleView(files, commands, environment, view.documents, analysis)
             names = set(view.files) | {layout.ATTESTATION}
             checks = (check_members(commands, names, fmt) + check_bundled_schemas(edited, fmt)
                       + check_schemas(edited, names) + check_tables(edited, fmt))
@@ -99,7 +99,7 @@ def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
 def documents() -> tuple[Document, ...]:
     found = []
     for bundle in BUNDLES:
-        view = BundleView.from_files(read_all(bundle))
+        view = BundleView.from_files(read_all(bundle), analysis)
         on_commands, on_environment = _run_record_refusals(view)
         found += [Document(f"{bundle.name}:{layout.COMMANDS}", "commands", view.commands, on_commands),
                   Document(f"{bundle.name}:{layout.ENVIRONMENT}", "environment", view.environment, on_environment)]
