@@ -7,7 +7,11 @@ here needs its CPU measurement (`cpu_roofs`: copy times, GEMM trials), a roof gi
 line needs that argument in `argv` with that value, a roof from the catalogue needs the SKU it was
 read for; a fusion whose fused version was timed says whether the outputs matched (and, from probe
 contract 2 on, what fused it); every predicted shape has its measurement record, once; the summary
-states every figure the probe states.
+states every figure the probe states. From probe contract 3 on (windows), every timed record is what
+the timing rule the document states makes of it (`window_discrepancies`: the count of windows, the
+calls each holds, the idle gap before each, a CUDA-graph replay's calls), the launch-bound limits
+are this build's (the flags are recomputed with them), and the dtype checks are exactly the
+`--check-dtypes` the argv gives, each with its own predictions and measurements (`dtype_discrepancies`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.analysis import timing
 from harness.analysis.roofline import model as rl
 
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
@@ -31,6 +36,18 @@ def _given(argv: Any, option: str) -> float | None:
         return float(argv[argv.index(option) + 1])
     except (TypeError, ValueError):
         return None
+
+
+def _values_after(argv: Any, option: str) -> list[str] | None:
+    """The values an `nargs="+"` OPTION took in the probe's argv (up to the next option), or None."""
+    if not isinstance(argv, list) or option not in argv:
+        return None
+    values = []
+    for token in argv[argv.index(option) + 1:]:
+        if not isinstance(token, str) or token.startswith("-"):
+            break
+        values.append(token)
+    return values
 
 
 def _roof(document: dict[str, Any], name: str, option: str, evidence: str) -> list[str]:
@@ -95,6 +112,106 @@ def summary_discrepancies(document: dict[str, Any]) -> list[str]:
     return [f"summary states no {', '.join(missing)} (the probe states every one)"] if missing else []
 
 
+GAP_SLACK = 1e-6  # relative: a gap is slept out in full (time.sleep never returns early); float rounding aside
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _gaps(where: str, windows: list[Any], before_s: Any, ratio: float) -> list[str]:
+    """Each window's idle gap is at least RATIO times the burst before it (BEFORE_S for the first, the
+    window before for the others): the probe sleeps that long after every burst (harness.probes.timing)."""
+    found = []
+    for i, window in enumerate(windows):
+        burst = before_s if i == 0 else windows[i - 1].get("seconds") if isinstance(windows[i - 1], dict) else None
+        gap = window.get("gap_before_s") if isinstance(window, dict) else None
+        if _is_number(burst) and _is_number(gap) and gap < ratio * burst * (1 - GAP_SLACK):
+            found.append(f"{where}: window {i} idled {gap:.6g} s before it, but timing.gap_ratio {ratio:g} after "
+                         f"a {burst:.6g} s burst is {ratio * burst:.6g} s")
+    return found
+
+
+def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]) -> list[str]:
+    """A record timed in windows (a shape or a fusion version, probe contract 3 on) against the timing
+    RULE its document states: `windows` windows, each of calls_per_window(the warm-up's time per call,
+    window_s) calls, each after an idle gap of at least gap_ratio times the burst before it (the warm-up,
+    then the window before), its window_spread stated; its CUDA-graph replay (where there is one) as many
+    windows, each of replays x calls_per_replay calls, calls_per_replay as `graph.calls` says."""
+    windows, warmup = timed.get("windows"), timed.get("warmup")
+    if not isinstance(windows, list) or not isinstance(warmup, dict):
+        return [f"{where}: timed in windows, but no windows or warm-up record"]
+    found = [] if "window_spread" in timed else [f"{where}: window_spread is not stated"]
+    if len(windows) != rule.get("windows"):
+        found.append(f"{where}: {len(windows)} windows, but timing.windows says {rule.get('windows')}")
+    per_call, window_s = warmup.get("per_call_s"), rule.get("window_s")
+    if _is_number(per_call) and _is_number(window_s):
+        calls = timing.calls_per_window(per_call, window_s)
+        if any(isinstance(w, dict) and w.get("calls") != calls for w in windows):
+            found.append(f"{where}: windows of {sorted({w.get('calls') for w in windows if isinstance(w, dict)})} calls, but "
+                         f"a warm-up of {per_call:.6g} s a call sizes {window_s:g} s windows at {calls} calls")
+    ratio = rule.get("gap_ratio")
+    if _is_number(ratio):
+        found += _gaps(where, windows, warmup.get("seconds"), ratio)
+    graph = timed.get("graph")
+    replayed = timing.graph_windows(graph)
+    if replayed is not None:
+        per_replay, stated = graph.get("calls_per_replay"), (rule.get("graph") or {}).get("calls")
+        if per_replay != stated:
+            found.append(f"{where}: graph.calls_per_replay {per_replay}, but timing.graph.calls says {stated}")
+        if len(replayed) != rule.get("windows") or any(
+                not isinstance(w, dict) or not isinstance(w.get("replays"), int) or w.get("calls") != w["replays"] * per_replay
+                for w in replayed):
+            found.append(f"{where}: graph windows are not timing.windows windows of replays x calls_per_replay calls")
+        if _is_number(ratio):
+            found += _gaps(f"{where} graph", replayed, None, ratio)
+    return found
+
+
+def timing_discrepancies(document: dict[str, Any]) -> list[str]:
+    """The launch-bound limits the document states are this build's, with which its flags and headlines
+    are recomputed (timing.LAUNCH_BOUND_S; from probe contract 4 on, timing.GRAPH_BELOW_S)."""
+    rule = document.get("timing")
+    if not isinstance(rule, dict):
+        return []
+    found = []
+    if rule.get("launch_bound_s") != timing.LAUNCH_BOUND_S:
+        found.append(f"timing.launch_bound_s {rule.get('launch_bound_s')} is not the limit the launch-bound flags are "
+                     f"recomputed with ({timing.LAUNCH_BOUND_S:g} s)")
+    graph = rule.get("graph")
+    if isinstance(graph, dict) and "below_s" in graph and rule.get("launch_bound_headline") == timing.KERNEL_ONLY \
+            and graph["below_s"] != timing.GRAPH_BELOW_S:
+        found.append(f"timing.graph.below_s {graph['below_s']} is not the limit a replay is required under "
+                     f"({timing.GRAPH_BELOW_S:g} s)")
+    return found
+
+
+def dtype_discrepancies(document: dict[str, Any], views: dict[str, dict[str, Any]]) -> list[str]:
+    """The dtype checks are the argv's `--check-dtypes`, in its order, the run's own dtype left out, each
+    once; each one's predictions and measurements, and roofs, as the run's (VIEWS: the document as one
+    roofline document per dtype, harness.analysis.roofline.figures.dtype_documents)."""
+    asked = _values_after(document.get("argv"), "--check-dtypes") or []
+    expected = [d for d in asked if d != document.get("dtype")]
+    checks = document.get("dtype_checks")
+    stated = [c.get("dtype") if isinstance(c, dict) else None for c in checks] if isinstance(checks, list) else None
+    found = []
+    if stated != (expected if asked else None) and not (stated == [] and not expected):
+        found.append(f"dtype_checks {stated} are not the --check-dtypes the argv gives ({asked or 'none'}; the run's own "
+                     f"dtype {document.get('dtype')} left out)")
+    for dtype, view in views.items():
+        if view is not document:
+            found += [f"dtype_checks[{dtype}] {problem}" for problem in shape_discrepancies(view) + roof_discrepancies(view)]
+    return found
+
+
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    return (roof_discrepancies(document) + fusion_discrepancies(document) + shape_discrepancies(document)
-            + summary_discrepancies(document))
+    found = (roof_discrepancies(document) + fusion_discrepancies(document) + shape_discrepancies(document)
+             + summary_discrepancies(document) + timing_discrepancies(document))
+    rule = document.get("timing")
+    fusion = document.get("fusion")
+    if isinstance(rule, dict) and isinstance(fusion, dict):
+        for version in ("unfused", "fused"):
+            record = fusion.get(version)
+            if isinstance(record, dict) and "windows" in record:
+                found += window_discrepancies(f"fusion.{version}", record, rule)
+    return found

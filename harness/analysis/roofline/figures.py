@@ -302,6 +302,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         found += [where + problem for problem in _dtype_discrepancies(view)]
     found += _order_discrepancies(document)
     found += fusion_discrepancies(document) + roofline_checks.discrepancies(document)
+    found += roofline_checks.dtype_discrepancies(document, dtype_documents(document))
     summary = document.get("summary", {})
     for key in (*BEST_SUMMARY_KEYS, "best_shape", "all_explained", "fusion_speedup", "classifications"):
         again = head["burst_best_tflops"] if key in BEST_SUMMARY_KEYS else head[key]
@@ -383,6 +384,8 @@ def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -
     found = timed_discrepancies(f"measurement {label}", shape, kernel_headline(document))
     if found and seconds_of(shape) is None:
         return found
+    if "windows" in shape and isinstance(document.get("timing"), dict):  # sized and spaced by the stated rule
+        found += roofline_checks.window_discrepancies(f"measurement {label}", shape, document["timing"])
     p, timed = _prediction(document, label), _as_timed(document, shape)
     seconds = timed["headline_s"]
     recomputed = {"achieved_tflops": p["flops"] / seconds / 1e12,
