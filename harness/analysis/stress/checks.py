@@ -8,8 +8,11 @@ bucket_s and seconds put its boundary, the bucket capacity follows from the fast
 the GEMM phase ran its seconds when it says it completed, the memory region follows from the free
 memory, share and chunk (plan_region) and every pattern covered it, a recorded first failure is
 the first failing word, the telemetry was sampled at the stated interval, injected faults are the
-ones asked for, and the rules and patterns stated are this build's. A record the probe could not
-have written for its own settings is a discrepancy, named.
+ones asked for, the rules and patterns stated are this build's, and each GPU's reference digest
+describes the GEMM the settings ran (its dtype, shape, bytes, seed, which GEMM, the torch and libraries
+the worker reported; every GPU that reached the GEMM phase records one, or none does: a digest left
+out cannot hide a GPU from the digest quorum). A record the probe could not have written for its own
+settings is a discrepancy, named.
 """
 
 from __future__ import annotations
@@ -22,6 +25,13 @@ from harness.analysis.stress import telemetry as tel
 from harness.analysis.stress.figures import (COUNTERS_RULE, EVENTS_RULE, MEMORY_PATTERNS, MEMORY_RULE, RESULT_RULE, STEADY_RULE,
                                      TOLERANCE_BITS, WORD_BYTES)
 
+# A CPU run's memory test: a budget of host memory (no share of free memory) in chunks of this size
+# (the probe's CPU_CHUNK_MIB; GPU chunks are --memory-chunk-mib, the region's chunk when the test runs).
+CPU_CHUNK_BYTES = 8 * 2**20
+# The reference result's dtype for each GEMM dtype (harness/probes/stress/gemm.py: fp8 GEMMs write bf16)
+# and its element width (harness.analysis.roofline.model.DTYPE_WIDTHS's output bytes).
+RESULT_DTYPES = {"bf16": ("bfloat16", 2), "fp16": ("float16", 2), "fp8": ("bfloat16", 2), "tf32": ("float32", 4),
+                 "fp32": ("float32", 4)}
 CAPACITY_MARGIN = 2.0  # a bucket holds up to 2x the iterations the warm-up rate predicts...
 CAPACITY_EXTRA = 16  # ...plus a few; a bucket that fills closes early (closed_by "capacity")
 ROUNDING_S = 2e-4  # times are kept to 0.1 ms: two of them differ by up to this from the unrounded
@@ -88,6 +98,13 @@ def settings_discrepancies(document: dict[str, Any]) -> list[str]:
     memory = settings.get("memory_test", {})
     if memory.get("word_bytes") != WORD_BYTES or memory.get("patterns") != MEMORY_PATTERNS:
         found.append("settings.memory_test: word size or patterns are not the ones the memory test writes")
+    cpu, share = document.get("device") == "cpu", memory.get("share_of_free")
+    if (share is not None) if cpu else not (_is(share, (int, float)) and 0 < share <= 1):
+        found.append(f"settings.memory_test.share_of_free {share!r}, but a {document.get('device')} run's memory test "
+                     f"{'takes a host-memory budget, no share' if cpu else 'takes a share of free memory in (0, 1]'}")
+    if cpu and memory.get("chunk_bytes") != CPU_CHUNK_BYTES:
+        found.append(f"settings.memory_test.chunk_bytes {memory.get('chunk_bytes')}, but a CPU run's chunks are "
+                     f"{CPU_CHUNK_BYTES} bytes")
     if (settings.get("inject_fault") == "gemm") != (settings.get("inject_gemm_iteration") is not None):
         found.append("settings.inject_gemm_iteration is set exactly when a GEMM fault is injected")
     if document.get("rules") != rules():
@@ -236,6 +253,33 @@ def _fault_discrepancies(where: str, record: dict[str, Any], settings: dict[str,
     return []
 
 
+def _digest_discrepancies(where: str, record: dict[str, Any], document: dict[str, Any]) -> list[str]:
+    """A reference digest describes the GEMM the settings ran: the result's dtype and [m, n] shape, its
+    bytes, the seed, the GEMM after the warm-up, the torch the document reports, and the libraries of
+    the run's device (cuBLAS on a GPU; CPU capability and the worker's threads on a CPU)."""
+    gemm, settings = record["gemm"], document["settings"]
+    digest = gemm.get("reference_digest")
+    if not isinstance(digest, dict):
+        return []
+    shape, libraries = settings.get("shape", {}), digest.get("libraries") or {}
+    dtype, width = RESULT_DTYPES.get(settings.get("dtype"), (None, None))
+    m, n = shape.get("m"), shape.get("n")
+    warmup = gemm.get("warmup") if isinstance(gemm.get("warmup"), dict) else {}
+    expected = {"dtype": dtype, "shape": [m, n], "bytes": m * n * width if _is(m, int) and _is(n, int) and width else None,
+                "seed": settings.get("seed"), "gemm_index": warmup.get("iterations", 0) + 1}
+    found = [f"{where}.gemm.reference_digest.{key} {digest.get(key)!r}, but the settings' GEMM gives {value!r}"
+             for key, value in expected.items() if digest.get(key) != value]
+    if libraries.get("torch") != document.get("torch_version"):
+        found.append(f"{where}.gemm.reference_digest.libraries.torch {libraries.get('torch')!r}, but the document's torch "
+                     f"is {document.get('torch_version')!r}")
+    gpu = document.get("device") == "cuda"
+    threads = None if gpu else (record.get("facts") or {}).get("torch_threads")
+    if gpu != ("cublas" in libraries) or gpu == ("cpu_capability" in libraries) or libraries.get("threads") != threads:
+        found.append(f"{where}.gemm.reference_digest.libraries {sorted(libraries)} are not what a {document.get('device')} "
+                     f"worker records (threads {libraries.get('threads')!r}, the worker's {threads!r})")
+    return found
+
+
 def _telemetry_discrepancies(where: str, record: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     telemetry = record.get("telemetry")
     if not isinstance(telemetry, dict) or "unavailable" in telemetry:
@@ -268,9 +312,14 @@ def record_discrepancies(document: dict[str, Any]) -> list[str]:
             found.append(f"{where}: name or uuid differs from the device facts it was read from")
         gemm = record.get("gemm")
         if isinstance(gemm, dict) and "unavailable" not in gemm:
-            found += _bucket_discrepancies(where, gemm, settings)
+            found += _bucket_discrepancies(where, gemm, settings) + _digest_discrepancies(where, record, document)
             if not gemm.get("completed") and not record.get("failure"):
                 found.append(f"{where}.gemm did not complete, but the worker has no failure")
         found += _memory_discrepancies(where, record, document)
         found += _fault_discrepancies(where, record, settings) + _telemetry_discrepancies(where, record, settings)
+    gemms = [r["gemm"] for r in document.get("devices", []) if isinstance(r.get("gemm"), dict) and "unavailable" not in r["gemm"]]
+    with_digest = sum("reference_digest" in gemm for gemm in gemms)
+    if 0 < with_digest < len(gemms):
+        found.append(f"{with_digest} of the {len(gemms)} GPUs that ran the GEMM phase record a reference digest: the "
+                     "probe records one for each (a digest left out would hide its GPU from the quorum)")
     return found

@@ -45,7 +45,8 @@ GPU_SHAPE_WHY = (
     "16-bit element, 10 per 32-bit one) costs about 3% of the GEMM at the H200's sustained rates; fp8 runs "
     "about twice as fast as bf16, so its K is 32768")
 CPU_SHAPE_WHY = "small enough for tens of GEMMs a second on a 2-core CI runner, so every bucket holds many"
-GPU_CHUNK_MIB, CPU_REGION_MIB, CPU_CHUNK_MIB = 1024, 64, 8
+GPU_CHUNK_MIB, CPU_REGION_MIB = 1024, 64
+CPU_CHUNK_MIB = stress_checks.CPU_CHUNK_BYTES // 2**20  # verify holds a CPU run's chunks to it
 BUCKET_S = 1.0
 SEED = 16
 INJECT_GEMM_ITERATION = 2
