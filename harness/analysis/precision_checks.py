@@ -4,7 +4,10 @@ Standard library only. harness.analysis.precision recomputes every error figure,
 explanation from the measured rows; this module checks what those do not: that the formats are
 the ones the probe measures, in its order, each with its family, width, scaling and range as the
 format defines them (a float format's largest finite value and smallest normal, an int format's
-largest level), and that each tensor's byte count, byte range, shape and element count agree.
+largest level), that each tensor's byte count, byte range, shape and element count agree, and that
+the output digests (harness.analysis.digests.PRECISION_DIGEST_RULE) are on every format that applied
+or on none (documents made before they were recorded): a digest left out would drop its format from
+the digests acceptance compares.
 """
 
 from __future__ import annotations
@@ -62,9 +65,24 @@ def tensor_discrepancies(tensor: dict[str, Any]) -> list[str]:
     return found
 
 
+def digest_discrepancies(document: dict[str, Any]) -> list[str]:
+    """Every format that applied to a tensor has its output digest, or no row of the document has one; a
+    format that did not apply has none (nothing was quantized)."""
+    rows = [(t.get("role"), row) for t in document.get("tensors", []) for row in t.get("formats", [])
+            if isinstance(row, dict)]
+    applied = [(role, row) for role, row in rows if "not_applicable" not in row]
+    found = [f"tensor {role} {row.get('format')}: an output digest, but the format did not apply"
+             for role, row in rows if "not_applicable" in row and "output_sha256" in row]
+    missing = [f"{role} {row.get('format')}" for role, row in applied if "output_sha256" not in row]
+    if missing and len(missing) < len(applied):
+        found.append(f"no output digest for {', '.join(missing[:4])}{' ...' if len(missing) > 4 else ''}, but the document "
+                     f"records one for the other formats that applied (the probe records one for each)")
+    return found
+
+
 def discrepancies(document: dict[str, Any]) -> list[str]:
     found = [] if document.get("probe", "precision") == "precision" else [
         f"probe {str(document.get('probe'))[:40]!r} in a precision document"]
     for tensor in document.get("tensors", []):
         found += tensor_discrepancies(tensor)
-    return found
+    return found + digest_discrepancies(document)
