@@ -9,8 +9,9 @@ from typing import Any
 
 from harness.analysis.verdict import StepStatus
 from harness import registry
-from harness.analysis import cross_checks
+from harness.analysis import cross_checks, repeatability
 from harness.bundle import layout, seal
+from harness.verify.attempts import attempt_discrepancies
 from harness.verify.check import Check
 from harness.analysis.timestamps import duration_s
 from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView
@@ -94,7 +95,8 @@ def _declared(entry: dict[str, Any]) -> list[str]:
 def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
     """commands.json against itself and the registry: every duration from its start and end, every
     member a step names from the step's id, kind and status (harness.bundle.layout), a completed
-    probe step's exit, and the schema and analysis each completed step is checked with."""
+    probe step's exit, the schema and analysis each completed step is checked with, and a retested
+    step's earlier attempts (harness.verify.attempts)."""
     found = _duration("", commands)
     listed = commands.get("schemas")
     if isinstance(listed, list) and listed != sorted(set(listed)):
@@ -103,8 +105,10 @@ def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
     planned = [order[e["step"]] for e in commands.get("steps", []) if e.get("step") in order]
     if planned != sorted(set(planned)):
         found.append("steps are not in the order of this build's plan, each once")
+    retest = (commands.get("options") or {}).get("retest")
     for entry in commands.get("steps", []):
         found += _duration(f"step {str(entry.get('step'))[:60]}: ", entry) + _step_members(entry) + _declared(entry)
+        found += attempt_discrepancies(entry, retest)
     return found
 
 
@@ -194,7 +198,8 @@ def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
 
 def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
     """Each completed step's stated figures against their recomputation from its raw data (only
-    steps whose document is in VALID: present and schema-valid)."""
+    steps whose document is in VALID: present and schema-valid), figures one step took from another,
+    and commands.json's run-to-run block against the SKU those documents identify."""
     checks = []
     for entry in view.steps:
         if entry.get("status") != StepStatus.COMPLETED or entry["step"] not in valid:
@@ -208,4 +213,9 @@ def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
         across = cross_checks.discrepancies(view.steps, documents)
     except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
         across = [("bundle", f"cross_checks.discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}")]
-    return checks + [Check("figures", member, False, problem) for member, problem in across]
+    try:  # the run-to-run block dossier run recorded for the SKU the documents identify
+        declared = repeatability.declaration_discrepancies(view.commands.get("repeatability"), documents)
+    except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
+        declared = [f"repeatability.declaration_discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
+    return checks + [Check("figures", member, False, problem) for member, problem in across] + [
+        Check("figures", layout.COMMANDS, False, problem) for problem in declared]

@@ -30,6 +30,7 @@ class Format:
     what: str  # what made this format: the tool and what changed in it
     schemas: bool  # carries schemas/NAME.schema.json, listed in commands.json's `schemas`
     tables: bool  # carries tables/STEP.md for each completed step whose probe has a table
+    repeatability: bool = False  # commands.json records the run-to-run block (or why none applies)
 
 
 FORMATS: dict[int, Format] = {f.version: f for f in (
@@ -40,7 +41,7 @@ FORMATS: dict[int, Format] = {f.version: f for f in (
            schemas=True, tables=True),
     Format(5, "criteria in the one verdict vocabulary (pass, warn, fail, incomplete, skip); module paths of the "
               "per-probe folders; digests and retests recorded; the roofline's dtypes in one step, timed in windows",
-           schemas=True, tables=True),
+           schemas=True, tables=True, repeatability=True),
 )}
 
 
@@ -125,9 +126,15 @@ def _listed(commands: dict[str, Any], directory: str) -> list[Any]:
 
 
 def check_members(commands: dict[str, Any], names: Collection[str], fmt: Format) -> list[Check]:
-    """The members only some formats carry: a format without schemas/ or tables/ holds and lists none
-    (a newer bundle relabelled with an older format fails here)."""
+    """The members and records only some formats carry: a format without schemas/ or tables/ holds and
+    lists none (a newer bundle relabelled with an older format fails here); commands.json records the
+    run-to-run block exactly from the format that records it (`dossier run` always does: the block, or
+    why none applies)."""
     checks = []
+    if fmt.repeatability != ("repeatability" in commands):
+        checks.append(Check("format", layout.COMMANDS, False, f"format {fmt.version} bundles "
+                            f"{'record' if fmt.repeatability else 'carry no'} repeatability in commands.json, but this one "
+                            f"{'does not' if fmt.repeatability else 'does (a newer format relabelled?)'}"))
     for carried, directory in ((fmt.schemas, layout.SCHEMAS_DIR), (fmt.tables, layout.TABLES_DIR)):
         held = sorted(n for n in names if n.startswith(directory))
         if not carried and (held or _listed(commands, directory)):
