@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.analysis.allreduce import figures as allreduce
+from harness.analysis import allreduce
 from harness.analysis.health import figures as health
 from harness.analysis.topology import gpu_pairs, parse_topo_matrix
 from harness.schemas import violations

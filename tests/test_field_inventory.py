@@ -2,9 +2,15 @@
 calls recomputed or consistent is refused when a key holder edits it and re-signs (issue 28 item 3).
 
 The documents are real: every step of the committed H200 bundles (the one-GPU full dossier of
-format 4 and the two-GPU one of format 1), the CPU captures in tests/fixtures (roofline, bandwidth,
-stress), and two-GPU transfer documents built by the probe's own code from the
-two-H200 captures (tests/transfer_fixtures.py). For each field a document holds, its first and last
+format 4 and the two-GPU one of format 1); the full one re-made by this build (tests/h200_remade.py:
+format 5, its run-to-run `repeatability` recorded as `dossier run` records it); a run of the flaky
+test probe with `--retest 2` (a step's earlier `attempts`); the CPU captures in tests/fixtures
+(roofline, bandwidth, stress); the lead's windowed H200 roofline capture (probe contract 3, five
+dtypes: tests/fixtures/roofline/windows-h200.1.json) and the same windows as contract 4's probe
+states them (tests/roofline_remade.py); a CPU stress run and a precision run on a small
+safetensors file made here (the result digests: a stress reference digest, precision output
+digests); and two-GPU transfer documents built by the probe's own code from the two-H200 captures
+(tests/transfer_fixtures.py). For each field a document holds, its first and last
 instance are edited every way tests/field_inventory.py knows; an edit the schema refuses proves
 nothing and is skipped; every other one must be refused by what verify runs on that document: its
 schema, its analysis (headlines and discrepancies), the figures other steps took from it
@@ -13,7 +19,11 @@ schema, its analysis (headlines and discrepancies), the figures other steps took
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -23,7 +33,7 @@ from typing import Any
 import pytest
 
 from harness import registry
-from harness.analysis import cross_checks
+from harness.analysis import cross_checks, repeatability
 from harness.bundle import layout
 from harness.bundle.read import read_all
 from harness.verify.bundled import check_bundled_schemas
@@ -33,6 +43,7 @@ from harness.verify.report import check_tables
 from harness.bundle.view import BundleView
 from harness.registry import analysis_module as analysis
 from harness.schemas import is_valid, violations
+from tests.bundle_probes import plan as test_plan
 from tests.field_inventory import CHECKED_KINDS, edits, instances, listed, listing, schema_fields, shown
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -40,7 +51,15 @@ BUNDLES = [FIXTURES / "h200" / "dossier-h200-full.tar.gz", FIXTURES / "h200x2" /
 # the two-GPU bundle's steps the full one holds as well, in its newer format: left out (time)
 SAME_AS_FULL = {"roofline-fp8", "roofline-fp16", "roofline-tf32", "roofline-fp32", "precision"}
 STANDALONE = [("roofline", "accept/roofline-cpu.json"), ("bandwidth", "bandwidth-cpu-sweep.json"),
-              ("stress", "stress/stress-cpu.json")]
+              ("stress", "stress/stress-cpu.json"), ("roofline", "roofline/windows-h200.1.json")]
+ROOT = FIXTURES.parents[1]
+ALL = object()  # a source none of whose step documents is edited
+
+
+@pytest.fixture(autouse=True)
+def _flaky_probe_registered(monkeypatch):
+    """The retest run's step is the flaky test probe's: verify checks a completed step by its entry."""
+    test_plan.install_flaky(monkeypatch)
 
 
 def document_schemas() -> list[str]:
@@ -88,30 +107,82 @@ def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
             files = {**view.files, layout.COMMANDS: json.dumps(commands).encode()}
             edited = BundleView(files, commands, environment, view.documents, analysis)
             names = set(view.files) | {layout.ATTESTATION}
-            checks = (check_members(commands, names, fmt) + check_bundled_schemas(edited, fmt)
+            checks = (check_members(commands, names, fmt) + check_bundled_schemas(edited, fmt, [])
                       + check_schemas(edited, names) + check_tables(edited, fmt))
             found = [c.detail for c in checks if not c.ok]
         return (found or [None])[0]
     return (lambda commands: check(commands, view.environment)), (lambda env: check(view.commands, env))
 
 
+def _remade_full() -> dict[str, bytes]:
+    """The full H200 dossier's run re-made by this build (format 5), with the run-to-run block
+    `dossier run` records for the SKU its health step identified."""
+    from harness.run.assemble import unsigned_files
+    from tests.h200_remade import record_of
+    record = record_of(BUNDLES[0])
+    documents = {s.step: s.document for s in record.steps if s.document is not None}
+    return unsigned_files(dataclasses.replace(
+        record, repeatability=repeatability.declaration(repeatability.bundle_sku(documents))))
+
+
+def _retested(tmp: Path) -> dict[str, bytes]:
+    """A run of the flaky test probe that failed twice and completed on its third attempt (--retest 2)."""
+    from harness.run.assemble import unsigned_files
+    from harness.run.orchestrate import RunOptions, collect
+    from harness.runners.local import LocalRunner
+    from tests.bundle_support import quiet_display
+    from tests.test_retest import flaky_plan
+    plan = flaky_plan(tmp / "state", 2)
+    return unsigned_files(collect(RunOptions(output_dir=tmp, retest=2), LocalRunner(package=test_plan.PACKAGE),
+                                  "tests: the test-only probe package", plan, display=quiet_display(len(plan))))
+
+
+def _probe_output(*argv: str) -> Any:
+    done = subprocess.run([sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, check=True, timeout=300)
+    return json.loads(done.stdout)
+
+
+def _precision_run(tmp: Path) -> Any:
+    """The precision probe on a small safetensors file made here (as tests/test_precision_probe.py's)."""
+    import torch
+    from safetensors.torch import save_file
+    torch.manual_seed(2)
+    weights = torch.randn(16, 256) * 0.02
+    weights[3, 7] = 0.9  # one outlier
+    save_file({"emb": torch.randn(32, 128).half(), "proj": weights}, str(tmp / "model.safetensors"))
+    return _probe_output("harness.probes.precision", "--file", str(tmp / "model.safetensors"), "--tensor",
+                         "embedding=emb", "--tensor", "mlp_projection=proj", "--device", "cpu")
+
+
 @cache
 def documents() -> tuple[Document, ...]:
     found = []
-    for bundle in BUNDLES:
-        view = BundleView.from_files(read_all(bundle), analysis)
+    tmp = Path(tempfile.mkdtemp(prefix="field-inventory-"))
+    # (label, files, the steps whose documents are edited: the re-made bundle's are the full one's, the
+    # retest run's a test probe's)
+    sources = [(BUNDLES[0].name, read_all(BUNDLES[0]), None), (BUNDLES[1].name, read_all(BUNDLES[1]), SAME_AS_FULL),
+               ("dossier-h200-full re-made (format 5)", _remade_full(), ALL), ("retest run", _retested(tmp), ALL)]
+    for label, files, left_out in sources:
+        view = BundleView.from_files(files, analysis)
         on_commands, on_environment = _run_record_refusals(view)
-        found += [Document(f"{bundle.name}:{layout.COMMANDS}", "commands", view.commands, on_commands),
-                  Document(f"{bundle.name}:{layout.ENVIRONMENT}", "environment", view.environment, on_environment)]
+        found += [Document(f"{label}:{layout.COMMANDS}", "commands", view.commands, on_commands),
+                  Document(f"{label}:{layout.ENVIRONMENT}", "environment", view.environment, on_environment)]
         for entry in view.steps:
             step = entry["step"]
-            if step not in view.documents or (bundle != BUNDLES[0] and step in SAME_AS_FULL):
+            if step not in view.documents or left_out is ALL or step in (left_out or ()):
                 continue
             judge = (_host_refusal(view, entry) if entry.get("kind") == "host"
                      else _probe_refusal(entry["analysis"], view, step))
-            found.append(Document(f"{bundle.name}:{entry['output']}", entry["schema"], view.documents[step], judge))
+            found.append(Document(f"{label}:{entry['output']}", entry["schema"], view.documents[step], judge))
     for schema, name in STANDALONE:
         found.append(Document(name, schema, json.loads((FIXTURES / name).read_text()), _probe_refusal(schema, None, None)))
+    from tests.roofline_remade import capture, contract4
+    found.append(Document("windows-h200.1.json as contract 4 states it (tests/roofline_remade.py)", "roofline",
+                          contract4(capture(1)), _probe_refusal("roofline", None, None)))
+    stress = _probe_output("harness.probes.stress", "--device", "cpu", "--seconds", "0.3", "--no-memory-test")
+    found.append(Document("a CPU stress run made here", "stress", stress, _probe_refusal("stress", None, None)))
+    found.append(Document("a precision run made here", "precision", _precision_run(tmp),
+                          _probe_refusal("precision", None, None)))
     from tests.transfer_fixtures import two_gpu_document
     two = two_gpu_document(FIXTURES / "h200x2" / "nvidia-smi-topo-m.txt", True, with_peer_copies=True)
     found.append(Document("two H200s (tests/transfer_fixtures.py)", "transfer", two, _probe_refusal("transfer", None, None)))

@@ -48,12 +48,14 @@ def signed(plan_bundle, monkeypatch):
 
 def _claiming(version, environment=None, strip=False, report=None):
     """An edit: commands.json (and environment.json) say VERSION; STRIP the schemas/ members and
-    their listing (what an older format lacks); REPORT replaces one line of report.md."""
+    their listing, and the run-to-run block (what an older format lacks); REPORT replaces one line of
+    report.md."""
     def edit(files):
         commands, env = json.loads(files[layout.COMMANDS]), json.loads(files[layout.ENVIRONMENT])
         commands["format_version"], env["format_version"] = version, version if environment is None else environment
         if strip:
             commands.pop("schemas")
+            commands.pop("repeatability")
             for name in [n for n in files if n.startswith(layout.SCHEMAS_DIR)]:
                 del files[name]
         files[layout.COMMANDS], files[layout.ENVIRONMENT] = json.dumps(commands).encode(), json.dumps(env).encode()
@@ -82,8 +84,20 @@ def test_a_downgraded_bundle_with_an_edited_report_fails_unless_its_format_is_al
 
 def test_a_newer_bundle_relabelled_older_fails_on_the_members_that_format_lacks(signed, tmp_path):
     result = _verified(signed, tmp_path, _claiming(3), allow=(3,))
-    assert [(c.check, c.subject) for c in result.failures] == [("format", "schemas/commands.schema.json")]
-    assert "format 3 bundles carry no schemas/ members" in result.failures[0].detail
+    assert [(c.check, c.subject) for c in result.failures] == [("format", layout.COMMANDS),
+                                                                ("format", "schemas/commands.schema.json")]
+    assert "format 3 bundles carry no repeatability in commands.json" in result.failures[0].detail
+    assert "format 3 bundles carry no schemas/ members" in result.failures[1].detail
+
+
+def test_a_bundle_of_this_format_without_its_run_to_run_block_fails(signed, tmp_path):
+    def drop(files):
+        commands = json.loads(files[layout.COMMANDS])
+        commands.pop("repeatability")
+        files[layout.COMMANDS] = json.dumps(commands).encode()
+    result = _verified(signed, tmp_path, drop)  # the report rendered without the block differs too
+    assert [(c.check, c.subject) for c in result.failures] == [("format", layout.COMMANDS), ("report", layout.REPORT)]
+    assert f"format {layout.FORMAT_VERSION} bundles record repeatability" in result.failures[0].detail
 
 
 def test_environment_json_must_repeat_the_format(signed, tmp_path):
