@@ -210,7 +210,7 @@ ROW = re.compile(r"^\| `(?P<document>[a-z0-9-]+)` \| `(?P<pattern>[^`]+)` \| (?P
 @dataclass(frozen=True)
 class Listed:
     document: str  # the schema's name
-    pattern: str  # a field; `**` any run of characters, `*` one part (no `.` or `[`)
+    pattern: str  # a field; `**` any run of characters, `*` one part (no `.` or `[`), `{p}` an optional prefix p
     kind: str  # recomputed, consistent, free or raw
     why: str
 
@@ -221,8 +221,11 @@ class Listed:
 @cache
 def _glob(pattern: str) -> re.Pattern:
     out = ""
-    for token in re.split(r"(\*\*|\*)", pattern):
-        out += {"**": r".*", "*": r"[^.\[\]]*"}.get(token, re.escape(token))
+    for token in re.split(r"(\*\*|\*|\{[^}]*\})", pattern):
+        if token.startswith("{") and token.endswith("}"):
+            out += f"(?:{re.escape(token[1:-1])})?"
+        else:
+            out += {"**": r".*", "*": r"[^.\[\]]*"}.get(token, re.escape(token))
     return re.compile(out)
 
 

@@ -40,7 +40,7 @@ from harness.verify.bundled import check_bundled_schemas
 from harness.verify.content import check_schemas, run_record_discrepancies
 from harness.verify.formats import FORMATS, check_format, check_members
 from harness.verify.report import check_tables
-from harness.bundle.view import BundleView
+from harness.bundle.view import BundleFormatError, BundleView
 from harness.registry import analysis_module as analysis
 from harness.schemas import is_valid, violations
 from tests.bundle_probes import plan as test_plan
@@ -74,6 +74,11 @@ class Document:
     schema: str
     document: Any
     refusal: Callable[[Any], str | None]  # why verify refuses this document edited so, or None
+    only: tuple[str, ...] = ()  # where given, the fields edited (by their start): a document outside a bundle
+    # cannot prove what verify checks across steps (a precision run's checkpoint is the host's)
+
+    def edits_field(self, path: tuple[str, ...]) -> bool:
+        return not self.only or shown(path).startswith(self.only)
 
 
 def _probe_refusal(name: str, view: BundleView | None, step: str | None) -> Callable[[Any], str | None]:
@@ -103,8 +108,14 @@ def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
     def check(commands: Any, environment: Any) -> str | None:
         checks, fmt = check_format(commands, environment, FORMATS)
         found = [c.detail for c in checks if not c.ok] + run_record_discrepancies(commands)
+        found += repeatability.declaration_discrepancies(commands.get("repeatability"), view.documents)
+        files = {**view.files, layout.COMMANDS: json.dumps(commands).encode(),
+                 layout.ENVIRONMENT: json.dumps(environment).encode()}
+        try:  # what verify reads the bundle through: each step once, every output present
+            BundleView.from_files(files, analysis)
+        except BundleFormatError as exc:
+            found.append(str(exc))
         if not found and fmt is not None:
-            files = {**view.files, layout.COMMANDS: json.dumps(commands).encode()}
             edited = BundleView(files, commands, environment, view.documents, analysis)
             names = set(view.files) | {layout.ATTESTATION}
             checks = (check_members(commands, names, fmt) + check_bundled_schemas(edited, fmt, [])
@@ -182,7 +193,7 @@ def documents() -> tuple[Document, ...]:
     stress = _probe_output("harness.probes.stress", "--device", "cpu", "--seconds", "0.3", "--no-memory-test")
     found.append(Document("a CPU stress run made here", "stress", stress, _probe_refusal("stress", None, None)))
     found.append(Document("a precision run made here", "precision", _precision_run(tmp),
-                          _probe_refusal("precision", None, None)))
+                          _probe_refusal("precision", None, None), only=("tensors",)))
     from tests.transfer_fixtures import two_gpu_document
     two = two_gpu_document(FIXTURES / "h200x2" / "nvidia-smi-topo-m.txt", True, with_peer_copies=True)
     found.append(Document("two H200s (tests/transfer_fixtures.py)", "transfer", two, _probe_refusal("transfer", None, None)))
@@ -218,7 +229,7 @@ def unrefused(schema: str, path: tuple[str, ...]) -> list[str]:
     absent_ok = row is not None and "may be absent" in row.why
     accepted = []
     for doc in documents():
-        if doc.schema != schema:
+        if doc.schema != schema or not doc.edits_field(path):
             continue
         for edit in edits(doc.document, field):
             if absent_ok and edit.what == "removed":
@@ -239,7 +250,7 @@ def survey() -> None:  # python -m tests.test_field_inventory: the fields not cl
     for schema, path in every_field():
         row = listing(schema, path)
         if row is None or row.kind in CHECKED_KINDS:
-            held = any(instances(d.document, path) for d in documents() if d.schema == schema)
+            held = any(instances(d.document, path) for d in documents() if d.schema == schema and d.edits_field(path))
             found = unrefused(schema, path) if held else ["(no document holds it)"]
             print(f"{schema:11} {row.kind if row else '-':10} {'REFUSED' if not found else 'ACCEPTED':8} "
                   f"{shown(path):55} {found[:2]}")

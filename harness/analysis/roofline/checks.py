@@ -134,14 +134,19 @@ def _gaps(where: str, windows: list[Any], before_s: Any, ratio: float) -> list[s
 
 def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]) -> list[str]:
     """A record timed in windows (a shape or a fusion version, probe contract 3 on) against the timing
-    RULE its document states: `windows` windows, each of calls_per_window(the warm-up's time per call,
-    window_s) calls, each after an idle gap of at least gap_ratio times the burst before it (the warm-up,
+    RULE its document states: a warm-up of at least warmup_s and warmup_min_calls, then `windows` windows,
+    each of calls_per_window(the warm-up's time per call, window_s) calls, each after an idle gap of at least gap_ratio times the burst before it (the warm-up,
     then the window before), its window_spread stated; its CUDA-graph replay (where there is one) as many
     windows, each of replays x calls_per_replay calls, calls_per_replay as `graph.calls` says."""
     windows, warmup = timed.get("windows"), timed.get("warmup")
     if not isinstance(windows, list) or not isinstance(warmup, dict):
         return [f"{where}: timed in windows, but no windows or warm-up record"]
     found = [] if "window_spread" in timed else [f"{where}: window_spread is not stated"]
+    least_s, least_calls = rule.get("warmup_s"), rule.get("warmup_min_calls")
+    if (_is_number(least_s) and not (_is_number(warmup.get("seconds")) and warmup["seconds"] >= least_s)) or (
+            isinstance(least_calls, int) and not (isinstance(warmup.get("calls"), int) and warmup["calls"] >= least_calls)):
+        found.append(f"{where}: a warm-up of {warmup.get('calls')} calls in {warmup.get('seconds')} s, but the timing "
+                     f"rule warms up at least {least_s} s and {least_calls} calls")
     if len(windows) != rule.get("windows"):
         found.append(f"{where}: {len(windows)} windows, but timing.windows says {rule.get('windows')}")
     per_call, window_s = warmup.get("per_call_s"), rule.get("window_s")
