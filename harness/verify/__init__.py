@@ -31,6 +31,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness import registry
+from harness.analysis.memo import remembering
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
 from harness.verify.check import Check
@@ -153,7 +154,8 @@ def verify_and_view(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limi
     seen: list[BundleView] = []
     skipped: list[Check] = []
     try:
-        checks = _checks(path, trusted, limits, seen, allow_formats, skipped)
+        with remembering():  # each document's headlines computed once for every check that reads them
+            checks = _checks(path, trusted, limits, seen, allow_formats, skipped)
     except Exception as exc:  # noqa: BLE001 - the last guard: verify answers every input with a result
         checks = [Check("internal", "bundle", False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {str(exc)[:300]} "
                         "(a bug in rig-dossier: please report it with the bundle)")]
