@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""A long fuzz run of `dossier verify` (issue 14): N mutants of two real bundles, in worker processes.
+"""A long fuzz run of `dossier verify` (issues 14 and 28): N mutants of three real bundles, in worker
+processes.
 
-Bases, both verifying cleanly before any mutation:
-  - tick: a bundle of the test plan (tests/bundle_support.py collect_test_plan), signed here;
-  - h200: the committed H200 bundle's members (genuine lab-plan documents), its report re-rendered
-    by this build as format 2 and re-signed with a key made here, so re-signed mutations reach the
+Bases, each verifying cleanly before any mutation (built once per run, signed with a key made here):
+  - tick: a bundle of the test plan (tests/bundle_support.py collect_test_plan);
+  - h200, full: the committed one-GPU H200 dossiers (formats 1 and 4) re-made by this build in its
+    own format (tests/h200_remade.py: the same steps, argv, raw output and stderr; report, tables,
+    schemas and the run-to-run block as this build writes them), so re-signed mutations reach the
     real schemas, analyses, criteria and report.
-Mutations (tests/fuzz_support.py) in the gzip stream, in the decompressed tar (re-gzipped
-canonically) and in one member, half of those re-signed with the right key. Counts, per outcome:
+Mutations (tests/fuzz_support.py) in the gzip stream, in the decompressed tar and in one member
+(half of those re-signed with the right key), and a re-signing layer: one field of one document
+edited as a key holder would, re-signed with the real key. Index i takes PLAN[i % 4]. Counts, per
+outcome:
   - crash: verify_bundle raised (it must never);
   - internal error: a check raised and verify's last guard caught it (a bug);
-  - ACCEPTED CHANGE: verify passed content the key did not sign (must be 0);
-  - accepted (same content, or a re-signed change the key vouches for): not failures;
+  - ACCEPTED CHANGE: verify passed content the key did not sign, or a re-signed change that
+    docs/bundle.md's inventory does not explain (UNEXPLAINED): each must be 0;
+  - accepted (same content, or a re-signed change the key vouches for, classed by its inventory
+    row: a free or raw field, a member no check reads): not failures;
   - refused, by reason (the first failing check, particulars blanked);
   - criterion guarded: a lab criterion's judge raised (harness/judge/lab.py) and the report
     shows it as failed; not a verify crash, listed for the criteria's owner.
-Time per input (median, p99, max) and wall time. Deterministic for a given --seed.
+Time per input (median, p99, max) and wall time. Deterministic for a given --seed. Each mutant is
+written to a folder in memory (/dev/shm where there is one) and the tar, member and resign layers
+gzip theirs at level 1 (tests/fuzz_support.py fast_gzip: verify never compares deflate bytes).
 
     python bench/fuzz_verify.py [--mutants 10000] [--processes 2] [--seed 0] [--json OUT]
 """
@@ -93,7 +101,14 @@ def init_worker(paths: dict[str, str]) -> None:
     _record_guarded_criteria()
     STATE.update(key=load_private(Path(paths["key"])), public=load_public(Path(paths["public"])),
                  bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in BASES},
-                 mutant=Path(tempfile.mkdtemp(prefix="fuzz-mutant-")) / "mutant.tar.gz", guarded=[])
+                 mutant=Path(paths["mutants"]) / f"mutant-{os.getpid()}.tar.gz", guarded=[])
+
+
+def _memory_folder() -> str | None:
+    """A folder in memory (/dev/shm) for the mutant each input is written to, where there is one: a disk
+    shared with other work made the write a tenth of each input's time; else the system's temporary folder."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
 
 
 def random_mutation(rng: random.Random, layer: str | None) -> Mutation:
@@ -178,9 +193,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every result as JSON here")
     args = parser.parse_args()
     install_tick_modules()
-    with tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp:
-        print("building the two base bundles...", file=sys.stderr)
-        paths = {k: str(v) for k, v in build_bases(Path(tmp)).items()}
+    with tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="fuzz-mutants-", dir=_memory_folder()) as mutants:
+        print("building the base bundles...", file=sys.stderr)
+        paths = {k: str(v) for k, v in build_bases(Path(tmp)).items()} | {"mutants": mutants}
         start = time.perf_counter()
         results = []
         with multiprocessing.get_context("spawn").Pool(args.processes, init_worker, (paths,)) as pool:
