@@ -204,8 +204,10 @@ def dtype_discrepancies(document: dict[str, Any], views: dict[str, dict[str, Any
         found.append(f"dtype_checks {stated} are not the --check-dtypes the argv gives ({asked or 'none'}; the run's own "
                      f"dtype {document.get('dtype')} left out)")
     for dtype, view in views.items():
-        if view is not document:
-            found += [f"dtype_checks[{dtype}] {problem}" for problem in shape_discrepancies(view) + roof_discrepancies(view)]
+        if view is not document:  # its roofs' evidence is the run's: a roof measured here, the run's CPU roofs
+            with_evidence = {**view, "cpu_roofs": document.get("cpu_roofs")}
+            found += [f"dtype_checks[{dtype}] {problem}" for problem in shape_discrepancies(view)
+                      + roof_discrepancies(with_evidence)]
     return found
 
 
