@@ -155,31 +155,11 @@ def vary_stress(document: dict[str, Any], factor: float) -> dict[str, Any]:
 
 
 def vary_transfer(document: dict[str, Any], factor: float) -> dict[str, Any]:
-    """Every copy time / FACTOR; each series' points, plateau, latency and link, the groups and the
-    checks recomputed by harness.analysis.transfer."""
-    from harness.analysis.transfer import figures as transfer
+    """Every copy time / FACTOR; every stated figure, explanation and verdict stated again from them
+    as the probe states them (harness.analysis.transfer.checks.state_figures)."""
+    from harness.analysis.transfer import checks as transfer_checks
     doc = copy.deepcopy(document)
     for s in doc.get("series", []):
         for point in s["points"]:
             point["copy_times_s"] = [t / factor for t in point["copy_times_s"]]
-    figures = transfer.all_series_figures(doc)
-    for s in doc.get("series", []):
-        fig = figures[s["id"]]
-        by_bytes = {p["bytes"]: p for p in fig["points"]}
-        for point in s["points"]:
-            again = by_bytes[point["bytes"]]
-            point.update(median_s=again["median_s"], gbps=again["gbps"], marks=again["marks"])
-        s["plateau"].update({k: fig["plateau"][k] for k in ("reached", "sizes_bytes", "gbps", "maximum")
-                             if k in s["plateau"] or k != "maximum"})
-        s["latency"].update({k: fig["latency"][k] for k in ("median_us", "measured", "bytes") if k in s["latency"]})
-        s["link"].update({k: fig["link"][k] for k in ("ceiling_gbps", "rate_gbps", "ratio", "kind", "rate_basis")
-                          if k in s["link"] or k in ("ceiling_gbps", "rate_gbps", "ratio")})
-    for group in doc.get("groups", []):
-        again = transfer.group_figures(group, figures)
-        group["total_plateau_gbps"] = again["total_plateau_gbps"]
-        for stated, recomputed in zip(group["per_size"], again["per_size"], strict=True):
-            stated.update(total_gbps=recomputed["total_gbps"], overlap=recomputed["overlap"])
-    for name, rule in (("link_checks", transfer.link_checks), ("p2p_checks", transfer.p2p_checks)):
-        if name in doc:
-            doc[name] = rule(doc, figures)
-    return doc
+    return transfer_checks.state_figures(doc)

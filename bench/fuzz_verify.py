@@ -1,21 +1,29 @@
 #!/usr/bin/env python3
-"""A long fuzz run of `dossier verify` (issue 14): N mutants of two real bundles, in worker processes.
+"""A long fuzz run of `dossier verify` (issues 14 and 28): N mutants of three real bundles, in worker
+processes.
 
-Bases, both verifying cleanly before any mutation:
-  - tick: a bundle of the test plan (tests/bundle_support.py collect_test_plan), signed here;
-  - h200: the committed H200 bundle's members (genuine lab-plan documents), its report re-rendered
-    by this build as format 2 and re-signed with a key made here, so re-signed mutations reach the
+Bases, each verifying cleanly before any mutation (built once per run, signed with a key made here):
+  - tick: a bundle of the test plan (tests/bundle_support.py collect_test_plan);
+  - h200, full: the committed one-GPU H200 dossiers (formats 1 and 4) re-made by this build in its
+    own format (tests/h200_remade.py: the same steps, argv, raw output and stderr; report, tables,
+    schemas and the run-to-run block as this build writes them), so re-signed mutations reach the
     real schemas, analyses, criteria and report.
-Mutations (tests/fuzz_support.py) in the gzip stream, in the decompressed tar (re-gzipped
-canonically) and in one member, half of those re-signed with the right key. Counts, per outcome:
+Mutations (tests/fuzz_support.py) in the gzip stream, in the decompressed tar and in one member
+(half of those re-signed with the right key), and a re-signing layer: one field of one document
+edited as a key holder would, re-signed with the real key. Index i takes PLAN[i % 4]. Counts, per
+outcome:
   - crash: verify_bundle raised (it must never);
   - internal error: a check raised and verify's last guard caught it (a bug);
-  - ACCEPTED CHANGE: verify passed content the key did not sign (must be 0);
-  - accepted (same content, or a re-signed change the key vouches for): not failures;
+  - ACCEPTED CHANGE: verify passed content the key did not sign, or a re-signed change that
+    docs/bundle.md's inventory does not explain (UNEXPLAINED): each must be 0;
+  - accepted (same content, or a re-signed change the key vouches for, classed by its inventory
+    row: a free or raw field, a member no check reads): not failures;
   - refused, by reason (the first failing check, particulars blanked);
   - criterion guarded: a lab criterion's judge raised (harness/judge/lab.py) and the report
     shows it as failed; not a verify crash, listed for the criteria's owner.
-Time per input (median, p99, max) and wall time. Deterministic for a given --seed.
+Time per input (median, p99, max) and wall time. Deterministic for a given --seed. Each mutant is
+written to a folder in memory (/dev/shm where there is one) and the tar, member and resign layers
+gzip theirs at level 1 (tests/fuzz_support.py fast_gzip: verify never compares deflate bytes).
 
     python bench/fuzz_verify.py [--mutants 10000] [--processes 2] [--seed 0] [--json OUT]
 """
@@ -43,9 +51,14 @@ from harness.judge import engine
 from harness.signing.keys import load_private, load_public
 from harness.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
-from tests.fuzz_support import OPS, Mutation, mutant, verdict
+from tests.field_inventory import listed
+from tests.fuzz_support import OPS, Mutation, document_schemas, mutant, verdict
 
 H200 = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
+H200_FULL = H200.with_name("dossier-h200-full.tar.gz")
+BASES = ("tick", "h200", "full")
+# index % 4: which base, and whether the re-signing layer (else a random layer of the first three)
+PLAN = (("tick", None), ("h200", None), ("h200", "resign"), ("full", "resign"))
 STATE: dict = {}
 
 
@@ -60,14 +73,16 @@ def build_bases(work: Path) -> dict[str, Path]:
     tick = work / "tick.tar.gz"
     tick.write_bytes(assemble(collect_test_plan(work / "plan"), key))
     from tests.h200_remade import record_of
-    files = unsigned_files(record_of(H200))  # this build's format: report, tables and schemas included
-    resign(files, key)
-    h200 = work / "h200.tar.gz"
-    h200.write_bytes(archive_bytes(files))
-    for path in (tick, h200):
+    made = {"tick": tick}
+    for name, source in (("h200", H200), ("full", H200_FULL)):
+        files = unsigned_files(record_of(source))  # this build's format: report, tables and schemas included
+        resign(files, key)
+        made[name] = work / f"{name}.tar.gz"
+        made[name].write_bytes(archive_bytes(files))
+    for path in made.values():
         result = verify_bundle(path, load_public(public))
         assert result.ok, (path, [c.line() for c in result.failures])
-    return {"tick": tick, "h200": h200, "key": work / "keys" / "dossier.key", "public": public}
+    return {**made, "key": work / "keys" / "dossier.key", "public": public}
 
 
 def _record_guarded_criteria() -> None:
@@ -85,12 +100,19 @@ def init_worker(paths: dict[str, str]) -> None:
     install_tick_modules()
     _record_guarded_criteria()
     STATE.update(key=load_private(Path(paths["key"])), public=load_public(Path(paths["public"])),
-                 bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in ("tick", "h200")},
-                 mutant=Path(tempfile.mkdtemp(prefix="fuzz-mutant-")) / "mutant.tar.gz", guarded=[])
+                 bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in BASES},
+                 mutant=Path(paths["mutants"]) / f"mutant-{os.getpid()}.tar.gz", guarded=[])
 
 
-def random_mutation(rng: random.Random) -> Mutation:
-    layer = rng.choice(sorted(OPS))
+def _memory_folder() -> str | None:
+    """A folder in memory (/dev/shm) for the mutant each input is written to, where there is one: a disk
+    shared with other work made the write a tenth of each input's time; else the system's temporary folder."""
+    shm = Path("/dev/shm")
+    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
+def random_mutation(rng: random.Random, layer: str | None) -> Mutation:
+    layer = layer or rng.choice(sorted(set(OPS) - {"resign"}))
     return Mutation(layer, rng.choice(OPS[layer]), rng.random(), rng.randbytes(rng.randint(1, 12)),
                     rng.randrange(64), rng.random() < 0.5)
 
@@ -98,35 +120,56 @@ def random_mutation(rng: random.Random) -> Mutation:
 def one(task: tuple[int, int]) -> dict:
     seed, index = task
     rng = random.Random(seed * 1_000_003 + index)
-    base = "tick" if index % 2 == 0 else "h200"
+    base, layer = PLAN[index % len(PLAN)]
     files, archive = STATE["bases"][base]
-    mutation = random_mutation(rng)
+    mutation = random_mutation(rng, layer)
     STATE["mutant"].write_bytes(mutant(files, archive, mutation, STATE["key"]))
     STATE["guarded"].clear()
     start = time.perf_counter()
     try:
         result = verify_bundle(STATE["mutant"], STATE["public"])
-        outcome = verdict(files, STATE["mutant"], result, mutation.resign and mutation.layer == "member")
+        outcome = verdict(files, STATE["mutant"], result, mutation.resigned)
     except Exception as exc:  # noqa: BLE001 - a crash: counted with where it happened
         frame = traceback.extract_tb(exc.__traceback__)[-1]
         outcome = f"CRASH: {type(exc).__name__} in {frame.name} ({Path(frame.filename).name}:{frame.lineno})"
     target = f" ({sorted(files)[mutation.member % len(files)]})" if mutation.layer == "member" else ""
+    if mutation.layer == "resign":
+        named = document_schemas(files)
+        target = f" ({sorted(named)[mutation.member % len(named)]})"
     return {"base": base, "layer": mutation.layer, "outcome": outcome, "seconds": time.perf_counter() - start,
             "mutation": mutation.describe() + target, "guarded": list(STATE["guarded"])}
 
 
+def _outcome(outcome: str) -> str:
+    if outcome.startswith("refused"):
+        return "refused"
+    if outcome.startswith("accepted: re-signed change"):
+        return "accepted: re-signed change (classed below)"
+    return outcome if outcome.startswith("accepted") else outcome.split(":")[0]
+
+
+def classes(results: list[dict]) -> list[str]:
+    """Each class of accepted re-signed change, counted, with its inventory row's why."""
+    why = {f"{row.kind}: {row.document} `{row.pattern}`": row.why for row in listed()}
+    counted = collections.Counter(part for r in results if r["outcome"].startswith("accepted: re-signed change, ")
+                                  for part in r["outcome"].removeprefix("accepted: re-signed change, ").split("; "))
+    lines = ["| accepted re-signed change: what changed | mutants | why it may (docs/bundle.md) |", "| --- | --- | --- |"]
+    lines += [f"| {what} | {count} | {why.get(what, '')} |" for what, count in counted.most_common()]
+    return lines
+
+
 def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[str]:
-    outcomes = collections.Counter(r["outcome"].split(":")[0] if not r["outcome"].startswith(("refused", "accepted"))
-                                   else ("refused" if r["outcome"].startswith("refused") else r["outcome"])
-                                   for r in results)
+    outcomes = collections.Counter(_outcome(r["outcome"]) for r in results)
     reasons = collections.Counter(r["outcome"].removeprefix("refused: ") for r in results if r["outcome"].startswith("refused"))
     bad = [r for r in results if r["outcome"].startswith(("CRASH", "INTERNAL", "ACCEPTED"))]
     guarded = collections.Counter(g for r in results for g in r["guarded"])
     lines = [f"verify fuzz: {len(results)} mutants (seed {args.seed}), {args.processes} processes, "
              f"{wall:.0f} s wall, {os.cpu_count()} CPUs", "", "| outcome | count |", "| --- | --- |"]
     lines += [f"| {name} | {count} |" for name, count in sorted(outcomes.items(), key=lambda kv: -kv[1])]
+    lines += ["", "Accepted re-signed changes, by what changed (a mutant changing several fields counts once for each):",
+              ""] + classes(results)
     lines += ["", "| base | inputs | median s | p99 s | max s |", "| --- | --- | --- | --- | --- |"]
-    for base in ("tick", "h200"):
+    for base in BASES:
         times = sorted(r["seconds"] for r in results if r["base"] == base)
         if times:
             lines.append(f"| {base} | {len(times)} | {statistics.median(times):.3f} | "
@@ -135,7 +178,7 @@ def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[
     lines += [f"- {count} x {reason}" for reason, count in reasons.most_common(40)]
     if len(reasons) > 40:
         lines.append(f"- ... and {len(reasons) - 40} rarer reasons")
-    lines += ["", f"Crashes, internal errors, accepted changes: {len(bad)}"]
+    lines += ["", f"Crashes, internal errors, accepted unsigned or unexplained changes: {len(bad)}"]
     lines += [f"- {r['outcome']} <- {r['base']} {r['mutation']}" for r in bad[:50]]
     lines += ["", f"Criteria that raised (guarded: the report shows the criterion failed): {sum(guarded.values())}"]
     lines += [f"- {count} x {what}" for what, count in guarded.most_common()]
@@ -150,9 +193,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every result as JSON here")
     args = parser.parse_args()
     install_tick_modules()
-    with tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp:
-        print("building the two base bundles...", file=sys.stderr)
-        paths = {k: str(v) for k, v in build_bases(Path(tmp)).items()}
+    with tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="fuzz-mutants-", dir=_memory_folder()) as mutants:
+        print("building the base bundles...", file=sys.stderr)
+        paths = {k: str(v) for k, v in build_bases(Path(tmp)).items()} | {"mutants": mutants}
         start = time.perf_counter()
         results = []
         with multiprocessing.get_context("spawn").Pool(args.processes, init_worker, (paths,)) as pool:

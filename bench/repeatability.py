@@ -49,12 +49,13 @@ def check_block(data: dict[str, Any]) -> None:
     jsonschema.Draft202012Validator({"$defs": schema["$defs"], "$ref": "#/$defs/run_to_run"}).validate(data)
 
 
-def read(paths: list[Path], key_paths: list[Path]) -> list[Any]:
-    """Each bundle's verified view (every check passed with one of the keys); exit 1 naming one that fails."""
+def read(paths: list[Path], key_paths: list[Path], allow_formats: tuple[int, ...] = ()) -> list[Any]:
+    """Each bundle's verified view (every check passed with one of the keys; an older format only when
+    ALLOW_FORMATS names it, as `dossier verify --allow-format`); exit 1 naming one that fails."""
     keys, views = [load_public(k) for k in key_paths], []
     for path in paths:
         for key in keys:
-            result, view = verify_and_view(path, key)
+            result, view = verify_and_view(path, key, allow_formats=allow_formats)
             if view is not None:
                 views.append(view)
                 break
@@ -117,10 +118,13 @@ def main() -> int:
     parser.add_argument("--where", default="bench/RESULTS.md, \"Figures that repeat\"")
     parser.add_argument("--source-id", help="the campaign's id in the catalogue (default windows-COMMIT)")
     parser.add_argument("--json", type=Path, help="write the catalogue's run_to_run block here")
+    parser.add_argument("--allow-format", type=int, action="append", default=[], metavar="N",
+                        help="read a bundle of format N, older than this build fully checks, as `dossier verify "
+                             "--allow-format N` verifies it; repeatable")
     args = parser.parse_args()
     if len(args.bundles) < 2:
         parser.error("give at least two bundles")
-    views = read(args.bundles, args.key)
+    views = read(args.bundles, args.key, tuple(args.allow_format))
     per_bundle = [repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps
                                                 if e["step"] in v.documents}) for v in views]
     commits = sorted({_commit(v.commands.get("tool") or {}) for v in views})

@@ -126,6 +126,12 @@ def _surely_valid(name: str, document: Any) -> bool:
         return False
 
 
+def is_valid(name: str, document: Any) -> bool:
+    """Whether DOCUMENT breaks no rule of schemas/NAME.schema.json (the compiled validator's answer,
+    `jsonschema`'s where it has none): for a caller that needs no list of violations."""
+    return _surely_valid(name, document) or (_fast_validator(name) is None and not violations(name, document))
+
+
 def violations(name: str, document: Any) -> list[SchemaViolation]:
     """Every violation of schemas/NAME.schema.json by `document`, most specific first."""
     if _surely_valid(name, document):

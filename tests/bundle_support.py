@@ -41,6 +41,18 @@ def collect_test_plan(tmp: Path, plan=test_plan.PLAN):
                    display=quiet_display(len(plan)))
 
 
+def signed_plan_bundle(tmp: Path):
+    """A bundle of the test plan made and signed here, in TMP: (path, key, public key path). The
+    tick probe is registered only while it is made; a test verifying it installs it again."""
+    from harness.run.assemble import assemble
+    with pytest.MonkeyPatch.context() as patch:
+        test_plan.install(patch)
+        key, public = make_key(tmp / "k")
+        path = tmp / "clean.tar.gz"
+        path.write_bytes(assemble(collect_test_plan(tmp), key))
+    return path, key, public
+
+
 def resign(files: dict[str, bytes], key) -> None:
     """Sign FILES as the key's holder would, whatever they hold: the predicate from commands.json
     where it can be drawn, else an empty one (a malformed commands.json fails before the predicate)."""

@@ -48,15 +48,21 @@ def _real(path: str) -> dict[str, Any]:
 
 def slowed(document: dict[str, Any], dtype: str, factor: float) -> dict[str, Any]:
     """DOCUMENT (a contract-3 capture) with every window of DTYPE's shapes taking 1/FACTOR as long (its rates
-    FACTOR times theirs), before contract 4 re-states it."""
+    FACTOR times theirs), and the idle before each next window longer by gap_ratio times what its burst
+    gained (the probe sleeps gap_ratio times each burst: harness.probes.timing), before contract 4
+    re-states it."""
     slower = copy.deepcopy(document)
+    ratio = slower["timing"]["gap_ratio"]
     parts = [slower] + list(slower.get("dtype_checks") or [])
     for part in parts:
         if part.get("dtype") != dtype:
             continue
         for shape in part["measurements"]["shapes"]:
             for record in (shape, shape.get("graph")):
+                gained = 0.0
                 for window in (record or {}).get("windows") or []:
+                    window["gap_before_s"] += ratio * gained
+                    gained = window["seconds"] / factor - window["seconds"]
                     window["seconds"] /= factor
                     window["per_call_s"] /= factor
     return slower

@@ -30,8 +30,9 @@ def test_inside_the_scope_a_document_is_computed_once_outside_every_time():
 
 
 def test_a_fleet_nodes_check_says_what_verify_says():
-    node = check_node(NodeTask("h200", str(FULL), str(FULL_KEY), None))
-    plain = verify_bundle(FULL, load_public(FULL_KEY))
+    allowed = (4,)  # the committed full dossier is format 4: allowed, as a user would
+    node = check_node(NodeTask("h200", str(FULL), str(FULL_KEY), None, allow_formats=allowed))
+    plain = verify_bundle(FULL, load_public(FULL_KEY), allow_formats=allowed)
     assert node["status"] == "ok" and node["verify"]["checks_passed"] == len(plain.checks) - len(plain.failures)
     assert node["verify"]["failures"] == [c.line() for c in plain.failures] == []
     assert node["acceptance"]["verdict"] == "pass" and node["metrics"]["stress_steady_tflops"] > 600

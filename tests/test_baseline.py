@@ -36,6 +36,7 @@ CRITERIA, KINDS = registry.acceptance_criteria(), registry.known_good_kinds()  #
 ROOT = Path(__file__).resolve().parents[1]
 GOLDEN = ROOT / "tests" / "fixtures" / "h200" / "dossier-h200-full.tar.gz"
 GOLDEN_PUB = ROOT / "tests" / "fixtures" / "h200" / "dossier-h200-full.pub"
+GOLDEN_FORMAT = ("--allow-format", "4")  # the committed golden dossier's format, older than this build's
 SXM = "h200-sxm-141gb"
 
 
@@ -158,13 +159,13 @@ def signed(tmp_path_factory):
     key, public = make_key(tmp / "buyer")
     out = tmp / "golden.profile.json"
     assert main(["baseline", str(GOLDEN), "--key", str(GOLDEN_PUB), "--out", str(out),
-                 "--signing-key", str(key.path)]) == 0
+                 "--signing-key", str(key.path), *GOLDEN_FORMAT]) == 0
     return {"tmp": tmp, "key": key, "public": public, "profile": out}
 
 
 def accept(signed, *extra, bundle=GOLDEN, key=GOLDEN_PUB, profile=None):
     return main(["accept", str(bundle), "--profile-file", str(profile or signed["profile"]),
-                 "--profile-key", str(signed["public"]), "--key", str(key), *extra])
+                 "--profile-key", str(signed["public"]), "--key", str(key), *GOLDEN_FORMAT, *extra])
 
 
 def test_the_signed_profile_names_every_input_by_sha256(signed):
@@ -240,7 +241,7 @@ def test_bundles_of_two_skus_are_refused_exit_2(tmp_path, capsys):
 
 def test_the_same_bundle_twice_is_refused_exit_2(signed, capsys):
     code = main(["baseline", str(GOLDEN), str(GOLDEN), "--key", str(GOLDEN_PUB), "--out",
-                 str(signed["tmp"] / "twice.json"), "--signing-key", str(signed["key"].path)])
+                 str(signed["tmp"] / "twice.json"), "--signing-key", str(signed["key"].path), *GOLDEN_FORMAT])
     assert code == 2 and "given more than once" in capsys.readouterr().err
 
 

@@ -11,8 +11,7 @@ import pytest
 
 from bench import fleet_synth, fleet_vary
 from harness.analysis.bandwidth import figures as bandwidth
-from harness.analysis.stress import figures as stress
-from harness.analysis.transfer import figures as transfer
+from harness.analysis import stress, transfer  # discrepancies: the figures' and the records' checks
 from harness.schemas import violations
 from tests.transfer_fixtures import h200_document
 

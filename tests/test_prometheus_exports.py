@@ -75,14 +75,15 @@ def test_run_writes_the_textfile_beside_its_bundle(tmp_path):
 def test_accept_exports_its_result_and_each_criterion(tmp_path):
     prom = tmp_path / "accept.prom"
     code, out, _ = dossier("accept", str(FULL), "--profile", "h200-sxm-141gb", "--key", str(FULL_KEY),
-                           "--prometheus", str(prom))
+                           "--prometheus", str(prom), "--allow-format", "4")  # the committed dossier's format
     assert code == 0
     found = samples(prom.read_text())
     result = {dict(k[1])["verdict"]: v for k, v in found.items() if k[0] == "rig_dossier_accept_result"}
     assert result == {"pass": 1.0, "warn": 0.0, "fail": 0.0, "incomplete": 0.0} and out.splitlines()[-1].startswith("PASS")
     reached = {dict(k[1])["criterion"]: dict(k[1])["verdict"] for k, v in found.items()
                if k[0] == "rig_dossier_accept_criterion" and v == 1.0}
-    code, printed, _ = dossier("accept", str(FULL), "--profile", "h200-sxm-141gb", "--key", str(FULL_KEY), "--json")
+    code, printed, _ = dossier("accept", str(FULL), "--profile", "h200-sxm-141gb", "--key", str(FULL_KEY), "--json",
+                               "--allow-format", "4")
     criteria = {c["name"]: c["status"] for c in json.loads(printed)["criteria"]}
     assert reached == criteria and reached["stress_power_target_reached"] == "pass"  # one 1 per criterion: its verdict
     labels = {"criterion": "sku_matches_profile", "node": "vm", "profile": "h200-sxm-141gb", "verdict": "fail"}

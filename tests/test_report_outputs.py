@@ -47,8 +47,17 @@ def remade():
 
 @pytest.mark.parametrize("bundle", [H200, H200X2, H200_FULL], ids=["h200", "h200x2", "h200-full"])
 def test_dossier_report_of_the_h200_bundles_is_small_and_short_lined(bundle, capsys):
-    assert main(["report", str(bundle)]) == 0
+    # formats 1 and 4 (the committed dossiers): rendered by this build's rules
+    assert main(["report", str(bundle), "--allow-format", "1", "--allow-format", "4"]) == 0
     assert_readable(capsys.readouterr().out)
+
+
+def test_dossier_report_refuses_an_older_format_unless_allowed(capsys):
+    assert main(["report", str(H200)]) == 2
+    err = capsys.readouterr().err
+    assert "is a format-1 bundle: this build renders format" in err and "--allow-format 1" in err
+    assert main(["report", str(H200), "--allow-format", "1"]) == 0
+    assert "is a format-1 bundle, rendered by format" in capsys.readouterr().err
 
 
 def test_the_remade_h200_report_is_small_short_lined_and_says_each_thing_once(remade):

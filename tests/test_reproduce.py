@@ -27,6 +27,7 @@ from tests.bundle_support import make_key, rewrite
 FIXTURES = Path(__file__).parent / "fixtures"
 H200_OLD, H200_OLD_PUB = FIXTURES / "h200" / "dossier-h200.tar.gz", FIXTURES / "h200" / "dossier-h200.pub"
 H200_FULL, H200_FULL_PUB = FIXTURES / "h200" / "dossier-h200-full.tar.gz", FIXTURES / "h200" / "dossier-h200-full.pub"
+ALLOW_COMMITTED = ("--allow-format", "1", "--allow-format", "4")  # the committed dossiers' formats, older than this build's
 ISSUE_FIELDS = {"probe", "figure", "theirs", "mine", "ratio", "tolerance", "verdict"}  # issue 23's JSON contract
 
 
@@ -176,7 +177,8 @@ def test_bundles_of_formats_1_and_4_compare_what_both_state(tmp_path, capsys):
     roofline timing): the figures the older format lacks are not comparable; the precision figures are
     bit-identical; the per-call GEMM shapes are judged with their kind's stated default."""
     make_key(tmp_path / "mine-key")
-    code, result, err = reproduce(capsys, H200_OLD, H200_OLD_PUB, H200_FULL, H200_FULL_PUB, tmp_path / "out")
+    code, result, err = reproduce(capsys, H200_OLD, H200_OLD_PUB, H200_FULL, H200_FULL_PUB, tmp_path / "out",
+                                  *ALLOW_COMMITTED)
     assert code == 1, err
     found = figures(result)
     assert found["transfer.gpu0.h2d_pinned_gbps"]["verdict"] == "not_comparable"
@@ -220,14 +222,15 @@ def test_a_bundle_of_another_sku_is_not_comparable(clean, tmp_path, capsys):
 
 def test_a_probe_theirs_ran_that_mine_left_out_is_refused(tmp_path, capsys):
     make_key(tmp_path / "mine-key")
-    code, _, err = reproduce(capsys, H200_FULL, H200_FULL_PUB, H200_OLD, H200_OLD_PUB, tmp_path / "out")
+    code, _, err = reproduce(capsys, H200_FULL, H200_FULL_PUB, H200_OLD, H200_OLD_PUB, tmp_path / "out", *ALLOW_COMMITTED)
     assert code == 2
     assert "MINE did not run stress, transfer, which THEIRS ran" in err and "Traceback" not in err
 
 
 def test_a_bundle_naming_a_probe_this_build_lacks_is_refused(clean, tmp_path, capsys):
-    """THEIRS edited to record a completed step of a probe `warp` (report re-rendered, re-signed with their key,
-    so it verifies): nothing of it can be judged by this build, exit 2."""
+    """THEIRS edited to record a completed step of a probe `warp` (report re-rendered, re-signed with their key):
+    nothing in this build can check its document, so it fails verification (exit 1, naming the step), and
+    nothing is judged."""
     tmp, theirs, their_pub, mine, my_pub = clean
     key = load_private(tmp / "theirs-key" / "dossier.key")
 
@@ -242,7 +245,8 @@ def test_a_bundle_naming_a_probe_this_build_lacks_is_refused(clean, tmp_path, ca
     edited = rewrite(theirs, tmp_path / "warp.tar.gz", add_warp, resign_with=key)
     make_key(tmp_path / "mine-key")
     code, _, err = reproduce(capsys, edited, their_pub, mine, my_pub, tmp_path / "out")
-    assert code == 2 and "THEIRS ran the probe(s) warp, which this build lacks" in err and "Traceback" not in err
+    assert code == 1 and "step warp: no step or probe 'warp' in this build's registry to check it by" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -43,7 +43,8 @@ def run(tmp_path, fail_times, retest):
                    "tests: the test-only probe package", plan, display=quiet_display(len(plan)))
 
 
-def test_a_step_that_fails_once_passes_on_attempt_two_and_keeps_attempt_one(tmp_path):
+def test_a_step_that_fails_once_passes_on_attempt_two_and_keeps_attempt_one(tmp_path, monkeypatch):
+    test_plan.install_flaky(monkeypatch)  # verify checks the completed step by its probe's registry entry
     recorded = run(tmp_path, fail_times=1, retest=2)
     [step] = recorded.steps
     assert step.status == "completed" and step.document["runs"] == 2

@@ -330,9 +330,11 @@ def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(do
     from harness.analysis.roofline import gemm_shapes
     from harness.probes.timing import Bursts
 
-    run = probe.Run(gpu_args("--dtype", "fp32", "--device", "cpu", "--check-dtypes", "bf16"))
+    checked = ["--check-dtypes", "bf16", "--peak-tflops", "0.5"]  # bf16's compute roof given: a CPU measures fp32's only
+    run = probe.Run(gpu_args("--dtype", "fp32", "--device", "cpu", *checked))
     run.timer = Bursts.of(torch, "cpu")
-    roofs = {"bandwidth_gbps": 20.0, "bandwidth_source": "given", "peak_tflops": 0.5, "peak_source": "given"}
+    roofs = {"bandwidth_gbps": document["roofs"]["bandwidth_gbps"], "bandwidth_source": document["roofs"]["bandwidth_source"],
+             "peak_tflops": 0.5, "peak_source": "given with --peak-tflops"}
     assert run.finish_roofs(roofs)
     check = run.sweep_of("bf16", [gemm_shapes.Shape("check-64", "user", 64, 96, 128, "test")], roofs, True)
     skipped = []
@@ -340,7 +342,7 @@ def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(do
     assert entry["dtype"] == "bf16" and entry["precision"]["input_dtype"] == "torch.bfloat16" and not skipped
     [shape] = entry["measurements"]["shapes"]
     assert shape["status"] == "measured" and len(shape["windows"]) == 3
-    merged = {**document, "dtype_checks": [entry]}
+    merged = {**document, "argv": [*document["argv"], *checked], "dtype_checks": [entry]}
     assert roofline_analysis.discrepancies(merged) == []
     assert set(roofline_figures.dtype_headlines(merged)) == {"fp32", "bf16"}
     assert roofline_analysis.headlines(merged)["dtype_burst_best_tflops"] == {"bf16": None}  # 64x96x128 is no burst-best shape

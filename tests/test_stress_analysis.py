@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.analysis import stress as stress_analysis  # discrepancies: the figures' and the records' checks
 from harness.analysis.stress import figures as analysis
 from harness.analysis.stress import telemetry as tel
 from harness.present.plots import stress as plot
@@ -58,8 +59,12 @@ def samples(record, cap_at_s=None, power_w=690.0, extra_mask=0, extra_from_s=Non
 def gpu_shaped(document, events=(), before=None, after=None, **sample_args):
     """The real CPU run with GPU-side NVML data written in by the test (see the module docstring)."""
     doc = copy.deepcopy(document)
-    doc["device"] = "cuda"
+    doc["device"] = doc["settings"]["device"] = "cuda"
+    doc["settings"]["memory_test"]["share_of_free"] = 0.8
     record = doc["devices"][0]
+    record["facts"]["name"] = "test GPU"
+    # the CPU run's 48 MiB region, as a GPU's: 0.8 of 80 MiB free, less the 8 MiB scratch chunk and its mask
+    record["memory_test"].update(where="device memory", free_bytes=80 * 2**20, host_budget_bytes=None, share_of_free=0.8)
     record.update(name="test GPU", power_limit_w=LIMIT_W, nvml={"matched": "test"},
                   telemetry={"interval_s": 0.1, "samples": samples(record, **sample_args)},
                   nvml_events={"registered_event_types": ["xid_critical_error"], "not_supported_event_types": [],
@@ -85,7 +90,7 @@ def checks(doc):
 def test_the_real_cpu_run_recomputes_to_its_own_summary(cpu):
     assert violations("stress", cpu) == []
     assert analysis.headlines(cpu) == cpu["summary"]
-    assert analysis.discrepancies(cpu) == []
+    assert stress_analysis.discrepancies(cpu) == []
     head = cpu["summary"]["devices"][0]
     buckets = cpu["devices"][0]["gemm"]["buckets"]
     flop = cpu["settings"]["flop_per_gemm"]
@@ -95,19 +100,19 @@ def test_the_real_cpu_run_recomputes_to_its_own_summary(cpu):
 
 def test_a_tampered_gemm_time_shows_in_its_bucket_and_the_steady_rate(cpu):
     cpu["devices"][0]["gemm"]["buckets"][-1]["gemm_ms"][0] *= 2
-    found = analysis.discrepancies(cpu)
+    found = stress_analysis.discrepancies(cpu)
     assert any(f".bucket[{len(cpu['devices'][0]['gemm']['buckets']) - 1}].figures.tflops" in f for f in found)
     assert any("summary.devices[0].steady_tflops" in f for f in found)
 
 
 def test_a_tampered_stated_figure_is_named(cpu):
     cpu["summary"]["devices"][0]["steady_tflops"] *= 1.01
-    assert [f.split(":")[0] for f in analysis.discrepancies(cpu)] == ["summary.devices[0].steady_tflops"]
+    assert [f.split(":")[0] for f in stress_analysis.discrepancies(cpu)] == ["summary.devices[0].steady_tflops"]
 
 
 def test_a_hidden_mismatch_turns_the_recomputed_verdict(cpu):
     cpu["devices"][0]["gemm"]["buckets"][0]["mismatched_elements"][1] = 3
-    found = analysis.discrepancies(cpu)
+    found = stress_analysis.discrepancies(cpu)
     assert any(f.startswith("summary.verdict.status: states 'pass', recomputed 'fail'") for f in found)
     assert any("bucket[0].figures.mismatched_elements" in f for f in found)
     assert "iteration 1: 3 element(s)" in analysis.headlines(cpu)["verdict"]["failures"][0]
@@ -115,14 +120,14 @@ def test_a_hidden_mismatch_turns_the_recomputed_verdict(cpu):
 
 def test_a_hidden_memory_error_turns_the_recomputed_verdict(cpu):
     cpu["devices"][0]["memory_test"]["patterns"][2]["mismatched_words_per_chunk"][0] = 1
-    found = analysis.discrepancies(cpu)
+    found = stress_analysis.discrepancies(cpu)
     assert any(f.startswith("summary.devices[0].memory_test.mismatched_words") for f in found)
     assert any(f.startswith("summary.verdict.status") for f in found)
 
 
 def test_power_cap_moment_and_target_reached(cpu):
     doc = restate(gpu_shaped(cpu, cap_at_s=1.0))
-    assert violations("stress", doc) == [] and analysis.discrepancies(doc) == []
+    assert violations("stress", doc) == [] and stress_analysis.discrepancies(doc) == []
     head = doc["summary"]["devices"][0]
     start = doc["devices"][0]["gemm"]["started_s"]
     first = min(s["t_s"] for s in doc["devices"][0]["telemetry"]["samples"]

@@ -6,6 +6,7 @@ import json
 import pytest
 import torch
 
+from harness.analysis import stress as stress_analysis  # discrepancies: the figures' and the records' checks
 from harness.analysis.stress import figures as analysis
 from harness.probes import stress as probe
 from harness.probes.stress.memory import INJECT_BIT, WORD_BYTES, inject_word
@@ -78,7 +79,7 @@ def test_clean_run_passes_and_its_summary_is_the_recomputation(clean):
         <= set(summary["verdict"]["not_measured"])
     checks = {c["name"]: c["status"] for c in summary["devices"][0]["checks"]}
     assert checks["result_check"] == checks["memory_test"] == checks["worker"] == "pass"
-    assert analysis.discrepancies(document) == []
+    assert stress_analysis.discrepancies(document) == []
 
 
 def test_progress_lines_name_the_device_and_its_rate(clean):
@@ -100,7 +101,7 @@ def test_an_injected_gemm_fault_is_caught_and_named():
     [failure] = verdict["failures"]
     assert failure.startswith("CPU (") and "result_check" in failure
     assert f"iteration {probe.INJECT_GEMM_ITERATION}: 1 element(s)" in failure
-    assert analysis.discrepancies(document) == []
+    assert stress_analysis.discrepancies(document) == []
 
 
 def test_an_injected_memory_fault_is_caught_at_its_address():
@@ -128,7 +129,7 @@ def test_a_worker_killed_half_way_fails_the_run_and_keeps_what_it_wrote():
     assert [b["index"] for b in record["gemm"]["buckets"]] == [0] and not record["gemm"]["completed"]
     assert "ended before the memory test" in record["memory_test"]["unavailable"]
     assert document["summary"]["verdict"]["failures"][0].endswith("worker 0 killed by SIGKILL during the GEMM phase")
-    assert analysis.discrepancies(document) == []
+    assert stress_analysis.discrepancies(document) == []
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,13 +1,18 @@
-"""A bundle's envelope and statement checked by independent implementations (issue 14 item 17):
-securesystemslib's DSSE Envelope with an SSlibKey, and in-toto-attestation's Statement.
+"""A bundle checked by independent implementations (issue 14 item 17, issue 28 item 2):
+securesystemslib's DSSE Envelope with an SSlibKey, in-toto-attestation's Statement, and Python's
+zlib and tarfile header parser, as docs/bundle.md's third-party check uses them.
 
-The code under test is docs/bundle.md's example itself (the block after its "tested" marker),
-run as a third party would, on the committed H200 bundles and on one made here.
+The code under test is docs/bundle.md's recipe itself (the block after its "tested" marker), run
+as written: in-process for the many archives, and once as the script a third party saves and runs.
+It must pass the committed H200 bundles and one made here, and refuse every hostile archive
+`dossier verify` is tested against (tests/fuzz_support.py hostile_archives), writing nothing.
 """
 
 import base64
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,34 +20,92 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 
 from harness.bundle import layout
-from harness.run.assemble import assemble
 from harness.bundle.read import read_all
 from harness.verify import verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from tests.bundle_support import collect_test_plan, make_key, tick_modules  # noqa: F401 - a pytest fixture, requested by name
+from tests.bundle_support import signed_plan_bundle, tick_modules  # noqa: F401 - a pytest fixture, requested by name
+from tests.fuzz_support import hostile_archives
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = [(ROOT / "tests/fixtures/h200/dossier-h200.tar.gz", ROOT / "tests/fixtures/h200/dossier-h200.pub"),
-            (ROOT / "tests/fixtures/h200x2/dossier-h200x2.tar.gz", ROOT / "tests/fixtures/h200x2/dossier-h200x2.pub")]
+            (ROOT / "tests/fixtures/h200x2/dossier-h200x2.tar.gz", ROOT / "tests/fixtures/h200x2/dossier-h200x2.pub"),
+            (ROOT / "tests/fixtures/h200/dossier-h200-full.tar.gz", ROOT / "tests/fixtures/h200/dossier-h200-full.pub")]
 
 
-def documented_example() -> str:
+def documented_recipe() -> str:
     text = (ROOT / "docs/bundle.md").read_text()
     marker = text.index("<!-- tested: tests/test_verify_independent.py")
     return re.search(r"```python\n(.*?)```", text[marker:], re.S).group(1)
 
 
-def run_example(bundle: Path, public: Path) -> str:
-    code = documented_example().replace('"dossier.tar.gz", "dossier.pub"', f"{str(bundle)!r}, {str(public)!r}")
-    printed = []
-    exec(compile(code, "docs/bundle.md", "exec"), {"print": printed.append})  # our own docs
-    return printed[0]
+@pytest.fixture(scope="module")
+def recipe() -> dict:
+    """The recipe's functions, from the exact text of the docs (run as a module, not as a script)."""
+    namespace = {"__name__": "check_bundle"}
+    exec(compile(documented_recipe(), "docs/bundle.md", "exec"), namespace)  # noqa: S102 - our own docs
+    return namespace
 
 
-@pytest.mark.parametrize("bundle, public", FIXTURES, ids=["h200", "h200x2"])
-def test_the_documented_third_party_check_passes_on_the_h200_bundles(bundle, public):
-    assert run_example(bundle, public).startswith("verified: ")
+def run_recipe(recipe, bundle: Path, public: Path) -> str:
+    return recipe["check"](str(bundle), str(public))[1]
+
+
+@pytest.fixture(scope="module")
+def made_here(tmp_path_factory):
+    """A bundle of the test plan made by this build, and its key pair."""
+    return signed_plan_bundle(tmp_path_factory.mktemp("independent"))
+
+
+@pytest.mark.parametrize("bundle, public", FIXTURES, ids=["h200", "h200x2", "h200-full"])
+def test_the_documented_third_party_check_passes_on_the_h200_bundles(recipe, bundle, public):
+    assert run_recipe(recipe, bundle, public).startswith("verified: ")
+
+
+def test_the_documented_script_run_as_written_verifies_then_extracts_into_a_new_folder(made_here, tmp_path):
+    path, _, public = made_here
+    script = tmp_path / "check_bundle.py"
+    script.write_text(documented_recipe())
+    out = tmp_path / "extracted"
+    done = subprocess.run([sys.executable, str(script), str(path), str(public), str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("verified: 14 files"), done.stderr
+    written = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert written == read_all(path)
+    again = subprocess.run([sys.executable, str(script), str(path), str(public), str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode != 0 and "FileExistsError" in again.stderr  # never into an existing folder
+
+
+def _hostile(made_here):
+    return hostile_archives(read_all(made_here[0]))
+
+
+HOSTILE = ["symlink to /etc/passwd", "hard link", "character device", "block device", "FIFO", "directory",
+           "absolute name", "'..' name", "symlinked plots folder", "setuid bit", "setgid bit", "owned by a user",
+           "another mtime", "pax extended header", "GNU header", "data after the end-of-archive marker",
+           "data hidden in the record padding", "a second gzip member", "trailing bytes after the gzip stream",
+           "a file name in the gzip header", "members reordered", "a member twice", "data in a member's padding"]
+
+
+def test_the_hostile_archives_are_the_ones_named_here(made_here):
+    assert sorted(_hostile(made_here)) == sorted(HOSTILE)
+
+
+def test_every_hostile_archive_is_refused_by_both_and_nothing_is_written(recipe, made_here, tmp_path):
+    _, _, public = made_here
+    for what, data in _hostile(made_here).items():
+        bundle = tmp_path / "hostile.tar.gz"
+        bundle.write_bytes(data)
+        before = sorted(tmp_path.rglob("*"))
+        result = verify_bundle(bundle, load_public(public))
+        assert [c.check for c in result.checks] == ["structure"] and not result.ok, what
+        with pytest.raises((ValueError, OSError)):  # tarfile.HeaderError is an Exception: named below
+            try:
+                recipe["check"](str(bundle), str(public))
+            except Exception as exc:  # noqa: BLE001 - any refusal counts; a pass fails the test
+                raise ValueError(f"{what}: {exc}") from exc
+        assert sorted(tmp_path.rglob("*")) == before, what
 
 
 def _with_envelope(bundle: Path, out: Path, change) -> Path:
@@ -60,17 +123,17 @@ def _urlsafe(envelope):
             "signatures": [{**s, "sig": url(s["sig"])} for s in envelope["signatures"]]}
 
 
-def test_a_url_safe_envelope_passes_here_and_in_securesystemslib(tmp_path):
-    bundle, public = FIXTURES[0]
+def test_a_url_safe_envelope_passes_here_and_in_securesystemslib(recipe, tmp_path):
+    bundle, public = FIXTURES[2]
     changed = _with_envelope(bundle, tmp_path / "urlsafe.tar.gz", _urlsafe)
     envelope = json.loads(read_all(changed)[layout.ATTESTATION])
     assert envelope != json.loads(read_all(bundle)[layout.ATTESTATION])  # '+' or '/' became '-' or '_'
-    assert verify_bundle(changed, load_public(public)).ok
-    assert run_example(changed, public).startswith("verified: ")
+    assert verify_bundle(changed, load_public(public), allow_formats=(4,)).ok  # the committed dossier's format
+    assert run_recipe(recipe, changed, public).startswith("verified: ")
 
 
-def test_a_changed_payload_fails_here_and_in_securesystemslib(tmp_path):
-    bundle, public = FIXTURES[0]
+def test_a_changed_payload_fails_here_and_in_securesystemslib(recipe, tmp_path):
+    bundle, public = FIXTURES[2]
 
     def retype(envelope):
         statement = json.loads(base64.b64decode(envelope["payload"]))
@@ -79,14 +142,12 @@ def test_a_changed_payload_fails_here_and_in_securesystemslib(tmp_path):
     changed = _with_envelope(bundle, tmp_path / "changed.tar.gz", retype)
     assert [c.check for c in verify_bundle(changed, load_public(public)).failures] == ["signature"]
     with pytest.raises(VerificationError):
-        run_example(changed, public)
+        run_recipe(recipe, changed, public)
 
 
-def test_a_bundle_this_build_writes_passes_the_documented_check(tmp_path, tick_modules):  # noqa: F811 - the fixture imported above
-    key, public = make_key(tmp_path / "k")
-    path = tmp_path / "made-here.tar.gz"
-    path.write_bytes(assemble(collect_test_plan(tmp_path), key))
+def test_a_bundle_this_build_writes_passes_the_documented_check(recipe, made_here, tick_modules):  # noqa: F811 - the fixture imported above
+    path, key, public = made_here
     assert verify_bundle(path, load_public(public)).ok
-    assert run_example(path, public).startswith("verified: ")
+    assert run_recipe(recipe, path, public).startswith("verified: ")
     envelope = Envelope.from_dict(json.loads(read_all(path)[layout.ATTESTATION]))
     assert envelope.signatures.keys() == {key.keyid}  # the keyid we write is the one third parties pass

@@ -7,26 +7,18 @@ import tracemalloc
 import pytest
 
 from harness.bundle import layout
-from harness.run.assemble import assemble
 from harness.bundle.read import Limits, read_all
 from harness.verify import INTERNAL_ERROR, verify_bundle
 from harness.bundle.write import archive_bytes
 from harness.signing.keys import load_public
-from tests.bundle_probes import plan as test_plan
 from tests.bundle_probes import tick_analysis
-from tests.bundle_support import collect_test_plan, make_key, rewrite, tick_modules  # noqa: F401 - a pytest fixture, requested by name
+from tests.bundle_support import rewrite, signed_plan_bundle, tick_modules  # noqa: F401 - a pytest fixture, requested by name
 
 
 @pytest.fixture(scope="module")
 def plan_bundle(tmp_path_factory):
     """One real bundle of the test plan (tick, a failed step, a dependent and a not-run one)."""
-    tmp = tmp_path_factory.mktemp("robust")
-    with pytest.MonkeyPatch.context() as patch:
-        test_plan.install(patch)
-        key, public = make_key(tmp / "k")
-        path = tmp / "clean.tar.gz"
-        path.write_bytes(assemble(collect_test_plan(tmp), key))
-    return path, key, public
+    return signed_plan_bundle(tmp_path_factory.mktemp("robust"))
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ other step's raw data give. Standard library only; `dossier verify` and the repo
 - The bandwidth step measured a device the health step lists: its re-identified SKU is one of the
   SKUs health re-identifies, so the datasheet limit and known-good result it is judged by belong
   to the hardware in the bundle.
+- The checkpoint a step's document says it measured is the one the host resolved for the step.
 """
 
 from __future__ import annotations
@@ -82,6 +83,21 @@ def device_discrepancies(steps: list[dict[str, Any]], documents: Mapping[str, An
                                              f"(health re-identifies {', '.join(sorted(known))})")]
 
 
+def checkpoint_discrepancies(steps: list[dict[str, Any]], documents: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The checkpoint a probe says it measured is the one the host resolved and hashed for its step
+    (commands.json's `checkpoint`, which the signed predicate repeats)."""
+    found = []
+    for step in steps:
+        resolved, document = step.get("checkpoint") if isinstance(step, dict) else None, documents.get(step.get("step"))
+        stated = document.get("checkpoint") if isinstance(document, dict) else None
+        if isinstance(resolved, dict) and isinstance(stated, dict) and stated != resolved:
+            keys = sorted(k for k in set(stated) | set(resolved) if stated.get(k) != resolved.get(k))
+            found.append((str(step.get("output")), f"checkpoint {', '.join(keys)} differ from what the host resolved "
+                                                    f"for step {step.get('step')} (commands.json)"))
+    return found
+
+
 def discrepancies(steps: list[dict[str, Any]], documents: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(member, problem) for every figure one step took from another that its source does not give."""
-    return roofline_roof_discrepancies(steps, documents) + device_discrepancies(steps, documents)
+    return (roofline_roof_discrepancies(steps, documents) + device_discrepancies(steps, documents)
+            + checkpoint_discrepancies(steps, documents))

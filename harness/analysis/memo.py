@@ -2,8 +2,8 @@
 
 Checking a bundle asks for the same document's headlines several times: verify recomputes them,
 its discrepancies recompute them again, the tables and the report render them, acceptance and the
-fleet metrics read them. Inside `remembering()` (one node of `dossier fleet collect`, 1,000 of which
-must fit in 40 s on two cores), a function decorated with `per_document` computes once per document
+fleet metrics read them. Inside `remembering()` (one `dossier verify`; one node of `dossier fleet
+collect`, 1,000 of which must fit in 40 s on two cores), a function decorated with `per_document` computes once per document
 object and hands the same result to every caller, as BundleView.figures already does for the
 report. Outside it, nothing is remembered: a probe that builds a document and asks as it goes
 always gets a fresh answer. The document is held with its result, so its id is never reused for
@@ -24,7 +24,12 @@ _MEMO: contextvars.ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = c
 
 @contextlib.contextmanager
 def remembering() -> Iterator[None]:
-    """While inside, `per_document` functions compute once per document."""
+    """While inside, `per_document` functions compute once per document. A scope opened inside
+    another joins it (`dossier verify`'s inside a fleet node's: acceptance then reads what verify
+    computed)."""
+    if _MEMO.get() is not None:
+        yield
+        return
     token = _MEMO.set({})
     try:
         yield

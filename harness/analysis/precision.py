@@ -296,7 +296,8 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     out += _explanation_discrepancies(document.get("explanations", []), explain(tensors))
     if document.get("model_quality_caveat") != MODEL_QUALITY_CAVEAT:
         out.append("model_quality_caveat is missing or altered: MSE is not a model-quality claim")
-    return out
+    from harness.analysis import precision_checks
+    return out + precision_checks.discrepancies(document)
 
 
 def _rank_discrepancies(document: dict[str, Any]) -> list[str]:

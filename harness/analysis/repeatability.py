@@ -45,6 +45,7 @@ from harness.analysis.roofline import figures as roofline_figures
 
 KINDS = ("steady", "burst", "launch_bound")  # rates: judged against the noise model
 EQUAL_KINDS = ("count", "exact")  # judged by equality: fault counts; identity, contracts, digests, precision
+UNIDENTIFIED = "no GPU SKU was identified in this run, so no run-to-run measurement applies"
 STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (issue 30's kinds)
 
 
@@ -60,7 +61,7 @@ def declaration(sku_id: str | None) -> dict[str, Any]:
     """What a bundle records at run time: the SKU's run-to-run spreads from the catalogue, each against its
     kind's bound, noisy or not; or why there is nothing to record."""
     if not sku_id:
-        return {"unavailable": "no GPU SKU was identified in this run, so no run-to-run measurement applies"}
+        return {"unavailable": UNIDENTIFIED}
     measured = catalogue.run_to_run(sku_id)
     if not measured:
         return {"unavailable": f"the catalogue has no run-to-run measurement for {sku_id} yet"}
@@ -77,6 +78,55 @@ def declaration(sku_id: str | None) -> dict[str, Any]:
     return {"sku_id": sku_id, "catalogue_version": catalogue.load().get("catalogue_version"),
             "spread": rules.get("spread"), "bounds": bounds, "bounds_source": rules.get("source"),
             "figure_ids": rules.get("figure_ids"), "sources": measured["sources"], "figures": figures}
+
+
+def _unavailable_discrepancies(why: Any, sku_id: str | None) -> list[str]:
+    """An unavailable block says why in `declaration`'s words for the SKU the documents identify."""
+    expected = UNIDENTIFIED if sku_id is None else f"the catalogue has no run-to-run measurement for {sku_id} yet"
+    return [] if why == expected else [f"repeatability: unavailable ({str(why)[:80]!r}), but for the SKU the documents "
+                                       f"identify ({sku_id}) `dossier run` records {expected!r}"]
+
+
+def _figure_discrepancies(record: Mapping[str, Any]) -> list[str]:
+    """Each declared figure against the block's bounds and sources: its kind's bound, noisy exactly when
+    its spread exceeds the bound (with why), a campaign the block names, each figure once."""
+    bounds, sources = record.get("bounds") or {}, record.get("sources") or {}
+    figures = [f for f in record.get("figures") or [] if isinstance(f, Mapping)]
+    found = [] if len({f.get("figure") for f in figures}) == len(figures) else ["repeatability: a figure is declared twice"]
+    for entry in figures:
+        kind_bound = (bounds.get(entry.get("kind")) or {}).get("max_spread") if isinstance(bounds, Mapping) else None
+        spread, bound, noisy = entry.get("spread"), entry.get("bound"), entry.get("noisy")
+        over = isinstance(bound, (int, float)) and isinstance(spread, (int, float)) and spread > bound
+        if bound != kind_bound or noisy is not over or (noisy and not entry.get("why")) or entry.get("source") not in sources:
+            found.append(f"repeatability: figure {str(entry.get('figure'))[:60]}: bound {bound}, noisy {noisy} at spread "
+                         f"{spread}, source {str(entry.get('source'))[:40]!r}; its kind {entry.get('kind')}'s bound is "
+                         f"{kind_bound}, noisy means over it (with why), and the source must be one the block names")
+    return found
+
+
+def declaration_discrepancies(record: Any, documents: Mapping[str, Any]) -> list[str]:
+    """commands.json's `repeatability` (RECORD; None: not recorded, which the bundle's format rules judge)
+    against the bundle's DOCUMENTS: the SKU they identify (`bundle_sku`); recorded with this build's
+    catalogue version, exactly what `declaration` gives for it; with another (an older catalogue, whose
+    spreads are that catalogue's), each figure against the block's own bounds and sources. A catalogue
+    newer than this build's cannot be checked here: update rig-dossier."""
+    if record is None:
+        return []
+    sku_id = bundle_sku(documents)
+    if not isinstance(record, Mapping):
+        return ["repeatability is not an object"]
+    if "unavailable" in record:
+        return _unavailable_discrepancies(record["unavailable"], sku_id)
+    if record.get("sku_id") != sku_id:
+        return [f"repeatability: sku_id {str(record.get('sku_id'))[:40]!r}, but the documents identify {sku_id}"]
+    version, mine = record.get("catalogue_version"), catalogue.load().get("catalogue_version")
+    if version == mine:
+        again = declaration(sku_id)
+        return [] if dict(record) == again else [f"repeatability differs from what catalogue version {mine} declares for "
+                                                 f"{sku_id} (harness.analysis.repeatability.declaration)"]
+    if isinstance(version, int) and isinstance(mine, int) and version > mine:
+        return [f"repeatability: catalogue version {version}, newer than this build's ({mine}): update rig-dossier"]
+    return _figure_discrepancies(record)
 
 
 def lookup(record: Any, figure_id: str) -> Mapping[str, Any] | None:

@@ -18,6 +18,7 @@ from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
 from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
+from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance import predicate
 from harness.judge.acceptance.junit import junit_xml
@@ -66,6 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
                         help="write the result and each criterion's verdict (0/1 gauges) for node_exporter's "
                              "textfile collector")
+    add_allow_format_option(parser)
     parser.set_defaults(func=handle)
 
 
@@ -93,10 +95,11 @@ def trusted_key(explicit: Path | None) -> tuple[Path, object]:
     return path, load_public(path)
 
 
-def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, BundleRef]:
-    """The bundle's data, only if `dossier verify` passes on exactly the bytes judged."""
+def verified_view(bundle: Path, key_path: Path, trusted, allow_formats: tuple[int, ...] = ()) -> tuple[BundleView, BundleRef]:
+    """The bundle's data, only if `dossier verify` passes on exactly the bytes judged (with the
+    older formats ALLOW_FORMATS allows; the checks not done are printed and recorded)."""
     before = sha256_file(bundle)
-    result = verify_bundle(bundle, trusted)
+    result = verify_bundle(bundle, trusted, allow_formats=allow_formats)
     if not result.ok:
         lines = "\n".join("  " + c.line() for c in result.failures[:20])
         raise CheckFailed(f"refused: {bundle} does not verify with {key_path} (keyid {result.keyid[:16]}...): "
@@ -111,8 +114,10 @@ def verified_view(bundle: Path, key_path: Path, trusted) -> tuple[BundleView, Bu
         raise CheckFailed(f"refused: {bundle} changed while it was read: {exc}") from exc
     if sha256_file(bundle) != before:
         raise CheckFailed(f"refused: {bundle} changed while it was being verified")
-    passed = len(result.checks) - len(result.failures)
-    return view, BundleRef(bundle.name, before, result.keyid, passed)
+    for line in not_done_lines(result):
+        print(f"accept: verify {line}", file=sys.stderr)
+    return view, BundleRef(bundle.name, before, result.keyid, result.passed,
+                           tuple(f"{c.check} {c.subject}: {c.detail}" for c in result.not_done))
 
 
 def print_results(acceptance: Acceptance) -> None:
@@ -188,7 +193,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)
-    view, bundle = verified_view(args.bundle, key_path, trusted)
+    view, bundle = verified_view(args.bundle, key_path, trusted, allowed_formats(args))
     acceptance = judge(view, profile, bundle, registry.acceptance_criteria())
     write_outputs(args, acceptance, view, key_path)
     if args.json:

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import paths, registry
 from harness.commands.accept import trusted_key, verified_view
+from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import UsageError
 from harness.judge.acceptance.baseline.build import Input, build
 from harness.judge.acceptance.profile import SCHEMA
@@ -49,6 +50,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--why", metavar="TEXT", help="why these bundles are the baseline (a PO, a golden unit's "
                                                       "serial), kept in the profile")
     parser.add_argument("--json", action="store_true", help="print the profile document as JSON on stdout")
+    add_allow_format_option(parser)
     parser.set_defaults(func=handle)
 
 
@@ -93,7 +95,7 @@ def handle(args: argparse.Namespace) -> int:
     key_path, trusted = trusted_key(args.key)
     inputs = []
     for done, (bundle, name) in enumerate(zip(args.bundles, _names(args.bundles), strict=True), start=1):
-        view, ref = verified_view(bundle, key_path, trusted)
+        view, ref = verified_view(bundle, key_path, trusted, allowed_formats(args))
         inputs.append(Input(name, ref.sha256, ref.signer_keyid, view))
         print(f"baseline: verified {done}/{len(args.bundles)} {name} ({ref.checks_passed} checks)", file=sys.stderr)
     document = build(inputs, registry.acceptance_criteria(), registry.known_good_kinds(), args.sku, args.why)

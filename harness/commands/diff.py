@@ -13,6 +13,7 @@ from harness.present.diff import compare
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
+from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
 from harness.present.diff_tables import print_comparison
 from harness.signing.keys import load_public
@@ -30,6 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--key-a", type=Path, help="public key for A")
     parser.add_argument("--key-b", type=Path, help="public key for B")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_allow_format_option(parser)
     parser.set_defaults(func=handle)
 
 
@@ -51,13 +53,16 @@ def load_view(path: Path) -> BundleView:
 def handle(args: argparse.Namespace) -> int:
     paths.input_bundle(args.a, "bundle A")
     paths.input_bundle(args.b, "bundle B")
+    allowed = allowed_formats(args)
     for path, key in ((args.a, args.key_a or args.key), (args.b, args.key_b or args.key)):
         if key is not None:
-            result = verify_bundle(path, load_public(key))
+            result = verify_bundle(path, load_public(key), allow_formats=allowed)
             if not result.ok:
                 raise CheckFailed(f"{path} fails verification ({len(result.failures)} check(s)); "
                                   f"first: {result.failures[0].line()}",
                                   hint=f"run `dossier verify {path} --key {key}` for every failure")
+            for line in not_done_lines(result):
+                print(f"diff: {path}: verify {line}", file=sys.stderr)
     comparison = compare(load_view(args.a), load_view(args.b))
     if args.json:
         print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, allow_nan=False))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from harness import paths, registry
 from harness.commands.options import add_signing_key
+from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import CheckFailed, UsageError
 from harness.probes.contract import real
 
@@ -86,6 +87,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
                        help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
                             "prints both job ids")
     p.add_argument("--partition", metavar="P", help="with --array: the partition its jobs run in")
+    add_allow_format_option(p)
     p.set_defaults(func=handle_collect)
 
 
@@ -188,7 +190,8 @@ def handle_collect(args: argparse.Namespace) -> int:
     if args.array is not None:
         return _collect_array(args)
     _import_plotting_meanwhile()
-    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers)
+    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers,
+                            allow_formats=allowed_formats(args))
     return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus, baseline, args.workers)
 
 
@@ -225,7 +228,7 @@ def _collect_shard(args: argparse.Namespace) -> int:
     job_state(args.job_id, args.wait)
     nodes = nodes_of(run)
     share = part.nodes(nodes)
-    results = check_nodes(run, share, args.key, args.profile, args.workers)
+    results = check_nodes(run, share, args.key, args.profile, args.workers, allow_formats=allowed_formats(args))
     key = load_private(args.signing_key or Path(run.submission["spec"]["key"]))
     path = shard.write(args.output_dir, run, part, shard.envelope(run, part, nodes, results, args.profile, key))
     print(f"fleet collect: shard {part.index}/{part.count}: {len(share)} of {len(nodes)} nodes checked "
@@ -248,7 +251,8 @@ def _collect_array(args: argparse.Namespace) -> int:
                               profile=args.profile, signing_key=args.signing_key.resolve() if args.signing_key else None,
                               prometheus=args.prometheus.resolve() if args.prometheus else None,
                               baseline_out=args.baseline_out.resolve() if args.baseline_out else None,
-                              baseline_sku=args.baseline_sku, partition=args.partition)
+                              baseline_sku=args.baseline_sku, partition=args.partition,
+                              allow_formats=allowed_formats(args))
     array_id, merge_id = array.submit(spec, after_job=running)
     print(f"fleet collect: {args.array} shards as job array {array_id}"
           + (f" (after job {args.job_id} ends)" if running else "") + f", then the merge as job {merge_id}; "

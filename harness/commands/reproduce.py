@@ -24,6 +24,7 @@ from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.commands.accept import sha256_file, trusted_key, verified_view
+from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.commands.options import add_signing_key
 from harness.commands.run import check_destination, terminate_as_interrupt
 from harness.errors import UsageError
@@ -80,6 +81,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--summary", type=Path, metavar="F.md",
                         help="where the Markdown summary goes (default: beside the statement, .md)")
     parser.add_argument("--json", action="store_true", help="print the judgement (the statement's predicate) as JSON")
+    add_allow_format_option(parser)
     parser.set_defaults(func=handle)
 
 
@@ -106,9 +108,9 @@ def check_paths(args: argparse.Namespace) -> None:
     paths.output_files([("--statement", args.statement), ("--summary", args.summary)], inputs)
 
 
-def _verified(path: Path, key_path: Path, trusted: Any) -> tuple[BundleView, BundleRef]:
-    """The bundle's data, only if it verifies with TRUSTED (the one place an --allow-format would go)."""
-    return verified_view(path, key_path, trusted)
+def _verified(path: Path, key_path: Path, trusted: Any, allowed: tuple[int, ...] = ()) -> tuple[BundleView, BundleRef]:
+    """The bundle's data, only if it verifies with TRUSTED (an older format only when ALLOWED: --allow-format)."""
+    return verified_view(path, key_path, trusted, allowed)
 
 
 def refuse_unjudgeable(theirs: BundleView, mine: BundleView) -> None:
@@ -195,14 +197,14 @@ def handle(args: argparse.Namespace) -> int:
     check_paths(args)
     if args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before any bundle is read
-    theirs, their_ref = _verified(args.theirs, args.key, load_public(args.key))
+    theirs, their_ref = _verified(args.theirs, args.key, load_public(args.key), allowed_formats(args))
     print(f"reproduce: THEIRS {args.theirs} verified ({their_ref.checks_passed} checks)", file=sys.stderr)
     if args.against is not None:
         if sha256_file(args.against) == their_ref.sha256:
             raise UsageError(f"THEIRS and MINE are the same bundle (sha256 {their_ref.sha256[:16]}...)",
                              hint="MINE is your own run of their plan: `dossier reproduce THEIRS` makes one")
         key_path, trusted = trusted_key(args.key_mine)
-        mine, mine_ref = _verified(args.against, key_path, trusted)
+        mine, mine_ref = _verified(args.against, key_path, trusted, allowed_formats(args))
         if environment.identity(BundleFacts(theirs)).key == environment.identity(BundleFacts(mine)).key:
             refuse_unjudgeable(theirs, mine)  # (of another SKU, nothing is judgeable: the statement says why)
         made, unhonoured = Made("against"), {}

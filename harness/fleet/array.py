@@ -34,6 +34,7 @@ class ArrayCollect:
     baseline_out: Path | None = None  # the merge's --baseline-out (and --baseline-sku)
     baseline_sku: str | None = None
     partition: str | None = None
+    allow_formats: tuple[int, ...] = ()  # older bundle formats the shards accept (--allow-format)
     time_min: int = 30
 
 
@@ -57,6 +58,7 @@ def render_array(spec: ArrayCollect) -> str:
             "--key", str(spec.public_key)]
     argv += ["--profile", spec.profile] if spec.profile else []
     argv += ["--signing-key", str(spec.signing_key)] if spec.signing_key else []
+    argv += [a for made in spec.allow_formats for a in ("--allow-format", str(made))]
     workers = ['--workers "$SLURM_CPUS_PER_TASK"'] if spec.workers else []
     lines = _header(spec, "rig-dossier-collect", "collect-%A_%a.out")
     lines.insert(2, f"#SBATCH --array=0-{spec.shards - 1}")

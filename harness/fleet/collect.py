@@ -119,7 +119,7 @@ def judged(run: FleetRun, node: str, result: dict[str, Any], done: pool.Done) ->
 
 def judge_nodes(run: FleetRun, nodes: list[str], public_key: Path, profile: str | None, workers: int,
                 check: Callable[[NodeTask], Any] = check_node,
-                progress: CollectProgress | None = None) -> list[dict[str, Any]]:
+                progress: CollectProgress | None = None, allow_formats: tuple[int, ...] = ()) -> list[dict[str, Any]]:
     """Every node's result, in node order: bundles checked by WORKERS processes, streaming."""
     results: dict[str, dict[str, Any]] = {}
     tasks = []
@@ -127,7 +127,7 @@ def judge_nodes(run: FleetRun, nodes: list[str], public_key: Path, profile: str 
         result = {"name": node, "exit_code": exit_status(run, node), "log": f"logs/{run.node_log(node).name}"}
         if run.node_bundle(node).exists():
             results[node] = result
-            tasks.append(NodeTask(node, str(run.node_bundle(node)), str(public_key.resolve()), profile))
+            tasks.append(NodeTask(node, str(run.node_bundle(node)), str(public_key.resolve()), profile, allow_formats))
         else:
             results[node] = missing_bundle(run, node, result)
             if progress:
@@ -214,10 +214,12 @@ def job_state(job_id: str, wait_s: float) -> str | None:
 
 
 def check_nodes(run: FleetRun, nodes: list[str], public_key: Path, profile: str | None, workers: int | None = None,
-                check: Callable[[NodeTask], Any] = check_node, console: Any = None) -> list[dict[str, Any]]:
+                check: Callable[[NodeTask], Any] = check_node, console: Any = None,
+                allow_formats: tuple[int, ...] = ()) -> list[dict[str, Any]]:
     """NODES' results (all of the job's, or a shard's share), with progress."""
     with CollectProgress(len(nodes), console) as progress:
-        return judge_nodes(run, nodes, public_key, profile, workers or pool.default_workers(), check, progress)
+        return judge_nodes(run, nodes, public_key, profile, workers or pool.default_workers(), check, progress,
+                           allow_formats)
 
 
 def assemble(run: FleetRun, results: list[dict[str, Any]], state: str | None) -> dict[str, Any]:
@@ -231,9 +233,9 @@ def assemble(run: FleetRun, results: list[dict[str, Any]], state: str | None) ->
 
 def collect(output_dir: Path, job_id: str, public_key: Path, profile: str | None, wait_s: float,
             workers: int | None = None, check: Callable[[NodeTask], Any] = check_node,
-            console: Any = None) -> tuple[FleetRun, dict[str, Any]]:
+            console: Any = None, allow_formats: tuple[int, ...] = ()) -> tuple[FleetRun, dict[str, Any]]:
     """Wait for the job to end (up to WAIT_S), then judge every node and the all-reduce."""
     run = find_run(output_dir, job_id)
     state = job_state(job_id, wait_s)
-    results = check_nodes(run, nodes_of(run), public_key, profile, workers, check, console)
+    results = check_nodes(run, nodes_of(run), public_key, profile, workers, check, console, allow_formats)
     return run, assemble(run, results, state)

@@ -37,6 +37,7 @@ class NodeTask:
     bundle: str  # path of the node's bundle
     public_key: str  # path of the trusted public key
     profile: str | None  # --profile, else the SKU health identified
+    allow_formats: tuple[int, ...] = ()  # older bundle formats accepted (--allow-format)
 
 
 def file_sha256(path: Path) -> str:
@@ -93,10 +94,12 @@ def check_node(task: NodeTask) -> dict[str, Any]:
 def _check(task: NodeTask) -> dict[str, Any]:
     path = Path(task.bundle)
     before = file_sha256(path)
-    result, view = verify_and_view(path, _trusted(task.public_key))
-    passed = len(result.checks) - len(result.failures)
+    result, view = verify_and_view(path, _trusted(task.public_key), allow_formats=task.allow_formats)
+    passed = result.passed
+    not_done = [f"{c.check} {c.subject}: {c.detail}" for c in result.not_done]
     verify = {"passed": result.ok, "checks_passed": passed, "checks_failed": len(result.failures),
-              "failures": [c.line() for c in result.failures[:MAX_FAILURES_KEPT]], "keyid": result.keyid}
+              "failures": [c.line() for c in result.failures[:MAX_FAILURES_KEPT]], "keyid": result.keyid,
+              **({"not_done": not_done} if not_done else {})}
     if file_sha256(path) != before:
         return {"status": "rejected", "why": "the bundle changed while it was being verified", "verify": verify}
     if view is None:
@@ -105,7 +108,7 @@ def _check(task: NodeTask) -> dict[str, Any]:
         return {"status": "rejected", "why": f"its bundle fails `dossier verify`: {first[:300]}{more}",
                 "verify": verify, "sha256": before}
     skus = node_skus(view)
-    ref = BundleRef(path.name, before, result.keyid, passed)
+    ref = BundleRef(path.name, before, result.keyid, passed, tuple(not_done))
     return {"status": "ok", "verify": verify, "sha256": before, "size": path.stat().st_size,
             "sku": "+".join(skus) if skus else None, "stack": node_stack(view), "metrics": node_metrics(view),
             "acceptance": acceptance(view, ref, skus, task.profile)}

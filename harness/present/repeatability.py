@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis import repeatability as rules
+from harness.present.folding import fold
 
 SCOPES = ("Within one run, a roofline shape's spread across its windows (milliseconds apart) and the bandwidth "
           "repeats' spread (seconds apart, one process) say how steady the measurement was, not what the next run "
@@ -46,7 +47,7 @@ def lines(record: Any) -> list[str]:
             by_why.setdefault(str(e.get("why")), []).append(f"{e['figure']} {_percent(e.get('spread'))}")
         found += [f"  - {', '.join(figures)}: {why}" for why, figures in by_why.items()]
     steady = [e for e in record.get("figures") or [] if isinstance(e, dict) and e.get("noisy") is False]
-    if steady:
-        found.append("- Within bounds: " + ", ".join(f"{e['figure']} {_percent(e.get('spread'))}" for e in steady)
-                     + ".")
+    if steady:  # a list of figures, folded as the report folds every one (the whole list is in commands.json)
+        found.append("- Within bounds: " + fold(", ".join(f"{e['figure']} {_percent(e.get('spread'))}" for e in steady),
+                                                "commands.json repeatability") + ".")
     return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness import catalogue
+from harness.analysis.health.checks import sku_record
 from harness.probes.contract import attempt, unavailable
 from harness.probes.nvml import decode_clock_event_reasons, processes
 
@@ -82,17 +82,7 @@ def device_facts(pynvml: Any, handle: Any, nvml_index: int) -> dict[str, Any]:
     return facts
 
 
-def identify(pci_device_id: Any, memory_total_mib: Any, power_limit_w: Any) -> dict[str, Any]:
-    """The catalogue SKU (id null when none matches) and the evidence for it."""
-    if not isinstance(pci_device_id, str):
-        return {"id": None, "name": None, "form_factor": None,
-                "evidence": f"PCI device id unreadable: {pci_device_id['unavailable']}"}
-    found = catalogue.identify(pci_device_id,
-                               memory_total_mib if isinstance(memory_total_mib, (int, float)) else None,
-                               power_limit_w if isinstance(power_limit_w, (int, float)) else None)
-    sku = found.sku or {}
-    return {"id": found.sku_id, "name": sku.get("name"), "form_factor": sku.get("form_factor"),
-            "evidence": found.evidence}
+identify = sku_record  # the catalogue SKU record; verify derives it again the same way
 
 
 def pcie_facts(pynvml: Any, handle: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness import registry
+from harness.analysis import repeatability
 from harness.bundle import layout
 from harness.bundle.seal import sign_files
 from harness.bundle.view import BundleView
@@ -21,7 +22,8 @@ from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
-from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord, duration_s
+from harness.analysis.timestamps import duration_s
+from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord
 from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
 
@@ -140,8 +142,18 @@ def commands_document(record: RunRecord, steps: list[dict[str, Any]], schemas: l
         "duration_s": duration_s(record.started_at, record.finished_at),
         "schemas": schemas,
         "steps": steps,
-        **({"repeatability": dict(record.repeatability)} if record.repeatability is not None else {}),
+        "repeatability": run_to_run(record),
     }
+
+
+def run_to_run(record: RunRecord) -> dict[str, Any]:
+    """The run-to-run block every bundle of this format records (harness.analysis.repeatability): the
+    one `dossier run` declared at run time, else (a run re-made from its records) the catalogue's for
+    the SKU the record's documents identify."""
+    if record.repeatability is not None:
+        return dict(record.repeatability)
+    documents = {s.step: s.document for s in record.steps if s.status == COMPLETED and s.document is not None}
+    return repeatability.declaration(repeatability.bundle_sku(documents))
 
 
 def environment_document(record: RunRecord) -> dict[str, Any]:

@@ -66,11 +66,3 @@ class RunRecord:
     finished_at: str
     # the SKU's run-to-run spreads from the catalogue at run time (harness.analysis.repeatability), or why none
     repeatability: Mapping[str, Any] | None = None
-
-
-def parse_timestamp(text: str) -> dt.datetime:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
-def duration_s(started_at: str, finished_at: str) -> float:
-    return round((parse_timestamp(finished_at) - parse_timestamp(started_at)).total_seconds(), 6)

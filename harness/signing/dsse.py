@@ -47,28 +47,23 @@ def envelope_bytes(envelope: dict[str, Any]) -> bytes:
     return (json.dumps(envelope, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
 
 
-URL_SAFE = str.maketrans("-_", "+/")
-
-
 def decode_base64(text: Any, what: str) -> bytes:
-    """Base64 as DSSE's envelope.md allows: standard or URL-safe (RFC 4648 sections 4 and 5).
-
-    Strict otherwise: one alphabet throughout, ASCII only, the padding exactly as RFC 4648 has it,
-    no whitespace, and the one encoding of the bytes (RFC 4648 3.5: pad bits zero), so the text
-    is exactly what an encoder writes.
-    """
+    """Base64 as DSSE's envelope.md allows, standard or URL-safe (RFC 4648 sections 4 and 5), decoded
+    exactly as securesystemslib decodes an envelope (`b64dec`: the standard alphabet with
+    validation, else the URL-safe one): the one reference implementation the docs' third-party
+    check uses, so no envelope is read one way here and another there. Padding must be right; no
+    whitespace or other characters; non-zero pad bits are ignored, as every decoder does (the
+    decoded bytes are what is signed)."""
     if not isinstance(text, str):
         raise EnvelopeError(f"{what} is not a base64 string")
-    if ("-" in text or "_" in text) and not ("+" in text or "/" in text):
-        text = text.translate(URL_SAFE)
     try:
-        data = binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+        data = text.encode("utf-8")
+        try:
+            return base64.b64decode(data, validate=True)
+        except binascii.Error:
+            return base64.b64decode(data, altchars=b"-_", validate=True)
     except (binascii.Error, UnicodeEncodeError) as exc:
         raise EnvelopeError(f"{what} is not valid standard or URL-safe base64 ({exc})") from exc
-    if base64.b64encode(data).decode("ascii") != text:
-        raise EnvelopeError(f"{what} is not valid standard or URL-safe base64 (not the canonical encoding "
-                            "of its bytes: excess padding or non-zero pad bits)")
-    return data
 
 
 def parse(data: bytes) -> dict[str, Any]:
@@ -83,34 +78,59 @@ def parse(data: bytes) -> dict[str, Any]:
     return envelope
 
 
+def signatures(envelope: dict[str, Any]) -> list[tuple[Any, bytes]]:
+    """(keyid, signature bytes) of every signature, refused as securesystemslib's Envelope.from_dict
+    refuses them: each must be an object with a keyid (DSSE makes it an optional hint; the reference
+    implementation requires it) and a base64 sig, and no keyid may appear twice. At most
+    MAX_SIGNATURES (bounded time: the one limit securesystemslib has not got)."""
+    entries = envelope["signatures"]
+    if len(entries) > MAX_SIGNATURES:
+        raise EnvelopeError(f"{len(entries)} signatures; at most {MAX_SIGNATURES} are tried")
+    found: list[tuple[Any, bytes]] = []
+    seen: set[Any] = set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise EnvelopeError(f"signature {i} is not an object")
+        if "keyid" not in entry:
+            raise EnvelopeError(f"signature {i} has no keyid (securesystemslib refuses such an envelope too)")
+        named = entry["keyid"]
+        if isinstance(named, (dict, list)):
+            raise EnvelopeError(f"signature {i}'s keyid is not a string")
+        if named in seen:
+            raise EnvelopeError(f"two signatures name keyid {shown_keyid(named)} (securesystemslib refuses such "
+                                "an envelope too)")
+        seen.add(named)
+        found.append((named, decode_base64(entry.get("sig"), f"signature {i}")))
+    return found
+
+
+def shown_keyid(named: Any) -> str:
+    return (named[:16] + "..." if named else "'' (empty)") if isinstance(named, str) else repr(named)[:20]
+
+
 def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey,
            expected_type: str = IN_TOTO_PAYLOAD_TYPE) -> bytes:
     """The payload bytes, if a signature in the envelope verifies with `trusted`; else raise.
 
-    A signature whose keyid names another key is not tried; one without a keyid (absent, null or
-    empty) is. The keyid is an unsigned hint, so this only makes it truthful, never trusted.
+    Only the signature whose keyid is the trusted key's is tried (as securesystemslib does); one
+    naming another key, or none, is not. The keyid is an unsigned hint, so this only makes it
+    truthful, never trusted.
     """
     if envelope["payloadType"] != expected_type:
         raise EnvelopeError(f"payloadType is {envelope['payloadType'][:100]!r}, expected {expected_type!r}")
     payload = decode_base64(envelope.get("payload"), "payload")
+    found = signatures(envelope)
     message = pae(envelope["payloadType"], payload)
     trusted_id = keyid(trusted)
-    if len(envelope["signatures"]) > MAX_SIGNATURES:
-        raise EnvelopeError(f"{len(envelope['signatures'])} signatures; at most {MAX_SIGNATURES} are tried")
-    ids = []
-    for i, entry in enumerate(envelope["signatures"]):
-        if not isinstance(entry, dict):
-            raise EnvelopeError(f"signature {i} is not an object")
-        named = entry.get("keyid")
-        ids.append(named if isinstance(named, str) else "")
-        if named not in (None, "") and named != trusted_id:
-            continue  # names another key (DSSE reference implementation: such a signature is not tried)
+    for named, signature in found:
+        if named != trusted_id:
+            continue  # names another key (or none): not tried
         try:
-            trusted.verify(decode_base64(entry.get("sig"), f"signature {i}"), message)
+            trusted.verify(signature, message)
             return payload
         except InvalidSignature:
-            continue
-    shown = [k[:16] + "..." if k else "(no keyid)" for k in ids[:5]]
-    named = (", ".join(shown) + (f" and {len(ids) - 5} more" if len(ids) > 5 else "")) if ids else "none"
+            break  # keyids are unique: no other signature is the trusted key's
+    shown = [shown_keyid(named) for named, _ in found[:5]]
+    named = (", ".join(shown) + (f" and {len(found) - 5} more" if len(found) > 5 else "")) if found else "none"
     raise EnvelopeError(f"no signature verifies with the trusted key (keyid {trusted_id[:16]}...); "
                         f"the envelope is signed by keyid {named}")

@@ -4,9 +4,10 @@ the schema this build validates with; where one differs, which and why.
 A bundle's schemas let anyone check its documents with standard tools, offline (docs/bundle.md);
 verify itself validates with this build's schemas (harness.schemas), so a bundled schema that
 differs means a third party's check and this one could disagree: in a bundle of the format this
-build writes it fails, naming the member and the build that made the bundle; in an older format it
-is not compared (that format's schemas are not this build's; its documents are checked against this
-build's). Bundles before format 4 carry none, and none is asked of them.
+build writes it fails, naming the member and the build that made the bundle; in an older format
+(allowed with --allow-format) the comparison is a check not done, since that format's schemas are
+not in this build. Bundles before format 4 carry none, and none is asked of them (a schemas/
+member in one fails: harness.verify.formats).
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from __future__ import annotations
 from harness.analysis.tool import tool_text
 from harness.bundle import layout
 from harness.verify.check import Check
+from harness.verify.formats import Format, renders
 from harness.bundle.view import BundleView
 from harness.schemas import referenced, schema_path
-
-FIRST_FORMAT = 4  # the first commands.json format_version whose bundles carry their schemas
 
 
 def _used(view: BundleView) -> list[str]:
@@ -30,9 +30,9 @@ def _made_by(view: BundleView) -> str:
     return tool_text(view.commands.get("tool"))
 
 
-def check_bundled_schemas(view: BundleView) -> list[Check]:
-    made = view.commands.get("format_version")
-    if not isinstance(made, int) or made < FIRST_FORMAT:
+def check_bundled_schemas(view: BundleView, fmt: Format, skipped: list[Check] | None = None) -> list[Check]:
+    """The schema members format FMT carries; a differing one of an older format goes to SKIPPED."""
+    if not fmt.schemas:
         return []
     listed = view.commands.get("schemas")
     listed = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
@@ -49,10 +49,10 @@ def check_bundled_schemas(view: BundleView) -> list[Check]:
                                 f"(the bundle was made by {_made_by(view)})"))
         elif data == mine.read_bytes():
             checks.append(Check("schema-file", member, True, "identical to the schema this build validates with"))
-        elif made < layout.FORMAT_VERSION:  # an older format's schema: its changes since are expected
-            checks.append(Check("schema-file", member, True, f"differs from this build's schemas/{name}.schema.json "
-                                f"as a format {made} bundle's may (made by {_made_by(view)}): its documents were "
-                                f"checked against this build's schema (the schema checks)"))
+        elif not renders(fmt.version) and skipped is not None:
+            skipped.append(Check("schema-file", member, True, f"not compared: it differs from this build's "
+                                 f"schemas/{name}.schema.json, and format {fmt.version}'s schemas are not in this build "
+                                 f"(the documents were checked against this build's)"))
         else:
             checks.append(Check("schema-file", member, False, f"differs from this build's schemas/{name}.schema.json: "
                                 f"the bundle was made by {_made_by(view)}, whose schema this is; its documents were "

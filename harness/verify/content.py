@@ -9,9 +9,11 @@ from typing import Any
 
 from harness.analysis.verdict import StepStatus
 from harness import registry
-from harness.analysis import cross_checks
+from harness.analysis import cross_checks, repeatability
 from harness.bundle import layout, seal
+from harness.verify.attempts import attempt_discrepancies
 from harness.verify.check import Check
+from harness.analysis.timestamps import duration_s
 from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView
 from harness.schemas import SCHEMA_DIR, violations
 
@@ -21,6 +23,99 @@ def check_predicate(view: BundleView, stmt: dict) -> Check:
     if stmt.get("predicate") == expected:
         return Check("predicate", layout.ATTESTATION, True, "matches commands.json")
     return Check("predicate", layout.ATTESTATION, False, "the signed predicate differs from commands.json")
+
+
+def _duration(where: str, entry: dict[str, Any]) -> list[str]:
+    started, finished, stated = entry.get("started_at"), entry.get("finished_at"), entry.get("duration_s")
+    if not isinstance(started, str) or not isinstance(finished, str):
+        return [] if stated is None else [f"{where}duration_s {stated} without a start and an end"]
+    try:
+        again = duration_s(started, finished)
+    except ValueError as exc:
+        return [f"{where}started_at or finished_at is not a time ({exc})"]
+    return [] if stated == again else [f"{where}duration_s {stated} but {started} to {finished} is {again} s"]
+
+
+def _step_members(entry: dict[str, Any]) -> list[str]:
+    """The members a step names, as the writer names them from its id, kind and status."""
+    step, ran, completed = entry["step"], entry.get("argv") is not None, entry["status"] == StepStatus.COMPLETED
+    output = (layout.raw_name(step) if entry.get("kind") != "host" else layout.derived_name(step)) if completed else None
+    expected = {"stdout": (layout.raw_name(step) if completed else layout.stdout_name(step)) if ran else None,
+                "stderr": layout.stderr_name(step) if ran else None}
+    found = [f"step {step[:60]}: {key} {entry.get(key)!r}, but a {entry['status']} step's is {want!r}"
+             for key, want in expected.items() if key in entry and entry.get(key) != want]
+    if entry.get("output") not in (None, output):
+        found.append(f"step {step[:60]}: output {entry['output']!r}, but a {entry['status']} step's is {output!r}")
+    if not ran and any(entry.get(key) is not None for key in ("env", "runner", "image", "exit_code", "timed_out")):
+        found.append(f"step {step[:60]}: no process ran it (no argv), but it records a process's environment, "
+                     "runner, image or exit")
+    for key in ("plots", "tables"):
+        if isinstance(entry.get(key), list) and entry[key] != sorted(set(entry[key])):
+            found.append(f"step {step[:60]}: {key} not sorted, each once, as the writer lists them")
+    if completed and entry.get("kind") != "host" and (entry.get("exit_code") != 0 or entry.get("timed_out")
+                                                        or entry.get("schema_violations")):
+        found.append(f"step {step[:60]}: completed, but exit code {entry.get('exit_code')!r}, timed out "
+                     f"{entry.get('timed_out')!r}, {len(entry.get('schema_violations') or [])} schema violation(s)")
+    return found
+
+
+def _declared(entry: dict[str, Any]) -> list[str]:
+    """A step of this build's plan is what the plan declares it to be (kind, probe, schema, analysis,
+    host function and inputs: verify checks its document with them, so none can be renamed or left
+    out to escape a check; a host function an earlier build recorded by another name, by the name
+    this build gives the same code: registry.RECORDED_NAMES); a completed step of another plan, what
+    its probe's registry entry declares; a probe step names no host function or inputs, a host step
+    no probe."""
+    step = entry["step"]
+    declared = next((s for s in registry.lab_plan() if s.step == step), None)
+    found = []
+    if entry.get("kind") == "probe" and (entry.get("function") is not None or entry.get("needs") not in (None, [])):
+        found.append(f"step {step[:60]}: a probe step names a host function or inputs")
+    if entry.get("kind") == "host" and entry.get("probe") is not None:
+        found.append(f"step {step[:60]}: a host step names a probe")
+    if declared is not None:
+        expected = {"kind": declared.kind, "probe": getattr(declared, "probe", None), "schema": declared.schema,
+                    "analysis": declared.analysis, "function": getattr(declared, "function", None),
+                    "needs": list(getattr(declared, "needs", ()))}
+        recorded = {**entry, "function": registry.RECORDED_NAMES.get(entry.get("function"), entry.get("function"))}
+        differ = [key for key, value in expected.items() if recorded.get(key) != value]
+        return found + ([f"step {step[:60]}: {', '.join(differ)} not what this build's plan declares for it"] if differ else [])
+    spec = registry.find(entry.get("probe"))
+    if entry["status"] != StepStatus.COMPLETED:
+        return found
+    if entry.get("kind") != "probe" or spec is None:
+        return found + [f"step {step[:60]}: no step or probe {str(entry.get('probe'))[:60]!r} in this build's registry "
+                        "to check it by"]
+    if entry.get("schema") != spec.schema or entry.get("analysis") != spec.analysis:
+        found.append(f"step {step[:60]}: schema {entry.get('schema')!r} and analysis {entry.get('analysis')!r}, but this "
+                     f"build's registry checks it with {spec.schema!r} and {spec.analysis!r}")
+    return found
+
+
+def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
+    """commands.json against itself and the registry: every duration from its start and end, every
+    member a step names from the step's id, kind and status (harness.bundle.layout), a completed
+    probe step's exit, the schema and analysis each completed step is checked with, and a retested
+    step's earlier attempts (harness.verify.attempts)."""
+    found = _duration("", commands)
+    listed = commands.get("schemas")
+    if isinstance(listed, list) and listed != sorted(set(listed)):
+        found.append("schemas not sorted, each once, as the writer lists them")
+    order = {step.step: i for i, step in enumerate(registry.lab_plan())}
+    planned = [order[e["step"]] for e in commands.get("steps", []) if e.get("step") in order]
+    if planned != sorted(set(planned)):
+        found.append("steps are not in the order of this build's plan, each once")
+    retest = (commands.get("options") or {}).get("retest")
+    for entry in commands.get("steps", []):
+        found += _duration(f"step {str(entry.get('step'))[:60]}: ", entry) + _step_members(entry) + _declared(entry)
+        found += attempt_discrepancies(entry, retest)
+    return found
+
+
+def check_run_record(view: BundleView) -> list[Check]:
+    found = run_record_discrepancies(view.commands)
+    return [Check("figures", layout.COMMANDS, False, problem) for problem in found] or \
+        [Check("figures", layout.COMMANDS, True, "durations and member names follow from what it records")]
 
 
 def schema_check(name: str, schema: Any, document: Any) -> Check:
@@ -103,7 +198,8 @@ def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
 
 def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
     """Each completed step's stated figures against their recomputation from its raw data (only
-    steps whose document is in VALID: present and schema-valid)."""
+    steps whose document is in VALID: present and schema-valid), figures one step took from another,
+    and commands.json's run-to-run block against the SKU those documents identify."""
     checks = []
     for entry in view.steps:
         if entry.get("status") != StepStatus.COMPLETED or entry["step"] not in valid:
@@ -117,4 +213,9 @@ def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
         across = cross_checks.discrepancies(view.steps, documents)
     except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
         across = [("bundle", f"cross_checks.discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}")]
-    return checks + [Check("figures", member, False, problem) for member, problem in across]
+    try:  # the run-to-run block dossier run recorded for the SKU the documents identify
+        declared = repeatability.declaration_discrepancies(view.commands.get("repeatability"), documents)
+    except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
+        declared = [f"repeatability.declaration_discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
+    return checks + [Check("figures", member, False, problem) for member, problem in across] + [
+        Check("figures", layout.COMMANDS, False, problem) for problem in declared]

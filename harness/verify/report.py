@@ -1,10 +1,12 @@
 """report.md and the table members (tables/STEP.md) against what this build renders from the
-bundle's raw JSON (its own format), or an older format's report kept as signed."""
+bundle's raw JSON, by the rules of the bundle's format: only the format this build writes can be
+re-rendered (harness.verify.formats says which checks an older one misses)."""
 
 from __future__ import annotations
 
 from harness.bundle import layout
 from harness.verify.check import Check
+from harness.verify.formats import Format, renders
 from harness.bundle.view import BundleView
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
@@ -20,19 +22,19 @@ def _first_difference(expected: str, stored: bytes) -> str:
     return "(lines removed)" if len(stored_lines) < len(expected.splitlines()) else "(lines added at the end)"
 
 
-def check_report(view: BundleView) -> Check:
+def check_report(view: BundleView, fmt: Format) -> list[Check]:
+    """report.md re-rendered by FMT's rules; none where this build has not got them (a check not
+    done, listed by harness.verify.formats.not_done)."""
     stored = view.files.get(layout.REPORT)
     if stored is None:
-        return Check("report", layout.REPORT, False, "report.md is missing")
-    made, tool = view.commands.get("format_version"), view.commands["tool"].get("version")
-    if made != layout.FORMAT_VERSION:
-        if isinstance(made, int) and 1 <= made < layout.FORMAT_VERSION:
-            # An older report format cannot be re-rendered by this build's rules; its bytes are
-            # still covered by the signature, and its figures are checked from the raw JSON above.
-            return Check("report", layout.REPORT, True, f"format {made} (rig-dossier {tool}): signed, not "
-                         f"re-rendered (this build renders format {layout.FORMAT_VERSION}; `dossier report` shows it so)")
-        return Check("report", layout.REPORT, False, f"commands.json format_version {made!r} is not one this "
-                     f"build knows (1 to {layout.FORMAT_VERSION}): update rig-dossier")
+        return [Check("report", layout.REPORT, False, "report.md is missing")]
+    if not renders(fmt.version):
+        return []
+    return [_rendered_report(view, stored)]
+
+
+def _rendered_report(view: BundleView, stored: bytes) -> Check:
+    tool = view.commands["tool"].get("version")
     try:
         expected = render_report(view)
         rendered = expected.encode()  # a lone surrogate in a document cannot be UTF-8: a failure, not a raise
@@ -52,14 +54,17 @@ def _rendered_table(probe: object, document: object, documents: dict) -> bytes |
         return None
 
 
-def check_tables(view: BundleView) -> list[Check]:
-    """Each table member a step lists, rendered again from the step's document (this build's format
-    only: an older bundle's tables, if any, stay as signed)."""
-    if view.commands.get("format_version") != layout.FORMAT_VERSION:
+def check_tables(view: BundleView, fmt: Format) -> list[Check]:
+    """Each table member a step lists, rendered again from the step's document, and every table the
+    format calls for listed (FMT's rules; none where this build has not got them)."""
+    if not fmt.tables or not renders(fmt.version):
         return []
     checks = []
     for entry in view.steps:
         step = str(entry.get("step"))
+        if step in view.documents and has_table(entry.get("probe")) and layout.table_name(step) not in view.tables(step):
+            checks.append(Check("files", layout.table_name(step), False, f"step {step[:60]}'s probe has a table, "
+                                f"which a format-{fmt.version} bundle carries, but commands.json does not list it"))
         for member in view.tables(step):
             stored = view.files.get(member)
             if stored is None:

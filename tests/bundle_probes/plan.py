@@ -16,6 +16,19 @@ TICK = ProbeSpec(name="tick", title="sha256 timing (test probe)", lab="test", op
                  schema="common", analysis="tick", plots="tick")
 
 
+# The flaky probe (tests/bundle_probes/flaky.py) as a registry entry: verify checks a completed step by
+# its probe's entry, so a bundle of it verifies only while it is registered (`install_flaky`).
+FLAKY = ProbeSpec(name="flaky", title="fails first (test probe)", lab="test", options=(),
+                  command=CommandSpec(help="a test probe", description="a test probe", output="flaky.json",
+                                      timeout_s=60),
+                  schema="common")
+
+
+def install_flaky(patch) -> None:
+    """Register the flaky probe for the test's duration (PATCH: a pytest MonkeyPatch)."""
+    patch.setattr(registry, "PROBES", (*registry.PROBES, FLAKY))
+
+
 def install(patch=None) -> None:
     """Register the tick probe and stand in its analysis and plot modules: with PATCH (a pytest
     MonkeyPatch) for the test's duration, else for the process (a script, a worker)."""

@@ -27,6 +27,8 @@ def differs(stated: Any, recomputed: Any) -> bool:
         return stated != recomputed
     if isinstance(stated, bool) or isinstance(recomputed, bool):
         return stated is not recomputed
+    if isinstance(stated, int) and isinstance(recomputed, int):  # byte counts: exact
+        return stated != recomputed
     if isinstance(stated, (int, float)) and isinstance(recomputed, (int, float)):
         return not math.isclose(stated, recomputed, rel_tol=ar.REL_TOL, abs_tol=1e-12)
     if isinstance(stated, dict) and isinstance(recomputed, dict):
@@ -135,7 +137,15 @@ def evidence_discrepancies(document: dict[str, Any]) -> list[str]:
 
 def sweep_discrepancies(document: dict[str, Any]) -> list[str]:
     found, sizes, worlds = [], set(document.get("sizes_bytes") or []), set(document.get("world_sizes") or [])
+    if len(worlds) != len(document.get("world_sizes") or []) or len(sizes) != len(document.get("sizes_bytes") or []):
+        found.append("world_sizes or sizes_bytes name one value twice")
+    curves = [(run.get("curve"), run.get("world_size")) for run in document.get("runs", [])]
+    if len(curves) != len(set(curves)):
+        found.append("runs: a curve at one world size appears twice")
     for run in document.get("runs", []):
+        measured = [p["bytes"] for p in run.get("points", [])]
+        if measured != sorted(set(measured)):
+            found.append(f"runs[{run['curve']} n={run['world_size']}]: points not in increasing size, each once")
         extra = sorted({p["bytes"] for p in run.get("points", [])} - sizes)
         if extra:
             found.append(f"runs[{run['curve']} n={run['world_size']}]: points at {extra} B, not in sizes_bytes")

@@ -55,7 +55,22 @@ def rule_discrepancies(document: dict[str, Any]) -> list[str]:
             bw.REPEAT_SPREAD_SOURCE)
     _stated(found, "launch.launch_bound_factor", document["launch"].get("launch_bound_factor"),
             bw.LAUNCH_BOUND_FACTOR, "this build's rule")
+    for where, stated, rule in (("byte_counting.rule", counting.get("rule"), bw.BYTE_RULE),
+                                ("launch.rule", document["launch"].get("rule"), bw.LAUNCH_RULE),
+                                ("launch.cache_rule", document["launch"].get("cache_rule"), bw.CACHE_RULE),
+                                ("plateau.rule", document["plateau"].get("rule"), bw.PLATEAU_RULE)):
+        if stated != rule:
+            found.append(f"{where}: not the rule this build recomputes by")
+    if counting.get("kernels") is None:
+        found.append("byte_counting.kernels is missing: the byte table the verdicts are computed with")
+    cuda = document.get("device") == "cuda"
+    if (document.get("timing", {}).get("method") == "cuda_events") != cuda or "device_identity" not in document:
+        found.append(f"device {document.get('device')!r} timed with {document.get('timing', {}).get('method')!r}, "
+                     f"device_identity {'present' if 'device_identity' in document else 'missing'}: a GPU run times "
+                     "with CUDA events, and every run says which device it measured (the datasheet limit's SKU)")
     times = document["launch"].get("empty_launch_times_s")
+    if document.get("contract_version", 1) >= 2 and not (isinstance(times, list) and times):
+        found.append("launch.empty_launch_times_s is missing: kept from probe contract 2 on, empty_launch_s is their median")
     if isinstance(times, list) and times:  # kept from probe contract 2 on
         _stated(found, "launch.empty_launch_s", document["launch"].get("empty_launch_s"), statistics.median(times),
                 "the median of empty_launch_times_s")
@@ -82,7 +97,7 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
             "the byte rule over the median of iteration_times_s")
     cache, empty = _number(document["cache"].get("size_bytes")), _number(document["launch"].get("empty_launch_s"))
     marks, why = bw.classify(median_s, nbytes, cache, empty)
-    _stated(found, f"{label} marks", sorted(point["marks"]), sorted(marks), f"{bw.CACHE_RULE}; {bw.LAUNCH_RULE}")
+    _stated(found, f"{label} marks", point["marks"], marks, f"{bw.CACHE_RULE}; {bw.LAUNCH_RULE}")
     _stated(found, f"{label} why", point.get("why"), why)
     if "bytes_vs_cache" in point:  # documents before it was stated lack it
         _stated(found, f"{label} bytes_vs_cache", point["bytes_vs_cache"], nbytes / cache if cache else None)
@@ -165,8 +180,15 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
                 "the catalogue's SKU for the PCI device id, memory and power limit")
         _stated(found, "reference.sku_id", ref.get("sku_id"), sku, "the re-identified SKU")
     known = ref.get("known_good")
-    if isinstance(known, dict):
-        _stated(found, "reference.known_good_gbps", ref.get("known_good_gbps"), known.get("value"))
+    _stated(found, "reference.known_good_gbps", ref.get("known_good_gbps"), known.get("value") if isinstance(known, dict) else None)
+    compared = "--compare-sku" in (document.get("argv") or [])
+    if sku and not compared:  # the catalogue's entry for the identified SKU, as the probe looked it up
+        ok = catalogue.comparable(sku, sku)[0]
+        entry = catalogue.primary_known_good(catalogue.by_id(sku), "hbm_bandwidth", kernel=document["kernel"]) if ok else None
+        _stated(found, "reference.comparable", ref.get("comparable"), ok, f"catalogue {sku}")
+        _stated(found, "reference.known_good", known, entry, f"catalogue {sku}, kernel {document['kernel']}")
+    elif not sku and (ref.get("comparable") or known is not None):
+        found.append("reference: a known-good result compared, but no SKU was identified to compare within")
     _stated(found, "reference.known_good_ratio", _number(ref.get("known_good_ratio")), heads["known_good_ratio"])
     spec = _number(ref.get("spec_gbps"))
     plateau = heads["plateau_gbps"]
@@ -174,6 +196,11 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
             plateau / spec if plateau is not None and spec else None)
     if str(ref.get("spec_source", "")).startswith("catalogue") and sku:
         _stated(found, "reference.spec_gbps", spec, catalogue.datasheet_bandwidth_gbps(sku), f"catalogue {sku}")
+    elif str(ref.get("spec_source", "")).startswith("none") and spec is not None:
+        found.append(f"reference.spec_gbps {spec} although spec_source says there is none")
+    sizes = [p.get("size_mib") for p in document["sweep"]]
+    if sizes != sorted(set(sizes)):
+        found.append("sweep: its sizes must increase, each once")
     return found
 
 

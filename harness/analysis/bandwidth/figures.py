@@ -326,7 +326,10 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def differs(stated: Any, computed: Any, rel: float = 1e-6) -> bool:
-    """A stated figure against its recomputation: numbers within REL, lists element by element."""
+    """A stated figure against its recomputation: counts exactly, other numbers within REL, lists
+    element by element."""
+    if isinstance(stated, int) and isinstance(computed, int):  # counts, byte totals, flags
+        return stated != computed
     if isinstance(stated, (int, float)) and isinstance(computed, (int, float)):
         return abs(stated - computed) > rel * max(abs(stated), abs(computed), 1e-12)
     if isinstance(stated, list) and isinstance(computed, list):

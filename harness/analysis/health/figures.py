@@ -56,6 +56,9 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     found = []
     stated = {c.get("name"): c for c in document.get("contracts", []) if isinstance(c, dict)}
     recomputed: dict[Any, dict[str, str]] = {c["name"]: c for c in evaluate(document)}  # looked up by stated names
+    if [c.get("name") for c in document.get("contracts", []) if isinstance(c, dict)] != list(recomputed):
+        found.append(f"contracts: {len(document.get('contracts', []))} stated, not the {len(recomputed)} the facts "
+                     "give, each once, in order")
     for name in sorted(set(stated) | set(recomputed), key=str):
         said, again = stated.get(name) or {}, recomputed.get(name) or {}
         if said.get("status") != again.get("status"):
@@ -76,7 +79,8 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     count = document.get("nvml_device_count")
     if isinstance(count, int) and count != len(devices):
         found.append(f"nvml_device_count {count} but {len(devices)} device record(s)")
-    return found
+    from harness.analysis.health import checks as health_checks
+    return found + health_checks.discrepancies(document)
 
 
 def load_discrepancies(document: dict[str, Any]) -> list[str]:

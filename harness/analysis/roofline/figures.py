@@ -19,9 +19,10 @@ from harness import catalogue
 from harness.analysis import timing
 from harness.analysis.memo import per_document
 from harness.analysis.roofline import gemm_shapes
+from harness.analysis.roofline import checks as roofline_checks
 from harness.analysis.roofline import model as rl
 
-MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
+MEASURED = roofline_checks.MEASURED
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -38,6 +39,8 @@ def median_of(times: Any) -> float | None:
 
 
 def _differs(stated: Any, recomputed: Any) -> bool:
+    if isinstance(stated, int) and isinstance(recomputed, int):  # counts and byte totals: exact
+        return stated != recomputed
     if _is_number(stated) and _is_number(recomputed):
         return not math.isclose(stated, recomputed, rel_tol=rl.REL_TOL, abs_tol=0.0)
     return stated != recomputed
@@ -229,6 +232,8 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the document's roofs, shapes and timings (and each dtype check's)."""
     heads = _dtype_headlines(document)
     unfused_s, fused_s = fusion_medians(document.get("fusion"))
+    if (document.get("fusion") or {}).get("outputs_match") is not True:
+        fused_s = None  # a fused version whose outputs differ from the eager chain's is no speedup
     heads["fusion_speedup"] = unfused_s / fused_s if unfused_s and fused_s else None
     if windowed(document):
         rows = burst_windows(document)
@@ -304,7 +309,8 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         where = "" if dtype == document["dtype"] else f"dtype_checks[{dtype}] "
         found += [where + problem for problem in _dtype_discrepancies(view)]
     found += _order_discrepancies(document)
-    found += fusion_discrepancies(document)
+    found += fusion_discrepancies(document) + roofline_checks.discrepancies(document)
+    found += roofline_checks.dtype_discrepancies(document, dtype_documents(document))
     summary = document.get("summary", {})
     for key in (*BEST_SUMMARY_KEYS, "best_shape", "all_explained", "fusion_speedup", "classifications"):
         again = head["burst_best_tflops"] if key in BEST_SUMMARY_KEYS else head[key]
@@ -387,6 +393,8 @@ def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -
     found = timed_discrepancies(f"measurement {label}", shape, kernel_headline(document))
     if found and seconds_of(shape) is None:
         return found
+    if "windows" in shape and isinstance(document.get("timing"), dict):  # sized and spaced by the stated rule
+        found += roofline_checks.window_discrepancies(f"measurement {label}", shape, document["timing"])
     p, timed = _prediction(document, label), _as_timed(document, shape)
     seconds = timed["headline_s"]
     recomputed = {"achieved_tflops": p["flops"] / seconds / 1e12,

@@ -22,6 +22,7 @@ from harness.analysis.verdict import Verdict, parse, recorded
 STEADY_RULE = ("steady state: the median of the buckets in the second half of the GEMM phase "
                "(buckets[n // 2:]); burst: the first bucket")
 RESULT_RULE = "fails on any GEMM output element whose bits differ from the reference (tolerance 0 bits)"
+TOLERANCE_BITS = 0  # the result check's tolerance (RESULT_RULE)
 MEMORY_RULE = "fails on any 64-bit word read back different from the pattern written"
 EVENTS_RULE = "fails on any XID or ECC event NVML delivered during the run"
 COUNTERS_RULE = ("fails on new volatile uncorrected ECC errors, new remapped rows, or a row-remap pending "
@@ -280,13 +281,15 @@ def _differences(path: str, stated: Any, again: Any) -> list[str]:
     if isinstance(stated, list) and isinstance(again, list) and len(stated) == len(again):
         return [line for i, (a, b) in enumerate(zip(stated, again, strict=True)) for line in _differences(f"{path}[{i}]", a, b)]
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (stated, again))
-    if numbers and math.isclose(stated, again, rel_tol=REL_TOL, abs_tol=1e-12):
+    counts = isinstance(stated, int) and isinstance(again, int)  # a count is exact; a rate within rounding
+    if numbers and not counts and math.isclose(stated, again, rel_tol=REL_TOL, abs_tol=1e-12):
         return []
     return [] if stated == again else [f"{path}: states {stated!r}, recomputed {again!r}"]
 
 
-def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Every stated figure (the summary, each bucket's figures) that differs from the recomputation."""
+def figure_discrepancies(document: dict[str, Any]) -> list[str]:
+    """Every stated figure (the summary, each bucket's figures) that differs from the recomputation (the
+    raw records the probe could not have written for its settings: harness.analysis.stress.checks)."""
     found = _differences("summary", document.get("summary"), headlines(document))
     flop = document["settings"]["flop_per_gemm"]
     for record in document.get("devices", []):

@@ -262,8 +262,7 @@ def _series_discrepancies(s: dict[str, Any], fig: dict[str, Any]) -> list[str]:
     return found
 
 
-def discrepancies(document: dict[str, Any]) -> list[str]:
-    """Where the document's stated figures differ from their recomputation."""
+def figure_discrepancies(document: dict[str, Any]) -> list[str]:
     figures = all_series_figures(document)
     found: list[str] = []
     for s in document.get("series", []):

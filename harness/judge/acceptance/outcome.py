@@ -31,6 +31,7 @@ class BundleRef:
     sha256: str
     signer_keyid: str
     checks_passed: int
+    checks_not_done: tuple[str, ...] = ()  # what verify could not check (an older format, --allow-format)
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,9 @@ class Acceptance:
         return {
             "format": "rig-dossier/acceptance", "format_version": FORMAT_VERSION,
             "bundle": {"name": self.bundle.name, "sha256": self.bundle.sha256,
-                       "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed},
+                       "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed,
+                       **({"verify_checks_not_done": list(self.bundle.checks_not_done)}
+                          if self.bundle.checks_not_done else {})},
             "profile": self.profile.to_json(),
             "result": self.result,
             "passed": self.named(Verdict.PASS), "warned": self.named(Verdict.WARN),

@@ -46,7 +46,9 @@ def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_byt
                             "digest": {"sha256": sha256_hex(catalogue_bytes)}})
     descriptors.append({"name": "bundle-signer-public-key", "digest": {"sha256": acceptance.bundle.signer_keyid},
                         "annotations": {"meaning": "keyid (sha256 of the DER public key) that verified the bundle",
-                                        "verify_checks_passed": acceptance.bundle.checks_passed}})
+                                        "verify_checks_passed": acceptance.bundle.checks_passed,
+                                        **({"verify_checks_not_done": "; ".join(acceptance.bundle.checks_not_done)}
+                                           if acceptance.bundle.checks_not_done else {})}})
     tool_entry: dict[str, Any] = {"name": str(tool.get("name", "rig-dossier")),
                                   "uri": f"pkg:generic/{tool.get('name', 'rig-dossier')}@{tool.get('version')}",
                                   "annotations": {"git_dirty": tool.get("git_dirty")}}

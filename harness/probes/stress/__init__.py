@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analysis.stress import figures as analysis
-from harness.analysis.stress import telemetry as tel
+from harness.analysis.stress import checks as stress_checks
 from harness.probes import cuda_driver
 from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.stress.document import device_record
@@ -47,7 +47,8 @@ GPU_SHAPE_WHY = (
     "16-bit element, 10 per 32-bit one) costs about 3% of the GEMM at the H200's sustained rates; fp8 runs "
     "about twice as fast as bf16, so its K is 32768")
 CPU_SHAPE_WHY = "small enough for tens of GEMMs a second on a 2-core CI runner, so every bucket holds many"
-GPU_CHUNK_MIB, CPU_REGION_MIB, CPU_CHUNK_MIB = 1024, 64, 8
+GPU_CHUNK_MIB, CPU_REGION_MIB = 1024, 64
+CPU_CHUNK_MIB = stress_checks.CPU_CHUNK_BYTES // 2**20  # verify holds a CPU run's chunks to it
 BUCKET_S = 1.0
 SEED = 16
 INJECT_GEMM_ITERATION = 2
@@ -176,7 +177,7 @@ def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
         "device": device, "seconds": seconds, "dtype": dtype, "shape": {"m": m, "n": n, "k": k},
         "shape_why": why, "flop_per_gemm": 2 * m * n * k, "gemm_path": _gemm_path(dtype, device),
         "bucket_s": BUCKET_S, "sample_interval_s": args.sample_interval_s, "seed": args.seed,
-        "check": {"enabled": not args.no_check, "tolerance_bits": 0, "why": CHECK_WHY,
+        "check": {"enabled": not args.no_check, "tolerance_bits": analysis.TOLERANCE_BITS, "why": CHECK_WHY,
                   "method": "torch.ne on an integer view of the output and the reference, mismatched elements "
                             "summed on the device into one slot per iteration, copied back once per bucket"},
         "memory_test": {"enabled": memory_on, "share_of_free": args.memory_share if device == "cuda" else None,
@@ -294,17 +295,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         limitations.append({"what": "NVML telemetry, XID/ECC events and error counters",
                             "why": records[0]["nvml"].get("unavailable", "a CPU run")})
     document = {"device": device, "torch_version": torch_build(torch_directory())["torch_version"],
-                "settings": settings, "rules": rules(), "devices": records, "sizing": sizing(settings, records),
+                "settings": settings, "rules": stress_checks.rules(), "devices": records,
+                "sizing": sizing(settings, records),
                 "limitations": limitations}
     document["summary"] = analysis.headlines(document)
     return document
 
-
-def rules() -> dict[str, str]:
-    return {"steady_state": analysis.STEADY_RULE, "result_check": analysis.RESULT_RULE,
-            "memory_test": analysis.MEMORY_RULE, "nvml_events": analysis.EVENTS_RULE,
-            "ecc_and_row_remap": analysis.COUNTERS_RULE, "clock_event_reasons": tel.FLAGGED_RULE,
-            "power_target": tel.POWER_RULE}
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ for the iteration IN_FLIGHT iterations back, so the queue never runs dry inside 
 
 from __future__ import annotations
 
-import math
 import time
 from collections import deque
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any
 
 import torch
 
+from harness.analysis.stress.checks import bucket_capacity
 from harness.probes.stress.count import MaskCounter
 
 from harness.probes.roofline.gemms import FP8_MAX, TORCH_DTYPES
@@ -27,8 +27,6 @@ from harness.probes.timing import Clock
 
 IN_FLIGHT = 3  # iterations queued ahead of the host
 WARMUP_ITERATIONS = {"cuda": 3, "cpu": 3}
-CAPACITY_MARGIN = 2.0  # a bucket holds up to 2x the iterations the warm-up rate predicts...
-CAPACITY_EXTRA = 16  # ...plus a few; a bucket that fills closes early (closed_by "capacity")
 GEMM_MS_DECIMALS = 4  # 0.1 us: below what CUDA events resolve (about 0.5 us)
 INJECT_ELEMENT = (0, 0)  # --inject-fault gemm flips bit 0 of this output element
 
@@ -143,7 +141,7 @@ class GemmLoop:
             marks.append(self.clock.mark())
         self.clock.wait(marks[-1])
         fastest_ms = min(self.clock.milliseconds(a, b) for a, b in zip(marks, marks[1:], strict=False))
-        self.capacity = math.ceil(CAPACITY_MARGIN * self.plan.bucket_s * 1e3 / max(fastest_ms, 1e-3)) + CAPACITY_EXTRA
+        self.capacity = bucket_capacity(fastest_ms, self.plan.bucket_s)
         self.ops.gemm()
         self.ops.reference.copy_(self.ops.out)
         done = self.clock.mark()

@@ -128,16 +128,3 @@ class MemoryTest:
 def _hex(value: int) -> str:
     """A 64-bit word's bits as 16 hex digits (two's complement for torch's signed int64)."""
     return f"{value & (2**64 - 1):016x}"
-
-
-def plan_region(free_bytes: int, share: float, chunk_bytes: int) -> tuple[int, int]:
-    """(region bytes, chunk bytes): whole chunks within `share` of the free bytes, with room left in that
-    share for the scratch chunk and its mask; when two chunks do not fit, one chunk of a third of it."""
-    usable = int(free_bytes * share)
-    extra = chunk_bytes + chunk_bytes // WORD_BYTES  # the scratch chunk and its mask
-    if usable >= chunk_bytes + extra:
-        return (usable - extra) // chunk_bytes * chunk_bytes, chunk_bytes
-    chunk = usable // 3 // WORD_BYTES * WORD_BYTES
-    if chunk == 0:
-        raise ValueError(f"{usable} bytes ({share:g} of {free_bytes} free) cannot hold a memory test")
-    return chunk, chunk

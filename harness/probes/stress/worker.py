@@ -130,7 +130,8 @@ class Worker:
                 "libraries": gemm_libraries(self.torch, plan.device)}
 
     def memory_phase(self) -> None:
-        from harness.probes.stress.memory import MemoryPlan, MemoryTest, plan_region
+        from harness.analysis.stress.checks import plan_region
+        from harness.probes.stress.memory import MemoryPlan, MemoryTest
         c, torch = self.config["memory"], self.torch
         self.phase = "memory test setup"
         if self.cuda:

@@ -24,6 +24,7 @@ from harness.analysis.allreduce.figures import format_size, parse_size
 from harness.probes.bandwidth.device import cpu_cache, cpu_name, meminfo_bytes
 from harness.probes.topology import TopologyCapture
 from harness.probes.transfer.copies import MAX_COPIES, MIN_COPIES, WARMUP_COPIES, Stream, sweep_alone
+from harness.analysis.transfer.checks import LARGE_COUNT
 from harness.probes.transfer.document import COPY_PATHS, assemble, series_record
 from harness.probes.transfer.gpu import GpuRun
 from harness.probes.transfer.host import host_nodes, numa_plan
@@ -35,7 +36,6 @@ from harness.probes.nvml import NvmlSession
 NAME = "transfer"
 GPU_SIZES = ("4K", "64K", "1M", "4M", "16M", "64M", "256M", "512M", "1G")
 CPU_SIZES = ("4K", "64K", "1M", "16M", "64M")  # small on purpose: CI runners have 2 cores
-LARGE_COUNT = 3  # peer, all-GPU and NUMA copies use the largest sizes only (their plateau)
 POINT_BUDGET_S = {"cuda": 0.1, "cpu": 0.02}
 DEVICE_SAFE_FRACTION = 0.5  # two device buffers of the largest size within half the free memory
 HOST_SAFE_FRACTION = 0.25  # every host buffer within a quarter of MemAvailable

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.transfer import figures as analysis
-from harness.analysis.transfer import links as link_rules
-from harness.analysis.transfer import series as series_rules
+from harness.analysis.transfer import checks
 
 COPY_PATHS = {
     "host_device": ("torch Tensor.copy_(non_blocking=True) on a side stream of the GPU: cudaMemcpyAsync, "
@@ -53,40 +51,7 @@ def group_record(group_id: str, kind: str, what: str, members: list[str], same_c
             "how": CONCURRENCY, "per_size": per_size}
 
 
-def rules() -> dict[str, Any]:
-    return {"plateau_tolerance": series_rules.PLATEAU_TOLERANCE,
-            "plateau": series_rules.PLATEAU_RULE,
-            "latency_max_bytes": series_rules.LATENCY_MAX_BYTES,
-            "latency_bound_factor": series_rules.LATENCY_BOUND_FACTOR,
-            "latency": series_rules.LATENCY_RULE, "cache_resident": series_rules.CACHE_RULE,
-            "degraded_link_fraction": link_rules.DEGRADED_LINK_FRACTION,
-            "degraded_link_source": link_rules.DEGRADED_LINK_SOURCE,
-            "exceeds_tolerance": link_rules.EXCEEDS_TOLERANCE,
-            "pcie_source": link_rules.PCIE_SOURCE, "nvlink_source": link_rules.NVLINK_SOURCE}
-
-
-def state_figures(document: dict[str, Any]) -> dict[str, Any]:
-    """Fill every series', group's and verdict's stated figures from the raw per-copy times."""
-    figures = analysis.all_series_figures(document)
-    for series in document["series"]:
-        fig = figures[series["id"]]
-        by_bytes = {p["bytes"]: p for p in fig["points"]}
-        for point in series["points"]:
-            computed = by_bytes[point["bytes"]]
-            point.update(median_s=computed["median_s"], gbps=computed["gbps"], marks=computed["marks"],
-                         why=computed["why"])
-        link = fig["link"]
-        series.update(plateau=fig["plateau"], latency=fig["latency"],
-                      link={**link, "explanation": link["explanation"].rstrip(".") + ". " + link_rules.ratio_sentence(
-                          link["rate_gbps"], link["ceiling_gbps"], series["id"], link["rate_basis"])})
-    for group in document["groups"]:
-        computed = analysis.group_figures(group, figures)
-        group["total_plateau_gbps"] = computed["total_plateau_gbps"]
-        for entry, again in zip(group["per_size"], computed["per_size"], strict=True):
-            entry.update(total_gbps=again["total_gbps"], overlap=again["overlap"])
-    document["link_checks"] = analysis.link_checks(document, figures)
-    document["p2p_checks"] = analysis.p2p_checks(document, figures)
-    return document
+state_figures = checks.state_figures  # the stated parts, from the raw ones: verify recomputes them the same way
 
 
 def assemble(*, device: str, torch_version: str, sizes: list[int], large_sizes: list[int],
@@ -98,8 +63,8 @@ def assemble(*, device: str, torch_version: str, sizes: list[int], large_sizes: 
     document = {
         "device": device, "torch_version": torch_version, "sizes_bytes": sizes, "large_sizes_bytes": large_sizes,
         "timing": timing,
-        "byte_counting": {"rule": series_rules.BYTE_RULE, "gb_bytes": 10**9},
-        "rules": rules(), "copy_paths": COPY_PATHS, "concurrency": CONCURRENCY,
+        "byte_counting": checks.byte_counting(),
+        "rules": checks.rules(), "copy_paths": COPY_PATHS, "concurrency": CONCURRENCY,
         "host": host, "gpus": gpus, "topology": topology, "peer": peer, "all_gpus": all_gpus, "numa": numa,
         "series": series, "groups": groups, "limitations": limitations, "sizing": sizing,
     }
