@@ -71,6 +71,10 @@ while time.time() - t0 < 420:
 print("co-tenant GEMMs:", n)
 PY
   COTENANT=$!; sleep 8
+  log "dossier check --no-gpu-processes beside the co-tenant (a prolog's question: is the GPU free?)"
+  $D check --expect-gpus 1 --sku h200-sxm-141gb --no-gpu-processes --json --save-reading "$W/check-contended.reading.json" \
+    >"$W/check-contended.json" 2>"$W/check-contended.err"; echo "check contended rc=$?" | tee -a "$W/summary.log"
+  tail -5 "$W/check-contended.err" >>"$W/summary.log"
   dossier "h200-contended"
   kill "$COTENANT" 2>/dev/null; wait "$COTENANT" 2>/dev/null
   log "reproduce: b1 against b2 (clean pair, same machine start) and the contended run against b1"
