@@ -9,9 +9,10 @@ what the key signed. Then the signed content, by the rules of the format it clai
 allows it, and then the checks not done are the result's `not_done`): commands.json against its
 schema (its failure ends the checks: every other document is found through it), the format's
 members and environment.json's agreement, the predicate against commands.json, commands.json
-against itself and the registry, every document against its schema, every schema-valid step's
-stated figures against their
-recomputation (harness.analysis.*), host-computed documents recomputed, and report.md
+against itself and the registry (a retested step's attempts: harness.verify.attempts), every
+document against its schema, every schema-valid step's stated figures against their
+recomputation (harness.analysis.*), host-computed documents recomputed, the run-to-run block
+against the SKU the documents identify, and report.md
 re-rendered from the raw JSON when every document it is rendered from is schema-valid (and each
 table member likewise); the schemas a bundle carries (format 4 on) against this build's. Each
 failure is one Check with ok=False; `verify_bundle` never raises.
