@@ -30,6 +30,13 @@ def _stated(found: list[str], name: str, stated: Any, computed: Any, why: str = 
         found.append(f"{name}: states {stated!r}, recomputed {computed!r}" + (f" ({why})" if why else ""))
 
 
+def _measurement(entry: Any) -> Any:
+    """A known-good entry less its citation (`source`: where the catalogue of the build that made the
+    bundle said the figure is written down, a text a later catalogue may move); the measurement itself
+    (value, unit, kernel, setting, tool, date) must be the catalogue's."""
+    return {k: v for k, v in entry.items() if k != "source"} if isinstance(entry, dict) else entry
+
+
 def identified_sku(document: dict[str, Any]) -> str | None:
     """The SKU the catalogue gives for the document's PCI identity (None on a CPU or when unread)."""
     identity = document.get("device_identity")
@@ -186,7 +193,8 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
         ok = catalogue.comparable(sku, sku)[0]
         entry = catalogue.primary_known_good(catalogue.by_id(sku), "hbm_bandwidth", kernel=document["kernel"]) if ok else None
         _stated(found, "reference.comparable", ref.get("comparable"), ok, f"catalogue {sku}")
-        _stated(found, "reference.known_good", known, entry, f"catalogue {sku}, kernel {document['kernel']}")
+        _stated(found, "reference.known_good", _measurement(known), _measurement(entry),
+                f"catalogue {sku}, kernel {document['kernel']}")
     elif not sku and (ref.get("comparable") or known is not None):
         found.append("reference: a known-good result compared, but no SKU was identified to compare within")
     _stated(found, "reference.known_good_ratio", _number(ref.get("known_good_ratio")), heads["known_good_ratio"])
