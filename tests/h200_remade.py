@@ -59,3 +59,14 @@ def _step_records(step, entries, files, documents) -> list[StepRecord]:
                    stderr=files.get(entry["stderr"], b""))
     return [StepRecord(**base, probe=step.probe, status=COMPLETED, run=run, document=documents[step.step],
                        inputs=entry.get("inputs") or {}, checkpoint=entry.get("checkpoint"))]
+
+
+def remade(bundle: Path) -> RunRecord:
+    """BUNDLE's run re-made by this build, with the run-to-run block `dossier run` records for the SKU
+    its health step identified (format 5 records it): assemble it for a bundle in this build's format."""
+    import dataclasses
+
+    from harness.analysis import repeatability
+    record = record_of(bundle)
+    documents = {s.step: s.document for s in record.steps if s.document is not None}
+    return dataclasses.replace(record, repeatability=repeatability.declaration(repeatability.bundle_sku(documents)))

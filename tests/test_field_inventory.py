@@ -19,7 +19,6 @@ schema, its analysis (headlines and discrepancies), the figures other steps took
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import subprocess
 import sys
@@ -129,11 +128,8 @@ def _remade_full() -> dict[str, bytes]:
     """The full H200 dossier's run re-made by this build (format 5), with the run-to-run block
     `dossier run` records for the SKU its health step identified."""
     from harness.run.assemble import unsigned_files
-    from tests.h200_remade import record_of
-    record = record_of(BUNDLES[0])
-    documents = {s.step: s.document for s in record.steps if s.document is not None}
-    return unsigned_files(dataclasses.replace(
-        record, repeatability=repeatability.declaration(repeatability.bundle_sku(documents))))
+    from tests.h200_remade import remade
+    return unsigned_files(remade(BUNDLES[0]))
 
 
 def _retested(tmp: Path) -> dict[str, bytes]:

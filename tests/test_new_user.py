@@ -5,7 +5,7 @@ typed, before any probe runs (a probe starting here fails the test), a key is ma
 """
 
 import argparse
-import json
+import dataclasses
 import os
 import subprocess
 import sys
@@ -20,7 +20,7 @@ from harness.present.verdict import run_verdict
 from harness.run.assemble import assemble
 from harness.run.orchestrate import RunOptions, collect
 from tests.accept_support import small_cpu_plan
-from tests.bundle_support import make_key, quiet_display, rewrite
+from tests.bundle_support import make_key, quiet_display
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "tests/fixtures/h200/dossier-h200.tar.gz"
@@ -216,19 +216,18 @@ def typed(tmp_path_factory):
     shim.chmod(0o755)
     (work / ".venv" / "bin" / ".installed").touch()  # make dossier's venv, made: the recipe runs dossier
     vendor, vendor_public = make_key(tmp / "vendor")
-    full = ROOT / "tests/fixtures/h200/dossier-h200-full.tar.gz"
     colleague, colleague_public = make_key(tmp / "colleague")
     colleague_dossier(work / "colleague.tar.gz", colleague)
     (work / "colleague.pub").write_bytes(colleague_public.read_bytes())
     (work / "vendor.pub").write_bytes(vendor_public.read_bytes())
+    from harness.run.assemble import assemble
+    from tests.h200_remade import remade
+    run = remade(ROOT / "tests/fixtures/h200/dossier-h200-full.tar.gz")  # the committed full dossier's run, this format
     for name in ("vendor-sample.tar.gz", "golden-run1.tar.gz", "delivered-node7.tar.gz"):
-        rewrite(full, work / name, resign_with=vendor)
-
-    def later(files):  # a second run of the golden unit: another start, the same measurements
-        commands = json.loads(files["commands.json"])
-        commands["started_at"] = commands["started_at"].replace("07:58:54", "07:58:55")
-        files["commands.json"] = json.dumps(commands, indent=1, sort_keys=True).encode() + b"\n"
-    rewrite(full, work / "golden-run2.tar.gz", later, resign_with=vendor)
+        (work / name).write_bytes(assemble(run, vendor))
+    # a second run of the golden unit: another start, the same measurements
+    later = dataclasses.replace(run, started_at=run.started_at.replace("07:58:54", "07:58:55"))
+    (work / "golden-run2.tar.gz").write_bytes(assemble(later, vendor))
     lines = [line for block in readme_blocks() if not block[0].startswith("dossier fleet") for line in block]
     script = "".join(f"{line}\necho \"##rc $?\"\n" for line in lines)
     env = {"HOME": str(home), "PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1",
@@ -241,7 +240,7 @@ def typed(tmp_path_factory):
 def test_the_readme_typical_use_runs_as_written_on_this_machine(typed):
     lines, codes = typed["lines"], typed["codes"]
     assert len(codes) == len(lines), typed["err"][-3000:]
-    by_line = {line.split("  #")[0].strip(): code for line, code in zip(lines, codes)}
+    by_line = {line.split("  #")[0].strip(): code for line, code in zip(lines, codes, strict=True)}
     bundles = sorted((typed["work"] / "bundles").glob("dossier-*.tar.gz"), key=lambda p: p.stat().st_mtime)
     assert len(bundles) == 2  # make dossier's, with a key made on first use in the fresh home; reproduce's
     assert (typed["home"] / ".config" / "rig-dossier" / "dossier.key").exists()
