@@ -146,8 +146,11 @@ def _measured_discrepancies(document: dict[str, Any]) -> list[str]:
 
 def series_id(series: dict[str, Any]) -> str | None:
     """The id the probe gives a series of these labels (None for labels it never combines)."""
-    direction, memory, gpu = series.get("direction"), series.get("memory"), series.get("gpu")
-    short, concurrency, placement = analysis.SHORT.get(direction), series.get("concurrency"), series.get("numa_placement")
+    # labels are any JSON: a value no map below knows finds None
+    direction: Any = series.get("direction")
+    concurrency: Any = series.get("concurrency")
+    memory, gpu, placement = series.get("memory"), series.get("gpu"), series.get("numa_placement")
+    short = analysis.SHORT.get(direction)
     if direction == "host_to_host":
         return "host/copy"
     if direction == "device_to_device_peer":
