@@ -50,7 +50,7 @@ def missing(document: dict[str, Any], drawn: list[str]) -> str | None:
         return None
     if document["device"] != "cuda":
         return f"No {' or '.join(absent)} panel: a CPU run has no NVML to read them."
-    nvml = next((r.get("nvml") for r in document.get("devices", []) if isinstance(r.get("nvml"), dict)), {})
+    nvml: Any = next((r.get("nvml") for r in document.get("devices", []) if isinstance(r.get("nvml"), dict)), {})
     why = nvml.get("unavailable") if isinstance(nvml, dict) else None
     return f"No {' or '.join(absent)} panel: NVML gave no reading" + (f" ({why})" if why else "") + "."
 
