@@ -241,7 +241,7 @@ def typed(tmp_path_factory):
 def test_the_readme_typical_use_runs_as_written_on_this_machine(typed):
     lines, codes = typed["lines"], typed["codes"]
     assert len(codes) == len(lines), typed["err"][-3000:]
-    by_line = {line.split("  #")[0].strip(): code for line, code in zip(lines, codes)}
+    by_line = {line.split("  #")[0].strip(): code for line, code in zip(lines, codes, strict=True)}
     bundles = sorted((typed["work"] / "bundles").glob("dossier-*.tar.gz"), key=lambda p: p.stat().st_mtime)
     assert len(bundles) == 2  # make dossier's, with a key made on first use in the fresh home; reproduce's
     assert (typed["home"] / ".config" / "rig-dossier" / "dossier.key").exists()

@@ -292,7 +292,7 @@ def judge_idle_load(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
                       ("health-load",))
     statuses = [parse(c.get("status")) for c in checks]  # health-diff.json records SKIP as "not-applicable"
     if Verdict.FAIL in statuses or document.get("verdict") != Verdict.PASS:
-        failed = [f"{c.get('name')} ({c.get('device')})" for c, s in zip(checks, statuses) if s == Verdict.FAIL]
+        failed = [f"{c.get('name')} ({c.get('device')})" for c, s in zip(checks, statuses, strict=True) if s == Verdict.FAIL]
         return result("idle-load", IDLE_LOAD_TEXT, Verdict.FAIL, evidence, ("health-load",),
                       why="failed: " + (", ".join(failed) or "the diff's verdict is not pass"))
     if all(s == Verdict.SKIP for s in statuses):

@@ -295,7 +295,7 @@ def _telemetry_discrepancies(where: str, record: dict[str, Any], settings: dict[
     found = [] if telemetry.get("interval_s") == interval else [
         f"{where}.telemetry.interval_s {telemetry.get('interval_s')}, but settings.sample_interval_s is {interval}"]
     times = [s.get("t_s") for s in telemetry.get("samples", [])]
-    spacing = [b - a for a, b in zip(times, times[1:])]
+    spacing = [b - a for a, b in zip(times, times[1:], strict=False)]
     if any(step <= 0 for step in spacing):
         found.append(f"{where}.telemetry.samples: t_s does not increase")
     elif len(spacing) >= 2 and _is(interval, (int, float)) and \

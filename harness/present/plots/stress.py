@@ -63,7 +63,7 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
     drawn = panels(lines)
     fig, _ = new_figure(8.0, 2.6 * len(drawn) + 0.6)
     fig.clf()
-    axes = dict(zip(drawn, fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0]))
+    axes = dict(zip(drawn, fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0], strict=True))
     label = "GPU" if document["device"] == "cuda" else "CPU"
     for n, line in enumerate(lines):
         colour = COLOURS[n % len(COLOURS)]
