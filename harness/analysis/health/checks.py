@@ -23,7 +23,10 @@ def sku_record(pci_device_id: Any, memory_total_mib: Any, power_limit_w: Any) ->
     if not isinstance(pci_device_id, str):
         why = pci_device_id.get("unavailable") if isinstance(pci_device_id, dict) else pci_device_id
         return {"id": None, "name": None, "form_factor": None, "evidence": f"PCI device id unreadable: {why}"}
-    number = lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # noqa: E731
+
+    def number(v: Any) -> float | None:
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
     found = catalogue.identify(pci_device_id, number(memory_total_mib), number(power_limit_w))
     sku = found.sku or {}
     return {"id": found.sku_id, "name": sku.get("name"), "form_factor": sku.get("form_factor"),
