@@ -220,7 +220,7 @@ def _changed_paths(a: Any, b: Any, path: tuple = ()) -> list[tuple]:
         return [p for key in set(a) | set(b) for p in
                 ([path + (key,)] if key not in a or key not in b else _changed_paths(a[key], b[key], path + (key,)))]
     if isinstance(a, list):
-        return [path] if len(a) != len(b) else [p for i, (x, y) in enumerate(zip(a, b))
+        return [path] if len(a) != len(b) else [p for i, (x, y) in enumerate(zip(a, b, strict=True))
                                                 for p in _changed_paths(x, y, path + (i,))]
     return [] if a == b else [path]
 

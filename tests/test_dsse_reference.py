@@ -45,7 +45,7 @@ def signed(tmp_path_factory):
             if sum(map(_signature(_envelope_of(path))["sig"].count, "+/")) >= 2:
                 break
         namespace = {"__name__": "check_bundle"}
-        exec(compile(documented_recipe(), "docs/bundle.md", "exec"), namespace)  # noqa: S102 - our own docs
+        exec(compile(documented_recipe(), "docs/bundle.md", "exec"), namespace)  # the recipe of our own docs
         yield path, key, public, namespace["check"], tmp
 
 

@@ -76,7 +76,7 @@ def test_a_faulty_bundle_is_the_same_exit_code_in_every_command(world, fault, co
         got, err = _run(world, command.replace("{B}", fault), capsys)
         assert "Traceback" not in err and "internal error" not in err, (command, err)
         results[command] = got
-    assert results == {command: code for command in BUNDLE_COMMANDS}
+    assert results == dict.fromkeys(BUNDLE_COMMANDS, code)
 
 
 # Every output a command writes, on /proc and on /sys: refused before any work (exit 2).

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.analysis import timing
+from harness.analysis.roofline import checks as roofline_checks
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
 from harness.analysis.verdict import Verdict
@@ -73,6 +74,17 @@ def h200_context():
     return {"peak_tflops": H200["peak_bf16_tflops"], "bandwidth_gbps": H200["bandwidth_gbps"], "in_bytes": 2,
             "out_bytes": 2, "path": "torch.mm (cuBLAS) in bf16", "launch_floor_s": 6e-6, "sm_count": 132,
             "tile_m": 128, "tile_n": 256, "max_sm_clock_mhz": 1980, "cache_mib": 60}
+
+
+def test_a_window_without_its_call_count_is_named_not_raised():
+    """A window stripped of its `calls` (an edited document) is a discrepancy that lists every window's
+    count, the missing one as None, beside the captured ones: sorting them must not raise."""
+    windows = captured_windows("square-2048")
+    del windows[1]["calls"]
+    timed = {"windows": windows, "window_spread": 0.01,
+             "warmup": {"seconds": 1.0, "calls": 100, "per_call_s": windows[0]["seconds"] / 900}}
+    found = roofline_checks.window_discrepancies("measurement square-2048", timed, {"windows": 3, "window_s": 0.02})
+    assert any(line.startswith("measurement square-2048: windows of [900, None] calls") for line in found), found
 
 
 def test_a_launch_bound_shape_is_explained_by_its_graph_replay():

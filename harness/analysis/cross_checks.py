@@ -88,7 +88,8 @@ def checkpoint_discrepancies(steps: list[dict[str, Any]], documents: Mapping[str
     (commands.json's `checkpoint`, which the signed predicate repeats)."""
     found = []
     for step in steps:
-        resolved, document = step.get("checkpoint") if isinstance(step, dict) else None, documents.get(step.get("step"))
+        name: Any = step.get("step")  # any JSON: a name no document has finds None
+        resolved, document = step.get("checkpoint") if isinstance(step, dict) else None, documents.get(name)
         stated = document.get("checkpoint") if isinstance(document, dict) else None
         if isinstance(resolved, dict) and isinstance(stated, dict) and stated != resolved:
             keys = sorted(k for k in set(stated) | set(resolved) if stated.get(k) != resolved.get(k))

@@ -66,6 +66,6 @@ def without_empty(value: Any) -> Any:
         kept = {k: without_empty(v) for k, v in value.items()}
         return {k: v for k, v in kept.items() if v not in (None, {}, [])}
     if isinstance(value, list):
-        kept = [without_empty(v) for v in value]
-        return [v for v in kept if v not in (None, {}, [])]
+        parts = [without_empty(v) for v in value]
+        return [v for v in parts if v not in (None, {}, [])]
     return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from harness import paths
 from harness.bundle import layout
@@ -32,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def check_format(view: BundleView, path: Path, allowed: tuple[int, ...]) -> None:
     """A bundle whose format this build renders, or one --allow-format allows (said on stderr)."""
-    made = view.commands.get("format_version")
+    made: Any = view.commands.get("format_version")  # any JSON: an int this build knows where `known`
     known = isinstance(made, int) and not isinstance(made, bool) and made in FORMATS
     if known and renders(made):
         return

@@ -62,11 +62,11 @@ def not_completed(facts: BundleFacts, step: str) -> tuple[Verdict, str]:
     return Verdict.INCOMPLETE, f"the {step} step did not run: {why}"
 
 
-def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any] | None, Verdict | None, list[str]]:
-    """The step's figures, or the verdict and the finding to give when they do not exist."""
+def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any], Verdict | None, list[str]]:
+    """The step's figures, or (no figures: {}) the verdict and the finding to give when they do not exist."""
     if facts.status(step) != StepStatus.COMPLETED:
         verdict, why = not_completed(facts, step)
-        return None, verdict, [why]
+        return {}, verdict, [why]
     figures = facts.view.figures(step)
     if figures.values is None:
         return {}, Verdict.FAIL, [f"{step}: headline figures could not be recomputed: {figures.error}"]
@@ -107,9 +107,9 @@ def judge_health(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
 
 
 def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    b, early, why = prerequisite(facts, "bandwidth")
+    b, early, unmet = prerequisite(facts, "bandwidth")
     if early:
-        return result("bandwidth", BANDWIDTH_TEXT, early, why, ("bandwidth",))
+        return result("bandwidth", BANDWIDTH_TEXT, early, unmet, ("bandwidth",))
     evidence = present(b, ("device", "kernel", "plateau_gbps", "plateau_sizes_mib", "repeat_size_mib",
                            "repeat_medians_gbps", "repeat_spread", "spec_gbps", "known_good_gbps", "known_good_ratio"))
     if b.get("plateau_gbps") is None:
@@ -292,7 +292,7 @@ def judge_idle_load(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
                       ("health-load",))
     statuses = [parse(c.get("status")) for c in checks]  # health-diff.json records SKIP as "not-applicable"
     if Verdict.FAIL in statuses or document.get("verdict") != Verdict.PASS:
-        failed = [f"{c.get('name')} ({c.get('device')})" for c, s in zip(checks, statuses) if s == Verdict.FAIL]
+        failed = [f"{c.get('name')} ({c.get('device')})" for c, s in zip(checks, statuses, strict=True) if s == Verdict.FAIL]
         return result("idle-load", IDLE_LOAD_TEXT, Verdict.FAIL, evidence, ("health-load",),
                       why="failed: " + (", ".join(failed) or "the diff's verdict is not pass"))
     if all(s == Verdict.SKIP for s in statuses):

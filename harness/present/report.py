@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any
 
 import jinja2
@@ -193,7 +193,7 @@ def _grouped(found: list[tuple[str, str]]) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in steps.items()]
 
 
-def limitations_context(view: BundleView, noted: set[str] = frozenset()) -> list[str]:
+def limitations_context(view: BundleView, noted: Set[str] = frozenset()) -> list[str]:
     """Every step that did not complete, every limitation a document records, and why a step has
     no plots (unless a criterion already says so: the steps in NOTED)."""
     found: list[tuple[str, str]] = []

@@ -110,7 +110,7 @@ class RunDisplay:
         if self._task is not None:
             self.progress.update(self._task, what=status)
             self.progress.stop_task(self._task)
-            self._task: TaskID | None = None
+            self._task = None
         self._say(f"    {step}: {status}{' - ' + detail if detail else ''}")
 
     def skip(self, step: str, why: str) -> None:

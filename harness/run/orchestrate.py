@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness import recovery, registry
 from harness.analysis import repeatability
@@ -151,7 +151,7 @@ class Companions:
         invocation = ProbeInvocation(step.probe, prepared.args, prepared.timeout_s or step.timeout_s,
                                      mounts=prepared.mounts)
         outcome = judge(self.runner.run(invocation), schema=step.schema)
-        extra = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
+        extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
         if isinstance(outcome, Completed):
             self.records[step.step] = StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
         else:
@@ -268,16 +268,17 @@ def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, s
     if why:
         display.skip(step.step, why)
         return StepRecord(**_base(step), status=NOT_RUN, why=why)
-    taken = companions.taken(step) if companions else None
+    if isinstance(step, HostStep):
+        return run_host_step(step, state, display)
+    taken = companions.taken(step) if companions else None  # only a probe step is taken during another
     if taken is not None:
         if taken.status == COMPLETED and taken.document is not None:
-            state.add(step.step, taken.document, step.analysis)
+            # a companion's record holds its Completed outcome's document, a dict (Companions._run)
+            state.add(step.step, cast("dict[str, Any]", taken.document), step.analysis)
         display.host(step.step, f"{'completed' if taken.status == COMPLETED else 'FAILED'}, taken during the "
                                 f"{step.during} step ({step.title.lower()})" + (f" - {taken.why}" if taken.why else ""))
         return taken
-    if isinstance(step, ProbeStep):
-        return run_probe_step(step, runner, state, display, early, retest, companions)
-    return run_host_step(step, state, display)
+    return run_probe_step(step, runner, state, display, early, retest, companions)
 
 
 def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:

@@ -5,7 +5,6 @@ These are the inputs of bundle assembly: the same records always give the same b
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any

@@ -82,6 +82,6 @@ def attempt_discrepancies(entry: dict[str, Any], retest: Any) -> list[str]:
         found += _one(f"step {step}: attempt {number}", attempt, entry, number)
     ends = [(a.get("started_at"), a.get("finished_at")) for a in attempts] + [(entry.get("started_at"), None)]
     if any(not isinstance(end, str) or not isinstance(nxt, str) or end > nxt  # RFC 3339 UTC times order as text
-           for (_, end), (nxt, _) in zip(ends, ends[1:])):
+           for (_, end), (nxt, _) in zip(ends, ends[1:], strict=False)):
         found.append(f"step {step}: an attempt ends after the next one (or the step's last attempt) started")
     return found

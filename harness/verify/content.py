@@ -77,7 +77,8 @@ def _declared(entry: dict[str, Any]) -> list[str]:
         expected = {"kind": declared.kind, "probe": getattr(declared, "probe", None), "schema": declared.schema,
                     "analysis": declared.analysis, "function": getattr(declared, "function", None),
                     "needs": list(getattr(declared, "needs", ()))}
-        recorded = {**entry, "function": registry.RECORDED_NAMES.get(entry.get("function"), entry.get("function"))}
+        function: Any = entry.get("function")  # any JSON: a name no earlier build recorded stays as it is
+        recorded = {**entry, "function": registry.RECORDED_NAMES.get(function, function)}
         differ = [key for key, value in expected.items() if recorded.get(key) != value]
         return found + ([f"step {step[:60]}: {', '.join(differ)} not what this build's plan declares for it"] if differ else [])
     spec = registry.find(entry.get("probe"))

@@ -191,7 +191,8 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
     compared = "--compare-sku" in (document.get("argv") or [])
     if sku and not compared:  # the catalogue's entry for the identified SKU, as the probe looked it up
         ok = catalogue.comparable(sku, sku)[0]
-        entry = catalogue.primary_known_good(catalogue.by_id(sku), "hbm_bandwidth", kernel=document["kernel"]) if ok else None
+        listed = catalogue.by_id(sku) if ok else None  # as the probe looks it up (probes/bandwidth/device.py)
+        entry = catalogue.primary_known_good(listed, "hbm_bandwidth", kernel=document["kernel"]) if listed else None
         _stated(found, "reference.comparable", ref.get("comparable"), ok, f"catalogue {sku}")
         _stated(found, "reference.known_good", _measurement(known), _measurement(entry),
                 f"catalogue {sku}, kernel {document['kernel']}")

@@ -23,7 +23,10 @@ def sku_record(pci_device_id: Any, memory_total_mib: Any, power_limit_w: Any) ->
     if not isinstance(pci_device_id, str):
         why = pci_device_id.get("unavailable") if isinstance(pci_device_id, dict) else pci_device_id
         return {"id": None, "name": None, "form_factor": None, "evidence": f"PCI device id unreadable: {why}"}
-    number = lambda v: v if isinstance(v, (int, float)) and not isinstance(v, bool) else None  # noqa: E731
+
+    def number(v: Any) -> float | None:
+        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
     found = catalogue.identify(pci_device_id, number(memory_total_mib), number(power_limit_w))
     sku = found.sku or {}
     return {"id": found.sku_id, "name": sku.get("name"), "form_factor": sku.get("form_factor"),
@@ -57,8 +60,10 @@ def _device_discrepancies(document: dict[str, Any], device: dict[str, Any]) -> l
         stated = device["torch_index"]
         if (mapped and stated != mapped[0]) or (not mapped and not (isinstance(stated, dict) and "unavailable" in stated)):
             found.append(f"{where} torch_index {stated!r} but the device mapping gives {mapped[:1] or 'none'}")
-    pids = document.get("harness_pids") if isinstance(document.get("harness_pids"), list) else []
-    for process in device.get("processes") if isinstance(device.get("processes"), list) else []:
+    pids = document.get("harness_pids")
+    pids = pids if isinstance(pids, list) else []
+    processes = device.get("processes")
+    for process in processes if isinstance(processes, list) else []:
         if isinstance(process, dict) and process.get("started_by_harness") != (process.get("pid") in pids):
             found.append(f"{where} process {process.get('pid')}: started_by_harness {process['started_by_harness']} but "
                          f"the harness's pids are {pids}")
@@ -76,7 +81,8 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
             again = {"unavailable": str(exc)}
         if matrix != again:
             found.append("topology.matrix is not what topology.raw_text parses to")
-    devices = document.get("devices") if isinstance(document.get("devices"), list) else []
+    devices = document.get("devices")
+    devices = devices if isinstance(devices, list) else []
     torch_devices = document.get("torch_devices")
     if isinstance(torch_devices, list) and devices and "device_mapping" in document \
             and document["device_mapping"] != map_torch_to_nvml(torch_devices, devices):

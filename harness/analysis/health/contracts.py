@@ -87,7 +87,8 @@ def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
     selected, note = visible_selection(facts.get("cuda_visible_devices"), devices)
     mapping = facts.get("device_mapping")
     mapped = [m.get("nvml_index") for m in mapping] if isinstance(mapping, list) else []
-    unmatched = [m["torch_index"] for m in mapping if not isinstance(m.get("nvml_index"), int)] if mapped else []
+    unmatched = [m["torch_index"] for m in mapping if not isinstance(m.get("nvml_index"), int)] \
+        if isinstance(mapping, list) else []
     evidence = (f"NVML lists {len(devices)}, {note}, selecting {len(selected)}; torch sees "
                 f"{torch_count}; torch->NVML {mapped}")
     if torch_count and not isinstance(mapping, list):  # the order cannot be checked: fail closed, never a silent pass

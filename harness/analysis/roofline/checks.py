@@ -17,7 +17,7 @@ are this build's (the flags are recomputed with them), and the dtype checks are 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 from harness.analysis import timing
 from harness.analysis.roofline import model as rl
@@ -115,7 +115,7 @@ def summary_discrepancies(document: dict[str, Any]) -> list[str]:
 GAP_SLACK = 1e-6  # relative: a gap is slept out in full (time.sleep never returns early); float rounding aside
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -153,14 +153,16 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
     if _is_number(per_call) and _is_number(window_s):
         calls = timing.calls_per_window(per_call, window_s)
         if any(isinstance(w, dict) and w.get("calls") != calls for w in windows):
-            found.append(f"{where}: windows of {sorted({w.get('calls') for w in windows if isinstance(w, dict)})} calls, but "
+            sizes = {w.get("calls") for w in windows if isinstance(w, dict)}  # any JSON: numbers first, in order
+            shown = sorted(sizes, key=lambda c: (not _is_number(c), c if _is_number(c) else 0, repr(c)))
+            found.append(f"{where}: windows of {shown} calls, but "
                          f"a warm-up of {per_call:.6g} s a call sizes {window_s:g} s windows at {calls} calls")
     ratio = rule.get("gap_ratio")
     if _is_number(ratio):
         found += _gaps(where, windows, warmup.get("seconds"), ratio)
     graph = timed.get("graph")
     replayed = timing.graph_windows(graph)
-    if replayed is not None:
+    if replayed is not None and isinstance(graph, dict):  # windows replayed only from a graph record
         per_replay, stated = graph.get("calls_per_replay"), (rule.get("graph") or {}).get("calls")
         if per_replay != stated:
             found.append(f"{where}: graph.calls_per_replay {per_replay}, but timing.graph.calls says {stated}")

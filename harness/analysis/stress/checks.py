@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
+from typing import Any, TypeGuard, TypeVar
 
 from harness.analysis.stress import telemetry as tel
 from harness.analysis.stress.figures import (COUNTERS_RULE, EVENTS_RULE, MEMORY_PATTERNS, MEMORY_RULE, RESULT_RULE, STEADY_RULE,
@@ -81,7 +81,11 @@ def pattern_word(pattern: str, byte_offset: int) -> int | None:
     return None
 
 
-def _is(value: Any, kind: type) -> bool:
+T = TypeVar("T")
+
+
+def _is(value: object, kind: type[T] | tuple[type[T], ...]) -> TypeGuard[T]:
+    """Whether VALUE is a KIND and not a bool (JSON's true is no count); a number when KIND is (int, float)."""
     return isinstance(value, kind) and not isinstance(value, bool)
 
 
@@ -123,7 +127,8 @@ def _bucket_discrepancies(where: str, gemm: dict[str, Any], settings: dict[str, 
                      f"{bucket_capacity(warmup['fastest_gemm_ms'], settings['bucket_s'])}")
     check_on = settings.get("check", {}).get("enabled")
     started, seconds, bucket_s = gemm.get("started_s"), settings["seconds"], settings["bucket_s"]
-    first, previous_end, lags = 0, started, []
+    first, lags = 0, []
+    previous_end: Any = started  # a number wherever it is read (under _is(started, ...) below)
     for i, bucket in enumerate(buckets):
         at = f"{where}.gemm.buckets[{i}]"
         counts = bucket.get("mismatched_elements")
@@ -204,8 +209,9 @@ def _memory_discrepancies(where: str, record: dict[str, Any], document: dict[str
             or test.get("share_of_free") != settings["memory_test"].get("share_of_free"):
         found.append(f"{where}.memory_test: where, word size or share of free memory is not what a {document.get('device')} "
                      "run with these settings tests")
-    budget = test.get("free_bytes") if cuda else test.get("host_budget_bytes")
+    budget: Any = test.get("free_bytes") if cuda else test.get("host_budget_bytes")  # any JSON: TypeError below
     region, chunk = test.get("region_bytes"), test.get("chunk_bytes")
+    planned: tuple[int, int] | tuple[None, str]
     try:
         planned = plan_region(budget, test.get("share_of_free") or 1.0, settings["memory_test"]["chunk_bytes"])
     except (TypeError, ValueError) as exc:
@@ -232,7 +238,8 @@ def _memory_discrepancies(where: str, record: dict[str, Any], document: dict[str
                          f"{len(pattern.get('mismatched_words_per_chunk', []))} chunk counts; the region is {region} "
                          f"bytes in {chunks} chunks")
         found += _first_failure_discrepancies(at, pattern, chunk)
-    gemm = record.get("gemm") if isinstance(record.get("gemm"), dict) else {}
+    gemm = record.get("gemm")
+    gemm = gemm if isinstance(gemm, dict) else {}
     start, end = test.get("start_s"), test.get("end_s")
     if _is(gemm.get("finished_s"), (int, float)) and _is(start, (int, float)) and start < gemm["finished_s"] - ROUNDING_S:
         found.append(f"{where}.memory_test starts at {start} s, before the GEMM phase ended ({gemm['finished_s']} s)")
@@ -288,7 +295,7 @@ def _telemetry_discrepancies(where: str, record: dict[str, Any], settings: dict[
     found = [] if telemetry.get("interval_s") == interval else [
         f"{where}.telemetry.interval_s {telemetry.get('interval_s')}, but settings.sample_interval_s is {interval}"]
     times = [s.get("t_s") for s in telemetry.get("samples", [])]
-    spacing = [b - a for a, b in zip(times, times[1:])]
+    spacing = [b - a for a, b in zip(times, times[1:], strict=False)]
     if any(step <= 0 for step in spacing):
         found.append(f"{where}.telemetry.samples: t_s does not increase")
     elif len(spacing) >= 2 and _is(interval, (int, float)) and \

@@ -60,7 +60,7 @@ def state_figures(document: dict[str, Any]) -> dict[str, Any]:
     for group in document["groups"]:
         computed = analysis.group_figures(group, figures)
         group["total_plateau_gbps"] = computed["total_plateau_gbps"]
-        for entry, again in zip(group["per_size"], computed["per_size"]):
+        for entry, again in zip(group["per_size"], computed["per_size"], strict=True):
             entry.update(total_gbps=again["total_gbps"], overlap=again["overlap"])
     document["link_checks"] = analysis.link_checks(document, figures)
     document["p2p_checks"] = analysis.p2p_checks(document, figures)
@@ -74,7 +74,7 @@ def _differences(path: str, stated: Any, again: Any) -> list[str]:
         return [line for key in sorted(set(stated) | set(again), key=str)
                 for line in _differences(f"{path}.{key}", stated.get(key, "(absent)"), again.get(key, "(absent)"))]
     if isinstance(stated, list) and isinstance(again, list) and len(stated) == len(again):
-        return [line for i, (a, b) in enumerate(zip(stated, again)) for line in _differences(f"{path}[{i}]", a, b)]
+        return [line for i, (a, b) in enumerate(zip(stated, again, strict=True)) for line in _differences(f"{path}[{i}]", a, b)]
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (stated, again))
     if numbers and not (isinstance(stated, int) and isinstance(again, int)) and \
             math.isclose(stated, again, rel_tol=analysis.REL_TOL, abs_tol=1e-15):
@@ -146,8 +146,11 @@ def _measured_discrepancies(document: dict[str, Any]) -> list[str]:
 
 def series_id(series: dict[str, Any]) -> str | None:
     """The id the probe gives a series of these labels (None for labels it never combines)."""
-    direction, memory, gpu = series.get("direction"), series.get("memory"), series.get("gpu")
-    short, concurrency, placement = analysis.SHORT.get(direction), series.get("concurrency"), series.get("numa_placement")
+    # labels are any JSON: a value no map below knows finds None
+    direction: Any = series.get("direction")
+    concurrency: Any = series.get("concurrency")
+    memory, gpu, placement = series.get("memory"), series.get("gpu"), series.get("numa_placement")
+    short = analysis.SHORT.get(direction)
     if direction == "host_to_host":
         return "host/copy"
     if direction == "device_to_device_peer":

@@ -50,7 +50,7 @@ def missing(document: dict[str, Any], drawn: list[str]) -> str | None:
         return None
     if document["device"] != "cuda":
         return f"No {' or '.join(absent)} panel: a CPU run has no NVML to read them."
-    nvml = next((r.get("nvml") for r in document.get("devices", []) if isinstance(r.get("nvml"), dict)), {})
+    nvml: Any = next((r.get("nvml") for r in document.get("devices", []) if isinstance(r.get("nvml"), dict)), {})
     why = nvml.get("unavailable") if isinstance(nvml, dict) else None
     return f"No {' or '.join(absent)} panel: NVML gave no reading" + (f" ({why})" if why else "") + "."
 
@@ -63,7 +63,7 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
     drawn = panels(lines)
     fig, _ = new_figure(8.0, 2.6 * len(drawn) + 0.6)
     fig.clf()
-    axes = dict(zip(drawn, fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0]))
+    axes = dict(zip(drawn, fig.subplots(len(drawn), 1, sharex=True, squeeze=False)[:, 0], strict=True))
     label = "GPU" if document["device"] == "cuda" else "CPU"
     for n, line in enumerate(lines):
         colour = COLOURS[n % len(COLOURS)]
