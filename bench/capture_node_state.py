@@ -46,6 +46,7 @@ def nvml_capture() -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         import pynvml as p
+
         p.nvmlInit()
     except Exception as exc:  # noqa: BLE001 - no NVML here: that is the capture
         return {"error": type(exc).__name__, "message": str(exc)}
@@ -60,21 +61,36 @@ def nvml_capture() -> dict[str, Any]:
         h = p.nvmlDeviceGetHandleByIndex(i)
         d: dict[str, Any] = {"index": i}
         for name, fn, args in [
-            ("name", p.nvmlDeviceGetName, ()), ("uuid", p.nvmlDeviceGetUUID, ()),
-            ("pci", p.nvmlDeviceGetPciInfo_v3, ()), ("serial", p.nvmlDeviceGetSerial, ()),
+            ("name", p.nvmlDeviceGetName, ()),
+            ("uuid", p.nvmlDeviceGetUUID, ()),
+            ("pci", p.nvmlDeviceGetPciInfo_v3, ()),
+            ("serial", p.nvmlDeviceGetSerial, ()),
             ("persistence_mode", p.nvmlDeviceGetPersistenceMode, ()),
             ("compute_mode", p.nvmlDeviceGetComputeMode, ()),
             ("mig_mode", p.nvmlDeviceGetMigMode, ()),
             ("ecc_mode", p.nvmlDeviceGetEccMode, ()),
-            ("ecc_uncorrected_volatile", p.nvmlDeviceGetTotalEccErrors,
-             (p.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, p.NVML_VOLATILE_ECC)),
-            ("ecc_uncorrected_aggregate", p.nvmlDeviceGetTotalEccErrors,
-             (p.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, p.NVML_AGGREGATE_ECC)),
-            ("ecc_corrected_volatile", p.nvmlDeviceGetTotalEccErrors,
-             (p.NVML_MEMORY_ERROR_TYPE_CORRECTED, p.NVML_VOLATILE_ECC)),
+            (
+                "ecc_uncorrected_volatile",
+                p.nvmlDeviceGetTotalEccErrors,
+                (p.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, p.NVML_VOLATILE_ECC),
+            ),
+            (
+                "ecc_uncorrected_aggregate",
+                p.nvmlDeviceGetTotalEccErrors,
+                (p.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, p.NVML_AGGREGATE_ECC),
+            ),
+            (
+                "ecc_corrected_volatile",
+                p.nvmlDeviceGetTotalEccErrors,
+                (p.NVML_MEMORY_ERROR_TYPE_CORRECTED, p.NVML_VOLATILE_ECC),
+            ),
             ("remapped_rows", p.nvmlDeviceGetRemappedRows, ()),
             ("row_remapper_histogram", getattr(p, "nvmlDeviceGetRowRemapperHistogram", None), ()),
-            ("retired_pages_sbe", p.nvmlDeviceGetRetiredPages, (p.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,)),
+            (
+                "retired_pages_sbe",
+                p.nvmlDeviceGetRetiredPages,
+                (p.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS,),
+            ),
             ("retired_pages_dbe", p.nvmlDeviceGetRetiredPages, (p.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,)),
             ("retired_pages_pending", p.nvmlDeviceGetRetiredPagesPendingStatus, ()),
             ("pcie_gen_current", p.nvmlDeviceGetCurrPcieLinkGeneration, ()),
@@ -129,11 +145,14 @@ def kernel_log() -> dict[str, Any]:
             t = time.perf_counter()
             proc = subprocess.run(argv, capture_output=True, text=True, timeout=10)
             lines = proc.stdout.splitlines()
-            out[" ".join(argv)] = {"rc": proc.returncode, "s": time.perf_counter() - t, "lines": len(lines),
-                                   "stderr": proc.stderr[-500:],
-                                   "nvidia_lines": [x for x in lines if "NVRM" in x or "nvidia" in x.lower()
-                                                    or "Xid" in x][-200:],
-                                   "head": lines[:5]}
+            out[" ".join(argv)] = {
+                "rc": proc.returncode,
+                "s": time.perf_counter() - t,
+                "lines": len(lines),
+                "stderr": proc.stderr[-500:],
+                "nvidia_lines": [x for x in lines if "NVRM" in x or "nvidia" in x.lower() or "Xid" in x][-200:],
+                "head": lines[:5],
+            }
         except (OSError, subprocess.TimeoutExpired) as exc:
             out[" ".join(argv)] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
@@ -149,8 +168,17 @@ def sysfs_pci() -> dict[str, Any]:
         if vendor != "0x10de":
             continue
         entry = {}
-        for f in ("device", "class", "current_link_speed", "current_link_width", "max_link_speed",
-                  "max_link_width", "numa_node", "aer_dev_fatal", "aer_dev_nonfatal"):
+        for f in (
+            "device",
+            "class",
+            "current_link_speed",
+            "current_link_width",
+            "max_link_speed",
+            "max_link_width",
+            "numa_node",
+            "aer_dev_fatal",
+            "aer_dev_nonfatal",
+        ):
             try:
                 entry[f] = (dev / f).read_text().strip()
             except OSError as exc:
@@ -160,8 +188,13 @@ def sysfs_pci() -> dict[str, Any]:
 
 
 def main() -> int:
-    doc = {"taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "uname": list(os.uname()),
-           "nvml": nvml_capture(), "kernel_log": kernel_log(), "sysfs_pci": sysfs_pci()}
+    doc = {
+        "taken_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "uname": list(os.uname()),
+        "nvml": nvml_capture(),
+        "kernel_log": kernel_log(),
+        "sysfs_pci": sysfs_pci(),
+    }
     Path(sys.argv[1]).write_text(json.dumps(doc, indent=1, default=str))
     return 0
 

@@ -39,8 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.babelstream_seconds:
         print(f"\nBabelStream wall clock: {args.babelstream_seconds:.1f} s")
     print("\n## Our probe (fp32, torch) against BabelStream, same device call\n")
-    print("| kernel | plateau GB/s | plateau sizes MiB | vs BabelStream match | vs BabelStream best "
-          f"({best_name or '-'}) | of spec | repeat medians GB/s | spread | <2% | probe wall s | <30 s |")
+    print(
+        "| kernel | plateau GB/s | plateau sizes MiB | vs BabelStream match | vs BabelStream best "
+        f"({best_name or '-'}) | of spec | repeat medians GB/s | spread | <2% | probe wall s | <30 s |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for path in sorted(args.out.glob("bandwidth-*.json")):
         kernel = path.stem.removeprefix("bandwidth-")
@@ -54,16 +56,23 @@ def main(argv: list[str] | None = None) -> int:
         wall = float(wall_path.read_text()) if wall_path.exists() else None
         value = plateau["gbps"]
         match = MATCHING.get(kernel)
-        vs_match = (f"{value / bs[match]:.3f} ({match} {bs[match]:.0f})" if value and match in bs
-                    else "- (no matching kernel)" if match is None else "-")
+        vs_match = (
+            f"{value / bs[match]:.3f} ({match} {bs[match]:.0f})"
+            if value and match in bs
+            else "- (no matching kernel)"
+            if match is None
+            else "-"
+        )
         vs_best = f"{value / bs[best_name]:.3f}" if value and best_name else "-"
         spec = f"{ref['spec_ratio']:.1%}" if ref.get("spec_ratio") else "-"
-        print(f"| {kernel} | {value:.0f} | {', '.join(f'{s:g}' for s in plateau['sizes_mib'])} | {vs_match} | "
-              f"{vs_best} | {spec} | {', '.join(f'{m:.0f}' for m in repeats['medians_gbps'])} | "
-              f"{repeats['spread']:.2%} | {'yes' if repeats['spread'] < ISSUE_SPREAD_MAX else 'NO'} | "
-              f"{wall:.1f} | {'yes' if wall is not None and wall < ISSUE_DEVICE_SECONDS else 'NO'} |"
-              if value is not None else
-              f"| {kernel} | no plateau: {plateau['why']} | | | | | | {repeats['spread']:.2%} | | {wall} | |")
+        print(
+            f"| {kernel} | {value:.0f} | {', '.join(f'{s:g}' for s in plateau['sizes_mib'])} | {vs_match} | "
+            f"{vs_best} | {spec} | {', '.join(f'{m:.0f}' for m in repeats['medians_gbps'])} | "
+            f"{repeats['spread']:.2%} | {'yes' if repeats['spread'] < ISSUE_SPREAD_MAX else 'NO'} | "
+            f"{wall:.1f} | {'yes' if wall is not None and wall < ISSUE_DEVICE_SECONDS else 'NO'} |"
+            if value is not None
+            else f"| {kernel} | no plateau: {plateau['why']} | | | | | | {repeats['spread']:.2%} | | {wall} | |"
+        )
     print("\nProbe wall clock includes Python start, torch import and CUDA initialisation.")
     return 0
 

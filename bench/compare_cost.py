@@ -35,19 +35,28 @@ def variants(out, ref, slot):
     counter = MaskCounter(out.numel(), "cuda")
     cmask = counter.mask(tuple(out.shape))
     return {
-        "ne(out=mask); MaskCounter.count_into(slot) [probe]":
-            lambda: (torch.ne(ob, rb, out=cmask), counter.count_into(slot)),
-        "ne(out=mask); sum(mask, dim=0, out=slot) [probe before]":
-            lambda: (torch.ne(ob, rb, out=mask), torch.sum(mask.view(-1), dim=0, out=slot)),
-        "ne(out=mask); slot.copy_(mask.sum())":
-            lambda: (torch.ne(ob, rb, out=mask), slot.copy_(mask.sum())),
-        "ne(out=mask); count_nonzero into slot":
-            lambda: (torch.ne(ob, rb, out=mask), slot.copy_(torch.count_nonzero(mask))),
-        "ne(out=mask); mask.view(uint8).sum(dtype=int32)":
-            lambda: (torch.ne(ob, rb, out=mask), slot.copy_(mask.view(torch.uint8).sum(dtype=torch.int32))),
+        "ne(out=mask); MaskCounter.count_into(slot) [probe]": lambda: (
+            torch.ne(ob, rb, out=cmask),
+            counter.count_into(slot),
+        ),
+        "ne(out=mask); sum(mask, dim=0, out=slot) [probe before]": lambda: (
+            torch.ne(ob, rb, out=mask),
+            torch.sum(mask.view(-1), dim=0, out=slot),
+        ),
+        "ne(out=mask); slot.copy_(mask.sum())": lambda: (torch.ne(ob, rb, out=mask), slot.copy_(mask.sum())),
+        "ne(out=mask); count_nonzero into slot": lambda: (
+            torch.ne(ob, rb, out=mask),
+            slot.copy_(torch.count_nonzero(mask)),
+        ),
+        "ne(out=mask); mask.view(uint8).sum(dtype=int32)": lambda: (
+            torch.ne(ob, rb, out=mask),
+            slot.copy_(mask.view(torch.uint8).sum(dtype=torch.int32)),
+        ),
         "ne only (out=mask)": lambda: torch.ne(ob, rb, out=mask),
-        "int64 words: ne(out=mask64); slot.copy_(mask64.sum())":
-            lambda: (torch.ne(o64, r64, out=mask64), slot.copy_(mask64.sum())),
+        "int64 words: ne(out=mask64); slot.copy_(mask64.sum())": lambda: (
+            torch.ne(o64, r64, out=mask64),
+            slot.copy_(mask64.sum()),
+        ),
         "torch.equal (syncs)": lambda: torch.equal(ob, rb),
         "copy of the output (bandwidth floor of one read+write)": lambda: ref.copy_(out),
     }
@@ -56,8 +65,11 @@ def variants(out, ref, slot):
 def main():
     torch.manual_seed(0)
     print(torch.__version__, torch.cuda.get_device_name())
-    for dtype, shape in ((torch.bfloat16, (8192, 8192, 16384)), (torch.float32, (8192, 8192, 16384)),
-                         (torch.float32, (8192, 8192, 8192))):
+    for dtype, shape in (
+        (torch.bfloat16, (8192, 8192, 16384)),
+        (torch.float32, (8192, 8192, 16384)),
+        (torch.float32, (8192, 8192, 8192)),
+    ):
         torch.backends.cuda.matmul.allow_tf32 = True
         m, n, k = shape
         a = torch.randn(m, k, device="cuda", dtype=dtype)

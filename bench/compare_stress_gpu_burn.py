@@ -46,8 +46,11 @@ def gpu_burn(path: Path) -> dict:
     result = {}
     for gpu, reports in seen.items():
         second = [g for pct, _, g in reports if pct >= 50.0] or [g for _, _, g in reports]
-        result[gpu] = {"steady_tflops": statistics.median(second) * 1e9 * OURS_PER_MUL / GPU_BURN_OPS_PER_MUL / 1e12,
-                       "reports": len(reports), "verdict": verdicts.get(str(gpu), "no verdict printed")}
+        result[gpu] = {
+            "steady_tflops": statistics.median(second) * 1e9 * OURS_PER_MUL / GPU_BURN_OPS_PER_MUL / 1e12,
+            "reports": len(reports),
+            "verdict": verdicts.get(str(gpu), "no verdict printed"),
+        }
     return result
 
 
@@ -64,24 +67,30 @@ def ratio(a: float | None, b: float | None) -> str:
 
 
 def tf32_table(burn: dict, tf32: dict | None, square: dict | None) -> None:
-    print("| GPU | gpu-burn -tc steady TFLOPS (2MNK) | ours tf32 steady GEMM | ours tf32 steady throughput | "
-          "throughput / gpu-burn | GEMM / gpu-burn | ours 8192^3 throughput / gpu-burn |")
+    print(
+        "| GPU | gpu-burn -tc steady TFLOPS (2MNK) | ours tf32 steady GEMM | ours tf32 steady throughput | "
+        "throughput / gpu-burn | GEMM / gpu-burn | ours 8192^3 throughput / gpu-burn |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for gpu, theirs in sorted(burn.items()):
         mine = tf32["devices"][gpu] if tf32 and gpu < len(tf32["devices"]) else {}
         sq = square["devices"][gpu] if square and gpu < len(square["devices"]) else {}
-        print(f"| {gpu} | {theirs['steady_tflops']:.4g} ({theirs['reports']} reports, {theirs['verdict']}) | "
-              f"{mine.get('steady_tflops') or 0:.4g} | {mine.get('steady_throughput_tflops') or 0:.4g} | "
-              f"{ratio(mine.get('steady_throughput_tflops'), theirs['steady_tflops'])} | "
-              f"{ratio(mine.get('steady_tflops'), theirs['steady_tflops'])} | "
-              f"{ratio(sq.get('steady_throughput_tflops'), theirs['steady_tflops'])} |")
+        print(
+            f"| {gpu} | {theirs['steady_tflops']:.4g} ({theirs['reports']} reports, {theirs['verdict']}) | "
+            f"{mine.get('steady_tflops') or 0:.4g} | {mine.get('steady_throughput_tflops') or 0:.4g} | "
+            f"{ratio(mine.get('steady_throughput_tflops'), theirs['steady_tflops'])} | "
+            f"{ratio(mine.get('steady_tflops'), theirs['steady_tflops'])} | "
+            f"{ratio(sq.get('steady_throughput_tflops'), theirs['steady_tflops'])} |"
+        )
     for gpu, theirs in sorted(burn.items()):
         mine = tf32["devices"][gpu] if tf32 and gpu < len(tf32["devices"]) else {}
         value = mine.get("steady_throughput_tflops")
         if value:
             gap = value / theirs["steady_tflops"] - 1
-            print(f"- GPU{gpu} TF32 criterion (within {TF32_WITHIN:.0%} of gpu-burn, throughput to throughput): "
-                  f"{gap:+.2%} -> {'met' if abs(gap) <= TF32_WITHIN or gap > 0 else 'NOT met'}")
+            print(
+                f"- GPU{gpu} TF32 criterion (within {TF32_WITHIN:.0%} of gpu-burn, throughput to throughput): "
+                f"{gap:+.2%} -> {'met' if abs(gap) <= TF32_WITHIN or gap > 0 else 'NOT met'}"
+            )
 
 
 def check_cost(checked: dict | None, unchecked: dict | None) -> None:
@@ -89,11 +98,15 @@ def check_cost(checked: dict | None, unchecked: dict | None) -> None:
         print("- check cost: a run is missing")
         return
     for a, b in zip(checked["devices"], unchecked["devices"], strict=False):
-        cost = 1 - a["steady_throughput_tflops"] / b["steady_throughput_tflops"] if b["steady_throughput_tflops"] else None
-        print(f"- GPU{a['index']} check cost: bf16 steady throughput {a['steady_throughput_tflops']:.4g} checked vs "
-              f"{b['steady_throughput_tflops']:.4g} unchecked -> {cost:.2%} (criterion < {CHECK_COST_MAX:.0%}: "
-              f"{'met' if cost is not None and cost < CHECK_COST_MAX else 'NOT met'}); time outside GEMMs in the "
-              f"checked run {a['steady_outside_gemm_share']:.2%}, unchecked {b['steady_outside_gemm_share']:.2%}")
+        cost = (
+            1 - a["steady_throughput_tflops"] / b["steady_throughput_tflops"] if b["steady_throughput_tflops"] else None
+        )
+        print(
+            f"- GPU{a['index']} check cost: bf16 steady throughput {a['steady_throughput_tflops']:.4g} checked vs "
+            f"{b['steady_throughput_tflops']:.4g} unchecked -> {cost:.2%} (criterion < {CHECK_COST_MAX:.0%}: "
+            f"{'met' if cost is not None and cost < CHECK_COST_MAX else 'NOT met'}); time outside GEMMs in the "
+            f"checked run {a['steady_outside_gemm_share']:.2%}, unchecked {b['steady_outside_gemm_share']:.2%}"
+        )
 
 
 def fixture_lines(run: dict | None, name: str) -> None:
@@ -102,14 +115,16 @@ def fixture_lines(run: dict | None, name: str) -> None:
     for d in run["devices"]:
         p, cap = d["power"], d["power_cap"]
         memory = d["memory_test"] or {}
-        print(f"- {name} GPU{d['index']}: burst {d['burst_tflops']:.4g}, steady {d['steady_tflops']:.4g} TFLOPS "
-              f"(burst/steady {d['burst_over_steady']:.3f}); sw_power_cap after {cap['engaged_after_s']} s "
-              f"({cap['why_never'] or 'engaged'}); power median {p['median_w']} / max {p['max_w']} of {p['limit_w']} W "
-              f"(target reached: {p['target_reached']}; {p['source']}); reasons {d['clock_event_reasons']}; "
-              f"max {d['max_gpu_temperature_c']} C GPU, {d['max_memory_temperature_c']} C HBM; memory test "
-              f"{memory.get('bytes_tested')} bytes in {memory.get('seconds')} s, {memory.get('mismatched_words')} "
-              f"errors; events {d['nvml_events']}; checks "
-              f"{ {c['name']: c['status'] for c in d['checks']} }")
+        print(
+            f"- {name} GPU{d['index']}: burst {d['burst_tflops']:.4g}, steady {d['steady_tflops']:.4g} TFLOPS "
+            f"(burst/steady {d['burst_over_steady']:.3f}); sw_power_cap after {cap['engaged_after_s']} s "
+            f"({cap['why_never'] or 'engaged'}); power median {p['median_w']} / max {p['max_w']} of {p['limit_w']} W "
+            f"(target reached: {p['target_reached']}; {p['source']}); reasons {d['clock_event_reasons']}; "
+            f"max {d['max_gpu_temperature_c']} C GPU, {d['max_memory_temperature_c']} C HBM; memory test "
+            f"{memory.get('bytes_tested')} bytes in {memory.get('seconds')} s, {memory.get('mismatched_words')} "
+            f"errors; events {d['nvml_events']}; checks "
+            f"{ {c['name']: c['status'] for c in d['checks']} }"
+        )
     print(f"- {name} verdict: {run['verdict']}")
 
 

@@ -69,25 +69,32 @@ def pairs(document: dict[str, Any], gpus: int) -> list[tuple[str, str, int, int,
     """(our key, nvbandwidth test, row, col, block) for every figure both measure."""
     wanted = []
     for i in range(gpus):
-        wanted += [(f"gpu{i}/h2d/pinned", "host_to_device_memcpy_ce", 0, i, 0),
-                   (f"gpu{i}/d2h/pinned", "device_to_host_memcpy_ce", 0, i, 0),
-                   (f"gpu{i}/bidirectional/h2d/pinned", "host_to_device_bidirectional_memcpy_ce", 0, i, 0),
-                   (f"gpu{i}/bidirectional/d2h/pinned", "device_to_host_bidirectional_memcpy_ce", 0, i, 0),
-                   (f"gpu{i}/local", "device_local_copy", 0, i, 0),
-                   (f"all-gpus/h2d/gpu{i}", "host_to_all_memcpy_ce", 0, i, 0),
-                   (f"all-gpus/d2h/gpu{i}", "all_to_host_memcpy_ce", 0, i, 0)]
+        wanted += [
+            (f"gpu{i}/h2d/pinned", "host_to_device_memcpy_ce", 0, i, 0),
+            (f"gpu{i}/d2h/pinned", "device_to_host_memcpy_ce", 0, i, 0),
+            (f"gpu{i}/bidirectional/h2d/pinned", "host_to_device_bidirectional_memcpy_ce", 0, i, 0),
+            (f"gpu{i}/bidirectional/d2h/pinned", "device_to_host_bidirectional_memcpy_ce", 0, i, 0),
+            (f"gpu{i}/local", "device_local_copy", 0, i, 0),
+            (f"all-gpus/h2d/gpu{i}", "host_to_all_memcpy_ce", 0, i, 0),
+            (f"all-gpus/d2h/gpu{i}", "all_to_host_memcpy_ce", 0, i, 0),
+        ]
     for a in range(gpus):
         for b in range(gpus):
             if a == b:
                 continue
-            wanted += [(f"peer/write/{a}->{b}", "device_to_device_memcpy_write_ce", a, b, 0),
-                       (f"peer/read/{b}->{a}", "device_to_device_memcpy_read_ce", a, b, 0)]
+            wanted += [
+                (f"peer/write/{a}->{b}", "device_to_device_memcpy_write_ce", a, b, 0),
+                (f"peer/read/{b}->{a}", "device_to_device_memcpy_read_ce", a, b, 0),
+            ]
             if a < b:
                 for mode in ("read", "write"):
                     gid = f"peer/bidirectional-{mode}/{a}<->{b}"
                     test = f"device_to_device_bidirectional_memcpy_{mode}_ce"
-                    wanted += [(f"{gid}/{b}->{a}", test, a, b, 0), (f"{gid}/{a}->{b}", test, a, b, 1),
-                               (f"{gid} (total)", test, a, b, 2)]
+                    wanted += [
+                        (f"{gid}/{b}->{a}", test, a, b, 0),
+                        (f"{gid}/{a}->{b}", test, a, b, 1),
+                        (f"{gid} (total)", test, a, b, 2),
+                    ]
     return wanted
 
 
@@ -110,8 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"## transfer probe vs nvbandwidth, same call, {gpus} GPU(s); goal ours/nvbandwidth >= {GOAL}\n")
     if not matrices:
         print("nvbandwidth produced no results (see nvbandwidth-build.log and run-info.txt)\n")
-    print("| ours | nvbandwidth test [row][col] | ours plateau | ours @512 MiB | nvbandwidth | plateau/nvb "
-          "| 512MiB/nvb | goal |")
+    print(
+        "| ours | nvbandwidth test [row][col] | ours plateau | ours @512 MiB | nvbandwidth | plateau/nvb "
+        "| 512MiB/nvb | goal |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     missed = compared = no_plateau = 0
     for key, test, row, col, block in pairs(document, gpus):
@@ -119,18 +128,22 @@ def main(argv: list[str] | None = None) -> int:
             continue
         theirs = cell(matrices, test, row, col, block, gpus if block else 1)
         plateau, at = ours[key]
-        verdict = ("-" if not theirs else "no plateau" if not plateau
-                   else "yes" if plateau / theirs >= GOAL else "NO")
+        verdict = "-" if not theirs else "no plateau" if not plateau else "yes" if plateau / theirs >= GOAL else "NO"
         missed += verdict == "NO"
         compared += verdict in ("yes", "NO")
         no_plateau += verdict == "no plateau"
+
         def fmt(v):
             return f"{v:.2f}" if v else "-"
 
-        print(f"| {key} | {test} [{row}][{col}]{'' if not block else f' block {block}'} | {fmt(plateau)} | "
-              f"{fmt(at)} | {fmt(theirs)} | {ratio(plateau, theirs)} | {ratio(at, theirs)} | {verdict} |")
-    print(f"\n{compared} figure(s) compared: {compared - missed} meet the goal, {missed} under it; "
-          f"{no_plateau} without a plateau of ours to compare.")
+        print(
+            f"| {key} | {test} [{row}][{col}]{'' if not block else f' block {block}'} | {fmt(plateau)} | "
+            f"{fmt(at)} | {fmt(theirs)} | {ratio(plateau, theirs)} | {ratio(at, theirs)} | {verdict} |"
+        )
+    print(
+        f"\n{compared} figure(s) compared: {compared - missed} meet the goal, {missed} under it; "
+        f"{no_plateau} without a plateau of ours to compare."
+    )
     for check in document["link_checks"] + document["p2p_checks"]:
         print(f"{check.get('gpu', check.get('pair'))}: {check['status']}: {'; '.join(check['reasons'])}")
     for item in document["limitations"]:

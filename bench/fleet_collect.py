@@ -97,14 +97,36 @@ def sampled(argv: list[str]) -> dict:
     own = resource.getrusage(resource.RUSAGE_CHILDREN)  # the child itself, waited for here
     seconds = (own.ru_utime - before.ru_utime) + (own.ru_stime - before.ru_stime)
     ticks[child.pid] = max(ticks.get(child.pid, 0), round(seconds * os.sysconf("SC_CLK_TCK")))
-    return {"argv": argv, "exit_code": child.returncode, "wall_s": wall, "stdout": stdout, "stderr": stderr,
-            "cpu_s": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"), "processes": len(ticks),
-            "peak_tree_rss": peak[0], "max_single_rss": own.ru_maxrss * 1024}
+    return {
+        "argv": argv,
+        "exit_code": child.returncode,
+        "wall_s": wall,
+        "stdout": stdout,
+        "stderr": stderr,
+        "cpu_s": sum(ticks.values()) / os.sysconf("SC_CLK_TCK"),
+        "processes": len(ticks),
+        "peak_tree_rss": peak[0],
+        "max_single_rss": own.ru_maxrss * 1024,
+    }
 
 
 def run_collect(out: Path, workers: int | None, *more: str) -> dict:
-    return sampled([sys.executable, "-m", "harness", "fleet", "collect", JOB, "--output-dir", str(out),
-                    "--key", str(out / "keys" / "dossier.pub"), *(["--workers", str(workers)] if workers else []), *more])
+    return sampled(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "fleet",
+            "collect",
+            JOB,
+            "--output-dir",
+            str(out),
+            "--key",
+            str(out / "keys" / "dossier.pub"),
+            *(["--workers", str(workers)] if workers else []),
+            *more,
+        ]
+    )
 
 
 def run_with_baseline(out: Path, workers: int | None, nodes: int, plain: dict) -> list[str]:
@@ -114,15 +136,22 @@ def run_with_baseline(out: Path, workers: int | None, nodes: int, plain: dict) -
     result = run_collect(out, workers, "--baseline-out", str(out / "profiles" / "{sku}.profile.json"))
     with tarfile.open(out / f"fleet-{JOB}.tar.gz") as tar:
         record = json.load(tar.extractfile("fleet.json"))["baseline"]
-    made = ", ".join(f"{p['sku']} from {len(p['nodes'])} nodes ({(out / 'profiles' / p['file']).stat().st_size / 2**10:.0f} KiB)"
-                     for p in record["profiles"]) or f"none: {record['not_made']}"
+    made = (
+        ", ".join(
+            f"{p['sku']} from {len(p['nodes'])} nodes ({(out / 'profiles' / p['file']).stat().st_size / 2**10:.0f} KiB)"
+            for p in record["profiles"]
+        )
+        or f"none: {record['not_made']}"
+    )
     extra = result["wall_s"] - plain["wall_s"]
-    return [f"| collect with --baseline-out, wall time | {result['wall_s']:.1f} s ({extra:+.1f} s, "
-            f"{extra / nodes * 1000:+.1f} ms per node, beside the plain collect's) |",
-            f"| collect with --baseline-out, CPU time (from /proc) | {result['cpu_s']:.1f} s ({result['cpu_s'] - plain['cpu_s']:+.1f} s) |",
-            f"| collect with --baseline-out, peak memory (sum of RSS; largest process) | "
-            f"{result['peak_tree_rss'] / 2**20:.0f} MiB; {result['max_single_rss'] / 2**20:.0f} MiB |",
-            f"| profile | {made}; left out {json.dumps(record['left_out_counts'])}; exit code {result['exit_code']} |"]
+    return [
+        f"| collect with --baseline-out, wall time | {result['wall_s']:.1f} s ({extra:+.1f} s, "
+        f"{extra / nodes * 1000:+.1f} ms per node, beside the plain collect's) |",
+        f"| collect with --baseline-out, CPU time (from /proc) | {result['cpu_s']:.1f} s ({result['cpu_s'] - plain['cpu_s']:+.1f} s) |",
+        f"| collect with --baseline-out, peak memory (sum of RSS; largest process) | "
+        f"{result['peak_tree_rss'] / 2**20:.0f} MiB; {result['max_single_rss'] / 2**20:.0f} MiB |",
+        f"| profile | {made}; left out {json.dumps(record['left_out_counts'])}; exit code {result['exit_code']} |",
+    ]
 
 
 def check_answer(document: dict, plans: list[fleet_synth.NodePlan]) -> list[str]:
@@ -136,20 +165,25 @@ def check_answer(document: dict, plans: list[fleet_synth.NodePlan]) -> list[str]
         node = nodes[plan.name]
         if plan.sickness is None:
             if node["status"] != "ok" or plan.name in flagged or node["acceptance"]["verdict"] == "fail":
-                wrong.append(f"healthy {plan.name}: {node['status']}, flagged {sorted(flagged.get(plan.name, []))}, "
-                             f"acceptance {node['acceptance']['verdict']}")
+                wrong.append(
+                    f"healthy {plan.name}: {node['status']}, flagged {sorted(flagged.get(plan.name, []))}, "
+                    f"acceptance {node['acceptance']['verdict']}"
+                )
             continue
         status, mark = EXPECTED[plan.sickness]
         named = mark in flagged.get(plan.name, set()) or mark in (node.get("why") or "")
         if node["status"] != status or not named:
-            wrong.append(f"{plan.sickness} {plan.name}: {node['status']} ({node.get('why')}), "
-                         f"flagged {sorted(flagged.get(plan.name, []))}")
+            wrong.append(
+                f"{plan.sickness} {plan.name}: {node['status']} ({node.get('why')}), "
+                f"flagged {sorted(flagged.get(plan.name, []))}"
+            )
     return wrong
 
 
 def per_node_ms(out: Path, node: str, repeats: int = 20) -> float:
-    task = NodeTask(node, str(out / "fleet-synthetic" / "nodes" / node / f"{node}.tar.gz"),
-                    str(out / "keys" / "dossier.pub"), None)
+    task = NodeTask(
+        node, str(out / "fleet-synthetic" / "nodes" / node / f"{node}.tar.gz"), str(out / "keys" / "dossier.pub"), None
+    )
     check_node(task)  # warm-up: imports, compiled schemas and templates, the catalogue
     times = []
     for _ in range(repeats):
@@ -165,18 +199,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/fleet-bench"))
     parser.add_argument("--workers", type=int, help="passed to collect (default: its own, the CPUs here)")
     parser.add_argument("--reuse", action="store_true", help="collect an existing synthetic fleet in --out again")
-    parser.add_argument("--baseline", action="store_true",
-                        help="collect once more with --baseline-out and report what the profile adds")
-    parser.add_argument("--base", type=Path, default=fleet_synth.H200_BASE,
-                        help="the real bundle each node's is made from (default: %(default)s)")
+    parser.add_argument(
+        "--baseline", action="store_true", help="collect once more with --baseline-out and report what the profile adds"
+    )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=fleet_synth.H200_BASE,
+        help="the real bundle each node's is made from (default: %(default)s)",
+    )
     args = parser.parse_args(argv)
     plans = fleet_synth.fleet_plan(args.nodes)
     if not args.reuse:
         if args.out.exists():
             shutil.rmtree(args.out)
         started = time.perf_counter()
-        fleet_synth.make_fleet(args.out, plans, base_path=args.base, workers=args.workers or 2,
-                               say=lambda line: print(line, file=sys.stderr))
+        fleet_synth.make_fleet(
+            args.out,
+            plans,
+            base_path=args.base,
+            workers=args.workers or 2,
+            say=lambda line: print(line, file=sys.stderr),
+        )
         print(f"made {args.nodes} node bundles in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     (args.out / f"fleet-{JOB}.tar.gz").unlink(missing_ok=True)
     result = run_collect(args.out, args.workers)
@@ -185,19 +229,29 @@ def main(argv: list[str] | None = None) -> int:
         document = json.load(tar.extractfile("fleet.json"))
     wrong = check_answer(document, plans)
     healthy = next(p.name for p in plans if p.sickness is None)
-    print(f"| nodes | {args.nodes} ({len(os.sched_getaffinity(0))} CPUs here, load average "
-          f"{os.getloadavg()[0]:.1f}) |\n|---|---|")
+    print(
+        f"| nodes | {args.nodes} ({len(os.sched_getaffinity(0))} CPUs here, load average "
+        f"{os.getloadavg()[0]:.1f}) |\n|---|---|"
+    )
     print(f"| collect wall time | {result['wall_s']:.1f} s ({result['wall_s'] / args.nodes * 1000:.1f} ms per node) |")
-    print(f"| CPU time, collect and its {result['processes'] - 1} helper processes (from /proc) | "
-          f"{result['cpu_s']:.1f} s ({result['cpu_s'] / args.nodes * 1000:.1f} ms per node) |")
+    print(
+        f"| CPU time, collect and its {result['processes'] - 1} helper processes (from /proc) | "
+        f"{result['cpu_s']:.1f} s ({result['cpu_s'] / args.nodes * 1000:.1f} ms per node) |"
+    )
     print(f"| peak memory, whole process tree (sum of RSS) | {result['peak_tree_rss'] / 2**20:.0f} MiB |")
     print(f"| largest single process (max RSS) | {result['max_single_rss'] / 2**20:.0f} MiB |")
-    print(f"| one node's check alone (verify + accept + metrics, in-process, median of 20) | "
-          f"{per_node_ms(args.out, healthy):.1f} ms |")
+    print(
+        f"| one node's check alone (verify + accept + metrics, in-process, median of 20) | "
+        f"{per_node_ms(args.out, healthy):.1f} ms |"
+    )
     print(f"| fleet bundle | {bundle.stat().st_size / 2**20:.1f} MiB, exit code {result['exit_code']} |")
-    print(f"| summary | {json.dumps(document['summary']['status'])}, acceptance "
-          f"{json.dumps(document['summary']['acceptance'])}, {document['summary']['flagged_nodes']} flagged |")
-    print(f"| planted sick nodes found, healthy nodes left alone | {'yes' if not wrong else 'NO: ' + '; '.join(wrong[:5])} |")
+    print(
+        f"| summary | {json.dumps(document['summary']['status'])}, acceptance "
+        f"{json.dumps(document['summary']['acceptance'])}, {document['summary']['flagged_nodes']} flagged |"
+    )
+    print(
+        f"| planted sick nodes found, healthy nodes left alone | {'yes' if not wrong else 'NO: ' + '; '.join(wrong[:5])} |"
+    )
     if args.baseline:
         print("\n".join(run_with_baseline(args.out, args.workers, args.nodes, result)))
     print(f"\ncommand: {' '.join(result['argv'])}", file=sys.stderr)

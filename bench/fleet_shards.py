@@ -73,18 +73,24 @@ def main(argv: list[str] | None = None) -> int:
     names = grow(args.source, args.out, args.nodes)
     common = [sys.executable, "-m", "harness", "fleet"]
     where = ["--output-dir", str(args.out), "--key", str(args.out / "keys" / "dossier.pub")]
-    print(f"| {args.nodes} nodes, {args.shards} shards, {args.workers} workers per shard, "
-          f"{len(os.sched_getaffinity(0))} CPUs here, load average {os.getloadavg()[0]:.1f} at the start | |\n|---|---|")
+    print(
+        f"| {args.nodes} nodes, {args.shards} shards, {args.workers} workers per shard, "
+        f"{len(os.sched_getaffinity(0))} CPUs here, load average {os.getloadavg()[0]:.1f} at the start | |\n|---|---|"
+    )
     shard_walls = []
     for index in range(args.shards):
-        result = sampled([*common, "collect", JOB, *where, "--shard", f"{index}/{args.shards}",
-                        "--workers", str(args.workers)])
+        result = sampled(
+            [*common, "collect", JOB, *where, "--shard", f"{index}/{args.shards}", "--workers", str(args.workers)]
+        )
         if result["exit_code"] != 0:
             print(result["stderr"][-2000:], file=sys.stderr)
             return 1
         shard_walls.append(result["wall_s"])
-        print(f"| shard {index}/{args.shards} ({len(names) // args.shards} nodes) | {result['wall_s']:.1f} s wall, "
-              f"{result['cpu_s']:.1f} s CPU, {result['peak_tree_rss'] / 2**20:.0f} MiB peak |", flush=True)
+        print(
+            f"| shard {index}/{args.shards} ({len(names) // args.shards} nodes) | {result['wall_s']:.1f} s wall, "
+            f"{result['cpu_s']:.1f} s CPU, {result['peak_tree_rss'] / 2**20:.0f} MiB peak |",
+            flush=True,
+        )
     merged = sampled([*common, "merge", JOB, *where])
     bundle = args.out / f"fleet-{JOB}.tar.gz"
     size = bundle.stat().st_size
@@ -93,12 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         for member in tar.getmembers():
             members[member.name.split("/")[0] if "/" in member.name else member.name] += member.size
         document = json.load(tar.extractfile("fleet.json"))
-    print(f"| merge | {merged['wall_s']:.1f} s wall, {merged['cpu_s']:.1f} s CPU, exit code {merged['exit_code']}, "
-          f"peak memory of its process tree {merged['peak_tree_rss'] / 2**20:.0f} MiB |")
-    print(f"| on a cluster (shards at once) | slowest shard {max(shard_walls):.1f} s + merge {merged['wall_s']:.1f} s |")
+    print(
+        f"| merge | {merged['wall_s']:.1f} s wall, {merged['cpu_s']:.1f} s CPU, exit code {merged['exit_code']}, "
+        f"peak memory of its process tree {merged['peak_tree_rss'] / 2**20:.0f} MiB |"
+    )
+    print(
+        f"| on a cluster (shards at once) | slowest shard {max(shard_walls):.1f} s + merge {merged['wall_s']:.1f} s |"
+    )
     print(f"| fleet bundle | {size / 2**30:.2f} GiB, {size / args.nodes / 1024:.1f} KiB per node |")
-    print("| where it goes (uncompressed, per node) | "
-          + ", ".join(f"{name} {total / args.nodes / 1024:.1f} KiB" for name, total in members.most_common()) + " |")
+    print(
+        "| where it goes (uncompressed, per node) | "
+        + ", ".join(f"{name} {total / args.nodes / 1024:.1f} KiB" for name, total in members.most_common())
+        + " |"
+    )
     print(f"| answer | {json.dumps(document['summary']['status'])}, {document['summary']['flagged_nodes']} flagged |")
     return 0
 

@@ -25,7 +25,7 @@ GEMM x0.72, thermal slowdown), a bad signature (signed by another key), a missin
 dossier step exited 3 and wrote none). Plots are not rendered in the synthetic bundles (each
 step's plot_note says so): a matplotlib render per node would take longer than the collect.
 
-Library (used by bench/fleet_collect.py and tests/test_fleet_collect.py) and a command:
+Library (used by bench/fleet_collect.py and tests/fleet/test_fleet_collect.py) and a command:
 
     python bench/fleet_synth.py OUT_DIR --nodes 1000 [--base BUNDLE] [--workers 2] [--seed 19]
 """
@@ -46,13 +46,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.fleet_vary import vary_bandwidth, vary_health_load, vary_roofline, vary_stress, vary_transfer
 from harness import registry
 from harness.analysis.bandwidth import figures as bw
-from bench.fleet_vary import vary_bandwidth, vary_health_load, vary_roofline, vary_stress, vary_transfer
 from harness.bundle import layout
-from harness.run.assemble import assemble
 from harness.bundle.read import read_all
 from harness.fleet.script import FleetSpec, render_node_script, render_sbatch
+from harness.run.assemble import assemble
 from harness.run.provenance import tool_info
 from harness.run.records import COMPLETED, RunRecord, StepRecord
 from harness.runners.interface import ProbeRun
@@ -60,7 +60,9 @@ from harness.signing.keys import SigningKey, generate, load_private
 
 ROOT = Path(__file__).resolve().parents[1]
 H200_BASE = ROOT / "tests" / "fixtures" / "h200" / "dossier-h200.tar.gz"
-PLOT_NOTE = "not rendered: a synthetic fleet node made by bench/fleet_synth.py (one render per node would outlast the collect)"
+PLOT_NOTE = (
+    "not rendered: a synthetic fleet node made by bench/fleet_synth.py (one render per node would outlast the collect)"
+)
 SICKNESSES = ("slow-hbm", "pcie-x8", "throttling", "bad-signature", "missing-bundle")
 
 
@@ -82,8 +84,17 @@ def fleet_plan(count: int, seed: int = 19, sick: Iterable[str] = SICKNESSES) -> 
     """COUNT nodes n0001.. with a ~1 % spread in every rate; one node per sickness, spread out."""
     rng = random.Random(seed)
     width = len(str(count))
-    plans = [NodePlan(f"n{i + 1:0{max(width, 4)}d}", hbm=rng.gauss(1, 0.01), gemm=rng.gauss(1, 0.01),
-                      clock=1.0, stress=rng.gauss(1, 0.01), transfer=rng.gauss(1, 0.01)) for i in range(count)]
+    plans = [
+        NodePlan(
+            f"n{i + 1:0{max(width, 4)}d}",
+            hbm=rng.gauss(1, 0.01),
+            gemm=rng.gauss(1, 0.01),
+            clock=1.0,
+            stress=rng.gauss(1, 0.01),
+            transfer=rng.gauss(1, 0.01),
+        )
+        for i in range(count)
+    ]
     sick = list(sick)
     for k, sickness in enumerate(sick):
         i = (k + 1) * count // (len(sick) + 1)
@@ -105,6 +116,7 @@ def make_sick(plan: NodePlan, sickness: str) -> NodePlan:
 
 
 # --- the base bundle ---------------------------------------------------------------------------
+
 
 @dataclass
 class Base:
@@ -166,24 +178,46 @@ def check_documents(documents: dict[str, Any], base: Base) -> list[str]:
 
 # --- records and bundles -----------------------------------------------------------------------
 
+
 def _stdout(document: Any) -> bytes:
     return (json.dumps(document, allow_nan=False, sort_keys=True) + "\n").encode()
 
 
 def _run(entry: dict[str, Any], stdout: bytes, stderr: bytes) -> ProbeRun:
-    return ProbeRun(probe=entry["probe"], argv=tuple(entry["argv"]), env=dict(entry["env"] or {}),
-                    runner=entry["runner"], image=entry["image"], started_at=entry["started_at"],
-                    finished_at=entry["finished_at"], exit_code=entry["exit_code"], timed_out=bool(entry["timed_out"]),
-                    stdout=stdout, stderr=stderr, note=entry.get("note"))
+    return ProbeRun(
+        probe=entry["probe"],
+        argv=tuple(entry["argv"]),
+        env=dict(entry["env"] or {}),
+        runner=entry["runner"],
+        image=entry["image"],
+        started_at=entry["started_at"],
+        finished_at=entry["finished_at"],
+        exit_code=entry["exit_code"],
+        timed_out=bool(entry["timed_out"]),
+        stdout=stdout,
+        stderr=stderr,
+        note=entry.get("note"),
+    )
 
 
 def step_record(entry: dict[str, Any], base: Base, documents: dict[str, Any]) -> StepRecord:
-    common = dict(step=entry["step"], title=entry["title"], lab_step=entry["lab_step"], kind=entry["kind"],
-                  status=entry["status"], schema=entry["schema"], probe=entry.get("probe"),
-                  analysis=entry.get("analysis"), plots=None, why=entry.get("why"),
-                  inputs=dict(entry.get("inputs") or {}), checkpoint=entry.get("checkpoint"),
-                  needs=tuple(entry.get("needs") or ()), function=entry.get("function"),
-                  schema_violations=tuple(entry.get("schema_violations") or ()))
+    common = dict(
+        step=entry["step"],
+        title=entry["title"],
+        lab_step=entry["lab_step"],
+        kind=entry["kind"],
+        status=entry["status"],
+        schema=entry["schema"],
+        probe=entry.get("probe"),
+        analysis=entry.get("analysis"),
+        plots=None,
+        why=entry.get("why"),
+        inputs=dict(entry.get("inputs") or {}),
+        checkpoint=entry.get("checkpoint"),
+        needs=tuple(entry.get("needs") or ()),
+        function=entry.get("function"),
+        schema_violations=tuple(entry.get("schema_violations") or ()),
+    )
     if entry["status"] == COMPLETED:
         common.update(plot_files={}, plot_note=PLOT_NOTE)
     step, document = entry["step"], documents.get(entry["step"])
@@ -207,8 +241,15 @@ def node_record(base: Base, plan: NodePlan, tool: dict[str, Any]) -> RunRecord:
     steps = tuple(step_record(entry, base, documents) for entry in base.commands["steps"])
     commands = base.commands
     host = {**base.environment["host"], "hostname": plan.name}
-    return RunRecord(steps=steps, runner=commands["runner"], tool=tool, host=host, options=commands["options"],
-                     started_at=commands["started_at"], finished_at=commands["finished_at"])
+    return RunRecord(
+        steps=steps,
+        runner=commands["runner"],
+        tool=tool,
+        host=host,
+        options=commands["options"],
+        started_at=commands["started_at"],
+        finished_at=commands["finished_at"],
+    )
 
 
 def node_bundle(base: Base, plan: NodePlan, key: SigningKey, rogue: SigningKey, tool: dict[str, Any]) -> bytes:
@@ -216,6 +257,7 @@ def node_bundle(base: Base, plan: NodePlan, key: SigningKey, rogue: SigningKey, 
 
 
 # --- the run directory -------------------------------------------------------------------------
+
 
 def write_layout(run_dir: Path, job_id: str, nodes: list[str], key_path: Path, output_dir: Path) -> None:
     """What `dossier fleet submit` and its job leave before the nodes write: the scripts, the
@@ -227,10 +269,16 @@ def write_layout(run_dir: Path, job_id: str, nodes: list[str], key_path: Path, o
     (run_dir / "fleet.sbatch").write_text(render_sbatch(spec))
     (run_dir / "nodelist").write_text("\n".join(nodes) + "\n")
     (run_dir / "logs" / f"batch-{job_id}.out").write_text(
-        f"synthetic fleet of {len(nodes)} nodes (bench/fleet_synth.py): no Slurm job ran, no all-reduce step\n")
-    submission = {"job_id": job_id, "argv": ["bench/fleet_synth.py", str(output_dir), "--nodes", str(len(nodes))],
-                  "run_dir": str(run_dir), "public_key": str(key_path.with_suffix(".pub")),
-                  "spec": {"key": str(key_path), "nodes": len(nodes)}, "synthetic": True}
+        f"synthetic fleet of {len(nodes)} nodes (bench/fleet_synth.py): no Slurm job ran, no all-reduce step\n"
+    )
+    submission = {
+        "job_id": job_id,
+        "argv": ["bench/fleet_synth.py", str(output_dir), "--nodes", str(len(nodes))],
+        "run_dir": str(run_dir),
+        "public_key": str(key_path.with_suffix(".pub")),
+        "spec": {"key": str(key_path), "nodes": len(nodes)},
+        "synthetic": True,
+    }
     (run_dir / "submission.json").write_text(json.dumps(submission, sort_keys=True, indent=1) + "\n")
 
 
@@ -240,8 +288,10 @@ def write_node(run_dir: Path, job_id: str, plan: NodePlan, data: bytes | None) -
     log = run_dir / "logs" / f"slurm-{job_id}-{plan.name}.out"
     if data is None:  # missing bundle: the node's dossier failed before writing one
         (folder / "exit_code").write_text("3\n")
-        log.write_text(f"node {plan.name}: dossier run: step bandwidth failed: the probe crashed (synthetic)\n"
-                       "dossier run exit code 3\n")
+        log.write_text(
+            f"node {plan.name}: dossier run: step bandwidth failed: the probe crashed (synthetic)\n"
+            "dossier run exit code 3\n"
+        )
         return
     (folder / f"{plan.name}.tar.gz").write_bytes(data)
     (folder / "exit_code").write_text("0\n")
@@ -252,8 +302,12 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(base_path: str, key_path: str, rogue_path: str) -> None:
-    _WORKER.update(base=Base.read(Path(base_path)), key=load_private(Path(key_path)),
-                   rogue=load_private(Path(rogue_path)), tool=tool_info())
+    _WORKER.update(
+        base=Base.read(Path(base_path)),
+        key=load_private(Path(key_path)),
+        rogue=load_private(Path(rogue_path)),
+        tool=tool_info(),
+    )
 
 
 def _make(plan: NodePlan) -> tuple[NodePlan, bytes | None]:
@@ -262,8 +316,15 @@ def _make(plan: NodePlan) -> tuple[NodePlan, bytes | None]:
     return plan, node_bundle(_WORKER["base"], plan, _WORKER["key"], _WORKER["rogue"], _WORKER["tool"])
 
 
-def make_fleet(output_dir: Path, plans: list[NodePlan], base_path: Path = H200_BASE, job_id: str = "19000",
-               workers: int = 2, distinct: int | None = None, say=print) -> Path:
+def make_fleet(
+    output_dir: Path,
+    plans: list[NodePlan],
+    base_path: Path = H200_BASE,
+    job_id: str = "19000",
+    workers: int = 2,
+    distinct: int | None = None,
+    say=print,
+) -> Path:
     """Write a fleet run directory under OUTPUT_DIR for PLANS; returns it. Keys in OUTPUT_DIR/keys.
 
     DISTINCT (tests): make only that many healthy bundles and copy them to the other healthy nodes

@@ -13,9 +13,9 @@ import statistics
 from typing import Any
 
 from harness.analysis.bandwidth import figures as bw
-from harness.analysis.roofline import model as rl
-from harness.analysis.roofline import figures as rf
 from harness.analysis.health.contracts import evaluate as health_contracts
+from harness.analysis.roofline import figures as rf
+from harness.analysis.roofline import model as rl
 from harness.probes import bandwidth as bandwidth_probe
 
 THERMAL = ("sw_thermal_slowdown", 0x20)  # the NVML clock event reason a throttling GPU reports
@@ -23,8 +23,9 @@ THERMAL = ("sw_thermal_slowdown", 0x20)  # the NVML clock event reason a throttl
 
 def _point(point: dict[str, Any], kernel: str, factor: float, cache: Any, empty_s: float) -> dict[str, Any]:
     times = [t / factor for t in point["iteration_times_s"]]
-    again = bandwidth_probe.point_record(point["size_mib"], point["elements"], kernel, times,
-                                         cache if isinstance(cache, int) else None, empty_s)
+    again = bandwidth_probe.point_record(
+        point["size_mib"], point["elements"], kernel, times, cache if isinstance(cache, int) else None, empty_s
+    )
     return {**point, **again, "warmup_iterations": point["warmup_iterations"]}
 
 
@@ -33,14 +34,19 @@ def vary_bandwidth(document: dict[str, Any], factor: float) -> dict[str, Any]:
     doc = copy.deepcopy(document)
     kernel, cache, empty_s = doc["kernel"], doc["cache"]["size_bytes"], doc["launch"]["empty_launch_s"]
     doc["sweep"] = [_point(p, kernel, factor, cache, empty_s) for p in doc["sweep"]]
-    points = [{"size_mib": p["size_mib"], "gbps": p["median_gbps"], "marks": p["marks"], "why": p["why"]}
-              for p in doc["sweep"]]
+    points = [
+        {"size_mib": p["size_mib"], "gbps": p["median_gbps"], "marks": p["marks"], "why": p["why"]}
+        for p in doc["sweep"]
+    ]
     found, top = bw.plateau(points), max(points, key=lambda p: p["gbps"])
-    doc["plateau"].update(reached=found["reached"], sizes_mib=found["sizes_mib"] if found["reached"] else [],
-                          gbps=found["gbps"], why=found["why"],
-                          maximum={**doc["plateau"]["maximum"], "size_mib": top["size_mib"], "gbps": top["gbps"]},
-                          off_plateau=bw.explain_off_plateau(points, found["gbps"],
-                                                             found["sizes_mib"] if found["reached"] else []))
+    doc["plateau"].update(
+        reached=found["reached"],
+        sizes_mib=found["sizes_mib"] if found["reached"] else [],
+        gbps=found["gbps"],
+        why=found["why"],
+        maximum={**doc["plateau"]["maximum"], "size_mib": top["size_mib"], "gbps": top["gbps"]},
+        off_plateau=bw.explain_off_plateau(points, found["gbps"], found["sizes_mib"] if found["reached"] else []),
+    )
     repeats = doc["repeats"]
     repeats["runs"] = [_point(r, kernel, factor, cache, empty_s) for r in repeats["runs"]]
     repeats["medians_gbps"] = [r["median_gbps"] for r in repeats["runs"]]
@@ -73,9 +79,11 @@ def vary_roofline(document: dict[str, Any], factor: float, roof_gbps: float | No
         shape["median_s"] = statistics.median(shape["times_s"])
         _slow_clock(shape.get("clocks"), clock)
         p = rf._prediction(doc, shape["label"])
-        shape.update(achieved_tflops=p["flops"] / shape["median_s"] / 1e12,
-                     effective_gbps=p["min_bytes"] / shape["median_s"] / 1e9,
-                     fraction_of_attainable=p["flops"] / shape["median_s"] / 1e12 / p["attainable_tflops"])
+        shape.update(
+            achieved_tflops=p["flops"] / shape["median_s"] / 1e12,
+            effective_gbps=p["min_bytes"] / shape["median_s"] / 1e9,
+            fraction_of_attainable=p["flops"] / shape["median_s"] / 1e12 / p["attainable_tflops"],
+        )
         shape["explanation"] = rl.explain(p, shape, rl.context_of(doc))
     _restate_fusion(doc)
     head = rf.headlines(doc)
@@ -102,13 +110,16 @@ def _restate_fusion(doc: dict[str, Any]) -> None:
     fusion = doc.get("fusion")
     if not isinstance(fusion, dict) or not isinstance(fusion.get("comparison"), dict):
         return
-    accounting = rl.fusion_accounting(fusion["elements"], fusion["element_bytes"], fusion["unfused_kernels"],
-                                      fusion["flops_per_element"])
+    accounting = rl.fusion_accounting(
+        fusion["elements"], fusion["element_bytes"], fusion["unfused_kernels"], fusion["flops_per_element"]
+    )
     timed = dict(zip(("unfused", "fused"), rf.fusion_medians(fusion), strict=True))
-    rates = {v: {**fusion[v], "median_s": s, "achieved_gbps": accounting[f"{v}_bytes"] / s / 1e9}
-             for v, s in timed.items()}
-    fusion["comparison"] = rl.fusion_comparison({**fusion, **accounting, **rates}, doc["roofs"]["peak_tflops"],
-                                                doc["roofs"]["bandwidth_gbps"])
+    rates = {
+        v: {**fusion[v], "median_s": s, "achieved_gbps": accounting[f"{v}_bytes"] / s / 1e9} for v, s in timed.items()
+    }
+    fusion["comparison"] = rl.fusion_comparison(
+        {**fusion, **accounting, **rates}, doc["roofs"]["peak_tflops"], doc["roofs"]["bandwidth_gbps"]
+    )
 
 
 def vary_health_load(document: dict[str, Any], pcie_width: int | None, clock: float) -> dict[str, Any]:
@@ -143,6 +154,7 @@ def vary_health_load(document: dict[str, Any], pcie_width: int | None, clock: fl
 def vary_stress(document: dict[str, Any], factor: float) -> dict[str, Any]:
     """Every bucket's GEMM times and span / FACTOR (each rate x FACTOR); figures and summary recomputed."""
     from harness.analysis.stress import figures as stress
+
     doc = copy.deepcopy(document)
     flop = doc["settings"]["flop_per_gemm"]
     for record in doc.get("devices", []):
@@ -158,6 +170,7 @@ def vary_transfer(document: dict[str, Any], factor: float) -> dict[str, Any]:
     """Every copy time / FACTOR; every stated figure, explanation and verdict stated again from them
     as the probe states them (harness.analysis.transfer.checks.state_figures)."""
     from harness.analysis.transfer import checks as transfer_checks
+
     doc = copy.deepcopy(document)
     for s in doc.get("series", []):
         for point in s["points"]:

@@ -69,10 +69,12 @@ def install_tick_modules() -> None:
 def build_bases(work: Path) -> dict[str, Path]:
     from harness.run.assemble import assemble, unsigned_files
     from tests.bundle_support import collect_test_plan, make_key, resign
+
     key, public = make_key(work / "keys")
     tick = work / "tick.tar.gz"
     tick.write_bytes(assemble(collect_test_plan(work / "plan"), key))
     from tests.h200_remade import record_of
+
     made = {"tick": tick}
     for name, source in (("h200", H200), ("full", H200_FULL)):
         files = unsigned_files(record_of(source))  # this build's format: report, tables and schemas included
@@ -90,18 +92,24 @@ def _record_guarded_criteria() -> None:
 
     def recording(criterion, exc):
         frame = traceback.extract_tb(exc.__traceback__)[-1]
-        STATE["guarded"].append(f"{criterion.name}: {type(exc).__name__} in {frame.name} "
-                                f"({Path(frame.filename).name}:{frame.lineno})")
+        STATE["guarded"].append(
+            f"{criterion.name}: {type(exc).__name__} in {frame.name} ({Path(frame.filename).name}:{frame.lineno})"
+        )
         return original(criterion, exc)  # then judged as the build does
+
     engine.could_not_judge = recording
 
 
 def init_worker(paths: dict[str, str]) -> None:
     install_tick_modules()
     _record_guarded_criteria()
-    STATE.update(key=load_private(Path(paths["key"])), public=load_public(Path(paths["public"])),
-                 bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in BASES},
-                 mutant=Path(paths["mutants"]) / f"mutant-{os.getpid()}.tar.gz", guarded=[])
+    STATE.update(
+        key=load_private(Path(paths["key"])),
+        public=load_public(Path(paths["public"])),
+        bases={name: (read_all(Path(paths[name])), Path(paths[name]).read_bytes()) for name in BASES},
+        mutant=Path(paths["mutants"]) / f"mutant-{os.getpid()}.tar.gz",
+        guarded=[],
+    )
 
 
 def _memory_folder() -> str | None:
@@ -113,8 +121,14 @@ def _memory_folder() -> str | None:
 
 def random_mutation(rng: random.Random, layer: str | None) -> Mutation:
     layer = layer or rng.choice(sorted(set(OPS) - {"resign"}))
-    return Mutation(layer, rng.choice(OPS[layer]), rng.random(), rng.randbytes(rng.randint(1, 12)),
-                    rng.randrange(64), rng.random() < 0.5)
+    return Mutation(
+        layer,
+        rng.choice(OPS[layer]),
+        rng.random(),
+        rng.randbytes(rng.randint(1, 12)),
+        rng.randrange(64),
+        rng.random() < 0.5,
+    )
 
 
 def one(task: tuple[int, int]) -> dict:
@@ -136,8 +150,14 @@ def one(task: tuple[int, int]) -> dict:
     if mutation.layer == "resign":
         named = document_schemas(files)
         target = f" ({sorted(named)[mutation.member % len(named)]})"
-    return {"base": base, "layer": mutation.layer, "outcome": outcome, "seconds": time.perf_counter() - start,
-            "mutation": mutation.describe() + target, "guarded": list(STATE["guarded"])}
+    return {
+        "base": base,
+        "layer": mutation.layer,
+        "outcome": outcome,
+        "seconds": time.perf_counter() - start,
+        "mutation": mutation.describe() + target,
+        "guarded": list(STATE["guarded"]),
+    }
 
 
 def _outcome(outcome: str) -> str:
@@ -151,29 +171,48 @@ def _outcome(outcome: str) -> str:
 def classes(results: list[dict]) -> list[str]:
     """Each class of accepted re-signed change, counted, with its inventory row's why."""
     why = {f"{row.kind}: {row.document} `{row.pattern}`": row.why for row in listed()}
-    counted = collections.Counter(part for r in results if r["outcome"].startswith("accepted: re-signed change, ")
-                                  for part in r["outcome"].removeprefix("accepted: re-signed change, ").split("; "))
-    lines = ["| accepted re-signed change: what changed | mutants | why it may (docs/bundle.md) |", "| --- | --- | --- |"]
+    counted = collections.Counter(
+        part
+        for r in results
+        if r["outcome"].startswith("accepted: re-signed change, ")
+        for part in r["outcome"].removeprefix("accepted: re-signed change, ").split("; ")
+    )
+    lines = [
+        "| accepted re-signed change: what changed | mutants | why it may (docs/bundle.md) |",
+        "| --- | --- | --- |",
+    ]
     lines += [f"| {what} | {count} | {why.get(what, '')} |" for what, count in counted.most_common()]
     return lines
 
 
 def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[str]:
     outcomes = collections.Counter(_outcome(r["outcome"]) for r in results)
-    reasons = collections.Counter(r["outcome"].removeprefix("refused: ") for r in results if r["outcome"].startswith("refused"))
+    reasons = collections.Counter(
+        r["outcome"].removeprefix("refused: ") for r in results if r["outcome"].startswith("refused")
+    )
     bad = [r for r in results if r["outcome"].startswith(("CRASH", "INTERNAL", "ACCEPTED"))]
     guarded = collections.Counter(g for r in results for g in r["guarded"])
-    lines = [f"verify fuzz: {len(results)} mutants (seed {args.seed}), {args.processes} processes, "
-             f"{wall:.0f} s wall, {os.cpu_count()} CPUs", "", "| outcome | count |", "| --- | --- |"]
+    lines = [
+        f"verify fuzz: {len(results)} mutants (seed {args.seed}), {args.processes} processes, "
+        f"{wall:.0f} s wall, {os.cpu_count()} CPUs",
+        "",
+        "| outcome | count |",
+        "| --- | --- |",
+    ]
     lines += [f"| {name} | {count} |" for name, count in sorted(outcomes.items(), key=lambda kv: -kv[1])]
-    lines += ["", "Accepted re-signed changes, by what changed (a mutant changing several fields counts once for each):",
-              ""] + classes(results)
+    lines += [
+        "",
+        "Accepted re-signed changes, by what changed (a mutant changing several fields counts once for each):",
+        "",
+    ] + classes(results)
     lines += ["", "| base | inputs | median s | p99 s | max s |", "| --- | --- | --- | --- | --- |"]
     for base in BASES:
         times = sorted(r["seconds"] for r in results if r["base"] == base)
         if times:
-            lines.append(f"| {base} | {len(times)} | {statistics.median(times):.3f} | "
-                         f"{times[int(0.99 * (len(times) - 1))]:.3f} | {times[-1]:.3f} |")
+            lines.append(
+                f"| {base} | {len(times)} | {statistics.median(times):.3f} | "
+                f"{times[int(0.99 * (len(times) - 1))]:.3f} | {times[-1]:.3f} |"
+            )
     lines += ["", "Refusals by reason (first failing check), most frequent first:", ""]
     lines += [f"- {count} x {reason}" for reason, count in reasons.most_common(40)]
     if len(reasons) > 40:
@@ -193,8 +232,10 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write every result as JSON here")
     args = parser.parse_args()
     install_tick_modules()
-    with tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp, \
-            tempfile.TemporaryDirectory(prefix="fuzz-mutants-", dir=_memory_folder()) as mutants:
+    with (
+        tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp,
+        tempfile.TemporaryDirectory(prefix="fuzz-mutants-", dir=_memory_folder()) as mutants,
+    ):
         print("building the base bundles...", file=sys.stderr)
         paths = {k: str(v) for k, v in build_bases(Path(tmp)).items()} | {"mutants": mutants}
         start = time.perf_counter()

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from harness.probes.stress.gemm import GemmPlan, Operands
 from harness.probes.stress import GPU_FP8_SHAPE, GPU_SHAPE
+from harness.probes.stress.gemm import GemmPlan, Operands
 
 
 def repeatability(dtype: str, iterations: int) -> str:
@@ -36,8 +36,10 @@ def repeatability(dtype: str, iterations: int) -> str:
         counts.append(int(slot))
         worst = max(worst, float((ops.out.float() - ops.reference.float()).abs().max()))
     differing = sum(1 for c in counts if c)
-    return (f"{dtype} {m}x{n}x{k}: {differing} of {iterations} results differ from the reference "
-            f"(elements per iteration: max {max(counts)}), largest |difference| {worst:g}")
+    return (
+        f"{dtype} {m}x{n}x{k}: {differing} of {iterations} results differ from the reference "
+        f"(elements per iteration: max {max(counts)}), largest |difference| {worst:g}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,8 +37,9 @@ def summary_line(label: str, gpu: dict) -> str:
     if temps:
         parts.append(f"temperature {temps[0]:g} -> {temps[-1]:g} C (max {max(temps):g})")
     if power:
-        parts.append(f"power ({key}) median {statistics.median(power):.1f} W, max {max(power):.1f} W "
-                     f"of {gpu['power_limit_w']} W")
+        parts.append(
+            f"power ({key}) median {statistics.median(power):.1f} W, max {max(power):.1f} W of {gpu['power_limit_w']} W"
+        )
     if clocks:
         parts.append(f"SM clock median {statistics.median(clocks):g} MHz")
     parts.append(f"reasons {tel.reason_histogram(samples)}")
@@ -67,10 +68,17 @@ def main(argv: list[str] | None = None) -> int:
         for index, handle, telemetry in watchers:
             telemetry.stop()
             name = nvml.pynvml.nvmlDeviceGetName(handle)
-            gpus.append({"nvml_index": index, "name": name.decode() if isinstance(name, bytes) else name,
-                         "power_limit_w": power_limit_w(nvml.pynvml, handle), "samples": telemetry.drain()})
-    args.out.write_text(json.dumps({"label": args.label, "interval_s": args.interval_s, "gpus": gpus},
-                                   sort_keys=True, allow_nan=False))
+            gpus.append(
+                {
+                    "nvml_index": index,
+                    "name": name.decode() if isinstance(name, bytes) else name,
+                    "power_limit_w": power_limit_w(nvml.pynvml, handle),
+                    "samples": telemetry.drain(),
+                }
+            )
+    args.out.write_text(
+        json.dumps({"label": args.label, "interval_s": args.interval_s, "gpus": gpus}, sort_keys=True, allow_nan=False)
+    )
     for gpu in gpus:
         print(summary_line(args.label, gpu))
     return 0

@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from harness import catalogue
 from harness.analysis import repeatability
-from harness.verify import verify_and_view
 from harness.signing.keys import load_public
+from harness.verify import verify_and_view
 
 
 def _commit(tool: dict[str, Any]) -> str:
@@ -77,18 +77,34 @@ def table(per_bundle: list[dict[str, tuple[float | None, str]]], bounds: dict[st
         median = statistics.median(values)
         spread = (max(values) - min(values)) / median if median else None
         bound = bounds.get(kind, {}).get("max_spread")
-        rows.append({"figure": figure, "kind": kind, "bound": bound, "n": len(values), "min": min(values),
-                     "median": median, "max": max(values), "spread": spread,
-                     "met": spread is not None and bound is not None and spread <= bound})
+        rows.append(
+            {
+                "figure": figure,
+                "kind": kind,
+                "bound": bound,
+                "n": len(values),
+                "min": min(values),
+                "median": median,
+                "max": max(values),
+                "spread": spread,
+                "met": spread is not None and bound is not None and spread <= bound,
+            }
+        )
     return rows
 
 
 def markdown(rows: list[dict[str, Any]], title: str) -> str:
-    lines = [f"{title}", "", "| figure | kind | bound | n | min | median | max | range / median | met |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    lines = [
+        f"{title}",
+        "",
+        "| figure | kind | bound | n | min | median | max | range / median | met |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['figure']} | {r['kind']} | {r['bound']:.0%} | {r['n']} | {r['min']:.5g} | {r['median']:.5g} "
-                     f"| {r['max']:.5g} | {r['spread']:.2%} | {'yes' if r['met'] else '**no**'} |")
+        lines.append(
+            f"| {r['figure']} | {r['kind']} | {r['bound']:.0%} | {r['n']} | {r['min']:.5g} | {r['median']:.5g} "
+            f"| {r['max']:.5g} | {r['spread']:.2%} | {'yes' if r['met'] else '**no**'} |"
+        )
     met = sum(r["met"] for r in rows)
     return "\n".join(lines + ["", f"{met} of {len(rows)} figures within their kind's bound."])
 
@@ -98,8 +114,13 @@ def block(rows: list[dict[str, Any]], source_id: str, source: dict[str, Any], sk
     current = repeatability.declaration(sku_id) if sku_id else {}
     figures = []
     for r in rows:
-        entry = {"figure": r["figure"], "kind": r["kind"], "spread": round(r["spread"], 4), "source": source_id,
-                 "note": f"{r['min']:.5g}-{r['max']:.5g} over {r['n']} dossiers (median {r['median']:.5g})"}
+        entry = {
+            "figure": r["figure"],
+            "kind": r["kind"],
+            "spread": round(r["spread"], 4),
+            "source": source_id,
+            "note": f"{r['min']:.5g}-{r['max']:.5g} over {r['n']} dossiers (median {r['median']:.5g})",
+        }
         old = repeatability.lookup(current, r["figure"])
         if not r["met"] and old is not None and old.get("noisy") and old.get("why"):
             entry["why"] = old["why"]
@@ -110,23 +131,36 @@ def block(rows: list[dict[str, Any]], source_id: str, source: dict[str, Any], sk
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundles", nargs="+", type=Path)
-    parser.add_argument("--key", type=Path, nargs="+", required=True, help="the signer's public key (several: each "
-                        "bundle must verify with one of them)")
+    parser.add_argument(
+        "--key",
+        type=Path,
+        nargs="+",
+        required=True,
+        help="the signer's public key (several: each bundle must verify with one of them)",
+    )
     parser.add_argument("--machine-starts", type=int, required=True, help="how many machine starts the runs spanned")
     parser.add_argument("--machine", help="the machine in words (default: host and GPU from the first bundle)")
     parser.add_argument("--command", default="dossier run (local runner, the 60 s stress)")
-    parser.add_argument("--where", default="bench/RESULTS.md, \"Figures that repeat\"")
+    parser.add_argument("--where", default='bench/RESULTS.md, "Figures that repeat"')
     parser.add_argument("--source-id", help="the campaign's id in the catalogue (default windows-COMMIT)")
     parser.add_argument("--json", type=Path, help="write the catalogue's run_to_run block here")
-    parser.add_argument("--allow-format", type=int, action="append", default=[], metavar="N",
-                        help="read a bundle of format N, older than this build fully checks, as `dossier verify "
-                             "--allow-format N` verifies it; repeatable")
+    parser.add_argument(
+        "--allow-format",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help="read a bundle of format N, older than this build fully checks, as `dossier verify "
+        "--allow-format N` verifies it; repeatable",
+    )
     args = parser.parse_args()
     if len(args.bundles) < 2:
         parser.error("give at least two bundles")
     views = read(args.bundles, args.key, tuple(args.allow_format))
-    per_bundle = [repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps
-                                                if e["step"] in v.documents}) for v in views]
+    per_bundle = [
+        repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps if e["step"] in v.documents})
+        for v in views
+    ]
     commits = sorted({_commit(v.commands.get("tool") or {}) for v in views})
     dates = sorted(str(v.commands.get("started_at"))[:10] for v in views)
     skus = {repeatability.bundle_sku(v.documents) for v in views}
@@ -135,24 +169,41 @@ def main() -> int:
         print(f"warning: the bundles are not of one identified SKU ({sorted(map(str, skus))})", file=sys.stderr)
     rows = table(per_bundle, catalogue.repeatability_bounds().get("bounds", {}))
     commit = commits[0] if len(commits) == 1 else "+".join(commits)
-    print(markdown(rows, f"Range over median of every timed figure, {len(views)} dossiers ({dates[0]}..{dates[-1]}, "
-                         f"{args.machine_starts} machine starts, {sku_id}, commit {commit})"))
+    print(
+        markdown(
+            rows,
+            f"Range over median of every timed figure, {len(views)} dossiers ({dates[0]}..{dates[-1]}, "
+            f"{args.machine_starts} machine starts, {sku_id}, commit {commit})",
+        )
+    )
     over = [r for r in rows if not r["met"]]
     if over:
-        print("\nOver their bound (the catalogue block needs a measured why for each, kept from the current "
-              "catalogue where it had one):\n" + "\n".join(f"- {r['figure']}: {r['spread']:.2%} > {r['bound']:.0%}"
-                                                        for r in over))
+        print(
+            "\nOver their bound (the catalogue block needs a measured why for each, kept from the current "
+            "catalogue where it had one):\n"
+            + "\n".join(f"- {r['figure']}: {r['spread']:.2%} > {r['bound']:.0%}" for r in over)
+        )
     if args.json:
-        host = (views[0].environment.get("host") or {})
-        source = {"machine": args.machine or f"{host.get('hostname')}: {sku_id}", "date": dates[0], "commit": commit,
-                  "command": args.command, "runs": len(views), "machine_starts": args.machine_starts,
-                  "method": "the probes as at this commit: the roofline timed in windows with idle gaps, its burst "
-                            "best over the fixed shapes", "where": args.where}
+        host = views[0].environment.get("host") or {}
+        source = {
+            "machine": args.machine or f"{host.get('hostname')}: {sku_id}",
+            "date": dates[0],
+            "commit": commit,
+            "command": args.command,
+            "runs": len(views),
+            "machine_starts": args.machine_starts,
+            "method": "the probes as at this commit: the roofline timed in windows with idle gaps, its burst "
+            "best over the fixed shapes",
+            "where": args.where,
+        }
         data = block(rows, args.source_id or f"windows-{commit[:7]}", source, sku_id)
         check_block(data)
         args.json.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        print(f"\nwrote {args.json}: paste it as {sku_id}'s run_to_run in harness/data/gpus.json "
-              "(tests/test_catalogue.py checks it against schemas/catalogue.schema.json)", file=sys.stderr)
+        print(
+            f"\nwrote {args.json}: paste it as {sku_id}'s run_to_run in harness/data/gpus.json "
+            "(tests/ground/test_catalogue.py checks it against schemas/catalogue.schema.json)",
+            file=sys.stderr,
+        )
     return 0
 
 

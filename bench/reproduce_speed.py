@@ -49,6 +49,7 @@ FULL_PUB = FULL.with_suffix("").with_suffix(".pub")
 def remade_full(tmp: Path) -> tuple[Path, Path]:
     """The full H200 run re-made by this build, signed with a key made here."""
     from tests.h200_remade import record_of
+
     private, public = generate(tmp / "key")
     path = tmp / "dossier-h200-full-remade.tar.gz"
     path.write_bytes(assemble(record_of(FULL), load_private(private)))
@@ -84,8 +85,21 @@ def run() -> None:
             theirs, their_pub = FULL, FULL_PUB
             mine, my_pub = remade_full(tmp)
         signing, _ = generate(tmp / "judge")
-        argv = ["reproduce", str(theirs), "--key", str(their_pub), "--against", str(mine), "--key-mine", str(my_pub),
-                "--output-dir", str(tmp / "out"), "--signing-key", str(signing), "--json"]
+        argv = [
+            "reproduce",
+            str(theirs),
+            "--key",
+            str(their_pub),
+            "--against",
+            str(mine),
+            "--key-mine",
+            str(my_pub),
+            "--output-dir",
+            str(tmp / "out"),
+            "--signing-key",
+            str(signing),
+            "--json",
+        ]
         quiet = io.StringIO()
 
         def in_process() -> None:
@@ -99,15 +113,23 @@ def run() -> None:
         rows = [
             ("command (fresh process)", median_s(command, args.repeats)),
             ("in process (harness.cli.main)", median_s(in_process, args.repeats)),
-            ("verify x2", median_s(lambda: [verify_bundle(p, load_public(k)) for p, k in ((theirs, their_pub),
-                                                                                          (mine, my_pub))],
-                                   args.repeats)),
-            ("judge (compare)", median_s(lambda: compare(*views, registry.diff_figures(), registry.diff_fields()),
-                                         args.repeats)),
+            (
+                "verify x2",
+                median_s(
+                    lambda: [verify_bundle(p, load_public(k)) for p, k in ((theirs, their_pub), (mine, my_pub))],
+                    args.repeats,
+                ),
+            ),
+            (
+                "judge (compare)",
+                median_s(lambda: compare(*views, registry.diff_figures(), registry.diff_fields()), args.repeats),
+            ),
         ]
         judgement = compare(*views, registry.diff_figures(), registry.diff_fields())
-        print(f"THEIRS {theirs.name} ({theirs.stat().st_size / 2**10:.0f} KiB), MINE {mine.name} "
-              f"({mine.stat().st_size / 2**10:.0f} KiB): {len(judgement.figures)} figures, verdict {judgement.word}")
+        print(
+            f"THEIRS {theirs.name} ({theirs.stat().st_size / 2**10:.0f} KiB), MINE {mine.name} "
+            f"({mine.stat().st_size / 2**10:.0f} KiB): {len(judgement.figures)} figures, verdict {judgement.word}"
+        )
         print(f"\n| what | median of {args.repeats} (s) |\n| --- | --- |")
         for name, seconds in rows:
             print(f"| {name} | {seconds:.3f} |")

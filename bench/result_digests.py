@@ -28,8 +28,13 @@ from harness.analysis.digests import quorum
 
 
 def stress_run() -> dict:
-    out = subprocess.run([sys.executable, "-m", "harness.probes.stress", "--seconds", "5", "--no-memory-test"],
-                         cwd=ROOT, capture_output=True, check=True, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-m", "harness.probes.stress", "--seconds", "5", "--no-memory-test"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=900,
+    )
     document = json.loads(out.stdout)
     return {f"GPU{d['index']}": d["gemm"]["reference_digest"] for d in document["devices"]}
 
@@ -38,25 +43,37 @@ def quantizer_digests() -> dict:
     import torch
 
     from harness.probes.precision import quantize
+
     x = torch.randn(384, 1536, generator=torch.Generator().manual_seed(3), dtype=torch.float32)
     cpu = {r["format"]: r.get("output_sha256") for r in quantize.measure_formats(x)}
     if not torch.cuda.is_available():
         return {"cpu": cpu, "cuda": None, "agree": None}
     cuda = {r["format"]: r.get("output_sha256") for r in quantize.measure_formats(x.to("cuda"))}
-    return {"cpu": cpu, "cuda": cuda, "agree": cpu == cuda,
-            "differ": sorted(f for f in cpu if cpu[f] != cuda.get(f))}
+    return {"cpu": cpu, "cuda": cuda, "agree": cpu == cuda, "differ": sorted(f for f in cpu if cpu[f] != cuda.get(f))}
 
 
 def main() -> int:
     first, second = stress_run(), stress_run()
-    vote = quorum({f"run1 {gpu}": r["sha256"] for gpu, r in first.items()}
-                  | {f"run2 {gpu}": r["sha256"] for gpu, r in second.items()})
-    report = {"stress": {"run1": first, "run2": second, "unanimous": vote.unanimous,
-                         "outliers": dict(vote.outliers), "majority": vote.majority},
-              "quantizers": quantizer_digests()}
+    vote = quorum(
+        {f"run1 {gpu}": r["sha256"] for gpu, r in first.items()}
+        | {f"run2 {gpu}": r["sha256"] for gpu, r in second.items()}
+    )
+    report = {
+        "stress": {
+            "run1": first,
+            "run2": second,
+            "unanimous": vote.unanimous,
+            "outliers": dict(vote.outliers),
+            "majority": vote.majority,
+        },
+        "quantizers": quantizer_digests(),
+    }
     print(json.dumps(report, indent=1, sort_keys=True))
-    print(f"stress: {len(first)} GPU(s), unanimous over both runs: {vote.unanimous}; quantizers CPU = CUDA: "
-          f"{report['quantizers']['agree']}", file=sys.stderr)
+    print(
+        f"stress: {len(first)} GPU(s), unanimous over both runs: {vote.unanimous}; quantizers CPU = CUDA: "
+        f"{report['quantizers']['agree']}",
+        file=sys.stderr,
+    )
     return 0
 
 

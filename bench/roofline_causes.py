@@ -56,6 +56,7 @@ class Nvml:
     def __init__(self) -> None:
         try:
             import pynvml
+
             pynvml.nvmlInit()
             self.p, self.h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
         except Exception as exc:  # noqa: BLE001 - a bench: no NVML, no clocks
@@ -110,8 +111,14 @@ def window_times(call, count: int, windows: int, gap_s: float, nvml: Nvml, first
             call(first + w * count + i)
         end.record()
         end.synchronize()
-        out.append({"calls": count, "s_per_call": start.elapsed_time(end) / 1e3 / count,
-                    "before": before, "after": nvml.read()})
+        out.append(
+            {
+                "calls": count,
+                "s_per_call": start.elapsed_time(end) / 1e3 / count,
+                "before": before,
+                "after": nvml.read(),
+            }
+        )
     return out
 
 
@@ -127,8 +134,9 @@ def time_each(call, count: int, first: int = 0) -> list[float]:
     return [s.elapsed_time(e) / 1e3 for s, e in zip(starts, ends, strict=True)]
 
 
-def per_call_timed(call, warmup: int = 5, min_iterations: int = 10, max_iterations: int = 100,
-                   target_s: float = 0.2) -> list[float]:
+def per_call_timed(
+    call, warmup: int = 5, min_iterations: int = 10, max_iterations: int = 100, target_s: float = 0.2
+) -> list[float]:
     """The probe's method before issue 30: warm-up calls, then calls until TARGET_S (10..100), each timed alone."""
     warm = time_each(call, warmup)
     estimate = statistics.median(warm[1:] or warm)
@@ -139,8 +147,13 @@ def per_call_timed(call, warmup: int = 5, min_iterations: int = 10, max_iteratio
 def per_call(call, nvml: Nvml) -> dict[str, Any]:
     before = nvml.read()
     times = per_call_timed(call)
-    return {"s": statistics.median(times), "iterations": len(times), "before": before, "after": nvml.read(),
-            "spread": (max(times) - min(times)) / statistics.median(times)}
+    return {
+        "s": statistics.median(times),
+        "iterations": len(times),
+        "before": before,
+        "after": nvml.read(),
+        "spread": (max(times) - min(times)) / statistics.median(times),
+    }
 
 
 def windowed(call, nvml: Nvml, window_s: float, windows: int, gap_s: float) -> dict[str, Any]:
@@ -156,8 +169,12 @@ def windowed(call, nvml: Nvml, window_s: float, windows: int, gap_s: float) -> d
     count = max(2, min(20000, math.ceil(window_s / est)))
     ws = window_times(call, count, windows, gap_s, nvml, calls)
     means = [w["s_per_call"] for w in ws]
-    return {"s": statistics.median(means), "windows": ws, "warmup_calls": calls,
-            "spread": (max(means) - min(means)) / statistics.median(means)}
+    return {
+        "s": statistics.median(means),
+        "windows": ws,
+        "warmup_calls": calls,
+        "spread": (max(means) - min(means)) / statistics.median(means),
+    }
 
 
 def graphed(call, nvml: Nvml, windows: int = 3) -> dict[str, Any]:
@@ -207,8 +224,10 @@ def ramp_from_idle(nvml: Nvml, pool) -> dict[str, Any]:
     sampler.stop.set()
     sampler.join()
     tf = [flops / (s.elapsed_time(e) / 1e3) / 1e12 for s, e in events]
-    return {"tflops_per_call": [round(x, 1) for x in tf],
-            "clock": [(round(x["t"] - t0, 4), x.get("sm_mhz"), x.get("power_instant_w")) for x in sampler.samples]}
+    return {
+        "tflops_per_call": [round(x, 1) for x in tf],
+        "clock": [(round(x["t"] - t0, 4), x.get("sm_mhz"), x.get("power_instant_w")) for x in sampler.samples],
+    }
 
 
 def cap_onset(nvml: Nvml, pool, label: str = "gate_up-prefill-8192", seconds: float = 1.5) -> dict[str, Any]:
@@ -237,9 +256,15 @@ def cap_onset(nvml: Nvml, pool, label: str = "gate_up-prefill-8192", seconds: fl
     time.sleep(1.5)
     sampler.stop.set()
     sampler.join()
-    return {"label": label, "stopped_s": stopped, "tflops_per_10_calls": marks,
-            "clock": [(round(x["t"] - t0, 4), x.get("sm_mhz"), x.get("power_w"), x.get("power_instant_w"),
-                       x.get("reasons")) for x in sampler.samples]}
+    return {
+        "label": label,
+        "stopped_s": stopped,
+        "tflops_per_10_calls": marks,
+        "clock": [
+            (round(x["t"] - t0, 4), x.get("sm_mhz"), x.get("power_w"), x.get("power_instant_w"), x.get("reasons"))
+            for x in sampler.samples
+        ],
+    }
 
 
 def main() -> int:
@@ -286,18 +311,26 @@ def main() -> int:
         doc["cap_onset"] = cap_onset(nvml, pool)
     print(json.dumps(doc, default=str))
     # the table: TFLOPS per pass, range over median, clock before/after
-    print(f"{'method/shape':<34}" + "".join(f"{'p' + str(i + 1):>9}" for i in range(args.passes))
-          + "   range%   within%   MHz(before->after, last pass)", file=sys.stderr)
+    print(
+        f"{'method/shape':<34}"
+        + "".join(f"{'p' + str(i + 1):>9}" for i in range(args.passes))
+        + "   range%   within%   MHz(before->after, last pass)",
+        file=sys.stderr,
+    )
     for key in doc["passes"][0]:
         vals = [ps[key]["tflops"] for ps in doc["passes"] if key in ps]
         rng = (max(vals) - min(vals)) / statistics.median(vals) * 100
         last = doc["passes"][-1][key]
         if "windows" in last:
-            mhz = f"{[w['before'].get('sm_mhz') for w in last['windows']]}->{last['windows'][-1]['after'].get('sm_mhz')}"
+            mhz = (
+                f"{[w['before'].get('sm_mhz') for w in last['windows']]}->{last['windows'][-1]['after'].get('sm_mhz')}"
+            )
         else:
             mhz = f"{last.get('before', {}).get('sm_mhz')}->{last.get('after', {}).get('sm_mhz')}"
-        print(f"{key:<34}" + "".join(f"{v:9.1f}" for v in vals)
-              + f"{rng:9.2f}{last['spread'] * 100:9.2f}   {mhz}", file=sys.stderr)
+        print(
+            f"{key:<34}" + "".join(f"{v:9.1f}" for v in vals) + f"{rng:9.2f}{last['spread'] * 100:9.2f}   {mhz}",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.run import provenance
-from harness.run.assemble import assemble
 from harness.bundle.read import Limits, read_all, read_members
 from harness.probes.contract import utc_now
+from harness.run import provenance
+from harness.run.assemble import assemble
 from harness.run.records import FAILED, RunRecord, StepRecord
 from harness.runners.interface import ProbeRun
 from harness.signing.keys import generate, load_private, load_public
@@ -44,16 +44,42 @@ def synthetic_record(size_mib: int) -> RunRecord:
     steps = []
     for i in range(max(1, size_mib // CHUNK_MIB)):
         now = utc_now()
-        run = ProbeRun(probe="synthetic", argv=("python", "-m", "synthetic", str(i)), env={}, runner="bench",
-                       image=None, started_at=now, finished_at=now, exit_code=1, timed_out=False,
-                       stdout=os.urandom(CHUNK_MIB * 2**20 // 2), stderr=os.urandom(CHUNK_MIB * 2**20 // 2))
-        steps.append(StepRecord(step=f"synthetic-{i}", title="synthetic bulk for the verify benchmark",
-                                lab_step="bench", kind="probe", status=FAILED, schema="common",
-                                probe="synthetic", why="synthetic: benchmark bulk, not a measurement", run=run))
+        run = ProbeRun(
+            probe="synthetic",
+            argv=("python", "-m", "synthetic", str(i)),
+            env={},
+            runner="bench",
+            image=None,
+            started_at=now,
+            finished_at=now,
+            exit_code=1,
+            timed_out=False,
+            stdout=os.urandom(CHUNK_MIB * 2**20 // 2),
+            stderr=os.urandom(CHUNK_MIB * 2**20 // 2),
+        )
+        steps.append(
+            StepRecord(
+                step=f"synthetic-{i}",
+                title="synthetic bulk for the verify benchmark",
+                lab_step="bench",
+                kind="probe",
+                status=FAILED,
+                schema="common",
+                probe="synthetic",
+                why="synthetic: benchmark bulk, not a measurement",
+                run=run,
+            )
+        )
     now = utc_now()
-    return RunRecord(steps=tuple(steps), runner={"name": "bench", "why": "bench/verify_speed.py"},
-                     tool=provenance.tool_info(), host=provenance.host_environment(),
-                     options={"runner": "auto", "skip": []}, started_at=now, finished_at=now)
+    return RunRecord(
+        steps=tuple(steps),
+        runner={"name": "bench", "why": "bench/verify_speed.py"},
+        tool=provenance.tool_info(),
+        host=provenance.host_environment(),
+        options={"runner": "auto", "skip": []},
+        started_at=now,
+        finished_at=now,
+    )
 
 
 def timed(fn) -> float:
@@ -98,15 +124,19 @@ def main() -> int:
         times = {label: statistics.median(timed(fn) for _ in range(args.repeats)) for label, fn in cases.items()}
         compressed = bundle.stat().st_size
     baseline = times["sha256sum of the member files"]
-    print(f"\nverify speed: {content / 2**20:.0f} MiB of member content, {compressed / 2**20:.0f} MiB "
-          f"compressed, median of {args.repeats}, {os.cpu_count()} CPUs\n")
+    print(
+        f"\nverify speed: {content / 2**20:.0f} MiB of member content, {compressed / 2**20:.0f} MiB "
+        f"compressed, median of {args.repeats}, {os.cpu_count()} CPUs\n"
+    )
     print("| what | wall s | MB/s | vs sha256sum |")
     print("| --- | --- | --- | --- |")
     for label, seconds in times.items():
         print(f"| {label} | {seconds:.3f} | {content / seconds / 1e6:.0f} | {baseline / seconds:.2f} |")
     verify_mbps = content / times["dossier verify (end to end)"] / 1e6
-    print(f"\ntarget: verify hashes at least 300 MB/s: {'met' if verify_mbps >= 300 else 'NOT met'} "
-          f"({verify_mbps:.0f} MB/s end to end)")
+    print(
+        f"\ntarget: verify hashes at least 300 MB/s: {'met' if verify_mbps >= 300 else 'NOT met'} "
+        f"({verify_mbps:.0f} MB/s end to end)"
+    )
     return 0
 
 

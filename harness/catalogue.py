@@ -69,20 +69,25 @@ def normalise_device_id(pci_device_id: str | int) -> int:
     return value >> 16 if value > 0xFFFF else value
 
 
-def identify(pci_device_id: str | int, memory_total_mib: float | None,
-             power_limit_w: float | None) -> Identification:
+def identify(pci_device_id: str | int, memory_total_mib: float | None, power_limit_w: float | None) -> Identification:
     """Match a device to one SKU by PCI device id, then memory size, then power limit."""
     device = normalise_device_id(pci_device_id)
     candidates = [s for s in skus() if device in {int(i, 16) for i in s["pci_device_ids"]}]
     if not candidates:
         return Identification(None, f"PCI device id {device:#06x} is not in the catalogue")
     if memory_total_mib is not None:
-        sized = [s for s in candidates
-                 if abs(memory_total_mib / 1024 - s["memory_gib"]) <= MEMORY_TOLERANCE * s["memory_gib"]]
+        sized = [
+            s
+            for s in candidates
+            if abs(memory_total_mib / 1024 - s["memory_gib"]) <= MEMORY_TOLERANCE * s["memory_gib"]
+        ]
         if not sized:
-            return Identification(None, f"PCI device id {device:#06x} matches "
-                                  f"{', '.join(s['id'] for s in candidates)} but none has "
-                                  f"{memory_total_mib / 1024:.1f} GiB")
+            return Identification(
+                None,
+                f"PCI device id {device:#06x} matches "
+                f"{', '.join(s['id'] for s in candidates)} but none has "
+                f"{memory_total_mib / 1024:.1f} GiB",
+            )
         candidates = sized
     if len(candidates) > 1 and power_limit_w is not None:
         candidates = [s for s in candidates if power_limit_w <= s["power_limit_w"] * 1.001] or candidates
@@ -112,19 +117,25 @@ def comparable(sku_a: str | None, sku_b: str | None) -> tuple[bool, str]:
         a, b = by_id(sku_a), by_id(sku_b)
         why = f"{sku_a} is not {sku_b}"
         if a and b:
-            why += (f" ({a['form_factor']} {a['memory_gib']} GiB vs {b['form_factor']} "
-                    f"{b['memory_gib']} GiB): a different capacity or form factor is not interchangeable")
+            why += (
+                f" ({a['form_factor']} {a['memory_gib']} GiB vs {b['form_factor']} "
+                f"{b['memory_gib']} GiB): a different capacity or form factor is not interchangeable"
+            )
         return False, why
     return True, f"same SKU ({sku_a})"
 
 
-def primary_known_good(sku: dict[str, Any], metric: str, *, kernel: str | None = None,
-                       dtype: str | None = None) -> dict[str, Any] | None:
+def primary_known_good(
+    sku: dict[str, Any], metric: str, *, kernel: str | None = None, dtype: str | None = None
+) -> dict[str, Any] | None:
     """The known-good entry comparisons use for one metric and kernel (or dtype), if recorded."""
     for entry in sku.get("known_good", []):
-        if (entry["metric"] == metric and entry.get("primary")
-                and (kernel is None or entry.get("kernel") == kernel)
-                and (dtype is None or entry.get("dtype") == dtype)):
+        if (
+            entry["metric"] == metric
+            and entry.get("primary")
+            and (kernel is None or entry.get("kernel") == kernel)
+            and (dtype is None or entry.get("dtype") == dtype)
+        ):
             return entry
     return None
 

@@ -15,13 +15,21 @@ from harness.analysis.verdict import EXIT_INCOMPLETE
 from harness.commands import add_parsers
 from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, DossierError
 
+
 def description() -> str:
     """What `dossier --help` says first: the probes are the registry's."""
     probes = "; ".join(spec.title for spec in registry.PROBES)
-    return ("Rig Dossier: is this machine what we paid for, and can someone else reproduce that answer?\n\n"
-            + textwrap.fill(f"Runs measurement probes ({probes}), validates their JSON against schemas, and "
-                            "packages raw results, exact commands and environment into a signed, deterministic "
-                            "bundle with a Markdown report.", 92) + "\n")
+    return (
+        "Rig Dossier: is this machine what we paid for, and can someone else reproduce that answer?\n\n"
+        + textwrap.fill(
+            f"Runs measurement probes ({probes}), validates their JSON against schemas, and "
+            "packages raw results, exact commands and environment into a signed, deterministic "
+            "bundle with a Markdown report.",
+            92,
+        )
+        + "\n"
+    )
+
 
 EPILOG = f"""\
 exit codes: 0 ok (pass or warn); 1 a check failed; 2 bad usage or input (a missing or unreadable
@@ -34,15 +42,17 @@ asked; {EXIT_INCOMPLETE} incomplete (nothing failed, but something required was 
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dossier", description=description(), epilog=EPILOG,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="dossier", description=description(), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_parsers(sub)
     for subparser in _subparsers(parser):  # `dossier verify ... -v` works too
-        subparser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                               help="show tracebacks for errors")
+        subparser.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="show tracebacks for errors"
+        )
     return parser
 
 
@@ -104,8 +114,10 @@ def _internal_error(exc: BaseException, verbose: bool) -> int:
     if verbose:
         traceback.print_exc()
     message = " ".join(str(exc).split()) or "(no message)"
-    print(f"error: internal error: {type(exc).__name__}: {message} "
-          f"(run with -v for the traceback; please report it)", file=sys.stderr)
+    print(
+        f"error: internal error: {type(exc).__name__}: {message} (run with -v for the traceback; please report it)",
+        file=sys.stderr,
+    )
     return EXIT_INTERNAL
 
 

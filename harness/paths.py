@@ -26,14 +26,35 @@ def cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "rig-dossier"
 
+
 GZIP_MAGIC = b"\x1f\x8b"
 
 # File systems the kernel makes up (proc(5), sysfs(5), ...): writing a bundle or a report there
 # fails or, worse, writes a kernel setting. Refused up front, named by the type mountinfo gives.
-PSEUDO_FILE_SYSTEMS = frozenset({
-    "proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
-    "configfs", "pstore", "bpf", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "autofs", "rpc_pipefs",
-    "nsfs", "hugetlbfs"})
+PSEUDO_FILE_SYSTEMS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "configfs",
+        "pstore",
+        "bpf",
+        "efivarfs",
+        "fusectl",
+        "mqueue",
+        "binfmt_misc",
+        "autofs",
+        "rpc_pipefs",
+        "nsfs",
+        "hugetlbfs",
+    }
+)
 MOUNTINFO = Path("/proc/self/mountinfo")
 
 
@@ -80,8 +101,10 @@ def _stream(path: Path) -> bool:
 def _not_pseudo(path: Path, label: str) -> None:
     found = pseudo_file_system(path)
     if found:
-        raise UsageError(f"{label}: {found[1]} is a {found[0]} file system (the kernel's own files), not a place "
-                         "for output", hint="choose a folder on a disk")
+        raise UsageError(
+            f"{label}: {found[1]} is a {found[0]} file system (the kernel's own files), not a place for output",
+            hint="choose a folder on a disk",
+        )
 
 
 def _label(option: str, path: Path) -> str:

@@ -43,13 +43,14 @@ def keep(name: str, files: Mapping[str, bytes], why: str, what: str = "") -> Pat
     """FILES (relative name -> bytes) in a fresh recovery folder; returns the folder.
 
     WHY says what could not be written; WHAT describes the files (a line each, for README.txt)."""
-    readme = (f"Rig Dossier kept these files here because: {why}\n"
-              f"Nothing in them was changed; move them where you need them.\n" + (what and what + "\n"))
+    readme = (
+        f"Rig Dossier kept these files here because: {why}\n"
+        f"Nothing in them was changed; move them where you need them.\n" + (what and what + "\n")
+    )
     errors = []
     for root in recovery_roots():
         try:
             return _write_into(root, name, files, readme)
         except OSError as exc:
             errors.append(f"{root}: {exc.strerror or exc}")
-    raise EnvironmentProblem(f"{why}; and the results could not be kept anywhere else either: "
-                             + "; ".join(errors))
+    raise EnvironmentProblem(f"{why}; and the results could not be kept anywhere else either: " + "; ".join(errors))

@@ -11,7 +11,7 @@ jsonschema-rs (a compiled 2020-12 validator, about a hundred times faster on the
 documents a bundle holds); only when it says "invalid", or is not installed, does the pure-Python
 `jsonschema` walk the document to name every violation. The violations reported are always
 `jsonschema`'s own: the fast validator only ever short-cuts a document with none, and
-tests/test_schema_fast_path.py checks that the two agree on valid and invalid documents alike.
+tests/bundle/test_schema_fast_path.py checks that the two agree on valid and invalid documents alike.
 `dossier fleet collect` verifies a thousand bundles in about a minute on that path (docs/fleet.md).
 """
 
@@ -92,14 +92,17 @@ def referenced(names: Iterable[str]) -> list[str]:
 
 @functools.cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(load_schema(name), registry=_registry(),
-                                           format_checker=jsonschema.FormatChecker())
+    return jsonschema.Draft202012Validator(
+        load_schema(name), registry=_registry(), format_checker=jsonschema.FormatChecker()
+    )
 
 
 @functools.cache
 def _fast_registry() -> Any:
-    resources = [(path.as_uri(), {**json.loads(path.read_text()), "$id": path.as_uri()})
-                 for path in sorted(SCHEMA_DIR.glob(f"*{SUFFIX}"))]
+    resources = [
+        (path.as_uri(), {**json.loads(path.read_text()), "$id": path.as_uri()})
+        for path in sorted(SCHEMA_DIR.glob(f"*{SUFFIX}"))
+    ]
     return jsonschema_rs.Registry(resources)
 
 
@@ -109,8 +112,7 @@ def _fast_validator(name: str) -> Any:
     if jsonschema_rs is None:
         return None
     try:
-        return jsonschema_rs.Draft202012Validator(load_schema(name), registry=_fast_registry(),
-                                                  validate_formats=True)
+        return jsonschema_rs.Draft202012Validator(load_schema(name), registry=_fast_registry(), validate_formats=True)
     except Exception:  # noqa: BLE001 - a schema it cannot compile takes the pure-Python path
         return None
 
@@ -139,9 +141,11 @@ def violations(name: str, document: Any) -> list[SchemaViolation]:
     validator = _validator(name)
     found = []
     for error in sorted(validator.iter_errors(document), key=lambda e: (list(e.absolute_path), e.message)):
-        found.append(SchemaViolation(
-            path="".join(f"/{p}" for p in error.absolute_path),
-            schema_path="/" + "/".join(str(p) for p in error.absolute_schema_path),
-            message=error.message if len(error.message) < 400 else error.message[:400] + "...",
-        ))
+        found.append(
+            SchemaViolation(
+                path="".join(f"/{p}" for p in error.absolute_path),
+                schema_path="/" + "/".join(str(p) for p in error.absolute_schema_path),
+                message=error.message if len(error.message) < 400 else error.message[:400] + "...",
+            )
+        )
     return found

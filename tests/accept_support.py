@@ -20,14 +20,14 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.judge.acceptance import profile
 from harness import registry
 from harness.analysis.bandwidth import figures as bw
 from harness.analysis.health.diff import diff
-from harness.run.assemble import assemble, unsigned_files
 from harness.bundle.view import BundleView
+from harness.judge.acceptance import profile
 from harness.probes import bandwidth as bandwidth_probe
 from harness.probes.contract import CONTRACT_VERSION
+from harness.run.assemble import assemble, unsigned_files
 from harness.run.orchestrate import RunOptions, collect
 from harness.run.plan import LAB_PLAN, HostStep, ProbeStep, StepArgs
 from harness.run.provenance import host_environment, tool_info
@@ -53,16 +53,19 @@ STARTED, FINISHED = "2026-11-29T14:22:05.000000Z", "2026-11-29T14:22:13.000000Z"
 
 # --- documents ------------------------------------------------------------------------------
 
+
 def _point(size_mib: float, gbps: float) -> dict[str, Any]:
     """A sweep point as the probe records it, its one time being the recorded median (bytes / GB/s)."""
     elements = int(size_mib * 2**20) // bandwidth_probe.ELEMENT_BYTES
     nbytes = bw.bytes_per_iteration("copy", elements * bandwidth_probe.ELEMENT_BYTES)
-    return bandwidth_probe.point_record(size_mib, elements, "copy", [nbytes / (gbps * 1e9)],
-                                        H200_L2_BYTES, H200_LAUNCH_FLOOR_S)
+    return bandwidth_probe.point_record(
+        size_mib, elements, "copy", [nbytes / (gbps * 1e9)], H200_L2_BYTES, H200_LAUNCH_FLOOR_S
+    )
 
 
-def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), scale: float = 1.0,
-                   sku_id: str = "h200-sxm-141gb") -> dict[str, Any]:
+def h200_bandwidth(
+    repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), scale: float = 1.0, sku_id: str = "h200-sxm-141gb"
+) -> dict[str, Any]:
     """bandwidth.json for the H200 from the baseline's copy sweep, built by the probe's own code.
 
     REPEAT_SCALE multiplies each repeat's recorded GB/s (a fail path slows one repeat); SCALE every
@@ -70,33 +73,78 @@ def h200_bandwidth(repeat_scale: tuple[float, float, float] = (1.0, 1.0, 1.0), s
     """
     sweep_values = {size: gbps * scale for size, gbps in h200_copy_sweep()}
     sweep = [_point(size, gbps) for size, gbps in sorted(sweep_values.items())]
-    runs = [_point(size, sweep_values[size] * scale) for size, scale in zip(H200_REPEAT_SIZES_MIB, repeat_scale, strict=True)]
+    runs = [
+        _point(size, sweep_values[size] * scale)
+        for size, scale in zip(H200_REPEAT_SIZES_MIB, repeat_scale, strict=True)
+    ]
     medians = [r["median_gbps"] for r in runs]
     spread = bw.spread(medians)
     agree = bw.repeats_agree(spread)
-    repeats = {"size_mib": max(H200_REPEAT_SIZES_MIB), "count": 3, "runs": runs, "medians_gbps": medians,
-               "spread": spread, "spread_max": bw.REPEAT_SPREAD_MAX,
-               "verdict": "pass" if agree else "fail", "trusted": agree,
-               "telemetry": {"repeat_index": 1, "interval_s": 0.05,
-                             "samples": {"unavailable": "not recorded with the baseline figures"},
-                             "own_pids": [1], "own_pids_how": "no telemetry"},
-               "diagnosis": None if agree else
-               {"causes": [], "summary": "no telemetry to diagnose from (not recorded with the baseline figures)"}}
-    identity = {"pci_device_id": "0x233510de", "memory_total_mib": H200_MEMORY_MIB, "power_limit_w": 700.0,
-                "sku_id": sku_id, "evidence": "recorded: PCI device id 0x2335, 143771 MiB, 700 W (h200-baseline.md)",
-                "nvml_handle": "recorded"}
+    repeats = {
+        "size_mib": max(H200_REPEAT_SIZES_MIB),
+        "count": 3,
+        "runs": runs,
+        "medians_gbps": medians,
+        "spread": spread,
+        "spread_max": bw.REPEAT_SPREAD_MAX,
+        "verdict": "pass" if agree else "fail",
+        "trusted": agree,
+        "telemetry": {
+            "repeat_index": 1,
+            "interval_s": 0.05,
+            "samples": {"unavailable": "not recorded with the baseline figures"},
+            "own_pids": [1],
+            "own_pids_how": "no telemetry",
+        },
+        "diagnosis": None
+        if agree
+        else {"causes": [], "summary": "no telemetry to diagnose from (not recorded with the baseline figures)"},
+    }
+    identity = {
+        "pci_device_id": "0x233510de",
+        "memory_total_mib": H200_MEMORY_MIB,
+        "power_limit_w": 700.0,
+        "sku_id": sku_id,
+        "evidence": "recorded: PCI device id 0x2335, 143771 MiB, 700 W (h200-baseline.md)",
+        "nvml_handle": "recorded",
+    }
     args = SimpleNamespace(spec_gbps=None, compare_sku=None, repeats=3, kernel="copy", device_index=0)
     measurement = bandwidth_probe.Measurement(SimpleNamespace(__version__="2.11.0+cu130"), "cuda", args, None)
-    facts = {"name": "NVIDIA H200", "total": H200_MEMORY_MIB * 2**20, "free": (H200_MEMORY_MIB - 600) * 2**20,
-             "where": "cuda:0", "torch_threads": 16,
-             "cache": {"level": "L2", "size_bytes": H200_L2_BYTES, "size_mib": 60.0,
-                       "source": "torch.cuda.get_device_properties(0).L2_cache_size (h200-baseline.md)"}}
+    facts = {
+        "name": "NVIDIA H200",
+        "total": H200_MEMORY_MIB * 2**20,
+        "free": (H200_MEMORY_MIB - 600) * 2**20,
+        "where": "cuda:0",
+        "torch_threads": 16,
+        "cache": {
+            "level": "L2",
+            "size_bytes": H200_L2_BYTES,
+            "size_mib": 60.0,
+            "source": "torch.cuda.get_device_properties(0).L2_cache_size (h200-baseline.md)",
+        },
+    }
     data = {"initialisation": "recorded figures (h200-baseline.md)", "seed": 0, "scalar": 1.0}
-    document = measurement.document(facts, sorted(sweep_values), sweep, repeats, identity, H200_LAUNCH_FLOOR_S,
-                                    data, 0.3, 1.0, bandwidth_probe.largest_safe_mib(facts["free"]))
+    document = measurement.document(
+        facts,
+        sorted(sweep_values),
+        sweep,
+        repeats,
+        identity,
+        H200_LAUNCH_FLOOR_S,
+        data,
+        0.3,
+        1.0,
+        bandwidth_probe.largest_safe_mib(facts["free"]),
+    )
     document["launch"]["empty_launch_times_s"] = [H200_LAUNCH_FLOOR_S]  # the one stood-in time (see above)
-    return {"probe": "bandwidth", "contract_version": CONTRACT_VERSION, "started_at": STARTED,
-            "finished_at": FINISHED, "argv": ["--repeats", "3"], **document}
+    return {
+        "probe": "bandwidth",
+        "contract_version": CONTRACT_VERSION,
+        "started_at": STARTED,
+        "finished_at": FINISHED,
+        "argv": ["--repeats", "3"],
+        **document,
+    }
 
 
 def h200_health(edit_idle=None, edit_load=None, load_pids=None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -141,16 +189,33 @@ def h200x2_allreduce() -> dict[str, Any]:
 
 # --- records and bundles --------------------------------------------------------------------
 
+
 def _run(step: str, probe: str, document: dict[str, Any]) -> ProbeRun:
-    return ProbeRun(probe=probe, argv=("python", "-m", f"harness.probes.{probe}", *document.get("argv", [])),
-                    env={}, runner="recorded", image=None, started_at=STARTED, finished_at=FINISHED,
-                    exit_code=0, timed_out=False,
-                    stdout=(json.dumps(document, allow_nan=False, sort_keys=True) + "\n").encode(), stderr=b"")
+    return ProbeRun(
+        probe=probe,
+        argv=("python", "-m", f"harness.probes.{probe}", *document.get("argv", [])),
+        env={},
+        runner="recorded",
+        image=None,
+        started_at=STARTED,
+        finished_at=FINISHED,
+        exit_code=0,
+        timed_out=False,
+        stdout=(json.dumps(document, allow_nan=False, sort_keys=True) + "\n").encode(),
+        stderr=b"",
+    )
 
 
 def _base(step) -> dict[str, Any]:
-    common = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind, schema=step.schema,
-                  analysis=step.analysis, plots=None)
+    common = dict(
+        step=step.step,
+        title=step.title,
+        lab_step=step.lab_step,
+        kind=step.kind,
+        schema=step.schema,
+        analysis=step.analysis,
+        plots=None,
+    )
     if isinstance(step, ProbeStep):
         common["probe"] = step.probe
     else:
@@ -170,14 +235,28 @@ def record(documents: dict[str, dict[str, Any]]) -> RunRecord:
                 steps.append(StepRecord(**_base(step), status=NOT_RUN, why="needs documents this test left out"))
         elif step.step in documents:
             document = documents[step.step]
-            steps.append(StepRecord(**_base(step), status=COMPLETED, run=_run(step.step, step.probe, document),
-                                    document=document))
+            steps.append(
+                StepRecord(
+                    **_base(step), status=COMPLETED, run=_run(step.step, step.probe, document), document=document
+                )
+            )
         else:
-            steps.append(StepRecord(**_base(step), status=NOT_RUN,
-                                    why=f"no recorded {step.step} document from the H200 yet (lead adds it later)"))
-    return RunRecord(steps=tuple(steps), runner={"name": "recorded", "why": "documents built from H200 captures"},
-                     tool=tool_info(), host=host_environment(), options={"runner": "auto", "skip": []},
-                     started_at=STARTED, finished_at=FINISHED)
+            steps.append(
+                StepRecord(
+                    **_base(step),
+                    status=NOT_RUN,
+                    why=f"no recorded {step.step} document from the H200 yet (lead adds it later)",
+                )
+            )
+    return RunRecord(
+        steps=tuple(steps),
+        runner={"name": "recorded", "why": "documents built from H200 captures"},
+        tool=tool_info(),
+        host=host_environment(),
+        options={"runner": "auto", "skip": []},
+        started_at=STARTED,
+        finished_at=FINISHED,
+    )
 
 
 def h200_documents(**health_edits) -> dict[str, dict[str, Any]]:
@@ -198,8 +277,10 @@ def write_bundle(path: Path, documents: dict[str, dict[str, Any]], key) -> Path:
 def small_cpu_plan() -> tuple:
     """The lab plan with the bandwidth sweep sized down to seconds on this 2-core machine."""
     small = StepArgs(("--repeats", "3", "--size-mib", "1", "4", "16", "--point-budget-s", "0.05"))
-    return tuple(dataclasses.replace(s, arguments=lambda state, small=small: small)
-                 if s.step == "bandwidth" else s for s in LAB_PLAN)
+    return tuple(
+        dataclasses.replace(s, arguments=lambda state, small=small: small) if s.step == "bandwidth" else s
+        for s in LAB_PLAN
+    )
 
 
 def cpu_dossier(path: Path, key) -> Path:
@@ -208,11 +289,15 @@ def cpu_dossier(path: Path, key) -> Path:
     plan = small_cpu_plan()
     runner = LocalRunner()
     path.parent.mkdir(parents=True, exist_ok=True)
-    rec = collect(RunOptions(output_dir=path.parent, skip=("roofline", "precision")), runner,
-                  "tests: this machine's CPU", plan, display=quiet_display(len(plan)))
+    rec = collect(
+        RunOptions(output_dir=path.parent, skip=("roofline", "precision")),
+        runner,
+        "tests: this machine's CPU",
+        plan,
+        display=quiet_display(len(plan)),
+    )
     path.write_bytes(assemble(rec, key))
     return path
-
 
 
 def recorded_cpu(name: str) -> dict[str, Any]:

@@ -37,14 +37,16 @@ def tick_modules(monkeypatch):
 
 def collect_test_plan(tmp: Path, plan=test_plan.PLAN):
     runner = LocalRunner(package=test_plan.PACKAGE)
-    return collect(RunOptions(output_dir=tmp), runner, "tests: the test-only probe package", plan,
-                   display=quiet_display(len(plan)))
+    return collect(
+        RunOptions(output_dir=tmp), runner, "tests: the test-only probe package", plan, display=quiet_display(len(plan))
+    )
 
 
 def signed_plan_bundle(tmp: Path):
     """A bundle of the test plan made and signed here, in TMP: (path, key, public key path). The
     tick probe is registered only while it is made; a test verifying it installs it again."""
     from harness.run.assemble import assemble
+
     with pytest.MonkeyPatch.context() as patch:
         test_plan.install(patch)
         key, public = make_key(tmp / "k")

@@ -43,18 +43,31 @@ def node_state_nvml(recorded: dict[str, Any]) -> CapturedNvml:
     nvml, d = recorded["nvml"], recorded["nvml"]["devices"][0]
     pci = d["pci"]
     answers: dict[str, Any] = {
-        "nvmlSystemGetDriverVersion": nvml["driver"], "nvmlSystemGetNVMLVersion": nvml["nvml_version"],
-        "nvmlSystemGetCudaDriverVersion": nvml["cuda_driver"], "nvmlDeviceGetCount": nvml["count"],
-        "nvmlDeviceGetName": d["name"], "nvmlDeviceGetUUID": d["uuid"], "nvmlDeviceGetVbiosVersion": d["vbios"],
-        "nvmlDeviceGetPciInfo_v3": SimpleNamespace(busId=pci["busId"].encode(), pciDeviceId=pci["pciDeviceId"],
-                                                   pciSubSystemId=pci["pciSubSystemId"]),
-        "nvmlDeviceGetPersistenceMode": d["persistence_mode"], "nvmlDeviceGetComputeMode": d["compute_mode"],
-        "nvmlDeviceGetMigMode": d["mig_mode"], "nvmlDeviceGetEccMode": d["ecc_mode"],
-        "nvmlDeviceGetTotalEccErrors": ByArgs({(UNCORRECTED, VOLATILE): d["ecc_uncorrected_volatile"],
-                                               (UNCORRECTED, AGGREGATE): d["ecc_uncorrected_aggregate"],
-                                               (CORRECTED, VOLATILE): d["ecc_corrected_volatile"]}),
+        "nvmlSystemGetDriverVersion": nvml["driver"],
+        "nvmlSystemGetNVMLVersion": nvml["nvml_version"],
+        "nvmlSystemGetCudaDriverVersion": nvml["cuda_driver"],
+        "nvmlDeviceGetCount": nvml["count"],
+        "nvmlDeviceGetName": d["name"],
+        "nvmlDeviceGetUUID": d["uuid"],
+        "nvmlDeviceGetVbiosVersion": d["vbios"],
+        "nvmlDeviceGetPciInfo_v3": SimpleNamespace(
+            busId=pci["busId"].encode(), pciDeviceId=pci["pciDeviceId"], pciSubSystemId=pci["pciSubSystemId"]
+        ),
+        "nvmlDeviceGetPersistenceMode": d["persistence_mode"],
+        "nvmlDeviceGetComputeMode": d["compute_mode"],
+        "nvmlDeviceGetMigMode": d["mig_mode"],
+        "nvmlDeviceGetEccMode": d["ecc_mode"],
+        "nvmlDeviceGetTotalEccErrors": ByArgs(
+            {
+                (UNCORRECTED, VOLATILE): d["ecc_uncorrected_volatile"],
+                (UNCORRECTED, AGGREGATE): d["ecc_uncorrected_aggregate"],
+                (CORRECTED, VOLATILE): d["ecc_corrected_volatile"],
+            }
+        ),
         "nvmlDeviceGetRemappedRows": tuple(d["remapped_rows"]),
-        "nvmlDeviceGetRetiredPages": ByArgs({(0,): _answer(d["retired_pages_sbe"]), (1,): _answer(d["retired_pages_dbe"])}),
+        "nvmlDeviceGetRetiredPages": ByArgs(
+            {(0,): _answer(d["retired_pages_sbe"]), (1,): _answer(d["retired_pages_dbe"])}
+        ),
         "nvmlDeviceGetRetiredPagesPendingStatus": _answer(d["retired_pages_pending"]),
         "nvmlDeviceGetCurrPcieLinkGeneration": d["pcie_gen_current"],
         "nvmlDeviceGetMaxPcieLinkGeneration": d["pcie_gen_max_device"],
@@ -70,8 +83,9 @@ def node_state_nvml(recorded: dict[str, Any]) -> CapturedNvml:
         "nvmlDeviceGetMaxClockInfo": ByArgs({(SM,): d["sm_clock_max"]}),
         "nvmlDeviceGetTemperature": ByArgs({(0,): d["temperature"]}),
         "nvmlDeviceGetPowerUsage": round(d["power_w"] * 1000),
-        "nvmlDeviceGetComputeRunningProcesses": [SimpleNamespace(pid=p["pid"], usedGpuMemory=p["usedGpuMemory"])
-                                                 for p in d["processes_compute"]],
+        "nvmlDeviceGetComputeRunningProcesses": [
+            SimpleNamespace(pid=p["pid"], usedGpuMemory=p["usedGpuMemory"]) for p in d["processes_compute"]
+        ],
         "nvmlDeviceGetNvLinkState": ByArgs({(link["link"],): _answer(link["state"]) for link in d["nvlink"]}),
     }
     assert GRAPHICS not in (SM, MEM)  # the capture read SM and memory clocks only: graphics stays NotCaptured
@@ -95,12 +109,23 @@ def reading(name: str = "node-idle.json") -> dict[str, Any]:
     dmesg = recorded["kernel_log"]["dmesg"]
     log = kernel_log_from_dmesg("\n".join(dmesg["nvidia_lines"]), f"dmesg, captured ({name})")
     log["records_read"] = dmesg["lines"]  # the capture kept the driver's lines and counted all of them
-    pci = [{"address": address, "device_id": entry["device"], "class": entry["class"]}
-           for address, entry in recorded["sysfs_pci"].items() if entry["class"].startswith(("0x0300", "0x0302"))]
-    return {"kind": check_reading.KIND, "format_version": check_reading.FORMAT_VERSION,
-            "taken_at": recorded["taken_at"].replace("Z", ".000000Z"), "hostname": recorded["uname"][1],
-            "uptime_s": {"unavailable": "NotCaptured: /proc/uptime was not recorded with the H200 captures"},
-            "kernel_module": NOT_CAPTURED, "pci_gpus": pci, "kernel_log": log, "nvml": nvml, "devices": devices}
+    pci = [
+        {"address": address, "device_id": entry["device"], "class": entry["class"]}
+        for address, entry in recorded["sysfs_pci"].items()
+        if entry["class"].startswith(("0x0300", "0x0302"))
+    ]
+    return {
+        "kind": check_reading.KIND,
+        "format_version": check_reading.FORMAT_VERSION,
+        "taken_at": recorded["taken_at"].replace("Z", ".000000Z"),
+        "hostname": recorded["uname"][1],
+        "uptime_s": {"unavailable": "NotCaptured: /proc/uptime was not recorded with the H200 captures"},
+        "kernel_module": NOT_CAPTURED,
+        "pci_gpus": pci,
+        "kernel_log": log,
+        "nvml": nvml,
+        "devices": devices,
+    }
 
 
 def changed(base: dict[str, Any], edit) -> dict[str, Any]:

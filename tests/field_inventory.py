@@ -8,7 +8,7 @@ is listed here without anyone remembering to.
 docs/bundle.md ("What verify checks in each document") classes every field, by patterns, as
 recomputed or consistent (verify refuses a changed value: its figure checks recompute it from the
 raw data, or check it against the raw data) or free or raw (nothing in the bundle implies it: text,
-provenance, or a measurement itself; the row says why). tests/test_field_inventory.py holds the two
+provenance, or a measurement itself; the row says why). tests/verify/test_field_inventory.py holds the two
 together: every field is classed, and every recomputed or consistent field that a real document
 holds is proved so: each schema-valid edit a key holder could make to it (`edits`: a number
 scaled, an integer moved by one, a flag flipped, a string or enum value changed, a list shortened,
@@ -203,8 +203,9 @@ def edits(document: Any, field: Field, instances_tried: int = 2) -> Iterator[Edi
 
 # The inventory in docs/bundle.md: | `document` | `field pattern` | kind | why |
 
-ROW = re.compile(r"^\| `(?P<document>[a-z0-9-]+)` \| `(?P<pattern>[^`]+)` \| (?P<kind>" + "|".join(KINDS)
-                 + r") \| (?P<why>.+) \|$")
+ROW = re.compile(
+    r"^\| `(?P<document>[a-z0-9-]+)` \| `(?P<pattern>[^`]+)` \| (?P<kind>" + "|".join(KINDS) + r") \| (?P<why>.+) \|$"
+)
 
 
 @dataclass(frozen=True)

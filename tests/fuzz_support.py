@@ -1,7 +1,7 @@
 """Mutations of a real bundle, and the verdict on verify's answer to each (issue 14's fuzz, issue
 28's re-signing layer).
 
-Shared by tests/test_verify_fuzz.py (hypothesis, a small derandomized budget) and
+Shared by tests/verify/test_verify_fuzz.py (hypothesis, a small derandomized budget) and
 bench/fuzz_verify.py (a long seeded run). Four layers are mutated:
   - gzip: the compressed bytes as stored;
   - tar: the decompressed archive (bytes or header fields), re-gzipped in the canonical framing;
@@ -31,23 +31,60 @@ from typing import Any
 from harness import registry
 from harness.bundle import layout
 from harness.bundle.read import read_all
-from harness.verify import INTERNAL_ERROR
-from harness.bundle.write import (BLOCK, FIXED_MTIME, GZIP_HEADER, end_of_archive, gzip_bytes, padding,
-                                  tar_bytes)
+from harness.bundle.write import BLOCK, FIXED_MTIME, GZIP_HEADER, end_of_archive, gzip_bytes, padding, tar_bytes
 from harness.signing import dsse
+from harness.verify import INTERNAL_ERROR
 from tests.bundle_support import resign
-from tests.field_inventory import (ANY_KEY, ITEMS, changed_values, instances, listed, listing, replaced, schema_fields,
-                                   shown, value_at)
+from tests.field_inventory import (
+    ANY_KEY,
+    ITEMS,
+    changed_values,
+    instances,
+    listed,
+    listing,
+    replaced,
+    schema_fields,
+    shown,
+    value_at,
+)
 
 BYTE_OPS = ("flip", "set", "insert", "delete", "truncate", "append", "duplicate")
-OPS = {"gzip": BYTE_OPS,
-       "tar": BYTE_OPS + ("header", "header", "swap", "after-end"),
-       "member": BYTE_OPS + ("json", "json", "json"),
-       "resign": ("field",)}
-ODD_VALUES = (None, [], {}, "", "x", 0, -1, 1.5, 1e308, True, [[[]]], {"unavailable": "x"}, "é" * 300, [0] * 50,
-              "\udcff", "|\n#")
-HEADER_EDITS = ((100, b"0004755\0"), (108, b"0001750\0"), (136, b"00000000000\0"), (156, b"2"), (156, b"5"),
-                (0, b"../x\0"), (0, b"/etc/x\0"), (124, b"77777777777\0"), (257, b"ustar  \0"), (265, b"root\0"))
+OPS = {
+    "gzip": BYTE_OPS,
+    "tar": BYTE_OPS + ("header", "header", "swap", "after-end"),
+    "member": BYTE_OPS + ("json", "json", "json"),
+    "resign": ("field",),
+}
+ODD_VALUES = (
+    None,
+    [],
+    {},
+    "",
+    "x",
+    0,
+    -1,
+    1.5,
+    1e308,
+    True,
+    [[[]]],
+    {"unavailable": "x"},
+    "é" * 300,
+    [0] * 50,
+    "\udcff",
+    "|\n#",
+)
+HEADER_EDITS = (
+    (100, b"0004755\0"),
+    (108, b"0001750\0"),
+    (136, b"00000000000\0"),
+    (156, b"2"),
+    (156, b"5"),
+    (0, b"../x\0"),
+    (0, b"/etc/x\0"),
+    (124, b"77777777777\0"),
+    (257, b"ustar  \0"),
+    (265, b"root\0"),
+)
 
 
 @dataclass(frozen=True)
@@ -65,54 +102,57 @@ class Mutation:
         return self.layer == "resign" or (self.layer == "member" and self.resign)
 
     def describe(self) -> str:
-        return (f"{self.layer}:{self.op} at {self.where:.4f} value {self.value.hex()} member {self.member}"
-                + (" re-signed" if self.resigned else ""))
+        return f"{self.layer}:{self.op} at {self.where:.4f} value {self.value.hex()} member {self.member}" + (
+            " re-signed" if self.resigned else ""
+        )
 
 
 def byte_edit(data: bytes, op: str, where: float, value: bytes) -> bytes:
     i = min(int(where * len(data)), max(len(data) - 1, 0))
     first = value[0] if value else 1
     if op == "flip":
-        return data[:i] + bytes([data[i] ^ (first or 1)]) + data[i + 1:] if data else b"\x01"
+        return data[:i] + bytes([data[i] ^ (first or 1)]) + data[i + 1 :] if data else b"\x01"
     if op == "set":
-        return data[:i] + bytes([first]) + data[i + 1:]
+        return data[:i] + bytes([first]) + data[i + 1 :]
     if op == "insert":
         return data[:i] + value + data[i:]
     if op == "delete":
-        return data[:i] + data[i + len(value):]
+        return data[:i] + data[i + len(value) :]
     if op == "truncate":
         return data[:i]
     if op == "append":
         return data + value * (1 + first % 4)
     if op == "duplicate":
-        return data[:i] + data[i:i + 16 * len(value)] + data[i:]
+        return data[:i] + data[i : i + 16 * len(value)] + data[i:]
     raise ValueError(op)
 
 
 def _tar_edit(tar: bytes, m: Mutation) -> bytes:
-    headers = [i for i in range(0, len(tar) - BLOCK, BLOCK) if tar[i + 257:i + 263] == b"ustar\x00"]
+    headers = [i for i in range(0, len(tar) - BLOCK, BLOCK) if tar[i + 257 : i + 263] == b"ustar\x00"]
     at = headers[m.member % len(headers)]
     if m.op == "header":
         offset, field = HEADER_EDITS[(m.value[0] if m.value else 0) % len(HEADER_EDITS)]
-        block = bytearray(tar[at:at + BLOCK])
-        block[offset:offset + len(field)] = field
+        block = bytearray(tar[at : at + BLOCK])
+        block[offset : offset + len(field)] = field
         if m.where < 0.8:  # mostly with a correct checksum, so the header parses
             block[148:156] = b"        "
             block[148:156] = b"%06o\0 " % sum(block)
-        return tar[:at] + bytes(block) + tar[at + BLOCK:]
+        return tar[:at] + bytes(block) + tar[at + BLOCK :]
     if m.op == "swap":  # the first member's header and data moved after another's
         other = headers[(m.member + 1) % len(headers)]
         if other == at:
             return tar
         first, second = sorted((at, other))
-        return tar[:first] + tar[second:_member_end(tar, second)] + tar[first:second] + tar[_member_end(tar, second):]
+        return (
+            tar[:first] + tar[second : _member_end(tar, second)] + tar[first:second] + tar[_member_end(tar, second) :]
+        )
     if m.op == "after-end":  # a member hidden after the end-of-archive marker
-        return tar + tar[at:_member_end(tar, at)] + bytes(10240)
+        return tar + tar[at : _member_end(tar, at)] + bytes(10240)
     return byte_edit(tar, m.op, m.where, m.value)
 
 
 def _member_end(tar: bytes, at: int) -> int:
-    size = int(tar[at + 124:at + 135].decode("ascii", "replace").strip("\0 ") or "0", 8)
+    size = int(tar[at + 124 : at + 135].decode("ascii", "replace").strip("\0 ") or "0", 8)
     return at + BLOCK + size + (-size % BLOCK)
 
 
@@ -154,8 +194,12 @@ def fast_gzip(data: bytes) -> bytes:
     the deflate bytes (docs/bundle.md, "structure"), so a mutant the tar, member and resign layers
     build costs a fifth of the writer's level 9 and is judged the same."""
     deflate = zlib.compressobj(1, zlib.DEFLATED, -zlib.MAX_WBITS)
-    return GZIP_HEADER + deflate.compress(data) + deflate.flush() + struct.pack(
-        "<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    return (
+        GZIP_HEADER
+        + deflate.compress(data)
+        + deflate.flush()
+        + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    )
 
 
 def mutant(files: dict[str, bytes], archive: bytes, m: Mutation, key=None) -> bytes:
@@ -217,18 +261,31 @@ def _changed_paths(a: Any, b: Any, path: tuple = ()) -> list[tuple]:
     if type(a) is not type(b):
         return [path]
     if isinstance(a, dict):
-        return [p for key in set(a) | set(b) for p in
-                ([path + (key,)] if key not in a or key not in b else _changed_paths(a[key], b[key], path + (key,)))]
+        return [
+            p
+            for key in set(a) | set(b)
+            for p in (
+                [path + (key,)] if key not in a or key not in b else _changed_paths(a[key], b[key], path + (key,))
+            )
+        ]
     if isinstance(a, list):
-        return [path] if len(a) != len(b) else [p for i, (x, y) in enumerate(zip(a, b, strict=True))
-                                                for p in _changed_paths(x, y, path + (i,))]
+        return (
+            [path]
+            if len(a) != len(b)
+            else [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _changed_paths(x, y, path + (i,))]
+        )
     return [] if a == b else [path]
 
 
 def _holds(document: Any, path: tuple) -> bool:
     for part in path:
-        if isinstance(document, dict) and part in document or isinstance(document, list) and isinstance(part, int) \
-                and part < len(document):
+        if (
+            isinstance(document, dict)
+            and part in document
+            or isinstance(document, list)
+            and isinstance(part, int)
+            and part < len(document)
+        ):
             document = document[part]
         else:
             return False
@@ -258,10 +315,14 @@ def accepted_change(base: dict[str, bytes], mutant_files: dict[str, bytes]) -> s
         if name not in base or name not in mutant_files:
             found.add(f"UNEXPLAINED: member {name} added or removed")
         elif name.startswith(layout.LOGS_DIR):
-            found.add("free member: logs/ (a probe's stderr, a failed probe's stdout: kept as written, read by no check)")
+            found.add(
+                "free member: logs/ (a probe's stderr, a failed probe's stdout: kept as written, read by no check)"
+            )
         elif name.startswith(layout.PLOTS_DIR):
-            found.add("free member: plots/ (drawn from the raw JSON, signed, not drawn again: matplotlib's bytes "
-                      "differ between builds)")
+            found.add(
+                "free member: plots/ (drawn from the raw JSON, signed, not drawn again: matplotlib's bytes "
+                "differ between builds)"
+            )
         elif name in named and named[name] not in {row.document for row in listed()}:
             found.add(f"outside the inventory: a {named[name]}-schema document (a test probe's, no registry entry)")
         elif name in named:
@@ -295,7 +356,11 @@ def signed_content(files: dict[str, bytes]) -> tuple:
     """What the key vouches for: every member but the envelope, and the envelope's signed payload."""
     envelope = dsse.parse(files[layout.ATTESTATION])
     payload = dsse.decode_base64(envelope.get("payload"), "payload")
-    return (envelope["payloadType"], payload, tuple(sorted((n, d) for n, d in files.items() if n != layout.ATTESTATION)))
+    return (
+        envelope["payloadType"],
+        payload,
+        tuple(sorted((n, d) for n, d in files.items() if n != layout.ATTESTATION)),
+    )
 
 
 def verdict(base: dict[str, bytes], mutant_path, result, resigned: bool) -> str:
@@ -327,6 +392,7 @@ def normalized(detail: str) -> str:
 # with one thing a tar can say and a bundle must not: `dossier verify` and the third-party check in
 # docs/bundle.md must both refuse every one, before anything is written anywhere.
 
+
 def _entry(name: str, data: bytes = b"", **fields: Any) -> tuple[bytes, bytes]:
     """One member's header (ustar unless FORMAT says otherwise) and data, the canonical fields
     changed as FIELDS say."""
@@ -345,8 +411,11 @@ def _tar_of(entries: list[tuple[bytes, bytes]]) -> bytes:
     return body + bytes(end_of_archive(len(body)))
 
 
-def _with(files: dict[str, bytes], extra: list[tuple[str, tuple[bytes, bytes]]] = (),
-          changed: dict[str, dict[str, Any]] | None = None) -> bytes:
+def _with(
+    files: dict[str, bytes],
+    extra: list[tuple[str, tuple[bytes, bytes]]] = (),
+    changed: dict[str, dict[str, Any]] | None = None,
+) -> bytes:
     """The bundle's tar with EXTRA members (name, entry) in name order and members CHANGED as given."""
     entries = [(name, _entry(name, data, **(changed or {}).get(name, {}))) for name, data in files.items()]
     return _tar_of([entry for _, entry in sorted(entries + list(extra), key=lambda e: e[0])])
@@ -354,21 +423,29 @@ def _with(files: dict[str, bytes], extra: list[tuple[str, tuple[bytes, bytes]]] 
 
 def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
     """Named archive bytes, each one hostile thing added to the bundle whose members are FILES."""
-    special = {"symlink to /etc/passwd": ("raw/zz-link.json", dict(type=tarfile.SYMTYPE, linkname="/etc/passwd")),
-               "hard link": ("raw/zz-hard.json", dict(type=tarfile.LNKTYPE, linkname=layout.REPORT)),
-               "character device": ("dev-null", dict(type=tarfile.CHRTYPE, devmajor=1, devminor=3)),
-               "block device": ("dev-sda", dict(type=tarfile.BLKTYPE, devmajor=8)),
-               "FIFO": ("fifo", dict(type=tarfile.FIFOTYPE)),
-               "directory": ("raw", dict(type=tarfile.DIRTYPE, mode=0o755)),
-               "absolute name": ("/etc/cron.d/x", {}),
-               "'..' name": ("../x", {}),
-               "symlinked plots folder": ("plots", dict(type=tarfile.SYMTYPE, linkname="/tmp"))}
-    out = {what: gzip_bytes(_with(files, [(name, _entry(name, b"x", **fields))]))
-           for what, (name, fields) in special.items()}
-    for what, fields in {"setuid bit": dict(mode=0o4755), "setgid bit": dict(mode=0o2644),
-                         "owned by a user": dict(uid=1000, uname="user"), "another mtime": dict(mtime=0),
-                         "pax extended header": dict(format=tarfile.PAX_FORMAT, pax_headers={"comment": "x"}),
-                         "GNU header": dict(format=tarfile.GNU_FORMAT)}.items():
+    special = {
+        "symlink to /etc/passwd": ("raw/zz-link.json", dict(type=tarfile.SYMTYPE, linkname="/etc/passwd")),
+        "hard link": ("raw/zz-hard.json", dict(type=tarfile.LNKTYPE, linkname=layout.REPORT)),
+        "character device": ("dev-null", dict(type=tarfile.CHRTYPE, devmajor=1, devminor=3)),
+        "block device": ("dev-sda", dict(type=tarfile.BLKTYPE, devmajor=8)),
+        "FIFO": ("fifo", dict(type=tarfile.FIFOTYPE)),
+        "directory": ("raw", dict(type=tarfile.DIRTYPE, mode=0o755)),
+        "absolute name": ("/etc/cron.d/x", {}),
+        "'..' name": ("../x", {}),
+        "symlinked plots folder": ("plots", dict(type=tarfile.SYMTYPE, linkname="/tmp")),
+    }
+    out = {
+        what: gzip_bytes(_with(files, [(name, _entry(name, b"x", **fields))]))
+        for what, (name, fields) in special.items()
+    }
+    for what, fields in {
+        "setuid bit": dict(mode=0o4755),
+        "setgid bit": dict(mode=0o2644),
+        "owned by a user": dict(uid=1000, uname="user"),
+        "another mtime": dict(mtime=0),
+        "pax extended header": dict(format=tarfile.PAX_FORMAT, pax_headers={"comment": "x"}),
+        "GNU header": dict(format=tarfile.GNU_FORMAT),
+    }.items():
         out[what] = gzip_bytes(_with(files, changed={layout.REPORT: fields}))
     tar = tar_bytes(files)
     hidden = tar_bytes({"evil.sh": b"#!/bin/sh\n"})
@@ -376,7 +453,9 @@ def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
     members_end = sum(BLOCK + len(data) + padding(len(data)) for data in files.values())
     record_padding = members_end + 2 * BLOCK  # after the two zero blocks, up to a whole 10240-byte record
     if len(tar) - record_padding >= 6:
-        out["data hidden in the record padding"] = gzip_bytes(tar[:record_padding] + b"hidden" + tar[record_padding + 6:])
+        out["data hidden in the record padding"] = gzip_bytes(
+            tar[:record_padding] + b"hidden" + tar[record_padding + 6 :]
+        )
     archive = gzip_bytes(tar)
     out["a second gzip member"] = archive + gzip_bytes(hidden)
     out["trailing bytes after the gzip stream"] = archive + b"garbage"
@@ -387,5 +466,5 @@ def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
     out["a member twice"] = gzip_bytes(_tar_of([entries[0], *entries]))
     first_padding = BLOCK + len(files[names[0]])  # right after the first member's data
     if padding(len(files[names[0]])):
-        out["data in a member's padding"] = gzip_bytes(tar[:first_padding] + b"x" + tar[first_padding + 1:])
+        out["data in a member's padding"] = gzip_bytes(tar[:first_padding] + b"x" + tar[first_padding + 1 :])
     return out

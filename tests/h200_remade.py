@@ -24,41 +24,93 @@ def record_of(bundle: Path) -> RunRecord:
     for step in LAB_PLAN:
         steps += _step_records(step, entries, files, documents)
         if step.step == "roofline":  # bundles before format 5 timed the other dtypes in steps of their own
-            steps += [_legacy(step, entries[name], files, documents) for name in entries
-                      if name.startswith("roofline-") and entries[name].get("status") == "completed"]
-    return RunRecord(steps=tuple(steps), runner=commands["runner"], tool=commands["tool"],
-                     host=environment["host"], options=commands["options"], started_at=commands["started_at"],
-                     finished_at=commands["finished_at"])
+            steps += [
+                _legacy(step, entries[name], files, documents)
+                for name in entries
+                if name.startswith("roofline-") and entries[name].get("status") == "completed"
+            ]
+    return RunRecord(
+        steps=tuple(steps),
+        runner=commands["runner"],
+        tool=commands["tool"],
+        host=environment["host"],
+        options=commands["options"],
+        started_at=commands["started_at"],
+        finished_at=commands["finished_at"],
+    )
 
 
 def _legacy(step, entry, files, documents) -> StepRecord:
     """A roofline-DTYPE step of a bundle before format 5, kept as it ran (acceptance still reads it)."""
-    legacy = type(step)(**{**{f: getattr(step, f) for f in step.__dataclass_fields__}, "step": entry["step"],
-                           "title": entry.get("title") or step.title, "plots": None})
+    legacy = type(step)(
+        **{
+            **{f: getattr(step, f) for f in step.__dataclass_fields__},
+            "step": entry["step"],
+            "title": entry.get("title") or step.title,
+            "plots": None,
+        }
+    )
     return _step_records(legacy, {entry["step"]: entry}, files, documents)[0]
 
 
 def _step_records(step, entries, files, documents) -> list[StepRecord]:
     """STEP as it ran in the bundle (ENTRIES by step name), as this build's StepRecord."""
     entry = entries.get(step.step, {})
-    base = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind, schema=step.schema,
-                analysis=step.analysis, plots=step.plots)
+    base = dict(
+        step=step.step,
+        title=step.title,
+        lab_step=step.lab_step,
+        kind=step.kind,
+        schema=step.schema,
+        analysis=step.analysis,
+        plots=step.plots,
+    )
     if entry.get("status") != "completed":
-        return [StepRecord(**base, **({"probe": step.probe} if step.kind == "probe" else
-                                      {"needs": step.needs, "function": step.function}),
-                           status=NOT_RUN, why=entry.get("why") or "not in this bundle")]
+        return [
+            StepRecord(
+                **base,
+                **({"probe": step.probe} if step.kind == "probe" else {"needs": step.needs, "function": step.function}),
+                status=NOT_RUN,
+                why=entry.get("why") or "not in this bundle",
+            )
+        ]
     if isinstance(step, HostStep):
         document = host_function(step.function)(*(documents[need] for need in step.needs))
-        return [StepRecord(**base, needs=step.needs, function=step.function, status=COMPLETED,
-                           document=json.loads(json.dumps(document)))]
+        return [
+            StepRecord(
+                **base,
+                needs=step.needs,
+                function=step.function,
+                status=COMPLETED,
+                document=json.loads(json.dumps(document)),
+            )
+        ]
     stdout = files[entry["output"]]
     documents[step.step] = json.loads(stdout)
-    run = ProbeRun(probe=step.probe, argv=tuple(entry["argv"]), env=entry["env"], runner=entry["runner"],
-                   image=entry["image"], started_at=entry["started_at"], finished_at=entry["finished_at"],
-                   exit_code=entry["exit_code"], timed_out=False, stdout=stdout,
-                   stderr=files.get(entry["stderr"], b""))
-    return [StepRecord(**base, probe=step.probe, status=COMPLETED, run=run, document=documents[step.step],
-                       inputs=entry.get("inputs") or {}, checkpoint=entry.get("checkpoint"))]
+    run = ProbeRun(
+        probe=step.probe,
+        argv=tuple(entry["argv"]),
+        env=entry["env"],
+        runner=entry["runner"],
+        image=entry["image"],
+        started_at=entry["started_at"],
+        finished_at=entry["finished_at"],
+        exit_code=entry["exit_code"],
+        timed_out=False,
+        stdout=stdout,
+        stderr=files.get(entry["stderr"], b""),
+    )
+    return [
+        StepRecord(
+            **base,
+            probe=step.probe,
+            status=COMPLETED,
+            run=run,
+            document=documents[step.step],
+            inputs=entry.get("inputs") or {},
+            checkpoint=entry.get("checkpoint"),
+        )
+    ]
 
 
 def remade(bundle: Path) -> RunRecord:
@@ -67,6 +119,7 @@ def remade(bundle: Path) -> RunRecord:
     import dataclasses
 
     from harness.analysis import repeatability
+
     record = record_of(bundle)
     documents = {s.step: s.document for s in record.steps if s.document is not None}
     return dataclasses.replace(record, repeatability=repeatability.declaration(repeatability.bundle_sku(documents)))

@@ -16,6 +16,7 @@ from harness.runners.local import LocalRunner
 def main(argv: list[str]) -> int:
     lines_path, probe, *args = argv
     with open(lines_path, "a", encoding="utf-8") as lines:
+
         def on_line(line: str) -> None:
             lines.write(line + "\n")
             lines.flush()

@@ -1,4 +1,4 @@
-"""A task function for the fleet pool's tests (tests/test_fleet_pool.py), importable by its workers
+"""A task function for the fleet pool's tests (tests/fleet/test_fleet_pool.py), importable by its workers
 without the harness: ("ok", n) -> n * n; ("raise", n) raises; ("kill", n) is killed by SIGKILL;
 ("hang", n) never returns."""
 

@@ -31,9 +31,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.analysis.bandwidth import figures as bandwidth_figures
 from tests.accept_support import h200_bandwidth, h200_health, write_bundle
 from tests.bundle_support import make_key
-from harness.analysis.bandwidth import figures as bandwidth_figures
 from tests.roofline_remade import capture, contract4, with_roof
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -77,15 +77,25 @@ def documents(roofline_run: int, contended: bool = False) -> dict[str, dict[str,
         roofline = slowed(roofline, "fp32", CO_TENANT_FP32_GEMM)
     # fed this dossier's own sustained median, as `dossier run` feeds it (the capture was fed 4232 GB/s)
     roofline = with_roof(roofline, bandwidth_figures.headlines(bandwidth)["repeat_median_gbps"])
-    return {"health": idle, "health-load": load, "bandwidth": bandwidth, "roofline": contract4(roofline),
-            "transfer": _real("transfer/transfer.json"), "stress": _real("h200/stress-bf16.json")}
+    return {
+        "health": idle,
+        "health-load": load,
+        "bandwidth": bandwidth,
+        "roofline": contract4(roofline),
+        "transfer": _real("transfer/transfer.json"),
+        "stress": _real("h200/stress-bf16.json"),
+    }
 
 
 def _pair(tmp: Path, theirs: dict[str, Any], mine: dict[str, Any]) -> tuple[Path, Path, Path, Path]:
     their_key, their_pub = make_key(tmp / "theirs-key")
     my_key, my_pub = make_key(tmp / "mine-key")
-    return (write_bundle(tmp / "theirs.tar.gz", theirs, their_key), their_pub,
-            write_bundle(tmp / "mine.tar.gz", mine, my_key), my_pub)
+    return (
+        write_bundle(tmp / "theirs.tar.gz", theirs, their_key),
+        their_pub,
+        write_bundle(tmp / "mine.tar.gz", mine, my_key),
+        my_pub,
+    )
 
 
 def clean_pair(tmp: Path) -> tuple[Path, Path, Path, Path]:

@@ -34,8 +34,9 @@ def contract4(document: dict[str, Any], kernel_floor_s: Any = None) -> dict[str,
     which contract 3 did not measure (default: why not)."""
     remade = copy.deepcopy(document)
     remade["contract_version"] = 4
-    remade["timing"].update(launch_bound_headline=timing.KERNEL_ONLY,
-                            launch_bound_headline_why=timing.LAUNCH_BOUND_HEADLINE_WHY)
+    remade["timing"].update(
+        launch_bound_headline=timing.KERNEL_ONLY, launch_bound_headline_why=timing.LAUNCH_BOUND_HEADLINE_WHY
+    )
     remade["device_facts"]["kernel_floor_s"] = NO_KERNEL_FLOOR if kernel_floor_s is None else kernel_floor_s
     views = rf.dtype_documents(remade)
     for part in [remade, *remade.get("dtype_checks", [])]:
@@ -48,9 +49,17 @@ def contract4(document: dict[str, Any], kernel_floor_s: Any = None) -> dict[str,
             if "graph" not in record and timing.per_call_s(record["windows"]) < timing.GRAPH_BELOW_S:
                 record["graph"] = NOT_REPLAYED
             part["measurements"]["shapes"][i] = {
-                "label": shape["label"], "status": "measured", "measured_at": shape["measured_at"],
-                **stated(record, predictions[shape["label"]], context, {k: shape[k] for k in ROTATION if k in shape},
-                         shape["clocks"])}
+                "label": shape["label"],
+                "status": "measured",
+                "measured_at": shape["measured_at"],
+                **stated(
+                    record,
+                    predictions[shape["label"]],
+                    context,
+                    {k: shape[k] for k in ROTATION if k in shape},
+                    shape["clocks"],
+                ),
+            }
     remade["summary"] = {key: value for key, value in rf.headlines(remade).items() if key in remade["summary"]}
     return remade
 
@@ -67,10 +76,18 @@ def with_roof(document: dict[str, Any], bandwidth_gbps: float) -> dict[str, Any]
         roofs["bandwidth_gbps"] = float(f"{bandwidth_gbps:.6g}")
         roofs["ridge_flop_per_byte"] = rl.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
         for prediction in part["predictions"]["shapes"]:
-            prediction.update(rl.classify(*(prediction[d] for d in "mnk"), precision["input_bytes"],
-                                          precision["output_bytes"], roofs["peak_tflops"], roofs["bandwidth_gbps"]))
+            prediction.update(
+                rl.classify(
+                    *(prediction[d] for d in "mnk"),
+                    precision["input_bytes"],
+                    precision["output_bytes"],
+                    roofs["peak_tflops"],
+                    roofs["bandwidth_gbps"],
+                )
+            )
     fusion = remade.get("fusion")
     if isinstance(fusion, dict) and "comparison" in fusion:
-        fusion["comparison"] = rl.fusion_comparison(fusion, remade["roofs"]["peak_tflops"],
-                                                    remade["roofs"]["bandwidth_gbps"])
+        fusion["comparison"] = rl.fusion_comparison(
+            fusion, remade["roofs"]["peak_tflops"], remade["roofs"]["bandwidth_gbps"]
+        )
     return remade

@@ -74,8 +74,14 @@ class Cuda:
 
 def standin_torch(count: int, peer_access: bool = True) -> Any:
     """A module-like object: real CPU tensors, stand-in CUDA."""
+
     def empty(n: int, dtype: Any = None, device: Any = None, pin_memory: bool = False) -> Any:
         return real_torch.empty(n, dtype=dtype)
-    return SimpleNamespace(__version__=f"{real_torch.__version__} (CUDA stand-in)", uint8=real_torch.uint8,
-                           empty=empty, get_num_threads=real_torch.get_num_threads,
-                           cuda=Cuda(count, peer_access))
+
+    return SimpleNamespace(
+        __version__=f"{real_torch.__version__} (CUDA stand-in)",
+        uint8=real_torch.uint8,
+        empty=empty,
+        get_num_threads=real_torch.get_num_threads,
+        cuda=Cuda(count, peer_access),
+    )

@@ -33,19 +33,25 @@ def nvml_index_by_uuid(uuid: Any, nvml_uuids: dict[int, Any]) -> int | None:
     if not isinstance(uuid, str) or not uuid.strip():
         return None
     want = normalise_uuid(uuid)
-    return next((index for index, candidate in nvml_uuids.items()
-                 if isinstance(candidate, str) and normalise_uuid(candidate) == want), None)
+    return next(
+        (
+            index
+            for index, candidate in nvml_uuids.items()
+            if isinstance(candidate, str) and normalise_uuid(candidate) == want
+        ),
+        None,
+    )
 
 
-def map_torch_to_nvml(torch_devices: list[dict[str, Any]],
-                      nvml_devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def map_torch_to_nvml(torch_devices: list[dict[str, Any]], nvml_devices: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One entry per torch device: its NVML index and how the match was made.
 
     An unmatched device gets {"unavailable": why} as its NVML index, never a guess by position.
     """
     uuids = {d["nvml_index"]: d.get("uuid") for d in nvml_devices}
-    by_bus = {normalise_bus_id(d["pci_bus_id"]): d["nvml_index"] for d in nvml_devices
-              if isinstance(d.get("pci_bus_id"), str)}
+    by_bus = {
+        normalise_bus_id(d["pci_bus_id"]): d["nvml_index"] for d in nvml_devices if isinstance(d.get("pci_bus_id"), str)
+    }
     mapping = []
     for device in torch_devices:
         uuid, bus = device.get("uuid"), device.get("pci_bus_id")
@@ -55,7 +61,8 @@ def map_torch_to_nvml(torch_devices: list[dict[str, Any]],
         elif isinstance(bus, str) and normalise_bus_id(bus) in by_bus:
             entry.update(nvml_index=by_bus[normalise_bus_id(bus)], matched_by="pci_bus_id")
         else:
-            entry.update(nvml_index={"unavailable": f"no NVML device has UUID {uuid!r} or PCI bus id {bus!r}"},
-                         matched_by="none")
+            entry.update(
+                nvml_index={"unavailable": f"no NVML device has UUID {uuid!r} or PCI bus id {bus!r}"}, matched_by="none"
+            )
         mapping.append(entry)
     return mapping

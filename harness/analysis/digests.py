@@ -21,12 +21,14 @@ STRESS_DIGEST_RULE = (
     "(warm-up + 1)-th identical GEMM on the same buffers (the result every later GEMM is checked against), "
     "copied to the host as a contiguous row-major [m, n] array of the output dtype's bytes in native "
     "(little-endian) order and hashed whole. Equal bits are expected only for the same dtype, shape, seed "
-    "and library build (torch, cuBLAS; on a CPU the CPU capability and thread count), recorded beside it")
+    "and library build (torch, cuBLAS; on a CPU the CPU capability and thread count), recorded beside it"
+)
 PRECISION_DIGEST_RULE = (
     "sha256 of each format's dequantized output of each tensor (float64, contiguous, row-major, "
     "little-endian) before its error is taken: harness/probes/precision/quantize.py makes these bits the same on "
     "the CPU and on CUDA (single IEEE operations and fixed-order sums), so one digest holds for the "
-    "tensor (by its sha256) and the format on any device")
+    "tensor (by its sha256) and the format on any device"
+)
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,12 @@ def stress_conditions(record: Mapping) -> dict:
     library build (torch and cuBLAS version on a GPU; torch, CPU capability and threads on a CPU)."""
     libraries = record.get("libraries") or {}
     cublas = libraries.get("cublas")
-    conditions = {"dtype": record.get("dtype"), "shape": list(record.get("shape") or []), "seed": record.get("seed"),
-                  "torch": libraries.get("torch")}
+    conditions = {
+        "dtype": record.get("dtype"),
+        "shape": list(record.get("shape") or []),
+        "seed": record.get("seed"),
+        "torch": libraries.get("torch"),
+    }
     if isinstance(cublas, Mapping) and "version" in cublas:
         conditions["cublas"] = cublas["version"]
     elif "cpu_capability" in libraries:

@@ -49,13 +49,15 @@ RATE, COUNT, STATE, DIGEST = "rate", "count", "state", "digest"
 NO_SKU = "no catalogue SKU"
 NO_STACK = "software stack unknown"
 
-RULE_TEXT = (f"nodes are compared within their SKU. Rates, each node against the other nodes: flagged when "
-             f"|x/median_others - 1| > {RELATIVE_THRESHOLD:g} and the robust z-score "
-             f"{MAD_TO_Z}*(x-median_others)/MAD_others exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative "
-             f"test alone when MAD_others = 0); needs at least {MIN_NODES} measured nodes. Counts (errors, "
-             "remaps, events): flagged above 0. States (ECC mode, link width): flagged when unlike most nodes'. "
-             f"Digests (a result computed from the same inputs): compared within one SKU and software stack, "
-             f"flagged when unlike most nodes' (at least {MIN_NODES} measured): possible silent data corruption.")
+RULE_TEXT = (
+    f"nodes are compared within their SKU. Rates, each node against the other nodes: flagged when "
+    f"|x/median_others - 1| > {RELATIVE_THRESHOLD:g} and the robust z-score "
+    f"{MAD_TO_Z}*(x-median_others)/MAD_others exceeds {ROBUST_Z_THRESHOLD:g} in magnitude (relative "
+    f"test alone when MAD_others = 0); needs at least {MIN_NODES} measured nodes. Counts (errors, "
+    "remaps, events): flagged above 0. States (ECC mode, link width): flagged when unlike most nodes'. "
+    f"Digests (a result computed from the same inputs): compared within one SKU and software stack, "
+    f"flagged when unlike most nodes' (at least {MIN_NODES} measured): possible silent data corruption."
+)
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -101,14 +103,21 @@ def _judge(x: float, median: float, mad: float, enough: bool) -> dict[str, Any]:
     z = MAD_TO_Z * (x - median) / mad if mad else None
     far = ratio is not None and abs(ratio - 1) > RELATIVE_THRESHOLD
     flagged = enough and far and (z is None or abs(z) > ROBUST_Z_THRESHOLD)
-    row: dict[str, Any] = {"value": x, "median_others": _round(median), "ratio_to_others": _round(ratio),
-                           "mads_away": _round((x - median) / mad) if mad else None, "robust_z": _round(z),
-                           "flagged": flagged}
+    row: dict[str, Any] = {
+        "value": x,
+        "median_others": _round(median),
+        "ratio_to_others": _round(ratio),
+        "mads_away": _round((x - median) / mad) if mad else None,
+        "robust_z": _round(z),
+        "flagged": flagged,
+    }
     if flagged and ratio is not None:  # (flagged only with a ratio)
         side = "below" if x < median else "above"
-        row["why"] = (f"{abs(ratio - 1) * 100:.1f} % {side} the other nodes' median {median:.4g}"
-                      + (f", {abs(x - median) / mad:.1f} MADs away (robust z {z:+.1f})" if z is not None
-                         else ", the others agree exactly"))
+        row["why"] = f"{abs(ratio - 1) * 100:.1f} % {side} the other nodes' median {median:.4g}" + (
+            f", {abs(x - median) / mad:.1f} MADs away (robust z {z:+.1f})"
+            if z is not None
+            else ", the others agree exactly"
+        )
     return row
 
 
@@ -116,9 +125,16 @@ def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
     """The rows for one rate in one group: `values` maps node -> number or {"unavailable": why}."""
     measured = {node: float(v) for node, v in values.items() if _is_number(v)}
     if not measured:
-        return {"measured_nodes": 0, "median": None, "minimum": None, "maximum": None, "spread": None,
-                "mad": None, "note": "no node measured this metric",
-                "nodes": {n: {"value": v, "flagged": False} for n, v in sorted(values.items())}}
+        return {
+            "measured_nodes": 0,
+            "median": None,
+            "minimum": None,
+            "maximum": None,
+            "spread": None,
+            "mad": None,
+            "note": "no node measured this metric",
+            "nodes": {n: {"value": v, "flagged": False} for n, v in sorted(values.items())},
+        }
     names = sorted(measured)
     numbers = [measured[n] for n in names]
     ordered = sorted(numbers)
@@ -131,14 +147,25 @@ def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
         if node not in measured:
             nodes[node] = {"value": value, "flagged": False}
         elif node not in others:
-            nodes[node] = {"value": measured[node], "median_others": None, "ratio_to_others": None,
-                           "mads_away": None, "robust_z": None, "flagged": False}
+            nodes[node] = {
+                "value": measured[node],
+                "median_others": None,
+                "ratio_to_others": None,
+                "mads_away": None,
+                "robust_z": None,
+                "flagged": False,
+            }
         else:
             nodes[node] = _judge(measured[node], *others[node], enough)
-    summary: dict[str, Any] = {"measured_nodes": len(measured), "median": _round(median), "minimum": _round(ordered[0]),
-                               "maximum": _round(ordered[-1]),
-                               "spread": _round((ordered[-1] - ordered[0]) / median) if median else None,
-                               "mad": _round(mad), "nodes": nodes}
+    summary: dict[str, Any] = {
+        "measured_nodes": len(measured),
+        "median": _round(median),
+        "minimum": _round(ordered[0]),
+        "maximum": _round(ordered[-1]),
+        "spread": _round((ordered[-1] - ordered[0]) / median) if median else None,
+        "mad": _round(mad),
+        "nodes": nodes,
+    }
     if not enough:
         summary["note"] = f"outliers need at least {MIN_NODES} measured nodes; {len(measured)} measured"
     return summary
@@ -149,10 +176,16 @@ def summarise_count(values: Mapping[str, Any]) -> dict[str, Any]:
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
         flagged = _is_number(value) and value > 0
-        nodes[node] = {"value": value, "flagged": flagged, **({"why": f"{value:g}, where 0 is the only good count"}
-                                                             if flagged else {})}
-    return {"measured_nodes": sum(_is_number(v) for v in values.values()),
-            "total": sum(v for v in values.values() if _is_number(v)), "nodes": nodes}
+        nodes[node] = {
+            "value": value,
+            "flagged": flagged,
+            **({"why": f"{value:g}, where 0 is the only good count"} if flagged else {}),
+        }
+    return {
+        "measured_nodes": sum(_is_number(v) for v in values.values()),
+        "total": sum(v for v in values.values() if _is_number(v)),
+        "nodes": nodes,
+    }
 
 
 def summarise_state(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,9 +197,15 @@ def summarise_state(values: Mapping[str, Any]) -> dict[str, Any]:
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
         flagged = node in known and usual is not None and str(value) != usual
-        nodes[node] = {"value": value, "flagged": flagged,
-                       **({"why": f"{value} where most nodes report {usual} ({counts[usual]} of {len(known)})"}
-                          if flagged and usual is not None else {})}  # (flagged only with a usual value)
+        nodes[node] = {
+            "value": value,
+            "flagged": flagged,
+            **(
+                {"why": f"{value} where most nodes report {usual} ({counts[usual]} of {len(known)})"}
+                if flagged and usual is not None
+                else {}
+            ),
+        }  # (flagged only with a usual value)
     return {"measured_nodes": len(known), "usual": usual, "counts": dict(sorted(counts.items())), "nodes": nodes}
 
 
@@ -193,9 +232,15 @@ def summarise_digest(values: Mapping[str, Any], stacks: Mapping[str, str | None]
         top = counts.most_common(2)
         clear = len(top) == 1 or top[0][1] > top[1][1]
         usual_of[stack] = top[0][0] if clear and len(digests) >= MIN_NODES else None
-        summary_of[stack] = {"usual": usual_of[stack], "counts": dict(sorted(counts.items())), "measured_nodes": len(digests)}
+        summary_of[stack] = {
+            "usual": usual_of[stack],
+            "counts": dict(sorted(counts.items())),
+            "measured_nodes": len(digests),
+        }
         if len(digests) < MIN_NODES:
-            summary_of[stack]["note"] = f"needs at least {MIN_NODES} measured nodes of this stack; {len(digests)} measured"
+            summary_of[stack]["note"] = (
+                f"needs at least {MIN_NODES} measured nodes of this stack; {len(digests)} measured"
+            )
         elif not clear:
             summary_of[stack]["note"] = "no digest is reported by most nodes (a tie): none is judged"
     nodes: dict[str, Any] = {}
@@ -206,17 +251,23 @@ def summarise_digest(values: Mapping[str, Any], stacks: Mapping[str, str | None]
         nodes[node] = {"value": value, "flagged": flagged}
         if flagged:
             agree = summary_of[stack]["counts"][usual]
-            nodes[node]["why"] = (f"possible silent data corruption: result digest {value} where {agree} of "
-                                  f"{summary_of[stack]['measured_nodes']} nodes of this SKU and stack ({stack}) report "
-                                  f"{usual}")
+            nodes[node]["why"] = (
+                f"possible silent data corruption: result digest {value} where {agree} of "
+                f"{summary_of[stack]['measured_nodes']} nodes of this SKU and stack ({stack}) report "
+                f"{usual}"
+            )
     return {"measured_nodes": len(known), "stacks": summary_of, "nodes": nodes}
 
 
 SUMMARISE = {RATE: summarise_rate, COUNT: summarise_count, STATE: summarise_state}
 
 
-def build_table(node_metrics: Mapping[str, Mapping[str, Any]], metrics: Mapping[str, str],
-                skus: Mapping[str, str | None], stacks: Mapping[str, str | None] | None = None) -> dict[str, Any]:
+def build_table(
+    node_metrics: Mapping[str, Mapping[str, Any]],
+    metrics: Mapping[str, str],
+    skus: Mapping[str, str | None],
+    stacks: Mapping[str, str | None] | None = None,
+) -> dict[str, Any]:
     """metric -> {kind, groups: SKU -> rows}: `node_metrics` maps node -> metric -> value, `metrics`
     metric -> kind, `skus` node -> its SKU group, `stacks` node -> its software stack (digests only)."""
     groups: dict[str, list[str]] = defaultdict(list)
@@ -229,8 +280,10 @@ def build_table(node_metrics: Mapping[str, Mapping[str, Any]], metrics: Mapping[
 
     table = {}
     for metric, kind in metrics.items():
-        table[metric] = {"kind": kind,
-                         "groups": {sku: rows(metric, kind, nodes) for sku, nodes in sorted(groups.items())}}
+        table[metric] = {
+            "kind": kind,
+            "groups": {sku: rows(metric, kind, nodes) for sku, nodes in sorted(groups.items())},
+        }
     return table
 
 
@@ -241,9 +294,18 @@ def flags(table: Mapping[str, Any]) -> list[dict[str, Any]]:
         for sku, rows in entry["groups"].items():
             for node, row in rows["nodes"].items():
                 if row.get("flagged"):
-                    found.append({"node": node, "metric": metric, "kind": entry["kind"], "sku": sku,
-                                  "value": row["value"], "median_others": row.get("median_others"),
-                                  "mads_away": row.get("mads_away"), "why": row.get("why")})
+                    found.append(
+                        {
+                            "node": node,
+                            "metric": metric,
+                            "kind": entry["kind"],
+                            "sku": sku,
+                            "value": row["value"],
+                            "median_others": row.get("median_others"),
+                            "mads_away": row.get("mads_away"),
+                            "why": row.get("why"),
+                        }
+                    )
     return sorted(found, key=lambda f: (f["node"], f["metric"]))
 
 

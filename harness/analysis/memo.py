@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 _MEMO: contextvars.ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = contextvars.ContextVar(
-    "harness_analysis_memo", default=None)
+    "harness_analysis_memo", default=None
+)
 
 
 @contextlib.contextmanager
@@ -52,4 +53,5 @@ def per_document(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
         if held is None or held[0] is not document:
             held = memo[key] = (document, function(document))
         return held[1]
+
     return remembered

@@ -36,8 +36,12 @@ RANGE_UNDERFLOW_SHARE = 0.01  # an unscaled format underflowing at least this sh
 OUTLIER_GAIN_DB = 1.0  # per-channel must beat per-tensor int8 by this much to be explained
 MANTISSA_BITS = {"fp16": 10, "bf16": 7, "fp8_e4m3fn": 3, "fp8_e5m2": 2}
 KINDS = ("range", "outlier", "reversal")
-SCALE_GROUP = {"per_tensor": "tensor", "per_channel": "output channel", "per_group": "group of 128 weights",
-               "none": "nothing"}
+SCALE_GROUP = {
+    "per_tensor": "tensor",
+    "per_channel": "output channel",
+    "per_group": "group of 128 weights",
+    "none": "nothing",
+}
 
 
 def _usable(row: dict[str, Any]) -> bool:
@@ -81,21 +85,26 @@ def range_effects(tensor: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         before, after = _sqnr_key(row), _sqnr_key(scaled)
         factor = scaled["range_max"] / stats["absmax"]
-        text = (f"{_label(tensor)}: unscaled {name} leaves {row['underflow_share']:.1%} of the weights "
-                f"zero or subnormal, because its smallest normal number is {row['smallest_normal']:.4g} "
-                f"while the tensor's std is {stats['std']:.4g}; per-tensor absmax scaling (x{factor:.4g}) "
-                f"cuts that to {scaled['underflow_share']:.2%} and moves SQNR from {_fmt_db(before)} to "
-                f"{_fmt_db(after)}.")
+        text = (
+            f"{_label(tensor)}: unscaled {name} leaves {row['underflow_share']:.1%} of the weights "
+            f"zero or subnormal, because its smallest normal number is {row['smallest_normal']:.4g} "
+            f"while the tensor's std is {stats['std']:.4g}; per-tensor absmax scaling (x{factor:.4g}) "
+            f"cuts that to {scaled['underflow_share']:.2%} and moves SQNR from {_fmt_db(before)} to "
+            f"{_fmt_db(after)}."
+        )
         if abs(after - before) < 1.0:
-            text += (" SQNR barely moves because those small weights carry little of the tensor's "
-                     "energy: the range loss shows in the underflow share before it shows in MSE.")
-        found.append({"kind": "range", "role": tensor["role"], "text": text,
-                      "formats": [name, scaled["format"]]})
+            text += (
+                " SQNR barely moves because those small weights carry little of the tensor's "
+                "energy: the range loss shows in the underflow share before it shows in MSE."
+            )
+        found.append({"kind": "range", "role": tensor["role"], "text": text, "formats": [name, scaled["format"]]})
     for name, row in rows.items():
         if row["saturated_share"] > 0:
-            text = (f"{_label(tensor)}: {name} saturates {row['saturated_share']:.2%} of the weights "
-                    f"(absmax {stats['absmax']:.4g} is beyond its largest number {row['range_max']:.4g}); "
-                    f"max abs error {row['max_abs_error']:.4g}.")
+            text = (
+                f"{_label(tensor)}: {name} saturates {row['saturated_share']:.2%} of the weights "
+                f"(absmax {stats['absmax']:.4g} is beyond its largest number {row['range_max']:.4g}); "
+                f"max abs error {row['max_abs_error']:.4g}."
+            )
             found.append({"kind": "range", "role": tensor["role"], "text": text, "formats": [name]})
     return found
 
@@ -116,15 +125,18 @@ def outlier_effects(tensor: dict[str, Any]) -> list[dict[str, Any]]:
     if recovered - measured < OUTLIER_GAIN_DB:
         return []
     step = stats["absmax"] / per_tensor["range_max"]
-    text = (f"{_label(tensor)}: absmax/std is {ratio:.1f} (max |w| {stats['absmax']:.4g}, std "
-            f"{stats['std']:.4g}, excess kurtosis {_num(stats.get('excess_kurtosis'))}), so one int8 scale "
-            f"for the whole tensor has a step of {step:.4g} = {step / stats['std']:.3f} std and rounds "
-            f"{per_tensor['underflow_share']:.1%} of the weights to zero; measured SQNR "
-            f"{_fmt_db(measured)} against {predicted_int_sqnr_db(127, ratio):.2f} dB predicted from "
-            f"absmax/std alone (10*log10(12*127^2) - 20*log10(absmax/std)). Per-output-channel scales "
-            f"lift it to {_fmt_db(recovered)} (+{recovered - measured:.1f} dB).")
-    return [{"kind": "outlier", "role": tensor["role"], "text": text,
-             "formats": ["int8_per_tensor", "int8_per_channel"]}]
+    text = (
+        f"{_label(tensor)}: absmax/std is {ratio:.1f} (max |w| {stats['absmax']:.4g}, std "
+        f"{stats['std']:.4g}, excess kurtosis {_num(stats.get('excess_kurtosis'))}), so one int8 scale "
+        f"for the whole tensor has a step of {step:.4g} = {step / stats['std']:.3f} std and rounds "
+        f"{per_tensor['underflow_share']:.1%} of the weights to zero; measured SQNR "
+        f"{_fmt_db(measured)} against {predicted_int_sqnr_db(127, ratio):.2f} dB predicted from "
+        f"absmax/std alone (10*log10(12*127^2) - 20*log10(absmax/std)). Per-output-channel scales "
+        f"lift it to {_fmt_db(recovered)} (+{recovered - measured:.1f} dB)."
+    )
+    return [
+        {"kind": "outlier", "role": tensor["role"], "text": text, "formats": ["int8_per_tensor", "int8_per_channel"]}
+    ]
 
 
 def _num(value: Any) -> str:
@@ -146,8 +158,10 @@ def cross_tensor_outliers(tensors: list[dict[str, Any]]) -> list[dict[str, Any]]
     if any(later >= earlier for earlier, later in zip(sqnrs, sqnrs[1:], strict=False)):
         return []
     listed = "; ".join(f"{role} {ratio:.1f} -> {_fmt_db(sqnr)}" for ratio, sqnr, role in points)
-    text = (f"Across the tensors, int8 per-tensor SQNR falls as absmax/std rises ({listed}): the "
-            f"outlier, not the bulk of the weights, sets the error of a single scale.")
+    text = (
+        f"Across the tensors, int8 per-tensor SQNR falls as absmax/std rises ({listed}): the "
+        f"outlier, not the bulk of the weights, sets the error of a single scale."
+    )
     return [{"kind": "outlier", "role": "all", "text": text, "formats": ["int8_per_tensor"]}]
 
 
@@ -177,8 +191,14 @@ def reversals(tensor: dict[str, Any]) -> list[dict[str, Any]]:
     for candidates in groups.values():
         if candidates:
             (_, gap, _, _), a, b = max(candidates, key=lambda c: c[0])
-            found.append({"kind": "reversal", "role": tensor["role"], "formats": [a["format"], b["format"]],
-                          "text": _reversal_text(tensor, a, b, gap)})
+            found.append(
+                {
+                    "kind": "reversal",
+                    "role": tensor["role"],
+                    "formats": [a["format"], b["format"]],
+                    "text": _reversal_text(tensor, a, b, gap),
+                }
+            )
     return found
 
 
@@ -189,26 +209,36 @@ def _mantissa_pair(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 def _reversal_text(tensor: dict[str, Any], a: dict[str, Any], b: dict[str, Any], gap: float) -> str:
     stats = tensor["stats"]
-    head = (f"{_label(tensor)}: {a['format']} ({a['bits']} bits) beats {b['format']} ({b['bits']} bits) "
-            f"by {gap:.1f} dB SQNR ({_fmt_db(_sqnr_key(a))} vs {_fmt_db(_sqnr_key(b))}): storage width "
-            f"does not rank these formats; ")
+    head = (
+        f"{_label(tensor)}: {a['format']} ({a['bits']} bits) beats {b['format']} ({b['bits']} bits) "
+        f"by {gap:.1f} dB SQNR ({_fmt_db(_sqnr_key(a))} vs {_fmt_db(_sqnr_key(b))}): storage width "
+        f"does not rank these formats; "
+    )
     if a["format"] in MANTISSA_BITS and b["format"] in MANTISSA_BITS:
-        return head + (f"{a['format']} keeps {MANTISSA_BITS[a['format']]} mantissa bits to "
-                       f"{b['format']}'s {MANTISSA_BITS[b['format']]}, and these weights (absmax "
-                       f"{stats['absmax']:.4g}) need none of {b['format']}'s extra exponent range.")
+        return head + (
+            f"{a['format']} keeps {MANTISSA_BITS[a['format']]} mantissa bits to "
+            f"{b['format']}'s {MANTISSA_BITS[b['format']]}, and these weights (absmax "
+            f"{stats['absmax']:.4g}) need none of {b['format']}'s extra exponent range."
+        )
     if b["family"] == "int" and b["scaling"] == "per_tensor":
-        return head + (f"{b['format']} spends its levels on the range up to the outlier absmax "
-                       f"{stats['absmax']:.4g} ({stats['absmax_over_std']:.1f} std), leaving a step of "
-                       f"{stats['absmax'] / b['range_max'] / stats['std']:.3f} std for the bulk, while "
-                       f"{a['format']}'s exponent gives each weight a step proportional to its own "
-                       f"magnitude.")
+        return head + (
+            f"{b['format']} spends its levels on the range up to the outlier absmax "
+            f"{stats['absmax']:.4g} ({stats['absmax_over_std']:.1f} std), leaving a step of "
+            f"{stats['absmax'] / b['range_max'] / stats['std']:.3f} std for the bulk, while "
+            f"{a['format']}'s exponent gives each weight a step proportional to its own "
+            f"magnitude."
+        )
     if a["family"] == "int":
-        return head + (f"{a['format']} uses {a['scales']} scales (one per {SCALE_GROUP[a['scaling']]}), so "
-                       f"its uniform step fits each one's own range, while {b['format']}'s relative "
-                       f"precision is fixed by its mantissa (max abs error {a['max_abs_error']:.3g} vs "
-                       f"{b['max_abs_error']:.3g}).")
-    return head + (f"max abs error {a['max_abs_error']:.3g} vs {b['max_abs_error']:.3g}, underflow "
-                   f"{a['underflow_share']:.2%} vs {b['underflow_share']:.2%}.")
+        return head + (
+            f"{a['format']} uses {a['scales']} scales (one per {SCALE_GROUP[a['scaling']]}), so "
+            f"its uniform step fits each one's own range, while {b['format']}'s relative "
+            f"precision is fixed by its mantissa (max abs error {a['max_abs_error']:.3g} vs "
+            f"{b['max_abs_error']:.3g})."
+        )
+    return head + (
+        f"max abs error {a['max_abs_error']:.3g} vs {b['max_abs_error']:.3g}, underflow "
+        f"{a['underflow_share']:.2%} vs {b['underflow_share']:.2%}."
+    )
 
 
 def explain(tensors: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -239,8 +269,10 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "tensors": {t["role"]: t["name"] for t in tensors},
         "ranks": {t["role"]: rank(t.get("formats", [])) for t in tensors},
         "explanations": count_kinds(explain(tensors)),
-        "best_8bit": {t["role"]: next((n for n in rank(t.get("formats", []))
-                                       if _by_name(t)[n]["bits"] == 8), None) for t in tensors},
+        "best_8bit": {
+            t["role"]: next((n for n in rank(t.get("formats", [])) if _by_name(t)[n]["bits"] == 8), None)
+            for t in tensors
+        },
     }
 
 
@@ -267,22 +299,30 @@ def _format_discrepancies(tensor: dict[str, Any]) -> list[str]:
             out.append(f"{name}: relative_rmse {row.get('relative_rmse')} but sqrt(mse/mean_square) = {rel}")
         for what in ("saturated", "underflow"):
             if not _close(row[f"{what}_share"], row[f"{what}_count"] / n):
-                out.append(f"{name}: {what}_share {row[f'{what}_share']} but {what}_count/numel = "
-                           f"{row[f'{what}_count'] / n}")
+                out.append(
+                    f"{name}: {what}_share {row[f'{what}_share']} but {what}_count/numel = {row[f'{what}_count'] / n}"
+                )
         with_scales = row["bits"] + SCALE_BITS * row["scales"] / n
         if not _close(row.get("bits_per_element_with_scales"), with_scales):
-            out.append(f"{name}: bits_per_element_with_scales {row.get('bits_per_element_with_scales')} but "
-                       f"bits + {SCALE_BITS} x scales / numel = {with_scales}")
+            out.append(
+                f"{name}: bits_per_element_with_scales {row.get('bits_per_element_with_scales')} but "
+                f"bits + {SCALE_BITS} x scales / numel = {with_scales}"
+            )
     if not _close(stats["absmax"], max(abs(stats["min"]), abs(stats["max"]))):
-        out.append(f"{where}: absmax {stats['absmax']} but max(|min|, |max|) = "
-                   f"{max(abs(stats['min']), abs(stats['max']))}")
+        out.append(
+            f"{where}: absmax {stats['absmax']} but max(|min|, |max|) = {max(abs(stats['min']), abs(stats['max']))}"
+        )
     if not _close(stats.get("beyond_6sigma_share"), stats["beyond_6sigma_count"] / n):
-        out.append(f"{where}: beyond_6sigma_share {stats.get('beyond_6sigma_share')} but beyond_6sigma_count/numel = "
-                   f"{stats['beyond_6sigma_count'] / n}")
-    if stats.get("absmax_over_std") is not None and not _close(stats["absmax_over_std"],
-                                                               stats["absmax"] / stats["std"]):
-        out.append(f"{where}: absmax_over_std {stats['absmax_over_std']} but absmax/std = "
-                   f"{stats['absmax'] / stats['std']}")
+        out.append(
+            f"{where}: beyond_6sigma_share {stats.get('beyond_6sigma_share')} but beyond_6sigma_count/numel = "
+            f"{stats['beyond_6sigma_count'] / n}"
+        )
+    if stats.get("absmax_over_std") is not None and not _close(
+        stats["absmax_over_std"], stats["absmax"] / stats["std"]
+    ):
+        out.append(
+            f"{where}: absmax_over_std {stats['absmax_over_std']} but absmax/std = {stats['absmax'] / stats['std']}"
+        )
     return out
 
 
@@ -297,6 +337,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     if document.get("model_quality_caveat") != MODEL_QUALITY_CAVEAT:
         out.append("model_quality_caveat is missing or altered: MSE is not a model-quality claim")
     from harness.analysis import precision_checks
+
     return out + precision_checks.discrepancies(document)
 
 
@@ -306,8 +347,10 @@ def _rank_discrepancies(document: dict[str, Any]) -> list[str]:
     recomputed = {t["role"]: rank(t.get("formats", [])) for t in document.get("tensors", [])}
     for tensor in document.get("tensors", []):
         if tensor.get("ranking") != recomputed[tensor["role"]]:
-            out.append(f"tensor {tensor['role']} ranking: stated {tensor.get('ranking')} but ranked by SQNR "
-                       f"{recomputed[tensor['role']]}")
+            out.append(
+                f"tensor {tensor['role']} ranking: stated {tensor.get('ranking')} but ranked by SQNR "
+                f"{recomputed[tensor['role']]}"
+            )
     for role in sorted(set(stated_ranks) | set(recomputed)):
         if stated_ranks.get(role) != recomputed.get(role):
             out.append(f"ranks[{role}]: stated {stated_ranks.get(role)} but recomputed {recomputed.get(role)}")
@@ -353,6 +396,8 @@ def compare_measurements(first: dict[str, Any], second: dict[str, Any]) -> list[
         for row in tensor["formats"]:
             for key in MEASURED_KEYS:
                 if row.get(key) != rows.get(row["format"], {}).get(key):
-                    out.append(f"{tensor['role']} {row['format']}.{key}: {row.get(key)!r} vs "
-                               f"{rows.get(row['format'], {}).get(key)!r}")
+                    out.append(
+                        f"{tensor['role']} {row['format']}.{key}: {row.get(key)!r} vs "
+                        f"{rows.get(row['format'], {}).get(key)!r}"
+                    )
     return out

@@ -75,16 +75,29 @@ def declaration(sku_id: str | None) -> dict[str, Any]:
         if noisy and "why" not in row:
             row["why"] = "no cause recorded in the catalogue"
         figures.append(row)
-    return {"sku_id": sku_id, "catalogue_version": catalogue.load().get("catalogue_version"),
-            "spread": rules.get("spread"), "bounds": bounds, "bounds_source": rules.get("source"),
-            "figure_ids": rules.get("figure_ids"), "sources": measured["sources"], "figures": figures}
+    return {
+        "sku_id": sku_id,
+        "catalogue_version": catalogue.load().get("catalogue_version"),
+        "spread": rules.get("spread"),
+        "bounds": bounds,
+        "bounds_source": rules.get("source"),
+        "figure_ids": rules.get("figure_ids"),
+        "sources": measured["sources"],
+        "figures": figures,
+    }
 
 
 def _unavailable_discrepancies(why: Any, sku_id: str | None) -> list[str]:
     """An unavailable block says why in `declaration`'s words for the SKU the documents identify."""
     expected = UNIDENTIFIED if sku_id is None else f"the catalogue has no run-to-run measurement for {sku_id} yet"
-    return [] if why == expected else [f"repeatability: unavailable ({str(why)[:80]!r}), but for the SKU the documents "
-                                       f"identify ({sku_id}) `dossier run` records {expected!r}"]
+    return (
+        []
+        if why == expected
+        else [
+            f"repeatability: unavailable ({str(why)[:80]!r}), but for the SKU the documents "
+            f"identify ({sku_id}) `dossier run` records {expected!r}"
+        ]
+    )
 
 
 def _figure_discrepancies(record: Mapping[str, Any]) -> list[str]:
@@ -92,15 +105,24 @@ def _figure_discrepancies(record: Mapping[str, Any]) -> list[str]:
     its spread exceeds the bound (with why), a campaign the block names, each figure once."""
     bounds, sources = record.get("bounds") or {}, record.get("sources") or {}
     figures = [f for f in record.get("figures") or [] if isinstance(f, Mapping)]
-    found = [] if len({f.get("figure") for f in figures}) == len(figures) else ["repeatability: a figure is declared twice"]
+    found = (
+        [] if len({f.get("figure") for f in figures}) == len(figures) else ["repeatability: a figure is declared twice"]
+    )
     for entry in figures:
         kind_bound = (bounds.get(entry.get("kind")) or {}).get("max_spread") if isinstance(bounds, Mapping) else None
         spread, bound, noisy = entry.get("spread"), entry.get("bound"), entry.get("noisy")
         over = isinstance(bound, (int, float)) and isinstance(spread, (int, float)) and spread > bound
-        if bound != kind_bound or noisy is not over or (noisy and not entry.get("why")) or entry.get("source") not in sources:
-            found.append(f"repeatability: figure {str(entry.get('figure'))[:60]}: bound {bound}, noisy {noisy} at spread "
-                         f"{spread}, source {str(entry.get('source'))[:40]!r}; its kind {entry.get('kind')}'s bound is "
-                         f"{kind_bound}, noisy means over it (with why), and the source must be one the block names")
+        if (
+            bound != kind_bound
+            or noisy is not over
+            or (noisy and not entry.get("why"))
+            or entry.get("source") not in sources
+        ):
+            found.append(
+                f"repeatability: figure {str(entry.get('figure'))[:60]}: bound {bound}, noisy {noisy} at spread "
+                f"{spread}, source {str(entry.get('source'))[:40]!r}; its kind {entry.get('kind')}'s bound is "
+                f"{kind_bound}, noisy means over it (with why), and the source must be one the block names"
+            )
     return found
 
 
@@ -122,8 +144,14 @@ def declaration_discrepancies(record: Any, documents: Mapping[str, Any]) -> list
     version, mine = record.get("catalogue_version"), catalogue.load().get("catalogue_version")
     if version == mine:
         again = declaration(sku_id)
-        return [] if dict(record) == again else [f"repeatability differs from what catalogue version {mine} declares for "
-                                                 f"{sku_id} (harness.analysis.repeatability.declaration)"]
+        return (
+            []
+            if dict(record) == again
+            else [
+                f"repeatability differs from what catalogue version {mine} declares for "
+                f"{sku_id} (harness.analysis.repeatability.declaration)"
+            ]
+        )
     if isinstance(version, int) and isinstance(mine, int) and version > mine:
         return [f"repeatability: catalogue version {version}, newer than this build's ({mine}): update rig-dossier"]
     return _figure_discrepancies(record)
@@ -140,18 +168,23 @@ def lookup(record: Any, figure_id: str) -> Mapping[str, Any] | None:
 
 def noisy(record: Any) -> list[Mapping[str, Any]]:
     """The declared figures whose run-to-run spread exceeds their kind's bound."""
-    return [e for e in (record.get("figures") or []) if isinstance(e, Mapping) and e.get("noisy") is True] \
-        if isinstance(record, Mapping) else []
+    return (
+        [e for e in (record.get("figures") or []) if isinstance(e, Mapping) and e.get("noisy") is True]
+        if isinstance(record, Mapping)
+        else []
+    )
 
 
 def noisy_note(record: Any, figure_id: str) -> str:
-    """"" for a figure not declared noisy; else what a verdict on it must say: its run-to-run spread, its
+    """ "" for a figure not declared noisy; else what a verdict on it must say: its run-to-run spread, its
     bound and why (acceptance appends it to the criterion's why)."""
     entry = lookup(record, figure_id)
     if entry is None or entry.get("noisy") is not True:
         return ""
-    return (f"; declared noisy in this bundle: {entry['spread']:.2%} run to run over its {entry['bound']:.0%} "
-            f"{entry['kind']} bound ({entry.get('why')}), so a result this close to the threshold may not repeat")
+    return (
+        f"; declared noisy in this bundle: {entry['spread']:.2%} run to run over its {entry['bound']:.0%} "
+        f"{entry['kind']} bound ({entry.get('why')}), so a result this close to the threshold may not repeat"
+    )
 
 
 @dataclass(frozen=True)
@@ -181,7 +214,9 @@ class NoiseModel:
         try:
             return float(self.rules["bounds"][kind]["max_spread"])
         except KeyError:
-            raise ValueError(f"no repeatability bound for the figure kind {kind!r} (one of {', '.join(KINDS)})") from None
+            raise ValueError(
+                f"no repeatability bound for the figure kind {kind!r} (one of {', '.join(KINDS)})"
+            ) from None
 
     def pair_limit(self, spread: float, runs: int) -> float:
         """z x sqrt(2) x spread / d2(runs): how far two runs of a figure may differ, from its range over RUNS."""
@@ -194,8 +229,11 @@ class NoiseModel:
         """The first stated default whose figure pattern matches FIGURE_ID, or None."""
         for entry in self.rules.get("defaults") or []:
             if fnmatch.fnmatchcase(figure_id, entry["figure"]):
-                return Noise(float(entry["share"]), f"stated default for {entry['figure']}, not a measured run-to-run "
-                                                    f"spread ({entry['evidence']})", False)
+                return Noise(
+                    float(entry["share"]),
+                    f"stated default for {entry['figure']}, not a measured run-to-run spread ({entry['evidence']})",
+                    False,
+                )
         return None
 
     def noise(self, figure_id: str, kind: str) -> Noise:
@@ -206,28 +244,45 @@ class NoiseModel:
         entry = lookup(self.record, figure_id)
         if entry is None:
             stated = self.default(figure_id)
-            return stated or Noise(bound, f"stated default: the {kind} bound {bound:.0%} (the catalogue's "
-                                          f"repeatability bound for {self.rules['bounds'][kind]['what']}); no "
-                                          f"run-to-run measurement of "
-                                          f"{figure_id} for {self.sku_id or 'this SKU'}", False)
+            return stated or Noise(
+                bound,
+                f"stated default: the {kind} bound {bound:.0%} (the catalogue's "
+                f"repeatability bound for {self.rules['bounds'][kind]['what']}); no "
+                f"run-to-run measurement of "
+                f"{figure_id} for {self.sku_id or 'this SKU'}",
+                False,
+            )
         source = (self.record.get("sources") or {}).get(entry.get("source")) or {}
         runs = int(source.get("runs") or 2)
         limit = self.pair_limit(float(entry["spread"]), runs)
         floor = "its kind's bound, the floor" if bound >= limit else "the pair limit, over its kind's bound"
         share = max(bound, limit)
-        return Noise(share, f"{entry['figure']}: {entry['spread']:.2%} run to run over {runs} runs of "
-                            f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
-                            f"commit {source.get('commit', '?')}): pair limit {limit:.2%}, {kind} bound {bound:.0%}; "
-                            f"{share:.2%} ({floor})", True, bool(entry.get("noisy")))
+        return Noise(
+            share,
+            f"{entry['figure']}: {entry['spread']:.2%} run to run over {runs} runs of "
+            f"{source.get('command', '?')} ({source.get('machine', '?')}, {source.get('date', '?')}, "
+            f"commit {source.get('commit', '?')}): pair limit {limit:.2%}, {kind} bound {bound:.0%}; "
+            f"{share:.2%} ({floor})",
+            True,
+            bool(entry.get("noisy")),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """What a reproduction statement records of the model it judged with."""
-        return {"sku_id": self.sku_id, "catalogue_version": catalogue.load().get("catalogue_version"),
-                "catalogue_sha256": hashlib.sha256(catalogue.CATALOGUE_PATH.read_bytes()).hexdigest(),
-                "rule": self.rules["comparison"]["rule"], "z": self.rules["comparison"]["z"],
-                "source": self.rules["comparison"]["source"], "bounds": self.rules["bounds"],
-                "run_to_run": (dict(self.record.get("sources") or {}) if "figures" in self.record
-                               else {"unavailable": self.record.get("unavailable")})}
+        return {
+            "sku_id": self.sku_id,
+            "catalogue_version": catalogue.load().get("catalogue_version"),
+            "catalogue_sha256": hashlib.sha256(catalogue.CATALOGUE_PATH.read_bytes()).hexdigest(),
+            "rule": self.rules["comparison"]["rule"],
+            "z": self.rules["comparison"]["z"],
+            "source": self.rules["comparison"]["source"],
+            "bounds": self.rules["bounds"],
+            "run_to_run": (
+                dict(self.record.get("sources") or {})
+                if "figures" in self.record
+                else {"unavailable": self.record.get("unavailable")}
+            ),
+        }
 
 
 def noise_model(sku_id: str | None) -> NoiseModel:
@@ -241,6 +296,7 @@ def bundle_sku(documents: Mapping[str, Any]) -> str | None:
     health = documents.get("health")
     if isinstance(health, Mapping):
         from harness.analysis import health as health_analysis
+
         try:
             ids = {d.get("sku_id") for d in health_analysis.headlines(dict(health)).get("devices") or []}
         except Exception:  # noqa: BLE001 - an unreadable health document identifies nothing
@@ -267,14 +323,20 @@ def bundle_identity(documents: Mapping[str, Any], cpu_model: Any) -> tuple[tuple
     devices: list[Any] = []
     if isinstance(health, Mapping):
         from harness.analysis import health as health_analysis
+
         try:
-            devices = [d for d in health_analysis.headlines(dict(health)).get("devices") or [] if isinstance(d, Mapping)]
+            devices = [
+                d for d in health_analysis.headlines(dict(health)).get("devices") or [] if isinstance(d, Mapping)
+            ]
         except Exception:  # noqa: BLE001 - an unreadable health document identifies nothing
             devices = []
     if devices:
         names = sorted({f"{d.get('name')} ({d.get('sku_id') or 'not in the catalogue'})" for d in devices})
-        return (("gpu", tuple(sorted({str(d.get("sku_id") or d.get("name")) for d in devices}))),
-                f"{len(devices)} x {', '.join(names)}", sku_id)
+        return (
+            ("gpu", tuple(sorted({str(d.get("sku_id") or d.get("name")) for d in devices}))),
+            f"{len(devices)} x {', '.join(names)}",
+            sku_id,
+        )
     bandwidth = documents.get("bandwidth")
     device = bandwidth.get("device") if isinstance(bandwidth, Mapping) else None
     if device == "cuda":
@@ -291,13 +353,21 @@ def bundle_figures(documents: Mapping[str, Any]) -> dict[str, tuple[float | None
     found: dict[str, tuple[float | None, str]] = {}
     if isinstance(documents.get("bandwidth"), Mapping):
         heads = bandwidth.headlines(dict(documents["bandwidth"]))
-        found.update({"bandwidth.plateau_gbps": (heads["plateau_gbps"], "steady"),
-                      "bandwidth.repeat_median_gbps": (heads["repeat_median_gbps"], "steady")})
+        found.update(
+            {
+                "bandwidth.plateau_gbps": (heads["plateau_gbps"], "steady"),
+                "bandwidth.repeat_median_gbps": (heads["repeat_median_gbps"], "steady"),
+            }
+        )
     if isinstance(documents.get("stress"), Mapping):
         heads = stress.headlines(dict(documents["stress"]))
         bursts = [d["burst_tflops"] for d in heads["devices"] if d.get("burst_tflops") is not None]
-        found.update({"stress.steady_tflops": (heads["min_steady_tflops"], "steady"),
-                      "stress.burst_tflops": (min(bursts) if bursts else None, "burst")})
+        found.update(
+            {
+                "stress.steady_tflops": (heads["min_steady_tflops"], "steady"),
+                "stress.burst_tflops": (min(bursts) if bursts else None, "burst"),
+            }
+        )
     if isinstance(documents.get("transfer"), Mapping):
         found.update(_transfer_figures(transfer.headlines(dict(documents["transfer"]))))
     for step, document in documents.items():
@@ -313,8 +383,10 @@ def _transfer_figures(heads: Mapping[str, Any]) -> dict[str, tuple[float | None,
         for key, value in figures.items():
             if gpu != "host" and key.endswith("_gbps") and key != "pcie_ceiling_gbps":
                 values.setdefault(key, []).append(value)
-    return {f"transfer.{key}": (min(v for v in got if v is not None) if any(v is not None for v in got) else None,
-                                "steady") for key, got in values.items()}
+    return {
+        f"transfer.{key}": (min(v for v in got if v is not None) if any(v is not None for v in got) else None, "steady")
+        for key, got in values.items()
+    }
 
 
 def _roofline_figures(document: dict[str, Any]) -> dict[str, tuple[float | None, str]]:
@@ -337,26 +409,62 @@ def roofline_rates(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
         # The run-to-run measurements are of the windowed probe (contract 3 on): a rate timed call by call
         # before it is looked up under an id of its own, which nothing measures (its kind's stated default).
         noise = "roofline" if roofline_figures.windowed(view) else "roofline.per-call"
-        found.append((f"{dtype}.burst_best_tflops", {"value": heads["burst_best_tflops"], "kind": "burst",
-                                                     "spread": None, "conditions": {"over": heads.get("burst_best_over")},
-                                                     "noise": f"{noise}.{dtype}.burst_best_tflops"}))
+        found.append(
+            (
+                f"{dtype}.burst_best_tflops",
+                {
+                    "value": heads["burst_best_tflops"],
+                    "kind": "burst",
+                    "spread": None,
+                    "conditions": {"over": heads.get("burst_best_over")},
+                    "noise": f"{noise}.{dtype}.burst_best_tflops",
+                },
+            )
+        )
         for row in roofline_figures.burst_windows(view):
             figure = f"{dtype}.{row['label']}"
             kernel_only = row.get("rate_basis") == timing.KERNEL_ONLY
             seconds = _headline_s(roofline_figures, view, row["label"])
             kind = roofline_kind(seconds, bool(row.get("launch_bound")) and not kernel_only) if seconds else "burst"
             basis = {"basis": row.get("rate_basis") or "per-call timing (before timed windows)"}
-            found.append((f"{figure}.tflops", {"value": row["burst_tflops"], "kind": kind,
-                                               "spread": row.get("window_spread"), "conditions": basis,
-                                               "noise": f"{noise}.{figure}.tflops"}))
+            found.append(
+                (
+                    f"{figure}.tflops",
+                    {
+                        "value": row["burst_tflops"],
+                        "kind": kind,
+                        "spread": row.get("window_spread"),
+                        "conditions": basis,
+                        "noise": f"{noise}.{figure}.tflops",
+                    },
+                )
+            )
             if kernel_only and row.get("eager_tflops") is not None:
-                found.append((f"{figure}.eager_tflops", {"value": row["eager_tflops"], "kind": "launch_bound",
-                                                         "spread": row.get("eager_spread"), "conditions": basis,
-                                                         "noise": f"{noise}.{figure}.eager_tflops"}))
+                found.append(
+                    (
+                        f"{figure}.eager_tflops",
+                        {
+                            "value": row["eager_tflops"],
+                            "kind": "launch_bound",
+                            "spread": row.get("eager_spread"),
+                            "conditions": basis,
+                            "noise": f"{noise}.{figure}.eager_tflops",
+                        },
+                    )
+                )
             elif row.get("kernel_tflops") is not None:
-                found.append((f"{figure}.kernel_tflops", {"value": row["kernel_tflops"], "kind": "burst",
-                                                          "spread": None, "conditions": basis,
-                                                          "noise": f"{noise}.{figure}.kernel_tflops"}))
+                found.append(
+                    (
+                        f"{figure}.kernel_tflops",
+                        {
+                            "value": row["kernel_tflops"],
+                            "kind": "burst",
+                            "spread": None,
+                            "conditions": basis,
+                            "noise": f"{noise}.{figure}.kernel_tflops",
+                        },
+                    )
+                )
     return found
 
 

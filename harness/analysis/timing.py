@@ -28,8 +28,10 @@ import math
 import statistics
 from typing import Any, TypeGuard
 
-TIMING_SOURCE = ("the lead's call on the lent H200 SXM, 2026-12-01 12:15 UTC, bench/gpu_causes.sh "
-                 "(bench/roofline_causes.py, 3 passes; tests/fixtures/roofline/causes-h200.json)")
+TIMING_SOURCE = (
+    "the lead's call on the lent H200 SXM, 2026-12-01 12:15 UTC, bench/gpu_causes.sh "
+    "(bench/roofline_causes.py, 3 passes; tests/fixtures/roofline/causes-h200.json)"
+)
 
 WARMUP_S = 0.02  # warm-up by time per shape (and per dtype: a new dtype's first call took 110-138 ms)
 WARMUP_MIN_CALLS = 3
@@ -49,16 +51,18 @@ SPREAD_SCOPE = {
     "windows": "across the timed windows of one shape in one run, tens of milliseconds apart",
     "graph": "across the CUDA-graph windows of one shape in one run, milliseconds apart",
     "run_to_run": "across separate dossiers (separate processes and machine starts): the catalogue's "
-                  "measured run-to-run spread for this SKU, recorded in the bundle at run time",
+    "measured run-to-run spread for this SKU, recorded in the bundle at run time",
 }
-RULE = (f"each shape: its first call alone (lazy loading, heuristics), a warm-up of at least {WARMUP_S * 1e3:g} ms "
-        f"and {WARMUP_MIN_CALLS} calls, then {WINDOWS} windows of about {WINDOW_S * 1e3:g} ms, each one pair of "
-        f"CUDA events around back-to-back calls (the call's time = the window's time / its calls); on a GPU every "
-        f"burst (the warm-up too) is followed by idle {GAP_RATIO:g} times its length so that the power limiter never "
-        f"engages and every shape is a burst at full clock; the shape's time is the median of its window means; "
-        f"on a GPU a shape whose eager call is under {2 * LAUNCH_BOUND_S * 1e6:g} us is also replayed from a CUDA "
-        f"graph (the kernels' own time), and one whose kernels take under {LAUNCH_BOUND_S * 1e6:g} us is "
-        f"launch-bound: its headline is that kernel-only rate, its eager rate the host's launch rate")
+RULE = (
+    f"each shape: its first call alone (lazy loading, heuristics), a warm-up of at least {WARMUP_S * 1e3:g} ms "
+    f"and {WARMUP_MIN_CALLS} calls, then {WINDOWS} windows of about {WINDOW_S * 1e3:g} ms, each one pair of "
+    f"CUDA events around back-to-back calls (the call's time = the window's time / its calls); on a GPU every "
+    f"burst (the warm-up too) is followed by idle {GAP_RATIO:g} times its length so that the power limiter never "
+    f"engages and every shape is a burst at full clock; the shape's time is the median of its window means; "
+    f"on a GPU a shape whose eager call is under {2 * LAUNCH_BOUND_S * 1e6:g} us is also replayed from a CUDA "
+    f"graph (the kernels' own time), and one whose kernels take under {LAUNCH_BOUND_S * 1e6:g} us is "
+    f"launch-bound: its headline is that kernel-only rate, its eager rate the host's launch rate"
+)
 
 # What a shape's headline rate is timed from. From probe contract 4 on (the document's
 # timing.launch_bound_headline says so) a launch-bound shape is headlined by its kernel-only time, as
@@ -74,7 +78,8 @@ LAUNCH_BOUND_HEADLINE_WHY = (
     "does); its eager rate is the host's launch rate for an eager caller on this host, host-dependent and noisy run "
     "to run: on the H200 (2026-12-01 13:20 UTC, bench/gpu_roofline_repeat.sh, three probe processes) the eager rates "
     "of square-256, square-1024, o-decode-1, o-decode-64 and awkward-1000 varied 15-47% while their kernel-only "
-    "rates repeated within 0.2-1.2%")
+    "rates repeated within 0.2-1.2%"
+)
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -100,8 +105,9 @@ def window_means(windows: Any) -> list[float] | None:
     means = []
     for window in windows:
         seconds, calls = (window.get("seconds"), window.get("calls")) if isinstance(window, dict) else (None, None)
-        if not (_is_number(seconds) and seconds > 0 and isinstance(calls, int) and not isinstance(calls, bool)
-                and calls > 0):
+        if not (
+            _is_number(seconds) and seconds > 0 and isinstance(calls, int) and not isinstance(calls, bool) and calls > 0
+        ):
             return None
         means.append(seconds / calls)
     return means
@@ -176,11 +182,18 @@ def timing_figures(record: dict[str, Any], kernel_headline: bool = False) -> dic
     means = window_means(record.get("windows")) or []
     graph = record.get("graph")
     headline_s, basis = headline(record, kernel_headline)
-    return {"per_call_s": eager, "window_means_s": means, "window_spread": spread(means) if means else None,
-            "windows": len(means), "launch_bound": replayed_launch_bound(record, kernel_headline),
-            "kernel_s": kernel_s(graph),
-            "graph_spread": window_spread(graph_windows(graph)), "host_launch_s": host_launch_s(eager, graph),
-            "headline_s": headline_s, "rate_basis": basis}
+    return {
+        "per_call_s": eager,
+        "window_means_s": means,
+        "window_spread": spread(means) if means else None,
+        "windows": len(means),
+        "launch_bound": replayed_launch_bound(record, kernel_headline),
+        "kernel_s": kernel_s(graph),
+        "graph_spread": window_spread(graph_windows(graph)),
+        "host_launch_s": host_launch_s(eager, graph),
+        "headline_s": headline_s,
+        "rate_basis": basis,
+    }
 
 
 def clocks_of(windows: Any) -> dict[str, Any] | None:
@@ -190,7 +203,12 @@ def clocks_of(windows: Any) -> dict[str, Any] | None:
     clocks = [r["sm_clock_mhz"] for r in readings if _is_number(r.get("sm_clock_mhz"))]
     if not clocks:
         return None
-    reasons = sorted({x for r in readings if isinstance(r.get("clock_event_reasons"), list)
-                      for x in r["clock_event_reasons"]})
-    return {"samples": len(clocks), "sm_clock_mhz_samples": clocks, "sm_clock_mhz_median": statistics.median(clocks),
-            "clock_event_reasons": reasons}
+    reasons = sorted(
+        {x for r in readings if isinstance(r.get("clock_event_reasons"), list) for x in r["clock_event_reasons"]}
+    )
+    return {
+        "samples": len(clocks),
+        "sm_clock_mhz_samples": clocks,
+        "sm_clock_mhz_median": statistics.median(clocks),
+        "clock_event_reasons": reasons,
+    }

@@ -56,7 +56,7 @@ def parse_topo_matrix(text: str) -> dict[str, Any]:
     columns = [c for c in _split(lines[header_at]) if c]
     rows: dict[str, dict[str, str]] = {}
     order: list[str] = []
-    for line in lines[header_at + 1:]:
+    for line in lines[header_at + 1 :]:
         if not line.strip():
             break
         label, *cells = _split(line)
@@ -64,13 +64,12 @@ def parse_topo_matrix(text: str) -> dict[str, Any]:
         order.append(label)
     legend: dict[str, str] = {}
     nic_legend: dict[str, str] = {}
-    for line in lines[header_at + 1 + len(order):]:
+    for line in lines[header_at + 1 + len(order) :]:
         if m := NIC_LEGEND_LINE.match(line):
             nic_legend[m.group(1)] = m.group(2)
         elif m := LEGEND_LINE.match(line):
             legend[m.group(1)] = m.group(2)
-    return {"columns": columns, "rows": rows, "row_order": order, "legend": legend,
-            "nic_legend": nic_legend}
+    return {"columns": columns, "rows": rows, "row_order": order, "legend": legend, "nic_legend": nic_legend}
 
 
 def _match_cells(columns: list[str], cells: list[str]) -> dict[str, str]:
@@ -98,7 +97,7 @@ def gpu_pairs(matrix: dict[str, Any], gpu_indices: list[int]) -> dict[str, str]:
     """The link cell between each pair of the given nvidia-smi GPU indices: {"GPU0-GPU1": "NV18"}."""
     pairs = {}
     for pos, a in enumerate(gpu_indices):
-        for b in gpu_indices[pos + 1:]:
+        for b in gpu_indices[pos + 1 :]:
             cell = matrix["rows"].get(f"GPU{a}", {}).get(f"GPU{b}")
             if cell is not None:
                 pairs[f"GPU{a}-GPU{b}"] = cell

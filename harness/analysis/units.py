@@ -6,9 +6,20 @@ from typing import Any
 
 # Key suffix -> unit, longest first (the project's rule: the unit is in the field name).
 UNITS: tuple[tuple[str, str], ...] = (
-    ("_flop_per_byte", "FLOP/byte"), ("_mib_per_s", "MiB/s"), ("_per_s", "per second"), ("_gbps", "GB/s"), ("_tflops", "TFLOPS"), ("_mib", "MiB"),
-    ("_gib", "GiB"), ("_bytes", "bytes"), ("_us", "µs"), ("_ms", "ms"), ("_s", "s"), ("_w", "W"),
-    ("_mhz", "MHz"), ("_c", "°C"),
+    ("_flop_per_byte", "FLOP/byte"),
+    ("_mib_per_s", "MiB/s"),
+    ("_per_s", "per second"),
+    ("_gbps", "GB/s"),
+    ("_tflops", "TFLOPS"),
+    ("_mib", "MiB"),
+    ("_gib", "GiB"),
+    ("_bytes", "bytes"),
+    ("_us", "µs"),
+    ("_ms", "ms"),
+    ("_s", "s"),
+    ("_w", "W"),
+    ("_mhz", "MHz"),
+    ("_c", "°C"),
 )
 FRACTION_KEYS = ("spread", "tolerance")
 

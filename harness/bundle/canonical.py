@@ -9,16 +9,35 @@ from __future__ import annotations
 
 from harness.bundle.write import GZIP_HEADER
 
-GZIP_FLAGS = ((0x01, "FTEXT"), (0x02, "FHCRC (a header checksum)"), (0x04, "FEXTRA (extra fields)"),
-              (0x08, "FNAME (a stored file name)"), (0x10, "FCOMMENT (a comment)"), (0xE0, "reserved bits"))
+GZIP_FLAGS = (
+    (0x01, "FTEXT"),
+    (0x02, "FHCRC (a header checksum)"),
+    (0x04, "FEXTRA (extra fields)"),
+    (0x08, "FNAME (a stored file name)"),
+    (0x10, "FCOMMENT (a comment)"),
+    (0xE0, "reserved bits"),
+)
 
 # ustar header fields: (name, offset, width, how a number is shown: "o" octal, "d" decimal, "" text)
-TAR_FIELDS = (("name", 0, 100, ""), ("mode", 100, 8, "o"), ("uid", 108, 8, "d"), ("gid", 116, 8, "d"),
-              ("size", 124, 12, "d"), ("mtime", 136, 12, "d"), ("checksum", 148, 8, "o"),
-              ("type", 156, 1, ""), ("linkname", 157, 100, ""), ("magic", 257, 6, ""),
-              ("version", 263, 2, ""), ("uname", 265, 32, ""), ("gname", 297, 32, ""),
-              ("devmajor", 329, 8, ""), ("devminor", 337, 8, ""), ("prefix", 345, 155, ""),
-              ("padding", 500, 12, ""))
+TAR_FIELDS = (
+    ("name", 0, 100, ""),
+    ("mode", 100, 8, "o"),
+    ("uid", 108, 8, "d"),
+    ("gid", 116, 8, "d"),
+    ("size", 124, 12, "d"),
+    ("mtime", 136, 12, "d"),
+    ("checksum", 148, 8, "o"),
+    ("type", 156, 1, ""),
+    ("linkname", 157, 100, ""),
+    ("magic", 257, 6, ""),
+    ("version", 263, 2, ""),
+    ("uname", 265, 32, ""),
+    ("gname", 297, 32, ""),
+    ("devmajor", 329, 8, ""),
+    ("devminor", 337, 8, ""),
+    ("prefix", 345, 155, ""),
+    ("padding", 500, 12, ""),
+)
 
 
 def gzip_header_difference(header: bytes) -> str | None:
@@ -61,7 +80,7 @@ def tar_header_difference(block: bytes, canonical: bytes) -> str:
     """The fields in which a header BLOCK differs from the CANONICAL block (mode in octal)."""
     found = []
     for name, offset, width, shown_as in TAR_FIELDS:
-        mine, theirs = block[offset:offset + width], canonical[offset:offset + width]
+        mine, theirs = block[offset : offset + width], canonical[offset : offset + width]
         if mine != theirs and name != "checksum":
             found.append(f"{name} {_field_text(mine, shown_as)} (canonical {_field_text(theirs, shown_as)})")
     if not found:

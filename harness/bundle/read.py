@@ -35,12 +35,20 @@ DEFAULT_MAX_MEMBERS = 10_000
 DEFAULT_MAX_KEPT_MEMBER_BYTES = 64 << 20  # a member read into memory (JSON, Markdown): 64 MiB at most
 DEFAULT_MAX_KEPT_TOTAL_BYTES = 256 << 20  # all of them together: 256 MiB at most
 REGULAR_TYPES = (tarfile.REGTYPE, tarfile.AREGTYPE)
-TYPE_NAMES = {tarfile.SYMTYPE: "a symbolic link", tarfile.LNKTYPE: "a hard link",
-              tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
-              tarfile.FIFOTYPE: "a FIFO", tarfile.DIRTYPE: "a directory",
-              tarfile.CONTTYPE: "a contiguous file", tarfile.XHDTYPE: "a pax extended header",
-              tarfile.XGLTYPE: "a pax global header", tarfile.GNUTYPE_LONGNAME: "a GNU long name",
-              tarfile.GNUTYPE_LONGLINK: "a GNU long link", tarfile.GNUTYPE_SPARSE: "a sparse file"}
+TYPE_NAMES = {
+    tarfile.SYMTYPE: "a symbolic link",
+    tarfile.LNKTYPE: "a hard link",
+    tarfile.CHRTYPE: "a character device",
+    tarfile.BLKTYPE: "a block device",
+    tarfile.FIFOTYPE: "a FIFO",
+    tarfile.DIRTYPE: "a directory",
+    tarfile.CONTTYPE: "a contiguous file",
+    tarfile.XHDTYPE: "a pax extended header",
+    tarfile.XGLTYPE: "a pax global header",
+    tarfile.GNUTYPE_LONGNAME: "a GNU long name",
+    tarfile.GNUTYPE_LONGLINK: "a GNU long link",
+    tarfile.GNUTYPE_SPARSE: "a sparse file",
+}
 
 
 class UnsafeBundle(Exception):
@@ -129,8 +137,9 @@ class GzipMember:
         if trailing.startswith(GZIP_HEADER[:2]):
             raise UnsafeBundle("a second gzip member after the first (a bundle is exactly one)")
         if trailing:
-            raise UnsafeBundle(f"{len(trailing)}{'+' if len(trailing) >= CHUNK else ''} trailing bytes "
-                               "after the gzip stream")
+            raise UnsafeBundle(
+                f"{len(trailing)}{'+' if len(trailing) >= CHUNK else ''} trailing bytes after the gzip stream"
+            )
 
 
 def _read_exact(stream: GzipMember, size: int) -> bytes:
@@ -192,24 +201,31 @@ class _Tally:
         if name in self.names:
             raise UnsafeBundle(f"member {name!r} appears twice")
         if name < self.previous:
-            raise UnsafeBundle(f"member {name!r} is out of order (after {self.previous!r}); "
-                               "a bundle's members are sorted by name")
+            raise UnsafeBundle(
+                f"member {name!r} is out of order (after {self.previous!r}); a bundle's members are sorted by name"
+            )
         self.names.add(name)
         self.previous = name
         self.total += size
         if self.total > limits.max_total_bytes:
-            raise UnsafeBundle(f"declared sizes exceed the cap of {limits.max_total_bytes} bytes "
-                               f"(at member {name!r}, declaring {size} bytes)")
+            raise UnsafeBundle(
+                f"declared sizes exceed the cap of {limits.max_total_bytes} bytes "
+                f"(at member {name!r}, declaring {size} bytes)"
+            )
         if len(self.names) > limits.max_members:
             raise UnsafeBundle(f"more than {limits.max_members} members")
         if self.keep(name):
             self.kept += size
             if size > limits.max_kept_member_bytes:
-                raise UnsafeBundle(f"member {name!r} declares {size} bytes; a member read into memory is "
-                                   f"capped at {limits.max_kept_member_bytes} bytes")
+                raise UnsafeBundle(
+                    f"member {name!r} declares {size} bytes; a member read into memory is "
+                    f"capped at {limits.max_kept_member_bytes} bytes"
+                )
             if self.kept > limits.max_kept_total_bytes:
-                raise UnsafeBundle(f"members read into memory exceed the cap of {limits.max_kept_total_bytes} "
-                                   f"bytes (at member {name!r})")
+                raise UnsafeBundle(
+                    f"members read into memory exceed the cap of {limits.max_kept_total_bytes} "
+                    f"bytes (at member {name!r})"
+                )
 
 
 def _members(stream: GzipMember, limits: Limits, keep: Callable[[str], bool]) -> Iterator[MemberHeader]:
@@ -232,8 +248,9 @@ def _members(stream: GzipMember, limits: Limits, keep: Callable[[str], bool]) ->
         except ValueError as exc:
             raise UnsafeBundle(f"member {header.name!r}: {exc}") from exc
         if block != canonical:
-            raise UnsafeBundle(f"member {header.name!r} has a non-canonical header: "
-                               f"{tar_header_difference(block, canonical)}")
+            raise UnsafeBundle(
+                f"member {header.name!r} has a non-canonical header: {tar_header_difference(block, canonical)}"
+            )
         yield header
         _expect_zeros(stream, padding(header.size), f"in the padding after member {header.name!r}")
         length += BLOCK + header.size + padding(header.size)
@@ -292,6 +309,7 @@ def read_members(path: Path, keep: Callable[[str], bool], limits: Limits = Limit
 
 def read_all(path: Path, limits: Limits = Limits()) -> dict[str, bytes]:
     """Every member's content (for small bundles: report, diff); each member under the total cap."""
-    limits = dataclasses.replace(limits, max_kept_member_bytes=limits.max_total_bytes,
-                                 max_kept_total_bytes=limits.max_total_bytes)
+    limits = dataclasses.replace(
+        limits, max_kept_member_bytes=limits.max_total_bytes, max_kept_total_bytes=limits.max_total_bytes
+    )
     return {name: m.data or b"" for name, m in read_members(path, lambda _: True, limits).items()}

@@ -20,8 +20,10 @@ PREDICATE_TYPE = "https://rig-dossier.dev/attestation/dossier/v1"
 
 def predicate_from_commands(commands: Mapping[str, Any]) -> dict[str, Any]:
     """What the attestation records about the run, drawn from commands.json."""
-    steps = [{key: step.get(key) for key in ("step", "probe", "status", "argv", "image", "exit_code")}
-             for step in commands["steps"]]
+    steps = [
+        {key: step.get(key) for key in ("step", "probe", "status", "argv", "image", "exit_code")}
+        for step in commands["steps"]
+    ]
     images = sorted({s["image"] for s in commands["steps"] if s.get("image")})
     checkpoints = [s["checkpoint"] for s in commands["steps"] if s.get("checkpoint")]
     return {

@@ -166,7 +166,9 @@ class BundleView:
             if output is None:
                 continue
             if not isinstance(output, str) or not output:
-                raise BundleFormatError(f"{layout.COMMANDS}: step {step}'s output is not a member name", layout.COMMANDS)
+                raise BundleFormatError(
+                    f"{layout.COMMANDS}: step {step}'s output is not a member name", layout.COMMANDS
+                )
             documents[step] = load_json(files, output)
         return cls(files, commands, environment, documents, analyses)
 
@@ -225,11 +227,15 @@ class BundleView:
 def _step_id(entry: Any, seen: set[str]) -> str:
     """A step entry's id (added to SEEN), refused unless the entry is an object with a string id and
     status, and the id is new."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("step"), str) or not isinstance(entry.get("status"), str):
-        raise BundleFormatError(f"{layout.COMMANDS}: a step is not an object with a string step and status",
-                                layout.COMMANDS)
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("step"), str)
+        or not isinstance(entry.get("status"), str)
+    ):
+        raise BundleFormatError(
+            f"{layout.COMMANDS}: a step is not an object with a string step and status", layout.COMMANDS
+        )
     if entry["step"] in seen:
         raise BundleFormatError(f"{layout.COMMANDS}: step {entry['step'][:60]!r} appears twice", layout.COMMANDS)
     seen.add(entry["step"])
     return entry["step"]
-

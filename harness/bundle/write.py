@@ -54,12 +54,26 @@ def ustar_header(name: str, size: int) -> bytes:
     if not 0 <= size <= MAX_SIZE:
         raise ValueError(f"member size {size} does not fit a ustar header")
     prefix, short = _split_name(name.encode("utf-8"))
-    block = b"".join([
-        short.ljust(NAME_FIELD, b"\0"), _octal(FILE_MODE, 8), _octal(0, 8), _octal(0, 8),
-        _octal(size, 12), _octal(FIXED_MTIME, 12), b" " * 8, b"0",  # checksum placeholder, REGTYPE
-        b"\0" * 100, b"ustar\x0000", b"\0" * 32, b"\0" * 32,  # linkname, magic+version, uname, gname
-        b"\0" * 8, b"\0" * 8, prefix.ljust(PREFIX_FIELD, b"\0"), b"\0" * 12,  # devmajor/minor, prefix
-    ])
+    block = b"".join(
+        [
+            short.ljust(NAME_FIELD, b"\0"),
+            _octal(FILE_MODE, 8),
+            _octal(0, 8),
+            _octal(0, 8),
+            _octal(size, 12),
+            _octal(FIXED_MTIME, 12),
+            b" " * 8,
+            b"0",  # checksum placeholder, REGTYPE
+            b"\0" * 100,
+            b"ustar\x0000",
+            b"\0" * 32,
+            b"\0" * 32,  # linkname, magic+version, uname, gname
+            b"\0" * 8,
+            b"\0" * 8,
+            prefix.ljust(PREFIX_FIELD, b"\0"),
+            b"\0" * 12,  # devmajor/minor, prefix
+        ]
+    )
     checksum = b"%06o\0 " % sum(block)  # POSIX: the sum of the header bytes, checksum field as spaces
     return block[:148] + checksum + block[156:]
 

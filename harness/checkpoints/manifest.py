@@ -40,9 +40,11 @@ class Manifest:
     def from_dict(cls, data: dict[str, Any], origin: str) -> Manifest:
         found = violations(SCHEMA, data)
         if found:
-            raise ManifestInvalid(f"checkpoint manifest {origin} is invalid: {found[0]}"
-                                  + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
-                                  hint=f"see schemas/{SCHEMA}.schema.json")
+            raise ManifestInvalid(
+                f"checkpoint manifest {origin} is invalid: {found[0]}"
+                + (f" (and {len(found) - 1} more)" if len(found) > 1 else ""),
+                hint=f"see schemas/{SCHEMA}.schema.json",
+            )
         fields = dict(data)
         fields["packages"] = tuple(fields.get("packages", ()))
         return cls(**fields)
@@ -52,16 +54,19 @@ def load(name: str) -> Manifest:
     """The packaged manifest called `name` (its file name without .json)."""
     path = MANIFEST_DIR / f"{name}.json"
     if not path.is_file():
-        raise ManifestInvalid(f"no checkpoint manifest {name!r}",
-                              hint="packaged manifests: " + ", ".join(m.name for m in all_manifests()))
+        raise ManifestInvalid(
+            f"no checkpoint manifest {name!r}", hint="packaged manifests: " + ", ".join(m.name for m in all_manifests())
+        )
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
         raise ManifestInvalid(f"checkpoint manifest {path} is not JSON: {exc}") from exc
     manifest = Manifest.from_dict(data, str(path))
     if manifest.name != name:
-        raise ManifestInvalid(f"checkpoint manifest {path} says its name is {manifest.name!r}",
-                              hint="a manifest's name must equal its file name without .json")
+        raise ManifestInvalid(
+            f"checkpoint manifest {path} says its name is {manifest.name!r}",
+            hint="a manifest's name must equal its file name without .json",
+        )
     return manifest
 
 
@@ -75,8 +80,7 @@ def default() -> Manifest:
 
 def find(repo_id: str, revision: str, file: str) -> Manifest | None:
     """The manifest pinning exactly this repository, revision and file, if one is packaged."""
-    return next((m for m in all_manifests()
-                 if (m.repo_id, m.revision, m.file) == (repo_id, revision, file)), None)
+    return next((m for m in all_manifests() if (m.repo_id, m.revision, m.file) == (repo_id, revision, file)), None)
 
 
 def by_sha256(sha256: str) -> Manifest | None:

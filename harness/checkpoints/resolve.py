@@ -39,9 +39,14 @@ class Plan:
             args += ["--tensor", f"{record.role}={record.name}"]
         index = {r.name: r.as_index_entry() for r in self.tensors}
         probe_provenance = {k: v for k, v in self.provenance.items() if k != "path"}
-        args += ["--tensor-index", json.dumps(index, sort_keys=True, separators=(",", ":")),
-                 "--provenance", json.dumps(probe_provenance, sort_keys=True, separators=(",", ":")),
-                 "--device", device]
+        args += [
+            "--tensor-index",
+            json.dumps(index, sort_keys=True, separators=(",", ":")),
+            "--provenance",
+            json.dumps(probe_provenance, sort_keys=True, separators=(",", ":")),
+            "--device",
+            device,
+        ]
         return args
 
 
@@ -55,8 +60,13 @@ class Selection:
     local: Path | None = None  # the user's own file, already hashed and matched
 
 
-def plan(checkpoint: str | None, tensor_specs: list[str], file_sha256: str | None = None,
-         offline: bool | None = None, cache_dir: str | Path | None = None) -> Plan:
+def plan(
+    checkpoint: str | None,
+    tensor_specs: list[str],
+    file_sha256: str | None = None,
+    offline: bool | None = None,
+    cache_dir: str | Path | None = None,
+) -> Plan:
     """Find, verify and cache the checkpoint file, then index the tensors to measure.
 
     checkpoint: None (the default manifest), REPO@REVISION[:FILE] (a 40-hex commit sha; a
@@ -106,9 +116,10 @@ def fetched_name(checkpoint: str | None, match: re.Match | None, local: Path | N
 
 def _manifest_roles(manifest: manifests.Manifest | None, checkpoint: str | None) -> list[tuple[str, str]]:
     if manifest is None:
-        raise UsageError(f"no packaged manifest names the tensors of {checkpoint}",
-                         hint="name them: --tensor embedding=NAME --tensor attention_projection=NAME "
-                              "--tensor mlp_projection=NAME")
+        raise UsageError(
+            f"no packaged manifest names the tensors of {checkpoint}",
+            hint="name them: --tensor embedding=NAME --tensor attention_projection=NAME --tensor mlp_projection=NAME",
+        )
     return list(manifest.tensors.items())
 
 
@@ -117,8 +128,9 @@ def _pinned(manifest: manifests.Manifest) -> str:
 
 
 def _wanted(manifest: manifests.Manifest) -> Wanted:
-    return Wanted(manifest.file, manifest.sha256, manifest.repo_id, manifest.revision, manifest.size_bytes,
-                  manifest.packages)
+    return Wanted(
+        manifest.file, manifest.sha256, manifest.repo_id, manifest.revision, manifest.size_bytes, manifest.packages
+    )
 
 
 def _select_manifest(manifest: manifests.Manifest, file_sha256: str | None) -> Selection:
@@ -130,20 +142,25 @@ def _select_manifest(manifest: manifests.Manifest, file_sha256: str | None) -> S
 def _select_hub_ref(match: re.Match, file_sha256: str | None) -> Selection:
     repo, revision, file = match["repo"], match["revision"], match["file"] or DEFAULT_FILE
     if not COMMIT.match(revision):
-        raise UsageError(f"revision {revision!r} is not a commit sha",
-                         hint="pin the 40-hex commit (the Hub shows it on the repository's 'Files' history); "
-                              "a branch or tag can move")
+        raise UsageError(
+            f"revision {revision!r} is not a commit sha",
+            hint="pin the 40-hex commit (the Hub shows it on the repository's 'Files' history); "
+            "a branch or tag can move",
+        )
     manifest = manifests.find(repo, revision, file)
     if manifest is not None:
         return _select_manifest(manifest, file_sha256)
     if file_sha256 is None:
-        raise UsageError(f"no packaged manifest pins {repo}@{revision} {file}, so its sha256 is unknown",
-                         hint="pass --file-sha256 HEX (the Hub's file page shows it as the LFS 'SHA256')")
+        raise UsageError(
+            f"no packaged manifest pins {repo}@{revision} {file}, so its sha256 is unknown",
+            hint="pass --file-sha256 HEX (the Hub's file page shows it as the LFS 'SHA256')",
+        )
     return Selection(Wanted(file, file_sha256, repo, revision), None, "--file-sha256")
 
 
-def _fetch_and_index(wanted: Wanted, roles: list[tuple[str, str]], cache: BlobCache,
-                     offline: bool) -> tuple[Fetched, list[TensorRecord]]:
+def _fetch_and_index(
+    wanted: Wanted, roles: list[tuple[str, str]], cache: BlobCache, offline: bool
+) -> tuple[Fetched, list[TensorRecord]]:
     """A pinned file from the cache or a download; one that is not safetensors is not kept."""
     blob = cache.path_for(wanted.sha256)
     cached_before = blob.is_file()
@@ -153,28 +170,39 @@ def _fetch_and_index(wanted: Wanted, roles: list[tuple[str, str]], cache: BlobCa
     except SafetensorsError as exc:
         if not cached_before:
             blob.unlink(missing_ok=True)
-        raise CheckpointFileError(f"{describe(wanted)} is not a safetensors file: {exc}",
-                                  hint="the pinned file is not in the safetensors format; it was not cached") from exc
+        raise CheckpointFileError(
+            f"{describe(wanted)} is not a safetensors file: {exc}",
+            hint="the pinned file is not in the safetensors format; it was not cached",
+        ) from exc
     return fetched, index_tensors(fetched.path, roles)
 
 
 def _select_local(path: Path, file_sha256: str | None) -> Selection:
     """The user's file: checked to be safetensors, hashed and matched, all before any caching."""
     if not path.exists():
-        raise UsageError(f"--checkpoint {path}: no such file or folder",
-                         hint="give a local .safetensors file or folder, or REPO@REVISION for the Hub")
+        raise UsageError(
+            f"--checkpoint {path}: no such file or folder",
+            hint="give a local .safetensors file or folder, or REPO@REVISION for the Hub",
+        )
     if file_sha256 is None:
         file = _readable_safetensors(_local_file(path))
         digest = _hash_local(file)
         manifest = manifests.by_sha256(digest)
-        pinned_by = (f"{_pinned(manifest)}, matched by the local file's sha256" if manifest
-                     else "none: sha256 computed from the local file (no pin given)")
+        pinned_by = (
+            f"{_pinned(manifest)}, matched by the local file's sha256"
+            if manifest
+            else "none: sha256 computed from the local file (no pin given)"
+        )
         return Selection(_wanted(manifest) if manifest else Wanted(file.name, digest), manifest, pinned_by, file)
     manifest = manifests.by_sha256(file_sha256)
     name = manifest.file if manifest else _local_file(path).name
     file = _matching_local_file(path, name, file_sha256)
-    return Selection(_wanted(manifest) if manifest else Wanted(file.name, file_sha256), manifest,
-                     "--file-sha256", _readable_safetensors(file))
+    return Selection(
+        _wanted(manifest) if manifest else Wanted(file.name, file_sha256),
+        manifest,
+        "--file-sha256",
+        _readable_safetensors(file),
+    )
 
 
 def _hash_local(file: Path) -> str:
@@ -207,8 +235,10 @@ def _matching_local_file(path: Path, name: str, file_sha256: str) -> Path:
         if digest == file_sha256:
             return candidate
         refusals.append(f"refused local file {candidate}: sha256 {digest}, expected {file_sha256}")
-    raise UsageError("; ".join(refusals), hint="the file is not the one --file-sha256 pins and was not used: "
-                                             "check the path and the sha256")
+    raise UsageError(
+        "; ".join(refusals),
+        hint="the file is not the one --file-sha256 pins and was not used: check the path and the sha256",
+    )
 
 
 def _local_file(path: Path) -> Path:
@@ -219,13 +249,21 @@ def _local_file(path: Path) -> Path:
         found = sorted(path.rglob("*.safetensors"))
         if len(found) == 1:
             return found[0]
-        raise UsageError(f"{path} holds {len(found)} .safetensors files and no {DEFAULT_FILE}",
-                         hint="name the file itself with --checkpoint") from None
+        raise UsageError(
+            f"{path} holds {len(found)} .safetensors files and no {DEFAULT_FILE}",
+            hint="name the file itself with --checkpoint",
+        ) from None
 
 
-def probe_args_for(checkpoint: str | None, tensor_specs: list[str], file_sha256: str | None = None,
-                   offline: bool | None = None, cache_dir: str | Path | None = None, device: str = "auto",
-                   path_for_probe: Callable[[Path], str] | None = None) -> tuple[list[str], dict[str, Any]]:
+def probe_args_for(
+    checkpoint: str | None,
+    tensor_specs: list[str],
+    file_sha256: str | None = None,
+    offline: bool | None = None,
+    cache_dir: str | Path | None = None,
+    device: str = "auto",
+    path_for_probe: Callable[[Path], str] | None = None,
+) -> tuple[list[str], dict[str, Any]]:
     """For the dossier orchestrator: (the precision probe's argv, provenance).
 
     Provenance: label, repo, revision, file, file_sha256, source (which source gave the file),

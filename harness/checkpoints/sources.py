@@ -126,8 +126,13 @@ class InstalledPackageSource:
                     continue
                 path = Path(str(dist.locate_file(entry)))
                 if path.is_file():
-                    found.append((key not in preferred, str(path),
-                                  Candidate(path, f"installed package {dist_name} {dist.version}: {path}")))
+                    found.append(
+                        (
+                            key not in preferred,
+                            str(path),
+                            Candidate(path, f"installed package {dist_name} {dist.version}: {path}"),
+                        )
+                    )
         if not found:
             raise SourceUnavailable(f"no installed distribution carries a file named {wanted.file}")
         return [c for _, _, c in sorted(found, key=lambda t: t[:2])]
@@ -159,15 +164,25 @@ class HubSource:
         if isinstance(cached, str) and Path(cached).is_file():
             return [Candidate(Path(cached), f"huggingface cache {cached}")]
         if self.offline:
-            raise SourceUnavailable("skipped: offline (--offline or HF_HUB_OFFLINE=1), and not in the "
-                                    "huggingface cache")
+            raise SourceUnavailable(
+                "skipped: offline (--offline or HF_HUB_OFFLINE=1), and not in the huggingface cache"
+            )
         scratch = self.cache.scratch()
         try:
-            path = huggingface_hub.hf_hub_download(wanted.repo_id, wanted.file, revision=wanted.revision,
-                                                   local_dir=scratch)
+            path = huggingface_hub.hf_hub_download(
+                wanted.repo_id, wanted.file, revision=wanted.revision, local_dir=scratch
+            )
         except Exception as exc:  # no network, no repo, no revision: all reported
             shutil.rmtree(scratch, ignore_errors=True)
-            raise SourceUnavailable(f"hf_hub_download failed: {type(exc).__name__}: "
-                                    f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}") from exc
-        return [Candidate(Path(path), f"hf_hub_download {wanted.repo_id}@{wanted.revision} {wanted.file}",
-                          move_into_cache=True, cleanup=lambda: shutil.rmtree(scratch, ignore_errors=True))]
+            raise SourceUnavailable(
+                f"hf_hub_download failed: {type(exc).__name__}: "
+                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            ) from exc
+        return [
+            Candidate(
+                Path(path),
+                f"hf_hub_download {wanted.repo_id}@{wanted.revision} {wanted.file}",
+                move_into_cache=True,
+                cleanup=lambda: shutil.rmtree(scratch, ignore_errors=True),
+            )
+        ]

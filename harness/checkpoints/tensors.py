@@ -26,8 +26,12 @@ class TensorRecord:
     sha256: str
 
     def as_index_entry(self) -> dict[str, Any]:
-        return {"dtype": self.dtype, "shape": list(self.shape), "byte_range": list(self.byte_range),
-                "sha256": self.sha256}
+        return {
+            "dtype": self.dtype,
+            "shape": list(self.shape),
+            "byte_range": list(self.byte_range),
+            "sha256": self.sha256,
+        }
 
 
 def index_tensors(path: Path, roles: list[tuple[str, str]]) -> list[TensorRecord]:
@@ -41,8 +45,10 @@ def index_tensors(path: Path, roles: list[tuple[str, str]]) -> list[TensorRecord
             names = set(handle.keys())
             records = [_record(handle, entries, names, path, role, name, torch) for role, name in roles]
     except SafetensorError as exc:
-        raise CheckpointFileError(f"{path} is not a readable safetensors file: {exc}",
-                                  hint="a truncated download or a different format; fetch it again") from exc
+        raise CheckpointFileError(
+            f"{path} is not a readable safetensors file: {exc}",
+            hint="a truncated download or a different format; fetch it again",
+        ) from exc
     except tensor_file.SafetensorsError as exc:
         raise CheckpointFileError(str(exc), hint="a truncated download or a different format; fetch it again") from exc
     return records
@@ -53,20 +59,28 @@ def _record(handle, entries, names, path: Path, role: str, name: str, torch) -> 
         try:
             tensor_file.find(entries, name, path)  # raises with close matches
         except tensor_file.SafetensorsError as exc:
-            raise CheckpointFileError(str(exc), hint="list a file's tensors with: python -c \"from safetensors "
-                                      f"import safe_open; print(*safe_open('{path}', 'pt').keys(), sep='\\n')\"") from exc
+            raise CheckpointFileError(
+                str(exc),
+                hint="list a file's tensors with: python -c \"from safetensors "
+                f"import safe_open; print(*safe_open('{path}', 'pt').keys(), sep='\\n')\"",
+            ) from exc
     entry = entries[name]
     sliced = handle.get_slice(name)
     dtype, shape = sliced.get_dtype(), tuple(sliced.get_shape())
     if (dtype, shape) != (entry.dtype, entry.shape):
-        raise CheckpointFileError(f"{path}: {name!r} is {dtype}{list(shape)} to safetensors but "
-                                  f"{entry.dtype}{list(entry.shape)} in the header")
+        raise CheckpointFileError(
+            f"{path}: {name!r} is {dtype}{list(shape)} to safetensors but "
+            f"{entry.dtype}{list(entry.shape)} in the header"
+        )
     if dtype not in tensor_file.MEASURABLE_DTYPES:
-        raise CheckpointFileError(f"{path}: tensor {name!r} ({role}) is {dtype}; the precision probe measures "
-                                  f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors")
+        raise CheckpointFileError(
+            f"{path}: tensor {name!r} ({role}) is {dtype}; the precision probe measures "
+            f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors"
+        )
     data = tensor_file.read_bytes(path, entry)
     library_bytes = handle.get_tensor(name).contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
     if data != library_bytes:
-        raise CheckpointFileError(f"{path}: the bytes at [{entry.start}, {entry.end}) differ from the tensor "
-                                  f"safetensors loads for {name!r}")
+        raise CheckpointFileError(
+            f"{path}: the bytes at [{entry.start}, {entry.end}) differ from the tensor safetensors loads for {name!r}"
+        )
     return TensorRecord(role, name, dtype, shape, (entry.start, entry.end), tensor_file.sha256_hex(data))

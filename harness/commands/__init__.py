@@ -9,13 +9,38 @@ from __future__ import annotations
 import argparse
 
 from harness import registry
-from harness.commands import (accept, baseline, check, diff, fleet, health_diff, keygen, probe, report, reproduce,
-                               run, verify, verify_acceptance, verify_reproduction)
-
+from harness.commands import (
+    accept,
+    baseline,
+    check,
+    diff,
+    fleet,
+    health_diff,
+    keygen,
+    probe,
+    report,
+    reproduce,
+    run,
+    verify,
+    verify_acceptance,
+    verify_reproduction,
+)
 
 BEFORE_PROBES = [run]
-AFTER_PROBES = [check, health_diff, verify, diff, reproduce, verify_reproduction, report, keygen, baseline, accept,
-                verify_acceptance, fleet]
+AFTER_PROBES = [
+    check,
+    health_diff,
+    verify,
+    diff,
+    reproduce,
+    verify_reproduction,
+    report,
+    keygen,
+    baseline,
+    accept,
+    verify_acceptance,
+    fleet,
+]
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:

@@ -16,7 +16,6 @@ from pathlib import Path
 from harness import catalogue, paths, registry
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnsafeBundle, read_members
-from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
@@ -26,47 +25,77 @@ from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
 from harness.judge.acceptance.profile import resolve
 from harness.present.accept_summary import Files, render_html, render_markdown
 from harness.run import provenance
-from harness.signing.keys import (configured_key_path, keyid, load_private, load_public, public_path_for,
-                                  signing_key_for_run)
+from harness.signing.keys import (
+    configured_key_path,
+    keyid,
+    load_private,
+    load_public,
+    public_path_for,
+    signing_key_for_run,
+)
+from harness.verify import verify_bundle
 
 STATUS_MARK = {v: v.shown[:4].ljust(4) for v in Verdict}  # PASS, WARN, FAIL, INCO, SKIP
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "accept", help="judge a verified bundle against a SKU's acceptance thresholds",
+        "accept",
+        help="judge a verified bundle against a SKU's acceptance thresholds",
         description="Verify BUNDLE (a bundle that fails `dossier verify` is refused), then judge it against "
-                    "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
-                    "exact SKU and form factor, overridden by --profile-file. Each criterion is pass, warn (within "
-                    "the profile's band above a fail line, or passed on a retest), fail, incomplete (required by "
-                    "the profile, not measured: it fails closed) or skip (not required, not measured), each with "
-                    "why. Exit 0 on pass or warn, 1 when a criterion failed, 5 when none failed but a required "
-                    "one is incomplete.")
+        "the acceptance profile of SKU: the catalogue's thresholds and known-good figures for that "
+        "exact SKU and form factor, overridden by --profile-file. Each criterion is pass, warn (within "
+        "the profile's band above a fail line, or passed on a retest), fail, incomplete (required by "
+        "the profile, not measured: it fails closed) or skip (not required, not measured), each with "
+        "why. Exit 0 on pass or warn, 1 when a criterion failed, 5 when none failed but a required "
+        "one is incomplete.",
+    )
     parser.add_argument("bundle", type=Path, help="the bundle (.tar.gz) to judge")
-    parser.add_argument("--profile", metavar="SKU",
-                        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb); may be "
-                             "left out with --profile-file, whose SKU is then used")
-    parser.add_argument("--profile-file", type=Path, metavar="F",
-                        help="your own profile (JSON, schemas/acceptance-profile.schema.json), or the signed "
-                             "profile `dossier baseline` wrote: replaces the catalogue's thresholds and "
-                             "known-good figures it names")
-    parser.add_argument("--profile-key", type=Path, metavar="PUB",
-                        help="the public key that signed --profile-file (default: --key)")
-    parser.add_argument("--key", type=Path, metavar="PUB",
-                        help="the bundle signer's public key (default: the public half of your own key, "
-                             "for a bundle you made)")
-    parser.add_argument("--signing-key", type=Path, metavar="PRIV",
-                        help="private key that signs --attestation (default: $DOSSIER_KEY or the default "
-                             "key, made on first use)")
+    parser.add_argument(
+        "--profile",
+        metavar="SKU",
+        help="the SKU being bought, as the catalogue names it (e.g. h200-sxm-141gb); may be "
+        "left out with --profile-file, whose SKU is then used",
+    )
+    parser.add_argument(
+        "--profile-file",
+        type=Path,
+        metavar="F",
+        help="your own profile (JSON, schemas/acceptance-profile.schema.json), or the signed "
+        "profile `dossier baseline` wrote: replaces the catalogue's thresholds and "
+        "known-good figures it names",
+    )
+    parser.add_argument(
+        "--profile-key", type=Path, metavar="PUB", help="the public key that signed --profile-file (default: --key)"
+    )
+    parser.add_argument(
+        "--key",
+        type=Path,
+        metavar="PUB",
+        help="the bundle signer's public key (default: the public half of your own key, for a bundle you made)",
+    )
+    parser.add_argument(
+        "--signing-key",
+        type=Path,
+        metavar="PRIV",
+        help="private key that signs --attestation (default: $DOSSIER_KEY or the default key, made on first use)",
+    )
     parser.add_argument("--junit", type=Path, metavar="F", help="write a JUnit XML report (one testcase per criterion)")
-    parser.add_argument("--attestation", type=Path, metavar="F",
-                        help="write a signed in-toto test-result attestation (DSSE) about the bundle")
+    parser.add_argument(
+        "--attestation",
+        type=Path,
+        metavar="F",
+        help="write a signed in-toto test-result attestation (DSSE) about the bundle",
+    )
     parser.add_argument("--summary", type=Path, metavar="F.md", help="write the one-page summary (Markdown)")
     parser.add_argument("--html", type=Path, metavar="F.html", help="write the one-page summary (HTML)")
     parser.add_argument("--json", action="store_true", help="print the acceptance as JSON on stdout")
-    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
-                        help="write the result and each criterion's verdict (0/1 gauges) for node_exporter's "
-                             "textfile collector")
+    parser.add_argument(
+        "--prometheus",
+        type=Path,
+        metavar="FILE.prom",
+        help="write the result and each criterion's verdict (0/1 gauges) for node_exporter's textfile collector",
+    )
     add_allow_format_option(parser)
     parser.set_defaults(func=handle)
 
@@ -88,24 +117,29 @@ def trusted_key(explicit: Path | None) -> tuple[Path, object]:
         return explicit, load_public(explicit)
     path = public_path_for(configured_key_path())
     if not path.exists():
-        raise UsageError(f"no --key given and no key of your own at {path}",
-                         hint="pass --key SIGNER.pub: the public key of whoever signed the bundle")
-    print(f"accept: verifying with your own key {path}; pass --key for a bundle someone else signed",
-          file=sys.stderr)
+        raise UsageError(
+            f"no --key given and no key of your own at {path}",
+            hint="pass --key SIGNER.pub: the public key of whoever signed the bundle",
+        )
+    print(f"accept: verifying with your own key {path}; pass --key for a bundle someone else signed", file=sys.stderr)
     return path, load_public(path)
 
 
-def verified_view(bundle: Path, key_path: Path, trusted, allow_formats: tuple[int, ...] = ()) -> tuple[BundleView, BundleRef]:
+def verified_view(
+    bundle: Path, key_path: Path, trusted, allow_formats: tuple[int, ...] = ()
+) -> tuple[BundleView, BundleRef]:
     """The bundle's data, only if `dossier verify` passes on exactly the bytes judged (with the
     older formats ALLOW_FORMATS allows; the checks not done are printed and recorded)."""
     before = sha256_file(bundle)
     result = verify_bundle(bundle, trusted, allow_formats=allow_formats)
     if not result.ok:
         lines = "\n".join("  " + c.line() for c in result.failures[:20])
-        raise CheckFailed(f"refused: {bundle} does not verify with {key_path} (keyid {result.keyid[:16]}...): "
-                          f"{len(result.failures)} check(s) failed:\n{lines}",
-                          hint="a bundle that fails `dossier verify` is never judged: check that --key is the "
-                               "signer's public key, and get an untouched copy of the bundle")
+        raise CheckFailed(
+            f"refused: {bundle} does not verify with {key_path} (keyid {result.keyid[:16]}...): "
+            f"{len(result.failures)} check(s) failed:\n{lines}",
+            hint="a bundle that fails `dossier verify` is never judged: check that --key is the "
+            "signer's public key, and get an untouched copy of the bundle",
+        )
     try:
         members = read_members(bundle, lambda name: name.endswith((".json", ".md")))
         files = {n: m.data for n, m in members.items() if m.data is not None}
@@ -116,8 +150,13 @@ def verified_view(bundle: Path, key_path: Path, trusted, allow_formats: tuple[in
         raise CheckFailed(f"refused: {bundle} changed while it was being verified")
     for line in not_done_lines(result):
         print(f"accept: verify {line}", file=sys.stderr)
-    return view, BundleRef(bundle.name, before, result.keyid, result.passed,
-                           tuple(f"{c.check} {c.subject}: {c.detail}" for c in result.not_done))
+    return view, BundleRef(
+        bundle.name,
+        before,
+        result.keyid,
+        result.passed,
+        tuple(f"{c.check} {c.subject}: {c.detail}" for c in result.not_done),
+    )
 
 
 def print_results(acceptance: Acceptance) -> None:
@@ -127,14 +166,21 @@ def print_results(acceptance: Acceptance) -> None:
         print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
         if r.status != Verdict.PASS:
             print(f"     why: {r.why}")
-    print(f"{acceptance.result.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
-          f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
-          f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
-          f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)")
+    print(
+        f"{acceptance.result.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+        f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
+        f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
+        f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)"
+    )
 
 
-OUTPUT_OPTIONS = (("--junit", "junit"), ("--attestation", "attestation"), ("--summary", "summary"),
-                  ("--html", "html"), ("--prometheus", "prometheus"))
+OUTPUT_OPTIONS = (
+    ("--junit", "junit"),
+    ("--attestation", "attestation"),
+    ("--summary", "summary"),
+    ("--html", "html"),
+    ("--prometheus", "prometheus"),
+)
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -143,15 +189,21 @@ def check_paths(args: argparse.Namespace) -> None:
     signing_key = args.signing_key if args.attestation else None  # only read to sign an attestation
     if args.profile is None and args.profile_file is None:
         raise UsageError("name what the machine is judged against: --profile SKU, --profile-file F, or both")
-    for option, path in (("--profile-file", args.profile_file), ("--key", args.key),
-                         ("--profile-key", args.profile_key), ("--signing-key", signing_key)):
+    for option, path in (
+        ("--profile-file", args.profile_file),
+        ("--key", args.key),
+        ("--profile-key", args.profile_key),
+        ("--signing-key", signing_key),
+    ):
         if path is not None:
             paths.input_file(path, option)
-    inputs = [p for p in (args.bundle, args.profile_file, args.key, args.profile_key, args.signing_key)
-              if p is not None]
+    inputs = [
+        p for p in (args.bundle, args.profile_file, args.key, args.profile_key, args.signing_key) if p is not None
+    ]
     paths.output_files([(option, getattr(args, attr)) for option, attr in OUTPUT_OPTIONS], inputs)
     if args.prometheus is not None:
         from harness.export.textfile import check_path
+
         check_path(args.prometheus)
 
 
@@ -161,18 +213,28 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
         key, note = signing_key_for_run(args.signing_key)
         if note:
             print(f"accept: {note}", file=sys.stderr)
-        paths.write_output(args.attestation, predicate.signed_envelope(
-            acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()), "--attestation")
+        paths.write_output(
+            args.attestation,
+            predicate.signed_envelope(acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()),
+            "--attestation",
+        )
         acceptor_keyid = keyid(key.public)
-        print(f"accept: wrote {args.attestation} (in-toto test-result attestation, signed by keyid "
-              f"{acceptor_keyid[:16]}...)", file=sys.stderr)
+        print(
+            f"accept: wrote {args.attestation} (in-toto test-result attestation, signed by keyid "
+            f"{acceptor_keyid[:16]}...)",
+            file=sys.stderr,
+        )
     if args.junit:
         paths.write_output(args.junit, junit_xml(acceptance), "--junit")
         print(f"accept: wrote {args.junit} (JUnit XML, one testcase per criterion)", file=sys.stderr)
-    files = Files(bundle=str(args.bundle), signer_key=str(key_path),
-                  attestation=str(args.attestation) if args.attestation else None, acceptor_keyid=acceptor_keyid,
-                  profile_file=str(args.profile_file) if args.profile_file else None,
-                  profile_key=str(args.profile_key) if args.profile_key else None)
+    files = Files(
+        bundle=str(args.bundle),
+        signer_key=str(key_path),
+        attestation=str(args.attestation) if args.attestation else None,
+        acceptor_keyid=acceptor_keyid,
+        profile_file=str(args.profile_file) if args.profile_file else None,
+        profile_key=str(args.profile_key) if args.profile_key else None,
+    )
     if args.summary:
         paths.write_output(args.summary, render_markdown(acceptance, view, files), "--summary")
         print(f"accept: wrote {args.summary} (one-page summary, Markdown)", file=sys.stderr)
@@ -181,6 +243,7 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
         print(f"accept: wrote {args.html} (one-page summary, HTML)", file=sys.stderr)
     if args.prometheus:
         from harness.export import gauges
+
         gauges.accept(acceptance, view).write(args.prometheus)
         print(f"accept: wrote {args.prometheus} (Prometheus textfile)", file=sys.stderr)
 
@@ -188,8 +251,13 @@ def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: Bundle
 def handle(args: argparse.Namespace) -> int:
     check_paths(args)
     profile_key = args.profile_key or args.key
-    profile = resolve(args.profile, args.profile_file, registry.known_good_kinds(),  # an unknown SKU is refused
-                      load_public(profile_key) if profile_key else None, profile_key)  # before any reading
+    profile = resolve(
+        args.profile,
+        args.profile_file,
+        registry.known_good_kinds(),  # an unknown SKU is refused
+        load_public(profile_key) if profile_key else None,
+        profile_key,
+    )  # before any reading
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
     key_path, trusted = trusted_key(args.key)

@@ -28,27 +28,41 @@ SKU_ID = re.compile(r"[a-z0-9][a-z0-9-]*")  # as schemas/acceptance-profile.sche
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "baseline", help="make a signed acceptance profile from a golden unit's or a fleet's bundles",
+        "baseline",
+        help="make a signed acceptance profile from a golden unit's or a fleet's bundles",
         description="Verify every BUNDLE (one that fails `dossier verify` is refused), then make an acceptance "
-                    "profile from them: per figure the median, MAD (scaled by 1.4826), n and the share of bundles "
-                    "that pass, outliers rejected until none is left, each tolerance at least the figure's "
-                    "run-to-run noise; the configuration and result digests the bundles agree on; the criteria "
-                    "every bundle measured are required. Writes it signed (DSSE), naming every bundle by sha256, "
-                    "for `dossier accept --profile-file`. Bundles of more than one SKU are refused (exit 2); a "
-                    "criterion no bundle passes stops it (exit 1).")
+        "profile from them: per figure the median, MAD (scaled by 1.4826), n and the share of bundles "
+        "that pass, outliers rejected until none is left, each tolerance at least the figure's "
+        "run-to-run noise; the configuration and result digests the bundles agree on; the criteria "
+        "every bundle measured are required. Writes it signed (DSSE), naming every bundle by sha256, "
+        "for `dossier accept --profile-file`. Bundles of more than one SKU are refused (exit 2); a "
+        "criterion no bundle passes stops it (exit 1).",
+    )
     parser.add_argument("bundles", type=Path, nargs="+", metavar="BUNDLE", help="the known-good bundles (.tar.gz)")
-    parser.add_argument("--key", type=Path, metavar="PUB",
-                        help="the bundles' signer's public key (default: the public half of your own key)")
-    parser.add_argument("--out", type=Path, required=True, metavar="PROFILE.json",
-                        help="where the signed profile goes")
-    parser.add_argument("--signing-key", type=Path, metavar="PRIV",
-                        help="private key that signs the profile (default: $DOSSIER_KEY or the default key, made "
-                             "on first use)")
-    parser.add_argument("--sku", metavar="NAME",
-                        help="the SKU id, required when the bundles' GPUs are not in the catalogue (lowercase, "
-                             "e.g. b200-sxm-180gb); otherwise it must be theirs")
-    parser.add_argument("--why", metavar="TEXT", help="why these bundles are the baseline (a PO, a golden unit's "
-                                                      "serial), kept in the profile")
+    parser.add_argument(
+        "--key",
+        type=Path,
+        metavar="PUB",
+        help="the bundles' signer's public key (default: the public half of your own key)",
+    )
+    parser.add_argument("--out", type=Path, required=True, metavar="PROFILE.json", help="where the signed profile goes")
+    parser.add_argument(
+        "--signing-key",
+        type=Path,
+        metavar="PRIV",
+        help="private key that signs the profile (default: $DOSSIER_KEY or the default key, made on first use)",
+    )
+    parser.add_argument(
+        "--sku",
+        metavar="NAME",
+        help="the SKU id, required when the bundles' GPUs are not in the catalogue (lowercase, "
+        "e.g. b200-sxm-180gb); otherwise it must be theirs",
+    )
+    parser.add_argument(
+        "--why",
+        metavar="TEXT",
+        help="why these bundles are the baseline (a PO, a golden unit's serial), kept in the profile",
+    )
     parser.add_argument("--json", action="store_true", help="print the profile document as JSON on stdout")
     add_allow_format_option(parser)
     parser.set_defaults(func=handle)
@@ -75,16 +89,23 @@ def _names(bundles: list[Path]) -> list[str]:
 def summary(document: dict[str, Any]) -> list[str]:
     lines = [f"{'figure':<32} {'median':>10} {'MAD':>8} {'n':>7} {'tolerance':>9} {'fail below':>10}  pass  noise"]
     for stats in document["baseline"]["figures"].values():
-        lines.append(f"{stats['criterion']:<32} {stats['median']:>10.6g} {stats['mad']:>8.3g} "
-                     f"{stats['n_used']:>3}/{stats['n']:<3} {stats['tolerance']:>8.2%} {stats['fail_below']:>10.6g}  "
-                     f"{stats['pass_share']:>4.0%}  {'measured' if stats['noise']['measured'] else 'stated default'}")
+        lines.append(
+            f"{stats['criterion']:<32} {stats['median']:>10.6g} {stats['mad']:>8.3g} "
+            f"{stats['n_used']:>3}/{stats['n']:<3} {stats['tolerance']:>8.2%} {stats['fail_below']:>10.6g}  "
+            f"{stats['pass_share']:>4.0%}  {'measured' if stats['noise']['measured'] else 'stated default'}"
+        )
     lines += [f"note: {note}" for note in document["baseline"]["notes"]]
     failing = {n: c for n, c in document["baseline"]["criteria"].items() if c["pass_share"] < 1}
-    lines += [f"not every input passes {name}: {c['passed']} of {c['judged']} ({'; '.join(c['failed'][:3])})"
-              for name, c in failing.items()]
-    lines.append(f"{len(document['required'])} criteria required (measured on every input); config: "
-                 + ", ".join(f"{k}={v}" for k, v in sorted((document['thresholds'].get('config') or {}).items())
-                             if k != "source"))
+    lines += [
+        f"not every input passes {name}: {c['passed']} of {c['judged']} ({'; '.join(c['failed'][:3])})"
+        for name, c in failing.items()
+    ]
+    lines.append(
+        f"{len(document['required'])} criteria required (measured on every input); config: "
+        + ", ".join(
+            f"{k}={v}" for k, v in sorted((document["thresholds"].get("config") or {}).items()) if k != "source"
+        )
+    )
     return lines
 
 
@@ -108,9 +129,12 @@ def handle(args: argparse.Namespace) -> int:
     paths.write_output(args.out, sign_profile(document, [(i.name, i.sha256) for i in inputs], key), "--out")
     for line in summary(document):
         print(line, file=sys.stderr)
-    print(f"baseline: wrote {args.out} ({document['sku_id']}, {len(inputs)} bundle(s), signed by keyid "
-          f"{key.keyid[:16]}...); judge with: dossier accept BUNDLE --profile-file {args.out} --profile-key "
-          f"{public_path_for(key.path)} --key SIGNER.pub", file=sys.stderr)
+    print(
+        f"baseline: wrote {args.out} ({document['sku_id']}, {len(inputs)} bundle(s), signed by keyid "
+        f"{key.keyid[:16]}...); judge with: dossier accept BUNDLE --profile-file {args.out} --profile-key "
+        f"{public_path_for(key.path)} --key SIGNER.pub",
+        file=sys.stderr,
+    )
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     return 0

@@ -7,24 +7,25 @@ import json
 import sys
 from pathlib import Path
 
-from harness import registry
-from harness import paths
-from harness.present.diff import compare
+from harness import paths, registry
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
-from harness.verify import verify_bundle
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
+from harness.present.diff import compare
 from harness.present.diff_tables import print_comparison
 from harness.signing.keys import load_public
+from harness.verify import verify_bundle
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "diff", help="hardware, software and metric differences between two bundles",
+        "diff",
+        help="hardware, software and metric differences between two bundles",
         description="Compare bundle B against bundle A: hardware and software fields side by side, and "
-                    "each measured figure as the ratio B/A with each side's spread. With --key (one for "
-                    "both) or --key-a/--key-b, each bundle is verified first and refused if it fails.")
+        "each measured figure as the ratio B/A with each side's spread. With --key (one for "
+        "both) or --key-a/--key-b, each bundle is verified first and refused if it fails.",
+    )
     parser.add_argument("a", type=Path, help="your bundle (the reference)")
     parser.add_argument("b", type=Path, help="the bundle to compare")
     parser.add_argument("--key", type=Path, help="public key that signed both bundles")
@@ -46,8 +47,9 @@ def load_view(path: Path) -> BundleView:
     except UnreadableBundle as exc:
         raise UsageError(f"{path} cannot be read: {exc}") from exc
     except (UnsafeBundle, BundleFormatError) as exc:
-        raise CheckFailed(f"{path} is a damaged bundle: {exc}",
-                          hint=f"`dossier verify {path} --key PUB` lists every check") from exc
+        raise CheckFailed(
+            f"{path} is a damaged bundle: {exc}", hint=f"`dossier verify {path} --key PUB` lists every check"
+        ) from exc
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -58,9 +60,10 @@ def handle(args: argparse.Namespace) -> int:
         if key is not None:
             result = verify_bundle(path, load_public(key), allow_formats=allowed)
             if not result.ok:
-                raise CheckFailed(f"{path} fails verification ({len(result.failures)} check(s)); "
-                                  f"first: {result.failures[0].line()}",
-                                  hint=f"run `dossier verify {path} --key {key}` for every failure")
+                raise CheckFailed(
+                    f"{path} fails verification ({len(result.failures)} check(s)); first: {result.failures[0].line()}",
+                    hint=f"run `dossier verify {path} --key {key}` for every failure",
+                )
             for line in not_done_lines(result):
                 print(f"diff: {path}: verify {line}", file=sys.stderr)
     comparison = compare(load_view(args.a), load_view(args.b))

@@ -26,66 +26,125 @@ def _positive(text: str) -> int:
 
 def _submit_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "submit", help="submit a dossier of every node, and an all-reduce across them, through sbatch",
+        "submit",
+        help="submit a dossier of every node, and an all-reduce across them, through sbatch",
         description="Generate an sbatch script (kept in a new run directory under --output-dir, which "
-                    "must be on a filesystem every node shares) that runs `dossier run` once per node "
-                    "(one srun task per node, each bundle signed with the fleet key), then one all-reduce "
-                    "across the allocation. Prints the job id.")
+        "must be on a filesystem every node shares) that runs `dossier run` once per node "
+        "(one srun task per node, each bundle signed with the fleet key), then one all-reduce "
+        "across the allocation. Prints the job id.",
+    )
     p.add_argument("--nodes", type=_positive, required=True, help="how many nodes")
     p.add_argument("--partition", help="Slurm partition (default: the cluster's default)")
-    p.add_argument("--gpus-per-node", type=int, default=0, metavar="G",
-                   help="GPUs per node: the all-reduce runs G ranks per node over NCCL (default 0: one "
-                        "rank per node over gloo, a CPU fleet)")
-    p.add_argument("--container-image", metavar="IMG",
-                   help="run each step in this image through pyxis/enroot (srun --container-image); "
-                        "pyxis must be installed on the cluster and the image must hold the harness")
-    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT,
-                   help=f"shared directory for run directories and the fleet key (default: {DEFAULT_OUTPUT})")
+    p.add_argument(
+        "--gpus-per-node",
+        type=int,
+        default=0,
+        metavar="G",
+        help="GPUs per node: the all-reduce runs G ranks per node over NCCL (default 0: one "
+        "rank per node over gloo, a CPU fleet)",
+    )
+    p.add_argument(
+        "--container-image",
+        metavar="IMG",
+        help="run each step in this image through pyxis/enroot (srun --container-image); "
+        "pyxis must be installed on the cluster and the image must hold the harness",
+    )
+    p.add_argument(
+        "--output-dir",
+        type=Path,
+        default=DEFAULT_OUTPUT,
+        help=f"shared directory for run directories and the fleet key (default: {DEFAULT_OUTPUT})",
+    )
     p.add_argument("--time", type=_positive, default=30, metavar="MIN", help="job time limit in minutes (default 30)")
-    p.add_argument("--node-time", type=_positive, metavar="MIN",
-                   help="time limit of each node's dossier step; a node past it is reported as timed out")
-    add_signing_key(p, "fleet private key the nodes sign with (default: OUTPUT_DIR/keys/dossier.key, made on first "
-                       "use)", old="--key")
+    p.add_argument(
+        "--node-time",
+        type=_positive,
+        metavar="MIN",
+        help="time limit of each node's dossier step; a node past it is reported as timed out",
+    )
+    add_signing_key(
+        p,
+        "fleet private key the nodes sign with (default: OUTPUT_DIR/keys/dossier.key, made on first use)",
+        old="--key",
+    )
     p.add_argument("--skip", action="append", default=[], metavar="STEP", help="passed to `dossier run --skip`")
     p.add_argument("--run-arg", action="append", default=[], metavar="ARG", help="one more `dossier run` argument")
-    p.add_argument("--allreduce-arg", action="append", default=[], metavar="ARG",
-                   help="one more argument for the all-reduce probe")
-    p.add_argument("--node-env", action="append", default=[], metavar="NODE:NAME=VALUE",
-                   help="set a variable for one node's dossier only (e.g. n2:OMP_NUM_THREADS=1)")
-    p.add_argument("--node-prefix", action="append", default=[], metavar="NODE:COMMAND",
-                   help="run one node's dossier under COMMAND (e.g. 'n2:taskset -c 0', 'n2:numactl -N 0')")
-    p.add_argument("--serial", action="store_true",
-                   help="run the node dossiers one node at a time (for virtual nodes sharing one host)")
-    p.add_argument("--python", help="interpreter with the harness on every node (default: this one; "
-                                    "python3 inside a container)")
-    p.add_argument("--wait", type=real, default=0, metavar="SECONDS",
-                   help="wait up to this long for the job to end before returning")
+    p.add_argument(
+        "--allreduce-arg", action="append", default=[], metavar="ARG", help="one more argument for the all-reduce probe"
+    )
+    p.add_argument(
+        "--node-env",
+        action="append",
+        default=[],
+        metavar="NODE:NAME=VALUE",
+        help="set a variable for one node's dossier only (e.g. n2:OMP_NUM_THREADS=1)",
+    )
+    p.add_argument(
+        "--node-prefix",
+        action="append",
+        default=[],
+        metavar="NODE:COMMAND",
+        help="run one node's dossier under COMMAND (e.g. 'n2:taskset -c 0', 'n2:numactl -N 0')",
+    )
+    p.add_argument(
+        "--serial",
+        action="store_true",
+        help="run the node dossiers one node at a time (for virtual nodes sharing one host)",
+    )
+    p.add_argument(
+        "--python", help="interpreter with the harness on every node (default: this one; python3 inside a container)"
+    )
+    p.add_argument(
+        "--wait",
+        type=real,
+        default=0,
+        metavar="SECONDS",
+        help="wait up to this long for the job to end before returning",
+    )
     p.set_defaults(func=handle_submit)
 
 
 def _collect_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "collect", help="verify every node's bundle, compare the nodes, write a signed fleet bundle",
+        "collect",
+        help="verify every node's bundle, compare the nodes, write a signed fleet bundle",
         description="Gather a fleet job's node bundles, give each the checks of `dossier verify` and the judgement "
-                    "of `dossier accept` (where a SKU profile applies) in a pool of worker processes, compare "
-                    "the nodes of each SKU (median and MAD per metric, outliers, counts that must be zero, "
-                    "states unlike the rest), and write OUTPUT_DIR/fleet-JOBID.tar.gz with fleet.md (sick "
-                    "nodes first, a distribution plot per headline metric) and fleet.csv (every node). Exit 1 "
-                    "when a node failed, a bundle was rejected, a node failed acceptance, the all-reduce "
-                    "failed or a node stands apart.")
+        "of `dossier accept` (where a SKU profile applies) in a pool of worker processes, compare "
+        "the nodes of each SKU (median and MAD per metric, outliers, counts that must be zero, "
+        "states unlike the rest), and write OUTPUT_DIR/fleet-JOBID.tar.gz with fleet.md (sick "
+        "nodes first, a distribution plot per headline metric) and fleet.csv (every node). Exit 1 "
+        "when a node failed, a bundle was rejected, a node failed acceptance, the all-reduce "
+        "failed or a node stands apart.",
+    )
     _job_options(p, "the trusted public key every node bundle must verify with")
-    add_signing_key(p, "private key for the fleet bundle, or a shard's partial (default: the key the job's nodes "
-                       "signed with)", old="--sign-key")
-    p.add_argument("--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)")
-    p.add_argument("--workers", type=_positive, metavar="N",
-                   help="worker processes checking node bundles (default: the CPUs this process may use)")
+    add_signing_key(
+        p,
+        "private key for the fleet bundle, or a shard's partial (default: the key the job's nodes signed with)",
+        old="--sign-key",
+    )
+    p.add_argument(
+        "--profile", metavar="SKU", help="acceptance profile for every node (default: the SKU health identified)"
+    )
+    p.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="worker processes checking node bundles (default: the CPUs this process may use)",
+    )
     scale = p.add_mutually_exclusive_group()
-    scale.add_argument("--shard", metavar="I/N",
-                       help="check only share I of N of the nodes (0 <= I < N) and write a signed partial result "
-                            "to OUTPUT_DIR/fleet-JOBID.shards/; `dossier fleet merge` joins the N partials")
-    scale.add_argument("--array", type=_positive, metavar="N",
-                       help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
-                            "prints both job ids")
+    scale.add_argument(
+        "--shard",
+        metavar="I/N",
+        help="check only share I of N of the nodes (0 <= I < N) and write a signed partial result "
+        "to OUTPUT_DIR/fleet-JOBID.shards/; `dossier fleet merge` joins the N partials",
+    )
+    scale.add_argument(
+        "--array",
+        type=_positive,
+        metavar="N",
+        help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
+        "prints both job ids",
+    )
     p.add_argument("--partition", metavar="P", help="with --array: the partition its jobs run in")
     add_allow_format_option(p)
     p.set_defaults(func=handle_collect)
@@ -94,34 +153,52 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
 def _job_options(p: argparse.ArgumentParser, key_help: str) -> None:
     """What collect and merge both take: the job, where its run is, the trusted key, the wait, the textfile."""
     p.add_argument("job_id", metavar="JOBID")
-    p.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})")
+    p.add_argument(
+        "--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})"
+    )
     p.add_argument("--key", type=Path, required=True, metavar="PUB", help=key_help)
     p.add_argument("--wait", type=real, default=0, metavar="SECONDS", help="wait up to this long for a running job")
-    p.add_argument("--prometheus", type=Path, metavar="FILE.prom",
-                   help="write each node's status, acceptance and flags for node_exporter's textfile collector")
-    p.add_argument("--baseline-out", type=Path, metavar="PROFILE.json",
-                   help="also write a signed acceptance profile (as `dossier baseline` makes) from the healthy nodes "
-                        "(verified, accepted pass or warn, not flagged); {sku} in the file name: one per SKU")
-    p.add_argument("--baseline-sku", metavar="NAME",
-                   help="with --baseline-out: the catalogue SKU to make the profile of (needed when the healthy nodes "
-                        "are of several SKUs and the file name has no {sku})")
+    p.add_argument(
+        "--prometheus",
+        type=Path,
+        metavar="FILE.prom",
+        help="write each node's status, acceptance and flags for node_exporter's textfile collector",
+    )
+    p.add_argument(
+        "--baseline-out",
+        type=Path,
+        metavar="PROFILE.json",
+        help="also write a signed acceptance profile (as `dossier baseline` makes) from the healthy nodes "
+        "(verified, accepted pass or warn, not flagged); {sku} in the file name: one per SKU",
+    )
+    p.add_argument(
+        "--baseline-sku",
+        metavar="NAME",
+        help="with --baseline-out: the catalogue SKU to make the profile of (needed when the healthy nodes "
+        "are of several SKUs and the file name has no {sku})",
+    )
 
 
 def _merge_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "merge", help="join the signed partial results of a sharded collect into the fleet bundle",
+        "merge",
+        help="join the signed partial results of a sharded collect into the fleet bundle",
         description="Check the N partial results `dossier fleet collect JOBID --shard I/N` wrote under "
-                    "OUTPUT_DIR/fleet-JOBID.shards/ (each signed by the fleet key, of this job and node list, the "
-                    "shares covering every node once), compare the nodes and write OUTPUT_DIR/fleet-JOBID.tar.gz: "
-                    "the same fleet bundle an unsharded collect writes. Exit codes as `fleet collect`.")
+        "OUTPUT_DIR/fleet-JOBID.shards/ (each signed by the fleet key, of this job and node list, the "
+        "shares covering every node once), compare the nodes and write OUTPUT_DIR/fleet-JOBID.tar.gz: "
+        "the same fleet bundle an unsharded collect writes. Exit codes as `fleet collect`.",
+    )
     _job_options(p, "the trusted public key the partial results (and the node bundles) are signed with")
     add_signing_key(p, "private key for the fleet bundle (default: the key the job's nodes signed with)")
     p.set_defaults(func=handle_merge)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("fleet", help="dossiers of every node of a Slurm cluster, compared",
-                            description="Fleets on Slurm: `submit` a dossier of every node, then `collect` it.")
+    parser = sub.add_parser(
+        "fleet",
+        help="dossiers of every node of a Slurm cluster, compared",
+        description="Fleets on Slurm: `submit` a dossier of every node, then `collect` it.",
+    )
     fleet_sub = parser.add_subparsers(dest="fleet_command", metavar="ACTION", required=True)
     _submit_parser(fleet_sub)
     _collect_parser(fleet_sub)
@@ -136,11 +213,21 @@ def handle_submit(args: argparse.Namespace) -> int:
     if args.gpus_per_node < 0:
         raise UsageError(f"--gpus-per-node must be 0 or more, got {args.gpus_per_node}")
     paths.output_dir(args.output_dir, "--output-dir")
-    spec_args = dict(nodes=args.nodes, partition=args.partition, gpus_per_node=args.gpus_per_node,
-                     container_image=args.container_image, time_min=args.time, node_time_min=args.node_time,
-                     skip=tuple(args.skip), run_args=tuple(args.run_arg), allreduce_args=tuple(args.allreduce_arg),
-                     node_env=parse_node_env(args.node_env),
-                     node_prefix=parse_node_prefix(args.node_prefix), serial=args.serial, python=args.python)
+    spec_args = dict(
+        nodes=args.nodes,
+        partition=args.partition,
+        gpus_per_node=args.gpus_per_node,
+        container_image=args.container_image,
+        time_min=args.time,
+        node_time_min=args.node_time,
+        skip=tuple(args.skip),
+        run_args=tuple(args.run_arg),
+        allreduce_args=tuple(args.allreduce_arg),
+        node_env=parse_node_env(args.node_env),
+        node_prefix=parse_node_prefix(args.node_prefix),
+        serial=args.serial,
+        python=args.python,
+    )
     job_id, run_dir = submit(spec_args, args.output_dir, args.signing_key)
     print(f"submitted fleet job {job_id}; run directory {run_dir}", file=sys.stderr)
     print(job_id)
@@ -164,12 +251,14 @@ def _check_collect_inputs(args: argparse.Namespace, signing_key: Path | None, wr
         load_private(signing_key)
     if args.prometheus is not None:
         from harness.export.textfile import check_path
+
         check_path(args.prometheus)
     destination = args.output_dir / f"fleet-{args.job_id}.tar.gz"
     if writes_bundle and destination.exists():
         raise UsageError(f"{destination} already exists", hint="move it aside to collect the job again")
-    baseline = request(args.baseline_out, args.baseline_sku, [("the fleet bundle", destination),
-                                                               ("--prometheus", args.prometheus)])
+    baseline = request(
+        args.baseline_out, args.baseline_sku, [("the fleet bundle", destination), ("--prometheus", args.prometheus)]
+    )
     return destination, baseline
 
 
@@ -184,14 +273,22 @@ def handle_collect(args: argparse.Namespace) -> int:
     destination, baseline = _check_collect_inputs(args, args.signing_key, writes_bundle=args.shard is None)
     if args.profile is not None:
         from harness.judge.acceptance.profile import resolve
+
         resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
     if args.shard is not None:
         return _collect_shard(args)
     if args.array is not None:
         return _collect_array(args)
     _import_plotting_meanwhile()
-    run, document = collect(args.output_dir, args.job_id, args.key, args.profile, args.wait, args.workers,
-                            allow_formats=allowed_formats(args))
+    run, document = collect(
+        args.output_dir,
+        args.job_id,
+        args.key,
+        args.profile,
+        args.wait,
+        args.workers,
+        allow_formats=allowed_formats(args),
+    )
     return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus, baseline, args.workers)
 
 
@@ -205,17 +302,22 @@ def handle_merge(args: argparse.Namespace) -> int:
     run = find_run(args.output_dir, args.job_id)
     state = job_state(args.job_id, args.wait)
     results, profile = shard.read(args.output_dir, run, nodes_of(run), load_public(args.key))
-    print(f"fleet merge: {len(results)} nodes from the shards in {shard.folder(args.output_dir, args.job_id)}"
-          + (f" (profile {profile})" if profile else ""), file=sys.stderr)
-    return _write_fleet_bundle(run, assemble(run, results, state), args.signing_key, destination, args.prometheus,
-                               baseline, None)
+    print(
+        f"fleet merge: {len(results)} nodes from the shards in {shard.folder(args.output_dir, args.job_id)}"
+        + (f" (profile {profile})" if profile else ""),
+        file=sys.stderr,
+    )
+    return _write_fleet_bundle(
+        run, assemble(run, results, state), args.signing_key, destination, args.prometheus, baseline, None
+    )
 
 
 def _import_plotting_meanwhile() -> None:
     """Import matplotlib on a thread while the nodes are checked (this process mostly waits on its workers
     then) rather than after them: the plots are drawn last, when nothing else is left to overlap."""
-    threading.Thread(target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True,
-                     name="import-matplotlib").start()
+    threading.Thread(
+        target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True, name="import-matplotlib"
+    ).start()
 
 
 def _collect_shard(args: argparse.Namespace) -> int:
@@ -231,9 +333,12 @@ def _collect_shard(args: argparse.Namespace) -> int:
     results = check_nodes(run, share, args.key, args.profile, args.workers, allow_formats=allowed_formats(args))
     key = load_private(args.signing_key or Path(run.submission["spec"]["key"]))
     path = shard.write(args.output_dir, run, part, shard.envelope(run, part, nodes, results, args.profile, key))
-    print(f"fleet collect: shard {part.index}/{part.count}: {len(share)} of {len(nodes)} nodes checked "
-          f"({sum(r['status'] == 'ok' for r in results)} ok); merge the {part.count} shards with "
-          f"`dossier fleet merge {args.job_id}`", file=sys.stderr)
+    print(
+        f"fleet collect: shard {part.index}/{part.count}: {len(share)} of {len(nodes)} nodes checked "
+        f"({sum(r['status'] == 'ok' for r in results)} ok); merge the {part.count} shards with "
+        f"`dossier fleet merge {args.job_id}`",
+        file=sys.stderr,
+    )
     print(path)
     return 0
 
@@ -246,17 +351,29 @@ def _collect_array(args: argparse.Namespace) -> int:
     run = find_run(args.output_dir, args.job_id)
     state = slurm.job_state(args.job_id)
     running = state is not None and state.split("+")[0] in slurm.ACTIVE_STATES
-    spec = array.ArrayCollect(run=run, output_dir=args.output_dir.resolve(), public_key=args.key.resolve(),
-                              shards=args.array, pythonpath=str(PROJECT_ROOT), workers=args.workers,
-                              profile=args.profile, signing_key=args.signing_key.resolve() if args.signing_key else None,
-                              prometheus=args.prometheus.resolve() if args.prometheus else None,
-                              baseline_out=args.baseline_out.resolve() if args.baseline_out else None,
-                              baseline_sku=args.baseline_sku, partition=args.partition,
-                              allow_formats=allowed_formats(args))
+    spec = array.ArrayCollect(
+        run=run,
+        output_dir=args.output_dir.resolve(),
+        public_key=args.key.resolve(),
+        shards=args.array,
+        pythonpath=str(PROJECT_ROOT),
+        workers=args.workers,
+        profile=args.profile,
+        signing_key=args.signing_key.resolve() if args.signing_key else None,
+        prometheus=args.prometheus.resolve() if args.prometheus else None,
+        baseline_out=args.baseline_out.resolve() if args.baseline_out else None,
+        baseline_sku=args.baseline_sku,
+        partition=args.partition,
+        allow_formats=allowed_formats(args),
+    )
     array_id, merge_id = array.submit(spec, after_job=running)
-    print(f"fleet collect: {args.array} shards as job array {array_id}"
-          + (f" (after job {args.job_id} ends)" if running else "") + f", then the merge as job {merge_id}; "
-          f"logs in {run.path / 'logs'}", file=sys.stderr)
+    print(
+        f"fleet collect: {args.array} shards as job array {array_id}"
+        + (f" (after job {args.job_id} ends)" if running else "")
+        + f", then the merge as job {merge_id}; "
+        f"logs in {run.path / 'logs'}",
+        file=sys.stderr,
+    )
     print(merge_id)
     if args.wait <= 0:
         return 0
@@ -271,8 +388,15 @@ def _collect_array(args: argparse.Namespace) -> int:
     return code if code is not None else 0
 
 
-def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destination: Path, prometheus: Path | None,
-                        baseline=None, workers: int | None = None) -> int:
+def _write_fleet_bundle(
+    run,
+    document: dict,
+    signing_key: Path | None,
+    destination: Path,
+    prometheus: Path | None,
+    baseline=None,
+    workers: int | None = None,
+) -> int:
     """Make the baseline profiles asked for (BASELINE: harness.fleet.baseline.Request), render, seal and
     write the fleet bundle (and the profiles, and the textfile), print the problems; exit 1 if any. A
     profile that could not be made is said in the fleet bundle, which is written first, then its error raised."""
@@ -285,13 +409,18 @@ def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destinati
     outcome = None
     if baseline is not None:
         from harness.fleet import baseline as fleet_baseline
+
         outcome = fleet_baseline.profiles(document, run, baseline, key, workers or default_workers())
         package.add_baseline(document, outcome.record)
     rendered = plots.render(document)
-    by_metric = {m: [f"plots/{m}.png", f"plots/{m}.svg"] for m in plots.headline_metrics(document)
-                 if f"plots/{m}.png" in rendered}
-    rendered.update({"fleet.md": report.render(document, by_metric).encode(),
-                     "fleet.csv": report.csv_text(document).encode()})
+    by_metric = {
+        m: [f"plots/{m}.png", f"plots/{m}.svg"]
+        for m in plots.headline_metrics(document)
+        if f"plots/{m}.png" in rendered
+    }
+    rendered.update(
+        {"fleet.md": report.render(document, by_metric).encode(), "fleet.csv": report.csv_text(document).encode()}
+    )
     rendered.update({made.member: made.data for made in (outcome.made if outcome else [])})
     try:
         path = sealing.seal(destination, package.fleet_files(run, document, rendered), package.predicate(document), key)
@@ -299,6 +428,7 @@ def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destinati
         raise CheckFailed(str(exc), hint="collect the job again once nothing writes to its run directory") from exc
     if prometheus is not None:
         from harness.export import gauges
+
         gauges.fleet(document).write(prometheus)
         print(f"fleet: wrote {prometheus}", file=sys.stderr)
     print(path)
@@ -308,11 +438,16 @@ def _write_fleet_bundle(run, document: dict, signing_key: Path | None, destinati
         fleet_baseline.write(outcome, path)
     if outcome is not None and outcome.error is not None:
         made = f"; {len(outcome.made)} other profile(s) written" if outcome.made else ""
-        raise type(outcome.error)(f"baseline profile not made: {outcome.error} (the fleet bundle {path} is written; "
-                                  f"fleet.json `baseline` says why{made})", hint=outcome.error.hint)
+        raise type(outcome.error)(
+            f"baseline profile not made: {outcome.error} (the fleet bundle {path} is written; "
+            f"fleet.json `baseline` says why{made})",
+            hint=outcome.error.hint,
+        )
     if problems(document):
-        raise CheckFailed(f"fleet {document['job']['id']}: {len(problems(document))} problem(s); the fleet bundle "
-                          f"{path} records them (fleet.md: the sick nodes first)")
+        raise CheckFailed(
+            f"fleet {document['job']['id']}: {len(problems(document))} problem(s); the fleet bundle "
+            f"{path} records them (fleet.md: the sick nodes first)"
+        )
     return 0
 
 

@@ -16,16 +16,19 @@ from harness.schemas import violations
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "health-diff", help="compare idle and under-load health.json (clocks, power, reasons, processes)",
+        "health-diff",
+        help="compare idle and under-load health.json (clocks, power, reasons, processes)",
         description="Compare an idle health.json with one taken by `dossier health --under-load`: list "
-                    "every field that changed and check, per device, that the SM clock and the power "
-                    "draw rose under load, that the clock-event reasons under load are named (power or "
-                    "thermal cap; a hardware or thermal slowdown fails), and that no process the harness "
-                    "did not start shares a device. Exits 1 when a check fails.")
+        "every field that changed and check, per device, that the SM clock and the power "
+        "draw rose under load, that the clock-event reasons under load are named (power or "
+        "thermal cap; a hardware or thermal slowdown fails), and that no process the harness "
+        "did not start shares a device. Exits 1 when a check fails.",
+    )
     parser.add_argument("idle", type=Path, metavar="IDLE", help="health.json taken idle")
     parser.add_argument("active", type=Path, metavar="ACTIVE", help="health.json taken with --under-load")
-    parser.add_argument("--output", "-o", type=Path, default=None,
-                        help="write the health-diff JSON here (default: standard output)")
+    parser.add_argument(
+        "--output", "-o", type=Path, default=None, help="write the health-diff JSON here (default: standard output)"
+    )
     parser.set_defaults(func=handle)
 
 
@@ -37,8 +40,10 @@ def load_health(path: Path, role: str) -> dict[str, Any]:
         raise UsageError(f"{role} document {path} is not JSON: {exc}") from exc
     found = violations("health", document)
     if found:
-        raise UsageError(f"{role} document {path} is not a valid health.json: {found[0]}",
-                         hint="give files written by `dossier health`")
+        raise UsageError(
+            f"{role} document {path} is not a valid health.json: {found[0]}",
+            hint="give files written by `dossier health`",
+        )
     return document
 
 
@@ -49,8 +54,10 @@ def handle(args: argparse.Namespace) -> int:
     if idle.get("mode") != "idle":
         raise UsageError(f"IDLE {args.idle} was taken with --under-load", hint="pass the idle reading first")
     if active.get("mode") != "under_load":
-        raise UsageError(f"ACTIVE {args.active} was not taken with --under-load",
-                         hint="take it with `dossier health --under-load 8 -o health.load.json`")
+        raise UsageError(
+            f"ACTIVE {args.active} was not taken with --under-load",
+            hint="take it with `dossier health --under-load 8 -o health.load.json`",
+        )
     result = diff(idle, active)
     problems = violations("health-diff", result)
     if problems:  # a bug here, not the user's: say so plainly

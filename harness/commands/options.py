@@ -20,8 +20,13 @@ class DeprecatedSpelling(argparse.Action):
         super().__init__(option_strings, dest, **kwargs)
         self.new = new
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
         print(f"warning: {parser.prog} {option_string} is deprecated: use {self.new}", file=sys.stderr)
         setattr(namespace, self.dest, values)
 

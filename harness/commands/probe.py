@@ -29,22 +29,32 @@ from harness.run.outcome import Completed, Failed, judge
 from harness.runners.interface import ProbeInvocation, Runner
 from harness.runners.select import RUNNER_CHOICES, select_runner
 
-
 # Every probe command with plots (ProbeSpec.plots) offers these, and one with a table to write
 # (CommandSpec.writes_table) TABLE_OPTION: one convention for every probe.
 PLOT_OPTIONS = (
-    Option(("--plot",), dict(type=Path, metavar="STEM", help="write the plots to STEM.png and STEM.svg "
-                                                             "(default: beside the JSON, its name without .json)")),
+    Option(
+        ("--plot",),
+        dict(
+            type=Path,
+            metavar="STEM",
+            help="write the plots to STEM.png and STEM.svg (default: beside the JSON, its name without .json)",
+        ),
+    ),
     Option(("--no-plot",), dict(action="store_true", help="write no plots")),
 )
-TABLE_OPTION = Option(("--markdown",), dict(type=Path, metavar="PATH",
-                                            help="where to write the Markdown table (default: the output path with .md)"))
+TABLE_OPTION = Option(
+    ("--markdown",),
+    dict(type=Path, metavar="PATH", help="where to write the Markdown table (default: the output path with .md)"),
+)
 
 
 def command_options(spec: ProbeSpec) -> tuple[Option, ...]:
     """What `dossier NAME` offers besides the probe's own options and --output, --timeout, --runner."""
-    return (*spec.command.host_options, *(PLOT_OPTIONS if spec.plots else ()),
-            *((TABLE_OPTION,) if spec.command.writes_table else ()))
+    return (
+        *spec.command.host_options,
+        *(PLOT_OPTIONS if spec.plots else ()),
+        *((TABLE_OPTION,) if spec.command.writes_table else ()),
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction, spec: ProbeSpec) -> None:
@@ -64,8 +74,13 @@ def handle(spec: ProbeSpec, args: argparse.Namespace) -> int:
     except ProbeUsageError as exc:  # the probe's own words, before it is started
         raise UsageError(str(exc)) from None
     stem, table = plot_stem(spec, args), table_path(spec, args)
-    paths.output_files([("--output", args.output), ("--markdown", table),  # before the probe, not after it
-                        *((("--plot", Path(f"{stem}{suffix}")) for suffix in (".png", ".svg")) if stem else ())])
+    paths.output_files(
+        [
+            ("--output", args.output),
+            ("--markdown", table),  # before the probe, not after it
+            *((("--plot", Path(f"{stem}{suffix}")) for suffix in (".png", ".svg")) if stem else ()),
+        ]
+    )
     argv = options_argv(args, spec.host_options)
     prepared = spec.command.prepare(args, argv) if spec.command.prepare else StepArgs(tuple(argv))
     outcome = run_probe(spec.name, list(prepared.args), args, mounts=prepared.mounts, title=spec.title)
@@ -117,28 +132,48 @@ def write_table(spec: ProbeSpec, document: dict, path: Path) -> None:
 
 
 def add_common_options(parser: argparse.ArgumentParser, default_output: str, timeout_s: float) -> None:
-    parser.add_argument("--output", "-o", default=default_output, type=Path,
-                        help=f"where to write the validated JSON (default: {default_output})")
-    parser.add_argument("--timeout", type=real, default=timeout_s, metavar="SECONDS",
-                        help=f"kill the probe after this long (default: {timeout_s:g})")
+    parser.add_argument(
+        "--output",
+        "-o",
+        default=default_output,
+        type=Path,
+        help=f"where to write the validated JSON (default: {default_output})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=real,
+        default=timeout_s,
+        metavar="SECONDS",
+        help=f"kill the probe after this long (default: {timeout_s:g})",
+    )
     add_runner_options(parser)
 
 
 def add_runner_options(parser: argparse.ArgumentParser) -> None:
     """--runner and the container options (docs/docker.md)."""
     group = parser.add_argument_group("where probes run")
-    group.add_argument("--runner", choices=RUNNER_CHOICES, default=os.environ.get("DOSSIER_RUNNER", "auto"),
-                       help="local: a process here; docker: a container of the pinned image; "
-                            "auto (default): docker when an engine and the pinned image are "
-                            "present, else local (default: $DOSSIER_RUNNER, else auto)")
-    group.add_argument("--image", metavar="NAME",
-                       help="pinned image to use with docker (images/lock*.json; default: cuda "
-                            "when this host has an NVIDIA GPU, else cpu)")
-    group.add_argument("--gpus", metavar="all|none|IDS",
-                       help="GPUs the container gets: all, none, or ids like 0,1 "
-                            "(default: all for the cuda image, none for cpu)")
-    group.add_argument("--container-memory", metavar="LIMIT",
-                       help="memory limit of each probe container, e.g. 64g (default: none)")
+    group.add_argument(
+        "--runner",
+        choices=RUNNER_CHOICES,
+        default=os.environ.get("DOSSIER_RUNNER", "auto"),
+        help="local: a process here; docker: a container of the pinned image; "
+        "auto (default): docker when an engine and the pinned image are "
+        "present, else local (default: $DOSSIER_RUNNER, else auto)",
+    )
+    group.add_argument(
+        "--image",
+        metavar="NAME",
+        help="pinned image to use with docker (images/lock*.json; default: cuda "
+        "when this host has an NVIDIA GPU, else cpu)",
+    )
+    group.add_argument(
+        "--gpus",
+        metavar="all|none|IDS",
+        help="GPUs the container gets: all, none, or ids like 0,1 (default: all for the cuda image, none for cpu)",
+    )
+    group.add_argument(
+        "--container-memory", metavar="LIMIT", help="memory limit of each probe container, e.g. 64g (default: none)"
+    )
 
 
 def select_from_args(args: argparse.Namespace) -> tuple[Runner, str]:
@@ -167,8 +202,14 @@ def run_with_display(runner: Runner, invocation: ProbeInvocation, title: str) ->
     return outcome
 
 
-def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
-              env: dict[str, str] | None = None, mounts: tuple[str, ...] = (), title: str | None = None) -> Completed:
+def run_probe(
+    probe: str,
+    probe_args: list[str],
+    args: argparse.Namespace,
+    env: dict[str, str] | None = None,
+    mounts: tuple[str, ...] = (),
+    title: str | None = None,
+) -> Completed:
     """Run one probe, validate it and save the JSON; on failure keep the raw bytes and raise.
 
     `mounts`: host files the probe reads (a container runner mounts them read-only)."""
@@ -176,13 +217,15 @@ def run_probe(probe: str, probe_args: list[str], args: argparse.Namespace,
         raise UsageError(f"--timeout must be positive, got {args.timeout:g}")
     output: Path = paths.output_file(args.output, "--output")  # before the probe, not after it
     runner = runner_from_args(args)
-    outcome = run_with_display(runner, ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts),
-                               title or probe)
+    outcome = run_with_display(
+        runner, ProbeInvocation(probe, tuple(probe_args), args.timeout, env or {}, mounts), title or probe
+    )
     if isinstance(outcome, Failed):
         kept = save_raw(outcome, output)
         if outcome.run.exit_code == EXIT_USAGE:  # the probe refused its arguments: say why, as usage
-            raise UsageError(usage_message(outcome.run.stderr_tail(8)),
-                             hint=f"raw output kept in {', '.join(map(str, kept))}")
+            raise UsageError(
+                usage_message(outcome.run.stderr_tail(8)), hint=f"raw output kept in {', '.join(map(str, kept))}"
+            )
         raise ProbeFailed(outcome.describe(), hint=f"raw output kept in {', '.join(map(str, kept))}")
     text = json.dumps(outcome.document, allow_nan=False, sort_keys=True, indent=1) + "\n"
     try:
@@ -202,8 +245,10 @@ def usage_message(stderr_tail: str) -> str:
 
 def save_raw(outcome: Failed, output: Path) -> list[Path]:
     stem = output.with_suffix("")
-    files = {f"{stem.name}.failed.{name}": data for name, data in (("stdout", outcome.run.stdout),
-                                                                  ("stderr", outcome.run.stderr))}
+    files = {
+        f"{stem.name}.failed.{name}": data
+        for name, data in (("stdout", outcome.run.stdout), ("stderr", outcome.run.stderr))
+    }
     try:
         return [paths.write_output(stem.with_name(name), data, "--output") for name, data in files.items()]
     except EnvironmentProblem as exc:

@@ -24,30 +24,53 @@ from harness.verify import verify_and_view
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "run", help="run every lab step and write a signed bundle (what `make dossier` calls)",
+        "run",
+        help="run every lab step and write a signed bundle (what `make dossier` calls)",
         description=f"Run the lab's steps in order ({'; '.join(s.title for s in lab_plan())}), each as its own "
-                    "probe process. A failed step is recorded and the run goes on; a step whose probe the runner "
-                    "lacks (an image of an older harness) is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed "
-                    "with your key, and prints its path. Ctrl-C leaves no bundle behind.")
-    parser.add_argument("--output-dir", type=Path, default=Path("bundles"),
-                        help="where the bundle goes (default: bundles)")
+        "probe process. A failed step is recorded and the run goes on; a step whose probe the runner "
+        "lacks (an image of an older harness) is listed as not run. Writes OUTPUT_DIR/NAME.tar.gz, signed "
+        "with your key, and prints its path. Ctrl-C leaves no bundle behind.",
+    )
+    parser.add_argument(
+        "--output-dir", type=Path, default=Path("bundles"), help="where the bundle goes (default: bundles)"
+    )
     parser.add_argument("--name", help="bundle file name without .tar.gz (default: dossier-HOST-TIMESTAMP)")
-    add_signing_key(parser, "Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
-                            "~/.config/rig-dossier/dossier.key, made on first use)", old="--key")
+    add_signing_key(
+        parser,
+        "Ed25519 private key to sign with (default: $DOSSIER_KEY, else "
+        "~/.config/rig-dossier/dossier.key, made on first use)",
+        old="--key",
+    )
     probe.add_runner_options(parser)
     for spec in registry.PROBES:
         if spec.run_options:
-            add_options(parser.add_argument_group(f"what the {spec.name} step measures (as `dossier {spec.name}`)"),
-                        spec.run_options)
-    parser.add_argument("--skip", action="append", default=[], metavar="STEP",
-                        help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}")
-    parser.add_argument("--retest", type=int, default=0, metavar="N",
-                        help=f"run a probe step that failed (crashed, timed out, wrote invalid JSON) again, up to "
-                             f"N times (0-{MAX_RETEST}, default 0); every attempt is kept in the bundle and "
-                             f"acceptance counts a pass on a later attempt as WARN unless the profile says otherwise")
-    parser.add_argument("--prometheus", type=Path, metavar="FILE.prom",
-                        help="also write each step's status and the bundle's compared figures (base units) for "
-                             "node_exporter's textfile collector")
+            add_options(
+                parser.add_argument_group(f"what the {spec.name} step measures (as `dossier {spec.name}`)"),
+                spec.run_options,
+            )
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        metavar="STEP",
+        help=f"leave a step out (recorded as not run); one of {', '.join(step_ids())}",
+    )
+    parser.add_argument(
+        "--retest",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"run a probe step that failed (crashed, timed out, wrote invalid JSON) again, up to "
+        f"N times (0-{MAX_RETEST}, default 0); every attempt is kept in the bundle and "
+        f"acceptance counts a pass on a later attempt as WARN unless the profile says otherwise",
+    )
+    parser.add_argument(
+        "--prometheus",
+        type=Path,
+        metavar="FILE.prom",
+        help="also write each step's status and the bundle's compared figures (base units) for "
+        "node_exporter's textfile collector",
+    )
     parser.set_defaults(func=handle)
 
 
@@ -98,7 +121,9 @@ def recorded_options(args: argparse.Namespace) -> tuple[tuple[str, ...], ...]:
     """The run's own flags (runner and probe options), recorded so the report's reproduce command
     repeats them."""
     pairs = tuple((flag, str(getattr(args, attr))) for flag, attr in RUNNER_FLAGS if getattr(args, attr) is not None)
-    return pairs + tuple(pair for spec in registry.PROBES for option in spec.run_options for pair in option.occurrences(args))
+    return pairs + tuple(
+        pair for spec in registry.PROBES for option in spec.run_options for pair in option.occurrences(args)
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -111,15 +136,22 @@ def handle(args: argparse.Namespace) -> int:
     check_destination(args)
     if args.prometheus is not None:
         from harness.export.textfile import check_path
+
         check_path(args.prometheus)
     prepared = prepare(args, args.skip)
     runner, why = probe.select_from_args(args)
     key, note = signing_key_for_run(args.signing_key)  # after every refusal: a refused run makes no key
     if note:
         print(note, file=sys.stderr)
-    options = RunOptions(output_dir=args.output_dir, name=args.name, runner_choice=args.runner,
-                         skip=tuple(args.skip), runner_options=recorded_options(args), prepared=prepared,
-                         retest=args.retest)
+    options = RunOptions(
+        output_dir=args.output_dir,
+        name=args.name,
+        runner_choice=args.runner,
+        skip=tuple(args.skip),
+        runner_options=recorded_options(args),
+        prepared=prepared,
+        retest=args.retest,
+    )
     with terminate_as_interrupt():
         path = run_dossier(options, runner, why, key, plan=plan)
     return conclude(path, key, args.prometheus)
@@ -136,14 +168,19 @@ def conclude(path: Path, key, prometheus: Path | None = None) -> int:
         print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
         print(path)
         first = result.failures[0].line() if result.failures else "no view of the signed content"
-        raise CheckFailed(f"the bundle written does not verify ({len(result.failures)} check(s)): {first}",
-                          hint=f"`dossier verify {path} --key PUB` lists every check; please report it")
+        raise CheckFailed(
+            f"the bundle written does not verify ({len(result.failures)} check(s)): {first}",
+            hint=f"`dossier verify {path} --key PUB` lists every check; please report it",
+        )
     if prometheus is not None:
         write_prometheus(view, prometheus)
     verdict = run_verdict(view)
-    lines = [f"verdict: {verdict.overall.shown} (exit {verdict.exit_code})", *(f"  {line}" for line in verdict.block()),
-             f"bundle written and verified ({len(result.checks)} checks), signed with keyid {key.keyid[:16]}… "
-             f"({key.path}); the report is its report.md: `dossier report {path}`"]
+    lines = [
+        f"verdict: {verdict.overall.shown} (exit {verdict.exit_code})",
+        *(f"  {line}" for line in verdict.block()),
+        f"bundle written and verified ({len(result.checks)} checks), signed with keyid {key.keyid[:16]}… "
+        f"({key.path}); the report is its report.md: `dossier report {path}`",
+    ]
     print("\n".join(lines), file=sys.stderr)
     print(path)
     return verdict.exit_code

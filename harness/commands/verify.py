@@ -9,20 +9,26 @@ from pathlib import Path
 
 from harness import paths
 from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
+from harness.errors import UsageError
+from harness.probes.contract import real
+from harness.signing.keys import load_public
 from harness.verify import Result, verify_bundle
 from harness.verify.formats import FORMATS, oldest_fully_checked
-from harness.errors import UsageError
-from harness.signing.keys import load_public
-from harness.probes.contract import real
 
 
 def add_allow_format_option(parser: argparse.ArgumentParser) -> None:
     """--allow-format N, for every command that verifies a bundle first (verify, accept, diff,
     fleet collect) and for report, which renders one."""
-    parser.add_argument("--allow-format", type=int, action="append", default=[], metavar="N",
-                        help=f"accept a bundle of format N, older than the oldest this build fully checks "
-                             f"({oldest_fully_checked()}), verified without the checks its format needs that this "
-                             f"build cannot do (listed as NOT DONE); repeatable")
+    parser.add_argument(
+        "--allow-format",
+        type=int,
+        action="append",
+        default=[],
+        metavar="N",
+        help=f"accept a bundle of format N, older than the oldest this build fully checks "
+        f"({oldest_fully_checked()}), verified without the checks its format needs that this "
+        f"build cannot do (listed as NOT DONE); repeatable",
+    )
 
 
 def allowed_formats(args: argparse.Namespace) -> tuple[int, ...]:
@@ -39,21 +45,27 @@ def not_done_lines(result: Result) -> list[str]:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "verify", help="check a bundle's signature, hashes, schemas, figures and report",
+        "verify",
+        help="check a bundle's signature, hashes, schemas, figures and report",
         description="Verify BUNDLE against a trusted public key from outside the bundle. Reads members "
-                    "without extracting (links, devices, absolute or '..' names, duplicates, missing or "
-                    "extra files and oversize archives are rejected before any content is read), checks the "
-                    "DSSE signature, every sha256, every JSON against its schema, recomputes the headline "
-                    "figures from the raw JSON and re-renders report.md, by the rules of the bundle's format. "
-                    f"A format older than the oldest this build fully checks ({oldest_fully_checked()}) fails unless "
-                    "--allow-format allows it; the checks not done are then listed. Exit 0 only when every check "
-                    "passes; each failure is printed on its own line. A BUNDLE that cannot be read (missing, a "
-                    "folder, unreadable, not a gzip file) or a --key that is not a public key is exit 2.")
+        "without extracting (links, devices, absolute or '..' names, duplicates, missing or "
+        "extra files and oversize archives are rejected before any content is read), checks the "
+        "DSSE signature, every sha256, every JSON against its schema, recomputes the headline "
+        "figures from the raw JSON and re-renders report.md, by the rules of the bundle's format. "
+        f"A format older than the oldest this build fully checks ({oldest_fully_checked()}) fails unless "
+        "--allow-format allows it; the checks not done are then listed. Exit 0 only when every check "
+        "passes; each failure is printed on its own line. A BUNDLE that cannot be read (missing, a "
+        "folder, unreadable, not a gzip file) or a --key that is not a public key is exit 2.",
+    )
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--key", type=Path, required=True, help="the signer's public key (PEM)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
-    parser.add_argument("--max-size-mib", type=real, default=DEFAULT_MAX_TOTAL_BYTES / 2**20,
-                        help="refuse bundles declaring more content than this (default: %(default)g MiB)")
+    parser.add_argument(
+        "--max-size-mib",
+        type=real,
+        default=DEFAULT_MAX_TOTAL_BYTES / 2**20,
+        help="refuse bundles declaring more content than this (default: %(default)g MiB)",
+    )
     parser.add_argument("--all", action="store_true", help="print passing checks too")
     add_allow_format_option(parser)
     parser.set_defaults(func=handle)
@@ -64,8 +76,9 @@ def handle(args: argparse.Namespace) -> int:
         raise UsageError("--max-size-mib must be positive")
     paths.input_bundle(args.bundle)
     allowed = allowed_formats(args)
-    result = verify_bundle(args.bundle, load_public(args.key),
-                           Limits(max_total_bytes=int(args.max_size_mib * 2**20)), allowed)
+    result = verify_bundle(
+        args.bundle, load_public(args.key), Limits(max_total_bytes=int(args.max_size_mib * 2**20)), allowed
+    )
     if args.json:
         print(json.dumps(result.to_json(), indent=1, sort_keys=True))
     else:
@@ -78,6 +91,8 @@ def handle(args: argparse.Namespace) -> int:
         if result.ok:
             print(f"verified {args.bundle}: {result.passed} checks passed{not_done} (keyid {result.keyid[:16]}...)")
         else:
-            print(f"NOT VERIFIED {args.bundle}: {len(result.failures)} check(s) failed, {result.passed} passed"
-                  f"{not_done}", file=sys.stderr)
+            print(
+                f"NOT VERIFIED {args.bundle}: {len(result.failures)} check(s) failed, {result.passed} passed{not_done}",
+                file=sys.stderr,
+            )
     return 0 if result.ok else 1

@@ -16,15 +16,18 @@ from harness.signing.statement import StatementError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "verify-acceptance", help="check a signed acceptance verdict against its bundle",
+        "verify-acceptance",
+        help="check a signed acceptance verdict against its bundle",
         description="Check that ATTESTATION (written by `dossier accept --attestation`) is signed by the key "
-                    "PUB (DSSE, Ed25519), is an in-toto test-result statement, and names BUNDLE's sha256 as "
-                    "its subject; then print the verdict it carries. Exit 0 when all of that holds, 1 otherwise "
-                    "(whatever the verdict itself).")
+        "PUB (DSSE, Ed25519), is an in-toto test-result statement, and names BUNDLE's sha256 as "
+        "its subject; then print the verdict it carries. Exit 0 when all of that holds, 1 otherwise "
+        "(whatever the verdict itself).",
+    )
     parser.add_argument("attestation", type=Path)
     parser.add_argument("bundle", type=Path)
-    parser.add_argument("--key", type=Path, required=True,
-                        help="the acceptor's public key (PEM), obtained outside the files")
+    parser.add_argument(
+        "--key", type=Path, required=True, help="the acceptor's public key (PEM), obtained outside the files"
+    )
     parser.set_defaults(func=handle)
 
 
@@ -36,11 +39,15 @@ def handle(args: argparse.Namespace) -> int:
     try:
         stmt = verify_envelope(data, trusted, sha256_file(args.bundle))
     except (dsse.EnvelopeError, StatementError) as exc:
-        raise CheckFailed(f"NOT VERIFIED {args.attestation}: {exc}",
-                          hint="check that --key is the acceptor's public key and BUNDLE the file judged") from exc
+        raise CheckFailed(
+            f"NOT VERIFIED {args.attestation}: {exc}",
+            hint="check that --key is the acceptor's public key and BUNDLE the file judged",
+        ) from exc
     p = stmt["predicate"]
     print(f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}")
-    print(f"result {p['result']} (verdict {recorded_verdict(p)}): passed {', '.join(p.get('passedTests') or []) or 'none'}; "
-          f"failed or incomplete {', '.join(p.get('failedTests') or []) or 'none'}; "
-          f"warned {', '.join(p.get('warnedTests') or []) or 'none'}")
+    print(
+        f"result {p['result']} (verdict {recorded_verdict(p)}): passed {', '.join(p.get('passedTests') or []) or 'none'}; "
+        f"failed or incomplete {', '.join(p.get('failedTests') or []) or 'none'}; "
+        f"warned {', '.join(p.get('warnedTests') or []) or 'none'}"
+    )
     return 0

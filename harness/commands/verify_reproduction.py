@@ -33,17 +33,24 @@ from harness.signing.statement import StatementError
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "verify-reproduction", help="check a signed reproduction statement against its two bundles",
+        "verify-reproduction",
+        help="check a signed reproduction statement against its two bundles",
         description="Check that STATEMENT (written by `dossier reproduce`) is signed by the key PUB (DSSE, "
-                    "Ed25519), is a reproduction statement naming THEIRS and MINE by their sha256, is consistent "
-                    "(every figure's verdict follows from its values and tolerance, the whole from its figures), "
-                    "and records the values this build recomputes from the two bundles; then print its verdict. "
-                    "Exit 0 when all of that holds, 1 otherwise (whatever the verdict itself).")
+        "Ed25519), is a reproduction statement naming THEIRS and MINE by their sha256, is consistent "
+        "(every figure's verdict follows from its values and tolerance, the whole from its figures), "
+        "and records the values this build recomputes from the two bundles; then print its verdict. "
+        "Exit 0 when all of that holds, 1 otherwise (whatever the verdict itself).",
+    )
     parser.add_argument("statement", type=Path, metavar="STATEMENT")
     parser.add_argument("theirs", type=Path, metavar="THEIRS")
     parser.add_argument("mine", type=Path, metavar="MINE")
-    parser.add_argument("--key", type=Path, required=True, metavar="PUB",
-                        help="the public key of whoever signed the statement, obtained outside the files")
+    parser.add_argument(
+        "--key",
+        type=Path,
+        required=True,
+        metavar="PUB",
+        help="the public key of whoever signed the statement, obtained outside the files",
+    )
     parser.set_defaults(func=handle)
 
 
@@ -61,8 +68,9 @@ def _same(a: Any, b: Any) -> bool:
 def recomputed(predicate: dict[str, Any], theirs: Path, mine: Path) -> tuple[list[str], list[str], Judgement]:
     """(values that differ from the bundles', verdicts that differ, this build's judgement) between the statement
     and the judgement made again."""
-    again = compare(_view(theirs), _view(mine), registry.diff_figures(), registry.diff_fields(),
-                    predicate.get("not_honoured") or {})
+    again = compare(
+        _view(theirs), _view(mine), registry.diff_figures(), registry.diff_fields(), predicate.get("not_honoured") or {}
+    )
     now = {f.figure: f.to_json() for f in again.figures}
     values, verdicts = [], []
     for figure in predicate["figures"]:
@@ -72,7 +80,9 @@ def recomputed(predicate: dict[str, Any], theirs: Path, mine: Path) -> tuple[lis
             continue
         for side in ("theirs", "mine"):
             if not _same(figure.get(side), other[side]):
-                values.append(f"{figure['figure']}: {side} {figure.get(side)!r} recorded, {other[side]!r} in the bundle")
+                values.append(
+                    f"{figure['figure']}: {side} {figure.get(side)!r} recorded, {other[side]!r} in the bundle"
+                )
         if figure.get("verdict") != other["verdict"]:
             verdicts.append(f"{figure['figure']}: {figure.get('verdict')} recorded, {other['verdict']} now")
     values += [f"{figure}: in the bundles, not in the statement" for figure in now]
@@ -89,28 +99,39 @@ def handle(args: argparse.Namespace) -> int:
     try:
         stmt = verify(args.statement.read_bytes(), trusted, sha256_file(args.theirs), sha256_file(args.mine))
     except (dsse.EnvelopeError, StatementError) as exc:
-        raise CheckFailed(f"NOT VERIFIED {args.statement}: {exc}",
-                          hint="check that --key is the signer's public key and THEIRS and MINE the files judged, "
-                               "in that order") from exc
+        raise CheckFailed(
+            f"NOT VERIFIED {args.statement}: {exc}",
+            hint="check that --key is the signer's public key and THEIRS and MINE the files judged, in that order",
+        ) from exc
     predicate = stmt["predicate"]
     values, verdicts, again = recomputed(predicate, args.theirs, args.mine)
     if values:
-        raise CheckFailed(f"NOT VERIFIED {args.statement}: it records figures the bundles do not hold: "
-                          + "; ".join(values[:5]) + (f" (and {len(values) - 5} more)" if len(values) > 5 else ""))
+        raise CheckFailed(
+            f"NOT VERIFIED {args.statement}: it records figures the bundles do not hold: "
+            + "; ".join(values[:5])
+            + (f" (and {len(values) - 5} more)" if len(values) > 5 else "")
+        )
     tool, here = predicate.get("tool") or {}, provenance.tool_info()
-    same_build = (tool.get("source_sha256") == here.get("source_sha256")
-                  and (predicate.get("noise_model") or {}).get("catalogue_sha256")
-                  == again.model.to_json()["catalogue_sha256"])
+    same_build = (
+        tool.get("source_sha256") == here.get("source_sha256")
+        and (predicate.get("noise_model") or {}).get("catalogue_sha256") == again.model.to_json()["catalogue_sha256"]
+    )
     if verdicts and same_build:
-        raise CheckFailed(f"NOT VERIFIED {args.statement}: this very build judges otherwise: " + "; ".join(verdicts[:5]))
+        raise CheckFailed(
+            f"NOT VERIFIED {args.statement}: this very build judges otherwise: " + "; ".join(verdicts[:5])
+        )
     for line in verdicts[:10]:
-        print(f"note: judged again by this build (another build or catalogue than the signer's): {line}",
-              file=sys.stderr)
+        print(
+            f"note: judged again by this build (another build or catalogue than the signer's): {line}", file=sys.stderr
+        )
     counts = predicate.get("counts") or {}
-    print(f"verified {args.statement}: signed by keyid {keyid(trusted)[:16]}..., about THEIRS {args.theirs} and MINE "
-          f"{args.mine}")
-    print(f"verdict {predicate.get('verdict')} ({predicate.get('result')}): {predicate.get('why')}; "
-          f"{counts.get('reproduced', 0)} reproduced, {counts.get('not_reproduced', 0)} not reproduced, "
-          f"{counts.get('not_comparable', 0)} not comparable")
+    print(
+        f"verified {args.statement}: signed by keyid {keyid(trusted)[:16]}..., about THEIRS {args.theirs} and MINE "
+        f"{args.mine}"
+    )
+    print(
+        f"verdict {predicate.get('verdict')} ({predicate.get('result')}): {predicate.get('why')}; "
+        f"{counts.get('reproduced', 0)} reproduced, {counts.get('not_reproduced', 0)} not reproduced, "
+        f"{counts.get('not_comparable', 0)} not comparable"
+    )
     return 0
-

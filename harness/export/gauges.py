@@ -28,14 +28,27 @@ def _epoch(timestamp: str) -> float:
 def check(result: dict[str, Any]) -> Metrics:
     """`dossier check`: the node's verdict, each check's, and the facts per GPU (labels node, gpu, sku)."""
     metrics, node = Metrics(), {"node": result["node"]}
-    metrics.one_hot(PREFIX + "check_verdict", "dossier check's verdict for the node (1 on the verdict reached)",
-                    node, "verdict", result["verdict"], CHECK_VERDICTS)
+    metrics.one_hot(
+        PREFIX + "check_verdict",
+        "dossier check's verdict for the node (1 on the verdict reached)",
+        node,
+        "verdict",
+        result["verdict"],
+        CHECK_VERDICTS,
+    )
     for finding in result["checks"]:
-        metrics.one_hot(PREFIX + "check_result", "each check's verdict (1 on the verdict reached)",
-                        {**node, "check": finding["name"]}, "verdict", finding["verdict"], FINDING_VERDICTS)
+        metrics.one_hot(
+            PREFIX + "check_result",
+            "each check's verdict (1 on the verdict reached)",
+            {**node, "check": finding["name"]},
+            "verdict",
+            finding["verdict"],
+            FINDING_VERDICTS,
+        )
     reading = result["reading"]
-    metrics.set(PREFIX + "check_timestamp_seconds", "when the reading was taken (Unix time)", node,
-                _epoch(reading["taken_at"]))
+    metrics.set(
+        PREFIX + "check_timestamp_seconds", "when the reading was taken (Unix time)", node, _epoch(reading["taken_at"])
+    )
     if _number(reading.get("read_seconds")) is not None:
         metrics.set(PREFIX + "check_read_seconds", "how long the reading took", node, reading["read_seconds"])
     if isinstance(reading["devices"], list):
@@ -49,8 +62,12 @@ def check(result: dict[str, Any]) -> Metrics:
     if isinstance(log, dict) and "lines" in log:
         fatal = set(result["rules"]["fatal_xids"])
         for number, count in sorted(Counter(e.xid for e in xid.parse(log["lines"])).items()):
-            metrics.set(PREFIX + "check_xid_events", "XID lines in the kernel log's ring buffer (since boot)",
-                        {**node, "xid": str(number), "fatal": str(number in fatal).lower()}, count)
+            metrics.set(
+                PREFIX + "check_xid_events",
+                "XID lines in the kernel log's ring buffer (since boot)",
+                {**node, "xid": str(number), "fatal": str(number in fatal).lower()},
+                count,
+            )
     return metrics
 
 
@@ -59,10 +76,16 @@ GPU_FIGURES = (  # (name, help, path into health.json's device facts)
     ("gpu_pcie_link_max_width_lanes", "PCIe link width at most", ("pcie", "max_width")),
     ("gpu_pcie_link_generation", "PCIe link generation now", ("pcie", "current_gen")),
     ("gpu_pcie_link_max_generation", "PCIe link generation at most", ("pcie", "max_gen")),
-    ("gpu_ecc_uncorrected_volatile_errors", "uncorrectable ECC errors since the driver loaded",
-     ("ecc", "volatile_uncorrected_errors")),
-    ("gpu_ecc_uncorrected_aggregate_errors", "uncorrectable ECC errors over the GPU's life",
-     ("ecc", "aggregate_uncorrected_errors")),
+    (
+        "gpu_ecc_uncorrected_volatile_errors",
+        "uncorrectable ECC errors since the driver loaded",
+        ("ecc", "volatile_uncorrected_errors"),
+    ),
+    (
+        "gpu_ecc_uncorrected_aggregate_errors",
+        "uncorrectable ECC errors over the GPU's life",
+        ("ecc", "aggregate_uncorrected_errors"),
+    ),
     ("gpu_remapped_rows_pending", "1 when a row remap waits for a GPU reset", ("ecc", "remapped_rows_pending")),
     ("gpu_remapped_rows_failure", "1 when a row remap failed", ("ecc", "remapped_rows_failure")),
     ("gpu_clock_event_reasons_mask", "NVML clock-event reasons bit mask", ("clock_event_reasons", "mask")),
@@ -79,18 +102,25 @@ def _gpu_facts(metrics: Metrics, node: dict[str, str], device: dict[str, Any]) -
             metrics.set(PREFIX + name, help_text, labels, value)
     links = device.get("nvlink")
     if isinstance(links, list):
-        metrics.set(PREFIX + "gpu_nvlink_links_down", "NVLink links not active", labels,
-                    sum(1 for link in links if not link.get("active")))
+        metrics.set(
+            PREFIX + "gpu_nvlink_links_down",
+            "NVLink links not active",
+            labels,
+            sum(1 for link in links if not link.get("active")),
+        )
 
 
-def figures(metrics: Metrics, labels: dict[str, str], values: dict[str, Any], table: dict[str, dict[str, Any]],
-            what: str) -> None:
+def figures(
+    metrics: Metrics, labels: dict[str, str], values: dict[str, Any], table: dict[str, dict[str, Any]], what: str
+) -> None:
     """A node's compared figures (the registry's fleet metrics), each in its base unit; a state as a
     1-valued gauge labelled with the state."""
     for name, value in values.items():
         unit = table[name]["unit"]
         if isinstance(value, str):
-            metrics.set(PREFIX + name + "_info", f"{table[name]['description']} ({what})", {**labels, "value": value}, 1)
+            metrics.set(
+                PREFIX + name + "_info", f"{table[name]['description']} ({what})", {**labels, "value": value}, 1
+            )
         elif _number(value) is not None:
             metric, scaled = in_base_unit(name, unit, value)
             metrics.set(metric, f"{table[name]['description']} ({what}; from {unit})", labels, scaled)
@@ -109,16 +139,34 @@ def fleet(document: dict[str, Any]) -> Metrics:
     metrics, job = Metrics(), {"job": document["job"]["id"]}
     counts = Counter(n["status"] for n in document["nodes"])
     for status in NODE_STATUSES:
-        metrics.set(PREFIX + "fleet_nodes", "nodes of the fleet job by status", {**job, "status": status}, counts[status])
+        metrics.set(
+            PREFIX + "fleet_nodes", "nodes of the fleet job by status", {**job, "status": status}, counts[status]
+        )
     flagged = Counter(f["node"] for f in document["flags"])
     for node in document["nodes"]:
         labels = {**job, "node": node["name"], "sku": node.get("sku") or "none"}
-        metrics.one_hot(PREFIX + "fleet_node_status", "the node's status in the collect (1 on its status)",
-                        labels, "status", node["status"], NODE_STATUSES)
-        metrics.one_hot(PREFIX + "fleet_node_acceptance", "dossier accept's verdict on the node (1 on it)",
-                        labels, "verdict", str(node["acceptance"]["verdict"]), verdict_values())
-        metrics.set(PREFIX + "fleet_node_flagged_metrics", "metrics on which the node stands apart from its SKU",
-                    labels, flagged[node["name"]])
+        metrics.one_hot(
+            PREFIX + "fleet_node_status",
+            "the node's status in the collect (1 on its status)",
+            labels,
+            "status",
+            node["status"],
+            NODE_STATUSES,
+        )
+        metrics.one_hot(
+            PREFIX + "fleet_node_acceptance",
+            "dossier accept's verdict on the node (1 on it)",
+            labels,
+            "verdict",
+            str(node["acceptance"]["verdict"]),
+            verdict_values(),
+        )
+        metrics.set(
+            PREFIX + "fleet_node_flagged_metrics",
+            "metrics on which the node stands apart from its SKU",
+            labels,
+            flagged[node["name"]],
+        )
     for name, entry in document["table"].items():
         if entry["kind"] != "rate":
             continue
@@ -126,8 +174,12 @@ def fleet(document: dict[str, Any]) -> Metrics:
         for sku, group in entry["groups"].items():
             if group.get("median") is not None:
                 metric, value = in_base_unit(name, unit, group["median"])
-                metrics.set(PREFIX + "fleet_" + metric.removeprefix(PREFIX) + "_median", f"the fleet's median {document['metrics'][name]['description']} "
-                                                f"(from {unit})", {**job, "sku": sku}, value)
+                metrics.set(
+                    PREFIX + "fleet_" + metric.removeprefix(PREFIX) + "_median",
+                    f"the fleet's median {document['metrics'][name]['description']} (from {unit})",
+                    {**job, "sku": sku},
+                    value,
+                )
     return metrics
 
 
@@ -148,8 +200,14 @@ def run(view: Any) -> Metrics:
     metrics = Metrics()
     labels = {"node": _host(view), "sku": "+".join(node_skus(view)) or "none"}
     for entry in view.steps:
-        metrics.one_hot(PREFIX + "run_step_status", "each dossier step's outcome (1 on it)",
-                        {**labels, "step": entry["step"]}, "status", entry["status"], STEP_STATUSES)
+        metrics.one_hot(
+            PREFIX + "run_step_status",
+            "each dossier step's outcome (1 on it)",
+            {**labels, "step": entry["step"]},
+            "status",
+            entry["status"],
+            STEP_STATUSES,
+        )
     figures(metrics, labels, node_metrics(view), metric_table(), "dossier run")
     return metrics
 
@@ -158,9 +216,21 @@ def accept(acceptance: Any, view: Any) -> Metrics:
     """`dossier accept`: the overall result and each criterion's verdict (1 on the one reached)."""
     metrics = Metrics()
     labels = {"node": _host(view), "profile": acceptance.profile.sku_id}
-    metrics.one_hot(PREFIX + "accept_result", "dossier accept's overall verdict (1 on it)", labels, "verdict",
-                    str(acceptance.result), CHECK_VERDICTS)
+    metrics.one_hot(
+        PREFIX + "accept_result",
+        "dossier accept's overall verdict (1 on it)",
+        labels,
+        "verdict",
+        str(acceptance.result),
+        CHECK_VERDICTS,
+    )
     for result in acceptance.results:
-        metrics.one_hot(PREFIX + "accept_criterion", "each acceptance criterion's verdict (1 on it)",
-                        {**labels, "criterion": result.name}, "verdict", str(result.status), verdict_values())
+        metrics.one_hot(
+            PREFIX + "accept_criterion",
+            "each acceptance criterion's verdict (1 on it)",
+            {**labels, "criterion": result.name},
+            "verdict",
+            str(result.status),
+            verdict_values(),
+        )
     return metrics

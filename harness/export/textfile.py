@@ -20,15 +20,19 @@ from harness.errors import UsageError
 PREFIX = "rig_dossier_"
 # A figure's unit as the registry's fleet metrics give it -> (its suffix in the figure's name, the
 # base unit's suffix, the factor to the base unit). Other units are counts or ratios, kept as named.
-BASE_UNITS = {"GB/s": ("_gbps", "_bytes_per_second", 1e9), "TFLOP/s": ("_tflops", "_flop_per_second", 1e12),
-              "MHz": ("_mhz", "_hertz", 1e6)}
+BASE_UNITS = {
+    "GB/s": ("_gbps", "_bytes_per_second", 1e9),
+    "TFLOP/s": ("_tflops", "_flop_per_second", 1e12),
+    "MHz": ("_mhz", "_hertz", 1e6),
+}
 
 
 def check_path(path: Path, option: str = "--prometheus") -> Path:
     """A writable FILE.prom (the textfile collector reads only *.prom), checked before any work."""
     if path.suffix != ".prom":
-        raise UsageError(f"{option} {path}: the name must end in .prom (node_exporter's textfile collector "
-                         "reads only *.prom files)")
+        raise UsageError(
+            f"{option} {path}: the name must end in .prom (node_exporter's textfile collector reads only *.prom files)"
+        )
     return paths.output_file(path, option)
 
 
@@ -53,8 +57,9 @@ class Metrics:
             gauge = self._gauges[name] = Gauge(name, help_text, labelnames=tuple(labels), registry=self.registry)
         gauge.labels(**{k: str(v) for k, v in labels.items()}).set(float(value))
 
-    def one_hot(self, name: str, help_text: str, labels: Mapping[str, str], key: str, reached: str,
-                values: Iterable[str]) -> None:
+    def one_hot(
+        self, name: str, help_text: str, labels: Mapping[str, str], key: str, reached: str, values: Iterable[str]
+    ) -> None:
         """One 0/1 gauge per value of KEY, 1 on REACHED (a verdict, a status)."""
         for value in values:
             self.set(name, help_text, {**labels, key: value}, 1.0 if value == reached else 0.0)

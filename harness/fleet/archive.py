@@ -8,7 +8,7 @@ deflate stream as stored blocks rather than compressed again (compressing 100 MB
 data at level 9 costs more than the whole collect and saves nothing); every other member is
 compressed at level 9 as in a node bundle. The deflate stream is a sequence of segments, each
 ended by a full flush, and the last by the finish: one gzip member, deterministic for the same
-inputs. With no file member the bytes are exactly `archive_bytes` (tests/test_fleet_archive.py).
+inputs. With no file member the bytes are exactly `archive_bytes` (tests/fleet/test_fleet_archive.py).
 
 Each streamed member is hashed again as it is written and must have the sha256 the attestation
 signs (the one taken when it was verified): a node bundle that changed since is refused, and the
@@ -81,8 +81,10 @@ def _stream(deflate: _Deflate, name: str, member: FileMember) -> None:
             digest.update(chunk)
             deflate.write(chunk, 0)
     if size != member.size or digest.hexdigest() != member.sha256:
-        raise ChangedMember(f"{member.path} changed after it was verified (now {size} bytes, sha256 "
-                            f"{digest.hexdigest()[:16]}...): the fleet bundle was not written")
+        raise ChangedMember(
+            f"{member.path} changed after it was verified (now {size} bytes, sha256 "
+            f"{digest.hexdigest()[:16]}...): the fleet bundle was not written"
+        )
 
 
 def write_archive(out: BinaryIO, members: Mapping[str, bytes | FileMember]) -> None:
@@ -106,5 +108,6 @@ def write_archive(out: BinaryIO, members: Mapping[str, bytes | FileMember]) -> N
 def write_atomically(destination: Path, members: Mapping[str, bytes | FileMember]) -> Path:
     """Stream the archive to a hidden name beside DESTINATION, fsync, then link it into place:
     never half a bundle under the final name, never over an existing one."""
-    return write_with(lambda handle: write_archive(handle, members), destination,
-                      hint="move it aside to collect the job again")
+    return write_with(
+        lambda handle: write_archive(handle, members), destination, hint="move it aside to collect the job again"
+    )

@@ -68,10 +68,12 @@ def request(out: Path | None, sku: str | None, taken: Iterable[tuple[str, Path |
             raise UsageError("--baseline-sku goes with --baseline-out (where the profile is written)")
         return None
     if sku is not None and catalogue.by_id(sku) is None:
-        raise UsageError(f"--baseline-sku {sku}: not a catalogue SKU (the catalogue has "
-                         f"{', '.join(s['id'] for s in catalogue.skus())})",
-                         hint="a fleet's healthy nodes are those that passed acceptance against their catalogue SKU's "
-                              "profile; for GPUs the catalogue lacks, use `dossier baseline --sku NAME`")
+        raise UsageError(
+            f"--baseline-sku {sku}: not a catalogue SKU (the catalogue has "
+            f"{', '.join(s['id'] for s in catalogue.skus())})",
+            hint="a fleet's healthy nodes are those that passed acceptance against their catalogue SKU's "
+            "profile; for GPUs the catalogue lacks, use `dossier baseline --sku NAME`",
+        )
     if SKU_FIELD in str(out.parent):
         raise UsageError(f"--baseline-out {out}: {SKU_FIELD} goes in the file name, not in a folder's")
     asked = Request(out, sku)
@@ -106,6 +108,7 @@ class Outcome:
 
 # --- in the worker processes ---------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class NodeInput:
     """A healthy node's bundle, as it was verified (plain data: it crosses to a worker)."""
@@ -133,8 +136,9 @@ def _input(task: NodeInput) -> Input | Unreadable:
         if file_sha256(path) != task.sha256:
             return Unreadable("its bundle is not the one verified (it changed since)")
         members = read_members(path, lambda name: name.endswith((".json", ".md")))  # as `dossier accept` reads it
-        view = BundleView.from_files({n: m.data for n, m in members.items() if m.data is not None},
-                                     registry.analysis_module)
+        view = BundleView.from_files(
+            {n: m.data for n, m in members.items() if m.data is not None}, registry.analysis_module
+        )
         if file_sha256(path) != task.sha256:
             return Unreadable("its bundle changed while it was read")
     except (OSError, UnsafeBundle, BundleFormatError) as exc:
@@ -158,6 +162,7 @@ def judge_node(profile: Profile, task: NodeInput) -> Verdicts | Unreadable:
 
 # --- in the collect ------------------------------------------------------------------------------
 
+
 def _pooled(function: Callable[[NodeInput], Any], tasks: Sequence[NodeInput], workers: int, doing: str) -> list[Any]:
     """FUNCTION on every task in the worker pool, the results in task order; a node whose bundle
     cannot be read again stops the profile (it would change what the profile is made of)."""
@@ -166,40 +171,57 @@ def _pooled(function: Callable[[NodeInput], Any], tasks: Sequence[NodeInput], wo
         for done in pool.run(tasks, function, min(workers, len(tasks)), NODE_TIMEOUT_S):
             why = done.error or (done.result.why if isinstance(done.result, Unreadable) else None)
             if why is not None:
-                raise CheckFailed(f"node {done.task.node}: {why}", hint="collect the job again once nothing writes to "
-                                                                         "its run directory")
+                raise CheckFailed(
+                    f"node {done.task.node}: {why}",
+                    hint="collect the job again once nothing writes to its run directory",
+                )
             results[done.task.node] = done.result
             progress.done("ok")
     return [results[task.node] for task in tasks]
 
 
-def _fleet_statement(document: dict[str, Any], used: int, left: list[healthy.LeftOut],
-                     others: dict[str, int]) -> dict[str, Any]:
+def _fleet_statement(
+    document: dict[str, Any], used: int, left: list[healthy.LeftOut], others: dict[str, int]
+) -> dict[str, Any]:
     """The profile's `baseline.fleet`: the job, the rule, and every node of it used, left out (with why) or
     of another SKU (healthy.of_sku)."""
-    return {"job_id": document["job"]["id"], "rule": healthy.RULE, "nodes_in_job": len(document["nodes"]),
-            "nodes_used": used,
-            "left_out": {"count": len(left), "by_reason": healthy.counts(left),
-                         "nodes": [item.to_json() for item in left]},
-            "other_skus": others}
+    return {
+        "job_id": document["job"]["id"],
+        "rule": healthy.RULE,
+        "nodes_in_job": len(document["nodes"]),
+        "nodes_used": used,
+        "left_out": {"count": len(left), "by_reason": healthy.counts(left), "nodes": [item.to_json() for item in left]},
+        "other_skus": others,
+    }
 
 
-def _profile(document: dict[str, Any], run: FleetRun, selection: healthy.Selection, sku: str, path: Path,
-             key: SigningKey, workers: int) -> Made:
+def _profile(
+    document: dict[str, Any],
+    run: FleetRun,
+    selection: healthy.Selection,
+    sku: str,
+    path: Path,
+    key: SigningKey,
+    workers: int,
+) -> Made:
     nodes = selection.healthy[sku]
     tasks = [NodeInput(n["name"], str(run.node_bundle(n["name"])), n["sha256"], n["verify"]["keyid"]) for n in nodes]
     left, others = healthy.of_sku(selection, sku)
     statement = _fleet_statement(document, len(tasks), left, others)
-    print(f"fleet baseline: {sku}: {len(tasks)} healthy node(s), {len(left)} left out ({healthy.in_words(left)})",
-          file=sys.stderr)
+    print(
+        f"fleet baseline: {sku}: {len(tasks)} healthy node(s), {len(left)} left out ({healthy.in_words(left)})",
+        file=sys.stderr,
+    )
     readings = _pooled(read_node, tasks, workers, f"{sku}: read for the draft, 1 of 2")
 
     def judge(profile: Profile) -> Iterable[tuple[str, Verdicts]]:
         judged = _pooled(functools.partial(judge_node, profile), tasks, workers, f"{sku}: judged against it, 2 of 2")
         return zip([t.name for t in tasks], judged, strict=True)
 
-    why = (f"dossier fleet collect {document['job']['id']}: the {len(tasks)} healthy node(s) of {sku} "
-           f"({len(left)} left out: baseline.fleet says why)")
+    why = (
+        f"dossier fleet collect {document['job']['id']}: the {len(tasks)} healthy node(s) of {sku} "
+        f"({len(left)} left out: baseline.fleet says why)"
+    )
     profile = make(readings, judge, registry.known_good_kinds(), sku, why)
     profile["baseline"]["fleet"] = statement
     found = violations(SCHEMA, profile)
@@ -215,18 +237,26 @@ def _skus(selection: healthy.Selection, asked: Request, document: dict[str, Any]
     if asked.sku is not None:
         if asked.sku not in selection.healthy:
             of_it = [item for item in selection.left_out if item.sku == asked.sku]
-            raise UsageError(f"--baseline-sku {asked.sku}: " + (
-                f"none of the fleet's {len(of_it)} node(s) of it is healthy ({healthy.in_words(of_it)})" if of_it else
-                f"no verified node of the fleet is of it (the fleet's SKUs: {', '.join(found) or 'none'})"))
+            raise UsageError(
+                f"--baseline-sku {asked.sku}: "
+                + (
+                    f"none of the fleet's {len(of_it)} node(s) of it is healthy ({healthy.in_words(of_it)})"
+                    if of_it
+                    else f"no verified node of the fleet is of it (the fleet's SKUs: {', '.join(found) or 'none'})"
+                )
+            )
         return [asked.sku]
     if not selection.healthy:
-        raise UsageError(f"no healthy node in the fleet to make a baseline profile of "
-                         f"({healthy.in_words(selection.left_out)})")
+        raise UsageError(
+            f"no healthy node in the fleet to make a baseline profile of ({healthy.in_words(selection.left_out)})"
+        )
     if len(selection.healthy) > 1 and not asked.per_sku:
-        raise UsageError(f"the fleet's healthy nodes are of {len(selection.healthy)} SKUs ({', '.join(selection.healthy)}), "
-                         f"and --baseline-out {asked.out} is one file",
-                         hint=f"name one with --baseline-sku, or put {SKU_FIELD} in the file name for one profile per "
-                              f"SKU (e.g. --baseline-out profiles/{SKU_FIELD}.profile.json)")
+        raise UsageError(
+            f"the fleet's healthy nodes are of {len(selection.healthy)} SKUs ({', '.join(selection.healthy)}), "
+            f"and --baseline-out {asked.out} is one file",
+            hint=f"name one with --baseline-sku, or put {SKU_FIELD} in the file name for one profile per "
+            f"SKU (e.g. --baseline-out profiles/{SKU_FIELD}.profile.json)",
+        )
     return list(selection.healthy)
 
 
@@ -250,14 +280,23 @@ def profiles(document: dict[str, Any], run: FleetRun, asked: Request, key: Signi
             error = error or exc
             not_made.append({"sku": sku, "why": str(exc)})
     if asked.per_sku and asked.sku is None:
-        of_sick = sorted({item.sku for item in selection.left_out if item.sku and "+" not in item.sku}
-                         - set(selection.healthy))
+        of_sick = sorted(
+            {item.sku for item in selection.left_out if item.sku and "+" not in item.sku} - set(selection.healthy)
+        )
         not_made += [{"sku": sku, "why": "none of its node(s) is healthy"} for sku in of_sick]
     record = {
         "rule": healthy.RULE,
-        "profiles": [{"sku": m.sku, "member": m.member, "file": m.path.name,
-                      "sha256": hashlib.sha256(m.data).hexdigest(), "signer_keyid": key.keyid, "nodes": m.nodes}
-                     for m in made],
+        "profiles": [
+            {
+                "sku": m.sku,
+                "member": m.member,
+                "file": m.path.name,
+                "sha256": hashlib.sha256(m.data).hexdigest(),
+                "signer_keyid": key.keyid,
+                "nodes": m.nodes,
+            }
+            for m in made
+        ],
         "not_made": not_made,
         "left_out": [item.to_json() for item in selection.left_out],
         "left_out_counts": selection.counts(),
@@ -271,7 +310,12 @@ def write(outcome: Outcome, fleet_bundle: Path) -> None:
         try:
             paths.write_output(made.path, made.data, "--baseline-out")
         except DossierError as exc:
-            raise type(exc)(str(exc), hint=f"the fleet bundle {fleet_bundle} holds the profile: "
-                                           f"tar -xzf {fleet_bundle} {made.member}") from exc
-        print(f"fleet baseline: wrote {made.path} ({made.sku}, {len(made.nodes)} node bundle(s)); judge with: dossier "
-              f"accept BUNDLE --profile-file {made.path} --profile-key {outcome.profile_key} --key SIGNER.pub", file=sys.stderr)
+            raise type(exc)(
+                str(exc),
+                hint=f"the fleet bundle {fleet_bundle} holds the profile: tar -xzf {fleet_bundle} {made.member}",
+            ) from exc
+        print(
+            f"fleet baseline: wrote {made.path} ({made.sku}, {len(made.nodes)} node bundle(s)); judge with: dossier "
+            f"accept BUNDLE --profile-file {made.path} --profile-key {outcome.profile_key} --key SIGNER.pub",
+            file=sys.stderr,
+        )

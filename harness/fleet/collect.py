@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.verdict import Verdict
 from harness import registry
 from harness.analysis import fleet as fleet_analysis
+from harness.analysis.verdict import Verdict
 from harness.errors import UsageError
 from harness.fleet import pool, slurm
 from harness.fleet.metrics import metric_kinds, metric_table
@@ -56,12 +56,16 @@ def find_run(output_dir: Path, job_id: str) -> FleetRun:
         try:
             submission = json.loads(candidate.read_bytes())
         except (OSError, ValueError) as exc:
-            raise UsageError(f"{candidate} cannot be read as a fleet submission ({exc})",
-                             hint="move the damaged run directory aside, or pass another --output-dir") from exc
+            raise UsageError(
+                f"{candidate} cannot be read as a fleet submission ({exc})",
+                hint="move the damaged run directory aside, or pass another --output-dir",
+            ) from exc
         if isinstance(submission, dict) and str(submission.get("job_id")) == job_id:
             return FleetRun(candidate.parent, job_id, submission)
-    raise UsageError(f"no fleet run for job {job_id} under {output_dir}",
-                     hint="pass the --output-dir given to `dossier fleet submit`")
+    raise UsageError(
+        f"no fleet run for job {job_id} under {output_dir}",
+        hint="pass the --output-dir given to `dossier fleet submit`",
+    )
 
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str | None:
@@ -78,8 +82,10 @@ def nodes_of(run: FleetRun) -> list[str]:
     fields = slurm.job_fields(run.job_id)
     if fields and fields.get("NodeList") not in (None, "(null)", ""):
         return slurm.hostnames(fields["NodeList"])
-    raise UsageError(f"job {run.job_id} never started on any node (no {recorded}, and Slurm does not "
-                     "know its nodes)", hint=f"see {run.batch_log()} and `scontrol show job {run.job_id}`")
+    raise UsageError(
+        f"job {run.job_id} never started on any node (no {recorded}, and Slurm does not know its nodes)",
+        hint=f"see {run.batch_log()} and `scontrol show job {run.job_id}`",
+    )
 
 
 def exit_status(run: FleetRun, node: str) -> int | None:
@@ -91,35 +97,65 @@ def exit_status(run: FleetRun, node: str) -> int | None:
 def missing_bundle(run: FleetRun, node: str, result: dict[str, Any]) -> dict[str, Any]:
     """A node that wrote no bundle: failed, with its exit status and the tail of its log."""
     code = result["exit_code"]
-    why = (f"dossier run exited with code {code} and wrote no bundle" if code is not None else
-           "no exit status recorded: its dossier step was killed before it finished (step or job "
-           "time limit, cancellation, or the node failed)")
+    why = (
+        f"dossier run exited with code {code} and wrote no bundle"
+        if code is not None
+        else "no exit status recorded: its dossier step was killed before it finished (step or job "
+        "time limit, cancellation, or the node failed)"
+    )
     log_tail = tail(run.node_log(node))
     if log_tail is None:  # the step may never have started: the batch log says why
         why += f"; the node wrote no log, see logs/{run.batch_log().name}"
         log_tail = tail(run.batch_log())
-    return {**result, "status": "failed", "why": why, "log_tail": log_tail, "sku": None,
-            "metrics": None, "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "no bundle"}}
+    return {
+        **result,
+        "status": "failed",
+        "why": why,
+        "log_tail": log_tail,
+        "sku": None,
+        "metrics": None,
+        "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "no bundle"},
+    }
 
 
 def judged(run: FleetRun, node: str, result: dict[str, Any], done: pool.Done) -> dict[str, Any]:
     """A node whose bundle a worker checked: ok (verified), or rejected with why."""
     if done.error is not None:  # the check itself crashed: the node is rejected, the collect goes on
-        return {**result, "status": "rejected", "why": f"its bundle could not be checked: {done.error}",
-                "log_tail": tail(run.node_log(node)), "verify": None, "sku": None, "metrics": None,
-                "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "bundle not checked"}}
+        return {
+            **result,
+            "status": "rejected",
+            "why": f"its bundle could not be checked: {done.error}",
+            "log_tail": tail(run.node_log(node)),
+            "verify": None,
+            "sku": None,
+            "metrics": None,
+            "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "bundle not checked"},
+        }
     checked = done.result
     if checked["status"] != "ok":
-        return {**result, **checked, "log_tail": tail(run.node_log(node)), "sku": None, "metrics": None,
-                "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "bundle fails verify"}}
+        return {
+            **result,
+            **checked,
+            "log_tail": tail(run.node_log(node)),
+            "sku": None,
+            "metrics": None,
+            "acceptance": {"verdict": Verdict.INCOMPLETE, "why": "bundle fails verify"},
+        }
     code = result["exit_code"]
     note = {} if code == 0 else {"why": f"bundle written, but dossier run exited with code {code}"}
     return {**result, **checked, **note, "bundle": f"nodes/{node}.tar.gz"}
 
 
-def judge_nodes(run: FleetRun, nodes: list[str], public_key: Path, profile: str | None, workers: int,
-                check: Callable[[NodeTask], Any] = check_node,
-                progress: CollectProgress | None = None, allow_formats: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+def judge_nodes(
+    run: FleetRun,
+    nodes: list[str],
+    public_key: Path,
+    profile: str | None,
+    workers: int,
+    check: Callable[[NodeTask], Any] = check_node,
+    progress: CollectProgress | None = None,
+    allow_formats: tuple[int, ...] = (),
+) -> list[dict[str, Any]]:
     """Every node's result, in node order: bundles checked by WORKERS processes, streaming."""
     results: dict[str, dict[str, Any]] = {}
     tasks = []
@@ -159,37 +195,54 @@ def allreduce_result(run: FleetRun) -> dict[str, Any]:
     found = violations("allreduce", document)
     if found:
         return {**base, "status": "failed", "why": f"rank 0's document breaks the allreduce schema: {found[0]}"}
-    return {**base, "status": "ok", "document": "raw/allreduce.json",
-            "headlines": registry.analysis_module("allreduce").headlines(document)}
+    return {
+        **base,
+        "status": "ok",
+        "document": "raw/allreduce.json",
+        "headlines": registry.analysis_module("allreduce").headlines(document),
+    }
 
 
 def summary(nodes: list[dict[str, Any]], flags: list[dict[str, Any]]) -> dict[str, Any]:
     """The counts a reader sees first: nodes by status, acceptance verdicts, SKUs, flagged nodes."""
-    return {"nodes": len(nodes), "status": dict(sorted(Counter(n["status"] for n in nodes).items())),
-            "acceptance": dict(sorted(Counter(n["acceptance"]["verdict"] for n in nodes).items())),
-            "skus": dict(sorted(Counter(n.get("sku") or fleet_analysis.NO_SKU for n in nodes
-                                        if n["status"] == "ok").items())),
-            "flagged_nodes": len({f["node"] for f in flags})}
+    return {
+        "nodes": len(nodes),
+        "status": dict(sorted(Counter(n["status"] for n in nodes).items())),
+        "acceptance": dict(sorted(Counter(n["acceptance"]["verdict"] for n in nodes).items())),
+        "skus": dict(
+            sorted(Counter(n.get("sku") or fleet_analysis.NO_SKU for n in nodes if n["status"] == "ok").items())
+        ),
+        "flagged_nodes": len({f["node"] for f in flags}),
+    }
 
 
-def fleet_document(run: FleetRun, nodes: list[dict[str, Any]], allreduce: dict[str, Any],
-                   job_state: str | None) -> dict[str, Any]:
+def fleet_document(
+    run: FleetRun, nodes: list[dict[str, Any]], allreduce: dict[str, Any], job_state: str | None
+) -> dict[str, Any]:
     """fleet.json: the job, every node, the per-metric per-SKU table and its flags."""
     measured = {n["name"]: n["metrics"] for n in nodes if n["metrics"] is not None}
-    table = fleet_analysis.build_table(measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes},
-                                       {n["name"]: n.get("stack") for n in nodes})
+    table = fleet_analysis.build_table(
+        measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes}, {n["name"]: n.get("stack") for n in nodes}
+    )
     flags = fleet_analysis.flags(table)
     return {
         "kind": "rig-dossier fleet",
-        "job": {"id": run.job_id, "state": job_state, "nodes": [n["name"] for n in nodes],
-                "submission": run.submission},
+        "job": {
+            "id": run.job_id,
+            "state": job_state,
+            "nodes": [n["name"] for n in nodes],
+            "submission": run.submission,
+        },
         "summary": summary(nodes, flags),
         "nodes": nodes,
         "failed_nodes": [n["name"] for n in nodes if n["status"] != "ok"],
         "metrics": metric_table(),
-        "outlier_rule": {"text": fleet_analysis.RULE_TEXT, "relative_threshold": fleet_analysis.RELATIVE_THRESHOLD,
-                         "robust_z_threshold": fleet_analysis.ROBUST_Z_THRESHOLD,
-                         "min_nodes": fleet_analysis.MIN_NODES},
+        "outlier_rule": {
+            "text": fleet_analysis.RULE_TEXT,
+            "relative_threshold": fleet_analysis.RELATIVE_THRESHOLD,
+            "robust_z_threshold": fleet_analysis.ROBUST_Z_THRESHOLD,
+            "min_nodes": fleet_analysis.MIN_NODES,
+        },
         "table": table,
         "flags": flags,
         "outliers": fleet_analysis.outliers(table),
@@ -207,19 +260,28 @@ def job_state(job_id: str, wait_s: float) -> str | None:
     state = slurm.job_state(job_id)
     if state is not None and state.split("+")[0] in slurm.ACTIVE_STATES:
         if wait_s <= 0:
-            raise UsageError(f"job {job_id} is still {state}",
-                             hint="wait for it (`--wait SECONDS`) or collect it once it has ended")
+            raise UsageError(
+                f"job {job_id} is still {state}", hint="wait for it (`--wait SECONDS`) or collect it once it has ended"
+            )
         state = slurm.wait(job_id, wait_s)
     return state
 
 
-def check_nodes(run: FleetRun, nodes: list[str], public_key: Path, profile: str | None, workers: int | None = None,
-                check: Callable[[NodeTask], Any] = check_node, console: Any = None,
-                allow_formats: tuple[int, ...] = ()) -> list[dict[str, Any]]:
+def check_nodes(
+    run: FleetRun,
+    nodes: list[str],
+    public_key: Path,
+    profile: str | None,
+    workers: int | None = None,
+    check: Callable[[NodeTask], Any] = check_node,
+    console: Any = None,
+    allow_formats: tuple[int, ...] = (),
+) -> list[dict[str, Any]]:
     """NODES' results (all of the job's, or a shard's share), with progress."""
     with CollectProgress(len(nodes), console) as progress:
-        return judge_nodes(run, nodes, public_key, profile, workers or pool.default_workers(), check, progress,
-                           allow_formats)
+        return judge_nodes(
+            run, nodes, public_key, profile, workers or pool.default_workers(), check, progress, allow_formats
+        )
 
 
 def assemble(run: FleetRun, results: list[dict[str, Any]], state: str | None) -> dict[str, Any]:
@@ -231,9 +293,17 @@ def assemble(run: FleetRun, results: list[dict[str, Any]], state: str | None) ->
     return document
 
 
-def collect(output_dir: Path, job_id: str, public_key: Path, profile: str | None, wait_s: float,
-            workers: int | None = None, check: Callable[[NodeTask], Any] = check_node,
-            console: Any = None, allow_formats: tuple[int, ...] = ()) -> tuple[FleetRun, dict[str, Any]]:
+def collect(
+    output_dir: Path,
+    job_id: str,
+    public_key: Path,
+    profile: str | None,
+    wait_s: float,
+    workers: int | None = None,
+    check: Callable[[NodeTask], Any] = check_node,
+    console: Any = None,
+    allow_formats: tuple[int, ...] = (),
+) -> tuple[FleetRun, dict[str, Any]]:
     """Wait for the job to end (up to WAIT_S), then judge every node and the all-reduce."""
     run = find_run(output_dir, job_id)
     state = job_state(job_id, wait_s)

@@ -17,11 +17,17 @@ from typing import Any
 from harness.analysis import fleet as fleet_analysis
 from harness.analysis.verdict import Verdict, parse
 
-RULE = ("healthy: its bundle verified, `dossier accept` judged it pass or warn, its GPUs are of one catalogue "
-        "SKU, no compared metric flags it (an outlier, a count above zero, a state unlike most nodes', a result "
-        "digest unlike its stack's: possible silent data corruption), and no other node holds the same bundle")
-FLAG_REASONS = {fleet_analysis.RATE: "outlier", fleet_analysis.COUNT: "count above zero",
-                fleet_analysis.STATE: "state unlike most nodes", fleet_analysis.DIGEST: "possible silent data corruption"}
+RULE = (
+    "healthy: its bundle verified, `dossier accept` judged it pass or warn, its GPUs are of one catalogue "
+    "SKU, no compared metric flags it (an outlier, a count above zero, a state unlike most nodes', a result "
+    "digest unlike its stack's: possible silent data corruption), and no other node holds the same bundle"
+)
+FLAG_REASONS = {
+    fleet_analysis.RATE: "outlier",
+    fleet_analysis.COUNT: "count above zero",
+    fleet_analysis.STATE: "state unlike most nodes",
+    fleet_analysis.DIGEST: "possible silent data corruption",
+}
 PASSED = (Verdict.PASS, Verdict.WARN)
 
 
@@ -66,7 +72,9 @@ def _reasons(node: dict[str, Any], flags: list[dict[str, Any]]) -> list[tuple[st
     acceptance = node["acceptance"]
     verdict = parse(acceptance["verdict"])
     if verdict not in PASSED:
-        failed = ", ".join(f["name"] for f in acceptance.get("failed") or []) or ", ".join(acceptance.get("incomplete") or [])
+        failed = ", ".join(f["name"] for f in acceptance.get("failed") or []) or ", ".join(
+            acceptance.get("incomplete") or []
+        )
         found.append((f"acceptance {verdict}", failed or acceptance.get("why") or str(verdict)))
     sku = node.get("sku")
     if not sku:
@@ -91,15 +99,27 @@ def select(document: dict[str, Any]) -> Selection:
     for names in holders.values():
         for name in names if len(names) > 1 else ():
             others = [n for n in names if n != name]
-            reasons[name].append(("same bundle as another node", f"byte for byte the bundle of {', '.join(others[:3])}"
-                                  + (f" and {len(others) - 3} more" if len(others) > 3 else "")))
+            reasons[name].append(
+                (
+                    "same bundle as another node",
+                    f"byte for byte the bundle of {', '.join(others[:3])}"
+                    + (f" and {len(others) - 3} more" if len(others) > 3 else ""),
+                )
+            )
     healthy: dict[str, list[dict[str, Any]]] = {}
     left_out = []
     for node in document["nodes"]:
         found = reasons[node["name"]]
         if found:
-            left_out.append(LeftOut(node["name"], node.get("sku"), node["status"] == "ok", found[0][0],
-                                    "; ".join(f"{reason}: {detail}" for reason, detail in found)[:600]))
+            left_out.append(
+                LeftOut(
+                    node["name"],
+                    node.get("sku"),
+                    node["status"] == "ok",
+                    found[0][0],
+                    "; ".join(f"{reason}: {detail}" for reason, detail in found)[:600],
+                )
+            )
         else:
             healthy.setdefault(node["sku"], []).append(node)
     return Selection(dict(sorted(healthy.items())), left_out)

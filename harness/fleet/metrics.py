@@ -24,9 +24,17 @@ def metric_kinds() -> dict[str, str]:
 
 def metric_table() -> dict[str, dict[str, Any]]:
     """What fleet.json says of each metric: unit, kind, the probe and step it comes from, description."""
-    return {m.name: {"unit": m.unit, "kind": m.kind, "probe": probe, "step": m.step or probe,
-                     "description": m.description, "headline": m.kind == "rate" and m.headline}
-            for probe, m in registry.fleet_metrics()}
+    return {
+        m.name: {
+            "unit": m.unit,
+            "kind": m.kind,
+            "probe": probe,
+            "step": m.step or probe,
+            "description": m.description,
+            "headline": m.kind == "rate" and m.headline,
+        }
+        for probe, m in registry.fleet_metrics()
+    }
 
 
 def _value(value: Any, probe: str, metric: FleetMetric) -> Any:
@@ -66,8 +74,12 @@ def node_skus(view: BundleView) -> list[str]:
     return sorted({d["sku_id"] for d in devices if isinstance(d, Mapping) and d.get("sku_id")})
 
 
-STACK_FIELDS = (("driver", "driver_version"), ("CUDA driver", "cuda_driver_version"), ("torch", "torch_version"),
-                ("torch CUDA build", "torch_cuda_build"))
+STACK_FIELDS = (
+    ("driver", "driver_version"),
+    ("CUDA driver", "cuda_driver_version"),
+    ("torch", "torch_version"),
+    ("torch CUDA build", "torch_cuda_build"),
+)
 
 
 def node_stack(view: BundleView) -> str | None:

@@ -20,11 +20,11 @@ from typing import Any
 from harness import registry
 from harness.analysis.memo import remembering
 from harness.analysis.verdict import Verdict, parse
-from harness.verify import verify_and_view
 from harness.fleet.metrics import node_metrics, node_skus, node_stack
 from harness.judge.acceptance.outcome import BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
 from harness.signing.keys import load_public
+from harness.verify import verify_and_view
 
 MAX_FAILURES_KEPT = 20  # failed verify checks kept per node (the count is always kept)
 
@@ -62,8 +62,11 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
     """`dossier accept`'s judgement of the verified content against the node's SKU profile."""
     chosen = [asked] if asked else skus
     if len(chosen) != 1:
-        why = ("no catalogue SKU was identified on this node (CPU-only or unknown GPU); pass --profile"
-               if not chosen else f"the node has several SKUs ({', '.join(chosen)}); pass --profile")
+        why = (
+            "no catalogue SKU was identified on this node (CPU-only or unknown GPU); pass --profile"
+            if not chosen
+            else f"the node has several SKUs ({', '.join(chosen)}); pass --profile"
+        )
         return {"verdict": Verdict.SKIP, "why": why}
     try:
         profile = _profile(chosen[0])
@@ -73,9 +76,15 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
     failed = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.FAIL]
     incomplete = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.INCOMPLETE]
     unmet = failed or incomplete
-    return {"verdict": result.result, "profile": chosen[0], "passed": len(result.named(Verdict.PASS)),
-            "failed": failed, "incomplete": [i["name"] for i in incomplete], "skipped": result.named(Verdict.SKIP),
-            **({"why": "; ".join(f"{f['name']}: {f['why']}" for f in unmet)[:600]} if unmet else {})}
+    return {
+        "verdict": result.result,
+        "profile": chosen[0],
+        "passed": len(result.named(Verdict.PASS)),
+        "failed": failed,
+        "incomplete": [i["name"] for i in incomplete],
+        "skipped": result.named(Verdict.SKIP),
+        **({"why": "; ".join(f"{f['name']}: {f['why']}" for f in unmet)[:600]} if unmet else {}),
+    }
 
 
 def not_accepted(node: dict[str, Any]) -> bool:
@@ -97,18 +106,34 @@ def _check(task: NodeTask) -> dict[str, Any]:
     result, view = verify_and_view(path, _trusted(task.public_key), allow_formats=task.allow_formats)
     passed = result.passed
     not_done = [f"{c.check} {c.subject}: {c.detail}" for c in result.not_done]
-    verify = {"passed": result.ok, "checks_passed": passed, "checks_failed": len(result.failures),
-              "failures": [c.line() for c in result.failures[:MAX_FAILURES_KEPT]], "keyid": result.keyid,
-              **({"not_done": not_done} if not_done else {})}
+    verify = {
+        "passed": result.ok,
+        "checks_passed": passed,
+        "checks_failed": len(result.failures),
+        "failures": [c.line() for c in result.failures[:MAX_FAILURES_KEPT]],
+        "keyid": result.keyid,
+        **({"not_done": not_done} if not_done else {}),
+    }
     if file_sha256(path) != before:
         return {"status": "rejected", "why": "the bundle changed while it was being verified", "verify": verify}
     if view is None:
         first = result.failures[0].line().removeprefix("FAIL ") if result.failures else "no check ran"
         more = f" (and {len(result.failures) - 1} more failed check(s))" if len(result.failures) > 1 else ""
-        return {"status": "rejected", "why": f"its bundle fails `dossier verify`: {first[:300]}{more}",
-                "verify": verify, "sha256": before}
+        return {
+            "status": "rejected",
+            "why": f"its bundle fails `dossier verify`: {first[:300]}{more}",
+            "verify": verify,
+            "sha256": before,
+        }
     skus = node_skus(view)
     ref = BundleRef(path.name, before, result.keyid, passed, tuple(not_done))
-    return {"status": "ok", "verify": verify, "sha256": before, "size": path.stat().st_size,
-            "sku": "+".join(skus) if skus else None, "stack": node_stack(view), "metrics": node_metrics(view),
-            "acceptance": acceptance(view, ref, skus, task.profile)}
+    return {
+        "status": "ok",
+        "verify": verify,
+        "sha256": before,
+        "size": path.stat().st_size,
+        "sku": "+".join(skus) if skus else None,
+        "stack": node_stack(view),
+        "metrics": node_metrics(view),
+        "acceptance": acceptance(view, ref, skus, task.profile),
+    }

@@ -71,12 +71,15 @@ def predicate(document: dict[str, Any]) -> dict[str, Any]:
     found = {
         "tool": {"name": "rig-dossier", "version": __version__},
         "job_id": document["job"]["id"],
-        "nodes": [{"name": n["name"], "status": n["status"], "bundle": n.get("bundle"), "sha256": n.get("sha256")}
-                  for n in document["nodes"]],
+        "nodes": [
+            {"name": n["name"], "status": n["status"], "bundle": n.get("bundle"), "sha256": n.get("sha256")}
+            for n in document["nodes"]
+        ],
         "outliers": document["outliers"],
         "acceptance_failed": sorted(n["name"] for n in document["nodes"] if not_accepted(n)),
     }
     if "baseline" in document:
-        found["baseline_profiles"] = [{k: made[k] for k in ("sku", "member", "sha256", "nodes")}
-                                      for made in document["baseline"]["profiles"]]
+        found["baseline_profiles"] = [
+            {k: made[k] for k in ("sku", "member", "sha256", "nodes")} for made in document["baseline"]["profiles"]
+        ]
     return found

@@ -24,8 +24,11 @@ def headline_metrics(document: dict[str, Any]) -> list[str]:
 
 
 def _numbers(rows: dict[str, Any]) -> list[tuple[str, float, bool]]:
-    return [(node, float(row["value"]), bool(row.get("flagged"))) for node, row in rows["nodes"].items()
-            if isinstance(row.get("value"), (int, float)) and not isinstance(row.get("value"), bool)]
+    return [
+        (node, float(row["value"]), bool(row.get("flagged")))
+        for node, row in rows["nodes"].items()
+        if isinstance(row.get("value"), (int, float)) and not isinstance(row.get("value"), bool)
+    ]
 
 
 def _hist_range(values: list[float]) -> tuple[float, float] | None:
@@ -46,8 +49,14 @@ def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) ->
             continue
         drawn = True
         values = [v for _, v, _ in points]
-        ax.hist(values, bins=min(60, max(10, len(values) // 10)), range=_hist_range(values), color=colour,
-                alpha=0.6, label=f"{sku}: {len(values)} nodes")
+        ax.hist(
+            values,
+            bins=min(60, max(10, len(values) // 10)),
+            range=_hist_range(values),
+            color=colour,
+            alpha=0.6,
+            label=f"{sku}: {len(values)} nodes",
+        )
         median = rows["median"]
         ax.axvline(median, color=colour, linewidth=1.2, label=f"{sku} median {median:.4g} {info['unit']}")
         ax.axvspan(median * 0.9, median * 1.1, color=colour, alpha=0.08)
@@ -55,8 +64,15 @@ def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) ->
         for i, (value, node) in enumerate(flagged):
             ax.axvline(value, color="#d62728", linewidth=0.8, linestyle="--")
             if i < MAX_NAMED:
-                ax.annotate(node, (value, 0), xytext=(2, 8 + 12 * (i % 6)), textcoords="offset points",
-                            rotation=0, fontsize=7, color="#d62728")
+                ax.annotate(
+                    node,
+                    (value, 0),
+                    xytext=(2, 8 + 12 * (i % 6)),
+                    textcoords="offset points",
+                    rotation=0,
+                    fontsize=7,
+                    color="#d62728",
+                )
         if flagged:
             ax.plot([], [], color="#d62728", linestyle="--", label=f"{sku}: {len(flagged)} outlier(s)")
     ax.set_xlabel(f"{metric} ({info['unit']})")
@@ -69,8 +85,9 @@ def _draw(ax: Any, metric: str, info: dict[str, Any], groups: dict[str, Any]) ->
 
 def render(document: dict[str, Any]) -> dict[str, bytes]:
     """plots/METRIC.png and plots/METRIC.svg for each headline rate some node measured."""
-    from harness.present.plots._figure import new_figure, save_figure  # matplotlib only here
     import matplotlib.pyplot as plt
+
+    from harness.present.plots._figure import new_figure, save_figure  # matplotlib only here
 
     members: dict[str, bytes] = {}
     with tempfile.TemporaryDirectory(prefix="dossier-fleet-plots-") as tmp:

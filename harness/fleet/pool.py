@@ -105,8 +105,9 @@ class _Worker:
         self.connection.close()
 
 
-def run(tasks: Iterable[Any], function: Callable[[Any], Any], workers: int, timeout_s: float,
-        preload: tuple[str, ...] = ()) -> Iterator[Done]:
+def run(
+    tasks: Iterable[Any], function: Callable[[Any], Any], workers: int, timeout_s: float, preload: tuple[str, ...] = ()
+) -> Iterator[Done]:
     """Run FUNCTION (importable by name: it crosses to the workers) on every task, WORKERS at a time,
     yielding each Done as it finishes (in no particular order). A task running over TIMEOUT_S (from
     when its worker took it) has its worker killed; a worker that dies is replaced. Tasks are read

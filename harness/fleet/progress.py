@@ -20,8 +20,15 @@ class CollectProgress:
     """A context manager; `done(status)` once per node. DOING is the bar's text, LABEL and UNIT the
     plain line's (the collect's by default; the baseline's passes over the healthy nodes say theirs)."""
 
-    def __init__(self, total: int, console: Console | None = None, every: int | None = None,
-                 doing: str = "checking node bundles", label: str = "fleet collect", unit: str = "nodes checked") -> None:
+    def __init__(
+        self,
+        total: int,
+        console: Console | None = None,
+        every: int | None = None,
+        doing: str = "checking node bundles",
+        label: str = "fleet collect",
+        unit: str = "nodes checked",
+    ) -> None:
         self.label, self.unit = label, unit
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
@@ -29,17 +36,24 @@ class CollectProgress:
         self.every = every or max(1, min(100, -(-total // 10)))
         self.counts: Counter[str] = Counter()
         self.started = time.monotonic()
-        self.progress = Progress(TextColumn(doing), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[tally]}"), TimeElapsedColumn(),
-                                 console=self.console, disable=not self.live)
+        self.progress = Progress(
+            TextColumn(doing),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[tally]}"),
+            TimeElapsedColumn(),
+            console=self.console,
+            disable=not self.live,
+        )
         self._task = self.progress.add_task("nodes", total=total, tally="")
 
     def __enter__(self) -> CollectProgress:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.progress.__exit__(kind, exc, trace)
 
     def tally(self) -> str:
@@ -51,8 +65,12 @@ class CollectProgress:
         if self.live:
             self.progress.update(self._task, completed=checked, tally=self.tally())
         elif checked % self.every == 0 or checked == self.total:
-            print(f"{self.label}: {checked}/{self.total} {self.unit} ({self.tally()}), "
-                  f"{time.monotonic() - self.started:.0f} s", file=sys.stderr, flush=True)
+            print(
+                f"{self.label}: {checked}/{self.total} {self.unit} ({self.tally()}), "
+                f"{time.monotonic() - self.started:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def note(self, text: str) -> None:
         if self.live:

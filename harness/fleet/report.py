@@ -45,12 +45,25 @@ def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
             rows.append({"node": node["name"], "problem": node["status"], "reason": node["why"]})
         elif not_accepted(node):
             verdict = node["acceptance"]["verdict"]
-            for failed in node["acceptance"].get("failed") or [{"name": "acceptance", "why": node["acceptance"].get("why")}]:
-                rows.append({"node": node["name"], "problem": f"acceptance {'failed' if verdict == 'fail' else verdict}",
-                             "reason": f"{failed['name']}: {failed['why']}"})
+            for failed in node["acceptance"].get("failed") or [
+                {"name": "acceptance", "why": node["acceptance"].get("why")}
+            ]:
+                rows.append(
+                    {
+                        "node": node["name"],
+                        "problem": f"acceptance {'failed' if verdict == 'fail' else verdict}",
+                        "reason": f"{failed['name']}: {failed['why']}",
+                    }
+                )
     for flag in document["flags"]:
-        rows.append({"node": flag["node"], "problem": "outlier", "reason": f"{flag['metric']} = "
-                     f"{value_text(flag['value'])}: {flag['why']}" + (f" [{flag['sku']}]" if flag["sku"] else "")})
+        rows.append(
+            {
+                "node": flag["node"],
+                "problem": "outlier",
+                "reason": f"{flag['metric']} = "
+                f"{value_text(flag['value'])}: {flag['why']}" + (f" [{flag['sku']}]" if flag["sku"] else ""),
+            }
+        )
     return sorted(rows, key=lambda r: (PROBLEM_ORDER[r["problem"]], r["node"], r["reason"]))
 
 
@@ -63,14 +76,31 @@ def render(document: dict[str, Any], plots: dict[str, list[str]]) -> str:
     submission = document["job"]["submission"]
     sick = sick_rows(document)
     detailed = [n for n in document["nodes"] if n["status"] != "ok"]
-    return _environment().get_template(TEMPLATE).render(
-        job=document["job"], summary=document["summary"], nodes=document["nodes"], metrics=document["metrics"],
-        table=document["table"], flags=document["flags"], rule=document["outlier_rule"],
-        allreduce=document["allreduce"], sick=sick[:MAX_SICK_ROWS], sick_total=len(sick),
-        sick_nodes=len({r["node"] for r in sick}), detailed=detailed[:MAX_DETAILED], detailed_total=len(detailed),
-        plots=plots, value=value_text, baseline=document.get("baseline"),
-        left_out=(document.get("baseline") or {}).get("left_out", [])[:MAX_LEFT_OUT_ROWS], max_named=MAX_NAMED,
-        submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]))
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            job=document["job"],
+            summary=document["summary"],
+            nodes=document["nodes"],
+            metrics=document["metrics"],
+            table=document["table"],
+            flags=document["flags"],
+            rule=document["outlier_rule"],
+            allreduce=document["allreduce"],
+            sick=sick[:MAX_SICK_ROWS],
+            sick_total=len(sick),
+            sick_nodes=len({r["node"] for r in sick}),
+            detailed=detailed[:MAX_DETAILED],
+            detailed_total=len(detailed),
+            plots=plots,
+            value=value_text,
+            baseline=document.get("baseline"),
+            left_out=(document.get("baseline") or {}).get("left_out", [])[:MAX_LEFT_OUT_ROWS],
+            max_named=MAX_NAMED,
+            submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]),
+        )
+    )
 
 
 def csv_text(document: dict[str, Any]) -> str:
@@ -81,17 +111,26 @@ def csv_text(document: dict[str, Any]) -> str:
         flagged.setdefault(flag["node"], []).append(flag["metric"])
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["node", "status", "why", "sku", "verify_checks_failed", "acceptance",
-                     "acceptance_failed", "flagged", *metrics])
+    writer.writerow(
+        ["node", "status", "why", "sku", "verify_checks_failed", "acceptance", "acceptance_failed", "flagged", *metrics]
+    )
     for node in document["nodes"]:
         verify = node.get("verify") or {}
         acceptance = node["acceptance"]
         values = node.get("metrics") or {}
-        writer.writerow([node["name"], node["status"], node.get("why") or "", node.get("sku") or "",
-                         verify.get("checks_failed", ""), acceptance["verdict"],
-                         " ".join(f["name"] for f in acceptance.get("failed") or []),
-                         " ".join(flagged.get(node["name"], [])),
-                         *(_cell(values.get(m)) for m in metrics)])
+        writer.writerow(
+            [
+                node["name"],
+                node["status"],
+                node.get("why") or "",
+                node.get("sku") or "",
+                verify.get("checks_failed", ""),
+                acceptance["verdict"],
+                " ".join(f["name"] for f in acceptance.get("failed") or []),
+                " ".join(flagged.get(node["name"], [])),
+                *(_cell(values.get(m)) for m in metrics),
+            ]
+        )
     return out.getvalue()
 
 

@@ -18,8 +18,16 @@ from harness.fleet import archive
 from harness.fleet.archive import FileMember
 from harness.signing import dsse
 from harness.signing.keys import SigningKey, load_public
-from harness.signing.statement import (StatementError, sha256_hex, sign_statement, statement, subject,
-                                       subject_digests, unsigned_changes, verify_statement)
+from harness.signing.statement import (
+    StatementError,
+    sha256_hex,
+    sign_statement,
+    statement,
+    subject,
+    subject_digests,
+    unsigned_changes,
+    verify_statement,
+)
 
 FLEET_PREDICATE_TYPE = "https://rig-dossier.dev/attestation/fleet/v1"
 
@@ -28,14 +36,16 @@ class FleetSealError(Exception):
     """The fleet bundle's signature or a member's hash does not check out."""
 
 
-def seal(destination: Path, files: Mapping[str, bytes | FileMember], predicate: Mapping[str, Any],
-         key: SigningKey) -> Path:
+def seal(
+    destination: Path, files: Mapping[str, bytes | FileMember], predicate: Mapping[str, Any], key: SigningKey
+) -> Path:
     """Write the fleet bundle atomically (never half a bundle, never over an existing one), node
     bundles streamed from disk (harness/fleet/archive.py), each with the sha256 it was verified at."""
     if ATTESTATION in files:
         raise ValueError(f"{ATTESTATION} is written by the sealing, not given")
-    subjects = [subject(name, m.sha256 if isinstance(m, FileMember) else sha256_hex(m)) for name, m in
-                sorted(files.items())]
+    subjects = [
+        subject(name, m.sha256 if isinstance(m, FileMember) else sha256_hex(m)) for name, m in sorted(files.items())
+    ]
     envelope = sign_statement(statement(subjects, FLEET_PREDICATE_TYPE, predicate), key)
     return archive.write_atomically(destination, {**files, ATTESTATION: envelope})
 

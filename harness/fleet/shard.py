@@ -22,8 +22,8 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from harness.errors import CheckFailed, UsageError
 from harness.bundle.write import write_atomically
+from harness.errors import CheckFailed, UsageError
 from harness.fleet.collect import FleetRun
 from harness.signing import dsse
 from harness.signing.keys import SigningKey
@@ -48,7 +48,7 @@ class Shard:
 
     def nodes(self, nodes: list[str]) -> list[str]:
         """This share of the job's nodes, in node order."""
-        return nodes[self.index * len(nodes) // self.count:(self.index + 1) * len(nodes) // self.count]
+        return nodes[self.index * len(nodes) // self.count : (self.index + 1) * len(nodes) // self.count]
 
     @property
     def file_name(self) -> str:
@@ -63,13 +63,20 @@ def nodelist_sha256(nodes: list[str]) -> str:
     return hashlib.sha256(("\n".join(nodes) + "\n").encode()).hexdigest()
 
 
-def envelope(run: FleetRun, shard: Shard, nodes: list[str], results: list[dict[str, Any]], profile: str | None,
-             key: SigningKey) -> bytes:
+def envelope(
+    run: FleetRun, shard: Shard, nodes: list[str], results: list[dict[str, Any]], profile: str | None, key: SigningKey
+) -> bytes:
     """The signed partial result of SHARD: every node of its share with its result."""
     subjects = [subject(r["bundle"], r["sha256"]) for r in results if r["status"] == "ok"]
     subjects.append(subject("job/nodelist", nodelist_sha256(nodes)))
-    predicate = {"job_id": run.job_id, "run_dir": str(run.path), "shard": {"index": shard.index, "count": shard.count},
-                 "nodes_in_job": len(nodes), "profile": profile, "results": results}
+    predicate = {
+        "job_id": run.job_id,
+        "run_dir": str(run.path),
+        "shard": {"index": shard.index, "count": shard.count},
+        "nodes_in_job": len(nodes),
+        "profile": profile,
+        "results": results,
+    }
     return sign_statement(statement(subjects, PREDICATE_TYPE, predicate), key)
 
 
@@ -85,31 +92,44 @@ def _verified(path: Path, trusted: Ed25519PublicKey) -> dict[str, Any]:
     try:
         return verify_statement(path.read_bytes(), trusted, PREDICATE_TYPE)
     except (OSError, dsse.EnvelopeError, StatementError) as exc:
-        raise CheckFailed(f"refused: {path} does not verify as a shard of a fleet collect: {exc}",
-                          hint="check it again with `dossier fleet collect JOBID --shard I/N`, signed by the fleet key") from exc
+        raise CheckFailed(
+            f"refused: {path} does not verify as a shard of a fleet collect: {exc}",
+            hint="check it again with `dossier fleet collect JOBID --shard I/N`, signed by the fleet key",
+        ) from exc
 
 
 def _check_predicate(path: Path, found: dict[str, Any], run: FleetRun, nodes: list[str], shard: Shard) -> None:
     predicate = found["predicate"]
     if predicate.get("job_id") != run.job_id or predicate.get("run_dir") != str(run.path):
-        raise UsageError(f"{path} is a shard of job {predicate.get('job_id')} in {predicate.get('run_dir')}, not of job "
-                         f"{run.job_id} in {run.path}", hint="merge the shards of one collect only")
+        raise UsageError(
+            f"{path} is a shard of job {predicate.get('job_id')} in {predicate.get('run_dir')}, not of job "
+            f"{run.job_id} in {run.path}",
+            hint="merge the shards of one collect only",
+        )
     if predicate.get("shard") != {"index": shard.index, "count": shard.count}:
-        raise UsageError(f"{path}: its statement says shard {predicate.get('shard')}, its name {shard.index}/{shard.count}")
+        raise UsageError(
+            f"{path}: its statement says shard {predicate.get('shard')}, its name {shard.index}/{shard.count}"
+        )
     signed = {s["name"]: s["digest"]["sha256"] for s in found["subject"]}
     if signed.get("job/nodelist") != nodelist_sha256(nodes):
-        raise UsageError(f"{path} was checked against another node list than job {run.job_id}'s",
-                         hint="the run directory's nodelist changed since the shards were checked: collect again")
+        raise UsageError(
+            f"{path} was checked against another node list than job {run.job_id}'s",
+            hint="the run directory's nodelist changed since the shards were checked: collect again",
+        )
     names = [r.get("name") for r in predicate.get("results", [])]
     if names != shard.nodes(nodes):
-        raise UsageError(f"{path} holds nodes {names[:3]}... where shard {shard.index}/{shard.count} of the job's "
-                         f"{len(nodes)} nodes is {shard.nodes(nodes)[:3]}...")
+        raise UsageError(
+            f"{path} holds nodes {names[:3]}... where shard {shard.index}/{shard.count} of the job's "
+            f"{len(nodes)} nodes is {shard.nodes(nodes)[:3]}..."
+        )
     for result in predicate["results"]:
         if result.get("status") == "ok" and signed.get(result.get("bundle")) != result.get("sha256"):
             raise UsageError(f"{path}: node {result['name']}'s bundle digest is not the one its statement signs")
 
 
-def read(output_dir: Path, run: FleetRun, nodes: list[str], trusted: Ed25519PublicKey) -> tuple[list[dict[str, Any]], Any]:
+def read(
+    output_dir: Path, run: FleetRun, nodes: list[str], trusted: Ed25519PublicKey
+) -> tuple[list[dict[str, Any]], Any]:
     """Every node's result from the N partials of JOB (in node order), and the profile they used."""
     where = folder(output_dir, run.job_id)
     files = {}
@@ -118,16 +138,22 @@ def read(output_dir: Path, run: FleetRun, nodes: list[str], trusted: Ed25519Publ
         if found:
             files[Shard(int(found.group(1)), int(found.group(2)))] = path
     if not files:
-        raise UsageError(f"no shards of job {run.job_id} under {where}",
-                         hint=f"check them with `dossier fleet collect {run.job_id} --shard I/N` first")
+        raise UsageError(
+            f"no shards of job {run.job_id} under {where}",
+            hint=f"check them with `dossier fleet collect {run.job_id} --shard I/N` first",
+        )
     counts = sorted({s.count for s in files})
     if len(counts) != 1:
-        raise UsageError(f"{where} holds shards of different splits ({', '.join(f'of {c}' for c in counts)})",
-                         hint="keep the shards of one split only")
+        raise UsageError(
+            f"{where} holds shards of different splits ({', '.join(f'of {c}' for c in counts)})",
+            hint="keep the shards of one split only",
+        )
     missing = [i for i in range(counts[0]) if Shard(i, counts[0]) not in files]
     if missing:
-        raise UsageError(f"job {run.job_id}: shard(s) {', '.join(map(str, missing))} of {counts[0]} missing in {where}",
-                         hint=f"see logs/collect-*.out in {run.path}, and check them with --shard I/{counts[0]}")
+        raise UsageError(
+            f"job {run.job_id}: shard(s) {', '.join(map(str, missing))} of {counts[0]} missing in {where}",
+            hint=f"see logs/collect-*.out in {run.path}, and check them with --shard I/{counts[0]}",
+        )
     results: list[dict[str, Any]] = []
     profiles = set()
     for shard in sorted(files, key=lambda s: s.index):
@@ -136,5 +162,7 @@ def read(output_dir: Path, run: FleetRun, nodes: list[str], trusted: Ed25519Publ
         results += statement["predicate"]["results"]
         profiles.add(statement["predicate"].get("profile"))
     if len(profiles) != 1:
-        raise UsageError(f"the shards of job {run.job_id} were judged against different profiles: {sorted(map(str, profiles))}")
+        raise UsageError(
+            f"the shards of job {run.job_id} were judged against different profiles: {sorted(map(str, profiles))}"
+        )
     return results, profiles.pop()

@@ -15,10 +15,25 @@ from pathlib import Path
 
 from harness.errors import CheckFailed, EnvironmentProblem, UsageError
 
-ACTIVE_STATES = frozenset({"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
-                           "RESIZING", "STAGE_OUT", "SIGNALING", "REQUEUE_HOLD", "REQUEUE_FED"})
-CLUSTER_HINT = ("run on a Slurm login node (sbatch, scontrol on PATH; SLURM_CONF set where the "
-                "configuration is not at its default place)")
+ACTIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "RESIZING",
+        "STAGE_OUT",
+        "SIGNALING",
+        "REQUEUE_HOLD",
+        "REQUEUE_FED",
+    }
+)
+CLUSTER_HINT = (
+    "run on a Slurm login node (sbatch, scontrol on PATH; SLURM_CONF set where the "
+    "configuration is not at its default place)"
+)
 
 
 def available() -> bool:
@@ -42,8 +57,9 @@ def submit(script: Path, options: tuple[str, ...] = ()) -> tuple[str, list[str]]
     argv = [_client("sbatch"), "--parsable", *options, str(script)]
     done = _run(argv)
     if done.returncode != 0:
-        raise EnvironmentProblem(f"sbatch refused the fleet job: {done.stderr.strip() or done.stdout.strip()}",
-                                 hint=CLUSTER_HINT)
+        raise EnvironmentProblem(
+            f"sbatch refused the fleet job: {done.stderr.strip() or done.stdout.strip()}", hint=CLUSTER_HINT
+        )
     job_id = done.stdout.strip().split(";")[0]  # --parsable prints "id" or "id;cluster"
     if not job_id.isdigit():
         raise EnvironmentProblem(f"sbatch printed {done.stdout.strip()!r}, not a job id")
@@ -81,8 +97,10 @@ def node_state(node: str) -> tuple[str, str | None]:
     without the ` [user@time]` Slurm appends); UsageError for a node Slurm does not know."""
     done = _run([_client("scontrol"), "show", "node", node])
     if done.returncode != 0 or "NodeName=" not in done.stdout:
-        raise UsageError(f"Slurm knows no node {node!r}: {done.stderr.strip() or done.stdout.strip()}",
-                         hint="pass --node with the node's Slurm name (SLURMD_NODENAME)")
+        raise UsageError(
+            f"Slurm knows no node {node!r}: {done.stderr.strip() or done.stdout.strip()}",
+            hint="pass --node with the node's Slurm name (SLURMD_NODENAME)",
+        )
     return parse_node(done.stdout)
 
 
@@ -105,9 +123,10 @@ def update_node(node: str, state: str, reason: str | None = None) -> None:
         argv.append(f"reason={reason}")
     done = _run(argv)
     if done.returncode != 0:
-        raise EnvironmentProblem(f"scontrol refused to set node {node} {state}: "
-                                 f"{done.stderr.strip() or done.stdout.strip()}",
-                                 hint="updating a node needs root or the SlurmUser (slurmd runs HealthCheckProgram as root)")
+        raise EnvironmentProblem(
+            f"scontrol refused to set node {node} {state}: {done.stderr.strip() or done.stdout.strip()}",
+            hint="updating a node needs root or the SlurmUser (slurmd runs HealthCheckProgram as root)",
+        )
 
 
 def wait(job_id: str, timeout_s: float, poll_s: float = 1.0) -> str | None:
@@ -118,6 +137,8 @@ def wait(job_id: str, timeout_s: float, poll_s: float = 1.0) -> str | None:
         if state is None or state.split("+")[0] not in ACTIVE_STATES:
             return state
         if time.monotonic() > deadline:
-            raise CheckFailed(f"job {job_id} still {state} after {timeout_s:g} s",
-                              hint=f"collect it later: dossier fleet collect {job_id}")
+            raise CheckFailed(
+                f"job {job_id} still {state} after {timeout_s:g} s",
+                hint=f"collect it later: dossier fleet collect {job_id}",
+            )
         time.sleep(poll_s)

@@ -33,8 +33,10 @@ def fleet_key(output_dir: Path, explicit: Path | None) -> tuple[Path, str | None
     if path.exists():
         return path.resolve(), None
     private, public = generate(path.parent)
-    return private.resolve(), (f"made the fleet signing key {private} (mode 0600, stays on the shared "
-                               f"filesystem); verify node and fleet bundles with {public}")
+    return private.resolve(), (
+        f"made the fleet signing key {private} (mode 0600, stays on the shared "
+        f"filesystem); verify node and fleet bundles with {public}"
+    )
 
 
 def new_run_dir(output_dir: Path) -> Path:
@@ -65,9 +67,13 @@ def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tup
         print(note, file=sys.stderr)
     run_dir = new_run_dir(output_dir)
     container = spec_args.get("container_image")
-    spec = FleetSpec(run_dir=run_dir, key=key_path,
-                     python=spec_args.pop("python") or ("python3" if container else sys.executable),
-                     pythonpath=None if container else str(PROJECT_ROOT), **spec_args)
+    spec = FleetSpec(
+        run_dir=run_dir,
+        key=key_path,
+        python=spec_args.pop("python") or ("python3" if container else sys.executable),
+        pythonpath=None if container else str(PROJECT_ROOT),
+        **spec_args,
+    )
     (run_dir / "node.sh").write_text(render_node_script(spec))
     script = run_dir / "fleet.sbatch"
     script.write_text(render_sbatch(spec))
@@ -75,9 +81,12 @@ def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tup
         (run_dir / sub).mkdir()
     job_id, sbatch_argv = slurm.submit(script)
     submission = {
-        "job_id": job_id, "argv": submit_command(spec, output_dir), "sbatch_argv": sbatch_argv,
+        "job_id": job_id,
+        "argv": submit_command(spec, output_dir),
+        "sbatch_argv": sbatch_argv,
         "submitted_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        "run_dir": str(run_dir), "public_key": str(public_path_for(key_path)),
+        "run_dir": str(run_dir),
+        "public_key": str(public_path_for(key_path)),
         "spec": json.loads(json.dumps(dataclasses.asdict(spec), default=str)),
         "submitted_by_uid": os.getuid(),
     }

@@ -49,11 +49,20 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         """As `dossier accept --json` and the acceptance document write it."""
+
         def value(v: Value | None) -> dict[str, Any] | None:
             return None if v is None else {"value": v.value, "unit": v.unit, "text": v.text}
-        return {"name": self.name, "title": self.title, "status": self.status, "measured": value(self.measured),
-                "threshold": value(self.threshold), "evidence": self.evidence, "why": self.why,
-                "required": self.required}
+
+        return {
+            "name": self.name,
+            "title": self.title,
+            "status": self.status,
+            "measured": value(self.measured),
+            "threshold": value(self.threshold),
+            "evidence": self.evidence,
+            "why": self.why,
+            "required": self.required,
+        }
 
 
 Judge = Callable[["BundleFacts", Any], list[Result]]
@@ -74,8 +83,7 @@ class Criterion:
 
 def could_not_judge(criterion: Criterion, exc: BaseException) -> Result:
     why = f"could not be judged from this bundle's data: {type(exc).__name__}: {exc}"
-    return Result(criterion.name, criterion.title, Verdict.FAIL, why=why, findings=(why,),
-                  steps=criterion.steps)
+    return Result(criterion.name, criterion.title, Verdict.FAIL, why=why, findings=(why,), steps=criterion.steps)
 
 
 def evaluate(criteria: Iterable[Criterion], facts: BundleFacts, thresholds: Any = None) -> list[Result]:

@@ -48,8 +48,11 @@ class BundleFacts:
 
     def figures_by_analysis(self, analysis: str) -> list[StepFigures]:
         """Every completed step analysed by harness.analysis.ANALYSIS (e.g. one roofline per dtype)."""
-        return [self.figures(e["step"]) for e in self.view.steps
-                if e.get("analysis") == analysis and e.get("status") == StepStatus.COMPLETED]
+        return [
+            self.figures(e["step"])
+            for e in self.view.steps
+            if e.get("analysis") == analysis and e.get("status") == StepStatus.COMPLETED
+        ]
 
     def document(self, step: str) -> dict[str, Any] | None:
         if self.view.status(step) != StepStatus.COMPLETED:

@@ -13,9 +13,11 @@ from harness.judge.facts import BundleFacts
 from harness.judge.lab import on_cpu, prerequisite, result
 
 STEP = "stress"
-TEXT = ("Beyond lab M1, stress: under a sustained GEMM load on every GPU at once every result matches the "
-        "reference bit for bit, the memory test finds no error, and no XID, ECC, row-remap, hardware-slowdown, "
-        "thermal or power-brake event occurs")
+TEXT = (
+    "Beyond lab M1, stress: under a sustained GEMM load on every GPU at once every result matches the "
+    "reference bit for bit, the memory test finds no error, and no XID, ECC, row-remap, hardware-slowdown, "
+    "thermal or power-brake event occurs"
+)
 
 
 def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
@@ -26,8 +28,10 @@ def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     devices = heads.get("devices") or []
     steady = heads.get("min_steady_tflops")
     rate = f", steady {steady:.4g} TFLOPS" if isinstance(steady, (int, float)) else ""
-    findings = [f"{heads['dtype']} GEMM {'x'.join(str(heads['shape'][d]) for d in 'mnk')} for {heads['seconds']:g} s "
-                f"on {len(devices)} device(s){rate}"]
+    findings = [
+        f"{heads['dtype']} GEMM {'x'.join(str(heads['shape'][d]) for d in 'mnk')} for {heads['seconds']:g} s "
+        f"on {len(devices)} device(s){rate}"
+    ]
     findings += [f"failed: {failure}" for failure in verdict["failures"]]
     missing = list(verdict["not_measured"])
     if missing:
@@ -35,10 +39,17 @@ def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     if verdict["status"] == Verdict.FAIL:
         return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(verdict["failures"]))
     if missing and not on_cpu(heads):
-        return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,),
-                      why=f"no check failed, but {', '.join(missing)} could not be measured")
+        return result(
+            STEP,
+            TEXT,
+            Verdict.INCOMPLETE,
+            findings,
+            (STEP,),
+            why=f"no check failed, but {', '.join(missing)} could not be measured",
+        )
     checked = "every result bit-exact, memory test clean" + (
-        f"; on a CPU, {', '.join(missing)} do not apply" if missing else ", no fault event")
+        f"; on a CPU, {', '.join(missing)} do not apply" if missing else ", no fault event"
+    )
     return result(STEP, TEXT, Verdict.PASS, findings, (STEP,), why=f"{len(devices)} device(s){rate}: {checked}")
 
 

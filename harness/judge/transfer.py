@@ -14,11 +14,16 @@ from harness.judge.facts import BundleFacts
 from harness.judge.lab import prerequisite, result
 
 STEP = "transfer"
-TEXT = ("Beyond lab M1, transfers: every GPU's host link is trained to its maximum and carries at least "
-        f"{rules.DEGRADED_LINK_FRACTION:g} of what it reports; no pair joined by NVLink refuses peer access")
-FIGURES = (("h2d_pinned_gbps", "host-to-device pinned"), ("d2h_pinned_gbps", "device-to-host pinned"),
-           ("bidirectional_total_pinned_gbps", "both directions at once, pinned, summed at the largest size"),
-           ("device_local_gbps", "device-local copy"))
+TEXT = (
+    "Beyond lab M1, transfers: every GPU's host link is trained to its maximum and carries at least "
+    f"{rules.DEGRADED_LINK_FRACTION:g} of what it reports; no pair joined by NVLink refuses peer access"
+)
+FIGURES = (
+    ("h2d_pinned_gbps", "host-to-device pinned"),
+    ("d2h_pinned_gbps", "device-to-host pinned"),
+    ("bidirectional_total_pinned_gbps", "both directions at once, pinned, summed at the largest size"),
+    ("device_local_gbps", "device-local copy"),
+)
 
 
 def _gpu_lines(heads: dict[str, Any]) -> list[str]:
@@ -32,9 +37,14 @@ def _gpu_lines(heads: dict[str, Any]) -> list[str]:
         for key, words in FIGURES:
             if key in figures:
                 value = figures[key]
-                share = (f" = {value / ceiling:.3f} of the {ceiling:.4g} GB/s PCIe ceiling"
-                         if value is not None and ceiling and key != "device_local_gbps"
-                         and not key.startswith("bidirectional_total") else "")
+                share = (
+                    f" = {value / ceiling:.3f} of the {ceiling:.4g} GB/s PCIe ceiling"
+                    if value is not None
+                    and ceiling
+                    and key != "device_local_gbps"
+                    and not key.startswith("bidirectional_total")
+                    else ""
+                )
                 parts.append(f"{words} {_number(value)}{share}")
         lines.append(f"GPU {gpu}: " + "; ".join(parts))
     return lines
@@ -59,21 +69,34 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         findings.append(f"no peer matrix: {heads['peer']['why']}")
     if heads["device"] != "cuda":
         findings.append("host memory copies on the CPU: no GPU link to judge")
-        return result(STEP, TEXT, Verdict.SKIP, findings, (STEP,),
-                      why="a CPU run copies host memory: there is no GPU link to judge here")
+        return result(
+            STEP,
+            TEXT,
+            Verdict.SKIP,
+            findings,
+            (STEP,),
+            why="a CPU run copies host memory: there is no GPU link to judge here",
+        )
     findings.append("pageable and both-at-once copies vary: rely on the pinned ones (transfer table)")
     bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
     bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
     if bad:
         findings.append(f"{len(bad)} link(s) or pair(s) failed: " + ", ".join(_named(c) for c in bad))
-        return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,),
-                      why="; ".join(f"{_named(c)} {c['status']}" for c in bad))
+        return result(
+            STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(f"{_named(c)} {c['status']}" for c in bad)
+        )
     if all(c["status"] == "unknown" for c in heads["link_checks"]):
         findings.append("NVML gave no link to judge on any GPU")
         return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     findings.append("every link and pair judged is healthy")
-    return result(STEP, TEXT, Verdict.PASS, findings, (STEP,),
-                  why=f"{len(heads['link_checks'])} GPU link(s) and {len(heads['p2p_checks'])} pair(s) judged healthy")
+    return result(
+        STEP,
+        TEXT,
+        Verdict.PASS,
+        findings,
+        (STEP,),
+        why=f"{len(heads['link_checks'])} GPU link(s) and {len(heads['p2p_checks'])} pair(s) judged healthy",
+    )
 
 
 TRANSFER = Criterion(STEP, TEXT, (STEP,), judge_transfer)

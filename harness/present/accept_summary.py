@@ -13,18 +13,27 @@ from typing import Any
 import jinja2
 
 from harness import registry
+from harness.analysis.tool import tool_text
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.criteria import NOT_MEASURED_NOT_REQUIRED, NOT_MEASURED_REQUIRED
 from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.facts import BundleFacts
 from harness.present import templating
-from harness.analysis.tool import tool_text
 
-VERDICT_WORDS = {Verdict.PASS: "ACCEPTED", Verdict.WARN: "ACCEPTED, WITH WARNINGS", Verdict.FAIL: "REJECTED",
-                 Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE"}
-STATUS_WORDS = {Verdict.PASS: "Pass", Verdict.WARN: "Warn", Verdict.FAIL: "FAIL", Verdict.INCOMPLETE: "INCOMPLETE",
-                Verdict.SKIP: "Skipped"}
+VERDICT_WORDS = {
+    Verdict.PASS: "ACCEPTED",
+    Verdict.WARN: "ACCEPTED, WITH WARNINGS",
+    Verdict.FAIL: "REJECTED",
+    Verdict.INCOMPLETE: "NOT ACCEPTED: INCOMPLETE",
+}
+STATUS_WORDS = {
+    Verdict.PASS: "Pass",
+    Verdict.WARN: "Warn",
+    Verdict.FAIL: "FAIL",
+    Verdict.INCOMPLETE: "INCOMPLETE",
+    Verdict.SKIP: "Skipped",
+}
 
 
 @dataclass(frozen=True)
@@ -58,44 +67,67 @@ def machine(view: BundleView) -> dict[str, Any]:
     facts = BundleFacts(view)
     host = (view.environment or {}).get("host") or {}
     health = facts.figures("health").values or {}
-    gpus = [f"GPU{d.get('index')}: {_text(d.get('name'))} (identified as {d.get('sku_id') or 'no catalogue SKU'}; "
-            f"UUID {_text(d.get('uuid'))})" for d in health.get("devices") or []]
+    gpus = [
+        f"GPU{d.get('index')}: {_text(d.get('name'))} (identified as {d.get('sku_id') or 'no catalogue SKU'}; "
+        f"UUID {_text(d.get('uuid'))})"
+        for d in health.get("devices") or []
+    ]
     tool = view.commands.get("tool") or {}
     return {
-        "hostname": _text(host.get("hostname")), "cpu": _text(host.get("cpu_model")), "os": _text(host.get("os")),
+        "hostname": _text(host.get("hostname")),
+        "cpu": _text(host.get("cpu_model")),
+        "os": _text(host.get("os")),
         "gpus": gpus or ["no GPU listed (raw/health.json)" if health else "health did not complete"],
-        "driver": _text(health.get("driver_version")), "cuda": _text(health.get("cuda_driver_version")),
+        "driver": _text(health.get("driver_version")),
+        "cuda": _text(health.get("cuda_driver_version")),
         "torch": _text(health.get("torch_version")),
-        "started_at": _text(view.commands.get("started_at")), "finished_at": _text(view.commands.get("finished_at")),
+        "started_at": _text(view.commands.get("started_at")),
+        "finished_at": _text(view.commands.get("finished_at")),
         "tool": tool_text(tool),
         "runner": _text((view.commands.get("runner") or {}).get("name")),
     }
 
 
 def _row(result) -> dict[str, Any]:
-    return {"name": result.name, "title": result.title, "status": result.status,
-            "status_word": STATUS_WORDS[result.status], "required": result.required,
-            "measured": result.measured.text if result.measured else "not measured",
-            "threshold": result.threshold.text if result.threshold else "none stated",
-            "evidence": result.evidence, "why": result.why,
-            "why_short": short(result.why.removeprefix(NOT_MEASURED_REQUIRED).removeprefix(NOT_MEASURED_NOT_REQUIRED))}
+    return {
+        "name": result.name,
+        "title": result.title,
+        "status": result.status,
+        "status_word": STATUS_WORDS[result.status],
+        "required": result.required,
+        "measured": result.measured.text if result.measured else "not measured",
+        "threshold": result.threshold.text if result.threshold else "none stated",
+        "evidence": result.evidence,
+        "why": result.why,
+        "why_short": short(result.why.removeprefix(NOT_MEASURED_REQUIRED).removeprefix(NOT_MEASURED_NOT_REQUIRED)),
+    }
 
 
 def _verdict_sentence(acceptance: Acceptance) -> str:
     failed, incomplete = acceptance.named(Verdict.FAIL), acceptance.named(Verdict.INCOMPLETE)
     warned, skipped = acceptance.named(Verdict.WARN), acceptance.named(Verdict.SKIP)
     total = len(acceptance.results)
-    skip_note = (f" {len(skipped)} the profile does not require could not be measured in this bundle and were not "
-                 "judged (below)." if skipped else "")
+    skip_note = (
+        f" {len(skipped)} the profile does not require could not be measured in this bundle and were not "
+        "judged (below)."
+        if skipped
+        else ""
+    )
     if failed:
-        return (f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
-                "the machine is not accepted as this SKU." + skip_note)
+        return (
+            f"{len(failed)} of {total} criteria failed ({', '.join(failed)}); "
+            "the machine is not accepted as this SKU." + skip_note
+        )
     if incomplete:
-        return (f"No criterion failed, but {len(incomplete)} the profile requires could not be measured in this "
-                f"bundle ({', '.join(incomplete)}): the machine is not accepted until they are." + skip_note)
+        return (
+            f"No criterion failed, but {len(incomplete)} the profile requires could not be measured in this "
+            f"bundle ({', '.join(incomplete)}): the machine is not accepted until they are." + skip_note
+        )
     if warned:
-        return (f"Every judged criterion passed; {len(warned)} only within a WARN band or on a retest "
-                f"({', '.join(warned)})." + skip_note)
+        return (
+            f"Every judged criterion passed; {len(warned)} only within a WARN band or on a retest "
+            f"({', '.join(warned)})." + skip_note
+        )
     return f"All {total - len(skipped)} judged criteria passed." + skip_note
 
 
@@ -109,20 +141,28 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
         rerun += ["--profile-key", files.profile_key]
     rerun += ["--key", files.signer_key]
     return {
-        "verdict": VERDICT_WORDS[acceptance.result], "result": acceptance.result.shown,
+        "verdict": VERDICT_WORDS[acceptance.result],
+        "result": acceptance.result.shown,
         "verdict_sentence": _verdict_sentence(acceptance),
-        "machine": machine(view), "profile": profile, "bundle": acceptance.bundle, "files": files,
+        "machine": machine(view),
+        "profile": profile,
+        "bundle": acceptance.bundle,
+        "files": files,
         "rows": rows,
         "failed": [r for r in rows if r["status"] == Verdict.FAIL],
         "warned": [r for r in rows if r["status"] == Verdict.WARN],
         "not_measured": [r for r in rows if r["status"] in (Verdict.INCOMPLETE, Verdict.SKIP)],
-        "not_measured_grouped": grouped([r for verdict in (Verdict.INCOMPLETE, Verdict.SKIP)
-                                         for r in rows if r["status"] == verdict]),
-        "rerun": " ".join(rerun), "page_groups": PAGE_GROUPS,
+        "not_measured_grouped": grouped(
+            [r for verdict in (Verdict.INCOMPLETE, Verdict.SKIP) for r in rows if r["status"] == verdict]
+        ),
+        "rerun": " ".join(rerun),
+        "page_groups": PAGE_GROUPS,
         "references": references(profile),
-        "groups": [{"word": STATUS_WORDS[verdict], "names": [r["name"] for r in rows if r["status"] == verdict]}
-                   for verdict in (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS, Verdict.SKIP)
-                   if any(r["status"] == verdict for r in rows)],
+        "groups": [
+            {"word": STATUS_WORDS[verdict], "names": [r["name"] for r in rows if r["status"] == verdict]}
+            for verdict in (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS, Verdict.SKIP)
+            if any(r["status"] == verdict for r in rows)
+        ],
     }
 
 
@@ -144,8 +184,11 @@ def short(text: str, limit: int = PAGE_WHY) -> str:
 
 def references(profile) -> list[str]:
     """The known-good figures the shares are taken of, each with where it was measured."""
-    return [f"{kind.title.format(key)} {r.value:g} {r.unit}: {r.source}" for kind in registry.known_good_kinds()
-            for key, r in sorted(profile.known(kind).items())]
+    return [
+        f"{kind.title.format(key)} {r.value:g} {r.unit}: {r.source}"
+        for kind in registry.known_good_kinds()
+        for key, r in sorted(profile.known(kind).items())
+    ]
 
 
 def render_markdown(acceptance: Acceptance, view: BundleView, files: Files) -> str:

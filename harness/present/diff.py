@@ -68,19 +68,41 @@ class Comparison:
         return self.judgement.word
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "why": self.judgement.why, "counts": self.judgement.counts(),
-                "identity": {"a": self.judgement.theirs.to_json(), "b": self.judgement.mine.to_json(),
-                             "comparable": self.judgement.comparable},
-                "fields": [{**asdict(f), "same": f.same} for f in self.fields],
-                "metrics": [{**asdict(m), "ratio": m.ratio} for m in self.metrics],
-                "noise_model": self.judgement.model.to_json()}
+        return {
+            "verdict": self.verdict,
+            "why": self.judgement.why,
+            "counts": self.judgement.counts(),
+            "identity": {
+                "a": self.judgement.theirs.to_json(),
+                "b": self.judgement.mine.to_json(),
+                "comparable": self.judgement.comparable,
+            },
+            "fields": [{**asdict(f), "same": f.same} for f in self.fields],
+            "metrics": [{**asdict(m), "ratio": m.ratio} for m in self.metrics],
+            "noise_model": self.judgement.model.to_json(),
+        }
 
 
 def view_of(judgement: Judgement) -> Comparison:
     """The judgement as A (theirs) and B (mine) side by side."""
     fields = tuple(FieldDiff(f.section, f.field, f.theirs, f.mine) for f in judgement.fields)
-    metrics = tuple(MetricDiff(f.name, f.unit, f.theirs, f.theirs_spread, f.mine, f.mine_spread, f.figure, f.kind,
-                               f.tolerance, f.tolerance_source, f.word, f.why) for f in judgement.figures)
+    metrics = tuple(
+        MetricDiff(
+            f.name,
+            f.unit,
+            f.theirs,
+            f.theirs_spread,
+            f.mine,
+            f.mine_spread,
+            f.figure,
+            f.kind,
+            f.tolerance,
+            f.tolerance_source,
+            f.word,
+            f.why,
+        )
+        for f in judgement.figures
+    )
     return Comparison(fields, metrics, judgement)
 
 

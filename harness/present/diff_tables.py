@@ -34,7 +34,7 @@ def cell(value: Any, key: str = "") -> str:
 
 
 def folded(text: str, limit: int = CELL_LIMIT) -> str:
-    return text if len(text) <= limit else text[:limit - 24].rstrip() + f" … (+{len(text) - limit + 24} chars, --json)"
+    return text if len(text) <= limit else text[: limit - 24].rstrip() + f" … (+{len(text) - limit + 24} chars, --json)"
 
 
 def _items(n: int) -> str:
@@ -61,7 +61,10 @@ def _list_difference(a: list, b: list, key: str) -> tuple[str, str]:
     def side(items: list, only: list) -> str:
         if not items:
             return "none"
-        return f"{_items(len(items))}; only here: {cell(only, key)}" if only else f"{_items(len(items))}, all in the other"
+        return (
+            f"{_items(len(items))}; only here: {cell(only, key)}" if only else f"{_items(len(items))}, all in the other"
+        )
+
     return side(a, only_a), side(b, only_b)
 
 
@@ -95,7 +98,7 @@ def _value(value: Any, unit: str) -> str:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return f"{number(value)} {unit}".rstrip()
     text = cell(value)
-    return text if len(text) <= VALUE_LIMIT else text[:VALUE_LIMIT - 1] + "…"
+    return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + "…"
 
 
 SHOWN = {"reproduced": "reproduced", "not_reproduced": "NOT REPRODUCED", "not_comparable": "not comparable"}
@@ -108,25 +111,49 @@ def _tolerance(m: MetricDiff) -> str:
 
 
 def metrics_table(metrics: list[MetricDiff]) -> Table:
-    table = Table(title="metrics (B/A; tolerance: the figure's run-to-run noise, widened by each side's own spread)",
-                  title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table = Table(
+        title="metrics (B/A; tolerance: the figure's run-to-run noise, widened by each side's own spread)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+    )
     table.add_column("metric", overflow="fold")
     columns: tuple[tuple[str, JustifyMethod, int], ...] = (
-        ("A", "right", 15), ("B", "right", 15), ("B/A", "right", 6), ("tolerance", "right", 9), ("verdict", "left", 14))
+        ("A", "right", 15),
+        ("B", "right", 15),
+        ("B/A", "right", 6),
+        ("tolerance", "right", 9),
+        ("verdict", "left", 14),
+    )
     for name, justify, width in columns:
         table.add_column(name, justify=justify, no_wrap=True, min_width=width)
     for m in metrics:
-        table.add_row(*map(Text, (m.metric, _value(m.a, m.unit), _value(m.b, m.unit),
-                                  f"{m.ratio:.4f}" if m.ratio is not None else "n/a", _tolerance(m),
-                                  SHOWN[m.verdict])), style="bold" if m.verdict == "not_reproduced" else None)
+        table.add_row(
+            *map(
+                Text,
+                (
+                    m.metric,
+                    _value(m.a, m.unit),
+                    _value(m.b, m.unit),
+                    f"{m.ratio:.4f}" if m.ratio is not None else "n/a",
+                    _tolerance(m),
+                    SHOWN[m.verdict],
+                ),
+            ),
+            style="bold" if m.verdict == "not_reproduced" else None,
+        )
     return table
 
 
 def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
     """The tables as plain text, TEXT_WIDTH wide, no colour, no trailing spaces."""
     buffer = io.StringIO()
-    _print(Console(file=buffer, width=TEXT_WIDTH, no_color=True, highlight=False, force_terminal=False,
-                   emoji=False), comparison, name_a, name_b)
+    _print(
+        Console(file=buffer, width=TEXT_WIDTH, no_color=True, highlight=False, force_terminal=False, emoji=False),
+        comparison,
+        name_a,
+        name_b,
+    )
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
@@ -143,9 +170,12 @@ def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -
     console.print(f"A: {name_a}", markup=False, highlight=False)
     console.print(f"B: {name_b}", markup=False, highlight=False)
     judgement = comparison.judgement
-    console.print(f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
-                  f"{judgement.counts()['not_comparable']} not comparable; `dossier reproduce` signs it)",
-                  markup=False, highlight=False)
+    console.print(
+        f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
+        f"{judgement.counts()['not_comparable']} not comparable; `dossier reproduce` signs it)",
+        markup=False,
+        highlight=False,
+    )
     for section in SECTIONS:
         rows = [f for f in comparison.fields if f.section == section]
         if rows:

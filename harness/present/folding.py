@@ -31,7 +31,7 @@ def fold(text: str, where: str, limit: int = FOLD_AT) -> str:
     for separator in ("; ", ", "):
         cut = text.rfind(separator, 0, room)
         if cut > 0:
-            left = text[cut + len(separator):].count(separator) + 1
+            left = text[cut + len(separator) :].count(separator) + 1
             return f"{text[:cut]}; … {left} more in {where}"
     cut = text.rfind(" ", 0, room)
     cut = cut if cut > 0 else room
@@ -44,12 +44,18 @@ def _wrap_line(line: str, width: int) -> list[str]:
         lead, marker = match.group(1), match.group(2)
         follow = lead + (marker if marker == "> " else " " * len(marker))
         first = lead + marker
-        body = line[len(first):]
+        body = line[len(first) :]
     else:
-        first = follow = line[:len(line) - len(line.lstrip())]  # the leading whitespace
-        body = line[len(first):]
-    return textwrap.wrap(body, width=width, initial_indent=first, subsequent_indent=follow,
-                         break_long_words=False, break_on_hyphens=False) or [line]
+        first = follow = line[: len(line) - len(line.lstrip())]  # the leading whitespace
+        body = line[len(first) :]
+    return textwrap.wrap(
+        body,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=follow,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
 
 
 def wrap_markdown(text: str, width: int = WRAP_AT) -> str:
@@ -94,5 +100,7 @@ def short_command(argv: Sequence[str]) -> str:
 
 def environment_text(env: Mapping[str, str], limit: int = 100) -> list[str]:
     """KEY=VALUE for each variable, sorted, each value folded past LIMIT characters."""
-    return [f"{key}={value if len(value) <= limit else value[:limit] + f'… ({len(value)} characters)'}"
-            for key, value in sorted(env.items())]
+    return [
+        f"{key}={value if len(value) <= limit else value[:limit] + f'… ({len(value)} characters)'}"
+        for key, value in sorted(env.items())
+    ]

@@ -56,8 +56,7 @@ def render_step_plots(module_name: str, plots: str, step: str, document: Mapping
         outside = [str(p) for p in paths if not p.is_relative_to(out_dir)]
         if outside:
             return {}, f"harness/present/plots/{plots}.py wrote outside its folder: {', '.join(outside)}"
-        return {layout.plot_name(step, p.relative_to(out_dir).as_posix()): p.read_bytes()
-                for p in sorted(paths)}, None
+        return {layout.plot_name(step, p.relative_to(out_dir).as_posix()): p.read_bytes() for p in sorted(paths)}, None
 
 
 def render_inline(plots: str | None, step: str, document: Mapping[str, Any] | None) -> Rendered:
@@ -132,11 +131,11 @@ class BackgroundPlots:
         try:
             if self._pool is None:  # (this starts multiprocessing's resource tracker, which unblocks
                 # SIGINT in this thread when it has started: so the block below comes after)
-                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_worker_setup)
+                self._pool = ProcessPoolExecutor(
+                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup
+                )
             with _sigint_blocked():  # the first submit spawns the worker
-                self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step,
-                                                        dict(document))
+                self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step, dict(document))
         except (OSError, RuntimeError, BrokenProcessPool):
             return  # rendered inline at assembly
 

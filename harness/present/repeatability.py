@@ -9,10 +9,12 @@ from typing import Any
 from harness.analysis import repeatability as rules
 from harness.present.folding import fold
 
-SCOPES = ("Within one run, a roofline shape's spread across its windows (milliseconds apart) and the bandwidth "
-          "repeats' spread (seconds apart, one process) say how steady the measurement was, not what the next run "
-          "reads. Run to run (below): one figure across separate dossiers and machine starts, per SKU; the floor of "
-          "any tolerance comparing two bundles.")
+SCOPES = (
+    "Within one run, a roofline shape's spread across its windows (milliseconds apart) and the bandwidth "
+    "repeats' spread (seconds apart, one process) say how steady the measurement was, not what the next run "
+    "reads. Run to run (below): one figure across separate dossiers and machine starts, per SKU; the floor of "
+    "any tolerance comparing two bundles."
+)
 
 
 def _percent(value: Any) -> str:
@@ -31,14 +33,19 @@ def lines(record: Any) -> list[str]:
     sources = sources if isinstance(sources, dict) else {}
     for source in sources.values():
         if isinstance(source, dict):
-            found.append(f"- Measured on {record.get('sku_id')}: {source.get('runs')} runs of "
-                         f"{source.get('command')}, {source.get('machine_starts')} machine starts, "
-                         f"{source.get('date')}, commit {source.get('commit')} (catalogue version "
-                         f"{record.get('catalogue_version')}; how, in commands.json).")
+            found.append(
+                f"- Measured on {record.get('sku_id')}: {source.get('runs')} runs of "
+                f"{source.get('command')}, {source.get('machine_starts')} machine starts, "
+                f"{source.get('date')}, commit {source.get('commit')} (catalogue version "
+                f"{record.get('catalogue_version')}; how, in commands.json)."
+            )
     bounds = record.get("bounds")
     bounds = bounds if isinstance(bounds, dict) else {}
-    found.append("- Bounds: " + ", ".join(f"{kind.replace('_', '-')} {_percent((b or {}).get('max_spread'))}"
-                                         for kind, b in bounds.items()) + ".")
+    found.append(
+        "- Bounds: "
+        + ", ".join(f"{kind.replace('_', '-')} {_percent((b or {}).get('max_spread'))}" for kind, b in bounds.items())
+        + "."
+    )
     noisy = rules.noisy(record)
     if noisy:
         found.append("- **Noisy** (over its bound; a verdict on one is only as firm as its spread):")
@@ -48,6 +55,11 @@ def lines(record: Any) -> list[str]:
         found += [f"  - {', '.join(figures)}: {why}" for why, figures in by_why.items()]
     steady = [e for e in record.get("figures") or [] if isinstance(e, dict) and e.get("noisy") is False]
     if steady:  # a list of figures, folded as the report folds every one (the whole list is in commands.json)
-        found.append("- Within bounds: " + fold(", ".join(f"{e['figure']} {_percent(e.get('spread'))}" for e in steady),
-                                                "commands.json repeatability") + ".")
+        found.append(
+            "- Within bounds: "
+            + fold(
+                ", ".join(f"{e['figure']} {_percent(e.get('spread'))}" for e in steady), "commands.json repeatability"
+            )
+            + "."
+        )
     return found

@@ -13,15 +13,15 @@ from typing import Any
 
 import jinja2
 
+from harness.analysis.tool import tool_text
+from harness.analysis.units import figure, value_text, without_empty
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge.engine import Result
 from harness.present import repeatability, step_tables, templating
-from harness.present.verdict import run_verdict
-from harness.analysis.tool import tool_text
-from harness.analysis.units import figure, value_text, without_empty
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
+from harness.present.verdict import run_verdict
 
 TEMPLATE = "report.md.j2"
 LIMITATIONS = "limitations"  # a document's limitations: listed, with why, under Limitations (not as a figure)
@@ -61,15 +61,18 @@ def _step_environment(entry: dict[str, Any]) -> dict[str, str]:
 def environment_context(view: BundleView) -> dict[str, Any]:
     """The allowlisted environment once: the variables every step that ran had alike (`common`),
     and by step what differs from that (`by_step`)."""
-    recorded = [(str(entry.get("step")), _step_environment(entry)) for entry in view.steps
-                if _strings(entry.get("argv"))]
+    recorded = [
+        (str(entry.get("step")), _step_environment(entry)) for entry in view.steps if _strings(entry.get("argv"))
+    ]
     common = dict(recorded[0][1]) if recorded else {}
     for _, env in recorded[1:]:
         common = {k: v for k, v in common.items() if env.get(k) == v}
-    by_step = {step: environment_text({k: v for k, v in env.items() if common.get(k) != v})
-               for step, env in recorded}
-    return {"common": environment_text(common), "by_step": {k: v for k, v in by_step.items() if v},
-            "steps": len(recorded)}
+    by_step = {step: environment_text({k: v for k, v in env.items() if common.get(k) != v}) for step, env in recorded}
+    return {
+        "common": environment_text(common),
+        "by_step": {k: v for k, v in by_step.items() if v},
+        "steps": len(recorded),
+    }
 
 
 def dossier_command(commands: dict[str, Any]) -> list[str]:
@@ -103,8 +106,13 @@ def plot_groups(plots: list[str]) -> list[dict[str, Any]]:
     stems: dict[str, list[str]] = {}
     for plot in plots:
         stems.setdefault(plot.rsplit(".", 1)[0], []).append(plot)
-    return [{"png": next((p for p in found if p.endswith(".png")), None),
-             "others": [p for p in found if not p.endswith(".png")]} for found in stems.values()]
+    return [
+        {
+            "png": next((p for p in found if p.endswith(".png")), None),
+            "others": [p for p in found if not p.endswith(".png")],
+        }
+        for found in stems.values()
+    ]
 
 
 def criteria_context(view: BundleView, results: list[Result]) -> list[dict[str, Any]]:
@@ -112,13 +120,21 @@ def criteria_context(view: BundleView, results: list[Result]) -> list[dict[str, 
     for judged in results:
         steps = [view.step(s) for s in judged.steps]
         where = _output_of(steps)
-        rows.append({
-            "status": judged.status, "mark": "x" if judged.status == Verdict.PASS else " ",
-            "text": judged.title, "evidence": [fold(str(line), where) for line in judged.findings],
-            "plots": plot_groups([p for s in judged.steps for p in view.plots(s)]), "steps": list(judged.steps),
-            "plot_notes": [f"{s.get('step')}: {_one_line(s.get('plot_note'))}" for s in steps
-                           if s and isinstance(s.get("plot_note"), str) and s.get("plot_note")],
-        })
+        rows.append(
+            {
+                "status": judged.status,
+                "mark": "x" if judged.status == Verdict.PASS else " ",
+                "text": judged.title,
+                "evidence": [fold(str(line), where) for line in judged.findings],
+                "plots": plot_groups([p for s in judged.steps for p in view.plots(s)]),
+                "steps": list(judged.steps),
+                "plot_notes": [
+                    f"{s.get('step')}: {_one_line(s.get('plot_note'))}"
+                    for s in steps
+                    if s and isinstance(s.get("plot_note"), str) and s.get("plot_note")
+                ],
+            }
+        )
     return rows
 
 
@@ -165,11 +181,21 @@ def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = Non
         same_as = said.get(sizing) if sizing else None
         if sizing and same_as is None:
             said[sizing] = str(entry["step"])
-        sections.append({"step": entry["step"], "output": entry.get("output"), "lines": lines,
-                         "in_table": in_table, "table": tables[0] if tables else None,
-                         "shown": sum(line in above for line in every), "error": view.figures(entry["step"]).error,
-                         "sizing": sizing, "sizing_as": same_as,
-                         "same": len(same), "same_as": earlier_step if same else None})
+        sections.append(
+            {
+                "step": entry["step"],
+                "output": entry.get("output"),
+                "lines": lines,
+                "in_table": in_table,
+                "table": tables[0] if tables else None,
+                "shown": sum(line in above for line in every),
+                "error": view.figures(entry["step"]).error,
+                "sizing": sizing,
+                "sizing_as": same_as,
+                "same": len(same),
+                "same_as": earlier_step if same else None,
+            }
+        )
     return sections
 
 
@@ -225,14 +251,17 @@ def host_context(view: BundleView) -> list[str]:
 
 
 def attempts_note(entry: dict[str, Any], commands: dict[str, Any]) -> str | None:
-    """"attempt 2 of 3 (attempt 1: why)" for a step run again with --retest; None for one run once."""
+    """ "attempt 2 of 3 (attempt 1: why)" for a step run again with --retest; None for one run once."""
     earlier = [a for a in entry.get("attempts") or [] if isinstance(a, dict)]
     if not earlier:
         return None
     retest = _mapping(commands.get("options")).get("retest")
     of = f" of {retest + 1}" if isinstance(retest, int) and not isinstance(retest, bool) else ""
-    return (f"attempt {len(earlier) + 1}{of} ("
-            + "; ".join(f"attempt {a.get('attempt')}: {a.get('why')}" for a in earlier) + ")")
+    return (
+        f"attempt {len(earlier) + 1}{of} ("
+        + "; ".join(f"attempt {a.get('attempt')}: {a.get('why')}" for a in earlier)
+        + ")"
+    )
 
 
 def step_rows(view: BundleView) -> list[dict[str, Any]]:
@@ -242,19 +271,30 @@ def step_rows(view: BundleView) -> list[dict[str, Any]]:
     for entry in view.steps:
         note = attempts_note(entry, view.commands)
         why = "; ".join(str(w) for w in (entry.get("why"), note) if w) or None
-        rows.append({**{key: entry.get(key) for key in STEP_KEYS}, "lab_step": plain_lab_step(entry.get("lab_step")),
-                     "command": command_line(entry),
-                     "duration_s": _number(entry.get("duration_s")), "needs": _strings(entry.get("needs")),
-                     "why": why})
+        rows.append(
+            {
+                **{key: entry.get(key) for key in STEP_KEYS},
+                "lab_step": plain_lab_step(entry.get("lab_step")),
+                "command": command_line(entry),
+                "duration_s": _number(entry.get("duration_s")),
+                "needs": _strings(entry.get("needs")),
+                "why": why,
+            }
+        )
     return rows
 
 
 def context(view: BundleView) -> dict[str, Any]:
     commands = view.commands
     images = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str) and s["image"]})
-    checkpoints = [{"label": value_text("label", s["checkpoint"].get("label", "checkpoint")),
-                    "lines": [figure(str(k), v) for k, v in sorted(without_empty(s["checkpoint"]).items())]}
-                   for s in view.steps if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]]
+    checkpoints = [
+        {
+            "label": value_text("label", s["checkpoint"].get("label", "checkpoint")),
+            "lines": [figure(str(k), v) for k, v in sorted(without_empty(s["checkpoint"]).items())],
+        }
+        for s in view.steps
+        if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]
+    ]
     host = _mapping(view.environment.get("host"))
     runner = _mapping(commands.get("runner"))
     verdict = run_verdict(view)
@@ -265,17 +305,23 @@ def context(view: BundleView) -> dict[str, Any]:
             shown.setdefault(step, set()).update(c["evidence"])
     return {
         "hostname": host.get("hostname") if isinstance(host.get("hostname"), str) else "unknown host",
-        "tool": tool_text(commands.get("tool")), "verdict": verdict,
+        "tool": tool_text(commands.get("tool")),
+        "verdict": verdict,
         "runner": {k: runner.get(k) for k in ("name", "why")},
-        "started_at": commands.get("started_at"), "finished_at": commands.get("finished_at"),
+        "started_at": commands.get("started_at"),
+        "finished_at": commands.get("finished_at"),
         "duration_s": _number(commands.get("duration_s")),
-        "criteria": criteria, "steps": step_rows(view), "figures": figures_context(view, shown),
+        "criteria": criteria,
+        "steps": step_rows(view),
+        "figures": figures_context(view, shown),
         "environment": environment_context(view),
         "tables": tables_context(view),
         "limitations": limitations_context(view, {s for c in criteria for s in c["steps"] if c["plot_notes"]}),
         "host": host_context(view),
         "repeatability": repeatability.lines(commands.get("repeatability")),
-        "images": images, "checkpoints": checkpoints, "dossier_command": dossier_command(commands),
+        "images": images,
+        "checkpoints": checkpoints,
+        "dossier_command": dossier_command(commands),
         "layout": layout,
     }
 

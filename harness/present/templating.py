@@ -20,10 +20,13 @@ def environment(undefined: type[jinja2.Undefined] = jinja2.StrictUndefined) -> j
     not at every render (`dossier verify` re-renders report.md; a fleet collect does it per node).
     Callers must not change the environment they get (add filters or globals to a copy:
     `environment().overlay()`)."""
-    env = jinja2.Environment(loader=jinja2.PackageLoader("harness.present", "templates"),
-                             autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",),
-                                                                 default_for_string=False),
-                             undefined=undefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("harness.present", "templates"),
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html.j2",), default_for_string=False),
+        undefined=undefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
     env.filters["cell"] = markdown_cell
     return env

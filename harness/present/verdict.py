@@ -41,8 +41,12 @@ class RunVerdict:
 
     def block(self) -> list[str]:
         """The block's lines: each verdict other than PASS with its why, then the criteria that passed."""
-        lines = [f"{line.verdict.shown} {line.name}: {_short(line.why)}" for verdict in ORDER
-                 for line in self.lines if line.verdict == verdict]
+        lines = [
+            f"{line.verdict.shown} {line.name}: {_short(line.why)}"
+            for verdict in ORDER
+            for line in self.lines
+            if line.verdict == verdict
+        ]
         passed = [line.name for line in self.lines if line.verdict == Verdict.PASS]
         if passed:
             lines.append(f"PASS {', '.join(passed)}")

@@ -36,7 +36,7 @@ CONTRACT_VERSION = 4
 
 # What a probe process may import: the standard library, these two packages, and the probe side
 # of this package. PROBE_SIDE is also exactly what images/stage-probe.sh copies into a probe image
-# (paths from the project root); tests/test_probe_contract.py holds every probe-side module to it.
+# (paths from the project root); tests/probes/test_probe_contract.py holds every probe-side module to it.
 PROBE_PACKAGES = ("torch", "pynvml")  # torch and nvidia-ml-py
 PROBE_SIDE = ("harness/__init__.py", "harness/catalogue.py", "harness/data", "harness/analysis", "harness/probes")
 EXIT_USAGE = 2
@@ -121,8 +121,11 @@ def add_options(parser: argparse.ArgumentParser | Any, options: Sequence[Option]
 
 def options_parser(name: str, description: str, options: Sequence[Option]) -> argparse.ArgumentParser:
     """A probe's command line: `python -m harness.probes.NAME` with its OPTIONS, its usage text as written."""
-    parser = argparse.ArgumentParser(prog=f"python -m harness.probes.{name}", description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog=f"python -m harness.probes.{name}",
+        description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_options(parser, options)
     return parser
 
@@ -225,8 +228,9 @@ def loading(pids: list[int], what: str, remaining_s: float) -> None:
     """A line on stderr saying this probe's load runs now, in processes PIDS, for at least REMAINING_S
     more seconds: the host may take another reading under it (`dossier run` takes health under load
     during the stress step this way; harness.run.orchestrate)."""
-    sys.stderr.write(LOADING_PREFIX + json.dumps({"pids": pids, "what": what, "remaining_s": remaining_s},
-                                                 sort_keys=True) + "\n")
+    sys.stderr.write(
+        LOADING_PREFIX + json.dumps({"pids": pids, "what": what, "remaining_s": remaining_s}, sort_keys=True) + "\n"
+    )
     sys.stderr.flush()
 
 
@@ -236,7 +240,7 @@ def prefixed_json(line: str, prefix: str) -> dict[str, Any] | None:
     if not line.startswith(prefix):
         return None
     try:
-        value = json.loads(line[len(prefix):])
+        value = json.loads(line[len(prefix) :])
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
@@ -248,8 +252,13 @@ def parse_loading(line: str) -> dict[str, Any] | None:
     if value is None:
         return None
     pids, remaining = value.get("pids"), value.get("remaining_s")
-    if not (isinstance(pids, list) and pids and all(isinstance(p, int) and not isinstance(p, bool) for p in pids)
-            and isinstance(value.get("what"), str) and isinstance(remaining, (int, float))):
+    if not (
+        isinstance(pids, list)
+        and pids
+        and all(isinstance(p, int) and not isinstance(p, bool) for p in pids)
+        and isinstance(value.get("what"), str)
+        and isinstance(remaining, (int, float))
+    ):
         return None
     return value
 
@@ -289,8 +298,10 @@ def probe_main(
         try:
             body = measure(args)
         except KeyboardInterrupt as exc:
-            log(f"{name}: interrupted ({exc or 'Ctrl-C'}): stopped, its workers ended and its temporary files "
-                "removed; no document")
+            log(
+                f"{name}: interrupted ({exc or 'Ctrl-C'}): stopped, its workers ended and its temporary files "
+                "removed; no document"
+            )
             return EXIT_INTERRUPTED
         except ProbeUsageError as exc:
             log(f"{name}: error: {exc}")

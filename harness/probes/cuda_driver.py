@@ -14,8 +14,8 @@ import ctypes
 from typing import Any
 
 from harness.analysis.device_mapping import normalise_bus_id, normalise_uuid
-from harness.probes.loaded_libraries import loaded_path
 from harness.probes.contract import unavailable
+from harness.probes.loaded_libraries import loaded_path
 
 LIBCUDA = "libcuda.so.1"
 # CUdevice_attribute values from cuda.h (stable since CUDA 6).
@@ -85,8 +85,12 @@ def driver_view(driver: Driver | None, why_not: Any = None) -> dict[str, Any]:
     torch_device records) or the unavailable reason in both.
     """
     if driver is None:
-        return {"cuda_driver_api_version": why_not, "cuda_initialised": False,
-                "device_count": why_not, "devices": why_not}
+        return {
+            "cuda_driver_api_version": why_not,
+            "cuda_initialised": False,
+            "device_count": why_not,
+            "devices": why_not,
+        }
     facts: dict[str, Any] = {"cuda_driver_api_version": _attempt(lambda: _version(driver))}
     try:
         driver.call("cuInit", 0)
@@ -94,8 +98,12 @@ def driver_view(driver: Driver | None, why_not: Any = None) -> dict[str, Any]:
     except CudaError as exc:
         reason = unavailable(str(exc))
         return {**facts, "cuda_initialised": False, "device_count": reason, "devices": reason}
-    return {**facts, "cuda_initialised": True, "device_count": count,
-            "devices": [device_record(driver, index) for index in range(count)]}
+    return {
+        **facts,
+        "cuda_initialised": True,
+        "device_count": count,
+        "devices": [device_record(driver, index) for index in range(count)],
+    }
 
 
 def _version(driver: Driver) -> str:
@@ -110,28 +118,34 @@ def device_record(driver: Driver, index: int) -> dict[str, Any]:
         handle = driver.integer("cuDeviceGet", index)
     except CudaError as exc:
         reason = unavailable(str(exc))
-        return {"torch_index": index, **dict.fromkeys((
-            "name", "uuid", "pci_bus_id", "total_memory_mib", "compute_capability", "multiprocessor_count"), reason)}
+        return {
+            "torch_index": index,
+            **dict.fromkeys(
+                ("name", "uuid", "pci_bus_id", "total_memory_mib", "compute_capability", "multiprocessor_count"), reason
+            ),
+        }
     return {
         "torch_index": index,
         "name": _attempt(lambda: driver.text("cuDeviceGetName", NAME_BYTES, handle)),
         "uuid": _attempt(lambda: _uuid(driver, handle)),
-        "pci_bus_id": _attempt(lambda: normalise_bus_id(driver.text("cuDeviceGetPCIBusId", BUS_ID_BYTES,
-                                                                    handle))),
+        "pci_bus_id": _attempt(lambda: normalise_bus_id(driver.text("cuDeviceGetPCIBusId", BUS_ID_BYTES, handle))),
         "total_memory_mib": _attempt(lambda: round(_total_memory(driver, handle) / 2**20, 1)),
-        "compute_capability": _attempt(lambda: "{}.{}".format(
-            driver.integer("cuDeviceGetAttribute", ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle),
-            driver.integer("cuDeviceGetAttribute", ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle))),
+        "compute_capability": _attempt(
+            lambda: "{}.{}".format(
+                driver.integer("cuDeviceGetAttribute", ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, handle),
+                driver.integer("cuDeviceGetAttribute", ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, handle),
+            )
+        ),
         "multiprocessor_count": _attempt(
-            lambda: driver.integer("cuDeviceGetAttribute", ATTRIBUTE_MULTIPROCESSOR_COUNT, handle)),
+            lambda: driver.integer("cuDeviceGetAttribute", ATTRIBUTE_MULTIPROCESSOR_COUNT, handle)
+        ),
     }
 
 
 def _uuid(driver: Driver, handle: int) -> str:
     """NVML's spelling, GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx (v2 where the driver has it)."""
     raw = CUuuid()
-    name = "cuDeviceGetUuid_v2" if getattr(driver.lib, "cuDeviceGetUuid_v2", None) is not None \
-        else "cuDeviceGetUuid"
+    name = "cuDeviceGetUuid_v2" if getattr(driver.lib, "cuDeviceGetUuid_v2", None) is not None else "cuDeviceGetUuid"
     driver.call(name, ctypes.pointer(raw), handle)
     hexed = bytes(raw.bytes).hex()
     return normalise_uuid(f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}")

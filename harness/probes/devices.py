@@ -77,8 +77,7 @@ def device_facts(pynvml: Any, handle: Any, nvml_index: int) -> dict[str, Any]:
         "ecc": ecc_facts(pynvml, handle),
         "modes": mode_facts(pynvml, handle),
     }
-    facts["sku"] = identify(facts["pci_device_id"], facts["memory_total_mib"],
-                            power["default_limit_w"])
+    facts["sku"] = identify(facts["pci_device_id"], facts["memory_total_mib"], power["default_limit_w"])
     return facts
 
 
@@ -105,13 +104,19 @@ def nvlink_facts(pynvml: Any, handle: Any) -> Any:
                 return state  # e.g. NVMLError_NotSupported: a single GPU in a VM has no NVLink
             break  # past the device's last link NVML answers InvalidArgument/NotSupported
         remote: Any = attempt(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, handle, link) if state else None
-        links.append({
-            "link": link,
-            "active": bool(state),
-            "remote_pci_bus_id": (text(remote.busId) if hasattr(remote, "busId")
-                                  else remote if remote is not None
-                                  else unavailable("link inactive: no remote end")),
-        })
+        links.append(
+            {
+                "link": link,
+                "active": bool(state),
+                "remote_pci_bus_id": (
+                    text(remote.busId)
+                    if hasattr(remote, "busId")
+                    else remote
+                    if remote is not None
+                    else unavailable("link inactive: no remote end")
+                ),
+            }
+        )
     return links
 
 
@@ -145,8 +150,7 @@ def cpulist(words: Any) -> str:
 
 
 def clock_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
-    kinds = {"sm": pynvml.NVML_CLOCK_SM, "graphics": pynvml.NVML_CLOCK_GRAPHICS,
-             "memory": pynvml.NVML_CLOCK_MEM}
+    kinds = {"sm": pynvml.NVML_CLOCK_SM, "graphics": pynvml.NVML_CLOCK_GRAPHICS, "memory": pynvml.NVML_CLOCK_MEM}
     clocks: dict[str, Any] = {}
     for name, kind in kinds.items():
         clocks[f"{name}_current_mhz"] = attempt(pynvml.nvmlDeviceGetClockInfo, handle, kind)
@@ -154,8 +158,7 @@ def clock_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
     for name in ("graphics", "memory"):
         kind = kinds[name]
         clocks[f"applications_{name}_mhz"] = attempt(pynvml.nvmlDeviceGetApplicationsClock, handle, kind)
-        clocks[f"default_applications_{name}_mhz"] = attempt(
-            pynvml.nvmlDeviceGetDefaultApplicationsClock, handle, kind)
+        clocks[f"default_applications_{name}_mhz"] = attempt(pynvml.nvmlDeviceGetDefaultApplicationsClock, handle, kind)
     return clocks
 
 
@@ -176,12 +179,14 @@ def ecc_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
     mode = attempt(pynvml.nvmlDeviceGetEccMode, handle)
     ok = isinstance(mode, (list, tuple))
     counts: dict[str, Any] = {}
-    for counter, counter_name in ((pynvml.NVML_VOLATILE_ECC, "volatile"),
-                                  (pynvml.NVML_AGGREGATE_ECC, "aggregate")):
-        for error, error_name in ((pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"),
-                                  (pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected")):
+    for counter, counter_name in ((pynvml.NVML_VOLATILE_ECC, "volatile"), (pynvml.NVML_AGGREGATE_ECC, "aggregate")):
+        for error, error_name in (
+            (pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, "corrected"),
+            (pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, "uncorrected"),
+        ):
             counts[f"{counter_name}_{error_name}_errors"] = attempt(
-                pynvml.nvmlDeviceGetTotalEccErrors, handle, error, counter)
+                pynvml.nvmlDeviceGetTotalEccErrors, handle, error, counter
+            )
     rows = attempt(pynvml.nvmlDeviceGetRemappedRows, handle)
     rows_ok = isinstance(rows, tuple)
     return {
@@ -203,6 +208,5 @@ def mode_facts(pynvml: Any, handle: Any) -> dict[str, Any]:
         "compute": named(attempt(pynvml.nvmlDeviceGetComputeMode, handle), COMPUTE_MODES),
         "mig_current": named(mig[0], ENABLE_STATE) if mig_ok else mig,
         "mig_pending": named(mig[1], ENABLE_STATE) if mig_ok else mig,
-        "virtualization": named(attempt(pynvml.nvmlDeviceGetVirtualizationMode, handle),
-                                VIRTUALIZATION_MODES),
+        "virtualization": named(attempt(pynvml.nvmlDeviceGetVirtualizationMode, handle), VIRTUALIZATION_MODES),
     }

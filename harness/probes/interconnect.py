@@ -13,14 +13,21 @@ import os
 from typing import Any
 
 from harness.analysis.topology import gpu_pairs
-from harness.probes.devices import nvlink_facts, pcie_facts, text
-from harness.probes.topology import TopologyCapture
 from harness.probes.contract import attempt, unavailable
+from harness.probes.devices import nvlink_facts, pcie_facts, text
 from harness.probes.nvml import NvmlSession
+from harness.probes.topology import TopologyCapture
 
 # nvmlGpuP2PStatus_t (nvml.h)
-P2P_STATUS = {0: "ok", 1: "chipset_not_supported", 2: "gpu_not_supported", 3: "topology_not_supported",
-              4: "disabled_by_regkey", 5: "not_supported", 6: "unknown"}
+P2P_STATUS = {
+    0: "ok",
+    1: "chipset_not_supported",
+    2: "gpu_not_supported",
+    3: "topology_not_supported",
+    4: "disabled_by_regkey",
+    5: "not_supported",
+    6: "unknown",
+}
 
 
 def visible_gpu_indices(count: int, environ: dict[str, str] | None = None) -> Any:
@@ -74,12 +81,18 @@ def nvml_links(indices: list[int]) -> Any:
                 devices.append({"index": index, "error": unavailable(f"NVML sees only {len(handles)} devices")})
                 continue
             handle = handles[index]
-            devices.append({"index": index, "name": attempt(lambda h=handle: text(pynvml.nvmlDeviceGetName(h))),
-                            "pci_bus_id": attempt(lambda h=handle: text(pynvml.nvmlDeviceGetPciInfo(h).busId)),
-                            "pcie": pcie_facts(pynvml, handle), "nvlink": nvlink_facts(pynvml, handle),
-                            "nvlink_version": attempt(pynvml.nvmlDeviceGetNvLinkVersion, handle, 0)})
+            devices.append(
+                {
+                    "index": index,
+                    "name": attempt(lambda h=handle: text(pynvml.nvmlDeviceGetName(h))),
+                    "pci_bus_id": attempt(lambda h=handle: text(pynvml.nvmlDeviceGetPciInfo(h).busId)),
+                    "pcie": pcie_facts(pynvml, handle),
+                    "nvlink": nvlink_facts(pynvml, handle),
+                    "nvlink_version": attempt(pynvml.nvmlDeviceGetNvLinkVersion, handle, 0),
+                }
+            )
         for pos, a in enumerate(indices):
-            for b in indices[pos + 1:]:
+            for b in indices[pos + 1 :]:
                 if max(a, b) < len(handles):
                     pairs[f"GPU{a}-GPU{b}"] = _p2p(pynvml, handles[a], handles[b])
         return {"devices": devices, "p2p_status": pairs}

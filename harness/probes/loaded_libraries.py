@@ -60,8 +60,9 @@ def namespace_lib_dirs(namespace: str) -> list[Path]:
     return [d for p in spec.submodule_search_locations for d in sorted(Path(p).glob("*/lib")) if d.is_dir()]
 
 
-def open_library(soname: str, packages: tuple[str, ...],
-                 extra_dirs: tuple[Path, ...] = ()) -> tuple[Any, str] | tuple[None, dict[str, str]]:
+def open_library(
+    soname: str, packages: tuple[str, ...], extra_dirs: tuple[Path, ...] = ()
+) -> tuple[Any, str] | tuple[None, dict[str, str]]:
     """dlopen `soname` where torch's loader would find it: the pip packages torch depends on
     (their lib/ folders, as torch's RPATH and preload name them), then `extra_dirs` (torch/lib),
     then any other lib/ of those packages' namespace (nvidia/*/lib: the CUDA 13 wheels'
@@ -85,6 +86,8 @@ def open_library(soname: str, packages: tuple[str, ...],
     except OSError as exc:
         tried.append(str(exc))
     searched = ", ".join(packages) or "no package"
-    return None, unavailable(f"{soname} not loadable (searched the {searched} package lib folders, "
-                             f"torch/lib, the other lib folders of that namespace, then the loader's "
-                             f"path): {'; '.join(tried)}")
+    return None, unavailable(
+        f"{soname} not loadable (searched the {searched} package lib folders, "
+        f"torch/lib, the other lib folders of that namespace, then the loader's "
+        f"path): {'; '.join(tried)}"
+    )

@@ -89,8 +89,10 @@ def processes(pynvml: Any, handle: Any) -> Any:
     """Compute and graphics processes on a device: pid, name where visible, used memory."""
     found: dict[int, dict[str, Any]] = {}
     errors = []
-    for kind, getter in (("compute", "nvmlDeviceGetComputeRunningProcesses"),
-                         ("graphics", "nvmlDeviceGetGraphicsRunningProcesses")):
+    for kind, getter in (
+        ("compute", "nvmlDeviceGetComputeRunningProcesses"),
+        ("graphics", "nvmlDeviceGetGraphicsRunningProcesses"),
+    ):
         try:
             entries = getattr(pynvml, getter)(handle)
         except Exception as exc:  # noqa: BLE001 - NVML's refusal is recorded, the other kind is still read
@@ -102,8 +104,11 @@ def processes(pynvml: Any, handle: Any) -> Any:
                 "pid": entry.pid,
                 "kind": kind,
                 "name": _process_name(entry.pid),
-                "used_memory_mib": (round(used / 2**20, 1) if isinstance(used, int) and used < 2**63
-                                    else unavailable("NVML does not report this process's memory")),
+                "used_memory_mib": (
+                    round(used / 2**20, 1)
+                    if isinstance(used, int) and used < 2**63
+                    else unavailable("NVML does not report this process's memory")
+                ),
             }
     if errors and not found and len(errors) == 2:
         return unavailable("; ".join(errors))

@@ -19,8 +19,8 @@ import hashlib
 import sys
 from typing import Any
 
-from harness.probes.loaded_libraries import mapped_file
 from harness.probes.contract import describe_exception, unavailable
+from harness.probes.loaded_libraries import mapped_file
 
 CUBLAS_PREFIX = "libcublas.so"  # not libcublasLt: cublasGetProperty is libcublas's
 CUBLAS_PROPERTIES = (0, 1, 2)  # libraryPropertyType MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
@@ -61,7 +61,10 @@ def gemm_libraries(torch: Any, device: str) -> dict[str, Any]:
         found["cublas"] = cublas_version()
         return found
     capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
-    found["cpu_capability"] = capability() if callable(capability) else unavailable(
-        "torch.backends.cpu.get_cpu_capability is not in this torch")
+    found["cpu_capability"] = (
+        capability()
+        if callable(capability)
+        else unavailable("torch.backends.cpu.get_cpu_capability is not in this torch")
+    )
     found["threads"] = torch.get_num_threads()
     return found

@@ -22,8 +22,23 @@ from dataclasses import dataclass
 
 # dtype in the file -> (torch dtype name, bytes per element); the probe measures these.
 MEASURABLE_DTYPES = {"F32": ("float32", 4), "F16": ("float16", 2), "BF16": ("bfloat16", 2)}
-ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1,
-              "U8": 1, "U16": 2, "U32": 4, "U64": 8, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1}
+ITEM_BYTES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U8": 1,
+    "U16": 2,
+    "U32": 4,
+    "U64": 8,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
+}
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the format's own limit
 ROLE_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -53,12 +68,15 @@ def read_header(path: str | os.PathLike) -> dict[str, TensorEntry]:
     with open(path, "rb") as f:
         prefix = f.read(8)
         if len(prefix) < 8:
-            raise SafetensorsError(f"{path}: not a safetensors file ({size} bytes, shorter than the "
-                                   "8-byte header length)")
+            raise SafetensorsError(
+                f"{path}: not a safetensors file ({size} bytes, shorter than the 8-byte header length)"
+            )
         (length,) = struct.unpack("<Q", prefix)
         if length > MAX_HEADER_BYTES or length > size - 8:
-            raise SafetensorsError(f"{path}: not a safetensors file, or truncated: the header claims "
-                                   f"{length} bytes but the file has {size - 8} after the length field")
+            raise SafetensorsError(
+                f"{path}: not a safetensors file, or truncated: the header claims "
+                f"{length} bytes but the file has {size - 8} after the length field"
+            )
         raw = f.read(length)
     try:
         header = json.loads(raw.decode("utf-8"))
@@ -83,12 +101,15 @@ def _entry(path, name: str, info, base: int, size: int) -> TensorEntry:
     if not 0 <= begin <= end:
         raise SafetensorsError(f"{path}: tensor {name!r} has bad data_offsets [{begin}, {end}]")
     if base + end > size:
-        raise SafetensorsError(f"{path}: truncated: tensor {name!r} ends at byte {base + end} but the "
-                               f"file has {size} bytes")
+        raise SafetensorsError(
+            f"{path}: truncated: tensor {name!r} ends at byte {base + end} but the file has {size} bytes"
+        )
     item = ITEM_BYTES.get(dtype)
     if item is not None and item * math.prod(shape) != end - begin:
-        raise SafetensorsError(f"{path}: tensor {name!r} ({dtype} {list(shape)}) should take "
-                               f"{item * math.prod(shape)} bytes, the header gives {end - begin}")
+        raise SafetensorsError(
+            f"{path}: tensor {name!r} ({dtype} {list(shape)}) should take "
+            f"{item * math.prod(shape)} bytes, the header gives {end - begin}"
+        )
     return TensorEntry(name, dtype, shape, base + begin, base + end)
 
 
@@ -121,8 +142,9 @@ def read_bytes(path: str | os.PathLike, entry: TensorEntry) -> bytes:
         f.seek(entry.start)
         data = f.read(entry.nbytes)
     if len(data) != entry.nbytes:
-        raise SafetensorsError(f"{path}: truncated while reading {entry.name!r}: got {len(data)} of "
-                               f"{entry.nbytes} bytes")
+        raise SafetensorsError(
+            f"{path}: truncated while reading {entry.name!r}: got {len(data)} of {entry.nbytes} bytes"
+        )
     return data
 
 

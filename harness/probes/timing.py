@@ -122,8 +122,9 @@ class Bursts:
     harness.analysis.timing). OBSERVE, when given, is read before and after each window (NVML's clock,
     power and clock-event reasons on a GPU) and recorded beside it."""
 
-    def __init__(self, clock: Clock, gap_ratio: float,
-                 observe: Callable[[], dict[str, Any] | None] | None = None) -> None:
+    def __init__(
+        self, clock: Clock, gap_ratio: float, observe: Callable[[], dict[str, Any] | None] | None = None
+    ) -> None:
         self.clock, self.gap_ratio, self.observe = clock, gap_ratio, observe
         self.idle_until = 0.0
         self.last_end = time.perf_counter()
@@ -131,8 +132,7 @@ class Bursts:
     @classmethod
     def of(cls, torch: Any, device: str, observe: Callable[[], dict[str, Any] | None] | None = None) -> Bursts:
         """The burst timer for a probe's DEVICE: idle gaps on a GPU (its power limiter), none on a CPU."""
-        return cls(Clock.of(torch, device), rules.GPU_GAP_RATIO if device == "cuda" else rules.CPU_GAP_RATIO,
-                   observe)
+        return cls(Clock.of(torch, device), rules.GPU_GAP_RATIO if device == "cuda" else rules.CPU_GAP_RATIO, observe)
 
     # -- the clock of one burst ---------------------------------------------------------------
     def wait_idle(self) -> float:
@@ -183,8 +183,11 @@ class Bursts:
             self.clock.synchronize()
             elapsed = time.perf_counter() - began
             each = (elapsed - before) / batch
-            batch = (max(1, math.ceil((rules.WARMUP_S - elapsed) / max(each, 1e-9))) if elapsed < rules.WARMUP_S
-                     else max(1, rules.WARMUP_MIN_CALLS - calls))
+            batch = (
+                max(1, math.ceil((rules.WARMUP_S - elapsed) / max(each, 1e-9)))
+                if elapsed < rules.WARMUP_S
+                else max(1, rules.WARMUP_MIN_CALLS - calls)
+            )
         self.burst_done(elapsed)
         return {"calls": calls, "seconds": elapsed, "per_call_s": each}
 
@@ -196,8 +199,14 @@ class Bursts:
         def run() -> None:
             for i in range(count):
                 call(first + i)
+
         seconds, _ = self.timed(run)
-        record: dict[str, Any] = {"calls": count, "seconds": seconds, "per_call_s": seconds / count, "gap_before_s": gap}
+        record: dict[str, Any] = {
+            "calls": count,
+            "seconds": seconds,
+            "per_call_s": seconds / count,
+            "gap_before_s": gap,
+        }
         if before is not None:
             record.update(nvml_before=before, nvml_after=self.observed())
         return record
@@ -234,13 +243,21 @@ class Bursts:
         def run() -> None:
             for _ in range(replays):
                 graph.replay()
+
         windows = []
         for _ in range(rules.WINDOWS):
             gap = self.wait_idle()
             seconds, _ = self.timed(run)
             calls = replays * rules.GRAPH_CALLS
-            windows.append({"replays": replays, "calls": calls, "seconds": seconds, "per_call_s": seconds / calls,
-                            "gap_before_s": gap})
+            windows.append(
+                {
+                    "replays": replays,
+                    "calls": calls,
+                    "seconds": seconds,
+                    "per_call_s": seconds / calls,
+                    "gap_before_s": gap,
+                }
+            )
         return {"calls_per_replay": rules.GRAPH_CALLS, "windows": windows, "median_s": rules.per_call_s(windows)}
 
     def preheat(self, call: Call, label: str) -> dict[str, Any]:
@@ -255,8 +272,13 @@ class Bursts:
             window = self.window(call, calls, count)
             done, bursts, calls = done + window["seconds"], bursts + 1, calls + count
         self.wait_idle()
-        record: dict[str, Any] = {"shape": label, "calls": calls, "bursts": bursts + 1, "seconds": done,
-                                  "first_call_s": first_s}
+        record: dict[str, Any] = {
+            "shape": label,
+            "calls": calls,
+            "bursts": bursts + 1,
+            "seconds": done,
+            "first_call_s": first_s,
+        }
         if before is not None:
             record.update(nvml_before=before, nvml_after=self.observed())
         return record

@@ -28,16 +28,20 @@ class TopologyCapture:
         if shutil.which(COMMAND[0]) is None:
             return cls(None, f"{COMMAND[0]} not found on PATH (no NVIDIA driver utilities installed)")
         try:
-            process = subprocess.Popen(COMMAND, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                       stdin=subprocess.DEVNULL)
+            process = subprocess.Popen(
+                COMMAND, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+            )
         except OSError as exc:
             return cls(None, f"cannot start {' '.join(COMMAND)}: {describe_exception(exc)}")
         return cls(process, None)
 
     def result(self) -> dict[str, Any]:
         if self.process is None:
-            return {"command": list(COMMAND), "raw_text": unavailable(str(self.reason)),
-                    "matrix": unavailable(str(self.reason))}
+            return {
+                "command": list(COMMAND),
+                "raw_text": unavailable(str(self.reason)),
+                "matrix": unavailable(str(self.reason)),
+            }
         try:
             out, err = self.process.communicate(timeout=TIMEOUT_S)
         except subprocess.TimeoutExpired:

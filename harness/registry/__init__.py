@@ -6,7 +6,7 @@ and host-function lookups (`analysis_module`, `host_function`), acceptance's cri
 (`acceptance_criteria`), the comparison of two bundles (`diff_figures`, `diff_fields`: `dossier diff`
 and `dossier reproduce`) and the fleet's metrics (`fleet_metrics`) all read it. A name the
 registry does not know is a bug in this build or a bundle from another one: never imported.
-tests/test_registry.py resolves every name an entry gives (modules, schemas, plot and table
+tests/house/test_registry.py resolves every name an entry gives (modules, schemas, plot and table
 modules, host functions), so a missing one fails a test, never a user's run.
 """
 
@@ -23,8 +23,15 @@ from harness.registry import allreduce, bandwidth, health, precision, roofline, 
 from harness.registry.spec import DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, Step
 
-PROBES: tuple[ProbeSpec, ...] = (health.SPEC, bandwidth.SPEC, roofline.SPEC, precision.SPEC, allreduce.SPEC,
-                                 transfer.SPEC, stress.SPEC)
+PROBES: tuple[ProbeSpec, ...] = (
+    health.SPEC,
+    bandwidth.SPEC,
+    roofline.SPEC,
+    precision.SPEC,
+    allreduce.SPEC,
+    transfer.SPEC,
+    stress.SPEC,
+)
 
 ANALYSIS_PACKAGE = "harness.analysis"
 PLOTS_PACKAGE = "harness.present.plots"

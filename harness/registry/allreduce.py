@@ -16,6 +16,7 @@ from harness.registry.bandwidth import measured_device
 from harness.registry.spec import CommandSpec, DiffFigure, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
+
 def summary_lines(document: dict[str, Any]) -> list[str]:
     """One line per curve: its knee, half-plateau size and busbw at the largest size."""
     heads = ar.headlines(document)
@@ -36,19 +37,25 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
         print(line, file=sys.stderr)
     failed = [run["failure"]["message"] for run in document.get("runs", []) if run.get("failure")]
     if failed:
-        raise CheckFailed("all-reduce stopped early: " + "; ".join(failed),
-                          hint=f"the points measured before the failure are kept in {args.output}")
+        raise CheckFailed(
+            "all-reduce stopped early: " + "; ".join(failed),
+            hint=f"the points measured before the failure are kept in {args.output}",
+        )
 
 
 COMMAND = CommandSpec(
     help="all-reduce curves, P2P-disabled control, knees, topology evidence (allreduce.json)",
     description="Write allreduce.json (lab step M1T4): all-reduce time, algbw and busbw per buffer size "
-                "(nccl-tests' convention), the normal curve and an NCCL_P2P_DISABLE=1 control in fresh "
-                "processes, the alpha-beta knee and half-plateau size of each, the ring prediction for two "
-                "world sizes, and the topology evidence explaining the gap. With fewer than 2 GPUs or no NCCL "
-                "the limitation is recorded, never simulated; `--backend gloo` gives a real CPU curve. "
-                "Exits 1 when a curve stopped early (the points measured before are kept in the JSON).",
-    output="allreduce.json", timeout_s=3600, finish=finish)
+    "(nccl-tests' convention), the normal curve and an NCCL_P2P_DISABLE=1 control in fresh "
+    "processes, the alpha-beta knee and half-plateau size of each, the ring prediction for two "
+    "world sizes, and the topology evidence explaining the gap. With fewer than 2 GPUs or no NCCL "
+    "the limitation is recorded, never simulated; `--backend gloo` gives a real CPU curve. "
+    "Exits 1 when a curve stopped early (the points measured before are kept in the JSON).",
+    output="allreduce.json",
+    timeout_s=3600,
+    finish=finish,
+)
+
 
 def gpu_count(state: RunState) -> tuple[int, str]:
     """How many GPUs the probes saw, and from which document."""
@@ -73,32 +80,70 @@ def allreduce_arguments(state: RunState) -> StepArgs:
     count, evidence = gpu_count(state)
     if count >= 1:
         return StepArgs(("--backend", "nccl"), inputs={"backend_from": evidence})
-    return StepArgs(("--backend", "gloo", "--world-size", "2"),
-                    inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"})
+    return StepArgs(
+        ("--backend", "gloo", "--world-size", "2"),
+        inputs={"backend_from": f"{evidence}: two gloo processes on the CPU"},
+    )
 
 
 def _curves(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(backend, world size and curve, its figures) for each curve the headlines name (normal, p2p_disabled)."""
     by_world = heads.get("curves_by_world_size")
     by_world = by_world if isinstance(by_world, dict) else {}
-    return [(f"{heads.get('backend')}.n{world}.{curve}", values)
-            for world, curves in sorted(by_world.items(), key=lambda kv: str(kv[0]))
-            if isinstance(curves, dict) for curve, values in sorted(curves.items()) if isinstance(values, dict)]
+    return [
+        (f"{heads.get('backend')}.n{world}.{curve}", values)
+        for world, curves in sorted(by_world.items(), key=lambda kv: str(kv[0]))
+        if isinstance(curves, dict)
+        for curve, values in sorted(curves.items())
+        if isinstance(values, dict)
+    ]
 
 
 # Bus bandwidth at the largest size and the fitted bandwidth are rates; the startup time and the knee are of
 # the startup regime (launch-bound).
 DIFF_FIGURES = tuple(
-    DiffFigure(f"allreduce {{}} {key}", unit, (lambda k: lambda curve: curve.get(k))(key), each=_curves,
-               figure=f"allreduce.{{}}.{key}", kind=kind, noise=(lambda k: lambda curve: f"allreduce.{k}")(key))
-    for key, unit, kind in (("busbw_at_max_gbps", "GB/s", "steady"), ("beta_gbps", "GB/s", "steady"),
-                            ("alpha_us", "us", "launch_bound"), ("knee_bytes", "bytes", "launch_bound")))
+    DiffFigure(
+        f"allreduce {{}} {key}",
+        unit,
+        (lambda k: lambda curve: curve.get(k))(key),
+        each=_curves,
+        figure=f"allreduce.{{}}.{key}",
+        kind=kind,
+        noise=(lambda k: lambda curve: f"allreduce.{k}")(key),
+    )
+    for key, unit, kind in (
+        ("busbw_at_max_gbps", "GB/s", "steady"),
+        ("beta_gbps", "GB/s", "steady"),
+        ("alpha_us", "us", "launch_bound"),
+        ("knee_bytes", "bytes", "launch_bound"),
+    )
+)
 
 SPEC = ProbeSpec(
-    name="allreduce", title="all-reduce curves", lab="M1T4", options=probe.OPTIONS, command=COMMAND,
-    analysis="allreduce", plots="allreduce",
-    steps=(ProbeStep("allreduce", "allreduce", "All-reduce curves (or the one-GPU limitation)", "6 (M1T4)",
-                     schema="allreduce", analysis="allreduce", plots="allreduce", timeout_s=900,
-                     arguments=allreduce_arguments, order=60, derived=("--backend",)),),
-    lab_criteria=(lab.ALLREDUCE,), acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
-    known_good=(rates.ALLREDUCE_KNOWN_GOOD,), diff_figures=DIFF_FIGURES)
+    name="allreduce",
+    title="all-reduce curves",
+    lab="M1T4",
+    options=probe.OPTIONS,
+    command=COMMAND,
+    analysis="allreduce",
+    plots="allreduce",
+    steps=(
+        ProbeStep(
+            "allreduce",
+            "allreduce",
+            "All-reduce curves (or the one-GPU limitation)",
+            "6 (M1T4)",
+            schema="allreduce",
+            analysis="allreduce",
+            plots="allreduce",
+            timeout_s=900,
+            arguments=allreduce_arguments,
+            order=60,
+            derived=("--backend",),
+        ),
+    ),
+    lab_criteria=(lab.ALLREDUCE,),
+    acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
+    known_good=(rates.ALLREDUCE_KNOWN_GOOD,),
+    diff_figures=DIFF_FIGURES,
+)

@@ -15,30 +15,37 @@ from harness.probes import bandwidth as probe
 from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
+
 def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The summary; exit 1 when the repeats do not agree (the lab's rule)."""
     print(summary(document), file=sys.stderr)
     repeats = document["repeats"]
     if repeats["verdict"] == Verdict.FAIL:
         diagnosis = repeats["diagnosis"] or {}
-        raise CheckFailed(f"the {repeats['count']} repeats at {repeats['size_mib']:g} MiB vary by "
-                          f"{repeats['spread']:.1%}, not under {repeats['spread_max']:.0%} "
-                          f"({rules.REPEAT_SPREAD_SOURCE}): not a number to trust",
-                          hint=f"diagnosis: {diagnosis.get('summary', 'none')}")
+        raise CheckFailed(
+            f"the {repeats['count']} repeats at {repeats['size_mib']:g} MiB vary by "
+            f"{repeats['spread']:.1%}, not under {repeats['spread_max']:.0%} "
+            f"({rules.REPEAT_SPREAD_SOURCE}): not a number to trust",
+            hint=f"diagnosis: {diagnosis.get('summary', 'none')}",
+        )
 
 
 def summary(document: dict[str, Any]) -> str:
     plateau, ref = document["plateau"], document["reference"]
     lines = [f"{document['kernel']} on {document['device']} ({document['device_name']})"]
     if plateau["reached"]:
-        lines.append(f"plateau {plateau['gbps']:.1f} GB/s over {', '.join(f'{s:g}' for s in plateau['sizes_mib'])} "
-                     f"MiB (within {plateau['tolerance']:.0%})")
+        lines.append(
+            f"plateau {plateau['gbps']:.1f} GB/s over {', '.join(f'{s:g}' for s in plateau['sizes_mib'])} "
+            f"MiB (within {plateau['tolerance']:.0%})"
+        )
     else:
         lines.append(f"no plateau: {plateau['why']}")
     repeats = document["repeats"]
-    lines.append(f"repeats at {repeats['size_mib']:g} MiB: "
-                 + ", ".join(f"{m:.1f}" for m in repeats["medians_gbps"])
-                 + f" GB/s, spread {repeats['spread']:.2%}: {repeats['verdict']}")
+    lines.append(
+        f"repeats at {repeats['size_mib']:g} MiB: "
+        + ", ".join(f"{m:.1f}" for m in repeats["medians_gbps"])
+        + f" GB/s, spread {repeats['spread']:.2%}: {repeats['verdict']}"
+    )
     if ref.get("spec_ratio") is not None:
         lines.append(f"{ref['spec_ratio']:.1%} of the published {ref['spec_gbps']:g} GB/s ({ref['spec_source']})")
     if ref.get("known_good_ratio") is not None:
@@ -51,11 +58,15 @@ def summary(document: dict[str, Any]) -> str:
 COMMAND = CommandSpec(
     help="memory bandwidth sweep, plateau and repeats (bandwidth.json)",
     description="Write bandwidth.json (lab step M1T1): sweep buffer sizes, name the plateau (never the maximum) "
-                "and why small sizes differ (cache-resident, launch-bound), repeat the largest safe size with "
-                "NVML telemetry during the middle repeat, and compare with the catalogue's published peak and "
-                "known-good result for the same SKU. Exits 1 unless the repeats vary by less than "
-                f"{rules.REPEAT_SPREAD_MAX:.0%}.",
-    output="bandwidth.json", timeout_s=600, finish=finish)
+    "and why small sizes differ (cache-resident, launch-bound), repeat the largest safe size with "
+    "NVML telemetry during the middle repeat, and compare with the catalogue's published peak and "
+    "known-good result for the same SKU. Exits 1 unless the repeats vary by less than "
+    f"{rules.REPEAT_SPREAD_MAX:.0%}.",
+    output="bandwidth.json",
+    timeout_s=600,
+    finish=finish,
+)
+
 
 def sustained_bandwidth_gbps(state: RunState) -> float:
     """The sustained median later steps are fed (the roofline's memory roof): the median of the
@@ -71,27 +82,65 @@ def measured_device(state: RunState) -> str:
     return str(state.headlines("bandwidth", "the device the bandwidth ran on").get("device", "cpu"))
 
 
-SUSTAINED = FleetMetric("bandwidth_sustained_gbps", "GB/s", "sustained memory bandwidth (median of the three "
-                        "repeat medians)", lambda heads: heads.get("repeat_median_gbps"))
+SUSTAINED = FleetMetric(
+    "bandwidth_sustained_gbps",
+    "GB/s",
+    "sustained memory bandwidth (median of the three repeat medians)",
+    lambda heads: heads.get("repeat_median_gbps"),
+)
+
 
 def _kernel(heads: dict[str, Any]) -> dict[str, Any]:
     return {"kernel": heads.get("kernel")}
 
 
 DIFF_FIGURES = (
-    DiffFigure("bandwidth plateau", "GB/s", lambda heads: heads.get("plateau_gbps"), figure="bandwidth.plateau_gbps",
-               spread=lambda heads: heads.get("repeat_spread"), kind="steady", conditions=_kernel),
-    DiffFigure("bandwidth sustained median", "GB/s", lambda heads: heads.get("repeat_median_gbps"),
-               figure="bandwidth.repeat_median_gbps", spread=lambda heads: heads.get("repeat_spread"), kind="steady",
-               conditions=_kernel),
+    DiffFigure(
+        "bandwidth plateau",
+        "GB/s",
+        lambda heads: heads.get("plateau_gbps"),
+        figure="bandwidth.plateau_gbps",
+        spread=lambda heads: heads.get("repeat_spread"),
+        kind="steady",
+        conditions=_kernel,
+    ),
+    DiffFigure(
+        "bandwidth sustained median",
+        "GB/s",
+        lambda heads: heads.get("repeat_median_gbps"),
+        figure="bandwidth.repeat_median_gbps",
+        spread=lambda heads: heads.get("repeat_spread"),
+        kind="steady",
+        conditions=_kernel,
+    ),
 )
 
 SPEC = ProbeSpec(
-    name="bandwidth", title="HBM bandwidth sweep", lab="M1T1", options=probe.OPTIONS, command=COMMAND,
-    analysis="bandwidth", plots="bandwidth",
-    steps=(ProbeStep("bandwidth", "bandwidth", "HBM bandwidth sweep and three repeats", "2-3 (M1T1)",
-                     schema="bandwidth", analysis="bandwidth", plots="bandwidth", timeout_s=900,
-                     arguments=lambda state: StepArgs(("--repeats", "3")), order=20),),
-    lab_criteria=(lab.BANDWIDTH,), acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD), known_good=(rates.HBM_KNOWN_GOOD,),
+    name="bandwidth",
+    title="HBM bandwidth sweep",
+    lab="M1T1",
+    options=probe.OPTIONS,
+    command=COMMAND,
+    analysis="bandwidth",
+    plots="bandwidth",
+    steps=(
+        ProbeStep(
+            "bandwidth",
+            "bandwidth",
+            "HBM bandwidth sweep and three repeats",
+            "2-3 (M1T1)",
+            schema="bandwidth",
+            analysis="bandwidth",
+            plots="bandwidth",
+            timeout_s=900,
+            arguments=lambda state: StepArgs(("--repeats", "3")),
+            order=20,
+        ),
+    ),
+    lab_criteria=(lab.BANDWIDTH,),
+    acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD),
+    known_good=(rates.HBM_KNOWN_GOOD,),
     diff_fields=(DiffField("hardware", "bandwidth sku_id", lambda heads: heads.get("sku_id")),),
-    diff_figures=DIFF_FIGURES, fleet_metrics=(SUSTAINED,))
+    diff_figures=DIFF_FIGURES,
+    fleet_metrics=(SUSTAINED,),
+)

@@ -13,8 +13,8 @@ from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
-from harness.probes import health as probe
 from harness.judge.reproduction.declare import EVERYTHING, RATES, RESULTS
+from harness.probes import health as probe
 from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, RunState, StepArgs
 
@@ -32,21 +32,30 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """Exit 1 when a toolchain contract that should pass here fails, naming each with its remedy."""
     failed = [c for c in document.get("contracts", []) if c.get("status") == Verdict.FAIL]
     for contract in failed:
-        print(f"contract failed: {contract['name']}: {contract.get('evidence', '')}\n"
-              f"  remedy: {contract.get('remedy', '')}", file=sys.stderr)
+        print(
+            f"contract failed: {contract['name']}: {contract.get('evidence', '')}\n"
+            f"  remedy: {contract.get('remedy', '')}",
+            file=sys.stderr,
+        )
     if failed:
-        raise CheckFailed(f"{len(failed)} toolchain contract(s) failed: " + ", ".join(c["name"] for c in failed),
-                          hint=f"each is listed above with its remedy; the full evidence is in {args.output}")
+        raise CheckFailed(
+            f"{len(failed)} toolchain contract(s) failed: " + ", ".join(c["name"] for c in failed),
+            hint=f"each is listed above with its remedy; the full evidence is in {args.output}",
+        )
 
 
 COMMAND = CommandSpec(
     help="host, driver, devices, topology and toolchain contracts (health.json)",
     description="Write health.json (lab step M1T5): host, software and per-device facts, each a value or "
-                "{\"unavailable\": reason}, and the toolchain contracts. Exits 1 when a contract that should "
-                "pass on this host fails, naming each one. With --under-load, the reading is taken halfway "
-                "through a known load (bf16 GEMM and a device copy on every visible device) and the load's "
-                "NVML samples are kept; compare it with an idle health.json using `dossier health-diff`.",
-    output="health.json", timeout_s=TIMEOUT_S, prepare=prepare, finish=finish)
+    '{"unavailable": reason}, and the toolchain contracts. Exits 1 when a contract that should '
+    "pass on this host fails, naming each one. With --under-load, the reading is taken halfway "
+    "through a known load (bf16 GEMM and a device copy on every visible device) and the load's "
+    "NVML samples are kept; compare it with an idle health.json using `dossier health-diff`.",
+    output="health.json",
+    timeout_s=TIMEOUT_S,
+    prepare=prepare,
+    finish=finish,
+)
 
 OWN_LOAD_S = "8"  # health's own load when no other step's load can be read under (the docker runner)
 WINDOW_S = 2.0  # NVML sampled this long under the stress step's load (20 samples at 0.1 s)
@@ -60,9 +69,13 @@ def load_arguments(state: RunState) -> StepArgs:
     if load:
         window = min(WINDOW_S, load["remaining_s"] / 2)
         if window >= 0.4:  # at least 4 samples at 0.1 s
-            return StepArgs(("--during-load", *map(str, load["pids"]), "--load-window", f"{window:g}",
-                             "--load-what", load["what"]), inputs={"load_from": "the stress step, while it ran"})
-    return StepArgs(("--under-load", OWN_LOAD_S), inputs={"load_from": "health's own load (no other step's to read under)"})
+            return StepArgs(
+                ("--during-load", *map(str, load["pids"]), "--load-window", f"{window:g}", "--load-what", load["what"]),
+                inputs={"load_from": "the stress step, while it ran"},
+            )
+    return StepArgs(
+        ("--under-load", OWN_LOAD_S), inputs={"load_from": "health's own load (no other step's to read under)"}
+    )
 
 
 def replay_load(entry: Any, given: Any) -> tuple[Any, list[str]]:
@@ -76,30 +89,94 @@ def replay_load(entry: Any, given: Any) -> tuple[Any, list[str]]:
 # Under load after the stress step's place: taken during it, recorded after it (the plan is the order
 # a bundle lists its steps), so the diff comes last.
 STEPS = (
-    ProbeStep("health", "health", "Health and toolchain at idle", "1 (M1T5 at idle)", schema="health",
-              analysis="health", plots=None, timeout_s=300, order=10),
-    ProbeStep("health-load", "health", "Health under load", "7 (M1T5 under load)",
-              schema="health", analysis="health", plots=None, timeout_s=300, arguments=load_arguments,
-              order=92, during="stress", replay=replay_load),
-    HostStep("health-diff", "Idle versus load diff", "7 (diff)", schema="health-diff",
-             needs=("health", "health-load"), function="harness.analysis.health.diff:diff", order=94),
+    ProbeStep(
+        "health",
+        "health",
+        "Health and toolchain at idle",
+        "1 (M1T5 at idle)",
+        schema="health",
+        analysis="health",
+        plots=None,
+        timeout_s=300,
+        order=10,
+    ),
+    ProbeStep(
+        "health-load",
+        "health",
+        "Health under load",
+        "7 (M1T5 under load)",
+        schema="health",
+        analysis="health",
+        plots=None,
+        timeout_s=300,
+        arguments=load_arguments,
+        order=92,
+        during="stress",
+        replay=replay_load,
+    ),
+    HostStep(
+        "health-diff",
+        "Idle versus load diff",
+        "7 (diff)",
+        schema="health-diff",
+        needs=("health", "health-load"),
+        function="harness.analysis.health.diff:diff",
+        order=94,
+    ),
 )
 
 FLEET_METRICS = (
-    FleetMetric("ecc_uncorrectable_errors", "errors", "uncorrectable ECC errors, summed over the GPUs (idle)",
-                health_fleet.ecc_figure("uncorrectable_errors"), kind="count", source="document"),
-    FleetMetric("ecc_pending_row_remaps", "rows", "pending memory row remaps, summed over the GPUs (idle)",
-                health_fleet.ecc_figure("pending_row_remaps"), kind="count", source="document"),
-    FleetMetric("ecc_failed_row_remaps", "rows", "failed memory row remaps, summed over the GPUs (idle)",
-                health_fleet.ecc_figure("failed_row_remaps"), kind="count", source="document"),
-    FleetMetric("ecc_mode", "mode", "ECC mode of the GPUs (idle)", health_fleet.ecc_figure("mode"),
-                kind="state", source="document"),
-    FleetMetric("pcie_link_width_under_load", "lanes", "narrowest PCIe link width of any GPU under load",
-                health_fleet.pcie_width_under_load, kind="state", step="health-load", source="document"),
-    FleetMetric("sm_clock_under_load_mhz", "MHz", "SM clock under load (lowest per-GPU median of the load "
-                "window's NVML samples)", health_fleet.sm_clock_under_load_mhz, step="health-load",
-                source="document"),
+    FleetMetric(
+        "ecc_uncorrectable_errors",
+        "errors",
+        "uncorrectable ECC errors, summed over the GPUs (idle)",
+        health_fleet.ecc_figure("uncorrectable_errors"),
+        kind="count",
+        source="document",
+    ),
+    FleetMetric(
+        "ecc_pending_row_remaps",
+        "rows",
+        "pending memory row remaps, summed over the GPUs (idle)",
+        health_fleet.ecc_figure("pending_row_remaps"),
+        kind="count",
+        source="document",
+    ),
+    FleetMetric(
+        "ecc_failed_row_remaps",
+        "rows",
+        "failed memory row remaps, summed over the GPUs (idle)",
+        health_fleet.ecc_figure("failed_row_remaps"),
+        kind="count",
+        source="document",
+    ),
+    FleetMetric(
+        "ecc_mode",
+        "mode",
+        "ECC mode of the GPUs (idle)",
+        health_fleet.ecc_figure("mode"),
+        kind="state",
+        source="document",
+    ),
+    FleetMetric(
+        "pcie_link_width_under_load",
+        "lanes",
+        "narrowest PCIe link width of any GPU under load",
+        health_fleet.pcie_width_under_load,
+        kind="state",
+        step="health-load",
+        source="document",
+    ),
+    FleetMetric(
+        "sm_clock_under_load_mhz",
+        "MHz",
+        "SM clock under load (lowest per-GPU median of the load window's NVML samples)",
+        health_fleet.sm_clock_under_load_mhz,
+        step="health-load",
+        source="document",
+    ),
 )
+
 
 def _devices(heads: dict[str, Any]) -> list[str]:
     return [f"{d.get('name')} ({d.get('sku_id')})" for d in heads.get("devices") or [] if isinstance(d, dict)]
@@ -124,40 +201,83 @@ def _verdict(status: Any) -> Any:
 DIFF_FIELDS = (
     DiffField("hardware", "devices", _devices, explains=EVERYTHING),
     DiffField("hardware", "device_count", lambda heads: heads.get("device_count"), explains=EVERYTHING),
-    DiffField("hardware", "PCIe link (max)", comparison.per_gpu(comparison.pcie_max), source="document",
-              explains=RATES),
-    *(DiffField("software", key, (lambda k: lambda heads: heads.get(k))(key), explains=RESULTS)
-      for key in ("driver_version", "cuda_driver_version", "torch_version", "torch_cuda_build")),
+    DiffField(
+        "hardware", "PCIe link (max)", comparison.per_gpu(comparison.pcie_max), source="document", explains=RATES
+    ),
+    *(
+        DiffField("software", key, (lambda k: lambda heads: heads.get(k))(key), explains=RESULTS)
+        for key in ("driver_version", "cuda_driver_version", "torch_version", "torch_cuda_build")
+    ),
     DiffField("software", "libraries", comparison.libraries, source="document", explains=RESULTS),
-    DiffField("configuration", "power limit", comparison.per_gpu(comparison.power_limit), source="document",
-              explains=RATES),
-    DiffField("configuration", "application clocks", comparison.per_gpu(comparison.application_clocks),
-              source="document", explains=RATES),
-    DiffField("configuration", "max clocks", comparison.per_gpu(comparison.max_clocks), source="document",
-              explains=RATES),
+    DiffField(
+        "configuration", "power limit", comparison.per_gpu(comparison.power_limit), source="document", explains=RATES
+    ),
+    DiffField(
+        "configuration",
+        "application clocks",
+        comparison.per_gpu(comparison.application_clocks),
+        source="document",
+        explains=RATES,
+    ),
+    DiffField(
+        "configuration", "max clocks", comparison.per_gpu(comparison.max_clocks), source="document", explains=RATES
+    ),
     DiffField("configuration", "ECC", comparison.per_gpu(comparison.ecc), source="document", explains=RATES),
     DiffField("configuration", "MIG", comparison.per_gpu(comparison.mig), source="document", explains=RATES),
-    DiffField("configuration", "persistence", comparison.per_gpu(comparison.mode("persistence")), source="document",
-              explains=RATES),
-    DiffField("configuration", "compute mode", comparison.per_gpu(comparison.mode("compute")), source="document",
-              explains=RATES),
-    DiffField("activity", "foreign processes (idle or under load)", load.foreign_processes, source="facts",
-              explains=RATES),
+    DiffField(
+        "configuration",
+        "persistence",
+        comparison.per_gpu(comparison.mode("persistence")),
+        source="document",
+        explains=RATES,
+    ),
+    DiffField(
+        "configuration",
+        "compute mode",
+        comparison.per_gpu(comparison.mode("compute")),
+        source="document",
+        explains=RATES,
+    ),
+    DiffField(
+        "activity", "foreign processes (idle or under load)", load.foreign_processes, source="facts", explains=RATES
+    ),
 )
 
 # The GPUs' identity is judged even across SKUs (per_device=False: it is what differs); each contract's verdict.
 DIFF_FIGURES = (
     DiffFigure("devices", "GPUs", _devices, figure="health.devices", kind="exact", per_device=False),
-    DiffFigure("device count", "GPUs", lambda heads: heads.get("device_count"), figure="health.device_count",
-               kind="exact", per_device=False),
-    DiffFigure("contract {}", "verdict", lambda status: status, each=_contracts, figure="health.contract.{}",
-               kind="exact"),
+    DiffFigure(
+        "device count",
+        "GPUs",
+        lambda heads: heads.get("device_count"),
+        figure="health.device_count",
+        kind="exact",
+        per_device=False,
+    ),
+    DiffFigure(
+        "contract {}", "verdict", lambda status: status, each=_contracts, figure="health.contract.{}", kind="exact"
+    ),
 )
 
 SPEC = ProbeSpec(
-    name="health", title="health and toolchain diagnostics", lab="M1T5", options=probe.OPTIONS, command=COMMAND,
-    analysis="health", steps=STEPS, lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
-    acceptance_criteria=(identity.SKU_MATCHES_PROFILE, memory_health.ECC_UNCORRECTABLE_ZERO,
-                         memory_health.ROW_REMAPS_CLEAN, memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
-                         load.CLOCKS_RISE_UNDER_LOAD, load.NO_UNEXPECTED_PROCESS, *config.CRITERIA),
-    diff_fields=DIFF_FIELDS, diff_figures=DIFF_FIGURES, fleet_metrics=FLEET_METRICS)
+    name="health",
+    title="health and toolchain diagnostics",
+    lab="M1T5",
+    options=probe.OPTIONS,
+    command=COMMAND,
+    analysis="health",
+    steps=STEPS,
+    lab_criteria=(lab.HEALTH, lab.IDLE_LOAD),
+    acceptance_criteria=(
+        identity.SKU_MATCHES_PROFILE,
+        memory_health.ECC_UNCORRECTABLE_ZERO,
+        memory_health.ROW_REMAPS_CLEAN,
+        memory_health.PCIE_LINK_AT_MAX_UNDER_LOAD,
+        load.CLOCKS_RISE_UNDER_LOAD,
+        load.NO_UNEXPECTED_PROCESS,
+        *config.CRITERIA,
+    ),
+    diff_fields=DIFF_FIELDS,
+    diff_figures=DIFF_FIGURES,
+    fleet_metrics=FLEET_METRICS,
+)

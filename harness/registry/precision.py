@@ -22,40 +22,67 @@ from harness.registry.spec import CommandSpec, DiffField, DiffFigure, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
-CHECKPOINT_HELP = ("a Hub file pinned to a 40-hex commit (default file model.safetensors), or a local "
-                   ".safetensors file or folder (default: the packaged all-MiniLM-L6-v2 manifest)")
+CHECKPOINT_HELP = (
+    "a Hub file pinned to a 40-hex commit (default file model.safetensors), or a local "
+    ".safetensors file or folder (default: the packaged all-MiniLM-L6-v2 manifest)"
+)
 CHECKPOINT = Option(("--checkpoint",), dict(metavar="REPO@REVISION[:FILE] | PATH", help=CHECKPOINT_HELP))
-TENSOR = Option(("--tensor",), dict(action="append", default=[], metavar="ROLE=NAME",
-                                    help="a tensor to measure and its role (embedding, attention_projection, "
-                                         "mlp_projection), e.g. mlp_projection=encoder.layer.0.intermediate."
-                                         "dense.weight (repeat; default: the manifest's three)"))
-FILE_SHA256 = Option(("--file-sha256",), dict(metavar="HEX", help="the whole file's sha256; required for a file "
-                                                                  "no manifest pins"))
-OFFLINE = Option(("--offline",), dict(action="store_true", default=None,
-                                      help="never contact the Hub (also implied by HF_HUB_OFFLINE=1)"))
-CACHE_DIR = Option(("--cache-dir",), dict(type=Path, metavar="DIR",
-                                          help=f"blob cache root (default: ${ENV_VAR}, else ~/.cache/rig-dossier); "
-                                               "files live in DIR/blobs/sha256/<hex>"))
+TENSOR = Option(
+    ("--tensor",),
+    dict(
+        action="append",
+        default=[],
+        metavar="ROLE=NAME",
+        help="a tensor to measure and its role (embedding, attention_projection, "
+        "mlp_projection), e.g. mlp_projection=encoder.layer.0.intermediate."
+        "dense.weight (repeat; default: the manifest's three)",
+    ),
+)
+FILE_SHA256 = Option(
+    ("--file-sha256",), dict(metavar="HEX", help="the whole file's sha256; required for a file no manifest pins")
+)
+OFFLINE = Option(
+    ("--offline",),
+    dict(action="store_true", default=None, help="never contact the Hub (also implied by HF_HUB_OFFLINE=1)"),
+)
+CACHE_DIR = Option(
+    ("--cache-dir",),
+    dict(
+        type=Path,
+        metavar="DIR",
+        help=f"blob cache root (default: ${ENV_VAR}, else ~/.cache/rig-dossier); files live in DIR/blobs/sha256/<hex>",
+    ),
+)
+
+
 def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
     """Outputs checked, then the checkpoint fetched by hash and its tensors indexed, before the probe."""
     if args.cache_dir is not None:
         paths.output_dir(args.cache_dir, "--cache-dir")
     checked = checkpoints.plan(args.checkpoint, args.tensor, args.file_sha256, args.offline, args.cache_dir)
-    print(f"checkpoint {checked.provenance['label']}: sha256 {checked.provenance['file_sha256']} "
-          f"from {checked.provenance['source']}", file=sys.stderr)
+    print(
+        f"checkpoint {checked.provenance['label']}: sha256 {checked.provenance['file_sha256']} "
+        f"from {checked.provenance['source']}",
+        file=sys.stderr,
+    )
     return StepArgs(tuple(checked.probe_args(args.device)), mounts=(str(checked.path),))
 
 
 COMMAND = CommandSpec(
     help="FP-like vs symmetric INT8/INT4 error of real checkpoint tensors (precision.json)",
     description="Fetch a checkpoint file by sha256 (cache, a local path, an installed package, then the Hub "
-                "pinned to a commit), read only the named tensors and measure each one separately: statistics, "
-                "then fp16, bf16, fp8 e4m3fn/e5m2 (unscaled and per-tensor scaled), int8 (per tensor, per output "
-                "channel) and int4 (per tensor, per channel, per group of 128). Writes precision.json and a "
-                "Markdown table with explanations built from the numbers. Default: "
-                "sentence-transformers/all-MiniLM-L6-v2's embedding, attention query and MLP intermediate weights.",
-    output="precision.json", timeout_s=600,
-    host_options=(CHECKPOINT, TENSOR, FILE_SHA256, OFFLINE, CACHE_DIR), prepare=prepare, writes_table=True)
+    "pinned to a commit), read only the named tensors and measure each one separately: statistics, "
+    "then fp16, bf16, fp8 e4m3fn/e5m2 (unscaled and per-tensor scaled), int8 (per tensor, per output "
+    "channel) and int4 (per tensor, per channel, per group of 128). Writes precision.json and a "
+    "Markdown table with explanations built from the numbers. Default: "
+    "sentence-transformers/all-MiniLM-L6-v2's embedding, attention query and MLP intermediate weights.",
+    output="precision.json",
+    timeout_s=600,
+    host_options=(CHECKPOINT, TENSOR, FILE_SHA256, OFFLINE, CACHE_DIR),
+    prepare=prepare,
+    writes_table=True,
+)
+
 
 @dataclass(frozen=True)
 class CheckpointRequest:
@@ -86,8 +113,11 @@ def resolved_checkpoint(request: CheckpointRequest) -> CheckpointRequest:
     if not request.given:
         return request
     resolved = checkpoints.plan(request.checkpoint, list(request.tensors), request.file_sha256)
-    print(f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
-          f"from {resolved.provenance['source']}", file=sys.stderr)
+    print(
+        f"checkpoint {resolved.provenance['label']}: sha256 {resolved.provenance['file_sha256']} "
+        f"from {resolved.provenance['source']}",
+        file=sys.stderr,
+    )
     return dataclasses.replace(request, resolved=resolved)
 
 
@@ -100,8 +130,9 @@ def precision_arguments(state: RunState, request: CheckpointRequest = Checkpoint
     if request.resolved is not None:
         return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
     try:
-        probe_args, provenance = checkpoints.probe_args_for(request.checkpoint, list(request.tensors),
-                                                            file_sha256=request.file_sha256)
+        probe_args, provenance = checkpoints.probe_args_for(
+            request.checkpoint, list(request.tensors), file_sha256=request.file_sha256
+        )
     except DossierError as exc:
         raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
     return _precision_step_args(probe_args, provenance, request)
@@ -110,8 +141,9 @@ def precision_arguments(state: RunState, request: CheckpointRequest = Checkpoint
 def _precision_step_args(probe_args, provenance, request: CheckpointRequest) -> StepArgs:
     probe_args = [str(a) for a in probe_args]
     files = tuple(probe_args[i + 1] for i, a in enumerate(probe_args[:-1]) if a == "--file")
-    return StepArgs(tuple(probe_args), inputs={"checkpoint_from": request.describe()},
-                    checkpoint=dict(provenance), mounts=files)
+    return StepArgs(
+        tuple(probe_args), inputs={"checkpoint_from": request.describe()}, checkpoint=dict(provenance), mounts=files
+    )
 
 
 def step_arguments(state: RunState) -> StepArgs:
@@ -137,8 +169,10 @@ def _their_file(provenance: Mapping[str, Any], sha256: str, given: Any) -> tuple
     manifest = manifests.by_sha256(sha256)
     if manifest is not None:
         return f"{manifest.repo_id}@{manifest.revision}:{manifest.file}", None
-    return None, (f"their checkpoint {provenance.get('label', '?')} (sha256 {sha256}) was a local file of theirs and "
-                  f"is not in this host's cache ({blob}): give a copy with `dossier reproduce --checkpoint PATH`")
+    return None, (
+        f"their checkpoint {provenance.get('label', '?')} (sha256 {sha256}) was a local file of theirs and "
+        f"is not in this host's cache ({blob}): give a copy with `dossier reproduce --checkpoint PATH`"
+    )
 
 
 def replay(entry: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Callable[[RunState], StepArgs], list[str]]:
@@ -162,14 +196,19 @@ def replay(entry: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Callable
 
     def cannot(state: RunState) -> StepArgs:
         raise StepSetupFailed(why)
+
     return cannot, [f"precision: {why}"]
 
 
 def _formats(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(ROLE.FORMAT, the tensor and its format's row) for every format of every tensor measured."""
-    return [(f"{tensor.get('role')}.{row.get('format')}", {"tensor": tensor, "row": row})
-            for tensor in document.get("tensors") or [] if isinstance(tensor, dict)
-            for row in tensor.get("formats") or [] if isinstance(row, dict)]
+    return [
+        (f"{tensor.get('role')}.{row.get('format')}", {"tensor": tensor, "row": row})
+        for tensor in document.get("tensors") or []
+        if isinstance(tensor, dict)
+        for row in tensor.get("formats") or []
+        if isinstance(row, dict)
+    ]
 
 
 def _tensor(item: dict[str, Any]) -> dict[str, Any]:
@@ -179,21 +218,58 @@ def _tensor(item: dict[str, Any]) -> dict[str, Any]:
 # The quantizers give the same bits on any device (harness.analysis.digests.PRECISION_DIGEST_RULE): each
 # tensor's error per format, and its output digest, reproduce exactly, on any GPU or CPU, for the same tensor.
 DIFF_FIGURES = (
-    DiffFigure("precision {} relative RMSE", "", lambda item: item["row"].get("relative_rmse"), each=_formats,
-               figure="precision.{}.relative_rmse", kind="exact", conditions=_tensor, source="document",
-               per_device=False),
-    DiffFigure("precision {} output digest", "sha256", lambda item: item["row"].get("output_sha256"), each=_formats,
-               figure="precision.{}.output_sha256", kind="exact", conditions=_tensor, source="document",
-               per_device=False),
+    DiffFigure(
+        "precision {} relative RMSE",
+        "",
+        lambda item: item["row"].get("relative_rmse"),
+        each=_formats,
+        figure="precision.{}.relative_rmse",
+        kind="exact",
+        conditions=_tensor,
+        source="document",
+        per_device=False,
+    ),
+    DiffFigure(
+        "precision {} output digest",
+        "sha256",
+        lambda item: item["row"].get("output_sha256"),
+        each=_formats,
+        figure="precision.{}.output_sha256",
+        kind="exact",
+        conditions=_tensor,
+        source="document",
+        per_device=False,
+    ),
 )
 
 SPEC = ProbeSpec(
-    name="precision", title="precision of real checkpoint tensors", lab="M1T3", options=probe.OPTIONS,
-    command=COMMAND, analysis="precision", table="precision",
-    steps=(ProbeStep("precision", "precision", "Precision of three real checkpoint tensors", "5 (M1T3)",
-                     schema="precision", analysis="precision", plots=None, timeout_s=900,
-                     arguments=step_arguments, independent=True, order=50, replay=replay),),
-    lab_criteria=(lab.PRECISION,), acceptance_criteria=(digests.PRECISION_EXPECTED,),
+    name="precision",
+    title="precision of real checkpoint tensors",
+    lab="M1T3",
+    options=probe.OPTIONS,
+    command=COMMAND,
+    analysis="precision",
+    table="precision",
+    steps=(
+        ProbeStep(
+            "precision",
+            "precision",
+            "Precision of three real checkpoint tensors",
+            "5 (M1T3)",
+            schema="precision",
+            analysis="precision",
+            plots=None,
+            timeout_s=900,
+            arguments=step_arguments,
+            independent=True,
+            order=50,
+            replay=replay,
+        ),
+    ),
+    lab_criteria=(lab.PRECISION,),
+    acceptance_criteria=(digests.PRECISION_EXPECTED,),
     diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
     diff_figures=DIFF_FIGURES,
-    run_options=(CHECKPOINT, TENSOR, FILE_SHA256), prepare_run=prepare_run)
+    run_options=(CHECKPOINT, TENSOR, FILE_SHA256),
+    prepare_run=prepare_run,
+)

@@ -26,26 +26,36 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     """The best GEMM burst, and each dtype check's."""
     summary = document["summary"]
     if summary.get("burst_best_tflops") is not None:
-        print(f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "
-              f"{summary['best_shape']} (short timed windows, not a sustained rate: `dossier stress`); "
-              f"every shape explained: {'yes' if summary['all_explained'] else 'no'}", file=sys.stderr)
+        print(
+            f"best {document['dtype']} GEMM burst: {summary['burst_best_tflops']:.4g} TFLOPS at "
+            f"{summary['best_shape']} (short timed windows, not a sustained rate: `dossier stress`); "
+            f"every shape explained: {'yes' if summary['all_explained'] else 'no'}",
+            file=sys.stderr,
+        )
     for entry in unexplained.unexplained(document):
         print(f"  unexplained: {unexplained.line(entry)}; ruled out: {entry['checked']}", file=sys.stderr)
     for dtype, figures in rf.dtype_headlines(document).items():
         best = figures.get("burst_best_tflops")
         if dtype != document["dtype"]:
-            print(f"best {dtype} GEMM burst: " + (f"{best:.4g} TFLOPS at {figures['best_shape']}" if best is not None
-                                                  else "none timed"), file=sys.stderr)
+            print(
+                f"best {dtype} GEMM burst: "
+                + (f"{best:.4g} TFLOPS at {figures['best_shape']}" if best is not None else "none timed"),
+                file=sys.stderr,
+            )
 
 
 COMMAND = CommandSpec(
     help="GEMMs classified on measured roofs, timed and explained (roofline.json + plot)",
     description="Write roofline.json (lab step M1T2) and roofline.png/.svg beside it. Every GEMM is classified "
-                "(FLOPs, fewest bytes, intensity, bound, attainable rate) before any runs, then timed and "
-                "explained from measured facts. On a GPU give --bandwidth-gbps (the bandwidth probe's sustained "
-                "median); the dense peak comes from the catalogue unless --peak-tflops is given. On a CPU both "
-                "roofs are measured by the probe.",
-    output="roofline.json", timeout_s=900, finish=finish)
+    "(FLOPs, fewest bytes, intensity, bound, attainable rate) before any runs, then timed and "
+    "explained from measured facts. On a GPU give --bandwidth-gbps (the bandwidth probe's sustained "
+    "median); the dense peak comes from the catalogue unless --peak-tflops is given. On a CPU both "
+    "roofs are measured by the probe.",
+    output="roofline.json",
+    timeout_s=900,
+    finish=finish,
+)
+
 
 def roofline_arguments(state: RunState) -> StepArgs:
     """The roofline fed the bandwidth step's sustained median, in the device's tensor-core dtype; on a GPU
@@ -54,42 +64,96 @@ def roofline_arguments(state: RunState) -> StepArgs:
     device = measured_device(state)
     dtype = "bf16" if device == "cuda" else "fp32"
     checks = ("--check-dtypes", *DTYPE_CHECKS) if device == "cuda" else ()
-    return StepArgs(("--bandwidth-gbps", f"{bandwidth:.6g}", "--dtype", dtype, *checks),
-                    inputs={"bandwidth_gbps": bandwidth,
-                            "bandwidth_from": "median of the bandwidth step's three repeat medians",
-                            "dtype_from": f"bandwidth ran on {device}: "
-                                          + ("bf16 tensor cores" if dtype == "bf16" else "fp32 on the CPU"),
-                            "check_dtypes_from": ("every dtype acceptance judges a GEMM burst in, timed in this "
-                                                  "process" if checks else "a CPU run: its own dtype only")})
+    return StepArgs(
+        ("--bandwidth-gbps", f"{bandwidth:.6g}", "--dtype", dtype, *checks),
+        inputs={
+            "bandwidth_gbps": bandwidth,
+            "bandwidth_from": "median of the bandwidth step's three repeat medians",
+            "dtype_from": f"bandwidth ran on {device}: "
+            + ("bf16 tensor cores" if dtype == "bf16" else "fp32 on the CPU"),
+            "check_dtypes_from": (
+                "every dtype acceptance judges a GEMM burst in, timed in this process"
+                if checks
+                else "a CPU run: its own dtype only"
+            ),
+        },
+    )
 
 
 STEPS = (
-    ProbeStep("roofline", "roofline", "Roofline fed the sustained median", "4 (M1T2)", schema="roofline",
-              analysis="roofline", plots="roofline", timeout_s=900, arguments=roofline_arguments, order=30,
-              derived=("--bandwidth-gbps",)),
+    ProbeStep(
+        "roofline",
+        "roofline",
+        "Roofline fed the sustained median",
+        "4 (M1T2)",
+        schema="roofline",
+        analysis="roofline",
+        plots="roofline",
+        timeout_s=900,
+        arguments=roofline_arguments,
+        order=30,
+        derived=("--bandwidth-gbps",),
+    ),
 )
 
-BEST_GEMM = FleetMetric("gemm_best_tflops", "TFLOP/s", "burst: the best GEMM rate over the roofline's fixed "
-                        "burst-best shapes, each timed in short windows at full clock (the sustained rate is "
-                        "stress_steady_tflops)", lambda heads: heads.get("burst_best_tflops"))
+BEST_GEMM = FleetMetric(
+    "gemm_best_tflops",
+    "TFLOP/s",
+    "burst: the best GEMM rate over the roofline's fixed "
+    "burst-best shapes, each timed in short windows at full clock (the sustained rate is "
+    "stress_steady_tflops)",
+    lambda heads: heads.get("burst_best_tflops"),
+)
 
 # Every GEMM rate of every dtype (each shape's too), each dtype's ridge, the fusion speedup. Bundles before
 # format 5 timed each dtype in a step of its own (roofline-fp8, ...): every step the roofline analysis reads.
 DIFF_FIGURES = (
-    DiffFigure("roofline {}", "TFLOPS", lambda item: item["value"], spread=lambda item: item["spread"],
-               each=repeatability.roofline_rates, figure="roofline.{}", kind=lambda item: item["kind"],
-               noise=lambda item: item["noise"],
-               conditions=lambda item: item["conditions"], source="document", every_step=True),
-    DiffFigure("roofline {} ridge", "FLOP/byte", lambda heads: heads.get("ridge_flop_per_byte"),
-               each=lambda document: list(rf.dtype_headlines(document).items()),
-               figure="roofline.{}.ridge_flop_per_byte", kind="steady", source="document", every_step=True),
-    DiffFigure("roofline fusion speedup", "x", lambda heads: heads.get("fusion_speedup"),
-               figure="roofline.fusion_speedup", kind="burst"),
+    DiffFigure(
+        "roofline {}",
+        "TFLOPS",
+        lambda item: item["value"],
+        spread=lambda item: item["spread"],
+        each=repeatability.roofline_rates,
+        figure="roofline.{}",
+        kind=lambda item: item["kind"],
+        noise=lambda item: item["noise"],
+        conditions=lambda item: item["conditions"],
+        source="document",
+        every_step=True,
+    ),
+    DiffFigure(
+        "roofline {} ridge",
+        "FLOP/byte",
+        lambda heads: heads.get("ridge_flop_per_byte"),
+        each=lambda document: list(rf.dtype_headlines(document).items()),
+        figure="roofline.{}.ridge_flop_per_byte",
+        kind="steady",
+        source="document",
+        every_step=True,
+    ),
+    DiffFigure(
+        "roofline fusion speedup",
+        "x",
+        lambda heads: heads.get("fusion_speedup"),
+        figure="roofline.fusion_speedup",
+        kind="burst",
+    ),
 )
 
-SPEC = ProbeSpec(name="roofline", title="roofline", lab="M1T2", options=probe.OPTIONS, command=COMMAND,
-                 analysis="roofline", plots="roofline", table="roofline", steps=STEPS, lab_criteria=(lab.ROOFLINE,),
-                 acceptance_criteria=(rates.GEMM,), known_good=(rates.GEMM_KNOWN_GOOD,),
-                 diff_fields=(DiffField("software", "roofline classifications",
-                                        lambda heads: heads.get("classifications")),),
-                 diff_figures=DIFF_FIGURES, fleet_metrics=(BEST_GEMM,))
+SPEC = ProbeSpec(
+    name="roofline",
+    title="roofline",
+    lab="M1T2",
+    options=probe.OPTIONS,
+    command=COMMAND,
+    analysis="roofline",
+    plots="roofline",
+    table="roofline",
+    steps=STEPS,
+    lab_criteria=(lab.ROOFLINE,),
+    acceptance_criteria=(rates.GEMM,),
+    known_good=(rates.GEMM_KNOWN_GOOD,),
+    diff_fields=(DiffField("software", "roofline classifications", lambda heads: heads.get("classifications")),),
+    diff_figures=DIFF_FIGURES,
+    fleet_metrics=(BEST_GEMM,),
+)

@@ -38,8 +38,9 @@ class RunState:
     """The documents completed so far, by step, their recomputed headline figures, and what
     `dossier run` prepared for each probe before any ran (ProbeSpec.prepare_run), by probe."""
 
-    def __init__(self, prepared: Mapping[str, Any] | None = None,
-                 analyses: Callable[[str], ModuleType] | None = None) -> None:
+    def __init__(
+        self, prepared: Mapping[str, Any] | None = None, analyses: Callable[[str], ModuleType] | None = None
+    ) -> None:
         """ANALYSES: an analysis name -> its module (the registry's `analysis_module`, which `dossier
         run` hands in: the steps are declared by the registry's entries, so they never import it)."""
         self.documents: dict[str, dict[str, Any]] = {}
@@ -95,7 +96,9 @@ class ProbeStep:
     # as recorded (the precision step names a file by a path of theirs: fetched here by its sha256). Called
     # with their commands.json entry and the reproduce command's options; returns the arguments function and
     # what this host cannot honour, said before any probe runs. None: their argv, `derived` taken from here.
-    replay: Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[Callable[[RunState], StepArgs], list[str]]] | None = None
+    replay: (
+        Callable[[Mapping[str, Any], Mapping[str, Any]], tuple[Callable[[RunState], StepArgs], list[str]]] | None
+    ) = None
 
     kind = "probe"
 

@@ -35,10 +35,14 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
     heads = analysis.headlines(document)
     for line in summary_lines(heads):
         print(line, file=sys.stderr)
-    bad = [f"GPU {c['gpu']} link {c['status']}: {' '.join(c['reasons'])}"
-           for c in heads["link_checks"] if c["status"] in BAD_LINK]
-    bad += [f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}"
-            for c in heads["p2p_checks"] if c["status"] in BAD_PAIR]
+    bad = [
+        f"GPU {c['gpu']} link {c['status']}: {' '.join(c['reasons'])}"
+        for c in heads["link_checks"]
+        if c["status"] in BAD_LINK
+    ]
+    bad += [
+        f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}" for c in heads["p2p_checks"] if c["status"] in BAD_PAIR
+    ]
     if bad:
         raise CheckFailed("; ".join(bad), hint=f"every copy's time is kept in {args.output}")
 
@@ -52,9 +56,12 @@ def _basis(key: str, figures: dict[str, Any]) -> str:
 def summary_lines(heads: dict[str, Any]) -> list[str]:
     lines = []
     for gpu, figures in sorted(heads["per_gpu"].items()):
-        shown = ", ".join(f"{key.removesuffix('_gbps')}{_basis(key, figures)} "
-                          + ("no plateau" if value is None else f"{value:.4g} GB/s")
-                          for key, value in figures.items() if key.endswith("_gbps") and key != "pcie_ceiling_gbps")
+        shown = ", ".join(
+            f"{key.removesuffix('_gbps')}{_basis(key, figures)} "
+            + ("no plateau" if value is None else f"{value:.4g} GB/s")
+            for key, value in figures.items()
+            if key.endswith("_gbps") and key != "pcie_ceiling_gbps"
+        )
         if figures.get("pcie_ceiling_gbps"):
             shown += f" (PCIe ceiling {figures['pcie_ceiling_gbps']:.4g} GB/s per direction)"
         lines.append(f"{'host memory (CPU, not PCIe)' if gpu == 'host' else f'GPU {gpu}'} plateaus: {shown}")
@@ -67,14 +74,17 @@ def summary_lines(heads: dict[str, Any]) -> list[str]:
 COMMAND = CommandSpec(
     help="host-to-device, device-to-host and peer copies, the links measured (transfer.json)",
     description="Write transfer.json (what nvbandwidth's copy engine tests and DCGM's PCIe test "
-                "measure): per GPU, host-to-device and device-to-host with pinned and pageable memory, alone and "
-                "both at once, a size sweep with its plateau (not the maximum) and small-copy latency, the "
-                "device-local copy, near and far NUMA node where the host has two; with two or more GPUs peer "
-                "access, the peer matrix (read and write, one direction and both) and all GPUs at once. Each "
-                "figure stands beside the theoretical rate of the link it crossed (NVML). On a CPU: host memory "
-                "copies, recorded as such. Exits 1 when a GPU's link is degraded or inconsistent with NVML, or a "
-                "pair joined by NVLink refuses peer access (broken P2P).",
-    output="transfer.json", timeout_s=900, finish=finish)
+    "measure): per GPU, host-to-device and device-to-host with pinned and pageable memory, alone and "
+    "both at once, a size sweep with its plateau (not the maximum) and small-copy latency, the "
+    "device-local copy, near and far NUMA node where the host has two; with two or more GPUs peer "
+    "access, the peer matrix (read and write, one direction and both) and all GPUs at once. Each "
+    "figure stands beside the theoretical rate of the link it crossed (NVML). On a CPU: host memory "
+    "copies, recorded as such. Exits 1 when a GPU's link is degraded or inconsistent with NVML, or a "
+    "pair joined by NVLink refuses peer access (broken P2P).",
+    output="transfer.json",
+    timeout_s=900,
+    finish=finish,
+)
 
 
 def timeout_s(gpus: int) -> float:
@@ -85,10 +95,14 @@ def transfer_arguments(state: RunState) -> StepArgs:
     """Every GPU health found, sized short for the run; on the CPU the probe's own CI sizes."""
     count, evidence = gpu_count(state)
     if count >= 1:
-        return StepArgs(("--point-budget-s", RUN_POINT_BUDGET_S, "--sizes", *RUN_GPU_SIZES),
-                        inputs={"gpus_from": evidence}, timeout_s=timeout_s(count))
-    return StepArgs(("--device", "cpu"), inputs={"gpus_from": f"{evidence}: host memory copies on the CPU"},
-                    timeout_s=timeout_s(0))
+        return StepArgs(
+            ("--point-budget-s", RUN_POINT_BUDGET_S, "--sizes", *RUN_GPU_SIZES),
+            inputs={"gpus_from": evidence},
+            timeout_s=timeout_s(count),
+        )
+    return StepArgs(
+        ("--device", "cpu"), inputs={"gpus_from": f"{evidence}: host memory copies on the CPU"}, timeout_s=timeout_s(0)
+    )
 
 
 def _slowest(key: str):
@@ -96,6 +110,7 @@ def _slowest(key: str):
         values = [f.get(key) for gpu, f in (heads.get("per_gpu") or {}).items() if gpu != "host"]
         values = [v for v in values if isinstance(v, (int, float))]
         return min(values) if values else None
+
     return read
 
 
@@ -107,13 +122,23 @@ def _slowest_peer(heads: Mapping[str, Any]) -> Any:
 
 
 FLEET_METRICS = (
-    FleetMetric("transfer_h2d_pinned_slowest_gpu_gbps", "GB/s", "the slowest GPU's pinned host-to-device plateau",
-                _slowest("h2d_pinned_gbps")),
-    FleetMetric("transfer_d2h_pinned_slowest_gpu_gbps", "GB/s", "the slowest GPU's pinned device-to-host plateau",
-                _slowest("d2h_pinned_gbps")),
-    FleetMetric("transfer_peer_slowest_gbps", "GB/s", "the slowest peer copy plateau (read or write, any pair)",
-                _slowest_peer),
+    FleetMetric(
+        "transfer_h2d_pinned_slowest_gpu_gbps",
+        "GB/s",
+        "the slowest GPU's pinned host-to-device plateau",
+        _slowest("h2d_pinned_gbps"),
+    ),
+    FleetMetric(
+        "transfer_d2h_pinned_slowest_gpu_gbps",
+        "GB/s",
+        "the slowest GPU's pinned device-to-host plateau",
+        _slowest("d2h_pinned_gbps"),
+    ),
+    FleetMetric(
+        "transfer_peer_slowest_gbps", "GB/s", "the slowest peer copy plateau (read or write, any pair)", _slowest_peer
+    ),
 )
+
 
 def _rates(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(gpuN.KEY or host.KEY, the rate) for every per-GPU plateau: each series alone, both directions at once
@@ -124,30 +149,74 @@ def _rates(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         for key, value in figures.items():
             if key.endswith("_gbps") and key != "pcie_ceiling_gbps":
                 at = figures.get(key.removesuffix("_gbps") + "_at_bytes")
-                found.append((f"{who}.{key}", {"key": key, "value": value,
-                                               "conditions": {"at_bytes": at} if at is not None else None}))
+                found.append(
+                    (
+                        f"{who}.{key}",
+                        {"key": key, "value": value, "conditions": {"at_bytes": at} if at is not None else None},
+                    )
+                )
     return found
 
 
 def _peer(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """(peer.MODE.A->B, the cell) for every peer copy measured alone."""
     peer = heads.get("peer") or {}
-    return [(f"peer.{mode}.{pair}", {"mode": mode, **cell}) for mode in ("write", "read")
-            for pair, cell in (peer.get(mode) or {}).items() if isinstance(cell, dict)]
+    return [
+        (f"peer.{mode}.{pair}", {"mode": mode, **cell})
+        for mode in ("write", "read")
+        for pair, cell in (peer.get(mode) or {}).items()
+        if isinstance(cell, dict)
+    ]
 
 
 DIFF_FIGURES = (
-    DiffFigure("transfer {}", "GB/s", lambda item: item["value"], each=_rates, figure="transfer.{}", kind="steady",
-               noise=lambda item: f"transfer.{item['key']}", conditions=lambda item: item["conditions"]),
-    DiffFigure("transfer {} plateau", "GB/s", lambda cell: cell.get("plateau_gbps"), each=_peer,
-               figure="transfer.{}.plateau_gbps", kind="steady", noise=lambda cell: f"transfer.peer.{cell['mode']}_gbps"),
+    DiffFigure(
+        "transfer {}",
+        "GB/s",
+        lambda item: item["value"],
+        each=_rates,
+        figure="transfer.{}",
+        kind="steady",
+        noise=lambda item: f"transfer.{item['key']}",
+        conditions=lambda item: item["conditions"],
+    ),
+    DiffFigure(
+        "transfer {} plateau",
+        "GB/s",
+        lambda cell: cell.get("plateau_gbps"),
+        each=_peer,
+        figure="transfer.{}.plateau_gbps",
+        kind="steady",
+        noise=lambda cell: f"transfer.peer.{cell['mode']}_gbps",
+    ),
 )
 
 SPEC = ProbeSpec(
-    name="transfer", title="host and peer transfers, the links measured", lab="beyond lab M1", options=probe.OPTIONS,
-    command=COMMAND, analysis="transfer", plots="transfer", table="transfer",
-    steps=(ProbeStep("transfer", "transfer", "Host and peer transfers, the links measured", "beyond lab M1",
-                     schema="transfer", analysis="transfer", plots="transfer", timeout_s=timeout_s(8),
-                     arguments=transfer_arguments, order=65),),
-    lab_criteria=(report_criterion.TRANSFER,), acceptance_criteria=acceptance.CRITERIA, known_good=(acceptance.TRANSFER,),
-    diff_figures=DIFF_FIGURES, fleet_metrics=FLEET_METRICS)
+    name="transfer",
+    title="host and peer transfers, the links measured",
+    lab="beyond lab M1",
+    options=probe.OPTIONS,
+    command=COMMAND,
+    analysis="transfer",
+    plots="transfer",
+    table="transfer",
+    steps=(
+        ProbeStep(
+            "transfer",
+            "transfer",
+            "Host and peer transfers, the links measured",
+            "beyond lab M1",
+            schema="transfer",
+            analysis="transfer",
+            plots="transfer",
+            timeout_s=timeout_s(8),
+            arguments=transfer_arguments,
+            order=65,
+        ),
+    ),
+    lab_criteria=(report_criterion.TRANSFER,),
+    acceptance_criteria=acceptance.CRITERIA,
+    known_good=(acceptance.TRANSFER,),
+    diff_figures=DIFF_FIGURES,
+    fleet_metrics=FLEET_METRICS,
+)

@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import registry
 from harness.analysis import repeatability
+from harness.analysis.timestamps import duration_s
 from harness.bundle import layout
 from harness.bundle.seal import sign_files
 from harness.bundle.view import BundleView
@@ -22,7 +23,6 @@ from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
-from harness.analysis.timestamps import duration_s
 from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord
 from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
@@ -86,16 +86,31 @@ def schema_files(entries: list[dict[str, Any]]) -> dict[str, bytes]:
 def attempt_entry(step: str, attempt: Attempt) -> dict[str, Any]:
     """An earlier failed attempt in its step's commands.json entry (`attempts`)."""
     run = attempt.run
-    return {"attempt": attempt.attempt, "status": FAILED, "why": attempt.why, "argv": list(run.argv),
-            "started_at": run.started_at, "finished_at": run.finished_at,
-            "duration_s": duration_s(run.started_at, run.finished_at), "exit_code": run.exit_code,
-            "timed_out": run.timed_out, "note": run.note, "schema_violations": list(attempt.schema_violations),
-            "stdout": layout.attempt_stdout_name(step, attempt.attempt),
-            "stderr": layout.attempt_stderr_name(step, attempt.attempt), "stderr_tail": run.stderr_tail(20)}
+    return {
+        "attempt": attempt.attempt,
+        "status": FAILED,
+        "why": attempt.why,
+        "argv": list(run.argv),
+        "started_at": run.started_at,
+        "finished_at": run.finished_at,
+        "duration_s": duration_s(run.started_at, run.finished_at),
+        "exit_code": run.exit_code,
+        "timed_out": run.timed_out,
+        "note": run.note,
+        "schema_violations": list(attempt.schema_violations),
+        "stdout": layout.attempt_stdout_name(step, attempt.attempt),
+        "stderr": layout.attempt_stderr_name(step, attempt.attempt),
+        "stderr_tail": run.stderr_tail(20),
+    }
 
 
-def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str], plot_note: str | None,
-               tables: list[str] | None = None) -> dict[str, Any]:
+def step_entry(
+    record: StepRecord,
+    files: Mapping[str, bytes],
+    plots: list[str],
+    plot_note: str | None,
+    tables: list[str] | None = None,
+) -> dict[str, Any]:
     """The step's entry in commands.json; every key present, null where it does not apply (and
     `attempts`, a retested step's earlier failed attempts, only where there were some)."""
     run = record.run
@@ -103,9 +118,15 @@ def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str],
     if record.status == COMPLETED:
         output = layout.raw_name(record.step) if record.kind == "probe" else layout.derived_name(record.step)
     retested = {"attempts": [attempt_entry(record.step, a) for a in record.attempts]} if record.attempts else {}
-    return {**retested,
-        "step": record.step, "title": record.title, "lab_step": record.lab_step, "kind": record.kind,
-        "probe": record.probe, "status": record.status, "why": record.why,
+    return {
+        **retested,
+        "step": record.step,
+        "title": record.title,
+        "lab_step": record.lab_step,
+        "kind": record.kind,
+        "probe": record.probe,
+        "status": record.status,
+        "why": record.why,
         "argv": list(run.argv) if run else None,
         "env": dict(run.env) if run else None,
         "runner": run.runner if run else None,
@@ -117,7 +138,8 @@ def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str],
         "timed_out": run.timed_out if run else None,
         "note": run.note if run else None,
         "stdout": (layout.raw_name(record.step) if record.status == COMPLETED else layout.stdout_name(record.step))
-                  if run else None,
+        if run
+        else None,
         "stderr": layout.stderr_name(record.step) if run else None,
         "stderr_tail": run.stderr_tail(20) if (run and record.status == FAILED) else None,
         "output": output if (output and output in files) else None,
@@ -136,9 +158,13 @@ def step_entry(record: StepRecord, files: Mapping[str, bytes], plots: list[str],
 
 def commands_document(record: RunRecord, steps: list[dict[str, Any]], schemas: list[str]) -> dict[str, Any]:
     return {
-        "format": "rig-dossier/commands", "format_version": FORMAT_VERSION,
-        "tool": dict(record.tool), "runner": dict(record.runner), "options": dict(record.options),
-        "started_at": record.started_at, "finished_at": record.finished_at,
+        "format": "rig-dossier/commands",
+        "format_version": FORMAT_VERSION,
+        "tool": dict(record.tool),
+        "runner": dict(record.runner),
+        "options": dict(record.options),
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
         "duration_s": duration_s(record.started_at, record.finished_at),
         "schemas": schemas,
         "steps": steps,
@@ -157,8 +183,13 @@ def run_to_run(record: RunRecord) -> dict[str, Any]:
 
 
 def environment_document(record: RunRecord) -> dict[str, Any]:
-    return {"format": "rig-dossier/environment", "format_version": FORMAT_VERSION,
-            "tool": dict(record.tool), "runner": dict(record.runner), "host": dict(record.host)}
+    return {
+        "format": "rig-dossier/environment",
+        "format_version": FORMAT_VERSION,
+        "tool": dict(record.tool),
+        "runner": dict(record.runner),
+        "host": dict(record.host),
+    }
 
 
 def unsigned_files(record: RunRecord) -> dict[str, bytes]:

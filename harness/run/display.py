@@ -15,7 +15,16 @@ from types import TracebackType
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, ProgressColumn, SpinnerColumn, Task, TaskID, TextColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    SpinnerColumn,
+    Task,
+    TaskID,
+    TextColumn,
+)
 from rich.text import Text
 
 from harness.present.folding import short_command
@@ -42,7 +51,7 @@ def shown_command(runner: object, probe: str, args: Sequence[str]) -> str:
     if len(line) <= SHOWN_COMMAND_LIMIT:
         return line
     cut = line.rfind(" ", 0, SHOWN_COMMAND_LIMIT - 30)
-    return line[:cut if cut > 0 else SHOWN_COMMAND_LIMIT - 30] + " … (whole in commands.json)"
+    return line[: cut if cut > 0 else SHOWN_COMMAND_LIMIT - 30] + " … (whole in commands.json)"
 
 
 class StepClockColumn(ProgressColumn):
@@ -65,9 +74,16 @@ class RunDisplay:
         self.live = self.console.is_terminal
         self.total_steps = total_steps
         self.show_probe_lines = show_probe_lines
-        self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TextColumn("{task.fields[what]}"),
-                                 StepClockColumn(), console=self.console, disable=not self.live)
+        self.progress = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[what]}"),
+            StepClockColumn(),
+            console=self.console,
+            disable=not self.live,
+        )
         self._task: TaskID | None = None
         self._index = 0
 
@@ -75,8 +91,9 @@ class RunDisplay:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.progress.__exit__(kind, exc, trace)
 
     def _say(self, text: str) -> None:
@@ -103,8 +120,7 @@ class RunDisplay:
         if self._task is None:
             return
         total = update.get("total") if isinstance(update.get("total"), (int, float)) else None
-        self.progress.update(self._task, completed=update["done"], total=total,
-                             what=str(update.get("what", ""))[:60])
+        self.progress.update(self._task, completed=update["done"], total=total, what=str(update.get("what", ""))[:60])
 
     def end(self, step: str, status: str, detail: str) -> None:
         if self._task is not None:

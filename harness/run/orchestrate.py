@@ -21,13 +21,13 @@ from typing import Any, cast
 from harness import recovery, registry
 from harness.analysis import repeatability
 from harness.bundle import layout
-from harness.run.assemble import assemble, step_files
 from harness.bundle.write import write_atomically
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots
 from harness.probes.contract import parse_loading, utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.run import provenance
+from harness.run.assemble import assemble, step_files
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
@@ -65,8 +65,15 @@ def probe_missing(runner: Runner, probe: str) -> str | None:
 
 
 def _base(step: Step) -> dict[str, Any]:
-    common: dict[str, Any] = dict(step=step.step, title=step.title, lab_step=step.lab_step, kind=step.kind,
-                                  schema=step.schema, analysis=step.analysis, plots=step.plots)
+    common: dict[str, Any] = dict(
+        step=step.step,
+        title=step.title,
+        lab_step=step.lab_step,
+        kind=step.kind,
+        schema=step.schema,
+        analysis=step.analysis,
+        plots=step.plots,
+    )
     if isinstance(step, ProbeStep):
         common["probe"] = step.probe
     else:
@@ -85,13 +92,16 @@ def _lowest_priority_thread() -> None:
 class EarlyArguments:
     """Arguments of independent steps, prepared by one nice-19 thread from the run's start."""
 
-    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str],
-                 prepared: Mapping[str, Any]) -> None:
+    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str], prepared: Mapping[str, Any]) -> None:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="prepare", initializer=_lowest_priority_thread)
         self._futures: dict[str, Future] = {
-            step.step: self._pool.submit(step.arguments, RunState(prepared)) for step in plan
-            if isinstance(step, ProbeStep) and step.independent and step.step not in skip
-            and probe_missing(runner, step.probe) is None}
+            step.step: self._pool.submit(step.arguments, RunState(prepared))
+            for step in plan
+            if isinstance(step, ProbeStep)
+            and step.independent
+            and step.step not in skip
+            and probe_missing(runner, step.probe) is None
+        }
 
     def arguments(self, step: ProbeStep, state: RunState) -> StepArgs:
         future = self._futures.pop(step.step, None)
@@ -117,9 +127,16 @@ class Companions:
         self.runner = runner
         shared = bool(getattr(runner, "host_pids", False))
         place = {s.step: i for i, s in enumerate(plan)}
-        self.waiting = {s.step: s for s in plan if isinstance(s, ProbeStep) and s.during and shared
-                        and place.get(s.during, len(plan)) < place[s.step]
-                        and s.step not in skip and probe_missing(runner, s.probe) is None}
+        self.waiting = {
+            s.step: s
+            for s in plan
+            if isinstance(s, ProbeStep)
+            and s.during
+            and shared
+            and place.get(s.during, len(plan)) < place[s.step]
+            and s.step not in skip
+            and probe_missing(runner, s.probe) is None
+        }
         self.threads: dict[str, threading.Thread] = {}
         self.records: dict[str, StepRecord] = {}
 
@@ -134,11 +151,13 @@ class Companions:
             if load is not None and running not in state.loads:
                 state.loads[running] = load
                 for step in steps:
-                    thread = threading.Thread(target=self._run, args=(step, state), name=f"during-{step.step}",
-                                              daemon=True)
+                    thread = threading.Thread(
+                        target=self._run, args=(step, state), name=f"during-{step.step}", daemon=True
+                    )
                     self.threads[step.step] = thread
                     thread.start()
             show(line)
+
         return on_line
 
     def _run(self, step: ProbeStep, state: RunState) -> None:
@@ -148,15 +167,21 @@ class Companions:
         except Exception as exc:  # noqa: BLE001 - the step then runs in its own place
             self.records[step.step] = StepRecord(**base, status=FAILED, why=f"preparing it raised {exc}")
             return
-        invocation = ProbeInvocation(step.probe, prepared.args, prepared.timeout_s or step.timeout_s,
-                                     mounts=prepared.mounts)
+        invocation = ProbeInvocation(
+            step.probe, prepared.args, prepared.timeout_s or step.timeout_s, mounts=prepared.mounts
+        )
         outcome = judge(self.runner.run(invocation), schema=step.schema)
         extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
         if isinstance(outcome, Completed):
             self.records[step.step] = StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
         else:
-            self.records[step.step] = StepRecord(**base, **extra, status=FAILED, why=outcome.reason,
-                                                 schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]))
+            self.records[step.step] = StepRecord(
+                **base,
+                **extra,
+                status=FAILED,
+                why=outcome.reason,
+                schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]),
+            )
 
     def taken(self, step: Step) -> StepRecord | None:
         """STEP's record when it was taken during another step (its thread joined), else None."""
@@ -172,9 +197,15 @@ class Companions:
             thread.join(timeout=STOP_GRACE_S)
 
 
-def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: RunDisplay,
-                   early: EarlyArguments | None = None, retest: int = 0,
-                   companions: Companions | None = None) -> StepRecord:
+def run_probe_step(
+    step: ProbeStep,
+    runner: Runner,
+    state: RunState,
+    display: RunDisplay,
+    early: EarlyArguments | None = None,
+    retest: int = 0,
+    companions: Companions | None = None,
+) -> StepRecord:
     """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
     attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
     base = _base(step)
@@ -198,12 +229,16 @@ def run_probe_step(step: ProbeStep, runner: Runner, state: RunState, display: Ru
         display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
         listen = companions.listener(step.step, state, display.stderr_line) if companions else display.stderr_line
         outcome = judge(runner.run(invocation, on_stderr_line=listen), schema=step.schema)
-        extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint,
-                                     attempts=tuple(earlier))
+        extra: dict[str, Any] = dict(
+            run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint, attempts=tuple(earlier)
+        )
         if isinstance(outcome, Completed):
             state.add(step.step, outcome.document, step.analysis)
-            display.end(step.step, COMPLETED if attempt == 1 else f"completed on attempt {attempt} of {retest + 1}",
-                        outcome.document.get("sizing", ""))
+            display.end(
+                step.step,
+                COMPLETED if attempt == 1 else f"completed on attempt {attempt} of {retest + 1}",
+                outcome.document.get("sizing", ""),
+            )
             return StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
         violations_seen = tuple(str(v) for v in outcome.schema_violations[:20])
         if attempt <= retest:
@@ -230,15 +265,22 @@ def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepR
     if found:
         why = f"its document does not match schemas/{step.schema}.schema.json ({len(found)} violation(s))"
         display.host(step.step, f"FAILED - {why}")
-        return StepRecord(**base, status=FAILED, why=why, document=document,
-                          schema_violations=tuple(str(v) for v in found[:20]))
+        return StepRecord(
+            **base, status=FAILED, why=why, document=document, schema_violations=tuple(str(v) for v in found[:20])
+        )
     state.add(step.step, document, step.analysis)
     display.host(step.step, "completed on the host")
     return StepRecord(**base, status=COMPLETED, document=document)
 
 
-def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: Sequence[str] = (),
-              prepared: Mapping[str, Any] | None = None, retest: int = 0) -> tuple[StepRecord, ...]:
+def run_steps(
+    plan: Sequence[Step],
+    runner: Runner,
+    display: RunDisplay,
+    skip: Sequence[str] = (),
+    prepared: Mapping[str, Any] | None = None,
+    retest: int = 0,
+) -> tuple[StepRecord, ...]:
     """Every step in order; each failure recorded, never stopping the run.
 
     Independent steps' arguments are prepared, and completed steps' plots rendered, in the
@@ -261,10 +303,21 @@ def run_steps(plan: Sequence[Step], runner: Runner, display: RunDisplay, skip: S
         return tuple(_with_plots(record, plots) for record in records)
 
 
-def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, skip: Sequence[str],
-             early: EarlyArguments, retest: int = 0, companions: Companions | None = None) -> StepRecord:
-    why = f"skipped with --skip {step.step}" if step.step in skip else (
-        probe_missing(runner, step.probe) if isinstance(step, ProbeStep) else None)
+def run_step(
+    step: Step,
+    runner: Runner,
+    state: RunState,
+    display: RunDisplay,
+    skip: Sequence[str],
+    early: EarlyArguments,
+    retest: int = 0,
+    companions: Companions | None = None,
+) -> StepRecord:
+    why = (
+        f"skipped with --skip {step.step}"
+        if step.step in skip
+        else (probe_missing(runner, step.probe) if isinstance(step, ProbeStep) else None)
+    )
     if why:
         display.skip(step.step, why)
         return StepRecord(**_base(step), status=NOT_RUN, why=why)
@@ -275,8 +328,11 @@ def run_step(step: Step, runner: Runner, state: RunState, display: RunDisplay, s
         if taken.status == COMPLETED and taken.document is not None:
             # a companion's record holds its Completed outcome's document, a dict (Companions._run)
             state.add(step.step, cast("dict[str, Any]", taken.document), step.analysis)
-        display.host(step.step, f"{'completed' if taken.status == COMPLETED else 'FAILED'}, taken during the "
-                                f"{step.during} step ({step.title.lower()})" + (f" - {taken.why}" if taken.why else ""))
+        display.host(
+            step.step,
+            f"{'completed' if taken.status == COMPLETED else 'FAILED'}, taken during the "
+            f"{step.during} step ({step.title.lower()})" + (f" - {taken.why}" if taken.why else ""),
+        )
         return taken
     return run_probe_step(step, runner, state, display, early, retest, companions)
 
@@ -289,8 +345,13 @@ def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:
     return dataclasses.replace(record, plot_files=files, plot_note=note)
 
 
-def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence[Step] = LAB_PLAN,
-            display: RunDisplay | None = None) -> RunRecord:
+def collect(
+    options: RunOptions,
+    runner: Runner,
+    runner_why: str,
+    plan: Sequence[Step] = LAB_PLAN,
+    display: RunDisplay | None = None,
+) -> RunRecord:
     """Run the plan and record it (nothing is written)."""
     started = utc_now()
     host = provenance.host_environment()
@@ -298,13 +359,21 @@ def collect(options: RunOptions, runner: Runner, runner_why: str, plan: Sequence
     with display:
         steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest)
     documents = {s.step: s.document for s in steps if s.status == COMPLETED and s.document is not None}
-    return RunRecord(steps=steps, runner={"name": runner.name, "why": runner_why},
-                     tool=provenance.tool_info(), host=host,
-                     options={"runner": options.runner_choice, "skip": sorted(options.skip),
-                              "runner_options": [list(pair) for pair in options.runner_options],
-                              **({"retest": options.retest} if options.retest else {})},
-                     started_at=started, finished_at=utc_now(),
-                     repeatability=repeatability.declaration(repeatability.bundle_sku(documents)))
+    return RunRecord(
+        steps=steps,
+        runner={"name": runner.name, "why": runner_why},
+        tool=provenance.tool_info(),
+        host=host,
+        options={
+            "runner": options.runner_choice,
+            "skip": sorted(options.skip),
+            "runner_options": [list(pair) for pair in options.runner_options],
+            **({"retest": options.retest} if options.retest else {}),
+        },
+        started_at=started,
+        finished_at=utc_now(),
+        repeatability=repeatability.declaration(repeatability.bundle_sku(documents)),
+    )
 
 
 def bundle_file_name(name: str) -> str:
@@ -354,14 +423,21 @@ def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Pa
             why = str(exc) if isinstance(exc, DossierError) else f"{type(exc).__name__}: {exc}"
         folder = keep_measurements(record, destination, bundle, f"writing {destination} failed: {why}")
         if isinstance(exc, (OSError, DossierError)):
-            raise EnvironmentProblem(f"could not write {destination}: {why}; everything measured is kept "
-                                     f"in {folder}") from exc
+            raise EnvironmentProblem(
+                f"could not write {destination}: {why}; everything measured is kept in {folder}"
+            ) from exc
         print(f"error: everything measured is kept in {folder}", file=sys.stderr)
         raise
 
 
-def run_dossier(options: RunOptions, runner: Runner, runner_why: str, key: SigningKey,
-                plan: Sequence[Step] = LAB_PLAN, display: RunDisplay | None = None) -> Path:
+def run_dossier(
+    options: RunOptions,
+    runner: Runner,
+    runner_why: str,
+    key: SigningKey,
+    plan: Sequence[Step] = LAB_PLAN,
+    display: RunDisplay | None = None,
+) -> Path:
     """Run every step, then assemble, sign and write the bundle; returns its path.
 
     When the bundle cannot be made or written, every measured result is kept in a recovery

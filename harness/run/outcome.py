@@ -56,7 +56,11 @@ def judge(run: ProbeRun, schema: str | None = None) -> Outcome:
         return Failed(run, f"printed non-JSON on stdout ({exc.msg} at line {exc.lineno} column {exc.colno})")
     found = violations(schema or run.probe, document)
     if found:
-        return Failed(run, f"output does not match schemas/{schema or run.probe}.schema.json "
-                           f"({len(found)} violation(s), first at {found[0].path or '/'}, "
-                           f"schema path {found[0].schema_path})", tuple(found))
+        return Failed(
+            run,
+            f"output does not match schemas/{schema or run.probe}.schema.json "
+            f"({len(found)} violation(s), first at {found[0].path or '/'}, "
+            f"schema path {found[0].schema_path})",
+            tuple(found),
+        )
     return Completed(run, document)

@@ -9,7 +9,17 @@ from __future__ import annotations
 from harness.registry import lab_plan, step_ids
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 
-__all__ = ["LAB_PLAN", "HostStep", "NotReady", "ProbeStep", "RunState", "Step", "StepArgs", "StepSetupFailed",
-           "lab_plan", "step_ids"]
+__all__ = [
+    "LAB_PLAN",
+    "HostStep",
+    "NotReady",
+    "ProbeStep",
+    "RunState",
+    "Step",
+    "StepArgs",
+    "StepSetupFailed",
+    "lab_plan",
+    "step_ids",
+]
 
 LAB_PLAN: tuple[Step, ...] = lab_plan()

@@ -20,13 +20,22 @@ from harness.runners.environment import recorded_environment
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_PATTERNS = ("harness/**/*.py", "harness/**/templates/*", "harness/data/**/*.json", "schemas/*.json")
 SOURCE_FOLDERS = ("harness", "schemas")  # where every SOURCE_PATTERNS file lies
-HOST_PACKAGES = ("torch", "nvidia-ml-py", "jsonschema", "cryptography", "jinja2", "docker",
-                 "huggingface-hub", "safetensors", "matplotlib", "rich")
+HOST_PACKAGES = (
+    "torch",
+    "nvidia-ml-py",
+    "jsonschema",
+    "cryptography",
+    "jinja2",
+    "docker",
+    "huggingface-hub",
+    "safetensors",
+    "matplotlib",
+    "rich",
+)
 
 
 def _git(*args: str) -> str:
-    done = subprocess.run(["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True,
-                          timeout=20)
+    done = subprocess.run(["git", "-C", str(PROJECT_ROOT), *args], capture_output=True, text=True, timeout=20)
     if done.returncode != 0:
         first_line = (done.stderr.strip().splitlines() or [""])[0]  # git's hint lines add nothing
         raise RuntimeError(f"git {' '.join(args)}: {first_line or f'exited {done.returncode}'}")
@@ -43,16 +52,19 @@ def _tracked_commit() -> tuple[str, bool]:
     prefix = _git("rev-parse", "--show-prefix")
     missing = [f for f in files if prefix + f not in tracked]
     if missing:
-        raise RuntimeError(f"{len(missing)} of the {len(files)} harness files are not tracked by the git "
-                           f"repository holding them (e.g. {missing[0]})")
+        raise RuntimeError(
+            f"{len(missing)} of the {len(files)} harness files are not tracked by the git "
+            f"repository holding them (e.g. {missing[0]})"
+        )
     dirty = _git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_FOLDERS)
     return _git("rev-parse", "HEAD"), bool(dirty)
 
 
 def source_files(root: Path = PROJECT_ROOT) -> list[Path]:
     """The files that make up the harness: its package (code, templates, data) and the schemas."""
-    found = [p for pattern in SOURCE_PATTERNS for p in root.glob(pattern)
-             if p.is_file() and "__pycache__" not in p.parts]
+    found = [
+        p for pattern in SOURCE_PATTERNS for p in root.glob(pattern) if p.is_file() and "__pycache__" not in p.parts
+    ]
     return sorted(set(found), key=lambda p: p.relative_to(root).as_posix())
 
 
@@ -61,7 +73,9 @@ def source_sha256(root: Path = PROJECT_ROOT) -> str:
     the same harness gives the same digest wherever it lies, with or without git."""
     digest = hashlib.sha256()
     for path in source_files(root):
-        digest.update(f"{path.relative_to(root).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode())
+        digest.update(
+            f"{path.relative_to(root).as_posix()}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\n".encode()
+        )
     return digest.hexdigest()
 
 
@@ -70,7 +84,7 @@ def tool_info() -> dict[str, Any]:
     git commit of its source (dirty when its files were edited) only when those files are tracked
     at that commit; else why not."""
     tracked = attempt(_tracked_commit)
-    commit, dirty = (tracked if isinstance(tracked, tuple) else (tracked, tracked))
+    commit, dirty = tracked if isinstance(tracked, tuple) else (tracked, tracked)
     return {
         "name": "rig-dossier",
         "version": __version__,
@@ -114,8 +128,11 @@ def host_environment() -> dict[str, Any]:
         "cpu_model": attempt(_cpu_model),
         "cpu_count": os.cpu_count() or unavailable("os.cpu_count() returned None"),
         "memory_total_mib": attempt(_memory_total_mib),
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                   "executable": sys.executable},
+        "python": {
+            "version": platform.python_version(),
+            "implementation": platform.python_implementation(),
+            "executable": sys.executable,
+        },
         "packages": {name: _package_version(name) for name in HOST_PACKAGES},
         "environment": recorded_environment(),
     }

@@ -50,11 +50,24 @@ class Replay:
 
     def to_json(self) -> dict[str, Any]:
         """The plan as a reproduction statement records it."""
-        return {"steps": [{"step": s.step, "kind": s.kind, **({"probe": s.probe, "derived": list(s.derived)}
-                                                              if isinstance(s, ProbeStep) else {"function": s.function})}
-                          for s in self.plan],
-                "skipped": list(self.not_run), "runner": self.runner.name, "runner_why": self.runner_why,
-                "not_honoured": list(self.said)}
+        return {
+            "steps": [
+                {
+                    "step": s.step,
+                    "kind": s.kind,
+                    **(
+                        {"probe": s.probe, "derived": list(s.derived)}
+                        if isinstance(s, ProbeStep)
+                        else {"function": s.function}
+                    ),
+                }
+                for s in self.plan
+            ],
+            "skipped": list(self.not_run),
+            "runner": self.runner.name,
+            "runner_why": self.runner_why,
+            "not_honoured": list(self.said),
+        }
 
 
 def their_args(entry: Mapping[str, Any]) -> tuple[str, ...]:
@@ -62,7 +75,7 @@ def their_args(entry: Mapping[str, Any]) -> tuple[str, ...]:
     argv = entry.get("argv")
     if not isinstance(argv, list) or "-m" not in argv or argv.index("-m") + 1 >= len(argv):
         raise UsageError(f"their {entry.get('step')} step records no probe command (argv {str(argv)[:80]})")
-    return tuple(str(a) for a in argv[argv.index("-m") + 2:])
+    return tuple(str(a) for a in argv[argv.index("-m") + 2 :])
 
 
 def option_value(args: Sequence[str], option: str) -> str | None:
@@ -110,27 +123,44 @@ def _arguments(entry: Mapping[str, Any], base: ProbeStep | None, origin: str) ->
         if derived:
             inputs["derived_here"] = derived
         return StepArgs(args, inputs=inputs)
+
     return arguments
 
 
 def _registered(step_id: str, probe: str | None) -> Step | None:
-    return next((s for s in registry.lab_plan() if s.step == step_id and (probe is None or getattr(s, "probe", None) == probe)),
-                None)
+    return next(
+        (s for s in registry.lab_plan() if s.step == step_id and (probe is None or getattr(s, "probe", None) == probe)),
+        None,
+    )
 
 
-def _probe_step(entry: Mapping[str, Any], order: int, origin: str, given: Mapping[str, Any],
-                said: list[str]) -> ProbeStep:
+def _probe_step(
+    entry: Mapping[str, Any], order: int, origin: str, given: Mapping[str, Any], said: list[str]
+) -> ProbeStep:
     probe = entry.get("probe")
     spec = registry.find(probe)
     if spec is None:
-        raise UsageError(f"their plan's step {entry.get('step')} runs the probe {probe!r}, which this build lacks "
-                         f"(it has {', '.join(p.name for p in registry.PROBES)})",
-                         hint="reproduce it with the build that made their bundle (commands.json tool.git_commit)")
+        raise UsageError(
+            f"their plan's step {entry.get('step')} runs the probe {probe!r}, which this build lacks "
+            f"(it has {', '.join(p.name for p in registry.PROBES)})",
+            hint="reproduce it with the build that made their bundle (commands.json tool.git_commit)",
+        )
     own = _registered(str(entry["step"]), probe)
     base = own if isinstance(own, ProbeStep) else next(s for s in spec.steps if isinstance(s, ProbeStep))
-    step = own if isinstance(own, ProbeStep) else ProbeStep(
-        str(entry["step"]), spec.name, str(entry.get("title") or entry["step"]), str(entry.get("lab_step") or ""),
-        spec.schema, spec.analysis, None, base.timeout_s)
+    step = (
+        own
+        if isinstance(own, ProbeStep)
+        else ProbeStep(
+            str(entry["step"]),
+            spec.name,
+            str(entry.get("title") or entry["step"]),
+            str(entry.get("lab_step") or ""),
+            spec.schema,
+            spec.analysis,
+            None,
+            base.timeout_s,
+        )
+    )
     if entry.get("status") == StepStatus.NOT_RUN:
         arguments: Callable[[RunState], StepArgs] = lambda state: StepArgs()  # noqa: E731 - skipped, never called
     elif base.replay is not None:
@@ -152,9 +182,15 @@ def _host_step(entry: Mapping[str, Any], order: int) -> HostStep:
         return dataclasses.replace(own, order=order)
     needs = entry.get("needs")
     needs = needs if isinstance(needs, list) else []
-    return HostStep(str(entry["step"]), str(entry.get("title") or entry["step"]), str(entry.get("lab_step") or ""),
-                    str(entry.get("schema")), tuple(map(str, needs)), registry.RECORDED_NAMES.get(function, function),
-                    order=order)
+    return HostStep(
+        str(entry["step"]),
+        str(entry.get("title") or entry["step"]),
+        str(entry.get("lab_step") or ""),
+        str(entry.get("schema")),
+        tuple(map(str, needs)),
+        registry.RECORDED_NAMES.get(function, function),
+        order=order,
+    )
 
 
 def _runner(view: BundleView, device: str | None) -> tuple[Runner, str, str | None]:
@@ -165,21 +201,29 @@ def _runner(view: BundleView, device: str | None) -> tuple[Runner, str, str | No
         return LocalRunner(), f"their probes ran as local processes ({runner.get('name')}): local here too", None
     refs = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str)})
     if len(refs) != 1:
-        return LocalRunner(), "local", f"their probes ran in {len(refs)} images ({', '.join(refs) or 'none recorded'}): " \
-                                       "this build runs one image a run, so they run locally here"
+        return (
+            LocalRunner(),
+            "local",
+            f"their probes ran in {len(refs)} images ({', '.join(refs) or 'none recorded'}): "
+            "this build runs one image a run, so they run locally here",
+        )
     try:
         from harness.runners.docker import DockerRunner, connect
+
         pinned = PinnedImage("theirs", refs[0], Path("their commands.json"))
         docker = DockerRunner(pinned, client=connect(), gpus="all" if device == "cuda" else None)
         docker.check_gpus_inside(docker.resolve())
     except DossierError as exc:
-        return LocalRunner(), "local", f"their probes ran in the docker image {refs[0]}, which this host cannot run " \
-                                       f"({first_line(exc)}): they run locally here"
+        return (
+            LocalRunner(),
+            "local",
+            f"their probes ran in the docker image {refs[0]}, which this host cannot run "
+            f"({first_line(exc)}): they run locally here",
+        )
     return docker, f"docker: their image {refs[0]}, the same digest", None
 
 
-def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None,
-           device: str | None = None) -> Replay:
+def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None, device: str | None = None) -> Replay:
     """Their plan from their bundle's commands.json, as this host runs it (the module docstring's rules).
     ORIGIN names their bundle in each step's recorded inputs; GIVEN holds the reproduce command's options
     for steps that re-make themselves (a local copy of their checkpoint); DEVICE is what they ran on."""

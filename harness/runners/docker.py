@@ -90,7 +90,8 @@ def connect(timeout_s: float = 10.0) -> docker.DockerClient:
         raise EngineUnavailable(
             f"no Docker engine answers at {engine_address()}: {connection_cause(exc)}",
             hint="start one (tests/services/docker.sh start, or your system's docker service), "
-                 "point DOCKER_HOST at it, or use --runner local") from exc
+            "point DOCKER_HOST at it, or use --runner local",
+        ) from exc
     return client
 
 
@@ -109,10 +110,17 @@ class DockerRunner:
 
     name = "docker"
 
-    def __init__(self, pinned: PinnedImage, *, client: docker.DockerClient | None = None,
-                 gpus: str | Sequence[str] | None = None, mem_limit: str | int | None = None,
-                 output_dir: Path | None = None, use_ref: str | None = None,
-                 package: str = "harness.probes") -> None:
+    def __init__(
+        self,
+        pinned: PinnedImage,
+        *,
+        client: docker.DockerClient | None = None,
+        gpus: str | Sequence[str] | None = None,
+        mem_limit: str | int | None = None,
+        output_dir: Path | None = None,
+        use_ref: str | None = None,
+        package: str = "harness.probes",
+    ) -> None:
         self.pinned = pinned
         self.use_ref = use_ref or pinned.ref  # e.g. a local tag, refused unless it is the pinned digest
         self.gpus = gpus
@@ -139,7 +147,8 @@ class DockerRunner:
             raise ImageMissing(
                 f"image {self.use_ref} (pinned as {self.pinned.name!r} in {self.pinned.source.name}) "
                 f"is not on the engine at {engine_address()}",
-                hint=f"`make images` for locally built images, or `docker pull {self.pinned.ref}`") from exc
+                hint=f"`make images` for locally built images, or `docker pull {self.pinned.ref}`",
+            ) from exc
         except APIError as exc:
             raise EngineUnavailable(f"the engine could not look up {self.use_ref}: {exc}") from exc
         digests = [d.split("@", 1)[1] for d in image.attrs.get("RepoDigests") or [] if "@" in d]
@@ -149,7 +158,8 @@ class DockerRunner:
                 f"refusing image {self.use_ref}: its registry digest is {found}, "
                 f"but {self.pinned.source.name} pins {self.pinned.name!r} at {self.pinned.digest}",
                 hint="rebuild and re-pin it (`make images` for local images), or run the pinned "
-                     f"reference {self.pinned.ref}")
+                f"reference {self.pinned.ref}",
+            )
         return image
 
     def container_env(self, invocation: ProbeInvocation) -> dict[str, str]:
@@ -168,8 +178,10 @@ class DockerRunner:
             # Inside, the path the probe was given (a symlink in a cache, say); its target behind it.
             seen_as, source = os.path.abspath(host_path), Path(host_path).resolve()
             if not source.exists():
-                raise EnvironmentProblem(f"probe {invocation.probe} needs {host_path}, which does not exist",
-                                         hint="check the path given to the probe")
+                raise EnvironmentProblem(
+                    f"probe {invocation.probe} needs {host_path}, which does not exist",
+                    hint="check the path given to the probe",
+                )
             mounts.append(Mount(seen_as, str(source), type="bind", read_only=True))
         return mounts
 
@@ -180,16 +192,21 @@ class DockerRunner:
         container = None
         try:
             container = self.client.containers.create(
-                image.id, [PYTHON, "-c", GPU_CHECK], network_mode="none",
-                device_requests=device_requests(self.gpus), labels={"rig-dossier": "gpu-check"})
+                image.id,
+                [PYTHON, "-c", GPU_CHECK],
+                network_mode="none",
+                device_requests=device_requests(self.gpus),
+                labels={"rig-dossier": "gpu-check"},
+            )
             container.start()
             status = container.wait(timeout=60).get("StatusCode")
         except APIError as exc:
             raise GpuUnavailable(
                 f"the engine cannot give the container GPUs ({self.gpus}): {exc.explanation or exc}",
                 hint="install and configure the NVIDIA Container Toolkit "
-                     "(nvidia-ctk runtime configure --runtime=docker), or use --gpus none "
-                     "or --runner local") from exc
+                "(nvidia-ctk runtime configure --runtime=docker), or use --gpus none "
+                "or --runner local",
+            ) from exc
         finally:
             if container is not None:
                 _remove(container)
@@ -197,7 +214,8 @@ class DockerRunner:
             raise GpuUnavailable(
                 f"GPUs were requested ({self.gpus}) but no NVIDIA device is visible inside the container",
                 hint="check the NVIDIA Container Toolkit and the driver on this host (nvidia-smi), "
-                     "or use --gpus none or --runner local")
+                "or use --gpus none or --runner local",
+            )
         self._gpus_checked = True
 
     def run(self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None) -> ProbeRun:
@@ -208,30 +226,44 @@ class DockerRunner:
         mounts = self.mounts_for(invocation)
         try:
             container = self.client.containers.create(
-                image.id, argv, environment=env, mounts=mounts, network_mode="none",
-                device_requests=device_requests(self.gpus), mem_limit=self.mem_limit,
+                image.id,
+                argv,
+                environment=env,
+                mounts=mounts,
+                network_mode="none",
+                device_requests=device_requests(self.gpus),
+                mem_limit=self.mem_limit,
                 memswap_limit=self.mem_limit,  # no swap: the limit is the limit
                 user=f"{os.getuid()}:{os.getgid()}",
                 # stdout is read back from the engine's log: json-file whatever the host's default
                 log_config=LogConfig(type=LogConfig.types.JSON),
                 name=f"rig-dossier-{invocation.probe}-{uuid.uuid4().hex[:8]}",
-                labels={"rig-dossier": "probe", "rig-dossier.probe": invocation.probe})
+                labels={"rig-dossier": "probe", "rig-dossier.probe": invocation.probe},
+            )
         except APIError as exc:
-            raise EnvironmentProblem(f"the engine refused to create the container for "
-                                     f"{invocation.probe}: {exc.explanation or exc}") from exc
+            raise EnvironmentProblem(
+                f"the engine refused to create the container for {invocation.probe}: {exc.explanation or exc}"
+            ) from exc
         try:
             return self._run_container(container, invocation, argv, env, on_stderr_line)
         finally:
             _remove(container)
 
-    def _run_container(self, container: Any, invocation: ProbeInvocation, argv: list[str],
-                       env: dict[str, str], on_stderr_line: LineCallback | None) -> ProbeRun:
+    def _run_container(
+        self,
+        container: Any,
+        invocation: ProbeInvocation,
+        argv: list[str],
+        env: dict[str, str],
+        on_stderr_line: LineCallback | None,
+    ) -> ProbeRun:
         started = utc_now()
         try:
             container.start()
         except APIError as exc:
-            raise EnvironmentProblem(f"the engine could not start the container for "
-                                     f"{invocation.probe}: {exc.explanation or exc}") from exc
+            raise EnvironmentProblem(
+                f"the engine could not start the container for {invocation.probe}: {exc.explanation or exc}"
+            ) from exc
         follower = threading.Thread(target=_follow_stderr, args=(container, on_stderr_line), daemon=True)
         follower.start()
         timed_out = False

@@ -11,8 +11,9 @@ import re
 from collections.abc import Mapping
 
 ALLOWED_PREFIXES = ("CUDA_", "NCCL_", "TORCH_", "NVIDIA_", "HF_", "PYTORCH_", "OMP_", "SLURM_")
-ALLOWED_NAMES = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
-                           "HUGGINGFACE_HUB_CACHE", "MKL_NUM_THREADS"})
+ALLOWED_NAMES = frozenset(
+    {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK", "HUGGINGFACE_HUB_CACHE", "MKL_NUM_THREADS"}
+)
 SECRET_WORDS = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)KEY($|_)", re.I)
 
 

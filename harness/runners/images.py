@@ -55,8 +55,10 @@ def parse_ref(ref: str, where: str = "lock") -> tuple[str, str]:
     """(repository, digest) of `repository@sha256:<64 hex>`; anything else is a LockError."""
     match = _REF.match(ref) if isinstance(ref, str) else None
     if match is None:
-        raise LockError(f"{where}: {ref!r} is not REPOSITORY@sha256:<64 hex digits>",
-                        hint="a lock entry pins an image by its registry digest, never by a tag")
+        raise LockError(
+            f"{where}: {ref!r} is not REPOSITORY@sha256:<64 hex digits>",
+            hint="a lock entry pins an image by its registry digest, never by a tag",
+        )
     return match["repository"], match["digest"]
 
 
@@ -66,8 +68,10 @@ def _read(path: Path) -> dict[str, str]:
     try:
         entries = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise LockError(f"{path} is not JSON: {exc.msg} at line {exc.lineno}",
-                        hint="fix or delete it (make images rewrites images/lock.local.json)") from exc
+        raise LockError(
+            f"{path} is not JSON: {exc.msg} at line {exc.lineno}",
+            hint="fix or delete it (make images rewrites images/lock.local.json)",
+        ) from exc
     if not isinstance(entries, dict):
         raise LockError(f"{path} must map image names to REPOSITORY@sha256:... references")
     for name, ref in entries.items():
@@ -81,9 +85,11 @@ def load(lock: Path | None = None, local_lock: Path | None = None) -> dict[str, 
     images = {name: PinnedImage(name, ref, lock) for name, ref in _read(lock).items()}
     for name, ref in _read(local_lock).items():
         if name not in LOCALLY_BUILT:
-            raise LockError(f"{local_lock} pins {name!r}, which is not built locally",
-                            hint=f"only {', '.join(sorted(LOCALLY_BUILT))} may be pinned there; "
-                                 f"published images are pinned in {lock}")
+            raise LockError(
+                f"{local_lock} pins {name!r}, which is not built locally",
+                hint=f"only {', '.join(sorted(LOCALLY_BUILT))} may be pinned there; "
+                f"published images are pinned in {lock}",
+            )
         images[name] = PinnedImage(name, ref, local_lock)
     return images
 
@@ -96,7 +102,6 @@ def pinned(name: str, lock: Path | None = None, local_lock: Path | None = None) 
     if name in LOCALLY_BUILT:
         hint = "run `make images` (it builds the image and writes images/lock.local.json)"
     else:
-        hint = (f"build and push it from images/{name}/ and pin its digest in images/lock.json "
-                f"(docs/docker.md says how)")
+        hint = f"build and push it from images/{name}/ and pin its digest in images/lock.json (docs/docker.md says how)"
     known = f"pinned: {', '.join(sorted(images))}" if images else "no image is pinned here yet"
     raise ImageNotLocked(f"no pinned image {name!r} ({known})", hint=hint)

@@ -56,5 +56,4 @@ class Runner(Protocol):
 
     name: str
 
-    def run(self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None) -> ProbeRun:
-        ...
+    def run(self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None) -> ProbeRun: ...

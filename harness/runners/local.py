@@ -45,11 +45,12 @@ class LocalRunner:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
         env.setdefault("PYTHONUNBUFFERED", "1")
         started = utc_now()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
         out, err = bytearray(), bytearray()
-        pumps = [threading.Thread(target=_pump, args=(proc.stdout, out, None), daemon=True),
-                 threading.Thread(target=_pump, args=(proc.stderr, err, on_stderr_line), daemon=True)]
+        pumps = [
+            threading.Thread(target=_pump, args=(proc.stdout, out, None), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, err, on_stderr_line), daemon=True),
+        ]
         for t in pumps:
             t.start()
         timed_out = False

@@ -51,8 +51,9 @@ def parse_gpus(text: str | None) -> str | list[str] | None:
     return ids
 
 
-def docker_runner(image: str | None = None, gpus: str | None = None, mem_limit: str | None = None,
-                  output_dir: Path | None = None) -> tuple[Runner, str]:
+def docker_runner(
+    image: str | None = None, gpus: str | None = None, mem_limit: str | None = None, output_dir: Path | None = None
+) -> tuple[Runner, str]:
     """The docker runner for the pinned image; raises what is missing (engine, lock, image, digest)."""
     from harness.runners.docker import DockerRunner, connect
 
@@ -60,8 +61,7 @@ def docker_runner(image: str | None = None, gpus: str | None = None, mem_limit: 
     pinned = images.pinned(name)
     if gpus is None:
         gpus = "all" if name in GPU_IMAGES else "none"
-    runner = DockerRunner(pinned, client=connect(), mem_limit=mem_limit, output_dir=output_dir,
-                          gpus=parse_gpus(gpus))
+    runner = DockerRunner(pinned, client=connect(), mem_limit=mem_limit, output_dir=output_dir, gpus=parse_gpus(gpus))
     runner.check_gpus_inside(runner.resolve())  # present, the pinned digest, GPUs inside if asked
     return runner, f"image {name!r} ({seen}) pinned at {pinned.ref}, GPUs: {gpus}"
 
@@ -71,14 +71,19 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def select_runner(choice: str, *, image: str | None = None, gpus: str | None = None,
-                  mem_limit: str | None = None, output_dir: Path | None = None) -> tuple[Runner, str]:
+def select_runner(
+    choice: str,
+    *,
+    image: str | None = None,
+    gpus: str | None = None,
+    mem_limit: str | None = None,
+    output_dir: Path | None = None,
+) -> tuple[Runner, str]:
     """(runner, why). auto: docker when an engine answers and the pinned image is there, else local."""
     try:
         picked = RunnerChoice(choice)
     except ValueError:
-        raise UsageError(f"--runner {choice!r}: expected one of "
-                         + ", ".join(c.value for c in RunnerChoice)) from None
+        raise UsageError(f"--runner {choice!r}: expected one of " + ", ".join(c.value for c in RunnerChoice)) from None
     if picked is RunnerChoice.LOCAL:
         return LocalRunner(), "--runner local: probes run as local processes"
     if picked is RunnerChoice.DOCKER:

@@ -97,8 +97,9 @@ def signatures(envelope: dict[str, Any]) -> list[tuple[Any, bytes]]:
         if isinstance(named, (dict, list)):
             raise EnvelopeError(f"signature {i}'s keyid is not a string")
         if named in seen:
-            raise EnvelopeError(f"two signatures name keyid {shown_keyid(named)} (securesystemslib refuses such "
-                                "an envelope too)")
+            raise EnvelopeError(
+                f"two signatures name keyid {shown_keyid(named)} (securesystemslib refuses such an envelope too)"
+            )
         seen.add(named)
         found.append((named, decode_base64(entry.get("sig"), f"signature {i}")))
     return found
@@ -108,8 +109,7 @@ def shown_keyid(named: Any) -> str:
     return (named[:16] + "..." if named else "'' (empty)") if isinstance(named, str) else repr(named)[:20]
 
 
-def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey,
-           expected_type: str = IN_TOTO_PAYLOAD_TYPE) -> bytes:
+def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey, expected_type: str = IN_TOTO_PAYLOAD_TYPE) -> bytes:
     """The payload bytes, if a signature in the envelope verifies with `trusted`; else raise.
 
     Only the signature whose keyid is the trusted key's is tried (as securesystemslib does); one
@@ -132,5 +132,7 @@ def verify(envelope: dict[str, Any], trusted: Ed25519PublicKey,
             break  # keyids are unique: no other signature is the trusted key's
     shown = [shown_keyid(named) for named, _ in found[:5]]
     named = (", ".join(shown) + (f" and {len(found) - 5} more" if len(found) > 5 else "")) if found else "none"
-    raise EnvelopeError(f"no signature verifies with the trusted key (keyid {trusted_id[:16]}...); "
-                        f"the envelope is signed by keyid {named}")
+    raise EnvelopeError(
+        f"no signature verifies with the trusted key (keyid {trusted_id[:16]}...); "
+        f"the envelope is signed by keyid {named}"
+    )

@@ -38,8 +38,7 @@ def public_path_for(private_path: Path) -> Path:
 
 
 def keyid(public_key: Ed25519PublicKey) -> str:
-    der = public_key.public_bytes(serialization.Encoding.DER,
-                                  serialization.PublicFormat.SubjectPublicKeyInfo)
+    der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     return hashlib.sha256(der).hexdigest()
 
 
@@ -60,8 +59,7 @@ class SigningKey:
 
 
 def public_pem(public_key: Ed25519PublicKey) -> bytes:
-    return public_key.public_bytes(serialization.Encoding.PEM,
-                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+    return public_key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
 
 
 def generate(out_dir: Path, force: bool = False) -> tuple[Path, Path]:
@@ -75,8 +73,9 @@ def write_pair(private: Ed25519PrivateKey, private_path: Path, force: bool = Fal
     for path in (private_path, public_path):
         if path.exists() and not force:
             raise UsageError(f"{path} already exists", hint="pass --force to replace it, or choose --out")
-    pem = private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+    pem = private.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     try:
         private_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         # Create with 0600 from the start: never a moment where the key is world-readable.
@@ -88,8 +87,7 @@ def write_pair(private: Ed25519PrivateKey, private_path: Path, force: bool = Fal
         os.chmod(private_path, 0o600)
         public_path.write_bytes(public_pem(private.public_key()))
     except OSError as exc:
-        raise EnvironmentProblem(f"cannot write the key pair in {private_path.parent}: "
-                                 f"{exc.strerror or exc}") from exc
+        raise EnvironmentProblem(f"cannot write the key pair in {private_path.parent}: {exc.strerror or exc}") from exc
     return private_path, public_path
 
 
@@ -97,8 +95,9 @@ def _read_key_file(path: Path, what: str) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise UsageError(f"{what} {path}: no such file",
-                         hint="make a key pair with `dossier keygen`, or pass the right key file") from None
+        raise UsageError(
+            f"{what} {path}: no such file", hint="make a key pair with `dossier keygen`, or pass the right key file"
+        ) from None
     except IsADirectoryError:
         raise UsageError(f"{what} {path}: is a folder, not a key file") from None
     except OSError as exc:
@@ -124,8 +123,9 @@ def check_private_mode(path: Path) -> None:
         return
     mode = os.stat(path).st_mode & 0o777
     if mode & 0o077:
-        raise UsageError(f"private key {path} has mode {mode:04o}: others may read it; "
-                         f"allow only its owner with `chmod 600 {path}`")
+        raise UsageError(
+            f"private key {path} has mode {mode:04o}: others may read it; allow only its owner with `chmod 600 {path}`"
+        )
 
 
 def load_private(path: Path) -> SigningKey:
@@ -171,5 +171,7 @@ def signing_key_for_run(explicit: Path | None) -> tuple[SigningKey, str | None]:
         return load_private(path), None
     private_path, public_path = write_pair(Ed25519PrivateKey.generate(), path)
     key = load_private(private_path)
-    return key, (f"made a new signing key {private_path} (keyid {key.keyid[:16]}...); "
-                 f"others verify your bundles with its public key {public_path}")
+    return key, (
+        f"made a new signing key {private_path} (keyid {key.keyid[:16]}...); "
+        f"others verify your bundles with its public key {public_path}"
+    )

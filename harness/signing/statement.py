@@ -44,8 +44,7 @@ def subject(name: str, sha256: str) -> dict[str, Any]:
 
 
 def statement(subjects: list[dict[str, Any]], predicate_type: str, predicate: Mapping[str, Any]) -> dict[str, Any]:
-    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": predicate_type,
-            "predicate": dict(predicate)}
+    return {"_type": STATEMENT_TYPE, "subject": subjects, "predicateType": predicate_type, "predicate": dict(predicate)}
 
 
 def statement_bytes(stmt: Mapping[str, Any]) -> bytes:
@@ -87,9 +86,13 @@ def parse_statement(payload: bytes, predicate_type: str, check_name: NameCheck |
     if not isinstance(subjects, list):
         raise StatementError("statement has no subject list")
     for entry in subjects:
-        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str)
-                and isinstance(entry.get("digest"), dict) and isinstance(entry["digest"].get("sha256"), str)
-                and SHA256_HEX.fullmatch(entry["digest"]["sha256"])):
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("name"), str)
+            and isinstance(entry.get("digest"), dict)
+            and isinstance(entry["digest"].get("sha256"), str)
+            and SHA256_HEX.fullmatch(entry["digest"]["sha256"])
+        ):
             raise StatementError(f"malformed subject {shown(entry)}")
         why = (check_name(entry["name"]) if check_name else None) or _not_utf8(entry["name"])
         if why:
@@ -107,8 +110,9 @@ def subject_digests(stmt: Mapping[str, Any]) -> dict[str, str]:
     return digests
 
 
-def verify_statement(envelope: bytes, trusted: Ed25519PublicKey, predicate_type: str,
-                     check_name: NameCheck | None = None) -> dict[str, Any]:
+def verify_statement(
+    envelope: bytes, trusted: Ed25519PublicKey, predicate_type: str, check_name: NameCheck | None = None
+) -> dict[str, Any]:
     """The statement an envelope carries, if a signature verifies with TRUSTED and it is a
     statement of PREDICATE_TYPE; raises dsse.EnvelopeError or StatementError naming why."""
     payload = dsse.verify(dsse.parse(envelope), trusted)
@@ -118,5 +122,8 @@ def verify_statement(envelope: bytes, trusted: Ed25519PublicKey, predicate_type:
 def unsigned_changes(present: Mapping[str, str], signed: Mapping[str, str]) -> dict[str, list[str]]:
     """Files (name -> sha256) against a statement's subjects: the names signed but missing, present
     but not signed, and present with another sha256 than the one signed."""
-    return {"missing": sorted(set(signed) - set(present)), "unsigned": sorted(set(present) - set(signed)),
-            "changed": sorted(n for n in set(present) & set(signed) if present[n] != signed[n])}
+    return {
+        "missing": sorted(set(signed) - set(present)),
+        "unsigned": sorted(set(present) - set(signed)),
+        "changed": sorted(n for n in set(present) & set(signed) if present[n] != signed[n]),
+    }

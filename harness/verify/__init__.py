@@ -35,14 +35,14 @@ from harness import registry
 from harness.analysis.memo import remembering
 from harness.bundle import layout
 from harness.bundle.read import Limits, Member, UnsafeBundle, read_members
+from harness.bundle.view import BundleFormatError, BundleView, load_json
+from harness.signing.keys import keyid
+from harness.verify.bundled import check_bundled_schemas
 from harness.verify.check import Check
 from harness.verify.content import check_figures, check_predicate, check_run_record, check_schemas, schema_check
-from harness.verify.bundled import check_bundled_schemas
 from harness.verify.formats import check_format, check_members, not_done
 from harness.verify.report import check_report, check_tables
 from harness.verify.signed import check_files, check_signature
-from harness.bundle.view import BundleFormatError, BundleView, load_json
-from harness.signing.keys import keyid
 
 __all__ = ["INTERNAL_ERROR", "Check", "Result", "verify_and_view", "verify_bundle"]
 
@@ -69,9 +69,14 @@ class Result:
         return len(self.checks) - len(self.failures)
 
     def to_json(self) -> dict[str, Any]:
-        return {"bundle": self.bundle, "keyid": self.keyid, "ok": self.ok,
-                "failures": len(self.failures), "checks": [asdict(c) for c in self.checks],
-                "not_done": [asdict(c) for c in self.not_done]}
+        return {
+            "bundle": self.bundle,
+            "keyid": self.keyid,
+            "ok": self.ok,
+            "failures": len(self.failures),
+            "checks": [asdict(c) for c in self.checks],
+            "not_done": [asdict(c) for c in self.not_done],
+        }
 
 
 def _kept(name: str) -> bool:
@@ -83,8 +88,13 @@ def _failed(checks: list[Check]) -> bool:
     return any(not c.ok for c in checks)
 
 
-def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView] | None = None,
-                  allow_formats: Collection[int] = (), skipped: list[Check] | None = None) -> list[Check]:
+def check_content(
+    members: dict[str, Member],
+    stmt: dict,
+    seen: list[BundleView] | None = None,
+    allow_formats: Collection[int] = (),
+    skipped: list[Check] | None = None,
+) -> list[Check]:
     """The checks of signed content by the rules of the format it claims: format, schemas,
     predicate, figures, report (the view checked is appended to SEEN, for a caller that judges the
     same content next; the checks its format calls for that this build cannot do, when the format is
@@ -119,16 +129,29 @@ def check_content(members: dict[str, Member], stmt: dict, seen: list[BundleView]
     return checks + check_report(view, fmt) + check_tables(view, fmt)
 
 
-def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits, seen: list[BundleView],
-            allow_formats: Collection[int], skipped: list[Check]) -> list[Check]:
+def _checks(
+    path: Path,
+    trusted: Ed25519PublicKey,
+    limits: Limits,
+    seen: list[BundleView],
+    allow_formats: Collection[int],
+    skipped: list[Check],
+) -> list[Check]:
     try:
         members = read_members(path, _kept, limits)
     except UnsafeBundle as exc:
         return [Check("structure", "bundle", False, f"{exc}; nothing was extracted")]
     except FileNotFoundError:
         return [Check("structure", "bundle", False, f"{path} does not exist")]
-    checks = [Check("structure", "bundle", True, f"{len(members)} regular files in the canonical form, "
-                    f"safe names, {sum(m.size for m in members.values())} bytes")]
+    checks = [
+        Check(
+            "structure",
+            "bundle",
+            True,
+            f"{len(members)} regular files in the canonical form, "
+            f"safe names, {sum(m.size for m in members.values())} bytes",
+        )
+    ]
     signature_checks, stmt = check_signature(members, trusted, limits)
     checks += signature_checks
     if stmt is None:
@@ -139,8 +162,9 @@ def _checks(path: Path, trusted: Ed25519PublicKey, limits: Limits, seen: list[Bu
     return checks + check_content(members, stmt, seen, allow_formats, skipped)
 
 
-def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits(),
-                  allow_formats: Collection[int] = ()) -> Result:
+def verify_bundle(
+    path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits(), allow_formats: Collection[int] = ()
+) -> Result:
     """Every check of the bundle at PATH against the TRUSTED key, by the rules of the format it
     claims; a format this build cannot fully check fails unless it is in ALLOW_FORMATS, and then
     the checks not done are the result's `not_done`. Never raises: a check that raises is reported
@@ -148,8 +172,9 @@ def verify_bundle(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits
     return verify_and_view(path, trusted, limits, allow_formats)[0]
 
 
-def verify_and_view(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits(),
-                    allow_formats: Collection[int] = ()) -> tuple[Result, BundleView | None]:
+def verify_and_view(
+    path: Path, trusted: Ed25519PublicKey, limits: Limits = Limits(), allow_formats: Collection[int] = ()
+) -> tuple[Result, BundleView | None]:
     """`verify_bundle`, and the view of the signed content it checked when every check passed (None
     otherwise): `dossier fleet collect` judges acceptance on it without reading the bundle again."""
     seen: list[BundleView] = []
@@ -158,7 +183,14 @@ def verify_and_view(path: Path, trusted: Ed25519PublicKey, limits: Limits = Limi
         with remembering():  # each document's headlines computed once for every check that reads them
             checks = _checks(path, trusted, limits, seen, allow_formats, skipped)
     except Exception as exc:  # noqa: BLE001 - the last guard: verify answers every input with a result
-        checks = [Check("internal", "bundle", False, f"{INTERNAL_ERROR}: {type(exc).__name__}: {str(exc)[:300]} "
-                        "(a bug in rig-dossier: please report it with the bundle)")]
+        checks = [
+            Check(
+                "internal",
+                "bundle",
+                False,
+                f"{INTERNAL_ERROR}: {type(exc).__name__}: {str(exc)[:300]} "
+                "(a bug in rig-dossier: please report it with the bundle)",
+            )
+        ]
     result = Result(str(path), keyid(trusted), tuple(checks), tuple(skipped))
     return result, (seen[0] if result.ok and seen else None)

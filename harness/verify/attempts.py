@@ -36,13 +36,20 @@ def _why(attempt: dict[str, Any]) -> str | None:
 def _one(where: str, attempt: dict[str, Any], entry: dict[str, Any], number: int) -> list[str]:
     found = []
     if attempt.get("attempt") != number:
-        found.append(f"{where}: attempt {attempt.get('attempt')!r}, but it is earlier attempt {number}, counting from 1")
+        found.append(
+            f"{where}: attempt {attempt.get('attempt')!r}, but it is earlier attempt {number}, counting from 1"
+        )
     if attempt.get("argv") != entry.get("argv"):
         found.append(f"{where}: argv differs from the step's: a retest runs the step's own command again")
-    names = {"stdout": layout.attempt_stdout_name(str(entry["step"]), number),
-             "stderr": layout.attempt_stderr_name(str(entry["step"]), number)}
-    found += [f"{where}: {key} {attempt.get(key)!r}, but attempt {number}'s is {name!r}"
-              for key, name in names.items() if attempt.get(key) != name]
+    names = {
+        "stdout": layout.attempt_stdout_name(str(entry["step"]), number),
+        "stderr": layout.attempt_stderr_name(str(entry["step"]), number),
+    }
+    found += [
+        f"{where}: {key} {attempt.get(key)!r}, but attempt {number}'s is {name!r}"
+        for key, name in names.items()
+        if attempt.get(key) != name
+    ]
     started, finished, stated = attempt.get("started_at"), attempt.get("finished_at"), attempt.get("duration_s")
     try:
         again = duration_s(started, finished) if isinstance(started, str) and isinstance(finished, str) else None
@@ -56,11 +63,14 @@ def _one(where: str, attempt: dict[str, Any], entry: dict[str, Any], number: int
     if expected is not None and why != expected:
         found.append(f"{where}: why {why[:80]!r}, but its exit says {expected!r}")
     elif expected is None and not why.startswith(NO_DOCUMENT):
-        found.append(f"{where}: exited 0 and not timed out, but its why {why[:80]!r} does not say why its stdout was "
-                     "no document")
+        found.append(
+            f"{where}: exited 0 and not timed out, but its why {why[:80]!r} does not say why its stdout was no document"
+        )
     if not isinstance(violations, list) or bool(violations) != (expected is None and why.startswith(NO_DOCUMENT[2])):
-        found.append(f"{where}: schema_violations {str(violations)[:60]}, but they are listed exactly when its output "
-                     "broke its schema")
+        found.append(
+            f"{where}: schema_violations {str(violations)[:60]}, but they are listed exactly when its output "
+            "broke its schema"
+        )
     return found
 
 
@@ -75,13 +85,17 @@ def attempt_discrepancies(entry: dict[str, Any], retest: Any) -> list[str]:
     limit = retest if isinstance(retest, int) and not isinstance(retest, bool) else 0
     failed_every_time = entry.get("status") == StepStatus.FAILED and entry.get("argv") is not None
     if not 0 < len(attempts) <= limit or (failed_every_time and len(attempts) != limit):
-        return [f"step {step}: {len(attempts)} earlier attempt(s), but options.retest is {retest!r} (at most that many; "
-                "a step that failed every attempt has all of them)"]
+        return [
+            f"step {step}: {len(attempts)} earlier attempt(s), but options.retest is {retest!r} (at most that many; "
+            "a step that failed every attempt has all of them)"
+        ]
     found = []
     for number, attempt in enumerate(attempts, start=1):
         found += _one(f"step {step}: attempt {number}", attempt, entry, number)
     ends = [(a.get("started_at"), a.get("finished_at")) for a in attempts] + [(entry.get("started_at"), None)]
-    if any(not isinstance(end, str) or not isinstance(nxt, str) or end > nxt  # RFC 3339 UTC times order as text
-           for (_, end), (nxt, _) in zip(ends, ends[1:], strict=False)):
+    if any(
+        not isinstance(end, str) or not isinstance(nxt, str) or end > nxt  # RFC 3339 UTC times order as text
+        for (_, end), (nxt, _) in zip(ends, ends[1:], strict=False)
+    ):
         found.append(f"step {step}: an attempt ends after the next one (or the step's last attempt) started")
     return found

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from harness.analysis.tool import tool_text
 from harness.bundle import layout
-from harness.verify.check import Check
-from harness.verify.formats import Format, renders
 from harness.bundle.view import BundleView
 from harness.schemas import referenced, schema_path
+from harness.verify.check import Check
+from harness.verify.formats import Format, renders
 
 
 def _used(view: BundleView) -> list[str]:
@@ -36,25 +36,52 @@ def check_bundled_schemas(view: BundleView, fmt: Format, skipped: list[Check] | 
         return []
     listed = view.commands.get("schemas")
     listed = [m for m in listed if isinstance(m, str)] if isinstance(listed, list) else []
-    checks = [Check("files", layout.schema_member(name), False,
-                    "a document of the bundle uses this schema but the bundle does not carry it")
-              for name in _used(view) if layout.schema_member(name) not in listed]
+    checks = [
+        Check(
+            "files",
+            layout.schema_member(name),
+            False,
+            "a document of the bundle uses this schema but the bundle does not carry it",
+        )
+        for name in _used(view)
+        if layout.schema_member(name) not in listed
+    ]
     for member in listed:
         name = member.removeprefix(layout.SCHEMAS_DIR).removesuffix(".schema.json")
         data, mine = view.files.get(member), schema_path(name)
         if data is None:
             checks.append(Check("files", member, False, "commands.json lists it but the bundle lacks it"))
         elif not mine.is_file():
-            checks.append(Check("schema-file", member, False, f"this build has no schemas/{name}.schema.json "
-                                f"(the bundle was made by {_made_by(view)})"))
+            checks.append(
+                Check(
+                    "schema-file",
+                    member,
+                    False,
+                    f"this build has no schemas/{name}.schema.json (the bundle was made by {_made_by(view)})",
+                )
+            )
         elif data == mine.read_bytes():
             checks.append(Check("schema-file", member, True, "identical to the schema this build validates with"))
         elif not renders(fmt.version) and skipped is not None:
-            skipped.append(Check("schema-file", member, True, f"not compared: it differs from this build's "
-                                 f"schemas/{name}.schema.json, and format {fmt.version}'s schemas are not in this build "
-                                 f"(the documents were checked against this build's)"))
+            skipped.append(
+                Check(
+                    "schema-file",
+                    member,
+                    True,
+                    f"not compared: it differs from this build's "
+                    f"schemas/{name}.schema.json, and format {fmt.version}'s schemas are not in this build "
+                    f"(the documents were checked against this build's)",
+                )
+            )
         else:
-            checks.append(Check("schema-file", member, False, f"differs from this build's schemas/{name}.schema.json: "
-                                f"the bundle was made by {_made_by(view)}, whose schema this is; its documents were "
-                                f"checked against this build's (the schema checks), not against this one"))
+            checks.append(
+                Check(
+                    "schema-file",
+                    member,
+                    False,
+                    f"differs from this build's schemas/{name}.schema.json: "
+                    f"the bundle was made by {_made_by(view)}, whose schema this is; its documents were "
+                    f"checked against this build's (the schema checks), not against this one",
+                )
+            )
     return checks

@@ -15,5 +15,7 @@ class Check:
 
     def line(self) -> str:
         """One printable line (a lone surrogate from a document's string shown escaped, never raised on)."""
-        text = f"{'ok  ' if self.ok else 'FAIL'} {self.check} {self.subject}" + (f": {self.detail}" if self.detail else "")
+        text = f"{'ok  ' if self.ok else 'FAIL'} {self.check} {self.subject}" + (
+            f": {self.detail}" if self.detail else ""
+        )
         return text.encode("utf-8", "backslashreplace").decode("utf-8")

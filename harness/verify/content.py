@@ -7,15 +7,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.analysis.verdict import StepStatus
 from harness import registry
 from harness.analysis import cross_checks, repeatability
-from harness.bundle import layout, seal
-from harness.verify.attempts import attempt_discrepancies
-from harness.verify.check import Check
 from harness.analysis.timestamps import duration_s
+from harness.analysis.verdict import StepStatus
+from harness.bundle import layout, seal
 from harness.bundle.view import MODULE_NAME, BundleFormatError, BundleView
 from harness.schemas import SCHEMA_DIR, violations
+from harness.verify.attempts import attempt_discrepancies
+from harness.verify.check import Check
 
 
 def check_predicate(view: BundleView, stmt: dict) -> Check:
@@ -39,23 +39,37 @@ def _duration(where: str, entry: dict[str, Any]) -> list[str]:
 def _step_members(entry: dict[str, Any]) -> list[str]:
     """The members a step names, as the writer names them from its id, kind and status."""
     step, ran, completed = entry["step"], entry.get("argv") is not None, entry["status"] == StepStatus.COMPLETED
-    output = (layout.raw_name(step) if entry.get("kind") != "host" else layout.derived_name(step)) if completed else None
-    expected = {"stdout": (layout.raw_name(step) if completed else layout.stdout_name(step)) if ran else None,
-                "stderr": layout.stderr_name(step) if ran else None}
-    found = [f"step {step[:60]}: {key} {entry.get(key)!r}, but a {entry['status']} step's is {want!r}"
-             for key, want in expected.items() if key in entry and entry.get(key) != want]
+    output = (
+        (layout.raw_name(step) if entry.get("kind") != "host" else layout.derived_name(step)) if completed else None
+    )
+    expected = {
+        "stdout": (layout.raw_name(step) if completed else layout.stdout_name(step)) if ran else None,
+        "stderr": layout.stderr_name(step) if ran else None,
+    }
+    found = [
+        f"step {step[:60]}: {key} {entry.get(key)!r}, but a {entry['status']} step's is {want!r}"
+        for key, want in expected.items()
+        if key in entry and entry.get(key) != want
+    ]
     if entry.get("output") not in (None, output):
         found.append(f"step {step[:60]}: output {entry['output']!r}, but a {entry['status']} step's is {output!r}")
     if not ran and any(entry.get(key) is not None for key in ("env", "runner", "image", "exit_code", "timed_out")):
-        found.append(f"step {step[:60]}: no process ran it (no argv), but it records a process's environment, "
-                     "runner, image or exit")
+        found.append(
+            f"step {step[:60]}: no process ran it (no argv), but it records a process's environment, "
+            "runner, image or exit"
+        )
     for key in ("plots", "tables"):
         if isinstance(entry.get(key), list) and entry[key] != sorted(set(entry[key])):
             found.append(f"step {step[:60]}: {key} not sorted, each once, as the writer lists them")
-    if completed and entry.get("kind") != "host" and (entry.get("exit_code") != 0 or entry.get("timed_out")
-                                                        or entry.get("schema_violations")):
-        found.append(f"step {step[:60]}: completed, but exit code {entry.get('exit_code')!r}, timed out "
-                     f"{entry.get('timed_out')!r}, {len(entry.get('schema_violations') or [])} schema violation(s)")
+    if (
+        completed
+        and entry.get("kind") != "host"
+        and (entry.get("exit_code") != 0 or entry.get("timed_out") or entry.get("schema_violations"))
+    ):
+        found.append(
+            f"step {step[:60]}: completed, but exit code {entry.get('exit_code')!r}, timed out "
+            f"{entry.get('timed_out')!r}, {len(entry.get('schema_violations') or [])} schema violation(s)"
+        )
     return found
 
 
@@ -74,22 +88,33 @@ def _declared(entry: dict[str, Any]) -> list[str]:
     if entry.get("kind") == "host" and entry.get("probe") is not None:
         found.append(f"step {step[:60]}: a host step names a probe")
     if declared is not None:
-        expected = {"kind": declared.kind, "probe": getattr(declared, "probe", None), "schema": declared.schema,
-                    "analysis": declared.analysis, "function": getattr(declared, "function", None),
-                    "needs": list(getattr(declared, "needs", ()))}
+        expected = {
+            "kind": declared.kind,
+            "probe": getattr(declared, "probe", None),
+            "schema": declared.schema,
+            "analysis": declared.analysis,
+            "function": getattr(declared, "function", None),
+            "needs": list(getattr(declared, "needs", ())),
+        }
         function: Any = entry.get("function")  # any JSON: a name no earlier build recorded stays as it is
         recorded = {**entry, "function": registry.RECORDED_NAMES.get(function, function)}
         differ = [key for key, value in expected.items() if recorded.get(key) != value]
-        return found + ([f"step {step[:60]}: {', '.join(differ)} not what this build's plan declares for it"] if differ else [])
+        return found + (
+            [f"step {step[:60]}: {', '.join(differ)} not what this build's plan declares for it"] if differ else []
+        )
     spec = registry.find(entry.get("probe"))
     if entry["status"] != StepStatus.COMPLETED:
         return found
     if entry.get("kind") != "probe" or spec is None:
-        return found + [f"step {step[:60]}: no step or probe {str(entry.get('probe'))[:60]!r} in this build's registry "
-                        "to check it by"]
+        return found + [
+            f"step {step[:60]}: no step or probe {str(entry.get('probe'))[:60]!r} in this build's registry "
+            "to check it by"
+        ]
     if entry.get("schema") != spec.schema or entry.get("analysis") != spec.analysis:
-        found.append(f"step {step[:60]}: schema {entry.get('schema')!r} and analysis {entry.get('analysis')!r}, but this "
-                     f"build's registry checks it with {spec.schema!r} and {spec.analysis!r}")
+        found.append(
+            f"step {step[:60]}: schema {entry.get('schema')!r} and analysis {entry.get('analysis')!r}, but this "
+            f"build's registry checks it with {spec.schema!r} and {spec.analysis!r}"
+        )
     return found
 
 
@@ -126,18 +151,26 @@ def run_record_discrepancies(commands: dict[str, Any]) -> list[str]:
 
 def check_run_record(view: BundleView) -> list[Check]:
     found = run_record_discrepancies(view.commands)
-    return [Check("figures", layout.COMMANDS, False, problem) for problem in found] or \
-        [Check("figures", layout.COMMANDS, True, "durations and member names follow from what it records")]
+    return [Check("figures", layout.COMMANDS, False, problem) for problem in found] or [
+        Check("figures", layout.COMMANDS, True, "durations and member names follow from what it records")
+    ]
 
 
 def schema_check(name: str, schema: Any, document: Any) -> Check:
-    if (not isinstance(schema, str) or not MODULE_NAME.fullmatch(schema.replace("-", "_"))
-            or not (SCHEMA_DIR / f"{schema}.schema.json").exists()):
+    if (
+        not isinstance(schema, str)
+        or not MODULE_NAME.fullmatch(schema.replace("-", "_"))
+        or not (SCHEMA_DIR / f"{schema}.schema.json").exists()
+    ):
         return Check("schema", name, False, f"no schema {str(schema)[:60]!r} in this build")
     found = violations(schema, document)
     if found:
-        return Check("schema", name, False, f"{len(found)} violation(s) of schemas/{schema}.schema.json, "
-                                            f"first {str(found[0])[:500]}")
+        return Check(
+            "schema",
+            name,
+            False,
+            f"{len(found)} violation(s) of schemas/{schema}.schema.json, first {str(found[0])[:500]}",
+        )
     return Check("schema", name, True, f"valid against schemas/{schema}.schema.json")
 
 
@@ -150,12 +183,19 @@ def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
     for entry in view.steps:
         attempts = [a for a in entry.get("attempts") or [] if isinstance(a, dict)]  # dossier run --retest
         for where, key in [(entry, k) for k in ("stdout", "stderr", "output")] + [
-                (a, k) for a in attempts for k in ("stdout", "stderr")]:
+            (a, k) for a in attempts for k in ("stdout", "stderr")
+        ]:
             if where.get(key) and (where is entry or isinstance(where[key], str)):
                 referenced.add(where[key])
                 if where[key] not in names:
-                    checks.append(Check("files", where[key], False, f"commands.json names it ({entry['step']} "
-                                                                     f"{key}) but the bundle lacks it"))
+                    checks.append(
+                        Check(
+                            "files",
+                            where[key],
+                            False,
+                            f"commands.json names it ({entry['step']} {key}) but the bundle lacks it",
+                        )
+                    )
         referenced.update(entry.get("plots") or [])
         referenced.update(view.tables(str(entry["step"])))
         if entry["step"] in view.documents:
@@ -170,14 +210,18 @@ def _host_function(entry: dict[str, Any]) -> Any:
     registry entry's host step names (never an import of a string the bundle chose)."""
     name = str(entry.get("function"))
     module_name, _, function_name = name.partition(":")
-    if (not module_name.startswith("harness.analysis.") or not MODULE_NAME.fullmatch(module_name.rsplit(".", 1)[1])
-            or not MODULE_NAME.fullmatch(function_name)):
+    if (
+        not module_name.startswith("harness.analysis.")
+        or not MODULE_NAME.fullmatch(module_name.rsplit(".", 1)[1])
+        or not MODULE_NAME.fullmatch(function_name)
+    ):
         raise BundleFormatError(f"host function {name[:80]!r} is not in harness.analysis")
     try:
         return registry.host_function(name)
     except registry.NotInRegistry as exc:
-        raise BundleFormatError(f"{module_name} defines no function {function_name!r} that a host step of this "
-                                f"build's registry names") from exc
+        raise BundleFormatError(
+            f"{module_name} defines no function {function_name!r} that a host step of this build's registry names"
+        ) from exc
 
 
 def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str]) -> Check:
@@ -190,8 +234,14 @@ def _check_host_document(view: BundleView, entry: dict[str, Any], valid: set[str
         same = json.loads(json.dumps(result, allow_nan=False, sort_keys=True)) == view.documents[entry["step"]]
     except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
         return Check("figures", name, False, f"could not recompute: {type(exc).__name__}: {str(exc)[:300]}")
-    return Check("figures", name, same, f"recomputed by {entry['function']}" if same else
-                 f"differs from what {entry['function']} computes from {needs}")
+    return Check(
+        "figures",
+        name,
+        same,
+        f"recomputed by {entry['function']}"
+        if same
+        else f"differs from what {entry['function']} computes from {needs}",
+    )
 
 
 def _check_step_figures(view: BundleView, entry: dict[str, Any]) -> list[Check]:
@@ -229,5 +279,8 @@ def check_figures(view: BundleView, valid: set[str]) -> list[Check]:
         declared = repeatability.declaration_discrepancies(view.commands.get("repeatability"), documents)
     except Exception as exc:  # noqa: BLE001 - any failure to recompute is a failed check
         declared = [f"repeatability.declaration_discrepancies() raised {type(exc).__name__}: {str(exc)[:300]}"]
-    return checks + [Check("figures", member, False, problem) for member, problem in across] + [
-        Check("figures", layout.COMMANDS, False, problem) for problem in declared]
+    return (
+        checks
+        + [Check("figures", member, False, problem) for member, problem in across]
+        + [Check("figures", layout.COMMANDS, False, problem) for problem in declared]
+    )

@@ -11,7 +11,7 @@ this build can do is *fully checked*; any other one is refused (a failed `format
 the caller allows that format (`dossier verify --allow-format N`), and then each check not done
 is listed with why. Nothing here is a constant to remember: when FORMAT_VERSION moves on, the
 format it leaves loses its renderer and stops being fully checked by itself, and
-tests/test_verify_formats.py fails until FORMATS has a row for the new one.
+tests/verify/test_verify_formats.py fails until FORMATS has a row for the new one.
 """
 
 from __future__ import annotations
@@ -33,16 +33,25 @@ class Format:
     repeatability: bool = False  # commands.json records the run-to-run block (or why none applies)
 
 
-FORMATS: dict[int, Format] = {f.version: f for f in (
-    Format(1, "rig-dossier 0.1.0, the first bundles (the committed H200 ones)", schemas=False, tables=False),
-    Format(2, "criteria could say not-run", schemas=False, tables=False),
-    Format(3, "criteria say pass, fail or not-measured (harness.analysis.verdict)", schemas=False, tables=False),
-    Format(4, "schemas/ and tables/ members; report commands short, the environment once",
-           schemas=True, tables=True),
-    Format(5, "criteria in the one verdict vocabulary (pass, warn, fail, incomplete, skip); module paths of the "
-              "per-probe folders; digests and retests recorded; the roofline's dtypes in one step, timed in windows",
-           schemas=True, tables=True, repeatability=True),
-)}
+FORMATS: dict[int, Format] = {
+    f.version: f
+    for f in (
+        Format(1, "rig-dossier 0.1.0, the first bundles (the committed H200 ones)", schemas=False, tables=False),
+        Format(2, "criteria could say not-run", schemas=False, tables=False),
+        Format(3, "criteria say pass, fail or not-measured (harness.analysis.verdict)", schemas=False, tables=False),
+        Format(
+            4, "schemas/ and tables/ members; report commands short, the environment once", schemas=True, tables=True
+        ),
+        Format(
+            5,
+            "criteria in the one verdict vocabulary (pass, warn, fail, incomplete, skip); module paths of the "
+            "per-probe folders; digests and retests recorded; the roofline's dtypes in one step, timed in windows",
+            schemas=True,
+            tables=True,
+            repeatability=True,
+        ),
+    )
+}
 
 
 def renders(version: int) -> bool:
@@ -56,13 +65,25 @@ def not_done(fmt: Format) -> list[Check]:
     Check that passed nothing: ok, but listed apart from the checks done."""
     missing = []
     if not renders(fmt.version):
-        missing.append(Check("report", layout.REPORT, True,
-                             f"not re-rendered: format {fmt.version}'s report rules are not in this build (it renders "
-                             f"format {layout.FORMAT_VERSION}), so a figure edited in report.md would not be seen; "
-                             "the figures in the raw JSON are still recomputed"))
+        missing.append(
+            Check(
+                "report",
+                layout.REPORT,
+                True,
+                f"not re-rendered: format {fmt.version}'s report rules are not in this build (it renders "
+                f"format {layout.FORMAT_VERSION}), so a figure edited in report.md would not be seen; "
+                "the figures in the raw JSON are still recomputed",
+            )
+        )
         if fmt.tables:
-            missing.append(Check("report", f"{layout.TABLES_DIR}*", True,
-                                 f"not re-rendered: format {fmt.version}'s table rules are not in this build"))
+            missing.append(
+                Check(
+                    "report",
+                    f"{layout.TABLES_DIR}*",
+                    True,
+                    f"not re-rendered: format {fmt.version}'s table rules are not in this build",
+                )
+            )
     return missing
 
 
@@ -84,7 +105,9 @@ def _tool(document: Any) -> Any:
     return document.get("tool") if isinstance(document, dict) else None
 
 
-def check_format(commands: dict[str, Any], environment: Any, allowed: Collection[int]) -> tuple[list[Check], Format | None]:
+def check_format(
+    commands: dict[str, Any], environment: Any, allowed: Collection[int]
+) -> tuple[list[Check], Format | None]:
     """The format commands.json claims: known to this build, repeated by environment.json (its
     format_version and tool: the same tool the statement's predicate names), and either fully
     checked here or ALLOWED. Returns the checks and the format's rules (None when unknown)."""
@@ -94,27 +117,63 @@ def check_format(commands: dict[str, Any], environment: Any, allowed: Collection
     if isinstance(environment, dict):
         stated = environment.get("format_version")
         same = stated == made and type(stated) is type(made)
-        checks.append(Check("format", layout.ENVIRONMENT, same, f"format_version {stated!r}, as commands.json says"
-                            if same else f"format_version {str(stated)[:40]!r} but commands.json says {str(made)[:40]!r}"))
+        checks.append(
+            Check(
+                "format",
+                layout.ENVIRONMENT,
+                same,
+                f"format_version {stated!r}, as commands.json says"
+                if same
+                else f"format_version {str(stated)[:40]!r} but commands.json says {str(made)[:40]!r}",
+            )
+        )
         same_tool = _tool(environment) == _tool(commands)
-        checks.append(Check("format", layout.ENVIRONMENT, same_tool, "tool as commands.json and the signed predicate "
-                            "name it" if same_tool else "tool (name, version, commit) differs from commands.json's, "
-                            "which the signed predicate names"))
+        checks.append(
+            Check(
+                "format",
+                layout.ENVIRONMENT,
+                same_tool,
+                "tool as commands.json and the signed predicate name it"
+                if same_tool
+                else "tool (name, version, commit) differs from commands.json's, which the signed predicate names",
+            )
+        )
     if fmt is None:
         newest = max(FORMATS)
-        return checks + [Check("format", layout.COMMANDS, False, f"format_version {str(made)[:40]!r} is not a bundle "
-                               f"format this build knows (1 to {newest})" + (": a newer rig-dossier made it"
-                               if isinstance(made, int) and made > newest else ""))], None
+        return checks + [
+            Check(
+                "format",
+                layout.COMMANDS,
+                False,
+                f"format_version {str(made)[:40]!r} is not a bundle "
+                f"format this build knows (1 to {newest})"
+                + (": a newer rig-dossier made it" if isinstance(made, int) and made > newest else ""),
+            )
+        ], None
     missing = not_done(fmt)
     if not missing:
         return checks + [Check("format", layout.COMMANDS, True, f"format {made}: every check of its rules done")], fmt
     if made in allowed:
-        return checks + [Check("format", layout.COMMANDS, True, f"format {made} ({fmt.what}), allowed with "
-                               f"--allow-format {made}: {len(missing)} check(s) of its rules not done here")], fmt
+        return checks + [
+            Check(
+                "format",
+                layout.COMMANDS,
+                True,
+                f"format {made} ({fmt.what}), allowed with "
+                f"--allow-format {made}: {len(missing)} check(s) of its rules not done here",
+            )
+        ], fmt
     oldest = oldest_fully_checked()
-    return checks + [Check("format", layout.COMMANDS, False, f"format {made} ({fmt.what}) is older than the oldest "
-                           f"this build fully checks ({oldest}): {'; '.join(c.subject + ' ' + c.detail.split(':')[0] for c in missing)}. "
-                           f"Pass --allow-format {made} to accept it verified without those checks")], fmt
+    return checks + [
+        Check(
+            "format",
+            layout.COMMANDS,
+            False,
+            f"format {made} ({fmt.what}) is older than the oldest "
+            f"this build fully checks ({oldest}): {'; '.join(c.subject + ' ' + c.detail.split(':')[0] for c in missing)}. "
+            f"Pass --allow-format {made} to accept it verified without those checks",
+        )
+    ], fmt
 
 
 def _listed(commands: dict[str, Any], directory: str) -> list[Any]:
@@ -132,13 +191,26 @@ def check_members(commands: dict[str, Any], names: Collection[str], fmt: Format)
     why none applies)."""
     checks = []
     if fmt.repeatability != ("repeatability" in commands):
-        checks.append(Check("format", layout.COMMANDS, False, f"format {fmt.version} bundles "
-                            f"{'record' if fmt.repeatability else 'carry no'} repeatability in commands.json, but this one "
-                            f"{'does not' if fmt.repeatability else 'does (a newer format relabelled?)'}"))
+        checks.append(
+            Check(
+                "format",
+                layout.COMMANDS,
+                False,
+                f"format {fmt.version} bundles "
+                f"{'record' if fmt.repeatability else 'carry no'} repeatability in commands.json, but this one "
+                f"{'does not' if fmt.repeatability else 'does (a newer format relabelled?)'}",
+            )
+        )
     for carried, directory in ((fmt.schemas, layout.SCHEMAS_DIR), (fmt.tables, layout.TABLES_DIR)):
         held = sorted(n for n in names if n.startswith(directory))
         if not carried and (held or _listed(commands, directory)):
-            checks.append(Check("format", held[0] if held else layout.COMMANDS, False,
-                                f"format {fmt.version} bundles carry no {directory} members, but this one "
-                                f"{'holds ' + str(len(held)) if held else 'lists some'} (a newer format relabelled?)"))
+            checks.append(
+                Check(
+                    "format",
+                    held[0] if held else layout.COMMANDS,
+                    False,
+                    f"format {fmt.version} bundles carry no {directory} members, but this one "
+                    f"{'holds ' + str(len(held)) if held else 'lists some'} (a newer format relabelled?)",
+                )
+            )
     return checks

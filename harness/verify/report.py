@@ -5,11 +5,11 @@ re-rendered (harness.verify.formats says which checks an older one misses)."""
 from __future__ import annotations
 
 from harness.bundle import layout
-from harness.verify.check import Check
-from harness.verify.formats import Format, renders
 from harness.bundle.view import BundleView
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
+from harness.verify.check import Check
+from harness.verify.formats import Format, renders
 
 
 def _first_difference(expected: str, stored: bytes) -> str:
@@ -39,12 +39,21 @@ def _rendered_report(view: BundleView, stored: bytes) -> Check:
         expected = render_report(view)
         rendered = expected.encode()  # a lone surrogate in a document cannot be UTF-8: a failure, not a raise
     except Exception as exc:  # noqa: BLE001 - a document this build cannot render is a failed check
-        return Check("report", layout.REPORT, False, f"could not be re-rendered from the raw JSON: "
-                     f"{type(exc).__name__}: {str(exc)[:300]}")
+        return Check(
+            "report",
+            layout.REPORT,
+            False,
+            f"could not be re-rendered from the raw JSON: {type(exc).__name__}: {str(exc)[:300]}",
+        )
     if stored == rendered:
         return Check("report", layout.REPORT, True, "identical to the report re-rendered from the raw JSON")
-    return Check("report", layout.REPORT, False, f"differs from the report re-rendered from the raw JSON "
-                 f"(bundle made by rig-dossier {tool}); first differing line: {_first_difference(expected, stored)[:200]}")
+    return Check(
+        "report",
+        layout.REPORT,
+        False,
+        f"differs from the report re-rendered from the raw JSON "
+        f"(bundle made by rig-dossier {tool}); first differing line: {_first_difference(expected, stored)[:200]}",
+    )
 
 
 def _rendered_table(probe: object, document: object, documents: dict) -> bytes | None:
@@ -62,9 +71,20 @@ def check_tables(view: BundleView, fmt: Format) -> list[Check]:
     checks = []
     for entry in view.steps:
         step = str(entry.get("step"))
-        if step in view.documents and has_table(entry.get("probe")) and layout.table_name(step) not in view.tables(step):
-            checks.append(Check("files", layout.table_name(step), False, f"step {step[:60]}'s probe has a table, "
-                                f"which a format-{fmt.version} bundle carries, but commands.json does not list it"))
+        if (
+            step in view.documents
+            and has_table(entry.get("probe"))
+            and layout.table_name(step) not in view.tables(step)
+        ):
+            checks.append(
+                Check(
+                    "files",
+                    layout.table_name(step),
+                    False,
+                    f"step {step[:60]}'s probe has a table, "
+                    f"which a format-{fmt.version} bundle carries, but commands.json does not list it",
+                )
+            )
         for member in view.tables(step):
             stored = view.files.get(member)
             if stored is None:

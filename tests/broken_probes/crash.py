@@ -1,4 +1,5 @@
 """A probe that crashes after printing some progress."""
+
 import sys
 
 print("about to measure", file=sys.stderr)

@@ -1,4 +1,5 @@
 """A probe that really allocates memory (64 MiB at a time, every page touched) until killed."""
+
 import argparse
 
 from harness.probes.contract import probe_main, progress

@@ -1,4 +1,5 @@
 """A probe that writes to file descriptor 1 behind Python's back while measuring."""
+
 import argparse
 import os
 

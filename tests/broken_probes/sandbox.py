@@ -1,5 +1,6 @@
 """A probe that reports what its sandbox lets it do: read a mounted file, write it, write the
 output folder, and which network interfaces exist (no traffic is sent)."""
+
 import argparse
 import hashlib
 import os
@@ -22,8 +23,7 @@ def measure(args):
         "limitations": [],
         "read_sha256": attempt(lambda: hashlib.sha256(Path(args.read).read_bytes()).hexdigest()),
         "write_mounted": attempt(_write, args.read),
-        "interfaces": sorted(line.split(":")[0].strip() for line in
-                             Path("/proc/net/dev").read_text().splitlines()[2:]),
+        "interfaces": sorted(line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:]),
         "env_seen": {k: v for k, v in os.environ.items() if k.startswith(("NCCL_", "HF_"))},
     }
 

@@ -1,4 +1,5 @@
 """A probe that hangs, with a child process, until killed."""
+
 import subprocess
 import sys
 import time

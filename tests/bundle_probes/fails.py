@@ -1,4 +1,5 @@
 """A probe that prints partial output, complains on stderr and exits 3."""
+
 import sys
 
 print('{"partial": ')

@@ -1,5 +1,6 @@
 """A probe that fails its first --fail-times runs (exit 3, a partial line on stdout), then measures:
 the count lives in the --state file, so each run is a fresh process, as a flaky step's retest is."""
+
 import argparse
 import sys
 from pathlib import Path

@@ -1,5 +1,6 @@
 """A probe that says its load is on (contract.loading), then, when $DOSSIER_TEST_MARKER names a file,
 keeps it on until a companion has written that file (so a companion provably ran during it)."""
+
 import argparse
 import os
 import time

@@ -1,4 +1,5 @@
 """A probe that records the load it was taken under (--during PIDS) or none, and writes $DOSSIER_TEST_MARKER."""
+
 import argparse
 import os
 

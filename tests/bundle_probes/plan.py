@@ -1,6 +1,7 @@
 """Plans for bundle mechanics tests: a completed step, a failed one, a dependent one, a not-run one,
 and the tick probe's registry entry (its analysis and plots stand in as harness.analysis.tick and
 harness.present.plots.tick: `install`)."""
+
 import sys
 
 from harness import registry
@@ -10,18 +11,28 @@ from tests.bundle_probes import tick_analysis, tick_plots
 
 PACKAGE = "tests.bundle_probes"
 
-TICK = ProbeSpec(name="tick", title="sha256 timing (test probe)", lab="test", options=(),
-                 command=CommandSpec(help="a test probe", description="a test probe", output="tick.json",
-                                     timeout_s=60),
-                 schema="common", analysis="tick", plots="tick")
+TICK = ProbeSpec(
+    name="tick",
+    title="sha256 timing (test probe)",
+    lab="test",
+    options=(),
+    command=CommandSpec(help="a test probe", description="a test probe", output="tick.json", timeout_s=60),
+    schema="common",
+    analysis="tick",
+    plots="tick",
+)
 
 
 # The flaky probe (tests/bundle_probes/flaky.py) as a registry entry: verify checks a completed step by
 # its probe's entry, so a bundle of it verifies only while it is registered (`install_flaky`).
-FLAKY = ProbeSpec(name="flaky", title="fails first (test probe)", lab="test", options=(),
-                  command=CommandSpec(help="a test probe", description="a test probe", output="flaky.json",
-                                      timeout_s=60),
-                  schema="common")
+FLAKY = ProbeSpec(
+    name="flaky",
+    title="fails first (test probe)",
+    lab="test",
+    options=(),
+    command=CommandSpec(help="a test probe", description="a test probe", output="flaky.json", timeout_s=60),
+    schema="common",
+)
 
 
 def install_flaky(patch) -> None:
@@ -53,31 +64,77 @@ def _after_fails(state):
 
 
 PLAN = (
-    ProbeStep("tick", "tick", "Hash timing (test probe)", "test", schema="common",
-              analysis="tick", plots="tick", timeout_s=60),
-    ProbeStep("fails", "fails", "A failing probe (test)", "test", schema="common",
-              analysis=None, plots=None, timeout_s=60),
-    ProbeStep("tock", "tick", "Depends on tick (test)", "test", schema="common",
-              analysis="tick", plots=None, timeout_s=60, arguments=_after_tick),
-    ProbeStep("orphan", "tick", "Depends on the failed step (test)", "test", schema="common",
-              analysis=None, plots=None, timeout_s=60, arguments=_after_fails),
-    ProbeStep("absent", "no_such_probe", "A probe not in this build (test)", "test", schema="common",
-              analysis=None, plots=None, timeout_s=60),
+    ProbeStep(
+        "tick", "tick", "Hash timing (test probe)", "test", schema="common", analysis="tick", plots="tick", timeout_s=60
+    ),
+    ProbeStep(
+        "fails", "fails", "A failing probe (test)", "test", schema="common", analysis=None, plots=None, timeout_s=60
+    ),
+    ProbeStep(
+        "tock",
+        "tick",
+        "Depends on tick (test)",
+        "test",
+        schema="common",
+        analysis="tick",
+        plots=None,
+        timeout_s=60,
+        arguments=_after_tick,
+    ),
+    ProbeStep(
+        "orphan",
+        "tick",
+        "Depends on the failed step (test)",
+        "test",
+        schema="common",
+        analysis=None,
+        plots=None,
+        timeout_s=60,
+        arguments=_after_fails,
+    ),
+    ProbeStep(
+        "absent",
+        "no_such_probe",
+        "A probe not in this build (test)",
+        "test",
+        schema="common",
+        analysis=None,
+        plots=None,
+        timeout_s=60,
+    ),
 )
 
 SLOW_PLAN = (
-    ProbeStep("tick", "tick", "Hash timing (test probe)", "test", schema="common",
-              analysis=None, plots=None, timeout_s=60),
-    ProbeStep("slow", "slow", "Waits to be interrupted (test)", "test", schema="common",
-              analysis=None, plots=None, timeout_s=300),
+    ProbeStep(
+        "tick", "tick", "Hash timing (test probe)", "test", schema="common", analysis=None, plots=None, timeout_s=60
+    ),
+    ProbeStep(
+        "slow",
+        "slow",
+        "Waits to be interrupted (test)",
+        "test",
+        schema="common",
+        analysis=None,
+        plots=None,
+        timeout_s=300,
+    ),
 )
 
 # A plotted step (so the background plot worker is running), then a probe waiting for Ctrl-C.
 PLOTTED_SLOW_PLAN = (
-    ProbeStep("tick", "tick", "Hash timing (test probe)", "test", schema="common",
-              analysis="tick", plots="tick", timeout_s=60),
-    ProbeStep("slow", "slow", "Waits to be interrupted (test)", "test", schema="common",
-              analysis=None, plots=None, timeout_s=300),
+    ProbeStep(
+        "tick", "tick", "Hash timing (test probe)", "test", schema="common", analysis="tick", plots="tick", timeout_s=60
+    ),
+    ProbeStep(
+        "slow",
+        "slow",
+        "Waits to be interrupted (test)",
+        "test",
+        schema="common",
+        analysis=None,
+        plots=None,
+        timeout_s=300,
+    ),
 )
 
 
@@ -89,6 +146,16 @@ def _observe(state):
 # A step taken during another's load (ProbeStep.during): the observer starts when `loads` says its load is on.
 DURING_PLAN = (
     ProbeStep("loads", "loads", "A load (test)", "test", schema="common", analysis=None, plots=None, timeout_s=120),
-    ProbeStep("observer", "observer", "Taken during the load (test)", "test", schema="common", analysis=None,
-              plots=None, timeout_s=60, arguments=_observe, during="loads"),
+    ProbeStep(
+        "observer",
+        "observer",
+        "Taken during the load (test)",
+        "test",
+        schema="common",
+        analysis=None,
+        plots=None,
+        timeout_s=60,
+        arguments=_observe,
+        during="loads",
+    ),
 )

@@ -1,4 +1,5 @@
 """A probe that writes its pid to $DOSSIER_TEST_PIDFILE and waits to be interrupted."""
+
 import os
 import time
 

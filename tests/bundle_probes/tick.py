@@ -1,4 +1,5 @@
 """A tiny real measurement: how fast this machine hashes 1 MiB with sha256, five times."""
+
 import argparse
 import hashlib
 import time
@@ -20,9 +21,13 @@ def measure(args):
         hashlib.sha256(data).digest()
         samples.append(1.0 / max(time.perf_counter() - start, 1e-9))
         progress(i + 1, 5, "hashing 1 MiB")
-    return {"sizing": "1 MiB, five times: small enough for any machine", "limitations": [],
-            "label": args.label, "samples_mib_per_s": samples,
-            "mean_mib_per_s": sum(samples) / len(samples)}
+    return {
+        "sizing": "1 MiB, five times: small enough for any machine",
+        "limitations": [],
+        "label": args.label,
+        "samples_mib_per_s": samples,
+        "mean_mib_per_s": sum(samples) / len(samples),
+    }
 
 
 if __name__ == "__main__":

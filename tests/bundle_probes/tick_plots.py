@@ -1,4 +1,5 @@
 """Stands in as harness.present.plots.tick in tests: the samples as a bar chart, saved by _figure."""
+
 from harness.present.plots._figure import new_figure, save_figure
 
 

@@ -2,7 +2,7 @@
 half-plateau size, ring prediction) and recomputes the headlines, `checks` lists where stated figures
 differ, `evidence` the topology evidence for a curve, `nccl_log` reads NCCL's own log lines."""
 
-from harness.analysis.allreduce.figures import headlines
 from harness.analysis.allreduce.checks import discrepancies
+from harness.analysis.allreduce.figures import headlines
 
 __all__ = ["discrepancies", "headlines"]

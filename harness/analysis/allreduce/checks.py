@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from harness.analysis.allreduce import figures as ar
 from harness.analysis.allreduce import evidence
+from harness.analysis.allreduce import figures as ar
 
 ELEMENT_BYTES = {"float32": 4}
 
@@ -42,20 +42,28 @@ def point_discrepancies(point: dict[str, Any], world_size: int, label: str, elem
     """One size: the per-rank medians from the per-call times, the call counts, the derived rates."""
     where, found = f"{label} {point['bytes']} B", []
     if point.get("elements") != point["bytes"] // element_bytes:
-        found.append(f"{where} elements: stated {point.get('elements')}, {point['bytes']} B holds "
-                     f"{point['bytes'] // element_bytes}")
+        found.append(
+            f"{where} elements: stated {point.get('elements')}, {point['bytes']} B holds "
+            f"{point['bytes'] // element_bytes}"
+        )
     times = point.get("rank_times_us")
     if isinstance(times, list):
         if len(times) != world_size or any(len(t) != point.get("iterations") for t in times):
-            found.append(f"{where} rank_times_us: {len(times)} rank(s) of {[len(t) for t in times]} calls, but "
-                         f"world size {world_size} and {point.get('iterations')} iterations")
+            found.append(
+                f"{where} rank_times_us: {len(times)} rank(s) of {[len(t) for t in times]} calls, but "
+                f"world size {world_size} and {point.get('iterations')} iterations"
+            )
         medians = ar.rank_medians_us(point)
         if differs(point.get("rank_median_time_us"), medians):
-            found.append(f"{where} rank_median_time_us: stated {point.get('rank_median_time_us')}, the medians "
-                         f"of rank_times_us are {medians}")
+            found.append(
+                f"{where} rank_median_time_us: stated {point.get('rank_median_time_us')}, the medians "
+                f"of rank_times_us are {medians}"
+            )
     elif len(point.get("rank_median_time_us") or []) != world_size:
-        found.append(f"{where} rank_median_time_us: {len(point.get('rank_median_time_us') or [])} rank(s) at "
-                     f"world size {world_size}")
+        found.append(
+            f"{where} rank_median_time_us: {len(point.get('rank_median_time_us') or [])} rank(s) at "
+            f"world size {world_size}"
+        )
     for key, value in ar.point_figures(point, world_size).items():
         if differs(point.get(key), value):
             found.append(f"{where} {key}: stated {point.get(key)}, recomputed {value}")
@@ -70,8 +78,13 @@ def run_discrepancies(run: dict[str, Any], element_bytes: int) -> list[str]:
     figures = ar.curve_figures(run)
     fit = run.get("fit")
     if isinstance(fit, dict) and "unavailable" not in fit:
-        for key, recomputed in (("knee_bytes", "knee_bytes"), ("alpha_us", "alpha_us"), ("beta_gbps", "beta_gbps"),
-                                ("beta_bus_gbps", "beta_bus_gbps"), ("rel_rms_residual", "fit_rel_rms_residual")):
+        for key, recomputed in (
+            ("knee_bytes", "knee_bytes"),
+            ("alpha_us", "alpha_us"),
+            ("beta_gbps", "beta_gbps"),
+            ("beta_bus_gbps", "beta_bus_gbps"),
+            ("rel_rms_residual", "fit_rel_rms_residual"),
+        ):
             if differs(fit.get(key), figures[recomputed]):
                 found.append(f"{label} fit {key}: stated {fit.get(key)}, recomputed {figures[recomputed]}")
     elif figures["knee_bytes"] is not None and run.get("points"):
@@ -82,10 +95,14 @@ def run_discrepancies(run: dict[str, Any], element_bytes: int) -> list[str]:
             if differs(half.get(key), figures[key]):
                 found.append(f"{label} half_plateau {key}: stated {half.get(key)}, recomputed {figures[key]}")
     elif figures["half_plateau_bytes"] is not None:
-        found.append(f"{label} half_plateau: stated unavailable, but recomputation gives {figures['half_plateau_bytes']}")
+        found.append(
+            f"{label} half_plateau: stated unavailable, but recomputation gives {figures['half_plateau_bytes']}"
+        )
     if run.get("points") and differs(run.get("busbw_at_max_gbps"), figures["busbw_at_max_gbps"]):
-        found.append(f"{label} busbw_at_max_gbps: stated {run.get('busbw_at_max_gbps')}, "
-                     f"recomputed {figures['busbw_at_max_gbps']}")
+        found.append(
+            f"{label} busbw_at_max_gbps: stated {run.get('busbw_at_max_gbps')}, "
+            f"recomputed {figures['busbw_at_max_gbps']}"
+        )
     if run.get("status") != ("failed" if run.get("failure") else "completed"):
         found.append(f"{label} status {run.get('status')!r} but failure is {run.get('failure')!r}")
     return found
@@ -105,12 +122,15 @@ def prediction_discrepancies(document: dict[str, Any]) -> list[str]:
             if differs(prediction.get(key, {}).get(n), value):
                 found.append(f"prediction {key}[{n}]: stated {prediction.get(key, {}).get(n)}, formula gives {value}")
     if differs(prediction.get("baseline_world_size"), expected["baseline_world_size"]):
-        found.append(f"prediction baseline_world_size: stated {prediction.get('baseline_world_size')}, "
-                     f"formula gives {expected['baseline_world_size']}")
+        found.append(
+            f"prediction baseline_world_size: stated {prediction.get('baseline_world_size')}, "
+            f"formula gives {expected['baseline_world_size']}"
+        )
     starts = [r["started_at"] for r in runs if r.get("started_at")]
     if starts and prediction.get("written_at", "") >= min(starts):
-        found.append(f"prediction written at {prediction.get('written_at')}, not before the first run "
-                     f"started ({min(starts)})")
+        found.append(
+            f"prediction written at {prediction.get('written_at')}, not before the first run started ({min(starts)})"
+        )
     comparison = ar.ring_comparison(prediction, runs)
     if differs(document.get("ring_comparison"), comparison):
         found.append(f"ring_comparison: stated {document.get('ring_comparison')}, recomputed {comparison}")
@@ -125,8 +145,10 @@ def evidence_discrepancies(document: dict[str, Any]) -> list[str]:
     for world in sorted(set(stated) | set(again)):
         for key in sorted(set(stated.get(world) or {}) | set(again.get(world) or {})):
             if differs((stated.get(world) or {}).get(key), (again.get(world) or {}).get(key)):
-                found.append(f"explanations[{world}].{key}: differs from the recomputation from the runs and "
-                             f"topology ({(again.get(world) or {}).get(key)!r})")
+                found.append(
+                    f"explanations[{world}].{key}: differs from the recomputation from the runs and "
+                    f"topology ({(again.get(world) or {}).get(key)!r})"
+                )
     nvls = document.get("nvls") or {}
     record = evidence.nvls_record(runs, {})
     for key in ("nvls_algorithm_seen", "nccl_reported"):

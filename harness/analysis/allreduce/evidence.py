@@ -21,10 +21,16 @@ def nvls_record(runs: list[dict[str, Any]], disabled_by: dict[str, str]) -> dict
     seen = [label for found in parsed for label in found["algorithms_seen"]]
     support = sorted({line for found in parsed for line in found["nvls_support"]})
     logs = bool(parsed)
-    return {**disabled_by, "multicast": "never requested: NCCL_NVLS_ENABLE=0 in every worker",
-            "nvls_algorithm_seen": (any(label.startswith("NVLS") for label in seen) if logs
-                                    else {"unavailable": "no NCCL log was read (no NCCL run, or logging off)"}),
-            "nccl_reported": support if logs else {"unavailable": "no NCCL log was read"}}
+    return {
+        **disabled_by,
+        "multicast": "never requested: NCCL_NVLS_ENABLE=0 in every worker",
+        "nvls_algorithm_seen": (
+            any(label.startswith("NVLS") for label in seen)
+            if logs
+            else {"unavailable": "no NCCL log was read (no NCCL run, or logging off)"}
+        ),
+        "nccl_reported": support if logs else {"unavailable": "no NCCL log was read"},
+    }
 
 
 def explanations(runs: list[dict[str, Any]], topology: dict[str, Any]) -> dict[str, Any]:
@@ -36,8 +42,10 @@ def explanations(runs: list[dict[str, Any]], topology: dict[str, Any]) -> dict[s
             continue
         gap = ar.p2p_gap(pair["normal"], pair["p2p_disabled"])
         links = links_between(topology, world)
-        transports = {c: (pair[c]["nccl"].get("transports", []) if isinstance(pair[c].get("nccl"), dict) else [])
-                      for c in ar.CURVES}
+        transports = {
+            c: (pair[c]["nccl"].get("transports", []) if isinstance(pair[c].get("nccl"), dict) else [])
+            for c in ar.CURVES
+        }
         out[str(world)] = {"gap": gap, **ar.explain_gap(gap, links, transports, pcie_of(topology))}
     return out
 
@@ -49,8 +57,11 @@ def links_between(topology: dict[str, Any], world: int) -> dict[str, Any]:
         reason = pairs.get("unavailable") if isinstance(pairs, dict) else "no topology matrix"
         return {"kinds": [], "reason": reason}
     used = indices[:world]
-    return {"kinds": [pairs[f"GPU{a}-GPU{b}"] for i, a in enumerate(used) for b in used[i + 1:]
-                      if f"GPU{a}-GPU{b}" in pairs]}
+    return {
+        "kinds": [
+            pairs[f"GPU{a}-GPU{b}"] for i, a in enumerate(used) for b in used[i + 1 :] if f"GPU{a}-GPU{b}" in pairs
+        ]
+    }
 
 
 def pcie_of(topology: dict[str, Any]) -> dict[str, Any]:

@@ -21,10 +21,14 @@ from dataclasses import dataclass
 from typing import Any
 
 BUS_FACTOR_FORMULA = "2(n-1)/n"
-BUS_FACTOR_SOURCE = ("nccl-tests doc/PERFORMANCE.md, AllReduce: busBw = algBw * 2(n-1)/n "
-                     "(https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)")
-FIT_METHOD = ("least squares of t(s) = alpha + s/beta weighted by 1/t^2 (relative residuals), "
-              "so microsecond and millisecond points count alike")
+BUS_FACTOR_SOURCE = (
+    "nccl-tests doc/PERFORMANCE.md, AllReduce: busBw = algBw * 2(n-1)/n "
+    "(https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md)"
+)
+FIT_METHOD = (
+    "least squares of t(s) = alpha + s/beta weighted by 1/t^2 (relative residuals), "
+    "so microsecond and millisecond points count alike"
+)
 PLATEAU_POINTS = 3  # the plateau is the median busbw of the largest sizes measured
 CURVES = ("normal", "p2p_disabled")
 REL_TOL = 1e-6  # recomputation tolerance for discrepancies (figures are stored unrounded)
@@ -39,6 +43,7 @@ class FitError(ValueError):
 
 # --- sizes -------------------------------------------------------------------------------
 
+
 def parse_size(text: str | int) -> int:
     """`8`, `64K`, `64M`, `1G`, `1GiB`, `512MB` -> bytes (binary units, as nccl-tests' -b/-e)."""
     if isinstance(text, int):
@@ -46,8 +51,9 @@ def parse_size(text: str | int) -> int:
     else:
         match = _SIZE_RE.match(str(text))
         if not match:
-            raise ValueError(f"cannot read {text!r} as a size: use bytes or a binary unit, "
-                             "e.g. 8, 64K, 64M, 1G (K=1024)")
+            raise ValueError(
+                f"cannot read {text!r} as a size: use bytes or a binary unit, e.g. 8, 64K, 64M, 1G (K=1024)"
+            )
         value = int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]
     if value <= 0:
         raise ValueError(f"a size must be positive, got {text!r}")
@@ -77,6 +83,7 @@ def sweep_sizes(min_bytes: int, max_bytes: int, element_bytes: int = 4) -> list[
 
 # --- formulas ----------------------------------------------------------------------------
 
+
 def bus_factor(world_size: int) -> float:
     """Ring all-reduce traffic per rank, in units of the buffer size: 2(n-1)/n."""
     if world_size < 1:
@@ -93,6 +100,7 @@ def busbw_gbps(algbw: float, world_size: int) -> float:
 
 
 # --- the alpha-beta fit ------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class AlphaBetaFit:
@@ -130,13 +138,15 @@ def fit_alpha_beta(sizes: list[int], times_s: list[float]) -> AlphaBetaFit:
     if slope <= 0:
         raise FitError("time does not grow with size (fitted 1/beta <= 0): no bandwidth regime measured")
     if alpha <= 0:
-        raise FitError(f"fitted alpha is {alpha * 1e6:.3g} us (<= 0): no startup regime resolved; "
-                       "measure smaller sizes")
+        raise FitError(
+            f"fitted alpha is {alpha * 1e6:.3g} us (<= 0): no startup regime resolved; measure smaller sizes"
+        )
     residuals = [((t - alpha - slope * s) / t) ** 2 for s, t in zip(sizes, times_s, strict=True)]
     return AlphaBetaFit(alpha, 1.0 / slope, math.sqrt(sum(residuals) / len(residuals)))
 
 
 # --- per-curve figures -------------------------------------------------------------------
+
 
 def rank_medians_us(point: dict[str, Any]) -> list[float]:
     """Each rank's median call time (us): from its per-call times where the point kept them
@@ -155,8 +165,10 @@ def medians_source(document: dict[str, Any]) -> str | None:
         return None
     if all(isinstance(p.get("rank_times_us"), list) for p in points):
         return "recomputed from every rank's per-call times"
-    return ("not recomputable from per-call times: this document (contract "
-            f"{document.get('contract_version')}) kept only the per-rank medians, checked as stated")
+    return (
+        "not recomputable from per-call times: this document (contract "
+        f"{document.get('contract_version')}) kept only the per-rank medians, checked as stated"
+    )
 
 
 def point_figures(point: dict[str, Any], world_size: int) -> dict[str, float]:
@@ -174,8 +186,11 @@ def plateau(sizes: list[int], busbw: list[float]) -> dict[str, Any]:
     top = order[-PLATEAU_POINTS:]
     level = statistics.median(busbw[i] for i in top)
     half = next(sizes[i] for i in order if busbw[i] >= level / 2)
-    return {"plateau_busbw_gbps": level, "plateau_sizes_bytes": sorted(sizes[i] for i in top),
-            "half_plateau_bytes": half}
+    return {
+        "plateau_busbw_gbps": level,
+        "plateau_sizes_bytes": sorted(sizes[i] for i in top),
+        "half_plateau_bytes": half,
+    }
 
 
 def curve_figures(run: dict[str, Any]) -> dict[str, Any]:
@@ -187,29 +202,46 @@ def curve_figures(run: dict[str, Any]) -> dict[str, Any]:
     points = sorted(run.get("points", []), key=lambda p: p["bytes"])
     figures = [point_figures(p, n) for p in points]
     sizes = [p["bytes"] for p in points]
-    out: dict[str, Any] = {"points": len(points), "knee_bytes": None, "alpha_us": None, "beta_gbps": None,
-                           "beta_bus_gbps": None, "fit_rel_rms_residual": None, "fit_reason": None,
-                           "half_plateau_bytes": None, "plateau_busbw_gbps": None,
-                           "plateau_sizes_bytes": None, "plateau_reason": None,
-                           "busbw_at_max_gbps": figures[-1]["busbw_gbps"] if figures else None,
-                           "max_bytes": sizes[-1] if sizes else None}
+    out: dict[str, Any] = {
+        "points": len(points),
+        "knee_bytes": None,
+        "alpha_us": None,
+        "beta_gbps": None,
+        "beta_bus_gbps": None,
+        "fit_rel_rms_residual": None,
+        "fit_reason": None,
+        "half_plateau_bytes": None,
+        "plateau_busbw_gbps": None,
+        "plateau_sizes_bytes": None,
+        "plateau_reason": None,
+        "busbw_at_max_gbps": figures[-1]["busbw_gbps"] if figures else None,
+        "max_bytes": sizes[-1] if sizes else None,
+    }
     try:
         fit = fit_alpha_beta(sizes, [f["time_us"] * 1e-6 for f in figures])
-        out.update(knee_bytes=fit.knee_bytes, alpha_us=fit.alpha_s * 1e6, beta_gbps=fit.beta_bytes_per_s / 1e9,
-                   beta_bus_gbps=fit.beta_bytes_per_s / 1e9 * bus_factor(n),
-                   fit_rel_rms_residual=fit.rel_rms_residual)
+        out.update(
+            knee_bytes=fit.knee_bytes,
+            alpha_us=fit.alpha_s * 1e6,
+            beta_gbps=fit.beta_bytes_per_s / 1e9,
+            beta_bus_gbps=fit.beta_bytes_per_s / 1e9 * bus_factor(n),
+            fit_rel_rms_residual=fit.rel_rms_residual,
+        )
     except FitError as exc:
         out["fit_reason"] = str(exc)
     try:
         found = plateau(sizes, [f["busbw_gbps"] for f in figures])
-        out.update(half_plateau_bytes=found["half_plateau_bytes"], plateau_busbw_gbps=found["plateau_busbw_gbps"],
-                   plateau_sizes_bytes=found["plateau_sizes_bytes"])
+        out.update(
+            half_plateau_bytes=found["half_plateau_bytes"],
+            plateau_busbw_gbps=found["plateau_busbw_gbps"],
+            plateau_sizes_bytes=found["plateau_sizes_bytes"],
+        )
     except FitError as exc:
         out["plateau_reason"] = str(exc)
     return out
 
 
 # --- the ring prediction -----------------------------------------------------------------
+
 
 def ring_prediction(world_sizes: list[int]) -> dict[str, Any]:
     """Per world size, the bytes each rank moves per buffer byte, and the algbw ratio it implies.
@@ -220,8 +252,10 @@ def ring_prediction(world_sizes: list[int]) -> dict[str, Any]:
     sizes = sorted(set(world_sizes))
     base = sizes[0]
     return {
-        "rule": ("ring all-reduce: each rank sends and receives 2(n-1)/n x S bytes; with the same "
-                 "per-rank link bandwidth, busbw stays constant and algbw scales as n/(2(n-1))"),
+        "rule": (
+            "ring all-reduce: each rank sends and receives 2(n-1)/n x S bytes; with the same "
+            "per-rank link bandwidth, busbw stays constant and algbw scales as n/(2(n-1))"
+        ),
         "multipliers": {str(n): bus_factor(n) for n in sizes},
         "baseline_world_size": base,
         "predicted_algbw_ratio": {str(n): bus_factor(base) / bus_factor(n) for n in sizes if n != base},
@@ -241,7 +275,7 @@ def ring_comparison(prediction: dict[str, Any], runs: list[dict[str, Any]], curv
         if n not in by_ws:
             out["by_world_size"][key] = {"compared": False, "reason": f"no {curve} points at world size {n}"}
             continue
-        common = ({p["bytes"] for p in by_ws[base]["points"]} & {p["bytes"] for p in by_ws[n]["points"]})
+        common = {p["bytes"] for p in by_ws[base]["points"]} & {p["bytes"] for p in by_ws[n]["points"]}
         if not common:
             out["by_world_size"][key] = {"compared": False, "reason": "no size measured at both world sizes"}
             continue
@@ -250,8 +284,10 @@ def ring_comparison(prediction: dict[str, Any], runs: list[dict[str, Any]], curv
         fig = _figures_at(by_ws[n], size)
         measured = fig["algbw_gbps"] / base_fig["algbw_gbps"]
         out["by_world_size"][key] = {
-            "compared": True, "at_bytes": size,
-            "predicted_algbw_ratio": predicted, "measured_algbw_ratio": measured,
+            "compared": True,
+            "at_bytes": size,
+            "predicted_algbw_ratio": predicted,
+            "measured_algbw_ratio": measured,
             "relative_deviation": measured / predicted - 1.0,
             "measured_busbw_ratio": fig["busbw_gbps"] / base_fig["busbw_gbps"],
         }
@@ -265,6 +301,7 @@ def _figures_at(run: dict[str, Any], nbytes: int) -> dict[str, float]:
 
 # --- normal versus control ---------------------------------------------------------------
 
+
 def p2p_gap(normal: dict[str, Any], control: dict[str, Any]) -> dict[str, Any]:
     """busbw ratio normal/control at the largest common size, and both knees."""
     common = {p["bytes"] for p in normal.get("points", [])} & {p["bytes"] for p in control.get("points", [])}
@@ -273,16 +310,28 @@ def p2p_gap(normal: dict[str, Any], control: dict[str, Any]) -> dict[str, Any]:
     size = max(common)
     a, b = _figures_at(normal, size), _figures_at(control, size)
     fa, fb = curve_figures(normal), curve_figures(control)
-    return {"compared": True, "world_size": normal["world_size"], "at_bytes": size,
-            "normal_busbw_gbps": a["busbw_gbps"], "p2p_disabled_busbw_gbps": b["busbw_gbps"],
-            "busbw_ratio": a["busbw_gbps"] / b["busbw_gbps"],
-            "normal_knee_bytes": fa["knee_bytes"], "p2p_disabled_knee_bytes": fb["knee_bytes"]}
+    return {
+        "compared": True,
+        "world_size": normal["world_size"],
+        "at_bytes": size,
+        "normal_busbw_gbps": a["busbw_gbps"],
+        "p2p_disabled_busbw_gbps": b["busbw_gbps"],
+        "busbw_ratio": a["busbw_gbps"] / b["busbw_gbps"],
+        "normal_knee_bytes": fa["knee_bytes"],
+        "p2p_disabled_knee_bytes": fb["knee_bytes"],
+    }
 
 
 # PCIe per-lane data rate per direction after line encoding, GB/s (PCI-SIG base specs:
 # Gen1/2 8b/10b at 2.5/5 GT/s; Gen3-5 128b/130b at 8/16/32 GT/s; Gen6 64 GT/s PAM4 FLIT ~242/256).
-PCIE_LANE_GBPS = {1: 0.25, 2: 0.5, 3: 8 * 128 / 130 / 8, 4: 16 * 128 / 130 / 8, 5: 32 * 128 / 130 / 8,
-                  6: 64 * 242 / 256 / 8}
+PCIE_LANE_GBPS = {
+    1: 0.25,
+    2: 0.5,
+    3: 8 * 128 / 130 / 8,
+    4: 16 * 128 / 130 / 8,
+    5: 32 * 128 / 130 / 8,
+    6: 64 * 242 / 256 / 8,
+}
 
 
 def pcie_ceiling_gbps(generation: Any, width: Any) -> float | None:
@@ -292,8 +341,9 @@ def pcie_ceiling_gbps(generation: Any, width: Any) -> float | None:
     return None
 
 
-def explain_gap(gap: dict[str, Any], links: dict[str, Any], transports: dict[str, Any],
-                pcie: dict[str, Any]) -> dict[str, Any]:
+def explain_gap(
+    gap: dict[str, Any], links: dict[str, Any], transports: dict[str, Any], pcie: dict[str, Any]
+) -> dict[str, Any]:
     """Sentences tying the measured gap to the topology evidence; every claim names its source.
 
     links: {"kinds": ["NV18", ...] or [], "reason"?}; transports: {"normal": [...], "p2p_disabled": [...]}
@@ -301,17 +351,23 @@ def explain_gap(gap: dict[str, Any], links: dict[str, Any], transports: dict[str
     """
     if not gap.get("compared"):
         return {"explained": False, "reason": gap.get("reason", "no comparison")}
-    sentences = [f"At {gap['at_bytes']} bytes and world size {gap['world_size']}, busbw is "
-                 f"{gap['normal_busbw_gbps']:.3g} GB/s normally and {gap['p2p_disabled_busbw_gbps']:.3g} GB/s "
-                 f"with NCCL_P2P_DISABLE=1 (ratio {gap['busbw_ratio']:.3g}x)."]
+    sentences = [
+        f"At {gap['at_bytes']} bytes and world size {gap['world_size']}, busbw is "
+        f"{gap['normal_busbw_gbps']:.3g} GB/s normally and {gap['p2p_disabled_busbw_gbps']:.3g} GB/s "
+        f"with NCCL_P2P_DISABLE=1 (ratio {gap['busbw_ratio']:.3g}x)."
+    ]
     kinds = links.get("kinds") or []
     nvlink = [k for k in kinds if k.startswith("NV")]
     if nvlink:
-        sentences.append(f"nvidia-smi topo -m links the ranks' GPUs by {', '.join(sorted(set(nvlink)))} "
-                         "(bonded NVLinks), which NCCL uses for peer-to-peer copies in the normal curve.")
+        sentences.append(
+            f"nvidia-smi topo -m links the ranks' GPUs by {', '.join(sorted(set(nvlink)))} "
+            "(bonded NVLinks), which NCCL uses for peer-to-peer copies in the normal curve."
+        )
     elif kinds:
-        sentences.append(f"nvidia-smi topo -m links the ranks' GPUs through PCIe ({', '.join(sorted(set(kinds)))}), "
-                         "no NVLink between them.")
+        sentences.append(
+            f"nvidia-smi topo -m links the ranks' GPUs through PCIe ({', '.join(sorted(set(kinds)))}), "
+            "no NVLink between them."
+        )
     else:
         sentences.append(f"GPU-to-GPU links unknown: {links.get('reason', 'no topology matrix')}.")
     for curve in CURVES:
@@ -319,22 +375,31 @@ def explain_gap(gap: dict[str, Any], links: dict[str, Any], transports: dict[str
         if found:
             sentences.append(f"NCCL's log shows {curve} channels via {', '.join(sorted(set(found)))}.")
     if any(t.startswith("SHM") for t in transports.get("p2p_disabled") or []):
-        sentences.append("With P2P disabled NCCL stages every chunk through shared host memory: each byte "
-                         "crosses PCIe twice (GPU to host, host to GPU) and host memory bandwidth is shared.")
+        sentences.append(
+            "With P2P disabled NCCL stages every chunk through shared host memory: each byte "
+            "crosses PCIe twice (GPU to host, host to GPU) and host memory bandwidth is shared."
+        )
     ceiling = pcie_ceiling_gbps(pcie.get("generation"), pcie.get("width"))
     if ceiling is not None:
-        sentences.append(f"PCIe Gen{pcie['generation']} x{pcie['width']} carries at most ~{ceiling:.0f} GB/s per "
-                         "direction (PCI-SIG line rate after encoding).")
+        sentences.append(
+            f"PCIe Gen{pcie['generation']} x{pcie['width']} carries at most ~{ceiling:.0f} GB/s per "
+            "direction (PCI-SIG line rate after encoding)."
+        )
         if gap["normal_busbw_gbps"] > ceiling:
-            sentences.append(f"The normal busbw ({gap['normal_busbw_gbps']:.3g} GB/s) exceeds that ceiling, so the "
-                             "normal traffic cannot be going over PCIe alone.")
+            sentences.append(
+                f"The normal busbw ({gap['normal_busbw_gbps']:.3g} GB/s) exceeds that ceiling, so the "
+                "normal traffic cannot be going over PCIe alone."
+            )
         if gap["p2p_disabled_busbw_gbps"] <= ceiling:
-            sentences.append(f"The control's busbw ({gap['p2p_disabled_busbw_gbps']:.3g} GB/s) is within it, "
-                             "consistent with traffic forced through host memory over PCIe.")
+            sentences.append(
+                f"The control's busbw ({gap['p2p_disabled_busbw_gbps']:.3g} GB/s) is within it, "
+                "consistent with traffic forced through host memory over PCIe."
+            )
     return {"explained": True, "pcie_ceiling_gbps": ceiling, "text": " ".join(sentences)}
 
 
 # --- headlines and discrepancies ---------------------------------------------------------
+
 
 def primary_world_size(document: dict[str, Any]) -> int | None:
     """The largest world size with measured points (else the largest requested, else None)."""
@@ -346,8 +411,9 @@ def primary_world_size(document: dict[str, Any]) -> int | None:
 
 
 def _headline_curve(figures: dict[str, Any]) -> dict[str, Any]:
-    return {key: figures[key] for key in ("knee_bytes", "alpha_us", "beta_gbps", "half_plateau_bytes",
-                                          "busbw_at_max_gbps")}
+    return {
+        key: figures[key] for key in ("knee_bytes", "alpha_us", "beta_gbps", "half_plateau_bytes", "busbw_at_max_gbps")
+    }
 
 
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
@@ -364,8 +430,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "curves": by_ws.get(str(primary), {}) if primary is not None else {},
         "curves_by_world_size": by_ws,
         "limitations": [item["what"] for item in document.get("limitations", [])],
-        "failures": [f"{r['curve']} n={r['world_size']}: {r['failure']['message']}"
-                     for r in runs if r.get("failure")],
+        "failures": [f"{r['curve']} n={r['world_size']}: {r['failure']['message']}" for r in runs if r.get("failure")],
         "nvls_enabled": document.get("nvls", {}).get("NCCL_NVLS_ENABLE") != "0",
         "medians_from": medians_source(document),
     }

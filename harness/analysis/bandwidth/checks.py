@@ -17,8 +17,10 @@ from harness import catalogue
 from harness.analysis.bandwidth import figures as bw
 from harness.analysis.verdict import Verdict
 
-DATASHEET_RULE = ("no measurement of device memory can exceed the SKU's published memory bandwidth: "
-                  "a figure above it means bytes were counted that were not moved")
+DATASHEET_RULE = (
+    "no measurement of device memory can exceed the SKU's published memory bandwidth: "
+    "a figure above it means bytes were counted that were not moved"
+)
 
 
 def _number(value: Any) -> float | None:
@@ -42,8 +44,9 @@ def identified_sku(document: dict[str, Any]) -> str | None:
     identity = document.get("device_identity")
     if not isinstance(identity, dict) or not isinstance(identity.get("pci_device_id"), str):
         return None
-    return catalogue.identify(identity["pci_device_id"], _number(identity.get("memory_total_mib")),
-                              _number(identity.get("power_limit_w"))).sku_id
+    return catalogue.identify(
+        identity["pci_device_id"], _number(identity.get("memory_total_mib")), _number(identity.get("power_limit_w"))
+    ).sku_id
 
 
 def rule_discrepancies(document: dict[str, Any]) -> list[str]:
@@ -52,35 +55,61 @@ def rule_discrepancies(document: dict[str, Any]) -> list[str]:
     spec = bw.KERNELS[kernel]
     _stated(found, "byte_counting.reads", counting.get("reads"), spec["reads"], f"the {kernel} kernel")
     _stated(found, "byte_counting.writes", counting.get("writes"), spec["writes"], f"the {kernel} kernel")
-    _stated(found, "byte_counting.element_bytes", counting.get("element_bytes"), bw.ELEMENT_BYTES.get(document["dtype"]),
-            f"one {document['dtype']} element")
+    _stated(
+        found,
+        "byte_counting.element_bytes",
+        counting.get("element_bytes"),
+        bw.ELEMENT_BYTES.get(document["dtype"]),
+        f"one {document['dtype']} element",
+    )
     table = {k: (v.get("reads"), v.get("writes")) for k, v in (counting.get("kernels") or {}).items()}
     if counting.get("kernels") is not None and table != {k: (v["reads"], v["writes"]) for k, v in bw.KERNELS.items()}:
         found.append(f"byte_counting.kernels: states {table}, this build's byte table is {bw.KERNELS}")
     _stated(found, "plateau.tolerance", document["plateau"].get("tolerance"), bw.PLATEAU_TOLERANCE, "this build's rule")
-    _stated(found, "repeats.spread_max", document["repeats"].get("spread_max"), bw.REPEAT_SPREAD_MAX,
-            bw.REPEAT_SPREAD_SOURCE)
-    _stated(found, "launch.launch_bound_factor", document["launch"].get("launch_bound_factor"),
-            bw.LAUNCH_BOUND_FACTOR, "this build's rule")
-    for where, stated, rule in (("byte_counting.rule", counting.get("rule"), bw.BYTE_RULE),
-                                ("launch.rule", document["launch"].get("rule"), bw.LAUNCH_RULE),
-                                ("launch.cache_rule", document["launch"].get("cache_rule"), bw.CACHE_RULE),
-                                ("plateau.rule", document["plateau"].get("rule"), bw.PLATEAU_RULE)):
+    _stated(
+        found,
+        "repeats.spread_max",
+        document["repeats"].get("spread_max"),
+        bw.REPEAT_SPREAD_MAX,
+        bw.REPEAT_SPREAD_SOURCE,
+    )
+    _stated(
+        found,
+        "launch.launch_bound_factor",
+        document["launch"].get("launch_bound_factor"),
+        bw.LAUNCH_BOUND_FACTOR,
+        "this build's rule",
+    )
+    for where, stated, rule in (
+        ("byte_counting.rule", counting.get("rule"), bw.BYTE_RULE),
+        ("launch.rule", document["launch"].get("rule"), bw.LAUNCH_RULE),
+        ("launch.cache_rule", document["launch"].get("cache_rule"), bw.CACHE_RULE),
+        ("plateau.rule", document["plateau"].get("rule"), bw.PLATEAU_RULE),
+    ):
         if stated != rule:
             found.append(f"{where}: not the rule this build recomputes by")
     if counting.get("kernels") is None:
         found.append("byte_counting.kernels is missing: the byte table the verdicts are computed with")
     cuda = document.get("device") == "cuda"
     if (document.get("timing", {}).get("method") == "cuda_events") != cuda or "device_identity" not in document:
-        found.append(f"device {document.get('device')!r} timed with {document.get('timing', {}).get('method')!r}, "
-                     f"device_identity {'present' if 'device_identity' in document else 'missing'}: a GPU run times "
-                     "with CUDA events, and every run says which device it measured (the datasheet limit's SKU)")
+        found.append(
+            f"device {document.get('device')!r} timed with {document.get('timing', {}).get('method')!r}, "
+            f"device_identity {'present' if 'device_identity' in document else 'missing'}: a GPU run times "
+            "with CUDA events, and every run says which device it measured (the datasheet limit's SKU)"
+        )
     times = document["launch"].get("empty_launch_times_s")
     if document.get("contract_version", 1) >= 2 and not (isinstance(times, list) and times):
-        found.append("launch.empty_launch_times_s is missing: kept from probe contract 2 on, empty_launch_s is their median")
+        found.append(
+            "launch.empty_launch_times_s is missing: kept from probe contract 2 on, empty_launch_s is their median"
+        )
     if isinstance(times, list) and times:  # kept from probe contract 2 on
-        _stated(found, "launch.empty_launch_s", document["launch"].get("empty_launch_s"), statistics.median(times),
-                "the median of empty_launch_times_s")
+        _stated(
+            found,
+            "launch.empty_launch_s",
+            document["launch"].get("empty_launch_s"),
+            statistics.median(times),
+            "the median of empty_launch_times_s",
+        )
     return found
 
 
@@ -90,7 +119,9 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
     element_bytes = bw.ELEMENT_BYTES.get(document["dtype"], 0)
     label = f"{where} {point['size_mib']:g} MiB"
     elements = int(point["size_mib"] * 2**20) // element_bytes if element_bytes else None
-    _stated(found, f"{label} elements", point["elements"], elements, f"{point['size_mib']:g} MiB of {document['dtype']}")
+    _stated(
+        found, f"{label} elements", point["elements"], elements, f"{point['size_mib']:g} MiB of {document['dtype']}"
+    )
     buffer_bytes = point["elements"] * element_bytes
     _stated(found, f"{label} buffer_bytes", point["buffer_bytes"], buffer_bytes, "elements x element bytes")
     nbytes = bw.bytes_per_iteration(document["kernel"], buffer_bytes)
@@ -100,8 +131,13 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
     _stated(found, f"{label} iterations", point["iterations"], len(times), "iteration_times_s holds that many")
     for key, value in (("median_s", median_s), ("min_s", min(times)), ("max_s", max(times))):
         _stated(found, f"{label} {key}", point.get(key), value, "from iteration_times_s")
-    _stated(found, f"{label} median_gbps", point["median_gbps"], bw.gbps(nbytes, median_s),
-            "the byte rule over the median of iteration_times_s")
+    _stated(
+        found,
+        f"{label} median_gbps",
+        point["median_gbps"],
+        bw.gbps(nbytes, median_s),
+        "the byte rule over the median of iteration_times_s",
+    )
     cache, empty = _number(document["cache"].get("size_bytes")), _number(document["launch"].get("empty_launch_s"))
     marks, why = bw.classify(median_s, nbytes, cache, empty)
     _stated(found, f"{label} marks", point["marks"], marks, f"{bw.CACHE_RULE}; {bw.LAUNCH_RULE}")
@@ -118,8 +154,13 @@ def memory_discrepancies(document: dict[str, Any]) -> list[str]:
     found: list[str] = []
     memory, cache = document["memory"], document["cache"]
     if all(_number(memory.get(k)) is not None for k in ("free_mib", "safe_fraction", "buffers")):
-        _stated(found, "memory.largest_safe_size_mib", memory.get("largest_safe_size_mib"),
-                memory["free_mib"] * memory["safe_fraction"] / memory["buffers"], "free x safe fraction / buffers")
+        _stated(
+            found,
+            "memory.largest_safe_size_mib",
+            memory.get("largest_safe_size_mib"),
+            memory["free_mib"] * memory["safe_fraction"] / memory["buffers"],
+            "free x safe fraction / buffers",
+        )
     if _number(cache.get("size_bytes")) is not None:
         _stated(found, "cache.size_mib", cache.get("size_mib"), cache["size_bytes"] / 2**20)
     return found
@@ -131,8 +172,12 @@ def plateau_discrepancies(document: dict[str, Any]) -> list[str]:
     stated, points = document["plateau"], bw.recomputed_points(document)
     again = bw.plateau(points, stated.get("tolerance", bw.PLATEAU_TOLERANCE))
     sizes = again["sizes_mib"] if again["reached"] else []
-    for key, value in (("gbps", again["gbps"]), ("sizes_mib", sizes), ("reached", again["reached"]),
-                       ("why", again["why"])):
+    for key, value in (
+        ("gbps", again["gbps"]),
+        ("sizes_mib", sizes),
+        ("reached", again["reached"]),
+        ("why", again["why"]),
+    ):
         _stated(found, f"plateau.{key}", stated.get(key), value)
     if points:
         top = max(points, key=lambda p: p["gbps"])
@@ -151,12 +196,20 @@ def repeats_discrepancies(document: dict[str, Any]) -> list[str]:
     _stated(found, "repeats.size_mib", repeats.get("size_mib"), heads["repeat_size_mib"], "the largest run's size")
     largest = max((p["size_mib"] for p in document["sweep"]), default=None)
     if heads["repeat_size_mib"] is not None and largest is not None and heads["repeat_size_mib"] != largest:
-        found.append(f"repeats at {heads['repeat_size_mib']:g} MiB, not the largest size swept ({largest:g} MiB): "
-                     "lab M1 step 3 repeats the largest safe size")
-    _stated(found, "repeats.medians_gbps", repeats.get("medians_gbps"), heads["repeat_medians_gbps"],
-            "the median of each run's iteration_times_s")
-    _stated(found, "repeats.runs[].median_gbps", [r["median_gbps"] for r in repeats["runs"]],
-            heads["repeat_medians_gbps"])
+        found.append(
+            f"repeats at {heads['repeat_size_mib']:g} MiB, not the largest size swept ({largest:g} MiB): "
+            "lab M1 step 3 repeats the largest safe size"
+        )
+    _stated(
+        found,
+        "repeats.medians_gbps",
+        repeats.get("medians_gbps"),
+        heads["repeat_medians_gbps"],
+        "the median of each run's iteration_times_s",
+    )
+    _stated(
+        found, "repeats.runs[].median_gbps", [r["median_gbps"] for r in repeats["runs"]], heads["repeat_medians_gbps"]
+    )
     _stated(found, "repeats.spread", repeats.get("spread"), heads["repeat_spread"])
     _stated(found, "repeats.verdict", repeats.get("verdict"), heads["repeat_verdict"], bw.REPEAT_SPREAD_SOURCE)
     _stated(found, "repeats.trusted", repeats.get("trusted"), heads["repeat_verdict"] == Verdict.PASS)
@@ -183,26 +236,45 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
     ref, heads, sku = document["reference"], bw.headlines(document), identified_sku(document)
     identity = document.get("device_identity")
     if isinstance(identity, dict):
-        _stated(found, "device_identity.sku_id", identity.get("sku_id"), sku,
-                "the catalogue's SKU for the PCI device id, memory and power limit")
+        _stated(
+            found,
+            "device_identity.sku_id",
+            identity.get("sku_id"),
+            sku,
+            "the catalogue's SKU for the PCI device id, memory and power limit",
+        )
         _stated(found, "reference.sku_id", ref.get("sku_id"), sku, "the re-identified SKU")
     known = ref.get("known_good")
-    _stated(found, "reference.known_good_gbps", ref.get("known_good_gbps"), known.get("value") if isinstance(known, dict) else None)
+    _stated(
+        found,
+        "reference.known_good_gbps",
+        ref.get("known_good_gbps"),
+        known.get("value") if isinstance(known, dict) else None,
+    )
     compared = "--compare-sku" in (document.get("argv") or [])
     if sku and not compared:  # the catalogue's entry for the identified SKU, as the probe looked it up
         ok = catalogue.comparable(sku, sku)[0]
         listed = catalogue.by_id(sku) if ok else None  # as the probe looks it up (probes/bandwidth/device.py)
         entry = catalogue.primary_known_good(listed, "hbm_bandwidth", kernel=document["kernel"]) if listed else None
         _stated(found, "reference.comparable", ref.get("comparable"), ok, f"catalogue {sku}")
-        _stated(found, "reference.known_good", _measurement(known), _measurement(entry),
-                f"catalogue {sku}, kernel {document['kernel']}")
+        _stated(
+            found,
+            "reference.known_good",
+            _measurement(known),
+            _measurement(entry),
+            f"catalogue {sku}, kernel {document['kernel']}",
+        )
     elif not sku and (ref.get("comparable") or known is not None):
         found.append("reference: a known-good result compared, but no SKU was identified to compare within")
     _stated(found, "reference.known_good_ratio", _number(ref.get("known_good_ratio")), heads["known_good_ratio"])
     spec = _number(ref.get("spec_gbps"))
     plateau = heads["plateau_gbps"]
-    _stated(found, "reference.spec_ratio", _number(ref.get("spec_ratio")),
-            plateau / spec if plateau is not None and spec else None)
+    _stated(
+        found,
+        "reference.spec_ratio",
+        _number(ref.get("spec_ratio")),
+        plateau / spec if plateau is not None and spec else None,
+    )
     if str(ref.get("spec_source", "")).startswith("catalogue") and sku:
         _stated(found, "reference.spec_gbps", spec, catalogue.datasheet_bandwidth_gbps(sku), f"catalogue {sku}")
     elif str(ref.get("spec_source", "")).startswith("none") and spec is not None:
@@ -222,10 +294,16 @@ def datasheet_discrepancies(document: dict[str, Any]) -> list[str]:
     heads = bw.headlines(document)
     figures = [("plateau.gbps", heads["plateau_gbps"])]
     figures += [(f"repeats.runs[{i}] median", value) for i, value in enumerate(heads["repeat_medians_gbps"])]
-    figures += [(f"sweep {p['size_mib']:g} MiB", p["gbps"]) for p in bw.recomputed_points(document)
-                if "cache_resident" not in p["marks"]]  # a cache may outrun the memory
-    return [f"{name}: {value:.0f} GB/s is above the {limit:g} GB/s datasheet figure for {sku} "
-            f"({DATASHEET_RULE})" for name, value in figures if value is not None and value > limit]
+    figures += [
+        (f"sweep {p['size_mib']:g} MiB", p["gbps"])
+        for p in bw.recomputed_points(document)
+        if "cache_resident" not in p["marks"]
+    ]  # a cache may outrun the memory
+    return [
+        f"{name}: {value:.0f} GB/s is above the {limit:g} GB/s datasheet figure for {sku} ({DATASHEET_RULE})"
+        for name, value in figures
+        if value is not None and value > limit
+    ]
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
@@ -235,5 +313,10 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         found += point_discrepancies(document, point, "sweep")
     for index, run in enumerate(document["repeats"]["runs"]):
         found += point_discrepancies(document, run, f"repeats.runs[{index}]")
-    return (found + plateau_discrepancies(document) + repeats_discrepancies(document)
-            + reference_discrepancies(document) + datasheet_discrepancies(document))
+    return (
+        found
+        + plateau_discrepancies(document)
+        + repeats_discrepancies(document)
+        + reference_discrepancies(document)
+        + datasheet_discrepancies(document)
+    )

@@ -25,8 +25,10 @@ KERNELS: dict[str, dict[str, Any]] = {
     "triad": {"reads": 2, "writes": 1, "torch_op": "torch.add(b, c, alpha=scalar, out=a)"},
     "write": {"reads": 0, "writes": 1, "torch_op": "a.fill_(scalar)"},
 }
-BYTE_RULE = ("bytes per iteration = (buffers read + buffers written) x buffer bytes "
-             "(BabelStream convention: algorithmic traffic, not cache lines the hardware may add)")
+BYTE_RULE = (
+    "bytes per iteration = (buffers read + buffers written) x buffer bytes "
+    "(BabelStream convention: algorithmic traffic, not cache lines the hardware may add)"
+)
 
 PLATEAU_TOLERANCE = 0.03  # (max - min) / median of the plateau points
 PLATEAU_MIN_POINTS = 2
@@ -37,11 +39,15 @@ POWER_NEAR_LIMIT = 0.97  # drawing at least 97% of the enforced power limit
 POWER_REASONS = {"sw_power_cap", "hw_power_brake_slowdown"}
 THERMAL_REASONS = {"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_slowdown"}
 
-PLATEAU_RULE = (f"the longest run of the largest sizes, none cache-resident nor launch-bound, whose "
-                f"GB/s lie within the tolerance ((max - min) / median); at least {PLATEAU_MIN_POINTS} "
-                f"sizes; its value is their median, never the maximum")
-LAUNCH_RULE = (f"launch-bound when the median per-iteration time is at most {LAUNCH_BOUND_FACTOR:g} x "
-               f"the median time of an empty launch (a one-element in-place add) measured the same way")
+PLATEAU_RULE = (
+    f"the longest run of the largest sizes, none cache-resident nor launch-bound, whose "
+    f"GB/s lie within the tolerance ((max - min) / median); at least {PLATEAU_MIN_POINTS} "
+    f"sizes; its value is their median, never the maximum"
+)
+LAUNCH_RULE = (
+    f"launch-bound when the median per-iteration time is at most {LAUNCH_BOUND_FACTOR:g} x "
+    f"the median time of an empty launch (a one-element in-place add) measured the same way"
+)
 CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cache (<= its size)"
 
 
@@ -53,11 +59,14 @@ CACHE_RULE = "cache-resident when the bytes one iteration touches fit in the cac
 # Both figures are the catalogue's rules (harness/data/gpus.json `rules`), written there once with their source.
 REPEAT_SPREAD_MAX = catalogue.rule("repeat_spread_max")
 REPEAT_SPREAD_SOURCE = catalogue.rule_source("repeat_spread_max")
-REPEAT_SPREAD_SCOPE = "within one run"  # what repeat_spread covers: one process, seconds apart; not run to run (issue 30)
+REPEAT_SPREAD_SCOPE = (
+    "within one run"  # what repeat_spread covers: one process, seconds apart; not run to run (issue 30)
+)
 KNOWN_GOOD_TOLERANCE = catalogue.rule("known_good_tolerance")
 KNOWN_GOOD_SOURCE = catalogue.rule_source("known_good_tolerance")
-KNOWN_GOOD_FLOOR_SOURCE = ("acceptance: at least the profile's share of the known-good result; a faster card "
-                           "is no failure for a buyer")
+KNOWN_GOOD_FLOOR_SOURCE = (
+    "acceptance: at least the profile's share of the known-good result; a faster card is no failure for a buyer"
+)
 
 
 def repeats_agree(spread_fraction: float, limit: float = REPEAT_SPREAD_MAX) -> bool:
@@ -96,18 +105,20 @@ def spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / statistics.median(values)
 
 
-def classify(per_iteration_s: float, bytes_touched: int, cache_bytes: float | None,
-             empty_launch_s: float | None) -> tuple[list[str], list[str]]:
+def classify(
+    per_iteration_s: float, bytes_touched: int, cache_bytes: float | None, empty_launch_s: float | None
+) -> tuple[list[str], list[str]]:
     """Marks ("cache_resident", "launch_bound") for one point and a reason for each."""
     marks, why = [], []
     if cache_bytes is not None and bytes_touched <= cache_bytes:
         marks.append("cache_resident")
-        why.append(f"{bytes_touched / 2**20:g} MiB touched per iteration fits in the "
-                   f"{cache_bytes / 2**20:g} MiB cache")
+        why.append(f"{bytes_touched / 2**20:g} MiB touched per iteration fits in the {cache_bytes / 2**20:g} MiB cache")
     if empty_launch_s is not None and per_iteration_s <= LAUNCH_BOUND_FACTOR * empty_launch_s:
         marks.append("launch_bound")
-        why.append(f"{per_iteration_s * 1e6:.1f} us per iteration is within {LAUNCH_BOUND_FACTOR:g} x "
-                   f"the {empty_launch_s * 1e6:.1f} us empty launch")
+        why.append(
+            f"{per_iteration_s * 1e6:.1f} us per iteration is within {LAUNCH_BOUND_FACTOR:g} x "
+            f"the {empty_launch_s * 1e6:.1f} us empty launch"
+        )
     return marks, why
 
 
@@ -127,30 +138,41 @@ def plateau(points: Sequence[dict[str, Any]], tolerance: float = PLATEAU_TOLERAN
             break
         eligible = candidate
     if len(eligible) < PLATEAU_MIN_POINTS:
-        return {"reached": False, "sizes_mib": [p["size_mib"] for p in eligible], "gbps": None,
-                "why": _no_plateau_reason(ordered, eligible, tolerance)}
+        return {
+            "reached": False,
+            "sizes_mib": [p["size_mib"] for p in eligible],
+            "gbps": None,
+            "why": _no_plateau_reason(ordered, eligible, tolerance),
+        }
     value = statistics.median(p["gbps"] for p in eligible)
-    return {"reached": True, "sizes_mib": [p["size_mib"] for p in eligible], "gbps": value,
-            "why": f"{len(eligible)} largest sizes agree within {tolerance:.0%}"}
+    return {
+        "reached": True,
+        "sizes_mib": [p["size_mib"] for p in eligible],
+        "gbps": value,
+        "why": f"{len(eligible)} largest sizes agree within {tolerance:.0%}",
+    }
 
 
-def _no_plateau_reason(ordered: Sequence[dict[str, Any]], eligible: list[dict[str, Any]],
-                       tolerance: float) -> str:
+def _no_plateau_reason(ordered: Sequence[dict[str, Any]], eligible: list[dict[str, Any]], tolerance: float) -> str:
     if not ordered:
         return "no sizes were measured"
     top = ordered[-1]
     if top["marks"]:
-        return (f"the largest size ({top['size_mib']:g} MiB) is {' and '.join(top['marks'])}: "
-                f"no size reached device memory, so no HBM plateau can be named")
+        return (
+            f"the largest size ({top['size_mib']:g} MiB) is {' and '.join(top['marks'])}: "
+            f"no size reached device memory, so no HBM plateau can be named"
+        )
     if len(ordered) == 1 or len(eligible) == len([p for p in ordered if not p["marks"]]):
-        return (f"only {len(eligible)} size(s) beyond the cache and launch limits; "
-                f"a plateau needs {PLATEAU_MIN_POINTS}")
-    return (f"the largest sizes still differ by more than {tolerance:.0%}: "
-            f"the curve is still rising at {top['size_mib']:g} MiB")
+        return f"only {len(eligible)} size(s) beyond the cache and launch limits; a plateau needs {PLATEAU_MIN_POINTS}"
+    return (
+        f"the largest sizes still differ by more than {tolerance:.0%}: "
+        f"the curve is still rising at {top['size_mib']:g} MiB"
+    )
 
 
-def explain_off_plateau(points: Sequence[dict[str, Any]], plateau_gbps: float | None,
-                        plateau_sizes: Sequence[float]) -> list[dict[str, Any]]:
+def explain_off_plateau(
+    points: Sequence[dict[str, Any]], plateau_gbps: float | None, plateau_sizes: Sequence[float]
+) -> list[dict[str, Any]]:
     """Why each size outside the plateau differs from it."""
     explained = []
     for point in sorted(points, key=lambda p: p["size_mib"]):
@@ -158,23 +180,25 @@ def explain_off_plateau(points: Sequence[dict[str, Any]], plateau_gbps: float | 
             continue
         reasons = list(point.get("why") or [])
         if not point["marks"]:
-            reasons.append("beyond the cache and not launch-bound, but still on the ramp: fixed "
-                           "per-launch costs and the kernel's tail are a larger share of a shorter run")
-        delta = (None if plateau_gbps is None
-                 else round((point["gbps"] - plateau_gbps) / plateau_gbps, 4))
-        explained.append({"size_mib": point["size_mib"], "gbps": point["gbps"],
-                          "vs_plateau": delta, "why": "; ".join(reasons)})
+            reasons.append(
+                "beyond the cache and not launch-bound, but still on the ramp: fixed "
+                "per-launch costs and the kernel's tail are a larger share of a shorter run"
+            )
+        delta = None if plateau_gbps is None else round((point["gbps"] - plateau_gbps) / plateau_gbps, 4)
+        explained.append(
+            {"size_mib": point["size_mib"], "gbps": point["gbps"], "vs_plateau": delta, "why": "; ".join(reasons)}
+        )
     return explained
 
 
 # --- telemetry diagnosis -----------------------------------------------------------------------
 
+
 def _numbers(samples: Sequence[dict[str, Any]], key: str) -> list[float]:
     return [s[key] for s in samples if isinstance(s.get(key), (int, float)) and not isinstance(s.get(key), bool)]
 
 
-def diagnose(samples: Sequence[dict[str, Any]], own_pids: Sequence[int],
-             power_limit_w: float | None) -> dict[str, Any]:
+def diagnose(samples: Sequence[dict[str, Any]], own_pids: Sequence[int], power_limit_w: float | None) -> dict[str, Any]:
     """Causes of repeat-to-repeat variance visible in NVML samples.
 
     Samples are harness.probes.nvml.sample() dicts. Returns {causes: [{kind, evidence}], summary}.
@@ -183,33 +207,45 @@ def diagnose(samples: Sequence[dict[str, Any]], own_pids: Sequence[int],
     for key, label in (("sm_clock_mhz", "SM clock"), ("memory_clock_mhz", "memory clock")):
         clocks = _numbers(samples, key)
         if clocks and min(clocks) < (1 - CLOCK_DROP_FRACTION) * max(clocks):
-            causes.append({"kind": "clock_drop",
-                           "evidence": f"{label} fell from {max(clocks):g} to {min(clocks):g} MHz"})
-    reasons = {r for s in samples if isinstance(s.get("clock_event_reasons"), list)
-               for r in s["clock_event_reasons"]}
+            causes.append(
+                {"kind": "clock_drop", "evidence": f"{label} fell from {max(clocks):g} to {min(clocks):g} MHz"}
+            )
+    reasons = {r for s in samples if isinstance(s.get("clock_event_reasons"), list) for r in s["clock_event_reasons"]}
     power = _numbers(samples, "power_w")
     if reasons & POWER_REASONS:
-        causes.append({"kind": "power_cap", "evidence": "clock-event reason(s) "
-                       + ", ".join(sorted(reasons & POWER_REASONS))
-                       + (f"; power up to {max(power):g} W" if power else "")})
+        causes.append(
+            {
+                "kind": "power_cap",
+                "evidence": "clock-event reason(s) "
+                + ", ".join(sorted(reasons & POWER_REASONS))
+                + (f"; power up to {max(power):g} W" if power else ""),
+            }
+        )
     elif power and power_limit_w and max(power) >= POWER_NEAR_LIMIT * power_limit_w:
-        causes.append({"kind": "power_cap", "evidence": f"power reached {max(power):g} W of the "
-                       f"{power_limit_w:g} W limit"})
+        causes.append(
+            {"kind": "power_cap", "evidence": f"power reached {max(power):g} W of the {power_limit_w:g} W limit"}
+        )
     if reasons & THERMAL_REASONS:
         temps = _numbers(samples, "temperature_c")
-        causes.append({"kind": "thermal", "evidence": "clock-event reason(s) "
-                       + ", ".join(sorted(reasons & THERMAL_REASONS))
-                       + (f"; temperature up to {max(temps):g} C" if temps else "")})
+        causes.append(
+            {
+                "kind": "thermal",
+                "evidence": "clock-event reason(s) "
+                + ", ".join(sorted(reasons & THERMAL_REASONS))
+                + (f"; temperature up to {max(temps):g} C" if temps else ""),
+            }
+        )
     others = _other_processes(samples, own_pids)
     if others:
-        causes.append({"kind": "other_process", "evidence": "other process(es) on the device: "
-                       + ", ".join(others)})
+        causes.append({"kind": "other_process", "evidence": "other process(es) on the device: " + ", ".join(others)})
     if causes:
         summary = "; ".join(f"{c['kind']}: {c['evidence']}" for c in causes)
     else:
-        summary = (f"no cause visible in {len(samples)} NVML samples (steady clocks, no power or thermal "
-                   "reason, no other process): look outside the device (host contention, a noisy "
-                   "neighbour on a shared bus) before trusting any number")
+        summary = (
+            f"no cause visible in {len(samples)} NVML samples (steady clocks, no power or thermal "
+            "reason, no other process): look outside the device (host contention, a noisy "
+            "neighbour on a shared bus) before trusting any number"
+        )
     return {"causes": causes, "summary": summary}
 
 
@@ -225,7 +261,8 @@ def _other_processes(samples: Sequence[dict[str, Any]], own_pids: Sequence[int])
             name = name if isinstance(name, str) else "name not visible"
             used = proc.get("used_memory_mib")
             seen[proc["pid"]] = f"pid {proc['pid']} ({name}" + (
-                f", {used:g} MiB)" if isinstance(used, (int, float)) else ")")
+                f", {used:g} MiB)" if isinstance(used, (int, float)) else ")"
+            )
     return [seen[pid] for pid in sorted(seen)]
 
 
@@ -259,9 +296,11 @@ def recomputed_points(document: dict[str, Any]) -> list[dict[str, Any]]:
     return points
 
 
-FIXED_COST_RULE = ("a kernel's time is a fixed cost plus bytes / rate: the line through the sweep's two smallest "
-                   "points that are not cache-resident (the kernel's own median times), so a kernel moving few "
-                   "bytes attains bytes / (fixed cost + bytes / rate), below the plateau")
+FIXED_COST_RULE = (
+    "a kernel's time is a fixed cost plus bytes / rate: the line through the sweep's two smallest "
+    "points that are not cache-resident (the kernel's own median times), so a kernel moving few "
+    "bytes attains bytes / (fixed cost + bytes / rate), below the plateau"
+)
 
 
 def kernel_fixed_cost(document: dict[str, Any]) -> dict[str, Any] | None:
@@ -270,8 +309,11 @@ def kernel_fixed_cost(document: dict[str, Any]) -> dict[str, Any] | None:
     them has no positive cost and rate (then nothing is claimed)."""
     cache = (document.get("cache") or {}).get("size_bytes")
     cache = cache if isinstance(cache, (int, float)) else None
-    found = sorted((point_bytes(document, p), statistics.median(p["iteration_times_s"]))
-                   for p in document.get("sweep") or [] if p.get("iteration_times_s"))
+    found = sorted(
+        (point_bytes(document, p), statistics.median(p["iteration_times_s"]))
+        for p in document.get("sweep") or []
+        if p.get("iteration_times_s")
+    )
     streaming = [(b, t) for b, t in found if "cache_resident" not in classify(t, b, cache, None)[0]]
     if len(streaming) < 2:
         return None
@@ -282,8 +324,14 @@ def kernel_fixed_cost(document: dict[str, Any]) -> dict[str, Any] | None:
     fixed = t1 - b1 / rate
     if fixed <= 0:
         return None
-    return {"kernel": document["kernel"], "fixed_s": fixed, "rate_gbps": rate / 1e9,
-            "through_bytes": [b1, b2], "through_s": [t1, t2], "rule": FIXED_COST_RULE}
+    return {
+        "kernel": document["kernel"],
+        "fixed_s": fixed,
+        "rate_gbps": rate / 1e9,
+        "through_bytes": [b1, b2],
+        "through_s": [t1, t2],
+        "rule": FIXED_COST_RULE,
+    }
 
 
 def attainable_at(cost: dict[str, Any], nbytes: float) -> float:
@@ -316,8 +364,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "repeat_medians_gbps": medians,
         "repeat_median_gbps": statistics.median(medians) if medians else None,
         "repeat_spread": repeat_spread,
-        "repeat_verdict": (None if repeat_spread is None
-                           else repeat_verdict(repeat_spread, repeats["spread_max"])),
+        "repeat_verdict": (None if repeat_spread is None else repeat_verdict(repeat_spread, repeats["spread_max"])),
         "sku_id": reference.get("sku_id"),
         "spec_gbps": _number_or_none(reference.get("spec_gbps")),
         "known_good_gbps": known_good,

@@ -21,9 +21,11 @@ def _shown(value: Any) -> str:
 
 def per_gpu(describe: Callable[[dict[str, Any]], str]) -> Reader:
     """A reader of one line per GPU of a health document: "GPU<nvml index>: DESCRIBE(device)"."""
+
     def read(document: dict[str, Any]) -> list[str]:
         devices, _ = gpus(document)
         return [f"GPU{d.get('nvml_index')}: {describe(d)}" for d in devices if isinstance(d, dict)]
+
     return read
 
 
@@ -39,8 +41,11 @@ def power_limit(device: dict[str, Any]) -> str:
 
 def application_clocks(device: dict[str, Any]) -> str:
     clocks = _part(device, "clocks")
-    return ", ".join(f"{kind} {_shown(clocks.get(f'applications_{kind}_mhz'))} MHz (default "
-                     f"{_shown(clocks.get(f'default_applications_{kind}_mhz'))})" for kind in ("graphics", "memory"))
+    return ", ".join(
+        f"{kind} {_shown(clocks.get(f'applications_{kind}_mhz'))} MHz (default "
+        f"{_shown(clocks.get(f'default_applications_{kind}_mhz'))})"
+        for kind in ("graphics", "memory")
+    )
 
 
 def max_clocks(device: dict[str, Any]) -> str:
@@ -59,6 +64,7 @@ def ecc(device: dict[str, Any]) -> str:
 def mode(name: str) -> Callable[[dict[str, Any]], str]:
     def describe(device: dict[str, Any]) -> str:
         return _shown(_part(device, "modes").get(name))
+
     return describe
 
 
@@ -78,5 +84,8 @@ def libraries(document: dict[str, Any]) -> list[str]:
     """The libraries the probes loaded beside torch (cuDNN, NCCL), as health.json's software recorded them."""
     software = document.get("software")
     software = software if isinstance(software, dict) else {}
-    return [f"{name} {_shown(software.get(key))}" for name, key in (("cuDNN", "cudnn_version"), ("NCCL", "nccl_version"))
-            if key in software]
+    return [
+        f"{name} {_shown(software.get(key))}"
+        for name, key in (("cuDNN", "cudnn_version"), ("NCCL", "nccl_version"))
+        if key in software
+    ]

@@ -20,14 +20,22 @@ def contract(name: str, status: Verdict, evidence: str, remedy: str) -> dict[str
     return {"name": name, "status": recorded(status), "evidence": evidence, "remedy": remedy}
 
 
-def verdict(name: str, remedy: str, problems: list[str], notes: list[str],
-            unsupported: list[str] | None = None, feature: str | None = None) -> dict[str, str]:
+def verdict(
+    name: str,
+    remedy: str,
+    problems: list[str],
+    notes: list[str],
+    unsupported: list[str] | None = None,
+    feature: str | None = None,
+) -> dict[str, str]:
     """FAIL naming the problems, else PASS with the notes (and the devices that lack `feature`);
     SKIP when `feature` is given and no device supports it."""
     unsupported = unsupported or []
     if feature is not None and not problems and not notes:
         return contract(name, Verdict.SKIP, f"{feature} not supported: " + "; ".join(unsupported), remedy)
-    return contract(name, Verdict.FAIL if problems else Verdict.PASS, "; ".join(problems or notes + unsupported), remedy)
+    return contract(
+        name, Verdict.FAIL if problems else Verdict.PASS, "; ".join(problems or notes + unsupported), remedy
+    )
 
 
 def gpus(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:

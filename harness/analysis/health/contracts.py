@@ -13,29 +13,43 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.health.contract_facts import (contract, gpus, label, show, torch_imported, unavailable_reason,
-                                                    verdict, version_tuple)
-from harness.analysis.health.device_contracts import (clocks_not_locked_below_max, ecc_enabled_no_uncorrectable,
-                                                      no_foreign_process, no_pending_or_failed_row_remaps,
-                                                      nvlink_links_up, pcie_link_at_max, persistence_mode_on,
-                                                      power_limit_at_default)
+from harness.analysis.health.contract_facts import (
+    contract,
+    gpus,
+    label,
+    show,
+    torch_imported,
+    unavailable_reason,
+    verdict,
+    version_tuple,
+)
+from harness.analysis.health.device_contracts import (
+    clocks_not_locked_below_max,
+    ecc_enabled_no_uncorrectable,
+    no_foreign_process,
+    no_pending_or_failed_row_remaps,
+    nvlink_links_up,
+    pcie_link_at_max,
+    persistence_mode_on,
+    power_limit_at_default,
+)
 from harness.analysis.verdict import Verdict
 
 # --- the toolchain contracts --------------------------------------------------------------
 
+
 def driver_supports_torch_cuda_build(facts: dict[str, Any]) -> dict[str, str]:
     name = "driver_supports_torch_cuda_build"
-    remedy = ("install a torch wheel built for a CUDA version the driver supports, or upgrade the "
-              "NVIDIA driver")
+    remedy = "install a torch wheel built for a CUDA version the driver supports, or upgrade the NVIDIA driver"
     software = facts.get("software", {})
     devices, no_gpu = gpus(facts)
     build, driver = software.get("torch_cuda_build"), software.get("cuda_driver_version")
     if no_gpu:
-        return contract(name, Verdict.SKIP, f"{no_gpu}; torch CUDA build: "
-                        f"{unavailable_reason(build) or build}", remedy)
+        return contract(name, Verdict.SKIP, f"{no_gpu}; torch CUDA build: {unavailable_reason(build) or build}", remedy)
     if unavailable_reason(build):
-        return contract(name, Verdict.FAIL, f"{unavailable_reason(build)}, but NVML lists "
-                        f"{len(devices)} GPU(s)", remedy)
+        return contract(
+            name, Verdict.FAIL, f"{unavailable_reason(build)}, but NVML lists {len(devices)} GPU(s)", remedy
+        )
     if unavailable_reason(driver):
         return contract(name, Verdict.FAIL, f"CUDA driver version unreadable: {unavailable_reason(driver)}", remedy)
     b, d = version_tuple(build), version_tuple(driver)
@@ -47,8 +61,11 @@ def driver_supports_torch_cuda_build(facts: dict[str, Any]) -> dict[str, str]:
     if software.get("torch_cuda_available") is not True:
         reason = unavailable_reason(facts.get("torch_devices")) or "torch.cuda is not available"
         return contract(name, Verdict.FAIL, f"{evidence}; but CUDA does not start: {reason}", remedy)
-    started = "CUDA initialised" if torch_imported(facts) else \
-        "the CUDA driver initialised (cuInit; torch not imported: --torch checks torch's own start)"
+    started = (
+        "CUDA initialised"
+        if torch_imported(facts)
+        else "the CUDA driver initialised (cuInit; torch not imported: --torch checks torch's own start)"
+    )
     return contract(name, Verdict.PASS, f"{evidence}; {started}", remedy)
 
 
@@ -76,8 +93,10 @@ def visible_selection(cvd: str | None, devices: list[dict[str, Any]]) -> tuple[l
 
 def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
     name = "torch_sees_every_gpu"
-    remedy = ("fix CUDA_VISIBLE_DEVICES (or unset it) so it names every device the run should use, "
-              "and check that the container was given every GPU (--gpus all)")
+    remedy = (
+        "fix CUDA_VISIBLE_DEVICES (or unset it) so it names every device the run should use, "
+        "and check that the container was given every GPU (--gpus all)"
+    )
     devices, no_gpu = gpus(facts)
     if no_gpu:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
@@ -87,13 +106,21 @@ def torch_sees_every_gpu(facts: dict[str, Any]) -> dict[str, str]:
     selected, note = visible_selection(facts.get("cuda_visible_devices"), devices)
     mapping = facts.get("device_mapping")
     mapped = [m.get("nvml_index") for m in mapping] if isinstance(mapping, list) else []
-    unmatched = [m["torch_index"] for m in mapping if not isinstance(m.get("nvml_index"), int)] \
-        if isinstance(mapping, list) else []
-    evidence = (f"NVML lists {len(devices)}, {note}, selecting {len(selected)}; torch sees "
-                f"{torch_count}; torch->NVML {mapped}")
+    unmatched = (
+        [m["torch_index"] for m in mapping if not isinstance(m.get("nvml_index"), int)]
+        if isinstance(mapping, list)
+        else []
+    )
+    evidence = (
+        f"NVML lists {len(devices)}, {note}, selecting {len(selected)}; torch sees {torch_count}; torch->NVML {mapped}"
+    )
     if torch_count and not isinstance(mapping, list):  # the order cannot be checked: fail closed, never a silent pass
-        return contract(name, Verdict.FAIL, evidence + f"; the torch->NVML mapping could not be read: "
-                        f"{unavailable_reason(mapping) or 'not recorded'}", remedy)
+        return contract(
+            name,
+            Verdict.FAIL,
+            evidence + f"; the torch->NVML mapping could not be read: {unavailable_reason(mapping) or 'not recorded'}",
+            remedy,
+        )
     if torch_count != len(selected) or unmatched:
         extra = f"; torch device(s) {unmatched} match no NVML device" if unmatched else ""
         return contract(name, Verdict.FAIL, evidence + extra, remedy)
@@ -112,12 +139,24 @@ def nccl_loads(facts: dict[str, Any]) -> dict[str, str]:
     if no_gpu:
         return contract(name, Verdict.SKIP, f"{no_gpu}; NCCL: {unavailable_reason(version) or version}", remedy)
     if isinstance(version, str) and available is True and torch_imported(facts):
-        return contract(name, Verdict.PASS, f"NCCL {version} loaded by torch; torch.distributed NCCL backend available", remedy)
+        return contract(
+            name, Verdict.PASS, f"NCCL {version} loaded by torch; torch.distributed NCCL backend available", remedy
+        )
     if isinstance(version, str) and available is True:
-        return contract(name, Verdict.PASS, f"NCCL {version} loaded from {software.get('nccl_library')} and answered "
-                        "ncclGetVersion (the library torch loads; torch not imported)", remedy)
-    return contract(name, Verdict.FAIL, f"NCCL version: {unavailable_reason(version) or version}; "
-                    f"NCCL backend available: {unavailable_reason(available) or available}", remedy)
+        return contract(
+            name,
+            Verdict.PASS,
+            f"NCCL {version} loaded from {software.get('nccl_library')} and answered "
+            "ncclGetVersion (the library torch loads; torch not imported)",
+            remedy,
+        )
+    return contract(
+        name,
+        Verdict.FAIL,
+        f"NCCL version: {unavailable_reason(version) or version}; "
+        f"NCCL backend available: {unavailable_reason(available) or available}",
+        remedy,
+    )
 
 
 def no_mig_or_compute_mode_block(facts: dict[str, Any]) -> dict[str, str]:

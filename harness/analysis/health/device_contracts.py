@@ -13,8 +13,10 @@ from harness.analysis.verdict import Verdict
 
 def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
     name = "ecc_enabled_no_uncorrectable"
-    remedy = ("enable ECC (nvidia-smi -e 1, then reboot); a device with uncorrectable errors needs "
-              "a reset and, if they recur, an RMA")
+    remedy = (
+        "enable ECC (nvidia-smi -e 1, then reboot); a device with uncorrectable errors needs "
+        "a reset and, if they recur, an RMA"
+    )
     devices, no_gpu = gpus(facts)
     if no_gpu:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
@@ -33,8 +35,10 @@ def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
                 problems.append(f"{label(d)} {key} unreadable: {unavailable_reason(value)}")
             elif value:
                 problems.append(f"{label(d)} {key} = {value}")
-        notes.append(f"{label(d)} ECC {mode}, uncorrectable volatile {show(ecc.get('volatile_uncorrected_errors'))}"
-                     f" / aggregate {show(ecc.get('aggregate_uncorrected_errors'))}")
+        notes.append(
+            f"{label(d)} ECC {mode}, uncorrectable volatile {show(ecc.get('volatile_uncorrected_errors'))}"
+            f" / aggregate {show(ecc.get('aggregate_uncorrected_errors'))}"
+        )
     return verdict(name, remedy, problems, notes, unsupported, feature="ECC")
 
 
@@ -55,8 +59,10 @@ def no_pending_or_failed_row_remaps(facts: dict[str, Any]) -> dict[str, str]:
             problems.append(f"{label(d)} remap pending: {show(pending)}")
         if failure is not False:
             problems.append(f"{label(d)} remap failure: {show(failure)}")
-        notes.append(f"{label(d)} remapped rows corrected {show(ecc.get('remapped_rows_corrected'))}, "
-                     f"uncorrected {show(ecc.get('remapped_rows_uncorrected'))}, none pending or failed")
+        notes.append(
+            f"{label(d)} remapped rows corrected {show(ecc.get('remapped_rows_corrected'))}, "
+            f"uncorrected {show(ecc.get('remapped_rows_uncorrected'))}, none pending or failed"
+        )
     return verdict(name, remedy, problems, notes, unsupported, feature="row remapping")
 
 
@@ -74,8 +80,10 @@ def persistence_mode_on(facts: dict[str, Any]) -> dict[str, str]:
 
 def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
     name = "pcie_link_at_max"
-    remedy = ("reseat the card or move it to a slot wired for its full generation and width; check "
-              "BIOS PCIe settings and risers")
+    remedy = (
+        "reseat the card or move it to a slot wired for its full generation and width; check "
+        "BIOS PCIe settings and risers"
+    )
     devices, no_gpu = gpus(facts)
     if no_gpu:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
@@ -86,8 +94,9 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
         cur_w, max_w = p.get("current_width"), p.get("max_width")
         values = (cur_gen, max_gen, cur_w, max_w)
         if any(unavailable_reason(v) for v in values):
-            problems.append(f"{label(d)} PCIe link unreadable: "
-                            + "; ".join(r for r in map(unavailable_reason, values) if r))
+            problems.append(
+                f"{label(d)} PCIe link unreadable: " + "; ".join(r for r in map(unavailable_reason, values) if r)
+            )
             continue
         text = f"{label(d)} Gen{cur_gen} x{cur_w} of Gen{max_gen} x{max_w}"
         if isinstance(gpu_max, int) and gpu_max > max_gen:
@@ -103,8 +112,13 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
     if problems:
         return contract(name, Verdict.FAIL, "; ".join(problems), remedy)
     if idle_downshift:
-        return contract(name, Verdict.SKIP, "; ".join(idle_downshift + notes)
-                        + "; only a reading under load can tell: run `dossier health --under-load 5`", remedy)
+        return contract(
+            name,
+            Verdict.SKIP,
+            "; ".join(idle_downshift + notes)
+            + "; only a reading under load can tell: run `dossier health --under-load 5`",
+            remedy,
+        )
     return contract(name, Verdict.PASS, "; ".join(notes), remedy)
 
 
@@ -125,8 +139,9 @@ def foreign_processes(facts: dict[str, Any]) -> tuple[list[str], list[str]]:
             continue
         for p in listed or []:
             if p.get("pid") not in own:
-                foreign.append(f"{label(d)} pid {p.get('pid')} ({show(p.get('name'))}, "
-                               f"{show(p.get('used_memory_mib'))} MiB)")
+                foreign.append(
+                    f"{label(d)} pid {p.get('pid')} ({show(p.get('name'))}, {show(p.get('used_memory_mib'))} MiB)"
+                )
     return foreign, unreadable
 
 
@@ -140,18 +155,26 @@ def no_foreign_process(facts: dict[str, Any]) -> dict[str, str]:
     if foreign:
         return contract(name, Verdict.FAIL, "not started by the harness: " + "; ".join(foreign), remedy)
     if unreadable and len(unreadable) == len(devices):
-        return contract(name, Verdict.SKIP, "NVML cannot list processes here, so this could not be "
-                        "checked: " + "; ".join(unreadable), remedy)
+        return contract(
+            name,
+            Verdict.SKIP,
+            "NVML cannot list processes here, so this could not be checked: " + "; ".join(unreadable),
+            remedy,
+        )
     own = sorted(set(facts.get("harness_pids") or []))
-    return contract(name, Verdict.PASS, f"no process other than the harness's own (pids {own}) on "
-                    f"{len(devices) - len(unreadable)} device(s)"
-                    + (f"; unreadable: {'; '.join(unreadable)}" if unreadable else ""), remedy)
+    return contract(
+        name,
+        Verdict.PASS,
+        f"no process other than the harness's own (pids {own}) on "
+        f"{len(devices) - len(unreadable)} device(s)"
+        + (f"; unreadable: {'; '.join(unreadable)}" if unreadable else ""),
+        remedy,
+    )
 
 
 def clocks_not_locked_below_max(facts: dict[str, Any]) -> dict[str, str]:
     name = "clocks_not_locked_below_max"
-    remedy = ("reset clocks: nvidia-smi -rgc (locked GPU clocks), -rmc (locked memory clocks), "
-              "-rac (application clocks)")
+    remedy = "reset clocks: nvidia-smi -rgc (locked GPU clocks), -rmc (locked memory clocks), -rac (application clocks)"
     devices, no_gpu = gpus(facts)
     if no_gpu:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
@@ -159,16 +182,22 @@ def clocks_not_locked_below_max(facts: dict[str, Any]) -> dict[str, str]:
     for d in devices:
         c = d.get("clocks", {})
         for kind in ("graphics", "memory"):
-            app, default, top = (c.get(f"applications_{kind}_mhz"), c.get(f"default_applications_{kind}_mhz"),
-                                 c.get(f"{kind}_max_mhz"))
+            app, default, top = (
+                c.get(f"applications_{kind}_mhz"),
+                c.get(f"default_applications_{kind}_mhz"),
+                c.get(f"{kind}_max_mhz"),
+            )
             if isinstance(app, int) and isinstance(default, int) and app < default:
                 problems.append(f"{label(d)} {kind} application clock {app} MHz below its default {default} MHz")
-            notes.append(f"{label(d)} {kind} application clock {show(app)} MHz "
-                         f"(default {show(default)}, max {show(top)})")
+            notes.append(
+                f"{label(d)} {kind} application clock {show(app)} MHz (default {show(default)}, max {show(top)})"
+            )
         names = d.get("clock_event_reasons", {}).get("names")
         if isinstance(names, list) and "applications_clocks_setting" in names:
-            problems.append(f"{label(d)} clock-event reason applications_clocks_setting active "
-                            "(clocks locked or capped by a setting)")
+            problems.append(
+                f"{label(d)} clock-event reason applications_clocks_setting active "
+                "(clocks locked or capped by a setting)"
+            )
     return verdict(name, remedy, problems, notes)
 
 
@@ -213,8 +242,9 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
     if down:
         return contract(name, Verdict.FAIL, "; ".join(down), remedy)
     if unsupported and sxm:
-        return contract(name, Verdict.FAIL, f"SXM devices ({', '.join(sxm)}) report no NVLink: "
-                        + "; ".join(unsupported), remedy)
+        return contract(
+            name, Verdict.FAIL, f"SXM devices ({', '.join(sxm)}) report no NVLink: " + "; ".join(unsupported), remedy
+        )
     if unsupported and not up:
         return contract(name, Verdict.SKIP, "no NVLink on these devices: " + "; ".join(unsupported), remedy)
     return contract(name, Verdict.PASS, "; ".join(up + unsupported), remedy)

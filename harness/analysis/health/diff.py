@@ -26,8 +26,18 @@ from harness.analysis.verdict import Verdict, parse, recorded
 
 POWER_CAPS = ("sw_power_cap", "hw_power_brake_slowdown")
 THERMAL_CAPS = ("sw_thermal_slowdown", "hw_thermal_slowdown")
-SKIPPED = {"started_at", "finished_at", "argv", "sizing", "limitations", "load", "harness_pids",
-           "mode", "probe", "contract_version"}
+SKIPPED = {
+    "started_at",
+    "finished_at",
+    "argv",
+    "sizing",
+    "limitations",
+    "load",
+    "harness_pids",
+    "mode",
+    "probe",
+    "contract_version",
+}
 
 
 def _devices(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -49,8 +59,10 @@ def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
             out.update(flatten(value[key], f"{prefix}.{key}" if prefix else key))
         return out
     if prefix == "devices" and isinstance(value, list):
-        return flatten({d.get("uuid") if isinstance(d.get("uuid"), str) else f"GPU{d.get('nvml_index')}": d
-                        for d in value}, "devices")
+        return flatten(
+            {d.get("uuid") if isinstance(d.get("uuid"), str) else f"GPU{d.get('nvml_index')}": d for d in value},
+            "devices",
+        )
     if prefix == "contracts" and isinstance(value, list):
         return {f"contracts.{c['name']}.status": c["status"] for c in value}
     return {prefix: value}
@@ -74,9 +86,13 @@ def load_window_samples(active: dict[str, Any], nvml_index: Any) -> list[dict[st
     start, end = load.get("started_monotonic_s"), load.get("finished_monotonic_s")
     for record in load.get("devices", []):
         if record.get("nvml_index") == nvml_index:
-            return [s for s in record.get("samples", [])
-                    if isinstance(start, (int, float)) and isinstance(end, (int, float))
-                    and start <= s.get("monotonic_s", -1) <= end]
+            return [
+                s
+                for s in record.get("samples", [])
+                if isinstance(start, (int, float))
+                and isinstance(end, (int, float))
+                and start <= s.get("monotonic_s", -1) <= end
+            ]
     return []
 
 
@@ -90,46 +106,73 @@ def check(name: str, device: str, status: Verdict, evidence: str) -> dict[str, s
     return {"name": name, "device": device, "status": recorded(status), "evidence": evidence}
 
 
-def rose(name: str, device: str, unit: str, idle_value: Any, samples_values: list[Any],
-         snapshot_value: Any, ceiling: Any = None) -> dict[str, str]:
+def rose(
+    name: str,
+    device: str,
+    unit: str,
+    idle_value: Any,
+    samples_values: list[Any],
+    snapshot_value: Any,
+    ceiling: Any = None,
+) -> dict[str, str]:
     """Did a reading rise from idle to under load? Under load = median of load samples."""
     under = _median(samples_values)
     source = f"median of {len([v for v in samples_values if isinstance(v, (int, float))])} load samples"
     if under is None:
-        under, source = (snapshot_value, "reading halfway through the load") \
-            if isinstance(snapshot_value, (int, float)) else (None, "")
+        under, source = (
+            (snapshot_value, "reading halfway through the load")
+            if isinstance(snapshot_value, (int, float))
+            else (None, "")
+        )
     if not isinstance(idle_value, (int, float)) or under is None:
-        return check(name, device, Verdict.FAIL, f"cannot compare: idle {idle_value!r}, under load "
-                     f"{snapshot_value!r} (no numeric reading)")
+        return check(
+            name,
+            device,
+            Verdict.FAIL,
+            f"cannot compare: idle {idle_value!r}, under load {snapshot_value!r} (no numeric reading)",
+        )
     evidence = f"idle {idle_value:g} {unit} -> under load {under:g} {unit} ({source})"
     if under > idle_value:
         return check(name, device, Verdict.PASS, evidence)
     if isinstance(ceiling, (int, float)) and idle_value >= ceiling:
-        return check(name, device, Verdict.SKIP, evidence + f"; idle was already at its maximum "
-                     f"{ceiling:g} {unit}, so there was nothing to rise")
+        return check(
+            name,
+            device,
+            Verdict.SKIP,
+            evidence + f"; idle was already at its maximum {ceiling:g} {unit}, so there was nothing to rise",
+        )
     return check(name, device, Verdict.FAIL, evidence + ": did not rise (did the load reach this device?)")
 
 
 def reasons_named(device: str, samples: list[dict[str, Any]], snapshot: dict[str, Any]) -> dict[str, str]:
     seen: dict[str, int] = {}
-    readings = [s.get("clock_event_reasons") for s in samples] + \
-               [snapshot.get("clock_event_reasons", {}).get("names")]
+    readings = [s.get("clock_event_reasons") for s in samples] + [snapshot.get("clock_event_reasons", {}).get("names")]
     readable = [r for r in readings if isinstance(r, list)]
     for names in readable:
         for n in names:
             seen[n] = seen.get(n, 0) + 1
     if not readable:
-        return check("clock_event_reasons_named", device, Verdict.FAIL,
-                     "no clock-event reason could be read under load")
-    listing = ", ".join(f"{n} in {c} of {len(readable)} readings" for n, c in sorted(seen.items())) or \
-        f"none active in {len(readable)} readings"
+        return check(
+            "clock_event_reasons_named", device, Verdict.FAIL, "no clock-event reason could be read under load"
+        )
+    listing = (
+        ", ".join(f"{n} in {c} of {len(readable)} readings" for n, c in sorted(seen.items()))
+        or f"none active in {len(readable)} readings"
+    )
     caps = [n for n in seen if n in POWER_CAPS + THERMAL_CAPS]
-    cap_note = ("; capped by " + ", ".join(f"{n} ({'power' if n in POWER_CAPS else 'thermal'})"
-                                           for n in sorted(caps))) if caps else "; no power or thermal cap"
+    cap_note = (
+        ("; capped by " + ", ".join(f"{n} ({'power' if n in POWER_CAPS else 'thermal'})" for n in sorted(caps)))
+        if caps
+        else "; no power or thermal cap"
+    )
     bad = sorted(n for n in seen if n in HARDWARE_SLOWDOWNS or n.startswith("unknown_"))
     if bad:
-        return check("clock_event_reasons_named", device, Verdict.FAIL,
-                     listing + cap_note + f"; hardware/thermal slowdown or unknown reason: {', '.join(bad)}")
+        return check(
+            "clock_event_reasons_named",
+            device,
+            Verdict.FAIL,
+            listing + cap_note + f"; hardware/thermal slowdown or unknown reason: {', '.join(bad)}",
+        )
     return check("clock_event_reasons_named", device, Verdict.PASS, listing + cap_note)
 
 
@@ -155,18 +198,41 @@ def device_checks(idle: dict[str, Any], active: dict[str, Any], uuid: str) -> li
     label = f"GPU{after.get('nvml_index')} {uuid}"
     samples = load_window_samples(active, after.get("nvml_index"))
     checks = [
-        rose("clocks_rose", label, "MHz", before.get("clocks", {}).get("sm_current_mhz"),
-             [s.get("sm_clock_mhz") for s in samples], after.get("clocks", {}).get("sm_current_mhz"),
-             before.get("clocks", {}).get("sm_max_mhz")),
-        rose("power_rose", label, "W", before.get("power", {}).get("draw_w"),
-             [s.get("power_w") for s in samples], after.get("power", {}).get("draw_w")),
+        rose(
+            "clocks_rose",
+            label,
+            "MHz",
+            before.get("clocks", {}).get("sm_current_mhz"),
+            [s.get("sm_clock_mhz") for s in samples],
+            after.get("clocks", {}).get("sm_current_mhz"),
+            before.get("clocks", {}).get("sm_max_mhz"),
+        ),
+        rose(
+            "power_rose",
+            label,
+            "W",
+            before.get("power", {}).get("draw_w"),
+            [s.get("power_w") for s in samples],
+            after.get("power", {}).get("draw_w"),
+        ),
         reasons_named(label, samples, after),
     ]
-    foreign = list(dict.fromkeys([f"idle: {p}" for p in unexpected_processes(idle, uuid, [])]
-                                 + [f"under load: {p}" for p in unexpected_processes(active, uuid, samples)]))
-    checks.append(check("no_unexpected_process", label, Verdict.FAIL if foreign else Verdict.PASS,
-                        ("not started by the harness: " + "; ".join(foreign)) if foreign else
-                        "every process listed idle and under load was started by the harness"))
+    foreign = list(
+        dict.fromkeys(
+            [f"idle: {p}" for p in unexpected_processes(idle, uuid, [])]
+            + [f"under load: {p}" for p in unexpected_processes(active, uuid, samples)]
+        )
+    )
+    checks.append(
+        check(
+            "no_unexpected_process",
+            label,
+            Verdict.FAIL if foreign else Verdict.PASS,
+            ("not started by the harness: " + "; ".join(foreign))
+            if foreign
+            else "every process listed idle and under load was started by the harness",
+        )
+    )
     return checks
 
 
@@ -179,11 +245,24 @@ def diff(idle: dict[str, Any], active: dict[str, Any]) -> dict[str, Any]:
         why = unavailable_reason(active.get("devices")) or "no device listed"
         checks.append(check("load_ran", "all", Verdict.SKIP, f"no GPU under load: {why}"))
     elif active.get("mode") != "under_load" or not isinstance(load, dict) or unavailable_reason(load):
-        checks.append(check("load_ran", "all", Verdict.FAIL, "the ACTIVE document has no load record: "
-                            + (unavailable_reason(load) or f"mode {active.get('mode')!r}")))
+        checks.append(
+            check(
+                "load_ran",
+                "all",
+                Verdict.FAIL,
+                "the ACTIVE document has no load record: "
+                + (unavailable_reason(load) or f"mode {active.get('mode')!r}"),
+            )
+        )
     else:
-        checks.append(check("load_ran", "all", Verdict.PASS, f"{load.get('kind')} for "
-                            f"{load.get('requested_s')} s, pids {load.get('pids')}"))
+        checks.append(
+            check(
+                "load_ran",
+                "all",
+                Verdict.PASS,
+                f"{load.get('kind')} for {load.get('requested_s')} s, pids {load.get('pids')}",
+            )
+        )
     if set(a) != set(b):
         checks.append(check("same_devices", "all", Verdict.FAIL, f"idle devices {sorted(a)} vs under load {sorted(b)}"))
     elif a:
@@ -205,5 +284,8 @@ def diff(idle: dict[str, Any], active: dict[str, Any]) -> dict[str, Any]:
 
 def _summary(document: dict[str, Any]) -> dict[str, Any]:
     host = document.get("host", {})
-    return {"started_at": document.get("started_at"), "mode": document.get("mode"),
-            "hostname": host.get("hostname") if isinstance(host, dict) else None}
+    return {
+        "started_at": document.get("started_at"),
+        "mode": document.get("mode"),
+        "hostname": host.get("hostname") if isinstance(host, dict) else None,
+    }

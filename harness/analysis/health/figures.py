@@ -29,8 +29,9 @@ def recomputed_sku(device: dict[str, Any]) -> str | None:
     pci = device.get("pci_device_id")
     if not isinstance(pci, str):
         return None
-    return catalogue.identify(pci, _number(device.get("memory_total_mib")),
-                              _number(device.get("power", {}).get("default_limit_w"))).sku_id
+    return catalogue.identify(
+        pci, _number(device.get("memory_total_mib")), _number(device.get("power", {}).get("default_limit_w"))
+    ).sku_id
 
 
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
@@ -44,8 +45,15 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "torch_version": _value(software.get("torch_version")),
         "torch_cuda_build": _value(software.get("torch_cuda_build")),
         "device_count": len(devices),
-        "devices": [{"index": d.get("nvml_index"), "name": _value(d.get("name")),
-                     "sku_id": recomputed_sku(d), "uuid": _value(d.get("uuid"))} for d in devices],
+        "devices": [
+            {
+                "index": d.get("nvml_index"),
+                "name": _value(d.get("name")),
+                "sku_id": recomputed_sku(d),
+                "uuid": _value(d.get("uuid")),
+            }
+            for d in devices
+        ],
         "contracts_failed": [c["name"] for c in contracts if c["status"] == Verdict.FAIL],
         "contracts": {c["name"]: c["status"] for c in contracts},
         "mode": document.get("mode"),
@@ -57,13 +65,16 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     stated = {c.get("name"): c for c in document.get("contracts", []) if isinstance(c, dict)}
     recomputed: dict[Any, dict[str, str]] = {c["name"]: c for c in evaluate(document)}  # looked up by stated names
     if [c.get("name") for c in document.get("contracts", []) if isinstance(c, dict)] != list(recomputed):
-        found.append(f"contracts: {len(document.get('contracts', []))} stated, not the {len(recomputed)} the facts "
-                     "give, each once, in order")
+        found.append(
+            f"contracts: {len(document.get('contracts', []))} stated, not the {len(recomputed)} the facts "
+            "give, each once, in order"
+        )
     for name in sorted(set(stated) | set(recomputed), key=str):
         said, again = stated.get(name) or {}, recomputed.get(name) or {}
         if said.get("status") != again.get("status"):
-            found.append(f"contract {name}: document says {said.get('status')!r}, "
-                         f"the facts give {again.get('status')!r}")
+            found.append(
+                f"contract {name}: document says {said.get('status')!r}, the facts give {again.get('status')!r}"
+            )
         elif said != again:
             keys = sorted(k for k in set(said) | set(again) if said.get(k) != again.get(k))
             found.append(f"contract {name}: {', '.join(keys)} differ from what the facts give")
@@ -74,12 +85,14 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         said_sku = (device.get("sku") or {}).get("id")
         again_sku = recomputed_sku(device)
         if said_sku != again_sku:
-            found.append(f"GPU{device.get('nvml_index')} SKU: document says {said_sku!r}, "
-                         f"the catalogue gives {again_sku!r}")
+            found.append(
+                f"GPU{device.get('nvml_index')} SKU: document says {said_sku!r}, the catalogue gives {again_sku!r}"
+            )
     count = document.get("nvml_device_count")
     if isinstance(count, int) and count != len(devices):
         found.append(f"nvml_device_count {count} but {len(devices)} device record(s)")
     from harness.analysis.health import checks as health_checks
+
     return found + health_checks.discrepancies(document)
 
 
@@ -95,18 +108,24 @@ def load_discrepancies(document: dict[str, Any]) -> list[str]:
             continue
         where = f"load GPU{device.get('nvml_index')}"
         if device.get("gemm_flop") != 2 * n**3 * rounds:
-            found.append(f"{where} gemm_flop {device.get('gemm_flop')} but {rounds} rounds of a {n}^3 GEMM are "
-                         f"{2 * n**3 * rounds}")
+            found.append(
+                f"{where} gemm_flop {device.get('gemm_flop')} but {rounds} rounds of a {n}^3 GEMM are "
+                f"{2 * n**3 * rounds}"
+            )
         moved = 2 * round(device["copy_mib"] * 2**20) * rounds
         if device.get("copy_bytes_moved") != moved:
-            found.append(f"{where} copy_bytes_moved {device.get('copy_bytes_moved')} but {rounds} copies of "
-                         f"{device['copy_mib']:g} MiB read and write {moved}")
+            found.append(
+                f"{where} copy_bytes_moved {device.get('copy_bytes_moved')} but {rounds} copies of "
+                f"{device['copy_mib']:g} MiB read and write {moved}"
+            )
     return found
 
 
-ONE_GPU = ("1 GPU visible to CUDA (the health step's count, {source}): all-reduce needs at least 2; the normal "
-           "and P2P-disabled curves need two ranks on two GPUs, and a one-GPU curve would be simulated, so no "
-           "all-reduce process was started and none is recorded")
+ONE_GPU = (
+    "1 GPU visible to CUDA (the health step's count, {source}): all-reduce needs at least 2; the normal "
+    "and P2P-disabled curves need two ranks on two GPUs, and a one-GPU curve would be simulated, so no "
+    "all-reduce process was started and none is recorded"
+)
 
 
 def visible_gpus(document: dict[str, Any]) -> tuple[int, str] | None:

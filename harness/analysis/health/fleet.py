@@ -35,14 +35,20 @@ def _device_counter(device: Mapping[str, Any], *words: str, without: str = "\0")
 
     A flag (NVML's row-remap "pending"/"failure" are booleans) counts as 0 or 1.
     """
-    counts = [int(v) for path, v in _leaves(device)
-              if all(w in path for w in words) and without not in path and isinstance(v, int)]
+    counts = [
+        int(v)
+        for path, v in _leaves(device)
+        if all(w in path for w in words) and without not in path and isinstance(v, int)
+    ]
     return max(counts) if counts else None
 
 
 def _device_mode(device: Mapping[str, Any]) -> str | None:
-    modes = [str(v) for path, v in _leaves(device) if "ecc" in path and "mode" in path
-             and isinstance(v, (str, bool)) and "pending" not in path]
+    modes = [
+        str(v)
+        for path, v in _leaves(device)
+        if "ecc" in path and "mode" in path and isinstance(v, (str, bool)) and "pending" not in path
+    ]
     return modes[0] if modes else None
 
 
@@ -62,10 +68,15 @@ def ecc_state(health: Any) -> dict[str, Any]:
     devices = gpu_devices(health)
     if isinstance(devices, dict):
         return devices
-    per_device: list[dict[str, Any]] = [{"uncorrectable_errors": _device_counter(d, "ecc", "uncorrect", without="remap"),
-                   "pending_row_remaps": _device_counter(d, "remap", "pending"),
-                   "failed_row_remaps": _device_counter(d, "remap", "fail"),
-                   "mode": _device_mode(d)} for d in devices]
+    per_device: list[dict[str, Any]] = [
+        {
+            "uncorrectable_errors": _device_counter(d, "ecc", "uncorrect", without="remap"),
+            "pending_row_remaps": _device_counter(d, "remap", "pending"),
+            "failed_row_remaps": _device_counter(d, "remap", "fail"),
+            "mode": _device_mode(d),
+        }
+        for d in devices
+    ]
     if all(d["uncorrectable_errors"] is None and d["mode"] is None for d in per_device):
         return unavailable("health reports no ECC field for any device (NVML did not answer)")
     state: dict[str, Any] = {}
@@ -82,11 +93,13 @@ _LAST: list[Any] = [None, None]  # the last document read and its ECC state (fou
 
 def ecc_figure(name: str):
     """A reader of one ECC figure (a counter or "mode") for the registry's fleet metrics."""
+
     def read(health: Mapping[str, Any]) -> Any:
         if _LAST[0] is not health:  # the document itself is kept, so its identity cannot be reused
             _LAST[:] = [health, ecc_state(health)]
         state = _LAST[1]
         return state if "unavailable" in state else state[name]
+
     return read
 
 

@@ -2,7 +2,6 @@
 explains it after (the roofline model), `figures` recomputes the document's figures from the per-call
 times and lists where stated ones differ, `gemm_shapes` names the shapes measured."""
 
-from harness.analysis.roofline.figures import headlines
-from harness.analysis.roofline.figures import discrepancies
+from harness.analysis.roofline.figures import discrepancies, headlines
 
 __all__ = ["discrepancies", "headlines"]

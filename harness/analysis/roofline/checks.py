@@ -43,7 +43,7 @@ def _values_after(argv: Any, option: str) -> list[str] | None:
     if not isinstance(argv, list) or option not in argv:
         return None
     values = []
-    for token in argv[argv.index(option) + 1:]:
+    for token in argv[argv.index(option) + 1 :]:
         if not isinstance(token, str) or token.startswith("-"):
             break
         values.append(token)
@@ -52,7 +52,10 @@ def _values_after(argv: Any, option: str) -> list[str] | None:
 
 def _roof(document: dict[str, Any], name: str, option: str, evidence: str) -> list[str]:
     roofs, measured = document.get("roofs", {}), document.get("cpu_roofs")
-    source, value = str(roofs.get(f"{name}_source", "")), roofs.get(f"{name}_{'gbps' if name == 'bandwidth' else 'tflops'}")
+    source, value = (
+        str(roofs.get(f"{name}_source", "")),
+        roofs.get(f"{name}_{'gbps' if name == 'bandwidth' else 'tflops'}"),
+    )
     if source.startswith("given with"):
         given = _given(document.get("argv"), option)
         if given is None or not isinstance(value, (int, float)) or not math.isclose(given, value, rel_tol=1e-9):
@@ -69,8 +72,9 @@ def _roof(document: dict[str, Any], name: str, option: str, evidence: str) -> li
 
 
 def roof_discrepancies(document: dict[str, Any]) -> list[str]:
-    found = (_roof(document, "bandwidth", "--bandwidth-gbps", "copy_times_s")
-             + _roof(document, "peak", "--peak-tflops", "gemm_trials"))
+    found = _roof(document, "bandwidth", "--bandwidth-gbps", "copy_times_s") + _roof(
+        document, "peak", "--peak-tflops", "gemm_trials"
+    )
     sources = [str(document.get("roofs", {}).get(f"{n}_source", "")) for n in ("bandwidth", "peak")]
     if document.get("cpu_roofs") is not None and not any(s.startswith(MEASURED) for s in sources):
         found.append("cpu_roofs is present, but no roof says it was measured here")
@@ -83,11 +87,19 @@ def fusion_discrepancies(document: dict[str, Any]) -> list[str]:
         return []
     fused, match = fusion.get("fused"), fusion.get("outputs_match")
     if fusion.get("chain") != rl.FUSION_CHAIN["text"] or fusion.get("dtype") not in rl.DTYPE_WIDTHS:
-        return [f"fusion: chain {str(fusion.get('chain'))[:60]!r} in {str(fusion.get('dtype'))[:20]!r} is not the chain "
-                f"the probe times ({rl.FUSION_CHAIN['text']!r}) in a dtype it knows"]
+        return [
+            f"fusion: chain {str(fusion.get('chain'))[:60]!r} in {str(fusion.get('dtype'))[:20]!r} is not the chain "
+            f"the probe times ({rl.FUSION_CHAIN['text']!r}) in a dtype it knows"
+        ]
     if isinstance(fused, dict) and "unavailable" not in fused:
-        found = [] if isinstance(match, bool) else ["fusion: the fused version was timed, but outputs_match does not "
-                                                    "say whether its outputs matched the eager chain's"]
+        found = (
+            []
+            if isinstance(match, bool)
+            else [
+                "fusion: the fused version was timed, but outputs_match does not "
+                "say whether its outputs matched the eager chain's"
+            ]
+        )
         if document.get("contract_version", 1) >= 2 and not isinstance(fusion.get("fused_by"), dict):
             found.append("fusion: the fused version was timed, but fused_by does not say what fused it")
         return found
@@ -100,15 +112,18 @@ def shape_discrepancies(document: dict[str, Any]) -> list[str]:
     predicted = [p.get("label") for p in document.get("predictions", {}).get("shapes", [])]
     measured = [m.get("label") for m in document.get("measurements", {}).get("shapes", [])]
     if len(predicted) != len(set(predicted)) or measured != predicted:
-        return [f"measurements {len(measured)} shape(s) and predictions {len(predicted)}: each predicted shape has one "
-                "measurement record, in the prediction's order"]
+        return [
+            f"measurements {len(measured)} shape(s) and predictions {len(predicted)}: each predicted shape has one "
+            "measurement record, in the prediction's order"
+        ]
     return []
 
 
 def summary_discrepancies(document: dict[str, Any]) -> list[str]:
     summary = document.get("summary", {})
-    missing = [k for k in SUMMARY_KEYS if k not in summary] + ([] if any(k in summary for k in BEST_KEYS)
-                                                                else [BEST_KEYS[0]])
+    missing = [k for k in SUMMARY_KEYS if k not in summary] + (
+        [] if any(k in summary for k in BEST_KEYS) else [BEST_KEYS[0]]
+    )
     return [f"summary states no {', '.join(missing)} (the probe states every one)"] if missing else []
 
 
@@ -127,8 +142,10 @@ def _gaps(where: str, windows: list[Any], before_s: Any, ratio: float) -> list[s
         burst = before_s if i == 0 else windows[i - 1].get("seconds") if isinstance(windows[i - 1], dict) else None
         gap = window.get("gap_before_s") if isinstance(window, dict) else None
         if _is_number(burst) and _is_number(gap) and gap < ratio * burst * (1 - GAP_SLACK):
-            found.append(f"{where}: window {i} idled {gap:.6g} s before it, but timing.gap_ratio {ratio:g} after "
-                         f"a {burst:.6g} s burst is {ratio * burst:.6g} s")
+            found.append(
+                f"{where}: window {i} idled {gap:.6g} s before it, but timing.gap_ratio {ratio:g} after "
+                f"a {burst:.6g} s burst is {ratio * burst:.6g} s"
+            )
     return found
 
 
@@ -144,9 +161,12 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
     found = [] if "window_spread" in timed else [f"{where}: window_spread is not stated"]
     least_s, least_calls = rule.get("warmup_s"), rule.get("warmup_min_calls")
     if (_is_number(least_s) and not (_is_number(warmup.get("seconds")) and warmup["seconds"] >= least_s)) or (
-            isinstance(least_calls, int) and not (isinstance(warmup.get("calls"), int) and warmup["calls"] >= least_calls)):
-        found.append(f"{where}: a warm-up of {warmup.get('calls')} calls in {warmup.get('seconds')} s, but the timing "
-                     f"rule warms up at least {least_s} s and {least_calls} calls")
+        isinstance(least_calls, int) and not (isinstance(warmup.get("calls"), int) and warmup["calls"] >= least_calls)
+    ):
+        found.append(
+            f"{where}: a warm-up of {warmup.get('calls')} calls in {warmup.get('seconds')} s, but the timing "
+            f"rule warms up at least {least_s} s and {least_calls} calls"
+        )
     if len(windows) != rule.get("windows"):
         found.append(f"{where}: {len(windows)} windows, but timing.windows says {rule.get('windows')}")
     per_call, window_s = warmup.get("per_call_s"), rule.get("window_s")
@@ -155,8 +175,10 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
         if any(isinstance(w, dict) and w.get("calls") != calls for w in windows):
             sizes = {w.get("calls") for w in windows if isinstance(w, dict)}  # any JSON: numbers first, in order
             shown = sorted(sizes, key=lambda c: (not _is_number(c), c if _is_number(c) else 0, repr(c)))
-            found.append(f"{where}: windows of {shown} calls, but "
-                         f"a warm-up of {per_call:.6g} s a call sizes {window_s:g} s windows at {calls} calls")
+            found.append(
+                f"{where}: windows of {shown} calls, but "
+                f"a warm-up of {per_call:.6g} s a call sizes {window_s:g} s windows at {calls} calls"
+            )
     ratio = rule.get("gap_ratio")
     if _is_number(ratio):
         found += _gaps(where, windows, warmup.get("seconds"), ratio)
@@ -167,8 +189,11 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
         if per_replay != stated:
             found.append(f"{where}: graph.calls_per_replay {per_replay}, but timing.graph.calls says {stated}")
         if len(replayed) != rule.get("windows") or any(
-                not isinstance(w, dict) or not isinstance(w.get("replays"), int) or w.get("calls") != w["replays"] * per_replay
-                for w in replayed):
+            not isinstance(w, dict)
+            or not isinstance(w.get("replays"), int)
+            or w.get("calls") != w["replays"] * per_replay
+            for w in replayed
+        ):
             found.append(f"{where}: graph windows are not timing.windows windows of replays x calls_per_replay calls")
         if _is_number(ratio):
             found += _gaps(f"{where} graph", replayed, None, ratio)
@@ -183,13 +208,21 @@ def timing_discrepancies(document: dict[str, Any]) -> list[str]:
         return []
     found = []
     if rule.get("launch_bound_s") != timing.LAUNCH_BOUND_S:
-        found.append(f"timing.launch_bound_s {rule.get('launch_bound_s')} is not the limit the launch-bound flags are "
-                     f"recomputed with ({timing.LAUNCH_BOUND_S:g} s)")
+        found.append(
+            f"timing.launch_bound_s {rule.get('launch_bound_s')} is not the limit the launch-bound flags are "
+            f"recomputed with ({timing.LAUNCH_BOUND_S:g} s)"
+        )
     graph = rule.get("graph")
-    if isinstance(graph, dict) and "below_s" in graph and rule.get("launch_bound_headline") == timing.KERNEL_ONLY \
-            and graph["below_s"] != timing.GRAPH_BELOW_S:
-        found.append(f"timing.graph.below_s {graph['below_s']} is not the limit a replay is required under "
-                     f"({timing.GRAPH_BELOW_S:g} s)")
+    if (
+        isinstance(graph, dict)
+        and "below_s" in graph
+        and rule.get("launch_bound_headline") == timing.KERNEL_ONLY
+        and graph["below_s"] != timing.GRAPH_BELOW_S
+    ):
+        found.append(
+            f"timing.graph.below_s {graph['below_s']} is not the limit a replay is required under "
+            f"({timing.GRAPH_BELOW_S:g} s)"
+        )
     return found
 
 
@@ -203,19 +236,28 @@ def dtype_discrepancies(document: dict[str, Any], views: dict[str, dict[str, Any
     stated = [c.get("dtype") if isinstance(c, dict) else None for c in checks] if isinstance(checks, list) else None
     found = []
     if stated != (expected if asked else None) and not (stated == [] and not expected):
-        found.append(f"dtype_checks {stated} are not the --check-dtypes the argv gives ({asked or 'none'}; the run's own "
-                     f"dtype {document.get('dtype')} left out)")
+        found.append(
+            f"dtype_checks {stated} are not the --check-dtypes the argv gives ({asked or 'none'}; the run's own "
+            f"dtype {document.get('dtype')} left out)"
+        )
     for dtype, view in views.items():
         if view is not document:  # its roofs' evidence is the run's: a roof measured here, the run's CPU roofs
             with_evidence = {**view, "cpu_roofs": document.get("cpu_roofs")}
-            found += [f"dtype_checks[{dtype}] {problem}" for problem in shape_discrepancies(view)
-                      + roof_discrepancies(with_evidence)]
+            found += [
+                f"dtype_checks[{dtype}] {problem}"
+                for problem in shape_discrepancies(view) + roof_discrepancies(with_evidence)
+            ]
     return found
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
-    found = (roof_discrepancies(document) + fusion_discrepancies(document) + shape_discrepancies(document)
-             + summary_discrepancies(document) + timing_discrepancies(document))
+    found = (
+        roof_discrepancies(document)
+        + fusion_discrepancies(document)
+        + shape_discrepancies(document)
+        + summary_discrepancies(document)
+        + timing_discrepancies(document)
+    )
     rule = document.get("timing")
     fusion = document.get("fusion")
     if isinstance(rule, dict) and isinstance(fusion, dict):

@@ -18,8 +18,8 @@ from typing import Any, TypeGuard
 from harness import catalogue
 from harness.analysis import timing
 from harness.analysis.memo import per_document
-from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import checks as roofline_checks
+from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import model as rl
 
 MEASURED = roofline_checks.MEASURED
@@ -32,8 +32,11 @@ def _is_number(value: Any) -> TypeGuard[int | float]:
 def median_of(times: Any) -> float | None:
     """The median of a list of per-call times, or None when there is no such list."""
     # set(map(type, ...)) first: the same answer for parsed JSON at C speed (verify asks ~200 times a bundle)
-    if isinstance(times, list) and times and (set(map(type, times)) <= {int, float}
-                                              or all(_is_number(t) for t in times)):
+    if (
+        isinstance(times, list)
+        and times
+        and (set(map(type, times)) <= {int, float} or all(_is_number(t) for t in times))
+    ):
         return statistics.median(times)
     return None
 
@@ -62,8 +65,18 @@ def _predictions(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _prediction(document: dict[str, Any], label: str) -> dict[str, Any]:
     """The shape's prediction recomputed on the document's roofs and widths."""
     roofs, precision, shape = document["roofs"], document["precision"], _predictions(document)[label]
-    return {**shape, **rl.classify(shape["m"], shape["n"], shape["k"], precision["input_bytes"],
-                                   precision["output_bytes"], roofs["peak_tflops"], roofs["bandwidth_gbps"])}
+    return {
+        **shape,
+        **rl.classify(
+            shape["m"],
+            shape["n"],
+            shape["k"],
+            precision["input_bytes"],
+            precision["output_bytes"],
+            roofs["peak_tflops"],
+            roofs["bandwidth_gbps"],
+        ),
+    }
 
 
 def windowed(document: dict[str, Any]) -> bool:
@@ -111,17 +124,25 @@ def fusion_medians(fusion: Any) -> tuple[float | None, float | None]:
     return unfused, fused
 
 
-BURST_RULE = ("every roofline rate is a burst: one shape's calls timed in short windows (tens of milliseconds, "
-              "idle between them so the power cap does not engage) at the clock the card held then; the sustained "
-              "rate under a long load is the stress probe's steady state (docs/stress.md)")
-LEGACY_BURST_RULE = ("every roofline rate is a burst: the median call of one shape's short timed window (milliseconds "
-                     "to a few hundred, each call timed alone), at whatever clock the card held then; the sustained "
-                     "rate under a long load is the stress probe's steady state (docs/stress.md)")
-BURST_BEST_RULE = ("burst best: the best median-of-windows rate over the fixed burst-best shapes "
-                   "(on a GPU 4096x4096x8192, 4096x8192x8192 and 8192x8192x8192, mamf-finder's best shapes on the "
-                   "H200; on a CPU 1024x1024x1024), the same shapes and timing every run and in every dtype")
-LEGACY_BEST_RULE = ("burst best: the best median call over every shape the run measured (documents before probe "
-                    "contract 3, per-call timing)")
+BURST_RULE = (
+    "every roofline rate is a burst: one shape's calls timed in short windows (tens of milliseconds, "
+    "idle between them so the power cap does not engage) at the clock the card held then; the sustained "
+    "rate under a long load is the stress probe's steady state (docs/stress.md)"
+)
+LEGACY_BURST_RULE = (
+    "every roofline rate is a burst: the median call of one shape's short timed window (milliseconds "
+    "to a few hundred, each call timed alone), at whatever clock the card held then; the sustained "
+    "rate under a long load is the stress probe's steady state (docs/stress.md)"
+)
+BURST_BEST_RULE = (
+    "burst best: the best median-of-windows rate over the fixed burst-best shapes "
+    "(on a GPU 4096x4096x8192, 4096x8192x8192 and 8192x8192x8192, mamf-finder's best shapes on the "
+    "H200; on a CPU 1024x1024x1024), the same shapes and timing every run and in every dtype"
+)
+LEGACY_BEST_RULE = (
+    "burst best: the best median call over every shape the run measured (documents before probe "
+    "contract 3, per-call timing)"
+)
 BEST_OVER = {True: "the fixed burst-best shapes", False: "every shape (per-call timing)"}
 # The names the probe's summary has given the best GEMM rate: `burst_best_tflops` now, `best_tflops` in
 # documents made before it was named a burst (the committed H200 bundles); both are the same figure.
@@ -141,18 +162,26 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
         windows = [w for w in timed if isinstance(w, dict)] if isinstance(timed, list) else []
         seconds = [w["seconds"] for w in windows if _is_number(w.get("seconds"))]
         calls = [w["calls"] for w in windows if isinstance(w.get("calls"), int)]
-        window = {"label": shape.get("label"), "window_ms": (_median(seconds) or 0.0) * 1e3,
-                  "timed_calls": sum(calls), "windows": len(windows)}
+        window = {
+            "label": shape.get("label"),
+            "window_ms": (_median(seconds) or 0.0) * 1e3,
+            "timed_calls": sum(calls),
+            "windows": len(windows),
+        }
         readings = [w.get(k) for w in windows for k in ("nvml_before", "nvml_after")]
-        powers = [r["power_instant_w"] for r in readings if isinstance(r, dict) and _is_number(r.get("power_instant_w"))]
+        powers = [
+            r["power_instant_w"] for r in readings if isinstance(r, dict) and _is_number(r.get("power_instant_w"))
+        ]
         window["power_instant_w"] = _median(powers)
     else:
         times = shape.get("times_s")
         times = times if isinstance(times, list) else []
         plain = set(map(type, times)) <= {int, float}  # parsed JSON times: summed at C speed
-        window = {"label": shape.get("label"),
-                  "window_ms": math.fsum(times if plain else (t for t in times if _is_number(t))) * 1e3,
-                  "timed_calls": len(times)}
+        window = {
+            "label": shape.get("label"),
+            "window_ms": math.fsum(times if plain else (t for t in times if _is_number(t))) * 1e3,
+            "timed_calls": len(times),
+        }
     clocks = shape.get("clocks")
     if not isinstance(clocks, dict) or "unavailable" in clocks:
         why = clocks["unavailable"] if isinstance(clocks, dict) else "no clock samples recorded"
@@ -161,8 +190,11 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
     clock = median_of(samples) if isinstance(samples, list) else clocks.get("sm_clock_mhz_median")
     reasons = clocks.get("clock_event_reasons")
     reasons = reasons if isinstance(reasons, list) else []
-    return {**window, "sm_clock_mhz": clock if _is_number(clock) else None,
-            "power_cap": "flagged (sw_power_cap)" if "sw_power_cap" in reasons else "not flagged"}
+    return {
+        **window,
+        "sm_clock_mhz": clock if _is_number(clock) else None,
+        "power_cap": "flagged (sw_power_cap)" if "sw_power_cap" in reasons else "not flagged",
+    }
 
 
 def _tflops(document: dict[str, Any], shape: dict[str, Any], seconds: float | None) -> float | None:
@@ -191,11 +223,15 @@ def burst_windows(document: dict[str, Any]) -> list[dict[str, Any]]:
             figures = timing.timing_figures(shape, kernel_headline(document))
             kernel, host = figures["kernel_s"], figures["host_launch_s"]
             spread = figures["graph_spread"] if basis == timing.KERNEL_ONLY else figures["window_spread"]
-            row.update(rate_basis=basis, launch_bound=figures["launch_bound"], window_spread=spread,
-                       kernel_tflops=_tflops(document, shape, kernel) if kernel else None,
-                       eager_tflops=_tflops(document, shape, figures["per_call_s"]) if kernel else None,
-                       eager_spread=figures["window_spread"] if kernel else None,
-                       host_launch_us=host * 1e6 if host is not None else None)
+            row.update(
+                rate_basis=basis,
+                launch_bound=figures["launch_bound"],
+                window_spread=spread,
+                kernel_tflops=_tflops(document, shape, kernel) if kernel else None,
+                eager_tflops=_tflops(document, shape, figures["per_call_s"]) if kernel else None,
+                eager_spread=figures["window_spread"] if kernel else None,
+                host_launch_us=host * 1e6 if host is not None else None,
+            )
         rows.append(row)
     return rows
 
@@ -243,8 +279,11 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         heads["launch_bound_headline"] = timing.KERNEL_ONLY if kernel_headline(document) else timing.EAGER
     checks = dtype_documents(document)
     if len(checks) > 1:  # each dtype check's burst best (its shape and window: dtype_headlines)
-        heads["dtype_burst_best_tflops"] = {dtype: _dtype_headlines(view)["burst_best_tflops"]
-                                            for dtype, view in checks.items() if dtype != document["dtype"]}
+        heads["dtype_burst_best_tflops"] = {
+            dtype: _dtype_headlines(view)["burst_best_tflops"]
+            for dtype, view in checks.items()
+            if dtype != document["dtype"]
+        }
     return heads
 
 
@@ -257,19 +296,24 @@ def _dtype_headlines(document: dict[str, Any]) -> dict[str, Any]:
         for label in _predictions(document):
             classifications[label] = _prediction(document, label)["bound"]
         for shape in _measured(document):
-            explained.append(rl.explain(_prediction(document, shape["label"]), _as_timed(document, shape),
-                                        rl.context_of(document))["explained"])
+            explained.append(
+                rl.explain(_prediction(document, shape["label"]), _as_timed(document, shape), rl.context_of(document))[
+                    "explained"
+                ]
+            )
     for shape in _best_over(document):
         tflops = _rate(document, shape)
         if tflops is not None and (best is None or tflops > best):
             best, best_shape = tflops, shape["label"]
     return {
-        "device": document["device"], "dtype": document["dtype"],
+        "device": document["device"],
+        "dtype": document["dtype"],
         "bandwidth_gbps": roofs["bandwidth_gbps"] if known else None,
         "peak_tflops": roofs["peak_tflops"] if known else None,
         "ridge_flop_per_byte": rl.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"]) if known else None,
         "classifications": classifications,
-        "burst_best_tflops": best, "best_shape": best_shape,
+        "burst_best_tflops": best,
+        "best_shape": best_shape,
         "burst_best_window": _window_of(document, best_shape),
         "burst_best_over": BEST_OVER[windowed(document)],
         "all_explained": bool(explained) and all(explained),
@@ -286,8 +330,12 @@ def dtype_documents(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
             view = {k: v for k, v in document.items() if k not in ("dtype_checks", "summary", "fusion", "cpu_roofs")}
             tile = check.get("tile")
             tile = tile if isinstance(tile, dict) else {}
-            found[check["dtype"]] = {**view, **check, "device_facts": {**document.get("device_facts", {}), **tile},
-                                     "fusion": {"unavailable": "fusion runs in the main dtype"}}
+            found[check["dtype"]] = {
+                **view,
+                **check,
+                "device_facts": {**document.get("device_facts", {}), **tile},
+                "fusion": {"unavailable": "fusion runs in the main dtype"},
+            }
     return found
 
 
@@ -296,8 +344,10 @@ def dtype_headlines(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
     classifications, burst best with its shape and window, every shape explained). Acceptance judges
     each dtype's burst best against its known-good."""
     own = headlines(document)
-    return {dtype: own if view is document else {**_dtype_headlines(view), "fusion_speedup": None}
-            for dtype, view in dtype_documents(document).items()}
+    return {
+        dtype: own if view is document else {**_dtype_headlines(view), "fusion_speedup": None}
+        for dtype, view in dtype_documents(document).items()
+    }
 
 
 def discrepancies(document: dict[str, Any]) -> list[str]:
@@ -338,9 +388,11 @@ def _prediction_discrepancies(document: dict[str, Any]) -> list[str]:
     found = []
     for label, stated in _predictions(document).items():
         again = _prediction(document, label)
-        found += [f"prediction {label}: {key} {stated.get(key)} != {again[key]}"
-                  for key in ("flops", "min_bytes", "ai_flop_per_byte", "bound", "attainable_tflops")
-                  if _differs(stated.get(key), again[key])]
+        found += [
+            f"prediction {label}: {key} {stated.get(key)} != {again[key]}"
+            for key in ("flops", "min_bytes", "ai_flop_per_byte", "bound", "attainable_tflops")
+            if _differs(stated.get(key), again[key])
+        ]
     return found
 
 
@@ -355,8 +407,9 @@ def timed_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool = F
         return [f"{where}: no per-call times_s to recompute median_s from"]
     found = []
     if _differs(timed.get("median_s"), median):
-        found.append(f"{where}: median_s {timed.get('median_s')} but the median of its {len(times)} "
-                     f"per-call times_s is {median}")
+        found.append(
+            f"{where}: median_s {timed.get('median_s')} but the median of its {len(times)} per-call times_s is {median}"
+        )
     if timed.get("iterations") != len(times):
         found.append(f"{where}: iterations {timed.get('iterations')} but times_s holds {len(times)} calls")
     return found
@@ -366,19 +419,28 @@ def _window_discrepancies(where: str, timed: dict[str, Any], kernel_rule: bool) 
     figures = timing.timing_figures(timed, kernel_rule)
     if figures["per_call_s"] is None:
         return [f"{where}: no usable windows (calls, seconds) to recompute median_s from"]
-    found = [f"{where}: window {i} per_call_s {w['per_call_s']} but its {w['calls']} calls took {w['seconds']} s"
-             for windows in (timed["windows"], timing.graph_windows(timed.get("graph")) or [])
-             for i, w in enumerate(windows) if "per_call_s" in w and _differs(w["per_call_s"], w["seconds"] / w["calls"])]
+    found = [
+        f"{where}: window {i} per_call_s {w['per_call_s']} but its {w['calls']} calls took {w['seconds']} s"
+        for windows in (timed["windows"], timing.graph_windows(timed.get("graph")) or [])
+        for i, w in enumerate(windows)
+        if "per_call_s" in w and _differs(w["per_call_s"], w["seconds"] / w["calls"])
+    ]
     if _differs(timed.get("median_s"), figures["per_call_s"]):
-        found.append(f"{where}: median_s {timed.get('median_s')} but the median of its {figures['windows']} "
-                     f"window means is {figures['per_call_s']}")
+        found.append(
+            f"{where}: median_s {timed.get('median_s')} but the median of its {figures['windows']} "
+            f"window means is {figures['per_call_s']}"
+        )
     if "window_spread" in timed and _differs(timed["window_spread"], figures["window_spread"]):
-        found.append(f"{where}: window_spread {timed['window_spread']} != {figures['window_spread']} (from its windows)")
+        found.append(
+            f"{where}: window_spread {timed['window_spread']} != {figures['window_spread']} (from its windows)"
+        )
     if "launch_bound" in timed and timed["launch_bound"] != figures["launch_bound"]:
         by_kernel = kernel_rule and figures["kernel_s"] is not None
         seconds, which = (figures["kernel_s"], "kernel-only") if by_kernel else (figures["per_call_s"], "eager")
-        found.append(f"{where}: launch_bound {timed['launch_bound']} but its {seconds * 1e6:.3g} us {which} "
-                     f"per call says {figures['launch_bound']} (under {timing.LAUNCH_BOUND_S * 1e6:g} us)")
+        found.append(
+            f"{where}: launch_bound {timed['launch_bound']} but its {seconds * 1e6:.3g} us {which} "
+            f"per call says {figures['launch_bound']} (under {timing.LAUNCH_BOUND_S * 1e6:g} us)"
+        )
     graph = timed.get("graph")
     if isinstance(graph, dict) and "unavailable" not in graph and _differs(graph.get("median_s"), figures["kernel_s"]):
         found.append(f"{where}: graph.median_s {graph.get('median_s')} != {figures['kernel_s']} (from its windows)")
@@ -397,26 +459,40 @@ def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -
         found += roofline_checks.window_discrepancies(f"measurement {label}", shape, document["timing"])
     p, timed = _prediction(document, label), _as_timed(document, shape)
     seconds = timed["headline_s"]
-    recomputed = {"achieved_tflops": p["flops"] / seconds / 1e12,
-                  "effective_gbps": p["min_bytes"] / seconds / 1e9,
-                  "fraction_of_attainable": p["flops"] / seconds / 1e12 / p["attainable_tflops"]}
+    recomputed = {
+        "achieved_tflops": p["flops"] / seconds / 1e12,
+        "effective_gbps": p["min_bytes"] / seconds / 1e9,
+        "fraction_of_attainable": p["flops"] / seconds / 1e12 / p["attainable_tflops"],
+    }
     if kernel_headline(document):  # contract 4 on: what the headline is timed from, stated and recomputed
         recomputed.update(rate_basis=timed["rate_basis"], headline_s=seconds)
         if timed["rate_basis"] == timing.KERNEL_ONLY:
             recomputed["eager_tflops"] = p["flops"] / timed["median_s"] / 1e12
-    found += [f"measurement {label}: {key} {shape.get(key)} != {value} (from the per-call times)"
-              for key, value in recomputed.items() if _differs(shape.get(key), value)]
+    found += [
+        f"measurement {label}: {key} {shape.get(key)} != {value} (from the per-call times)"
+        for key, value in recomputed.items()
+        if _differs(shape.get(key), value)
+    ]
     if "eager_tflops" in shape and "eager_tflops" not in recomputed:
         found.append(f"measurement {label}: eager_tflops is stated but its headline is not kernel-only")
     found += _rotation_discrepancies(document, shape, p)
-    if windowed(document) and document.get("device") == "cuda" and "graph" not in shape and (
-            timed["median_s"] < timing.GRAPH_BELOW_S if kernel_headline(document) else shape.get("launch_bound")):
+    if (
+        windowed(document)
+        and document.get("device") == "cuda"
+        and "graph" not in shape
+        and (timed["median_s"] < timing.GRAPH_BELOW_S if kernel_headline(document) else shape.get("launch_bound"))
+    ):
         limit = timing.GRAPH_BELOW_S if kernel_headline(document) else timing.LAUNCH_BOUND_S
-        found.append(f"measurement {label}: an eager call under {limit * 1e6:g} us on a GPU but no CUDA-graph replay "
-                     "(or why none) is recorded")
+        found.append(
+            f"measurement {label}: an eager call under {limit * 1e6:g} us on a GPU but no CUDA-graph replay "
+            "(or why none) is recorded"
+        )
     again, stated = rl.explain(p, timed, rl.context_of(document)), shape.get("explanation", {})
-    found += [f"measurement {label}: explanation {key} differs from the recomputation"
-              for key in ("verdict", "explained", "text", "causes") if stated.get(key) != again[key]]
+    found += [
+        f"measurement {label}: explanation {key} differs from the recomputation"
+        for key in ("verdict", "explained", "text", "causes")
+        if stated.get(key) != again[key]
+    ]
     return found
 
 
@@ -428,12 +504,16 @@ def _rotation_discrepancies(document: dict[str, Any], shape: dict[str, Any], p: 
     rotated = shape["input_sets"] * rl.input_set_bytes(p["m"], p["n"], p["k"], in_bytes)
     found = []
     if _differs(shape["rotated_mib"], rotated / 2**20):
-        found.append(f"measurement {shape['label']}: rotated_mib {shape['rotated_mib']} but "
-                     f"{shape['input_sets']} input sets of this shape are {rotated / 2**20} MiB")
+        found.append(
+            f"measurement {shape['label']}: rotated_mib {shape['rotated_mib']} but "
+            f"{shape['input_sets']} input sets of this shape are {rotated / 2**20} MiB"
+        )
     cache = document["device_facts"].get("cache_mib")
     if _is_number(cache) and "cache_defeated" in shape and shape["cache_defeated"] != (rotated >= 2 * cache * 2**20):
-        found.append(f"measurement {shape['label']}: cache_defeated {shape['cache_defeated']} but "
-                     f"{rotated / 2**20:g} MiB rotated against twice the {cache:g} MiB cache says otherwise")
+        found.append(
+            f"measurement {shape['label']}: cache_defeated {shape['cache_defeated']} but "
+            f"{rotated / 2**20:g} MiB rotated against twice the {cache:g} MiB cache says otherwise"
+        )
     return found
 
 
@@ -447,8 +527,11 @@ def _order_discrepancies(document: dict[str, Any]) -> list[str]:
             if predicted and at and at < predicted:  # RFC 3339 UTC strings order as text
                 found.append(f"measurement {shape['label']} at {at} precedes the prediction at {predicted}")
     events = [e["event"] for e in document.get("timeline", [])]
-    if "predictions recorded" in events and "first GEMM timed" in events \
-            and events.index("first GEMM timed") < events.index("predictions recorded"):
+    if (
+        "predictions recorded" in events
+        and "first GEMM timed" in events
+        and events.index("first GEMM timed") < events.index("predictions recorded")
+    ):
         found.append("timeline: a GEMM was timed before the predictions were recorded")
     return found
 
@@ -458,13 +541,19 @@ def fusion_discrepancies(document: dict[str, Any]) -> list[str]:
     fusion = document.get("fusion")
     if not isinstance(fusion, dict) or "unavailable" in fusion:
         return []
-    accounting = rl.fusion_accounting(fusion["elements"], fusion["element_bytes"], fusion["unfused_kernels"],
-                                      fusion["flops_per_element"])
-    found = [f"fusion.{key} {fusion.get(key)} != {value}" for key, value in accounting.items()
-             if _differs(fusion.get(key), value)]
+    accounting = rl.fusion_accounting(
+        fusion["elements"], fusion["element_bytes"], fusion["unfused_kernels"], fusion["flops_per_element"]
+    )
+    found = [
+        f"fusion.{key} {fusion.get(key)} != {value}"
+        for key, value in accounting.items()
+        if _differs(fusion.get(key), value)
+    ]
     if fusion.get("chain") == rl.FUSION_CHAIN["text"]:
-        for key, value in (("unfused_kernels", rl.FUSION_CHAIN["kernels"]),
-                           ("flops_per_element", rl.FUSION_CHAIN["flops_per_element"])):
+        for key, value in (
+            ("unfused_kernels", rl.FUSION_CHAIN["kernels"]),
+            ("flops_per_element", rl.FUSION_CHAIN["flops_per_element"]),
+        ):
             if fusion.get(key) != value:
                 found.append(f"fusion.{key} {fusion.get(key)} but the chain {fusion['chain']!r} has {value}")
     width = rl.DTYPE_WIDTHS[fusion["dtype"]][0] if fusion.get("dtype") in rl.DTYPE_WIDTHS else None
@@ -481,26 +570,35 @@ def fusion_discrepancies(document: dict[str, Any]) -> list[str]:
         if seconds is None:
             continue
         timed[version] = seconds
-        for key, value in (("achieved_gbps", accounting[f"{version}_bytes"] / seconds / 1e9),
-                           ("achieved_tflops", accounting["flops"] / seconds / 1e12)):
+        for key, value in (
+            ("achieved_gbps", accounting[f"{version}_bytes"] / seconds / 1e9),
+            ("achieved_tflops", accounting["flops"] / seconds / 1e12),
+        ):
             if _differs(record.get(key), value):
                 found.append(f"fusion.{version}.{key} {record.get(key)} != {value} (from the per-call times)")
     return found + _fusion_comparison_discrepancies(document, fusion, accounting, timed)
 
 
-def _fusion_comparison_discrepancies(document: dict[str, Any], fusion: dict[str, Any],
-                                     accounting: dict[str, Any], timed: dict[str, float]) -> list[str]:
+def _fusion_comparison_discrepancies(
+    document: dict[str, Any], fusion: dict[str, Any], accounting: dict[str, Any], timed: dict[str, float]
+) -> list[str]:
     stated = fusion.get("comparison")
     if len(timed) < 2 or not _roofs_known(document):
         return ["fusion.comparison is stated but cannot be recomputed"] if stated is not None else []
-    rates = {v: {**fusion[v], "median_s": timed[v], "achieved_gbps": accounting[f"{v}_bytes"] / timed[v] / 1e9}
-             for v in timed}
-    again = rl.fusion_comparison({**fusion, **accounting, **rates}, document["roofs"]["peak_tflops"],
-                                 document["roofs"]["bandwidth_gbps"])
+    rates = {
+        v: {**fusion[v], "median_s": timed[v], "achieved_gbps": accounting[f"{v}_bytes"] / timed[v] / 1e9}
+        for v in timed
+    }
+    again = rl.fusion_comparison(
+        {**fusion, **accounting, **rates}, document["roofs"]["peak_tflops"], document["roofs"]["bandwidth_gbps"]
+    )
     if not isinstance(stated, dict):
         return ["fusion.comparison is missing although both versions were timed"]
-    return [f"fusion.comparison.{key} {stated.get(key)!r} != {value!r}" for key, value in again.items()
-            if _differs(stated.get(key), value)]
+    return [
+        f"fusion.comparison.{key} {stated.get(key)!r} != {value!r}"
+        for key, value in again.items()
+        if _differs(stated.get(key), value)
+    ]
 
 
 def cpu_roof_discrepancies(document: dict[str, Any]) -> list[str]:
@@ -521,16 +619,20 @@ def cpu_roof_discrepancies(document: dict[str, Any]) -> list[str]:
         for trial in trials:
             median = median_of(trial.get("times_s"))  # the times are kept from probe contract 2 on
             if median is not None and _differs(trial["median_s"], median):
-                found.append(f"cpu_roofs.gemm_trials[{trial['size']}].median_s {trial['median_s']} but the median "
-                             f"of its times_s is {median}")
+                found.append(
+                    f"cpu_roofs.gemm_trials[{trial['size']}].median_s {trial['median_s']} but the median "
+                    f"of its times_s is {median}"
+                )
             rate = 2 * trial["size"] ** 3 / trial["median_s"] / 1e12
             if _differs(trial.get("tflops"), rate):
                 found.append(f"cpu_roofs.gemm_trials[{trial['size']}].tflops {trial.get('tflops')} != {rate}")
         best = max(trials, key=lambda t: 2 * t["size"] ** 3 / t["median_s"])
         rate = 2 * best["size"] ** 3 / best["median_s"] / 1e12
         if _differs(measured.get("gemm_peak_tflops"), rate) or measured.get("gemm_peak_size") != best["size"]:
-            found.append(f"cpu_roofs.gemm_peak_tflops {measured.get('gemm_peak_tflops')} at "
-                         f"{measured.get('gemm_peak_size')} is not the best trial ({rate} at {best['size']})")
+            found.append(
+                f"cpu_roofs.gemm_peak_tflops {measured.get('gemm_peak_tflops')} at "
+                f"{measured.get('gemm_peak_size')} is not the best trial ({rate} at {best['size']})"
+            )
         if str(roofs.get("peak_source", "")).startswith(MEASURED) and _differs(roofs.get("peak_tflops"), rate):
             found.append(f"roofs.peak_tflops {roofs.get('peak_tflops')} is not the GEMM peak measured here ({rate})")
     return found
@@ -541,16 +643,20 @@ def sample_discrepancies(document: dict[str, Any]) -> list[str]:
     from contract 3 on) and each shape's SM clock (read around its windows from contract 3 on)."""
     found = []
     facts = document.get("device_facts", {})
-    floor = (timing.per_call_s(facts.get("launch_floor_windows")) if "launch_floor_windows" in facts
-             else median_of(facts.get("launch_floor_times_s")))
+    floor = (
+        timing.per_call_s(facts.get("launch_floor_windows"))
+        if "launch_floor_windows" in facts
+        else median_of(facts.get("launch_floor_times_s"))
+    )
     source = "launch_floor_windows" if "launch_floor_windows" in facts else "launch_floor_times_s"
     if floor is not None and _differs(facts.get("launch_floor_s"), floor):
-        found.append(f"device_facts.launch_floor_s {facts.get('launch_floor_s')} but the median of "
-                     f"{source} is {floor}")
+        found.append(f"device_facts.launch_floor_s {facts.get('launch_floor_s')} but the median of {source} is {floor}")
     kernel_floor = timing.per_call_s(facts.get("kernel_floor_windows"))  # contract 4 on, on a GPU
     if "kernel_floor_windows" in facts and _differs(facts.get("kernel_floor_s"), kernel_floor):
-        found.append(f"device_facts.kernel_floor_s {facts.get('kernel_floor_s')} but the median of "
-                     f"kernel_floor_windows' means is {kernel_floor}")
+        found.append(
+            f"device_facts.kernel_floor_s {facts.get('kernel_floor_s')} but the median of "
+            f"kernel_floor_windows' means is {kernel_floor}"
+        )
     for view in dtype_documents(document).values():
         for shape in _measured(view):
             found += _clock_discrepancies(shape)
@@ -561,16 +667,23 @@ def _clock_discrepancies(shape: dict[str, Any]) -> list[str]:
     clocks = shape.get("clocks")
     if "windows" in shape and isinstance(clocks, dict) and "unavailable" not in clocks:
         again = timing.clocks_of(shape["windows"])
-        return [] if again == clocks else [f"measurement {shape['label']}: clocks {clocks} are not the NVML "
-                                           f"readings around its windows ({again})"]
+        return (
+            []
+            if again == clocks
+            else [
+                f"measurement {shape['label']}: clocks {clocks} are not the NVML readings around its windows ({again})"
+            ]
+        )
     samples = clocks.get("sm_clock_mhz_samples") if isinstance(clocks, dict) else None
     if not isinstance(clocks, dict) or not isinstance(samples, list):
         return []
     median = median_of(samples)
     if clocks.get("samples") != len(samples) or _differs(clocks.get("sm_clock_mhz_median"), median):
-        return [f"measurement {shape['label']}: clocks state {clocks.get('samples')} samples, median "
-                f"{clocks.get('sm_clock_mhz_median')} MHz, but sm_clock_mhz_samples give {len(samples)}, "
-                f"{median} MHz"]
+        return [
+            f"measurement {shape['label']}: clocks state {clocks.get('samples')} samples, median "
+            f"{clocks.get('sm_clock_mhz_median')} MHz, but sm_clock_mhz_samples give {len(samples)}, "
+            f"{median} MHz"
+        ]
     return []
 
 
@@ -581,6 +694,8 @@ def catalogue_peak_discrepancies(document: dict[str, Any]) -> list[str]:
         return []
     peak = ((catalogue.by_id(sku_id) or {}).get("published", {}).get("dense_tflops", {})).get(document.get("dtype"))
     if _differs(roofs.get("peak_tflops"), peak):
-        return [f"roofs.peak_tflops {roofs.get('peak_tflops')} but the catalogue's dense {document.get('dtype')} "
-                f"figure for {sku_id} is {peak}"]
+        return [
+            f"roofs.peak_tflops {roofs.get('peak_tflops')} but the catalogue's dense {document.get('dtype')} "
+            f"figure for {sku_id} is {peak}"
+        ]
     return []

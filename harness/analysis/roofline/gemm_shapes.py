@@ -14,8 +14,14 @@ KINDS = ("square", "prefill", "decode", "awkward", "reference", "user")
 
 # meta-llama/Meta-Llama-3-8B config.json: hidden_size 4096, intermediate_size 14336,
 # num_attention_heads 32, num_key_value_heads 8, head_dim = 4096 / 32 = 128.
-LLAMA3_8B: dict[str, int | str] = {"name": "Llama-3-8B", "hidden": 4096, "intermediate": 14336,
-                                   "heads": 32, "kv_heads": 8, "head_dim": 128}
+LLAMA3_8B: dict[str, int | str] = {
+    "name": "Llama-3-8B",
+    "hidden": 4096,
+    "intermediate": 14336,
+    "heads": 32,
+    "kv_heads": 8,
+    "head_dim": 128,
+}
 
 PREFILL_TOKENS_RANGE = (2048, 8192)
 DECODE_TOKENS_RANGE = (1, 64)
@@ -28,8 +34,7 @@ AWKWARD = ((4097, 4097, 4097), (1000, 1000, 1000))
 # every dtype, so the figure repeats (issue 30). On a GPU the three shapes mamf-finder reported its best
 # GEMMs at on the H200 (bench/RESULTS.md, "Roofline probe vs mamf-finder"); on a CPU the largest square
 # its path runs.
-REFERENCE_DIMS = {"cuda": ((4096, 4096, 8192), (4096, 8192, 8192), (8192, 8192, 8192)),
-                  "cpu": ((1024, 1024, 1024),)}
+REFERENCE_DIMS = {"cuda": ((4096, 4096, 8192), (4096, 8192, 8192), (8192, 8192, 8192)), "cpu": ((1024, 1024, 1024),)}
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,7 @@ class Shape:
     source: str
 
     def as_dict(self) -> dict[str, object]:
-        return {"label": self.label, "kind": self.kind, "m": self.m, "n": self.n, "k": self.k,
-                "source": self.source}
+        return {"label": self.label, "kind": self.kind, "m": self.m, "n": self.n, "k": self.k, "source": self.source}
 
 
 def projections(config: dict[str, int | str] = LLAMA3_8B) -> list[tuple[str, int, int, str]]:
@@ -62,24 +66,36 @@ def projections(config: dict[str, int | str] = LLAMA3_8B) -> list[tuple[str, int
     ]
 
 
-def default_shapes(max_square: int, prefill_tokens: tuple[int, ...] = DEFAULT_PREFILL_TOKENS,
-                   decode_tokens: tuple[int, ...] = DEFAULT_DECODE_TOKENS) -> list[Shape]:
+def default_shapes(
+    max_square: int,
+    prefill_tokens: tuple[int, ...] = DEFAULT_PREFILL_TOKENS,
+    decode_tokens: tuple[int, ...] = DEFAULT_DECODE_TOKENS,
+) -> list[Shape]:
     """Squares up to max_square, Llama-3-8B projections at prefill and decode M, awkward shapes."""
-    shapes = [Shape(f"square-{s}", "square", s, s, s, "square sweep")
-              for s in SQUARE_SIZES if s <= max_square]
+    shapes = [Shape(f"square-{s}", "square", s, s, s, "square sweep") for s in SQUARE_SIZES if s <= max_square]
     for name, n, k, why in projections():
         for phase, tokens in (("prefill", prefill_tokens), ("decode", decode_tokens)):
-            shapes += [Shape(f"{name}-{phase}-{m}", phase, m, n, k, f"{why}; M = {m} {phase} tokens")
-                       for m in tokens]
-    shapes += [Shape(f"awkward-{m}" if m == n == k else f"awkward-{m}x{n}x{k}", "awkward", m, n, k,
-                     "deliberately awkward for tensor-core tiling") for m, n, k in AWKWARD]
+            shapes += [Shape(f"{name}-{phase}-{m}", phase, m, n, k, f"{why}; M = {m} {phase} tokens") for m in tokens]
+    shapes += [
+        Shape(
+            f"awkward-{m}" if m == n == k else f"awkward-{m}x{n}x{k}",
+            "awkward",
+            m,
+            n,
+            k,
+            "deliberately awkward for tensor-core tiling",
+        )
+        for m, n, k in AWKWARD
+    ]
     return shapes
 
 
 def reference_shapes(device: str) -> list[Shape]:
     """The burst best's fixed shapes on DEVICE ("cuda" or "cpu")."""
-    return [Shape(f"ref-{m}x{n}x{k}", "reference", m, n, k, "fixed burst-best shape (the same every run and dtype)")
-            for m, n, k in REFERENCE_DIMS[device]]
+    return [
+        Shape(f"ref-{m}x{n}x{k}", "reference", m, n, k, "fixed burst-best shape (the same every run and dtype)")
+        for m, n, k in REFERENCE_DIMS[device]
+    ]
 
 
 def with_reference(shapes: list[Shape], device: str) -> list[Shape]:

@@ -48,14 +48,24 @@ def unexplained(document: dict[str, Any]) -> list[dict[str, Any]]:
             if explanation["explained"]:
                 continue
             achieved = rl.gemm_flops(prediction["m"], prediction["n"], prediction["k"]) / seconds / 1e12
-            found.append({
-                "dtype": dtype, "label": shape["label"], "bound": prediction["bound"],
-                "min_bytes": prediction["min_bytes"], "seconds": seconds, "basis": timed["rate_basis"],
-                "achieved_tflops": achieved, "effective_gbps": prediction["min_bytes"] / seconds / 1e9,
-                "fraction": achieved / prediction["attainable_tflops"],
-                "roof_gbps": context["bandwidth_gbps"], "peak_tflops": context["peak_tflops"],
-                "checked": rl._ruled_out(prediction, context, seconds, timed,
-                                         timed["rate_basis"] == timing.KERNEL_ONLY)})
+            found.append(
+                {
+                    "dtype": dtype,
+                    "label": shape["label"],
+                    "bound": prediction["bound"],
+                    "min_bytes": prediction["min_bytes"],
+                    "seconds": seconds,
+                    "basis": timed["rate_basis"],
+                    "achieved_tflops": achieved,
+                    "effective_gbps": prediction["min_bytes"] / seconds / 1e9,
+                    "fraction": achieved / prediction["attainable_tflops"],
+                    "roof_gbps": context["bandwidth_gbps"],
+                    "peak_tflops": context["peak_tflops"],
+                    "checked": rl._ruled_out(
+                        prediction, context, seconds, timed, timed["rate_basis"] == timing.KERNEL_ONLY
+                    ),
+                }
+            )
     return found
 
 
@@ -78,12 +88,14 @@ def at_transfer_size(entry: dict[str, Any], cost: dict[str, Any] | None) -> dict
     if not rl.NEAR_ROOF <= share <= BEYOND_LINE:
         return None
     (b1, b2), (t1, t2) = cost["through_bytes"], cost["through_s"]
-    text = (f"{entry['label']} ({entry['dtype']}): explained by its transfer size: it moves "
-            f"{entry['min_bytes'] / 2**20:.1f} MiB, and the bandwidth sweep's {cost['kernel']} kernel "
-            f"({b1 / 2**20:.0f} MiB in {t1 * 1e6:.1f} us, {b2 / 2**20:.0f} MiB in {t2 * 1e6:.1f} us) costs "
-            f"{cost['fixed_s'] * 1e6:.1f} us a kernel + bytes / {cost['rate_gbps']:.0f} GB/s, so a kernel moving "
-            f"that much attains {attainable:.0f} GB/s; it reached {entry['effective_gbps']:.0f} GB/s, "
-            f"{share:.0%} of that ({entry['fraction']:.0%} of the {entry['roof_gbps']:.0f} GB/s roof)")
+    text = (
+        f"{entry['label']} ({entry['dtype']}): explained by its transfer size: it moves "
+        f"{entry['min_bytes'] / 2**20:.1f} MiB, and the bandwidth sweep's {cost['kernel']} kernel "
+        f"({b1 / 2**20:.0f} MiB in {t1 * 1e6:.1f} us, {b2 / 2**20:.0f} MiB in {t2 * 1e6:.1f} us) costs "
+        f"{cost['fixed_s'] * 1e6:.1f} us a kernel + bytes / {cost['rate_gbps']:.0f} GB/s, so a kernel moving "
+        f"that much attains {attainable:.0f} GB/s; it reached {entry['effective_gbps']:.0f} GB/s, "
+        f"{share:.0%} of that ({entry['fraction']:.0%} of the {entry['roof_gbps']:.0f} GB/s roof)"
+    )
     return {"attainable_gbps": attainable, "share": share, "text": text}
 
 
@@ -93,10 +105,13 @@ def _per_call(seconds: float) -> str:
 
 def line(entry: dict[str, Any]) -> str:
     """An unexplained GEMM in one line, with its figures (what the model ruled out: `ruled_out`)."""
-    rate = (f"{entry['effective_gbps']:.0f} GB/s over its {entry['min_bytes'] / 2**20:.1f} MiB, "
-            f"{entry['fraction']:.0%} of the {entry['roof_gbps']:.0f} GB/s roof" if entry["bound"] == "memory"
-            else f"{entry['achieved_tflops']:.4g} TFLOPS, {entry['fraction']:.0%} of the "
-                 f"{entry['peak_tflops']:.4g} TFLOPS peak")
+    rate = (
+        f"{entry['effective_gbps']:.0f} GB/s over its {entry['min_bytes'] / 2**20:.1f} MiB, "
+        f"{entry['fraction']:.0%} of the {entry['roof_gbps']:.0f} GB/s roof"
+        if entry["bound"] == "memory"
+        else f"{entry['achieved_tflops']:.4g} TFLOPS, {entry['fraction']:.0%} of the "
+        f"{entry['peak_tflops']:.4g} TFLOPS peak"
+    )
     basis = "kernel-only" if entry["basis"] == timing.KERNEL_ONLY else "eager"
     return f"{entry['label']} ({entry['dtype']}, {entry['bound']}-bound): {rate} ({basis}, {_per_call(entry['seconds'])} a call)"
 

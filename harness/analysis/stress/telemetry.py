@@ -22,9 +22,11 @@ from harness.analysis.memo import per_document
 EXPECTED_REASONS = ("sw_power_cap",)
 # These mean the board or its cooling forced the clocks down: a stress run that shows one fails.
 FLAGGED_REASONS = ("hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
-FLAGGED_RULE = ("fails on any sample showing hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown or "
-                "hw_power_brake_slowdown during the GEMM phase or the memory test; sw_power_cap is expected "
-                "and named, not failed (a GPU at its power limit is meant to cap its clocks)")
+FLAGGED_RULE = (
+    "fails on any sample showing hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown or "
+    "hw_power_brake_slowdown during the GEMM phase or the memory test; sw_power_cap is expected "
+    "and named, not failed (a GPU at its power limit is meant to cap its clocks)"
+)
 
 # Issue 16 asks "power target reached" at >= 0.9 of the enforced limit. DCGM's targeted_power plugin
 # passes when the MAXIMUM board power it saw reaches target_power_min_ratio (default 0.75) of its
@@ -41,10 +43,12 @@ POWER_SOURCES = (
     ("power_average_w", "NVML_FI_DEV_POWER_AVERAGE (board power averaged over one second)"),
     ("power_w", "nvmlDeviceGetPowerUsage (on the lent H200 this matched the instantaneous reading)"),
 )
-POWER_RULE = (f"power target reached when the maximum power sample of the GEMM phase is at least "
-              f"{POWER_TARGET_RATIO:g} x the enforced power limit (issue 16's target; DCGM targeted_power "
-              f"judges the same maximum at {DCGM_TARGETED_POWER_MIN_RATIO:g} x its target); samples are the "
-              f"one-second average where NVML gives it, else nvmlDeviceGetPowerUsage")
+POWER_RULE = (
+    f"power target reached when the maximum power sample of the GEMM phase is at least "
+    f"{POWER_TARGET_RATIO:g} x the enforced power limit (issue 16's target; DCGM targeted_power "
+    f"judges the same maximum at {DCGM_TARGETED_POWER_MIN_RATIO:g} x its target); samples are the "
+    f"one-second average where NVML gives it, else nvmlDeviceGetPowerUsage"
+)
 
 
 def number(value: Any) -> float | None:
@@ -57,7 +61,7 @@ def between(samples: Sequence[dict[str, Any]], start_s: float, end_s: float) -> 
     times = _times(samples)
     if times is None:
         return [s for s in samples if start_s <= s["t_s"] < end_s]
-    return list(samples[bisect.bisect_left(times, start_s):bisect.bisect_left(times, end_s)])
+    return list(samples[bisect.bisect_left(times, start_s) : bisect.bisect_left(times, end_s)])
 
 
 @per_document
@@ -65,7 +69,9 @@ def _times(samples: Sequence[dict[str, Any]]) -> list[float] | None:
     """The samples' t_s when they are numbers in non-decreasing order, else None (once per sample list
     while a bundle is checked: harness/analysis/memo.py)."""
     times = [s["t_s"] for s in samples]
-    ordered = all(type(t) in (int, float) for t in times) and all(a <= b for a, b in zip(times, times[1:], strict=False))
+    ordered = all(type(t) in (int, float) for t in times) and all(
+        a <= b for a, b in zip(times, times[1:], strict=False)
+    )
     return times if ordered else None
 
 
@@ -126,8 +132,7 @@ def power_source(samples: Sequence[dict[str, Any]]) -> tuple[str, str]:
     return next(((key, text) for key, text in POWER_SOURCES if values(samples, key)), POWER_SOURCES[-1])
 
 
-def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float,
-              limit_w: float | None) -> dict[str, Any]:
+def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float, limit_w: float | None) -> dict[str, Any]:
     """When sw_power_cap first showed in the GEMM phase (seconds after it began), or why never."""
     inside = between(samples, start_s, end_s)
     for sample in inside:
@@ -139,39 +144,64 @@ def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float,
     power = values(inside, power_source(inside)[0])
     drawn = f"; power up to {max(power):g} W" if power else ""
     of_limit = f" of the {limit_w:g} W limit" if power and limit_w else ""
-    return {"engaged_after_s": None,
-            "why_never": f"sw_power_cap in none of {len(readable)} samples over "
-                         f"{end_s - start_s:.1f} s{drawn}{of_limit}"}
+    return {
+        "engaged_after_s": None,
+        "why_never": f"sw_power_cap in none of {len(readable)} samples over {end_s - start_s:.1f} s{drawn}{of_limit}",
+    }
 
 
-def power_figures(samples: Sequence[dict[str, Any]], limit_w: float | None,
-                  cap: dict[str, Any], flagged: list[str]) -> dict[str, Any]:
+def power_figures(
+    samples: Sequence[dict[str, Any]], limit_w: float | None, cap: dict[str, Any], flagged: list[str]
+) -> dict[str, Any]:
     """Median and maximum power against the enforced limit, and the power target reached or why not."""
     key, source = power_source(samples)
     power = values(samples, key)
     if not power or not limit_w:
         why = "no NVML power samples" if not power else "the enforced power limit is unreadable"
-        return {"source": source, "limit_w": limit_w, "median_w": _median(power),
-                "max_w": max(power) if power else None, "median_fraction": None, "max_fraction": None,
-                "target_reached": None, "dcgm_floor_met": None, "why": why}
+        return {
+            "source": source,
+            "limit_w": limit_w,
+            "median_w": _median(power),
+            "max_w": max(power) if power else None,
+            "median_fraction": None,
+            "max_fraction": None,
+            "target_reached": None,
+            "dcgm_floor_met": None,
+            "why": why,
+        }
     top, median = max(power), statistics.median(power)
     reached = top >= POWER_TARGET_RATIO * limit_w
-    return {"source": source, "limit_w": limit_w, "median_w": median, "max_w": top,
-            "median_fraction": median / limit_w, "max_fraction": top / limit_w, "target_reached": reached,
-            "dcgm_floor_met": top >= DCGM_TARGETED_POWER_MIN_RATIO * limit_w,
-            "why": _power_why(reached, top, limit_w, cap, flagged, samples)}
+    return {
+        "source": source,
+        "limit_w": limit_w,
+        "median_w": median,
+        "max_w": top,
+        "median_fraction": median / limit_w,
+        "max_fraction": top / limit_w,
+        "target_reached": reached,
+        "dcgm_floor_met": top >= DCGM_TARGETED_POWER_MIN_RATIO * limit_w,
+        "why": _power_why(reached, top, limit_w, cap, flagged, samples),
+    }
 
 
-def _power_why(reached: bool, top: float, limit_w: float, cap: dict[str, Any], flagged: list[str],
-               samples: Sequence[dict[str, Any]]) -> str:
+def _power_why(
+    reached: bool,
+    top: float,
+    limit_w: float,
+    cap: dict[str, Any],
+    flagged: list[str],
+    samples: Sequence[dict[str, Any]],
+) -> str:
     share = f"maximum {top:g} W is {top / limit_w:.1%} of the {limit_w:g} W limit"
     if reached:
         return f"{share} (target {POWER_TARGET_RATIO:.0%})"
     if flagged:
         return f"{share}: clocks were forced down ({', '.join(flagged)}) before the power target"
     if cap.get("engaged_after_s") is not None:
-        return (f"{share}: sw_power_cap engaged below the target, so the board's own power controller "
-                f"held it there (NVML's reading averages over its window)")
+        return (
+            f"{share}: sw_power_cap engaged below the target, so the board's own power controller "
+            f"held it there (NVML's reading averages over its window)"
+        )
     clocks = values(samples, "sm_clock_mhz")
     at = f" with the SM clock at up to {max(clocks):g} MHz" if clocks else ""
     return f"{share}{at} and no power cap: the load did not draw the power the board may use"

@@ -28,15 +28,19 @@ GB_BYTES = 10**9
 
 def rules() -> dict[str, Any]:
     """The rules a transfer document states, as this build judges them."""
-    return {"plateau_tolerance": series_rules.PLATEAU_TOLERANCE,
-            "plateau": series_rules.PLATEAU_RULE,
-            "latency_max_bytes": series_rules.LATENCY_MAX_BYTES,
-            "latency_bound_factor": series_rules.LATENCY_BOUND_FACTOR,
-            "latency": series_rules.LATENCY_RULE, "cache_resident": series_rules.CACHE_RULE,
-            "degraded_link_fraction": link_rules.DEGRADED_LINK_FRACTION,
-            "degraded_link_source": link_rules.DEGRADED_LINK_SOURCE,
-            "exceeds_tolerance": link_rules.EXCEEDS_TOLERANCE,
-            "pcie_source": link_rules.PCIE_SOURCE, "nvlink_source": link_rules.NVLINK_SOURCE}
+    return {
+        "plateau_tolerance": series_rules.PLATEAU_TOLERANCE,
+        "plateau": series_rules.PLATEAU_RULE,
+        "latency_max_bytes": series_rules.LATENCY_MAX_BYTES,
+        "latency_bound_factor": series_rules.LATENCY_BOUND_FACTOR,
+        "latency": series_rules.LATENCY_RULE,
+        "cache_resident": series_rules.CACHE_RULE,
+        "degraded_link_fraction": link_rules.DEGRADED_LINK_FRACTION,
+        "degraded_link_source": link_rules.DEGRADED_LINK_SOURCE,
+        "exceeds_tolerance": link_rules.EXCEEDS_TOLERANCE,
+        "pcie_source": link_rules.PCIE_SOURCE,
+        "nvlink_source": link_rules.NVLINK_SOURCE,
+    }
 
 
 def byte_counting() -> dict[str, Any]:
@@ -51,12 +55,20 @@ def state_figures(document: dict[str, Any]) -> dict[str, Any]:
         by_bytes = {p["bytes"]: p for p in fig["points"]}
         for point in series["points"]:
             computed = by_bytes[point["bytes"]]
-            point.update(median_s=computed["median_s"], gbps=computed["gbps"], marks=computed["marks"],
-                         why=computed["why"])
+            point.update(
+                median_s=computed["median_s"], gbps=computed["gbps"], marks=computed["marks"], why=computed["why"]
+            )
         link = fig["link"]
-        series.update(plateau=fig["plateau"], latency=fig["latency"],
-                      link={**link, "explanation": link["explanation"].rstrip(".") + ". " + link_rules.ratio_sentence(
-                          link["rate_gbps"], link["ceiling_gbps"], series["id"], link["rate_basis"])})
+        series.update(
+            plateau=fig["plateau"],
+            latency=fig["latency"],
+            link={
+                **link,
+                "explanation": link["explanation"].rstrip(".")
+                + ". "
+                + link_rules.ratio_sentence(link["rate_gbps"], link["ceiling_gbps"], series["id"], link["rate_basis"]),
+            },
+        )
     for group in document["groups"]:
         computed = analysis.group_figures(group, figures)
         group["total_plateau_gbps"] = computed["total_plateau_gbps"]
@@ -71,16 +83,29 @@ def _differences(path: str, stated: Any, again: Any) -> list[str]:
     if stated == again:  # equal trees differ nowhere: compared at C speed, most of a document at once
         return []
     if isinstance(stated, dict) and isinstance(again, dict):
-        return [line for key in sorted(set(stated) | set(again), key=str)
-                for line in _differences(f"{path}.{key}", stated.get(key, "(absent)"), again.get(key, "(absent)"))]
+        return [
+            line
+            for key in sorted(set(stated) | set(again), key=str)
+            for line in _differences(f"{path}.{key}", stated.get(key, "(absent)"), again.get(key, "(absent)"))
+        ]
     if isinstance(stated, list) and isinstance(again, list) and len(stated) == len(again):
-        return [line for i, (a, b) in enumerate(zip(stated, again, strict=True)) for line in _differences(f"{path}[{i}]", a, b)]
+        return [
+            line
+            for i, (a, b) in enumerate(zip(stated, again, strict=True))
+            for line in _differences(f"{path}[{i}]", a, b)
+        ]
     numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (stated, again))
-    if numbers and not (isinstance(stated, int) and isinstance(again, int)) and \
-            math.isclose(stated, again, rel_tol=analysis.REL_TOL, abs_tol=1e-15):
+    if (
+        numbers
+        and not (isinstance(stated, int) and isinstance(again, int))
+        and math.isclose(stated, again, rel_tol=analysis.REL_TOL, abs_tol=1e-15)
+    ):
         return []
-    return [] if stated == again else [f"{path.lstrip('.')}: states {str(stated)[:120]}, "
-                                       f"the raw copies give {str(again)[:120]}"]
+    return (
+        []
+        if stated == again
+        else [f"{path.lstrip('.')}: states {str(stated)[:120]}, the raw copies give {str(again)[:120]}"]
+    )
 
 
 def stated_discrepancies(document: dict[str, Any]) -> list[str]:
@@ -92,21 +117,29 @@ def _sizes_discrepancies(document: dict[str, Any]) -> list[str]:
     sizes, large = document.get("sizes_bytes", []), document.get("large_sizes_bytes", [])
     found = []
     if sizes != sorted(set(sizes)) or large != sizes[-LARGE_COUNT:]:
-        found.append(f"sizes_bytes {sizes} must be sorted and distinct, large_sizes_bytes {large} their largest "
-                     f"{LARGE_COUNT}")
+        found.append(
+            f"sizes_bytes {sizes} must be sorted and distinct, large_sizes_bytes {large} their largest {LARGE_COUNT}"
+        )
     timing = document.get("timing", {})
     for series in document.get("series", []):
-        alone = (series.get("concurrency") in ("alone", "bidirectional") and series.get("numa_placement") == "default"
-                 and series.get("direction") != "device_to_device_peer")
+        alone = (
+            series.get("concurrency") in ("alone", "bidirectional")
+            and series.get("numa_placement") == "default"
+            and series.get("direction") != "device_to_device_peer"
+        )
         allowed = sizes if alone else large
         copied = [p.get("bytes") for p in series.get("points", [])]
         if copied != sorted(set(copied)) or not set(copied) <= set(allowed):
-            found.append(f"series {series.get('id')}: copied at {copied}, not sizes of {'sizes' if alone else 'large_sizes'}"
-                         f"_bytes in order")
+            found.append(
+                f"series {series.get('id')}: copied at {copied}, not sizes of {'sizes' if alone else 'large_sizes'}"
+                f"_bytes in order"
+            )
         for point in series.get("points", []):
             if not timing.get("min_copies", 0) <= point.get("copies", 0) <= timing.get("max_copies", math.inf):
-                found.append(f"series {series.get('id')} {point.get('bytes')} B: {point.get('copies')} copies, outside "
-                             f"timing's [{timing.get('min_copies')}, {timing.get('max_copies')}]")
+                found.append(
+                    f"series {series.get('id')} {point.get('bytes')} B: {point.get('copies')} copies, outside "
+                    f"timing's [{timing.get('min_copies')}, {timing.get('max_copies')}]"
+                )
     return found
 
 
@@ -130,17 +163,23 @@ def _measured_discrepancies(document: dict[str, Any]) -> list[str]:
     grouped = {s.get("group") for s in series if s.get("group") is not None}
     if grouped != {g.get("id") for g in document.get("groups", [])}:
         found.append("series name groups that the document does not hold, or a group has no series")
-    said = {"peer": any(s.get("direction") == "device_to_device_peer" for s in series),
-            "all_gpus": any(s.get("concurrency") == "all_gpus" for s in series),
-            "numa": any(s.get("numa_placement") != "default" for s in series)}
+    said = {
+        "peer": any(s.get("direction") == "device_to_device_peer" for s in series),
+        "all_gpus": any(s.get("concurrency") == "all_gpus" for s in series),
+        "numa": any(s.get("numa_placement") != "default" for s in series),
+    }
     for key, measured in said.items():
         if (document.get(key) or {}).get("measured") != measured:
-            found.append(f"{key}.measured {(document.get(key) or {}).get('measured')}, but the series "
-                         f"{'hold' if measured else 'hold no'} such copies")
+            found.append(
+                f"{key}.measured {(document.get(key) or {}).get('measured')}, but the series "
+                f"{'hold' if measured else 'hold no'} such copies"
+            )
     cuda = document.get("device") == "cuda"
     if bool(document.get("gpus")) != cuda or (document.get("timing", {}).get("method") == "cuda_events") != cuda:
-        found.append(f"device {document.get('device')!r}, {len(document.get('gpus', []))} GPU(s), timed with "
-                     f"{document.get('timing', {}).get('method')!r}: a GPU run times copies with CUDA events")
+        found.append(
+            f"device {document.get('device')!r}, {len(document.get('gpus', []))} GPU(s), timed with "
+            f"{document.get('timing', {}).get('method')!r}: a GPU run times copies with CUDA events"
+        )
     return found
 
 
@@ -154,16 +193,22 @@ def series_id(series: dict[str, Any]) -> str | None:
     if direction == "host_to_host":
         return "host/copy"
     if direction == "device_to_device_peer":
-        return f"peer/{series.get('peer_mode')}/{series.get('src_gpu')}->{series.get('dst_gpu')}" \
-            if concurrency == "alone" else None
+        return (
+            f"peer/{series.get('peer_mode')}/{series.get('src_gpu')}->{series.get('dst_gpu')}"
+            if concurrency == "alone"
+            else None
+        )
     if direction == "device_local":
         return f"gpu{gpu}/local"
     if short is None:
         return None
     if placement != "default":
         return f"gpu{gpu}/numa-{placement}/{short}"
-    return {"alone": f"gpu{gpu}/{short}/{memory}", "bidirectional": f"gpu{gpu}/bidirectional/{short}/{memory}",
-            "all_gpus": f"all-gpus/{short}/gpu{gpu}"}.get(concurrency)
+    return {
+        "alone": f"gpu{gpu}/{short}/{memory}",
+        "bidirectional": f"gpu{gpu}/bidirectional/{short}/{memory}",
+        "all_gpus": f"all-gpus/{short}/gpu{gpu}",
+    }.get(concurrency)
 
 
 def _series_discrepancies(document: dict[str, Any]) -> list[str]:
@@ -172,9 +217,13 @@ def _series_discrepancies(document: dict[str, Any]) -> list[str]:
     for series in document.get("series", []):
         expected = series_id(series)
         if expected is not None and series.get("id") != expected:
-            found.append(f"series {series.get('id')}: its labels (direction, memory, GPU, concurrency, placement) "
-                         f"make it {expected}")
-    required = [f"gpu{g.get('torch_index')}/{short}/pinned" for g in document.get("gpus", []) for short in ("h2d", "d2h")]
+            found.append(
+                f"series {series.get('id')}: its labels (direction, memory, GPU, concurrency, placement) "
+                f"make it {expected}"
+            )
+    required = [
+        f"gpu{g.get('torch_index')}/{short}/pinned" for g in document.get("gpus", []) for short in ("h2d", "d2h")
+    ]
     if document.get("device") == "cpu":
         required = ["host/copy"]
     missing = [sid for sid in required if sid not in ids]
@@ -188,13 +237,19 @@ def _gpu_discrepancies(document: dict[str, Any]) -> list[str]:
     for position, gpu in enumerate(document.get("gpus", [])):
         nvlink = gpu.get("nvlink") if isinstance(gpu.get("nvlink"), dict) else {}
         links = nvlink.get("links")
-        if isinstance(links, list) and nvlink.get("active_links") != sum(1 for link in links if link.get("active") is True):
-            found.append(f"gpus[{position}].nvlink.active_links {nvlink.get('active_links')}, but "
-                         f"{sum(1 for link in links if link.get('active') is True)} of its links are active")
+        if isinstance(links, list) and nvlink.get("active_links") != sum(
+            1 for link in links if link.get("active") is True
+        ):
+            found.append(
+                f"gpus[{position}].nvlink.active_links {nvlink.get('active_links')}, but "
+                f"{sum(1 for link in links if link.get('active') is True)} of its links are active"
+            )
         code = nvlink.get("version_code")
         if isinstance(code, int) and nvlink.get("version") != link_rules.NVLINK_VERSION_NAMES.get(code):
-            found.append(f"gpus[{position}].nvlink.version {nvlink.get('version')!r}, but NVML's version code {code} "
-                         f"is NVLink {link_rules.NVLINK_VERSION_NAMES.get(code)}")
+            found.append(
+                f"gpus[{position}].nvlink.version {nvlink.get('version')!r}, but NVML's version code {code} "
+                f"is NVLink {link_rules.NVLINK_VERSION_NAMES.get(code)}"
+            )
     return found
 
 
@@ -203,5 +258,10 @@ def record_discrepancies(document: dict[str, Any]) -> list[str]:
     found = [] if document.get("rules") == rules() else ["rules differ from the rules this build judges transfers by"]
     if document.get("byte_counting") != byte_counting():
         found.append("byte_counting differs from the byte rule this build counts with")
-    return (found + _sizes_discrepancies(document) + _measured_discrepancies(document) + _series_discrepancies(document)
-            + _gpu_discrepancies(document))
+    return (
+        found
+        + _sizes_discrepancies(document)
+        + _measured_discrepancies(document)
+        + _series_discrepancies(document)
+        + _gpu_discrepancies(document)
+    )

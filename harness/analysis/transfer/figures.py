@@ -16,23 +16,29 @@ from typing import Any
 
 from harness.analysis.memo import per_document
 from harness.analysis.transfer import links
-from harness.analysis.transfer.series import series_figures, pair_cell
+from harness.analysis.transfer.series import pair_cell, series_figures
 
 REL_TOL = 1e-6
 
 # Which transfer figures vary from one run to the next, why, and which one a buyer relies on. Measured on the
 # lent H200 SXM, 2026-12-01 (bench/gpu_causes.sh, 256 MiB copies, 6-8 each) and over six dossier runs
 # (bench/RESULTS.md, "The whole dossier with the stress and transfer steps").
-PAGEABLE_VARIES = ("pageable copies measure the host's memory management more than the link: the first touch of "
-                   "each page faults inside the copy, the CPU copies every byte through the driver's pinned staging "
-                   "buffer, and the pages may lie on either NUMA node (H200, 2026-12-01, 256 MiB: host-to-device "
-                   "6.2-8.4 GB/s from one written buffer, 2.9-3.0 from a fresh untouched one, 52.6-54.1 pinned; "
-                   "device-to-host 11.2-13.1 into one buffer, 1.3-1.5 into a fresh one, 52.3-53.2 pinned)")
-BIDIRECTIONAL_VARIES = ("both directions at once share the host's memory bandwidth and the link's flow control: the "
-                        "host-to-device half moved 41.2-49.4 GB/s at 512 MiB over six runs while the device-to-host "
-                        "half held 51.0-51.4, so acceptance judges the sum, as nvbandwidth reports it")
-RELY_ON = ("a buyer relies on the pinned figures, each way and both at once summed: they measure the link; the "
-           "pageable ones say what an unpinned framework copy gets on this host today")
+PAGEABLE_VARIES = (
+    "pageable copies measure the host's memory management more than the link: the first touch of "
+    "each page faults inside the copy, the CPU copies every byte through the driver's pinned staging "
+    "buffer, and the pages may lie on either NUMA node (H200, 2026-12-01, 256 MiB: host-to-device "
+    "6.2-8.4 GB/s from one written buffer, 2.9-3.0 from a fresh untouched one, 52.6-54.1 pinned; "
+    "device-to-host 11.2-13.1 into one buffer, 1.3-1.5 into a fresh one, 52.3-53.2 pinned)"
+)
+BIDIRECTIONAL_VARIES = (
+    "both directions at once share the host's memory bandwidth and the link's flow control: the "
+    "host-to-device half moved 41.2-49.4 GB/s at 512 MiB over six runs while the device-to-host "
+    "half held 51.0-51.4, so acceptance judges the sum, as nvbandwidth reports it"
+)
+RELY_ON = (
+    "a buyer relies on the pinned figures, each way and both at once summed: they measure the link; the "
+    "pageable ones say what an unpinned framework copy gets on this host today"
+)
 SHORT = {"host_to_device": "h2d", "device_to_host": "d2h"}
 
 
@@ -46,12 +52,15 @@ def _by_id(document: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 # --- concurrent groups --------------------------------------------------------------------------
 
+
 def group_figures(group: dict[str, Any], figures: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Per size: the members' summed GB/s and (one clock only) each member's overlapped share."""
     per_size = []
     for entry in group["per_size"]:
-        rates = [next((p["gbps"] for p in figures[m]["points"] if p["bytes"] == entry["bytes"]), None)
-                 for m in group["members"]]
+        rates = [
+            next((p["gbps"] for p in figures[m]["points"] if p["bytes"] == entry["bytes"]), None)
+            for m in group["members"]
+        ]
         known = [r for r in rates if r is not None]
         total = sum(known) if len(known) == len(rates) else None
         per_size.append({"bytes": entry["bytes"], "total_gbps": total, "overlap": _overlap(group, entry)})
@@ -72,6 +81,7 @@ def _overlap(group: dict[str, Any], entry: dict[str, Any]) -> dict[str, float] |
 
 
 # --- across series ------------------------------------------------------------------------------
+
 
 def _rate(fig: dict[str, Any]) -> float | None:
     return fig["link"]["rate_gbps"]
@@ -124,29 +134,45 @@ def peer_matrix(document: dict[str, Any], figures: dict[str, dict[str, Any]]) ->
     Each cell: plateau_gbps (None when not reached), rate_gbps and its basis, ceiling_gbps, ratio.
     """
     peer = document.get("peer") or {}
-    out: dict[str, Any] = {"measured": bool(peer.get("measured")), "why": peer.get("why", ""),
-                           "write": {}, "read": {}, "bidirectional": {}}
+    out: dict[str, Any] = {
+        "measured": bool(peer.get("measured")),
+        "why": peer.get("why", ""),
+        "write": {},
+        "read": {},
+        "bidirectional": {},
+    }
     for s in document.get("series", []):
         if s["direction"] == "device_to_device_peer" and s["concurrency"] == "alone":
             out[s["peer_mode"]][f"{s['src_gpu']}->{s['dst_gpu']}"] = _cell(figures[s["id"]])
     for group in document.get("groups", []):
         if group["kind"] == "peer_bidirectional":
             members = {m: _cell(figures[m]) for m in group["members"]}
-            out["bidirectional"][group["id"]] = {"members": members,
-                                                 "total_gbps": group_figures(group, figures)["total_plateau_gbps"]}
+            out["bidirectional"][group["id"]] = {
+                "members": members,
+                "total_gbps": group_figures(group, figures)["total_plateau_gbps"],
+            }
     return out
 
 
 def _cell(fig: dict[str, Any]) -> dict[str, Any]:
     link = fig["link"]
-    return {"plateau_gbps": fig["plateau"]["gbps"], "rate_gbps": link["rate_gbps"], "rate_basis": link["rate_basis"],
-            "ceiling_gbps": link["ceiling_gbps"], "ratio": link["ratio"], "link_kind": link["kind"]}
+    return {
+        "plateau_gbps": fig["plateau"]["gbps"],
+        "rate_gbps": link["rate_gbps"],
+        "rate_basis": link["rate_basis"],
+        "ceiling_gbps": link["ceiling_gbps"],
+        "ratio": link["ratio"],
+        "link_kind": link["kind"],
+    }
 
 
 def comparisons(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """All GPUs at once against alone, and the far NUMA node against the near one, per GPU and direction."""
-    pinned = {(s["gpu"], s["direction"], s["concurrency"], s.get("numa_placement", "default")): s["id"]
-              for s in document.get("series", []) if s["memory"] == "pinned"}
+    pinned = {
+        (s["gpu"], s["direction"], s["concurrency"], s.get("numa_placement", "default")): s["id"]
+        for s in document.get("series", [])
+        if s["memory"] == "pinned"
+    }
     out = []
     for (gpu, direction, concurrency, placement), sid in sorted(pinned.items(), key=lambda kv: kv[1]):
         if concurrency == "all_gpus":
@@ -158,20 +184,36 @@ def comparisons(document: dict[str, Any], figures: dict[str, dict[str, Any]]) ->
         base = pinned.get(base_key)
         a = figures[sid]["plateau"]["gbps"]
         b = figures[base]["plateau"]["gbps"] if base else None
-        out.append({"what": what, "gpu": gpu, "direction": direction, "series": sid, "baseline": base,
-                    "gbps": a, "baseline_gbps": b, "ratio": a / b if (a is not None and b) else None})
+        out.append(
+            {
+                "what": what,
+                "gpu": gpu,
+                "direction": direction,
+                "series": sid,
+                "baseline": base,
+                "gbps": a,
+                "baseline_gbps": b,
+                "ratio": a / b if (a is not None and b) else None,
+            }
+        )
     return out
 
 
 # --- verdicts -----------------------------------------------------------------------------------
+
 
 def link_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for gpu in document.get("gpus", []):
         rates: dict[str, float | None] = dict.fromkeys(SHORT)
         for s in document.get("series", []):
-            if (s["gpu"] == gpu["torch_index"] and s["direction"] in SHORT and s["memory"] == "pinned"
-                    and s["concurrency"] == "alone" and s.get("numa_placement", "default") == "default"):
+            if (
+                s["gpu"] == gpu["torch_index"]
+                and s["direction"] in SHORT
+                and s["memory"] == "pinned"
+                and s["concurrency"] == "alone"
+                and s.get("numa_placement", "default") == "default"
+            ):
                 rates[s["direction"]] = _rate(figures[s["id"]])
         out.append(links.check_link(gpu, rates))
     return out
@@ -186,37 +228,64 @@ def p2p_checks(document: dict[str, Any], figures: dict[str, dict[str, Any]]) -> 
     for a, b in combinations(gpus, 2):
         pair_access = {k: access.get(k) for k in (f"{a}->{b}", f"{b}->{a}")}
         ia, ib = index.get(a), index.get(b)
-        status = (nvml.get(f"GPU{min(ia, ib)}-GPU{max(ia, ib)}") if isinstance(nvml, dict)
-                  and isinstance(ia, int) and isinstance(ib, int) else None)
-        peers = [figures[s["id"]] for s in document.get("series", [])
-                 if s["direction"] == "device_to_device_peer" and s["concurrency"] == "alone"
-                 and {s["src_gpu"], s["dst_gpu"]} == {a, b}]
+        status = (
+            nvml.get(f"GPU{min(ia, ib)}-GPU{max(ia, ib)}")
+            if isinstance(nvml, dict) and isinstance(ia, int) and isinstance(ib, int)
+            else None
+        )
+        peers = [
+            figures[s["id"]]
+            for s in document.get("series", [])
+            if s["direction"] == "device_to_device_peer"
+            and s["concurrency"] == "alone"
+            and {s["src_gpu"], s["dst_gpu"]} == {a, b}
+        ]
         rates = [r for r in map(_rate, peers) if r is not None]
         ceiling = next((f["link"]["ceiling_gbps"] for f in peers if f["link"]["kind"] == "nvlink"), None)
-        out.append(links.check_pair(a, b, pair_cell(document, a, b), pair_access, status,
-                                    min(rates) if rates else None, ceiling))
+        out.append(
+            links.check_pair(
+                a, b, pair_cell(document, a, b), pair_access, status, min(rates) if rates else None, ceiling
+            )
+        )
     return out
 
 
 # --- headlines and discrepancies ----------------------------------------------------------------
 
+
 @per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from raw per-copy times and the document's facts."""
     figures = all_series_figures(document)
-    series = {sid: {"direction": s["direction"], "memory": s["memory"], "concurrency": s["concurrency"],
-                    "gpu": s.get("gpu"), "plateau_gbps": figures[sid]["plateau"]["gbps"],
-                    "plateau_sizes_bytes": figures[sid]["plateau"]["sizes_bytes"],
-                    "rate_gbps": figures[sid]["link"]["rate_gbps"], "rate_basis": figures[sid]["link"]["rate_basis"],
-                    "latency_us": figures[sid]["latency"]["median_us"], "link_kind": figures[sid]["link"]["kind"],
-                    "ceiling_gbps": figures[sid]["link"]["ceiling_gbps"], "ratio": figures[sid]["link"]["ratio"]}
-              for sid, s in _by_id(document).items()}
-    return {"device": document.get("device"), "gpu_count": len(document.get("gpus", [])),
-            "series": series, "per_gpu": per_gpu(document, figures), "peer": peer_matrix(document, figures),
-            "groups": {g["id"]: group_figures(g, figures)["total_plateau_gbps"] for g in document.get("groups", [])},
-            "comparisons": comparisons(document, figures),
-            "link_checks": link_checks(document, figures), "p2p_checks": p2p_checks(document, figures),
-            "limitations": [item["what"] for item in document.get("limitations", [])]}
+    series = {
+        sid: {
+            "direction": s["direction"],
+            "memory": s["memory"],
+            "concurrency": s["concurrency"],
+            "gpu": s.get("gpu"),
+            "plateau_gbps": figures[sid]["plateau"]["gbps"],
+            "plateau_sizes_bytes": figures[sid]["plateau"]["sizes_bytes"],
+            "rate_gbps": figures[sid]["link"]["rate_gbps"],
+            "rate_basis": figures[sid]["link"]["rate_basis"],
+            "latency_us": figures[sid]["latency"]["median_us"],
+            "link_kind": figures[sid]["link"]["kind"],
+            "ceiling_gbps": figures[sid]["link"]["ceiling_gbps"],
+            "ratio": figures[sid]["link"]["ratio"],
+        }
+        for sid, s in _by_id(document).items()
+    }
+    return {
+        "device": document.get("device"),
+        "gpu_count": len(document.get("gpus", [])),
+        "series": series,
+        "per_gpu": per_gpu(document, figures),
+        "peer": peer_matrix(document, figures),
+        "groups": {g["id"]: group_figures(g, figures)["total_plateau_gbps"] for g in document.get("groups", [])},
+        "comparisons": comparisons(document, figures),
+        "link_checks": link_checks(document, figures),
+        "p2p_checks": p2p_checks(document, figures),
+        "limitations": [item["what"] for item in document.get("limitations", [])],
+    }
 
 
 def _differs(stated: Any, computed: Any) -> bool:
@@ -242,23 +311,35 @@ def _series_discrepancies(s: dict[str, Any], fig: dict[str, Any]) -> list[str]:
     by_bytes = {p["bytes"]: p for p in fig["points"]}
     for point in s["points"]:
         computed = by_bytes[point["bytes"]]
-        _compare(found, f"series {s['id']} {point['bytes']} B", [
-            ("copies", point["copies"], len(point["copy_times_s"])), ("median_s", point["median_s"], computed["median_s"]),
-            ("gbps", point["gbps"], computed["gbps"]), ("marks", sorted(point["marks"]), sorted(computed["marks"]))])
+        _compare(
+            found,
+            f"series {s['id']} {point['bytes']} B",
+            [
+                ("copies", point["copies"], len(point["copy_times_s"])),
+                ("median_s", point["median_s"], computed["median_s"]),
+                ("gbps", point["gbps"], computed["gbps"]),
+                ("marks", sorted(point["marks"]), sorted(computed["marks"])),
+            ],
+        )
     plat, lat, link = s["plateau"], s["latency"], s["link"]
-    _compare(found, f"series {s['id']}", [
-        ("plateau.reached", plat["reached"], fig["plateau"]["reached"]),
-        ("plateau.sizes_bytes", plat["sizes_bytes"], fig["plateau"]["sizes_bytes"]),
-        ("plateau.gbps", plat["gbps"], fig["plateau"]["gbps"]),
-        ("plateau.maximum", plat.get("maximum"), fig["plateau"]["maximum"]),
-        ("latency.measured", lat.get("measured"), fig["latency"]["measured"]),
-        ("latency.bytes", lat.get("bytes"), fig["latency"].get("bytes")),
-        ("latency.median_us", lat["median_us"], fig["latency"]["median_us"]),
-        ("link.kind", link.get("kind"), fig["link"]["kind"]),
-        ("link.rate_basis", link.get("rate_basis"), fig["link"]["rate_basis"]),
-        ("link.ceiling_gbps", link["ceiling_gbps"], fig["link"]["ceiling_gbps"]),
-        ("link.rate_gbps", link["rate_gbps"], fig["link"]["rate_gbps"]),
-        ("link.ratio", link["ratio"], fig["link"]["ratio"])])
+    _compare(
+        found,
+        f"series {s['id']}",
+        [
+            ("plateau.reached", plat["reached"], fig["plateau"]["reached"]),
+            ("plateau.sizes_bytes", plat["sizes_bytes"], fig["plateau"]["sizes_bytes"]),
+            ("plateau.gbps", plat["gbps"], fig["plateau"]["gbps"]),
+            ("plateau.maximum", plat.get("maximum"), fig["plateau"]["maximum"]),
+            ("latency.measured", lat.get("measured"), fig["latency"]["measured"]),
+            ("latency.bytes", lat.get("bytes"), fig["latency"].get("bytes")),
+            ("latency.median_us", lat["median_us"], fig["latency"]["median_us"]),
+            ("link.kind", link.get("kind"), fig["link"]["kind"]),
+            ("link.rate_basis", link.get("rate_basis"), fig["link"]["rate_basis"]),
+            ("link.ceiling_gbps", link["ceiling_gbps"], fig["link"]["ceiling_gbps"]),
+            ("link.rate_gbps", link["rate_gbps"], fig["link"]["rate_gbps"]),
+            ("link.ratio", link["ratio"], fig["link"]["ratio"]),
+        ],
+    )
     return found
 
 
@@ -269,16 +350,31 @@ def figure_discrepancies(document: dict[str, Any]) -> list[str]:
         found += _series_discrepancies(s, figures[s["id"]])
     for group in document.get("groups", []):
         computed = group_figures(group, figures)
-        _compare(found, f"group {group['id']}", [("total_plateau_gbps", group["total_plateau_gbps"],
-                                                   computed["total_plateau_gbps"])])
+        _compare(
+            found,
+            f"group {group['id']}",
+            [("total_plateau_gbps", group["total_plateau_gbps"], computed["total_plateau_gbps"])],
+        )
         for stated, again in zip(group["per_size"], computed["per_size"], strict=True):
-            _compare(found, f"group {group['id']} {stated['bytes']} B", [
-                ("total_gbps", stated["total_gbps"], again["total_gbps"]), ("overlap", stated["overlap"], again["overlap"])])
+            _compare(
+                found,
+                f"group {group['id']} {stated['bytes']} B",
+                [
+                    ("total_gbps", stated["total_gbps"], again["total_gbps"]),
+                    ("overlap", stated["overlap"], again["overlap"]),
+                ],
+            )
     for name, rule in (("link_checks", link_checks), ("p2p_checks", p2p_checks)):
         stated = {str(c.get("gpu", c.get("pair"))): c for c in document.get(name, [])}
         for check in rule(document, figures):
             key = str(check.get("gpu", check.get("pair")))
             said = stated.get(key) or {}
-            _compare(found, f"{name}[{key}]", [("status", said.get("status"), check["status"])] + (
-                [("ceiling_gbps", said.get("ceiling_gbps"), check["ceiling_gbps"])] if name == "link_checks" else []))
+            _compare(
+                found,
+                f"{name}[{key}]",
+                [("status", said.get("status"), check["status"])]
+                + (
+                    [("ceiling_gbps", said.get("ceiling_gbps"), check["ceiling_gbps"])] if name == "link_checks" else []
+                ),
+            )
     return found

@@ -13,24 +13,30 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from harness.analysis.bandwidth import figures as sweep_rules
-from harness.analysis.transfer import links
 from harness.analysis.allreduce.figures import pcie_ceiling_gbps
+from harness.analysis.bandwidth import figures as sweep_rules
 from harness.analysis.topology import link_kind
+from harness.analysis.transfer import links
 
 LATENCY_MAX_BYTES = 64 * 2**10  # a copy this small is its fixed per-copy cost (~1 us of data at PCIe Gen5)
 LATENCY_BOUND_FACTOR = sweep_rules.LAUNCH_BOUND_FACTOR
 PLATEAU_TOLERANCE = sweep_rules.PLATEAU_TOLERANCE
 REL_TOL = 1e-6
-BYTE_RULE = ("bytes copied once per copy (nvbandwidth's convention): a copy of S bytes moves S bytes over "
-             "the link; GB/s = S / median per-copy time / 1e9")
-LATENCY_RULE = (f"small-copy latency: the median per-copy time of the series' smallest size when it is at most "
-                f"{LATENCY_MAX_BYTES // 1024} KiB; a point is latency-bound when its median per-copy time is at "
-                f"most {LATENCY_BOUND_FACTOR:g} x that latency")
-PLATEAU_RULE = (f"the longest run of the largest sizes, none latency-bound (nor, for host memory copies, "
-                f"cache-resident), whose GB/s lie within {PLATEAU_TOLERANCE:.0%} ((max - min) / median); at least "
-                f"{sweep_rules.PLATEAU_MIN_POINTS} sizes; their median, never the maximum "
-                f"(harness.analysis.bandwidth.plateau)")
+BYTE_RULE = (
+    "bytes copied once per copy (nvbandwidth's convention): a copy of S bytes moves S bytes over "
+    "the link; GB/s = S / median per-copy time / 1e9"
+)
+LATENCY_RULE = (
+    f"small-copy latency: the median per-copy time of the series' smallest size when it is at most "
+    f"{LATENCY_MAX_BYTES // 1024} KiB; a point is latency-bound when its median per-copy time is at "
+    f"most {LATENCY_BOUND_FACTOR:g} x that latency"
+)
+PLATEAU_RULE = (
+    f"the longest run of the largest sizes, none latency-bound (nor, for host memory copies, "
+    f"cache-resident), whose GB/s lie within {PLATEAU_TOLERANCE:.0%} ((max - min) / median); at least "
+    f"{sweep_rules.PLATEAU_MIN_POINTS} sizes; their median, never the maximum "
+    f"(harness.analysis.bandwidth.plateau)"
+)
 CACHE_RULE = "host memory copies only: cache-resident when 2 x bytes (read + write) fit in the CPU's last-level cache"
 HOST_DIRECTIONS = ("host_to_device", "device_to_host")
 gbps = sweep_rules.gbps  # decimal GB/s, the bandwidth sweep's own
@@ -38,25 +44,38 @@ gbps = sweep_rules.gbps  # decimal GB/s, the bandwidth sweep's own
 
 # --- one series ---------------------------------------------------------------------------------
 
+
 def latency(points: list[dict[str, Any]]) -> dict[str, Any]:
     """The small-copy latency of a series from its smallest point's per-copy times."""
     if not points:
         return {"measured": False, "bytes": None, "median_us": None, "why": "no points"}
     smallest = min(points, key=lambda p: p["bytes"])
     if smallest["bytes"] > LATENCY_MAX_BYTES:
-        return {"measured": False, "bytes": None, "median_us": None,
-                "why": f"smallest size {smallest['bytes']} B is above {LATENCY_MAX_BYTES} B: no small copy measured"}
+        return {
+            "measured": False,
+            "bytes": None,
+            "median_us": None,
+            "why": f"smallest size {smallest['bytes']} B is above {LATENCY_MAX_BYTES} B: no small copy measured",
+        }
     median_s = statistics.median(smallest["copy_times_s"])
-    return {"measured": True, "bytes": smallest["bytes"], "median_us": median_s * 1e6,
-            "why": f"median per-copy time of {smallest['copies']} copies of {smallest['bytes']} B"}
+    return {
+        "measured": True,
+        "bytes": smallest["bytes"],
+        "median_us": median_s * 1e6,
+        "why": f"median per-copy time of {smallest['copies']} copies of {smallest['bytes']} B",
+    }
 
 
-def marks(median_s: float, nbytes: int, latency_s: float | None, cache_bytes: float | None) -> tuple[list[str], list[str]]:
+def marks(
+    median_s: float, nbytes: int, latency_s: float | None, cache_bytes: float | None
+) -> tuple[list[str], list[str]]:
     found, why = [], []
     if latency_s is not None and median_s <= LATENCY_BOUND_FACTOR * latency_s:
         found.append("latency_bound")
-        why.append(f"{median_s * 1e6:.3g} us per copy is within {LATENCY_BOUND_FACTOR:g} x the "
-                   f"{latency_s * 1e6:.3g} us small-copy latency")
+        why.append(
+            f"{median_s * 1e6:.3g} us per copy is within {LATENCY_BOUND_FACTOR:g} x the "
+            f"{latency_s * 1e6:.3g} us small-copy latency"
+        )
     if cache_bytes is not None and 2 * nbytes <= cache_bytes:
         found.append("cache_resident")
         why.append(f"{2 * nbytes / 2**20:g} MiB read + written fits in the {cache_bytes / 2**20:g} MiB cache")
@@ -71,8 +90,15 @@ def points_figures(points: list[dict[str, Any]], cache_bytes: float | None) -> l
     for point in sorted(points, key=lambda p: p["bytes"]):
         median_s = statistics.median(point["copy_times_s"])
         found, why = marks(median_s, point["bytes"], latency_s, cache_bytes)
-        out.append({"bytes": point["bytes"], "median_s": median_s, "gbps": gbps(point["bytes"], median_s),
-                    "marks": found, "why": why})
+        out.append(
+            {
+                "bytes": point["bytes"],
+                "median_s": median_s,
+                "gbps": gbps(point["bytes"], median_s),
+                "marks": found,
+                "why": why,
+            }
+        )
     return out
 
 
@@ -85,22 +111,32 @@ def plateau(figures: list[dict[str, Any]]) -> dict[str, Any]:
     by_mib = {f["bytes"] / 2**20: f["bytes"] for f in figures}
     top = max(figures, key=lambda f: f["gbps"])
     sizes = [by_mib[s] for s in found["sizes_mib"]] if found["reached"] else []
-    return {"reached": found["reached"], "sizes_bytes": sizes, "gbps": found["gbps"],
-            "why": found["why"] if found["reached"] else _no_plateau(figures, len(found["sizes_mib"])),
-            "maximum": {"bytes": top["bytes"], "gbps": top["gbps"]}}
+    return {
+        "reached": found["reached"],
+        "sizes_bytes": sizes,
+        "gbps": found["gbps"],
+        "why": found["why"] if found["reached"] else _no_plateau(figures, len(found["sizes_mib"])),
+        "maximum": {"bytes": top["bytes"], "gbps": top["gbps"]},
+    }
 
 
 def _no_plateau(figures: list[dict[str, Any]], flat_top: int) -> str:
     largest = max(figures, key=lambda f: f["bytes"])
     if largest["marks"]:
-        return (f"the largest size ({largest['bytes']} B) is {' and '.join(largest['marks'])}: no size measured "
-                "the sustained rate")
+        return (
+            f"the largest size ({largest['bytes']} B) is {' and '.join(largest['marks'])}: no size measured "
+            "the sustained rate"
+        )
     unmarked = [f for f in figures if not f["marks"]]
     if len(unmarked) < sweep_rules.PLATEAU_MIN_POINTS or flat_top == len(unmarked):
-        return (f"only {flat_top} unmarked size(s) at the top of the sweep; a plateau needs "
-                f"{sweep_rules.PLATEAU_MIN_POINTS}")
-    return (f"the largest sizes differ by more than {PLATEAU_TOLERANCE:.0%}: the rate is still changing at "
-            f"{largest['bytes']} B")
+        return (
+            f"only {flat_top} unmarked size(s) at the top of the sweep; a plateau needs "
+            f"{sweep_rules.PLATEAU_MIN_POINTS}"
+        )
+    return (
+        f"the largest sizes differ by more than {PLATEAU_TOLERANCE:.0%}: the rate is still changing at "
+        f"{largest['bytes']} B"
+    )
 
 
 def series_ceiling(series: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
@@ -114,14 +150,23 @@ def series_ceiling(series: dict[str, Any], document: dict[str, Any]) -> dict[str
     if direction == "device_local":
         spec = (gpus.get(series["gpu"]) or {}).get("memory_spec_gbps")
         if isinstance(spec, (int, float)):
-            return {"kind": "device_memory", "ceiling_gbps": spec / 2,
-                    "explanation": f"device memory: each copied byte is read and written, so a copy counted once "
-                                   f"can reach at most half the {spec:g} GB/s published memory bandwidth"}
-        return {"kind": "device_memory", "ceiling_gbps": None,
-                "explanation": f"device memory: no published bandwidth for this GPU ({_reason(spec)})"}
-    return {"kind": "host_memory", "ceiling_gbps": None,
-            "explanation": "host memory copy on the CPU: no link is crossed (not PCIe); the catalogue has no "
-                           "host memory bandwidth to compare"}
+            return {
+                "kind": "device_memory",
+                "ceiling_gbps": spec / 2,
+                "explanation": f"device memory: each copied byte is read and written, so a copy counted once "
+                f"can reach at most half the {spec:g} GB/s published memory bandwidth",
+            }
+        return {
+            "kind": "device_memory",
+            "ceiling_gbps": None,
+            "explanation": f"device memory: no published bandwidth for this GPU ({_reason(spec)})",
+        }
+    return {
+        "kind": "host_memory",
+        "ceiling_gbps": None,
+        "explanation": "host memory copy on the CPU: no link is crossed (not PCIe); the catalogue has no "
+        "host memory bandwidth to compare",
+    }
 
 
 def _reason(value: Any) -> str:
@@ -138,8 +183,11 @@ def _pcie(gpu: dict[str, Any] | None) -> dict[str, Any]:
     link = _pcie_of(gpu)
     if link is None:
         return {"kind": "pcie", "ceiling_gbps": None, "explanation": "NVML gave no PCIe generation and width"}
-    return {"kind": "pcie", "ceiling_gbps": pcie_ceiling_gbps(link["generation"], link["width"]),
-            "explanation": links.pcie_explanation(link["generation"], link["width"])}
+    return {
+        "kind": "pcie",
+        "ceiling_gbps": pcie_ceiling_gbps(link["generation"], link["width"]),
+        "explanation": links.pcie_explanation(link["generation"], link["width"]),
+    }
 
 
 def pair_cell(document: dict[str, Any], a: int, b: int) -> Any:
@@ -162,8 +210,11 @@ def _peer(series: dict[str, Any], gpus: dict[int, Any], document: dict[str, Any]
         return {"kind": "nvlink", "ceiling_gbps": ceiling, "explanation": f"nvidia-smi topo -m: {cell}; {why}"}
     ceilings = [c for c in (_pcie(gpus.get(src))["ceiling_gbps"], _pcie(gpus.get(dst))["ceiling_gbps"]) if c]
     if kind["kind"] == "pcie" and len(ceilings) == 2:
-        return {"kind": "pcie", "ceiling_gbps": min(ceilings),
-                "explanation": f"nvidia-smi topo -m: {cell} (PCIe between the GPUs); the slower of their links"}
+        return {
+            "kind": "pcie",
+            "ceiling_gbps": min(ceilings),
+            "explanation": f"nvidia-smi topo -m: {cell} (PCIe between the GPUs); the slower of their links",
+        }
     return {"kind": "unknown", "ceiling_gbps": None, "explanation": f"no usable topology cell between them ({cell})"}
 
 
@@ -182,8 +233,12 @@ def series_figures(series: dict[str, Any], document: dict[str, Any]) -> dict[str
         rate, basis = None, "no points"
     ceiling = link["ceiling_gbps"]
     ratio = rate / ceiling if (rate is not None and ceiling) else None
-    return {"points": figures, "plateau": found, "latency": latency(series["points"]),
-            "link": {**link, "rate_gbps": rate, "rate_basis": basis, "ratio": ratio}}
+    return {
+        "points": figures,
+        "plateau": found,
+        "latency": latency(series["points"]),
+        "link": {**link, "rate_gbps": rate, "rate_basis": basis, "ratio": ratio},
+    }
 
 
 def _cache_bytes(document: dict[str, Any]) -> float | None:

@@ -28,8 +28,10 @@ from harness.judge.engine import Result
 from harness.judge.facts import BundleFacts
 
 # Criteria that hold a measured figure to a floor (higher is better): the ones a WARN band applies to.
-LOWER_BOUND = re.compile(r"^(bandwidth_plateau|gemm_[a-z0-9]+|stress_sustained_[a-z0-9]+|allreduce_busbw|"
-                         r"transfer_(h2d_pinned|d2h_pinned|bidirectional_pinned|peer_read))$")
+LOWER_BOUND = re.compile(
+    r"^(bandwidth_plateau|gemm_[a-z0-9]+|stress_sustained_[a-z0-9]+|allreduce_busbw|"
+    r"transfer_(h2d_pinned|d2h_pinned|bidirectional_pinned|peer_read))$"
+)
 RETEST_VERDICTS = {"warn": Verdict.WARN, "pass": Verdict.PASS, "fail": Verdict.FAIL}
 DEFAULT_RETEST_VERDICT = "warn"
 
@@ -46,15 +48,28 @@ def warn_bands(results: Iterable[Result], profile: Profile) -> list[Result]:
         band = _number(bands.get(r.name))
         measured = _number(r.measured.value) if r.measured else None
         floor = _number(r.threshold.value) if r.threshold else None
-        if (r.status != Verdict.PASS or band is None or measured is None or floor is None or r.threshold is None
-                or not LOWER_BOUND.match(r.name)):
+        if (
+            r.status != Verdict.PASS
+            or band is None
+            or measured is None
+            or floor is None
+            or r.threshold is None
+            or not LOWER_BOUND.match(r.name)
+        ):
             out.append(r)
             continue
         warn_line = floor * (1 + band)
         if measured < warn_line:
-            out.append(replace(r, status=Verdict.WARN, why=(
-                f"{r.why}; within the profile's {band:.1%} WARN band above the fail line "
-                f"(under {warn_line:.6g} {r.threshold.unit})")))
+            out.append(
+                replace(
+                    r,
+                    status=Verdict.WARN,
+                    why=(
+                        f"{r.why}; within the profile's {band:.1%} WARN band above the fail line "
+                        f"(under {warn_line:.6g} {r.threshold.unit})"
+                    ),
+                )
+            )
         else:
             out.append(r)
     return out
@@ -100,8 +115,9 @@ def retests(results: Iterable[Result], facts: BundleFacts, profile: Profile) -> 
             out.append(r)
         elif passed_late and r.status in (Verdict.PASS, Verdict.WARN):
             status = Verdict.WARN if r.status == Verdict.WARN and verdict == Verdict.PASS else verdict
-            out.append(replace(r, status=status, why=f"{r.why}; {note} (the profile counts a retest as "
-                                                     f"{choice.upper()})"))
+            out.append(
+                replace(r, status=status, why=f"{r.why}; {note} (the profile counts a retest as {choice.upper()})")
+            )
         else:
             out.append(replace(r, why=f"{r.why}; {note}"))
     return out

@@ -48,8 +48,15 @@ def _health(facts: BundleFacts) -> tuple[dict[str, Any] | None, str]:
 
 
 def _not_stated(name: str, title: str, evidence: str, profile: Profile, key: str) -> Result:
-    return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                  f"the profile for {profile.sku_id} states no config.{key}: not judged")
+    return Result(
+        name,
+        title,
+        Verdict.INCOMPLETE,
+        None,
+        None,
+        evidence,
+        f"the profile for {profile.sku_id} states no config.{key}: not judged",
+    )
 
 
 def _minimum(name: str, title: str, field: str, key: str, what: str) -> Callable[[BundleFacts, Profile], list[Result]]:
@@ -67,15 +74,31 @@ def _minimum(name: str, title: str, field: str, key: str, what: str) -> Callable
             reason = unavailable_reason(found) or f"not recorded ({found!r})"
             return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, f"{what}: {reason}")]
         ok = version_key(found) >= version_key(str(wanted))
-        return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, Value(found, "version", f"{what} {found}"),
-                       threshold, evidence, f"{what} {found} is {'at or above' if ok else 'below'} {wanted}")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.PASS if ok else Verdict.FAIL,
+                Value(found, "version", f"{what} {found}"),
+                threshold,
+                evidence,
+                f"{what} {found} is {'at or above' if ok else 'below'} {wanted}",
+            )
+        ]
+
     return judge
 
 
-def _per_gpu(name: str, title: str, key: str, fields: str,
-             check: Callable[[dict[str, Any], Any], tuple[str | None, str]],
-             threshold_text: Callable[[Any], str]) -> Callable[[BundleFacts, Profile], list[Result]]:
+def _per_gpu(
+    name: str,
+    title: str,
+    key: str,
+    fields: str,
+    check: Callable[[dict[str, Any], Any], tuple[str | None, str]],
+    threshold_text: Callable[[Any], str],
+) -> Callable[[BundleFacts, Profile], list[Result]]:
     """A criterion judged on every GPU: CHECK(device, expected) gives (a problem or None, what it saw)."""
+
     def judge(facts: BundleFacts, profile: Profile) -> list[Result]:
         evidence = f"{facts.output(STEP)} devices[].{fields}"
         wanted = _expected(profile, key)
@@ -101,9 +124,19 @@ def _per_gpu(name: str, title: str, key: str, fields: str,
         if problems:
             return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(problems))]
         if unreadable:
-            return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence,
-                           "unreadable: " + "; ".join(unreadable))]
+            return [
+                Result(
+                    name,
+                    title,
+                    Verdict.INCOMPLETE,
+                    measured,
+                    threshold,
+                    evidence,
+                    "unreadable: " + "; ".join(unreadable),
+                )
+            ]
         return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(seen))]
+
     return judge
 
 
@@ -120,6 +153,7 @@ def _mode(field: str | tuple[str, ...], what: str) -> Callable[[dict[str, Any], 
         saw = ", ".join(f"{f.replace('_', ' ')} {v}" for f, v in values.items())
         wrong = [f"{f.replace('_', ' ')} is {v}, expected {wanted}" for f, v in values.items() if v != wanted]
         return ("; ".join(wrong) or None), saw
+
     return check
 
 
@@ -129,8 +163,11 @@ def _power_limit(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
     if not all(isinstance(v, (int, float)) for v in (enforced, default)):
         return UNREADABLE, f"enforced {enforced!r}, default {default!r}"
     saw = f"enforced {enforced:g} W, default {default:g} W"
-    return (None if enforced == default else f"the enforced power limit {enforced:g} W is not the default "
-            f"{default:g} W (nvidia-smi -pl changed it)"), saw
+    return (
+        None
+        if enforced == default
+        else f"the enforced power limit {enforced:g} W is not the default {default:g} W (nvidia-smi -pl changed it)"
+    ), saw
 
 
 def _application_clocks(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
@@ -142,8 +179,10 @@ def _application_clocks(device: dict[str, Any], wanted: Any) -> tuple[str | None
             return UNREADABLE, f"{kind} application clock {app!r}, default {default!r}"
         seen.append(f"{kind} {app} MHz (default {default})")
         if app != default:
-            problems.append(f"{kind} application clock {app} MHz is not its default {default} MHz "
-                            "(set with nvidia-smi -ac; -rac resets it)")
+            problems.append(
+                f"{kind} application clock {app} MHz is not its default {default} MHz "
+                "(set with nvidia-smi -ac; -rac resets it)"
+            )
     reasons = (device.get("clock_event_reasons") or {}).get("names")
     if isinstance(reasons, list) and "applications_clocks_setting" in reasons:
         problems.append("clock-event reason applications_clocks_setting: a clock setting holds the clocks")
@@ -159,38 +198,99 @@ def _nvlink(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
     down = [str(link.get("link")) for link in links if isinstance(link, dict) and link.get("active") is not True]
     saw = f"{len(active)} of {len(links)} NVLink links active"
     if len(active) != wanted:
-        return (f"{len(active)} active NVLink links, the SKU has {wanted}"
-                + (f" (down: {', '.join(down)})" if down else "")), saw
+        return (
+            f"{len(active)} active NVLink links, the SKU has {wanted}" + (f" (down: {', '.join(down)})" if down else "")
+        ), saw
     return None, saw
 
 
-DRIVER = Criterion("config_driver", "The NVIDIA driver is at or above the profile's minimum", (STEP,),
-                   _minimum("config_driver", "The NVIDIA driver is at or above the profile's minimum",
-                            "driver_version", "driver_min", "NVIDIA driver"))
-CUDA = Criterion("config_cuda", "The driver's CUDA version is at or above the profile's minimum", (STEP,),
-                 _minimum("config_cuda", "The driver's CUDA version is at or above the profile's minimum",
-                          "cuda_driver_version", "cuda_min", "CUDA (driver)"))
-PERSISTENCE = Criterion("config_persistence", "Persistence mode is as the profile expects", (STEP,),
-                        _per_gpu("config_persistence", "Persistence mode is as the profile expects", "persistence",
-                                 "modes.persistence", _mode("persistence", "persistence mode"),
-                                 lambda w: f"persistence mode {w} on every GPU"))
-MIG = Criterion("config_mig", "MIG mode is as the profile expects", (STEP,),
-                _per_gpu("config_mig", "MIG mode is as the profile expects", "mig",
-                         "modes.mig_current, modes.mig_pending", _mode(("mig_current", "mig_pending"), "MIG mode"),
-                         lambda w: f"MIG {w}, current and pending, on every GPU"))
-POWER_LIMIT = Criterion("config_power_limit", "The power limit is at its default", (STEP,),
-                        _per_gpu("config_power_limit", "The power limit is at its default", "power_limit",
-                                 "power.enforced_limit_w, power.default_limit_w", _power_limit,
-                                 lambda w: "the enforced power limit equal to the default limit on every GPU"))
-APPLICATION_CLOCKS = Criterion("config_application_clocks", "Application clocks are not locked", (STEP,),
-                               _per_gpu("config_application_clocks", "Application clocks are not locked",
-                                        "application_clocks",
-                                        "clocks.applications_*_mhz, clocks.default_applications_*_mhz, "
-                                        "clock_event_reasons.names", _application_clocks,
-                                        lambda w: "graphics and memory application clocks at their defaults, "
-                                                  "no clock setting holding them"))
-NVLINK = Criterion("config_nvlink", "Every GPU has the NVLink links the SKU has, all active", (STEP,),
-                   _per_gpu("config_nvlink", "Every GPU has the NVLink links the SKU has, all active",
-                            "nvlink_links_per_gpu", "nvlink[].active", _nvlink,
-                            lambda w: f"{w} active NVLink links on every GPU"))
+DRIVER = Criterion(
+    "config_driver",
+    "The NVIDIA driver is at or above the profile's minimum",
+    (STEP,),
+    _minimum(
+        "config_driver",
+        "The NVIDIA driver is at or above the profile's minimum",
+        "driver_version",
+        "driver_min",
+        "NVIDIA driver",
+    ),
+)
+CUDA = Criterion(
+    "config_cuda",
+    "The driver's CUDA version is at or above the profile's minimum",
+    (STEP,),
+    _minimum(
+        "config_cuda",
+        "The driver's CUDA version is at or above the profile's minimum",
+        "cuda_driver_version",
+        "cuda_min",
+        "CUDA (driver)",
+    ),
+)
+PERSISTENCE = Criterion(
+    "config_persistence",
+    "Persistence mode is as the profile expects",
+    (STEP,),
+    _per_gpu(
+        "config_persistence",
+        "Persistence mode is as the profile expects",
+        "persistence",
+        "modes.persistence",
+        _mode("persistence", "persistence mode"),
+        lambda w: f"persistence mode {w} on every GPU",
+    ),
+)
+MIG = Criterion(
+    "config_mig",
+    "MIG mode is as the profile expects",
+    (STEP,),
+    _per_gpu(
+        "config_mig",
+        "MIG mode is as the profile expects",
+        "mig",
+        "modes.mig_current, modes.mig_pending",
+        _mode(("mig_current", "mig_pending"), "MIG mode"),
+        lambda w: f"MIG {w}, current and pending, on every GPU",
+    ),
+)
+POWER_LIMIT = Criterion(
+    "config_power_limit",
+    "The power limit is at its default",
+    (STEP,),
+    _per_gpu(
+        "config_power_limit",
+        "The power limit is at its default",
+        "power_limit",
+        "power.enforced_limit_w, power.default_limit_w",
+        _power_limit,
+        lambda w: "the enforced power limit equal to the default limit on every GPU",
+    ),
+)
+APPLICATION_CLOCKS = Criterion(
+    "config_application_clocks",
+    "Application clocks are not locked",
+    (STEP,),
+    _per_gpu(
+        "config_application_clocks",
+        "Application clocks are not locked",
+        "application_clocks",
+        "clocks.applications_*_mhz, clocks.default_applications_*_mhz, clock_event_reasons.names",
+        _application_clocks,
+        lambda w: "graphics and memory application clocks at their defaults, no clock setting holding them",
+    ),
+)
+NVLINK = Criterion(
+    "config_nvlink",
+    "Every GPU has the NVLink links the SKU has, all active",
+    (STEP,),
+    _per_gpu(
+        "config_nvlink",
+        "Every GPU has the NVLink links the SKU has, all active",
+        "nvlink_links_per_gpu",
+        "nvlink[].active",
+        _nvlink,
+        lambda w: f"{w} active NVLink links on every GPU",
+    ),
+)
 CRITERIA = (DRIVER, CUDA, PERSISTENCE, MIG, POWER_LIMIT, APPLICATION_CLOCKS, NVLINK)

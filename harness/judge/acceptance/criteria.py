@@ -30,22 +30,28 @@ def num(value: Any) -> float | None:
 
 
 def fmt(value: float, digits: int = 4) -> str:
-    return f"{value:.{digits}g}" if abs(value) < 10 ** digits else f"{value:.0f}"
+    return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:.0f}"
 
 
 def share_threshold(share: float, reference, unit: str, what: str) -> Value:
     floor = share * reference.value
-    return Value(floor, unit, f"at least {share:.0%} of the known-good {fmt(reference.value)} {unit} "
-                             f"({what}) = {fmt(floor)} {unit}")
+    return Value(
+        floor,
+        unit,
+        f"at least {share:.0%} of the known-good {fmt(reference.value)} {unit} ({what}) = {fmt(floor)} {unit}",
+    )
 
 
-def at_least(name: str, title: str, measured: Value, threshold: Value, evidence: str,
-             ok: bool | None = None, source: str = "") -> Result:
+def at_least(
+    name: str, title: str, measured: Value, threshold: Value, evidence: str, ok: bool | None = None, source: str = ""
+) -> Result:
     """The result of MEASURED held to THRESHOLD (pass at or above it; OK where a shared rule decides),
     its why naming both, and SOURCE (the rule's origin) after them."""
     ok = measured.value >= threshold.value if ok is None else ok
-    why = (f"{fmt(measured.value)} {measured.unit} is {'at or above' if ok else 'below'} "
-           f"{fmt(threshold.value)} {threshold.unit}" + (f" ({source})" if source else ""))
+    why = (
+        f"{fmt(measured.value)} {measured.unit} is {'at or above' if ok else 'below'} "
+        f"{fmt(threshold.value)} {threshold.unit}" + (f" ({source})" if source else "")
+    )
     return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence, why)
 
 
@@ -73,14 +79,22 @@ def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Cri
     it requires applied, its WARN bands, and a pass that needed a retest counted as it says."""
     results = []
     for criterion in criteria:  # each result knows the steps it was judged from (a retest names them)
-        results += [replace(r, steps=r.steps or criterion.steps)
-                    for r in engine.evaluate((criterion,), facts, profile)]
+        results += [replace(r, steps=r.steps or criterion.steps) for r in engine.evaluate((criterion,), facts, profile)]
     present = {r.name for r in results}
     # A required criterion this bundle gave no row for (a GEMM dtype the profile has no share or
     # known-good for, a GPU-against-GPU figure on one GPU) still gets one: it was not measured.
     for name in profile.required:
         if name not in present:
-            results.append(Result(name, f"Required by the profile: {name}", Verdict.INCOMPLETE, None, None,
-                                  "", "this bundle gives no result for it (the profile states no share or "
-                                      "known-good for it, or nothing here measured it)"))
+            results.append(
+                Result(
+                    name,
+                    f"Required by the profile: {name}",
+                    Verdict.INCOMPLETE,
+                    None,
+                    None,
+                    "",
+                    "this bundle gives no result for it (the profile states no share or "
+                    "known-good for it, or nothing here measured it)",
+                )
+            )
     return adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)

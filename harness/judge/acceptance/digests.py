@@ -40,8 +40,10 @@ def stress_digests(facts: BundleFacts) -> tuple[dict[str, dict[str, Any]] | None
         else:
             missing.append(who)
     if missing and not found:
-        return None, (f"{', '.join(missing)}: no reference digest recorded (a stress document made before "
-                      "digests were recorded, or a worker that ended before its reference)")
+        return None, (
+            f"{', '.join(missing)}: no reference digest recorded (a stress document made before "
+            "digests were recorded, or a worker that ended before its reference)"
+        )
     return found, (f"{', '.join(missing)} recorded no reference digest" if missing else "")
 
 
@@ -53,8 +55,11 @@ def _self_checks(facts: BundleFacts) -> dict[str, str]:
         check = device.get("result_check") or {}
         who = f"GPU{device.get('index')}" if (figures.values or {}).get("device") == "cuda" else "CPU"
         mismatched = check.get("mismatched_elements")
-        out[who] = (f"its own {check.get('iterations_checked')} checked results all matched its reference"
-                    if mismatched == 0 else f"{mismatched} mismatched elements against its own reference")
+        out[who] = (
+            f"its own {check.get('iterations_checked')} checked results all matched its reference"
+            if mismatched == 0
+            else f"{mismatched} mismatched elements against its own reference"
+        )
     return out
 
 
@@ -65,32 +70,77 @@ def stress_digests_agree(facts: BundleFacts, profile: Any) -> list[Result]:
     if digests is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, STRESS_EVIDENCE, why)]
     if len(digests) < 2:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, STRESS_EVIDENCE,
-                       f"{len(digests)} GPU with a digest: no neighbour to compare it with"
-                       + (f" ({why})" if why else ""))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                threshold,
+                STRESS_EVIDENCE,
+                f"{len(digests)} GPU with a digest: no neighbour to compare it with" + (f" ({why})" if why else ""),
+            )
+        ]
     vote = quorum({who: r["sha256"] for who, r in digests.items()})
     measured = Value(len(vote.agreeing), "GPUs", "; ".join(f"{who} {short(r['sha256'])}" for who, r in digests.items()))
     if vote.ambiguous or vote.majority is None:  # (no majority only when ambiguous)
-        return [Result(name, title, Verdict.FAIL, measured, threshold, STRESS_EVIDENCE,
-                       "the GPUs split evenly between digests, so no majority names the faulty one: "
-                       + measured.text)]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                measured,
+                threshold,
+                STRESS_EVIDENCE,
+                "the GPUs split evenly between digests, so no majority names the faulty one: " + measured.text,
+            )
+        ]
     if vote.outliers:
         own = _self_checks(facts)
-        return [Result(name, title, Verdict.FAIL, measured, threshold, STRESS_EVIDENCE, "; ".join(
-            f"{who}'s reference result differs from the {len(vote.agreeing)} other GPUs' ({short(d)} against "
-            f"{short(vote.majority)}): possible silent data corruption; {own.get(who, 'its own checks unknown')}"
-            + (" (it agrees with itself, not with its neighbours)" if "all matched" in own.get(who, "") else "")
-            for who, d in vote.outliers.items()))]
-    return [Result(name, title, Verdict.PASS, measured, threshold, STRESS_EVIDENCE,
-                   f"all {len(digests)} GPUs: {short(vote.majority)}" + (f"; {why}" if why else ""))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                measured,
+                threshold,
+                STRESS_EVIDENCE,
+                "; ".join(
+                    f"{who}'s reference result differs from the {len(vote.agreeing)} other GPUs' ({short(d)} against "
+                    f"{short(vote.majority)}): possible silent data corruption; {own.get(who, 'its own checks unknown')}"
+                    + (" (it agrees with itself, not with its neighbours)" if "all matched" in own.get(who, "") else "")
+                    for who, d in vote.outliers.items()
+                ),
+            )
+        ]
+    return [
+        Result(
+            name,
+            title,
+            Verdict.PASS,
+            measured,
+            threshold,
+            STRESS_EVIDENCE,
+            f"all {len(digests)} GPUs: {short(vote.majority)}" + (f"; {why}" if why else ""),
+        )
+    ]
 
 
 def stress_digest_expected(facts: BundleFacts, profile: Any) -> list[Result]:
     name, title = "stress_digest_expected", "The reference GEMM result is the one expected for this SKU and software"
     expected = [e for e in (profile.digests or {}).get("stress") or [] if isinstance(e, dict)]
     if not expected:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE,
-                       f"the profile for {profile.sku_id} carries no expected stress digest")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                STRESS_EVIDENCE,
+                f"the profile for {profile.sku_id} carries no expected stress digest",
+            )
+        ]
     digests, why = stress_digests(facts)
     if digests is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE, why)]
@@ -99,17 +149,45 @@ def stress_digest_expected(facts: BundleFacts, profile: Any) -> list[Result]:
     match = next((e for e in expected if stress_conditions(e) == here), None)
     if match is None:
         held = "; ".join(str(stress_conditions(e)) for e in expected)
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE,
-                       f"not comparable: the profile's digests hold for {held}; this run: {here}")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                STRESS_EVIDENCE,
+                f"not comparable: the profile's digests hold for {held}; this run: {here}",
+            )
+        ]
     threshold = Value(match["sha256"], "sha256", f"{short(match['sha256'])} ({match.get('source', 'the profile')})")
     wrong = [who for who, r in digests.items() if r["sha256"] != match["sha256"] or conditions[who] != here]
-    measured = Value(len(digests) - len(wrong), "GPUs", "; ".join(f"{who} {short(r['sha256'])}"
-                                                                  for who, r in digests.items()))
+    measured = Value(
+        len(digests) - len(wrong), "GPUs", "; ".join(f"{who} {short(r['sha256'])}" for who, r in digests.items())
+    )
     if wrong:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, STRESS_EVIDENCE,
-                       f"{', '.join(wrong)}: the reference result differs from the one expected for {here}")]
-    return [Result(name, title, Verdict.PASS, measured, threshold, STRESS_EVIDENCE,
-                   f"every GPU's reference result is the expected {short(match['sha256'])}")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                measured,
+                threshold,
+                STRESS_EVIDENCE,
+                f"{', '.join(wrong)}: the reference result differs from the one expected for {here}",
+            )
+        ]
+    return [
+        Result(
+            name,
+            title,
+            Verdict.PASS,
+            measured,
+            threshold,
+            STRESS_EVIDENCE,
+            f"every GPU's reference result is the expected {short(match['sha256'])}",
+        )
+    ]
 
 
 def precision_digests(document: dict[str, Any]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -118,8 +196,10 @@ def precision_digests(document: dict[str, Any]) -> dict[tuple[str, str], tuple[s
     for tensor in document.get("tensors") or []:
         for row in tensor.get("formats") or []:
             if isinstance(row.get("output_sha256"), str):
-                found[(tensor.get("sha256"), row.get("format"))] = (row["output_sha256"],
-                                                                    f"{tensor.get('role')} {row.get('format')}")
+                found[(tensor.get("sha256"), row.get("format"))] = (
+                    row["output_sha256"],
+                    f"{tensor.get('role')} {row.get('format')}",
+                )
     return found
 
 
@@ -128,32 +208,75 @@ def precision_digests_expected(facts: BundleFacts, profile: Any) -> list[Result]
     evidence = f"{facts.output(PRECISION)} tensors[].formats[].output_sha256"
     expected = ((profile.digests or {}).get("precision") or {}).get("outputs") or {}
     if not expected:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"the profile for {profile.sku_id} carries no expected precision digests")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"the profile for {profile.sku_id} carries no expected precision digests",
+            )
+        ]
     document = facts.document(PRECISION)
     if document is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, facts.step_why(PRECISION))]
     found = precision_digests(document)
     compared = {key: value for key, value in found.items() if expected.get(key[0], {}).get(key[1])}
-    threshold = Value(len(compared), "outputs", f"each tensor and format's digest as the profile expects "
-                                                f"({((profile.digests or {}).get('precision') or {}).get('source', '')})")
+    threshold = Value(
+        len(compared),
+        "outputs",
+        f"each tensor and format's digest as the profile expects "
+        f"({((profile.digests or {}).get('precision') or {}).get('source', '')})",
+    )
     if not compared:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
-                       "no tensor and format measured here has an expected digest (another checkpoint, or a "
-                       "document made before digests were recorded)")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                threshold,
+                evidence,
+                "no tensor and format measured here has an expected digest (another checkpoint, or a "
+                "document made before digests were recorded)",
+            )
+        ]
     wrong = [what for key, (digest, what) in compared.items() if expected[key[0]][key[1]] != digest]
-    measured = Value(len(compared) - len(wrong), "outputs", f"{len(compared) - len(wrong)} of {len(compared)} "
-                                                            "outputs equal the expected digests")
+    measured = Value(
+        len(compared) - len(wrong),
+        "outputs",
+        f"{len(compared) - len(wrong)} of {len(compared)} outputs equal the expected digests",
+    )
     if wrong:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
-                       f"different output bits: {', '.join(wrong)}")]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence,
-                   f"all {len(compared)} outputs equal the expected digests")]
+        return [
+            Result(
+                name, title, Verdict.FAIL, measured, threshold, evidence, f"different output bits: {', '.join(wrong)}"
+            )
+        ]
+    return [
+        Result(
+            name,
+            title,
+            Verdict.PASS,
+            measured,
+            threshold,
+            evidence,
+            f"all {len(compared)} outputs equal the expected digests",
+        )
+    ]
 
 
-STRESS_AGREE = Criterion("stress_digests_agree", "Every GPU computes the same reference GEMM result", (STRESS,),
-                         stress_digests_agree)
-STRESS_EXPECTED = Criterion("stress_digest_expected", "The reference GEMM result is the one expected", (STRESS,),
-                            stress_digest_expected)
-PRECISION_EXPECTED = Criterion("precision_digests_expected", "The quantized outputs are the ones expected",
-                               (PRECISION,), precision_digests_expected)
+STRESS_AGREE = Criterion(
+    "stress_digests_agree", "Every GPU computes the same reference GEMM result", (STRESS,), stress_digests_agree
+)
+STRESS_EXPECTED = Criterion(
+    "stress_digest_expected", "The reference GEMM result is the one expected", (STRESS,), stress_digest_expected
+)
+PRECISION_EXPECTED = Criterion(
+    "precision_digests_expected",
+    "The quantized outputs are the ones expected",
+    (PRECISION,),
+    precision_digests_expected,
+)

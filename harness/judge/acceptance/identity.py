@@ -19,28 +19,63 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
     health = facts.figures("health")
     if health.values is not None:
         devices = health.values.get("devices") or []
-        evidence = (f"{facts.output('health')} devices[].pci_device_id, memory_total_mib, "
-                    "power.default_limit_w (re-identified with the catalogue)")
+        evidence = (
+            f"{facts.output('health')} devices[].pci_device_id, memory_total_mib, "
+            "power.default_limit_w (re-identified with the catalogue)"
+        )
         found = [(f"GPU{d.get('index')} {d.get('name')}", d.get("sku_id")) for d in devices]
     else:
         bandwidth = facts.figures("bandwidth")
         if bandwidth.values is None:
-            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, "raw/health.json devices[]",
-                           f"{health.why}; {bandwidth.why}")]
+            return [
+                Result(
+                    name,
+                    title,
+                    Verdict.INCOMPLETE,
+                    None,
+                    threshold,
+                    "raw/health.json devices[]",
+                    f"{health.why}; {bandwidth.why}",
+                )
+            ]
         evidence = f"{facts.output('bandwidth')} reference.sku_id (health did not complete: {health.why})"
         found = [(f"the {bandwidth.values.get('device')} device", bandwidth.values.get("sku_id"))]
     if not found:
-        return [Result(name, title, Verdict.FAIL, Value(None, "SKU id", "no GPU"), threshold, evidence,
-                       "the bundle lists no GPU: it was not measured on the hardware being bought")]
-    measured = Value(", ".join(sorted({str(s) for _, s in found})), "SKU id",
-                     "; ".join(f"{label}: {sku or 'not identified'}" for label, sku in found))
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                Value(None, "SKU id", "no GPU"),
+                threshold,
+                evidence,
+                "the bundle lists no GPU: it was not measured on the hardware being bought",
+            )
+        ]
+    measured = Value(
+        ", ".join(sorted({str(s) for _, s in found})),
+        "SKU id",
+        "; ".join(f"{label}: {sku or 'not identified'}" for label, sku in found),
+    )
     matched = _matches_identity(facts, profile) if health.present else set()
     wrong = [(label, sku) for label, sku in found if sku != profile.sku_id and label not in matched]
     if not wrong:
-        how = (f" ({', '.join(sorted(matched))} by the profile's identity: {identity_text(profile.identity)})"
-               if matched else "")
-        return [Result(name, title, Verdict.PASS, measured, threshold, evidence,
-                       f"{len(found)} GPU(s), all {profile.sku_id}{how}")]
+        how = (
+            f" ({', '.join(sorted(matched))} by the profile's identity: {identity_text(profile.identity)})"
+            if matched
+            else ""
+        )
+        return [
+            Result(
+                name,
+                title,
+                Verdict.PASS,
+                measured,
+                threshold,
+                evidence,
+                f"{len(found)} GPU(s), all {profile.sku_id}{how}",
+            )
+        ]
     reasons = []
     for label, sku in wrong:
         _, why = catalogue.comparable(sku, profile.sku_id)
@@ -48,14 +83,16 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
     return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(reasons))]
 
 
-SKU_MATCHES_PROFILE = Criterion("sku_matches_profile", "The GPUs are the SKU being bought",
-                                ("health", "bandwidth"), sku_matches_profile)
+SKU_MATCHES_PROFILE = Criterion(
+    "sku_matches_profile", "The GPUs are the SKU being bought", ("health", "bandwidth"), sku_matches_profile
+)
 
 
 def identity_text(identity) -> str:
     memory = identity.get("memory_total_mib")
-    return (f"PCI device id {', '.join(identity.get('pci_device_ids') or [])}"
-            + (f", {memory:.0f} MiB" if isinstance(memory, (int, float)) else ""))
+    return f"PCI device id {', '.join(identity.get('pci_device_ids') or [])}" + (
+        f", {memory:.0f} MiB" if isinstance(memory, (int, float)) else ""
+    )
 
 
 def _matches_identity(facts: BundleFacts, profile: Profile) -> set[str]:
@@ -72,7 +109,6 @@ def _matches_identity(facts: BundleFacts, profile: Profile) -> set[str]:
         pci, mib = record.get("pci_device_id"), record.get("memory_total_mib")
         if not isinstance(pci, (str, int)) or not isinstance(mib, (int, float)):
             continue
-        if (catalogue.normalise_device_id(pci) in ids
-                and abs(mib - memory) <= catalogue.MEMORY_TOLERANCE * memory):
+        if catalogue.normalise_device_id(pci) in ids and abs(mib - memory) <= catalogue.MEMORY_TOLERANCE * memory:
             matched.add(f"GPU{device.get('index')} {device.get('name')}")
     return matched

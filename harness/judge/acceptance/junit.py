@@ -21,21 +21,27 @@ from harness.judge.engine import Result
 
 
 def _text(result: Result) -> str:
-    lines = [result.title,
-             f"status: {result.status}{' (required by the profile)' if result.required else ''}",
-             f"measured: {result.measured.text if result.measured else 'not measured'}",
-             f"threshold: {result.threshold.text if result.threshold else 'none stated'}",
-             f"evidence: {result.evidence}", f"why: {result.why}"]
+    lines = [
+        result.title,
+        f"status: {result.status}{' (required by the profile)' if result.required else ''}",
+        f"measured: {result.measured.text if result.measured else 'not measured'}",
+        f"threshold: {result.threshold.text if result.threshold else 'none stated'}",
+        f"evidence: {result.evidence}",
+        f"why: {result.why}",
+    ]
     return "\n".join(lines)
 
 
 def _criterion_properties(result: Result) -> list[tuple[str, str]]:
     """A criterion's figures as testsuite properties, each name prefixed with the criterion's."""
-    pairs = (("status", str(result.status)), ("required", str(result.required).lower()),
-             ("measured", result.measured.text if result.measured else ""),
-             ("measured_unit", result.measured.unit if result.measured else ""),
-             ("threshold", result.threshold.text if result.threshold else ""),
-             ("evidence", result.evidence))
+    pairs = (
+        ("status", str(result.status)),
+        ("required", str(result.required).lower()),
+        ("measured", result.measured.text if result.measured else ""),
+        ("measured_unit", result.measured.unit if result.measured else ""),
+        ("threshold", result.threshold.text if result.threshold else ""),
+        ("evidence", result.evidence),
+    )
     return [(f"{result.name}.{key}", value) for key, value in pairs]
 
 
@@ -54,15 +60,23 @@ def junit_xml(acceptance: Acceptance) -> bytes:
     """<testsuites><testsuite name="accept SKU"> with tests/failures/errors counts (and skipped on
     the testsuite, the one element junit-10.xsd gives that count)."""
     results = acceptance.results
-    counts = {"tests": str(len(results)), "failures": str(sum(r.status == Verdict.FAIL for r in results)),
-              "errors": str(sum(r.status == Verdict.INCOMPLETE for r in results))}
+    counts = {
+        "tests": str(len(results)),
+        "failures": str(sum(r.status == Verdict.FAIL for r in results)),
+        "errors": str(sum(r.status == Verdict.INCOMPLETE for r in results)),
+    }
     skipped = str(sum(r.status == Verdict.SKIP for r in results))
     root = ET.Element("testsuites", {"name": "dossier accept", **counts, "time": "0"})
-    suite = ET.SubElement(root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts,
-                                              "skipped": skipped, "time": "0"})
+    suite = ET.SubElement(
+        root, "testsuite", {"name": f"accept {acceptance.profile.sku_id}", **counts, "skipped": skipped, "time": "0"}
+    )
     properties = ET.SubElement(suite, "properties")
-    pairs = [("bundle", acceptance.bundle.name), ("bundle_sha256", acceptance.bundle.sha256),
-             ("profile", acceptance.profile.sku_id), ("result", acceptance.result)]
+    pairs = [
+        ("bundle", acceptance.bundle.name),
+        ("bundle_sha256", acceptance.bundle.sha256),
+        ("profile", acceptance.profile.sku_id),
+        ("result", acceptance.result),
+    ]
     for result in results:
         pairs += _criterion_properties(result)
     for key, value in pairs:

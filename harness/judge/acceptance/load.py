@@ -36,24 +36,38 @@ def _under_load_clock(facts: BundleFacts) -> list[tuple[str, float | None, float
         before = idle_by_uuid.get(device.get("uuid"), {}).get("clocks", {}).get("sm_current_mhz")
         clocks = [num(s.get("sm_clock_mhz")) for s in load_window_samples(active, device.get("nvml_index"))]
         samples = [s for s in clocks if s is not None]
-        rows.append((f"GPU{device.get('nvml_index')}", num(before), statistics.median(samples) if samples else
-                     num(device.get("clocks", {}).get("sm_current_mhz"))))
+        rows.append(
+            (
+                f"GPU{device.get('nvml_index')}",
+                num(before),
+                statistics.median(samples) if samples else num(device.get("clocks", {}).get("sm_current_mhz")),
+            )
+        )
     return rows
 
 
 def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]:
     name, title = "clocks_rise_under_load", "GPU clocks rise from idle when work starts (not stuck low)"
-    threshold = Value("rise", "MHz", "the SM clock under load (median of load samples) above the idle SM clock, every GPU")
-    evidence = ("derived/health-diff.json checks[clocks_rose], from raw/health.json devices[].clocks.sm_current_mhz "
-                "and raw/health-load.json load.devices[].samples[].sm_clock_mhz")
+    threshold = Value(
+        "rise", "MHz", "the SM clock under load (median of load samples) above the idle SM clock, every GPU"
+    )
+    evidence = (
+        "derived/health-diff.json checks[clocks_rose], from raw/health.json devices[].clocks.sm_current_mhz "
+        "and raw/health-load.json load.devices[].samples[].sm_clock_mhz"
+    )
     checks, why = _diff_checks(facts, "clocks_rose")
     if checks is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
     rows = _under_load_clock(facts)
     under = [u for _, _, u in rows if u is not None]
-    measured = Value(min(under) if under else None, "MHz", "; ".join(
-        f"{label} idle {fmt(i) if i is not None else '?'} MHz -> under load {fmt(u) if u is not None else '?'} MHz"
-        for label, i, u in rows))
+    measured = Value(
+        min(under) if under else None,
+        "MHz",
+        "; ".join(
+            f"{label} idle {fmt(i) if i is not None else '?'} MHz -> under load {fmt(u) if u is not None else '?'} MHz"
+            for label, i, u in rows
+        ),
+    )
     statuses = {c.get("status") for c in checks}
     detail = "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in checks)
     if Verdict.FAIL in statuses:
@@ -79,22 +93,44 @@ def foreign_processes(facts: BundleFacts) -> list[str]:
 def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
     name, title = "no_unexpected_process", "Nothing else was running on the GPUs (idle or under load)"
     threshold = Value(0, "processes", "no process the harness did not start, idle or under load")
-    evidence = ("derived/health-diff.json checks[no_unexpected_process], from raw/health.json devices[].processes "
-                "and raw/health-load.json load.devices[].samples[].processes")
+    evidence = (
+        "derived/health-diff.json checks[no_unexpected_process], from raw/health.json devices[].processes "
+        "and raw/health-load.json load.devices[].samples[].processes"
+    )
     checks, why = _diff_checks(facts, "no_unexpected_process")
     if checks is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
     failed = [c for c in checks if c.get("status") == Verdict.FAIL]
     foreign = foreign_processes(facts)
-    measured = Value(len(foreign), "processes", "; ".join(foreign) if foreign else
-                     "only the harness's own processes were listed")
+    measured = Value(
+        len(foreign), "processes", "; ".join(foreign) if foreign else "only the harness's own processes were listed"
+    )
     if failed:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence,
-                       "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in failed))]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "every listed process was the harness's own")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                measured,
+                threshold,
+                evidence,
+                "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in failed),
+            )
+        ]
+    return [
+        Result(name, title, Verdict.PASS, measured, threshold, evidence, "every listed process was the harness's own")
+    ]
 
 
-CLOCKS_RISE_UNDER_LOAD = Criterion("clocks_rise_under_load", "GPU clocks rise from idle when work starts",
-                                   ("health", "health-load", "health-diff"), clocks_rise_under_load)
-NO_UNEXPECTED_PROCESS = Criterion("no_unexpected_process", "Nothing else was running on the GPUs",
-                                  ("health", "health-load", "health-diff"), no_unexpected_process)
+CLOCKS_RISE_UNDER_LOAD = Criterion(
+    "clocks_rise_under_load",
+    "GPU clocks rise from idle when work starts",
+    ("health", "health-load", "health-diff"),
+    clocks_rise_under_load,
+)
+NO_UNEXPECTED_PROCESS = Criterion(
+    "no_unexpected_process",
+    "Nothing else was running on the GPUs",
+    ("health", "health-load", "health-diff"),
+    no_unexpected_process,
+)

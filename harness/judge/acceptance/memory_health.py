@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.health import contract_facts
-from harness.analysis.health import device_contracts
+from harness.analysis.health import contract_facts, device_contracts
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import num
 from harness.judge.acceptance.profile import Profile
@@ -24,15 +23,33 @@ def gpus(document: dict[str, Any]) -> list[dict[str, Any]]:
     return devices
 
 
-def _contract_result(facts: BundleFacts, name: str, title: str, contract: Callable, fields: str,
-                     measure: Callable[[list[tuple[str, dict]]], Value], threshold: Value) -> list[Result]:
+def _contract_result(
+    facts: BundleFacts,
+    name: str,
+    title: str,
+    contract: Callable,
+    fields: str,
+    measure: Callable[[list[tuple[str, dict]]], Value],
+    threshold: Value,
+) -> list[Result]:
     """A criterion that is a health contract re-judged on the idle and the under-load document."""
     documents = _health_documents(facts)
-    evidence = " and ".join(f"{facts.output(step)} devices[].{fields}" for step, _ in documents) or \
-        f"raw/health.json devices[].{fields}"
+    evidence = (
+        " and ".join(f"{facts.output(step)} devices[].{fields}" for step, _ in documents)
+        or f"raw/health.json devices[].{fields}"
+    )
     if not documents:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
-                       f"{facts.step_why('health')}; {facts.step_why('health-load')}")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                threshold,
+                evidence,
+                f"{facts.step_why('health')}; {facts.step_why('health-load')}",
+            )
+        ]
     judged = [(step, contract(doc)) for step, doc in documents]
     failed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.FAIL]
     passed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.PASS]
@@ -40,8 +57,17 @@ def _contract_result(facts: BundleFacts, name: str, title: str, contract: Callab
     if failed:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
     if not passed:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
-                       "; ".join(f"{step}: {c['evidence']}" for step, c in judged))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                threshold,
+                evidence,
+                "; ".join(f"{step}: {c['evidence']}" for step, c in judged),
+            )
+        ]
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(passed))]
 
 
@@ -61,8 +87,10 @@ def _sum_counts(documents, keys) -> tuple[int | None, list[str]]:
             if len(counts) != len(values):
                 return None, parts
             total = max(total, int(sum(counts)))
-            parts.append(f"GPU{device.get('nvml_index')} {step}: " + ", ".join(
-                f"{k.replace('_', ' ')} {int(v)}" for k, v in zip(keys, counts, strict=True)))
+            parts.append(
+                f"GPU{device.get('nvml_index')} {step}: "
+                + ", ".join(f"{k.replace('_', ' ')} {int(v)}" for k, v in zip(keys, counts, strict=True))
+            )
     return total, parts
 
 
@@ -70,11 +98,16 @@ def ecc_uncorrectable_zero(facts: BundleFacts, profile: Profile) -> list[Result]
     def measure(documents) -> Value:
         worst, parts = _sum_counts(documents, ("volatile_uncorrected_errors", "aggregate_uncorrected_errors"))
         return Value(worst, "errors", "; ".join(parts) if worst is not None else "counts unreadable")
+
     return _contract_result(
-        facts, "ecc_uncorrectable_zero", "Memory has no uncorrectable ECC errors (and ECC is on)",
+        facts,
+        "ecc_uncorrectable_zero",
+        "Memory has no uncorrectable ECC errors (and ECC is on)",
         device_contracts.ecc_enabled_no_uncorrectable,
-        "ecc.mode_current, ecc.volatile_uncorrected_errors, ecc.aggregate_uncorrected_errors", measure,
-        Value(0, "errors", "ECC enabled and 0 uncorrectable errors, volatile and aggregate, idle and under load"))
+        "ecc.mode_current, ecc.volatile_uncorrected_errors, ecc.aggregate_uncorrected_errors",
+        measure,
+        Value(0, "errors", "ECC enabled and 0 uncorrectable errors, volatile and aggregate, idle and under load"),
+    )
 
 
 def row_remaps_clean(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -85,13 +118,20 @@ def row_remaps_clean(facts: BundleFacts, profile: Profile) -> list[Result]:
                 ecc = device.get("ecc", {})
                 pending, failure = ecc.get("remapped_rows_pending"), ecc.get("remapped_rows_failure")
                 bad = max(bad, int(pending is True) + int(failure is True))
-                parts.append(f"GPU{device.get('nvml_index')} {step}: pending {_shown(pending)}, "
-                             f"failure {_shown(failure)}")
+                parts.append(
+                    f"GPU{device.get('nvml_index')} {step}: pending {_shown(pending)}, failure {_shown(failure)}"
+                )
         return Value(bad, "rows pending or failed", "; ".join(parts))
+
     return _contract_result(
-        facts, "row_remaps_clean", "No memory row remap is pending or has failed",
-        device_contracts.no_pending_or_failed_row_remaps, "ecc.remapped_rows_pending, ecc.remapped_rows_failure",
-        measure, Value(0, "rows pending or failed", "no pending and no failed row remap"))
+        facts,
+        "row_remaps_clean",
+        "No memory row remap is pending or has failed",
+        device_contracts.no_pending_or_failed_row_remaps,
+        "ecc.remapped_rows_pending, ecc.remapped_rows_failure",
+        measure,
+        Value(0, "rows pending or failed", "no pending and no failed row remap"),
+    )
 
 
 def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -99,21 +139,43 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     title = "The host link (PCIe) runs at its full generation and width while working"
     gen, width = profile.threshold("pcie_min_generation"), profile.threshold("pcie_min_width")
     stated = f"; the SKU's Gen{gen} x{width}" if gen and width else ""
-    threshold = Value(f"Gen{gen} x{width}" if gen and width else "link maximum", "PCIe generation x lanes",
-                      f"current generation and width equal the link's maximum{stated}, read under load")
-    evidence = f"{facts.output('health-load')} devices[].pcie.current_gen, max_gen, gpu_max_gen, current_width, max_width"
+    threshold = Value(
+        f"Gen{gen} x{width}" if gen and width else "link maximum",
+        "PCIe generation x lanes",
+        f"current generation and width equal the link's maximum{stated}, read under load",
+    )
+    evidence = (
+        f"{facts.output('health-load')} devices[].pcie.current_gen, max_gen, gpu_max_gen, current_width, max_width"
+    )
     document = facts.document("health-load")
     if document is None or not gpus(document):
-        why = facts.step_why("health-load") if document is None else \
-            f"the under-load health lists no GPU: {contract_facts.gpus(document)[1]}"
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why + " (an idle reading cannot "
-                       "tell: the driver lowers the link speed when idle)")]
+        why = (
+            facts.step_why("health-load")
+            if document is None
+            else f"the under-load health lists no GPU: {contract_facts.gpus(document)[1]}"
+        )
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                threshold,
+                evidence,
+                why + " (an idle reading cannot tell: the driver lowers the link speed when idle)",
+            )
+        ]
     devices = gpus(document)
     links = [(d, d.get("pcie", {})) for d in devices]
-    measured = Value(", ".join(sorted({f"Gen{p.get('current_gen')} x{p.get('current_width')}" for _, p in links})),
-                     "PCIe generation x lanes",
-                     "; ".join(f"GPU{d.get('nvml_index')} Gen{p.get('current_gen')} x{p.get('current_width')} "
-                               f"of Gen{p.get('max_gen')} x{p.get('max_width')}" for d, p in links))
+    measured = Value(
+        ", ".join(sorted({f"Gen{p.get('current_gen')} x{p.get('current_width')}" for _, p in links})),
+        "PCIe generation x lanes",
+        "; ".join(
+            f"GPU{d.get('nvml_index')} Gen{p.get('current_gen')} x{p.get('current_width')} "
+            f"of Gen{p.get('max_gen')} x{p.get('max_width')}"
+            for d, p in links
+        ),
+    )
     judged = device_contracts.pcie_link_at_max(document)
     problems = [judged["evidence"]] if judged["status"] != Verdict.PASS else []
     for d, p in links:
@@ -126,10 +188,18 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     return [Result(name, title, Verdict.PASS, measured, threshold, evidence, judged["evidence"] + " (under load)")]
 
 
-ECC_UNCORRECTABLE_ZERO = Criterion("ecc_uncorrectable_zero", "Memory has no uncorrectable ECC errors",
-                                   ("health", "health-load"), ecc_uncorrectable_zero)
-ROW_REMAPS_CLEAN = Criterion("row_remaps_clean", "No memory row remap is pending or has failed",
-                             ("health", "health-load"), row_remaps_clean)
-PCIE_LINK_AT_MAX_UNDER_LOAD = Criterion("pcie_link_at_max_under_load", "The host link (PCIe) runs at its full "
-                                        "generation and width while working", ("health-load",),
-                                        pcie_link_at_max_under_load)
+ECC_UNCORRECTABLE_ZERO = Criterion(
+    "ecc_uncorrectable_zero",
+    "Memory has no uncorrectable ECC errors",
+    ("health", "health-load"),
+    ecc_uncorrectable_zero,
+)
+ROW_REMAPS_CLEAN = Criterion(
+    "row_remaps_clean", "No memory row remap is pending or has failed", ("health", "health-load"), row_remaps_clean
+)
+PCIE_LINK_AT_MAX_UNDER_LOAD = Criterion(
+    "pcie_link_at_max_under_load",
+    "The host link (PCIe) runs at its full generation and width while working",
+    ("health-load",),
+    pcie_link_at_max_under_load,
+)

@@ -40,6 +40,7 @@ def _stress(field: Callable[[dict[str, Any]], Any]) -> Callable[[BundleFacts], t
             return None, "the stress step ran on the CPU: no GPU to compare"
         values = {f"GPU{d['index']}": num(field(d)) for d in figures.values.get("devices") or []}
         return {k: v for k, v in values.items() if v is not None}, ""
+
     return read
 
 
@@ -50,26 +51,48 @@ def _transfer(key: str) -> Callable[[BundleFacts], tuple[dict[str, float] | None
             return None, figures.why or "no transfer figures"
         if figures.values.get("device") != "cuda":
             return None, "the transfer step copied host memory on the CPU: no GPU to compare"
-        values = {f"GPU{gpu}": num(per.get(key)) for gpu, per in sorted((figures.values.get("per_gpu") or {}).items())
-                  if gpu != "host"}
+        values = {
+            f"GPU{gpu}": num(per.get(key))
+            for gpu, per in sorted((figures.values.get("per_gpu") or {}).items())
+            if gpu != "host"
+        }
         return {k: v for k, v in values.items() if v is not None}, ""
+
     return read
 
 
 # criterion name -> (what, unit, reader, evidence)
 FIGURES: dict[str, tuple[str, str, Callable, str]] = {
-    "gpu_vs_node_device_local_copy": ("device-local copy bandwidth", "GB/s", _transfer("device_local_gbps"),
-                                      "raw/transfer.json series[] device_local (plateaus recomputed)"),
-    "gpu_vs_node_sustained_gemm": ("sustained GEMM (stress steady state)", "TFLOPS",
-                                   _stress(lambda d: d.get("steady_tflops")),
-                                   "raw/stress.json devices[].gemm.buckets (steady state recomputed)"),
-    "gpu_vs_node_power": ("board power under the stress load (median)", "W",
-                          _stress(lambda d: (d.get("power") or {}).get("median_w")),
-                          "raw/stress.json devices[].telemetry.samples (power recomputed)"),
-    "gpu_vs_node_h2d_pinned": ("pinned host-to-device plateau", "GB/s", _transfer("h2d_pinned_gbps"),
-                               "raw/transfer.json series[] (plateaus recomputed)"),
-    "gpu_vs_node_d2h_pinned": ("pinned device-to-host plateau", "GB/s", _transfer("d2h_pinned_gbps"),
-                               "raw/transfer.json series[] (plateaus recomputed)"),
+    "gpu_vs_node_device_local_copy": (
+        "device-local copy bandwidth",
+        "GB/s",
+        _transfer("device_local_gbps"),
+        "raw/transfer.json series[] device_local (plateaus recomputed)",
+    ),
+    "gpu_vs_node_sustained_gemm": (
+        "sustained GEMM (stress steady state)",
+        "TFLOPS",
+        _stress(lambda d: d.get("steady_tflops")),
+        "raw/stress.json devices[].gemm.buckets (steady state recomputed)",
+    ),
+    "gpu_vs_node_power": (
+        "board power under the stress load (median)",
+        "W",
+        _stress(lambda d: (d.get("power") or {}).get("median_w")),
+        "raw/stress.json devices[].telemetry.samples (power recomputed)",
+    ),
+    "gpu_vs_node_h2d_pinned": (
+        "pinned host-to-device plateau",
+        "GB/s",
+        _transfer("h2d_pinned_gbps"),
+        "raw/transfer.json series[] (plateaus recomputed)",
+    ),
+    "gpu_vs_node_d2h_pinned": (
+        "pinned device-to-host plateau",
+        "GB/s",
+        _transfer("d2h_pinned_gbps"),
+        "raw/transfer.json series[] (plateaus recomputed)",
+    ),
 }
 
 
@@ -77,32 +100,74 @@ def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
     what, unit, read, evidence = FIGURES[name]
     title = f"GPU against GPU: every GPU's {what} is within the tolerance of the node's median"
     tolerance = num(profile.threshold(TOLERANCE_KEY))
-    threshold = (Value(1 - tolerance, "fraction of the node median",
-                       f"every GPU at least {1 - tolerance:.0%} of the node's median {what}")
-                 if tolerance is not None else None)
+    threshold = (
+        Value(
+            1 - tolerance,
+            "fraction of the node median",
+            f"every GPU at least {1 - tolerance:.0%} of the node's median {what}",
+        )
+        if tolerance is not None
+        else None
+    )
     values, why = read(facts)
     if values is None:
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if len(values) < 2:
-        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
-                      f"{len(values)} GPU measured: nothing to compare it with within the node")
+        return Result(
+            name,
+            title,
+            Verdict.INCOMPLETE,
+            None,
+            threshold,
+            evidence,
+            f"{len(values)} GPU measured: nothing to compare it with within the node",
+        )
     if tolerance is None:
-        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                      f"the profile for {profile.sku_id} states no {TOLERANCE_KEY}")
+        return Result(
+            name,
+            title,
+            Verdict.INCOMPLETE,
+            None,
+            None,
+            evidence,
+            f"the profile for {profile.sku_id} states no {TOLERANCE_KEY}",
+        )
     median = statistics.median(values.values())
     ratios = {gpu: value / median for gpu, value in values.items()} if median else {}
     listed = ", ".join(f"{gpu} {fmt(value)}" for gpu, value in values.items())
     lowest = min(ratios, key=ratios.__getitem__) if ratios else None
-    measured = Value(ratios.get(lowest), "fraction of the node median",
-                     f"{listed} {unit}; node median {fmt(median)} {unit}"
-                     + (f"; lowest {lowest} at {ratios[lowest]:.1%}" if lowest else ""))
+    measured = Value(
+        ratios.get(lowest),
+        "fraction of the node median",
+        f"{listed} {unit}; node median {fmt(median)} {unit}"
+        + (f"; lowest {lowest} at {ratios[lowest]:.1%}" if lowest else ""),
+    )
     short = [gpu for gpu, ratio in ratios.items() if ratio < 1 - tolerance] if median else list(values)
     if short:
-        return Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(
-            f"{gpu} {fmt(values[gpu])} {unit} is {ratios[gpu]:.1%} of the node median {fmt(median)} {unit}, "
-            f"under {1 - tolerance:.0%}" if median else f"{gpu}: the node median is 0" for gpu in short))
-    return Result(name, title, Verdict.PASS, measured, threshold, evidence,
-                  f"every GPU within {tolerance:.0%} of the node median {fmt(median)} {unit}")
+        return Result(
+            name,
+            title,
+            Verdict.FAIL,
+            measured,
+            threshold,
+            evidence,
+            "; ".join(
+                f"{gpu} {fmt(values[gpu])} {unit} is {ratios[gpu]:.1%} of the node median {fmt(median)} {unit}, "
+                f"under {1 - tolerance:.0%}"
+                if median
+                else f"{gpu}: the node median is 0"
+                for gpu in short
+            ),
+        )
+    return Result(
+        name,
+        title,
+        Verdict.PASS,
+        measured,
+        threshold,
+        evidence,
+        f"every GPU within {tolerance:.0%} of the node median {fmt(median)} {unit}",
+    )
 
 
 def gpu_vs_node(facts: BundleFacts, profile: Profile) -> list[Result]:

@@ -53,15 +53,23 @@ class Acceptance:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "format": "rig-dossier/acceptance", "format_version": FORMAT_VERSION,
-            "bundle": {"name": self.bundle.name, "sha256": self.bundle.sha256,
-                       "signer_keyid": self.bundle.signer_keyid, "verify_checks_passed": self.bundle.checks_passed,
-                       **({"verify_checks_not_done": list(self.bundle.checks_not_done)}
-                          if self.bundle.checks_not_done else {})},
+            "format": "rig-dossier/acceptance",
+            "format_version": FORMAT_VERSION,
+            "bundle": {
+                "name": self.bundle.name,
+                "sha256": self.bundle.sha256,
+                "signer_keyid": self.bundle.signer_keyid,
+                "verify_checks_passed": self.bundle.checks_passed,
+                **(
+                    {"verify_checks_not_done": list(self.bundle.checks_not_done)} if self.bundle.checks_not_done else {}
+                ),
+            },
             "profile": self.profile.to_json(),
             "result": self.result,
-            "passed": self.named(Verdict.PASS), "warned": self.named(Verdict.WARN),
-            "failed": self.named(Verdict.FAIL), "incomplete": self.named(Verdict.INCOMPLETE),
+            "passed": self.named(Verdict.PASS),
+            "warned": self.named(Verdict.WARN),
+            "failed": self.named(Verdict.FAIL),
+            "incomplete": self.named(Verdict.INCOMPLETE),
             "skipped": self.named(Verdict.SKIP),
             "criteria": [r.to_json() for r in self.results],
         }

@@ -36,22 +36,43 @@ class AttestationMismatch(StatementError):
 def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_bytes: bytes | None) -> list[dict]:
     """ResourceDescriptors of everything the verdict depends on besides the bundle."""
     profile = acceptance.profile.canonical_bytes()
-    descriptors = [{
-        "name": f"acceptance-profile/{acceptance.profile.sku_id}.json", "mediaType": "application/json",
-        "digest": {"sha256": sha256_hex(profile)}, "content": base64.b64encode(profile).decode("ascii"),
-        "annotations": {"sources": "; ".join(acceptance.profile.sources)},
-    }]
+    descriptors = [
+        {
+            "name": f"acceptance-profile/{acceptance.profile.sku_id}.json",
+            "mediaType": "application/json",
+            "digest": {"sha256": sha256_hex(profile)},
+            "content": base64.b64encode(profile).decode("ascii"),
+            "annotations": {"sources": "; ".join(acceptance.profile.sources)},
+        }
+    ]
     if catalogue_bytes is not None:
-        descriptors.append({"name": "harness/data/gpus.json", "mediaType": "application/json",
-                            "digest": {"sha256": sha256_hex(catalogue_bytes)}})
-    descriptors.append({"name": "bundle-signer-public-key", "digest": {"sha256": acceptance.bundle.signer_keyid},
-                        "annotations": {"meaning": "keyid (sha256 of the DER public key) that verified the bundle",
-                                        "verify_checks_passed": acceptance.bundle.checks_passed,
-                                        **({"verify_checks_not_done": "; ".join(acceptance.bundle.checks_not_done)}
-                                           if acceptance.bundle.checks_not_done else {})}})
-    tool_entry: dict[str, Any] = {"name": str(tool.get("name", "rig-dossier")),
-                                  "uri": f"pkg:generic/{tool.get('name', 'rig-dossier')}@{tool.get('version')}",
-                                  "annotations": {"git_dirty": tool.get("git_dirty")}}
+        descriptors.append(
+            {
+                "name": "harness/data/gpus.json",
+                "mediaType": "application/json",
+                "digest": {"sha256": sha256_hex(catalogue_bytes)},
+            }
+        )
+    descriptors.append(
+        {
+            "name": "bundle-signer-public-key",
+            "digest": {"sha256": acceptance.bundle.signer_keyid},
+            "annotations": {
+                "meaning": "keyid (sha256 of the DER public key) that verified the bundle",
+                "verify_checks_passed": acceptance.bundle.checks_passed,
+                **(
+                    {"verify_checks_not_done": "; ".join(acceptance.bundle.checks_not_done)}
+                    if acceptance.bundle.checks_not_done
+                    else {}
+                ),
+            },
+        }
+    )
+    tool_entry: dict[str, Any] = {
+        "name": str(tool.get("name", "rig-dossier")),
+        "uri": f"pkg:generic/{tool.get('name', 'rig-dossier')}@{tool.get('version')}",
+        "annotations": {"git_dirty": tool.get("git_dirty")},
+    }
     digest = {"sha256": tool["source_sha256"]} if isinstance(tool.get("source_sha256"), str) else {}
     if isinstance(tool.get("git_commit"), str):
         digest["gitCommit"] = tool["git_commit"]
@@ -61,23 +82,36 @@ def configuration(acceptance: Acceptance, tool: Mapping[str, Any], catalogue_byt
     return descriptors
 
 
-def acceptance_statement(acceptance: Acceptance, tool: Mapping[str, Any],
-                         catalogue_bytes: bytes | None) -> dict[str, Any]:
-    return statement([subject(acceptance.bundle.name, acceptance.bundle.sha256)], PREDICATE_TYPE, {
-        "result": RESULT_WORDS[acceptance.result],
-        "configuration": [*configuration(acceptance, tool, catalogue_bytes), verdict_descriptor(acceptance)],
-        "passedTests": acceptance.named(Verdict.PASS),
-        "warnedTests": acceptance.named(Verdict.WARN),
-        "failedTests": acceptance.named(Verdict.FAIL) + acceptance.named(Verdict.INCOMPLETE),
-    })
+def acceptance_statement(
+    acceptance: Acceptance, tool: Mapping[str, Any], catalogue_bytes: bytes | None
+) -> dict[str, Any]:
+    return statement(
+        [subject(acceptance.bundle.name, acceptance.bundle.sha256)],
+        PREDICATE_TYPE,
+        {
+            "result": RESULT_WORDS[acceptance.result],
+            "configuration": [*configuration(acceptance, tool, catalogue_bytes), verdict_descriptor(acceptance)],
+            "passedTests": acceptance.named(Verdict.PASS),
+            "warnedTests": acceptance.named(Verdict.WARN),
+            "failedTests": acceptance.named(Verdict.FAIL) + acceptance.named(Verdict.INCOMPLETE),
+        },
+    )
 
 
 def verdict_descriptor(acceptance: Acceptance) -> dict[str, Any]:
     """The verdict in this project's words, overall and by criterion, as an inline ResourceDescriptor."""
-    content = json.dumps({"verdict": acceptance.result, "criteria": {r.name: r.status for r in acceptance.results}},
-                         sort_keys=True, separators=(",", ":")).encode()
-    return {"name": VERDICT_NAME, "mediaType": "application/json", "digest": {"sha256": sha256_hex(content)},
-            "content": base64.b64encode(content).decode("ascii"), "annotations": {"verdict": str(acceptance.result)}}
+    content = json.dumps(
+        {"verdict": acceptance.result, "criteria": {r.name: r.status for r in acceptance.results}},
+        sort_keys=True,
+        separators=(",", ":"),
+    ).encode()
+    return {
+        "name": VERDICT_NAME,
+        "mediaType": "application/json",
+        "digest": {"sha256": sha256_hex(content)},
+        "content": base64.b64encode(content).decode("ascii"),
+        "annotations": {"verdict": str(acceptance.result)},
+    }
 
 
 def recorded_verdict(predicate: Mapping[str, Any]) -> str:
@@ -89,8 +123,9 @@ def recorded_verdict(predicate: Mapping[str, Any]) -> str:
     return str(predicate.get("result"))
 
 
-def signed_envelope(acceptance: Acceptance, key: SigningKey, tool: Mapping[str, Any],
-                    catalogue_bytes: bytes | None) -> bytes:
+def signed_envelope(
+    acceptance: Acceptance, key: SigningKey, tool: Mapping[str, Any], catalogue_bytes: bytes | None
+) -> bytes:
     """The DSSE envelope's bytes over the statement (Ed25519 is deterministic)."""
     return sign_statement(acceptance_statement(acceptance, tool, catalogue_bytes), key)
 
@@ -104,6 +139,8 @@ def verify_envelope(data: bytes, trusted: Ed25519PublicKey, bundle_sha256: str |
         raise AttestationMismatch("the predicate has no result PASSED, WARNED or FAILED")
     digests = [s["digest"]["sha256"] for s in stmt["subject"]]
     if bundle_sha256 is not None and bundle_sha256 not in digests:
-        raise AttestationMismatch(f"the attestation is about sha256 {', '.join(str(d)[:16] + '...' for d in digests)}, "
-                                  f"not this bundle (sha256 {bundle_sha256[:16]}...)")
+        raise AttestationMismatch(
+            f"the attestation is about sha256 {', '.join(str(d)[:16] + '...' for d in digests)}, "
+            f"not this bundle (sha256 {bundle_sha256[:16]}...)"
+        )
     return stmt

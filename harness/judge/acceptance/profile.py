@@ -33,9 +33,16 @@ MERGED_THRESHOLDS = ("gemm_min_share", "config", "warn_band")
 SCHEMA = "acceptance-profile"
 CATALOGUE_NAME = "harness/data/gpus.json"
 # What must be measured when a file-only profile names no `required` list (the catalogue's default).
-DEFAULT_REQUIRED = ("sku_matches_profile", "bandwidth_plateau", "repeat_spread", "ecc_uncorrectable_zero",
-                    "row_remaps_clean", "pcie_link_at_max_under_load", "clocks_rise_under_load",
-                    "no_unexpected_process")
+DEFAULT_REQUIRED = (
+    "sku_matches_profile",
+    "bandwidth_plateau",
+    "repeat_spread",
+    "ecc_uncorrectable_zero",
+    "row_remaps_clean",
+    "pcie_link_at_max_under_load",
+    "clocks_rise_under_load",
+    "no_unexpected_process",
+)
 
 
 class NoProfile(UsageError):
@@ -102,11 +109,17 @@ class Profile:
     def to_json(self) -> dict[str, Any]:
         """The effective profile as data (what the signed predicate's configuration digests)."""
         return {
-            "sku_id": self.sku_id, "name": self.name, "form_factor": self.form_factor,
+            "sku_id": self.sku_id,
+            "name": self.name,
+            "form_factor": self.form_factor,
             "thresholds": dict(sorted(self.thresholds.items())),
-            "known_good": {name: {str(k): r.to_json() for k, r in sorted(figures.items())}
-                           for name, figures in sorted(self.known_good.items())},
-            "required": list(self.required), "sources": list(self.sources), "why": self.why,
+            "known_good": {
+                name: {str(k): r.to_json() for k, r in sorted(figures.items())}
+                for name, figures in sorted(self.known_good.items())
+            },
+            "required": list(self.required),
+            "sources": list(self.sources),
+            "why": self.why,
             **({"identity": dict(self.identity)} if self.identity else {}),
             **({"digests": dict(self.digests)} if self.digests else {}),
             **({"baseline": dict(self.baseline)} if self.baseline else {}),
@@ -117,8 +130,11 @@ class Profile:
 
 
 def _catalogue_reference(entry: Mapping[str, Any]) -> Reference:
-    return Reference(float(entry["value"]), entry["unit"],
-                     f"{entry['tool']}; {entry['setting']}; {entry['source']} ({entry['date']})")
+    return Reference(
+        float(entry["value"]),
+        entry["unit"],
+        f"{entry['tool']}; {entry['setting']}; {entry['source']} ({entry['date']})",
+    )
 
 
 def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Reference]:
@@ -131,15 +147,24 @@ def _primary(sku: Mapping[str, Any], metric: str, key: str) -> dict[Any, Referen
 
 def from_catalogue(sku: Mapping[str, Any], kinds: Sequence[KnownGood]) -> Profile:
     block = sku["acceptance"]
-    thresholds = {**catalogue.acceptance_defaults(),
-                  **{k: v for k, v in block.items() if k not in ("why", "required") and not k.endswith("_source")}}
+    thresholds = {
+        **catalogue.acceptance_defaults(),
+        **{k: v for k, v in block.items() if k not in ("why", "required") and not k.endswith("_source")},
+    }
     return Profile(
-        sku_id=sku["id"], name=sku["name"], form_factor=sku["form_factor"], thresholds=thresholds,
+        sku_id=sku["id"],
+        name=sku["name"],
+        form_factor=sku["form_factor"],
+        thresholds=thresholds,
         known_good={kind.field: _primary(sku, kind.metric, kind.key) for kind in kinds},
         required=tuple(block.get("required", DEFAULT_REQUIRED)),
         sources=(f"catalogue {CATALOGUE_NAME} ({sku['id']})",),
-        why=block.get("why") + "".join(f"; {k.removesuffix('_source').replace('_', ' ')}: {v}"
-                                       for k, v in sorted(block.items()) if k.endswith("_source")),
+        why=block.get("why")
+        + "".join(
+            f"; {k.removesuffix('_source').replace('_', ' ')}: {v}"
+            for k, v in sorted(block.items())
+            if k.endswith("_source")
+        ),
     )
 
 
@@ -164,23 +189,32 @@ def read_profile_file(path: Path, trusted: Any = None, key_path: Path | None = N
     signed_by = None
     if signed_profile.is_envelope(document):
         if trusted is None:
-            raise UsageError(f"the profile file {path} is signed: give the public key of whoever signed it",
-                             hint="pass --profile-key SIGNER.pub (default: --key)")
+            raise UsageError(
+                f"the profile file {path} is signed: give the public key of whoever signed it",
+                hint="pass --profile-key SIGNER.pub (default: --key)",
+            )
         try:
             opened = signed_profile.open_profile(data, trusted)
         except signed_profile.ENVELOPE_ERRORS as exc:
-            raise UsageError(f"the profile file {path} does not verify with {key_path}: {exc}",
-                             hint="a profile edited after it was signed, or signed by another key, is never "
-                                  "used: get an untouched copy and its signer's public key") from exc
+            raise UsageError(
+                f"the profile file {path} does not verify with {key_path}: {exc}",
+                hint="a profile edited after it was signed, or signed by another key, is never "
+                "used: get an untouched copy and its signer's public key",
+            ) from exc
         document, signed_by = opened.document, {"keyid": opened.signer_keyid, "key": str(key_path)}
     found = violations(SCHEMA, document)
     if found:
-        raise UsageError(f"the profile file {path} does not match schemas/{SCHEMA}.schema.json: "
-                         + "; ".join(str(v) for v in found[:5]), hint=how_to_write(None))
+        raise UsageError(
+            f"the profile file {path} does not match schemas/{SCHEMA}.schema.json: "
+            + "; ".join(str(v) for v in found[:5]),
+            hint=how_to_write(None),
+        )
     if document.get("format_version") == SIGNED_FORMAT_VERSION and signed_by is None:
-        raise UsageError(f"the profile file {path} is a baseline profile (format_version 2) that is not signed: "
-                         "its thresholds could have been edited by anyone",
-                         hint="use the signed file `dossier baseline --out` wrote")
+        raise UsageError(
+            f"the profile file {path} is a baseline profile (format_version 2) that is not signed: "
+            "its thresholds could have been edited by anyone",
+            hint="use the signed file `dossier baseline --out` wrote",
+        )
     if signed_by is not None:
         document = {**document, "signed_by": signed_by}
     return document, hashlib.sha256(data).hexdigest()
@@ -189,20 +223,28 @@ def read_profile_file(path: Path, trusted: Any = None, key_path: Path | None = N
 def apply_file(base: Profile | None, document: Mapping[str, Any], where: str, kinds: Sequence[KnownGood]) -> Profile:
     """BASE with everything DOCUMENT names replaced (BASE None: the file is the whole profile)."""
     known = document.get("known_good", {})
-    known_good = {kind.field: {**(base.known(kind) if base else {}),
-                               **{kind.key_type(k): _file_reference(v, kind.unit, where)
-                                  for k, v in known.get(kind.field, {}).items()}} for kind in kinds}
+    known_good = {
+        kind.field: {
+            **(base.known(kind) if base else {}),
+            **{kind.key_type(k): _file_reference(v, kind.unit, where) for k, v in known.get(kind.field, {}).items()},
+        }
+        for kind in kinds
+    }
     thresholds = dict(base.thresholds) if base else {}
     overlay = document.get("format_version") != SIGNED_FORMAT_VERSION  # a baseline states each threshold whole
     for key, value in document.get("thresholds", {}).items():
-        merged = (overlay and key in MERGED_THRESHOLDS and isinstance(value, dict)
-                  and isinstance(thresholds.get(key), dict))
+        merged = (
+            overlay and key in MERGED_THRESHOLDS and isinstance(value, dict) and isinstance(thresholds.get(key), dict)
+        )
         thresholds[key] = {**thresholds[key], **value} if merged else value
     if base is None:
         missing = [k for k in ("name", "form_factor") if k not in document]
         if missing:
-            raise UsageError(f"{where} is for {document['sku_id']}, which the catalogue lacks, so it must "
-                             f"state {' and '.join(missing)}", hint=how_to_write(document["sku_id"]))
+            raise UsageError(
+                f"{where} is for {document['sku_id']}, which the catalogue lacks, so it must "
+                f"state {' and '.join(missing)}",
+                hint=how_to_write(document["sku_id"]),
+            )
     return Profile(
         sku_id=document["sku_id"],
         name=document.get("name", base.name if base else ""),
@@ -222,47 +264,76 @@ def _statistics(baseline: Mapping[str, Any]) -> dict[str, Any]:
     """A baseline profile's provenance as the judged profile keeps it: the inputs, rules and each
     figure's statistics, without the per-bundle values (those stay in the signed profile file, which
     the inputs' sha256 and the profile's own name)."""
-    figures = {name: {k: v for k, v in stats.items() if k != "values"}
-               for name, stats in (baseline.get("figures") or {}).items()}
+    figures = {
+        name: {k: v for k, v in stats.items() if k != "values"}
+        for name, stats in (baseline.get("figures") or {}).items()
+    }
     return {**baseline, "figures": figures}
 
 
-def resolve(sku_id: str | None, profile_file: Path | None, kinds: Sequence[KnownGood], trusted: Any = None,
-            key_path: Path | None = None) -> Profile:
+def resolve(
+    sku_id: str | None,
+    profile_file: Path | None,
+    kinds: Sequence[KnownGood],
+    trusted: Any = None,
+    key_path: Path | None = None,
+) -> Profile:
     """The profile for SKU_ID: the catalogue's, overridden by PROFILE_FILE when given (SKU_ID None:
     the file's own SKU); KINDS the known-good figures there are (harness.registry.known_good_kinds()).
     A signed profile file is opened with TRUSTED (the key at KEY_PATH)."""
     if profile_file is None:
         sku = catalogue.by_id(sku_id) if sku_id else None
         if sku is None:
-            raise NoProfile(f"there is no acceptance profile for SKU {sku_id!r}: the catalogue "
-                            f"({CATALOGUE_NAME}) has {', '.join(s['id'] for s in catalogue.skus())}",
-                            hint=how_to_write(sku_id))
+            raise NoProfile(
+                f"there is no acceptance profile for SKU {sku_id!r}: the catalogue "
+                f"({CATALOGUE_NAME}) has {', '.join(s['id'] for s in catalogue.skus())}",
+                hint=how_to_write(sku_id),
+            )
         return from_catalogue(sku, kinds)
     document, digest = read_profile_file(profile_file, trusted, key_path)
     if sku_id is not None and document["sku_id"] != sku_id:
-        raise UsageError(f"--profile {sku_id} but {profile_file} is for {document['sku_id']!r}",
-                         hint="pass the same SKU to --profile as the file's sku_id")
+        raise UsageError(
+            f"--profile {sku_id} but {profile_file} is for {document['sku_id']!r}",
+            hint="pass the same SKU to --profile as the file's sku_id",
+        )
     sku = catalogue.by_id(document["sku_id"])
     base = from_catalogue(sku, kinds) if sku else None
     signed = document.get("signed_by")
-    where = (f"{'signed ' if signed else ''}profile file {profile_file.name} (sha256 {digest[:16]}..."
-             + (f", signed by keyid {signed['keyid'][:16]}..." if signed else "") + ")")
+    where = (
+        f"{'signed ' if signed else ''}profile file {profile_file.name} (sha256 {digest[:16]}..."
+        + (f", signed by keyid {signed['keyid'][:16]}..." if signed else "")
+        + ")"
+    )
     return apply_file(base, document, where, kinds)
 
 
 def example(sku_id: str) -> dict[str, Any]:
     """A complete profile file for SKU_ID (the figures shown are the lent H200 SXM's, as a model)."""
     return {
-        "format": FORMAT, "format_version": 1, "sku_id": sku_id,
-        "name": "Vendor Model 141GB", "form_factor": "SXM",
+        "format": FORMAT,
+        "format_version": 1,
+        "sku_id": sku_id,
+        "name": "Vendor Model 141GB",
+        "form_factor": "SXM",
         "why": "purchase order 1234, clause 5: within 15% of the vendor's reference run",
-        "thresholds": {"bandwidth_plateau_min_share": 0.85, "repeat_spread_max": 0.05,
-                       "gemm_min_share": {"bf16": 0.85}, "pcie_min_generation": 5, "pcie_min_width": 16},
-        "known_good": {"hbm_bandwidth_gbps": {"copy": {"value": 4234, "source": "torch c.copy_(a), 2 GiB fp32, "
-                                                       "median of 5 x 20 iterations, on a known-good unit"}},
-                       "gemm_tflops": {"bf16": {"value": 765.1, "source": "mamf-finder.py best median, "
-                                                "m,n,k in {4096, 8192, 16384}"}}},
+        "thresholds": {
+            "bandwidth_plateau_min_share": 0.85,
+            "repeat_spread_max": 0.05,
+            "gemm_min_share": {"bf16": 0.85},
+            "pcie_min_generation": 5,
+            "pcie_min_width": 16,
+        },
+        "known_good": {
+            "hbm_bandwidth_gbps": {
+                "copy": {
+                    "value": 4234,
+                    "source": "torch c.copy_(a), 2 GiB fp32, median of 5 x 20 iterations, on a known-good unit",
+                }
+            },
+            "gemm_tflops": {
+                "bf16": {"value": 765.1, "source": "mamf-finder.py best median, m,n,k in {4096, 8192, 16384}"}
+            },
+        },
         "required": list(DEFAULT_REQUIRED),
     }
 
@@ -271,7 +342,9 @@ def how_to_write(sku_id: str | None) -> str:
     """The hint for a missing or malformed profile: the format, an example file and the command."""
     sku = sku_id or "my-gpu-sku"
     text = json.dumps(example(sku), indent=2, sort_keys=True)
-    return (f"write a profile file (JSON, schema schemas/{SCHEMA}.schema.json; docs/accept.md explains each "
-            f"field), for example {sku}.json:\n{text}\n"
-            f"then run: dossier accept BUNDLE --profile {sku} --profile-file {sku}.json --key SIGNER.pub\n"
-            f"(for a SKU in the catalogue the file only needs the fields it changes)")
+    return (
+        f"write a profile file (JSON, schema schemas/{SCHEMA}.schema.json; docs/accept.md explains each "
+        f"field), for example {sku}.json:\n{text}\n"
+        f"then run: dossier accept BUNDLE --profile {sku} --profile-file {sku}.json --key SIGNER.pub\n"
+        f"(for a SKU in the catalogue the file only needs the fields it changes)"
+    )

@@ -19,39 +19,75 @@ DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order ro
 # The known-good figures these criteria take shares of (the registry's entries bring each with its probe).
 HBM_KNOWN_GOOD = KnownGood("hbm_bandwidth_gbps", "hbm_bandwidth", "kernel", "GB/s", "{} memory bandwidth")
 GEMM_KNOWN_GOOD = KnownGood("gemm_tflops", "gemm", "dtype", "TFLOPS", "{} GEMM")
-ALLREDUCE_KNOWN_GOOD = KnownGood("allreduce_busbw_gbps", "allreduce_busbw", "world_size", "GB/s",
-                                 "all-reduce bus bandwidth, {} GPUs", int)
+ALLREDUCE_KNOWN_GOOD = KnownGood(
+    "allreduce_busbw_gbps", "allreduce_busbw", "world_size", "GB/s", "all-reduce bus bandwidth, {} GPUs", int
+)
 
 
 def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     name = "bandwidth_plateau"
     title = "Memory bandwidth (sustained plateau) reaches the stated share of a known-good unit"
     b = facts.figures("bandwidth")
-    evidence = (f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
-                "(plateau recomputed by harness.analysis.bandwidth)")
+    evidence = (
+        f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
+        "(plateau recomputed by harness.analysis.bandwidth)"
+    )
     if b.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
     reference = profile.known(HBM_KNOWN_GOOD).get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"the profile for {profile.sku_id} states {missing}; a profile file can add it",
+            )
+        ]
     threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
     plateau = num(b.values.get("plateau_gbps"))
     if plateau is None:
         document = facts.document("bandwidth") or {}
         why = (document.get("plateau") or {}).get("why", "no plateau")
-        return [Result(name, title, Verdict.FAIL, Value(None, "GB/s", "no plateau reached"), threshold, evidence,
-                       f"the sweep reached no plateau: {why}")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                Value(None, "GB/s", "no plateau reached"),
+                threshold,
+                evidence,
+                f"the sweep reached no plateau: {why}",
+            )
+        ]
     sizes = ", ".join(f"{s:g}" for s in b.values.get("plateau_sizes_mib") or [])
-    measured = Value(plateau, "GB/s", f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
-                                      f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
-                                      "of known-good")
-    return [noise_said(facts, "bandwidth.plateau_gbps", at_least(
-        name, title, measured, threshold, evidence, ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value,
-                                                                                               share),
-        source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE))]
+    measured = Value(
+        plateau,
+        "GB/s",
+        f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
+        f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
+        "of known-good",
+    )
+    return [
+        noise_said(
+            facts,
+            "bandwidth.plateau_gbps",
+            at_least(
+                name,
+                title,
+                measured,
+                threshold,
+                evidence,
+                ok=bandwidth_rules.meets_known_good_floor(plateau, reference.value, share),
+                source=bandwidth_rules.KNOWN_GOOD_FLOOR_SOURCE,
+            ),
+        )
+    ]
 
 
 def noise_said(facts: BundleFacts, figure_id: str, result: Result) -> Result:
@@ -66,23 +102,57 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     b = facts.figures("bandwidth")
     evidence = f"{facts.output('bandwidth')} repeats.runs[].iteration_times_s (medians recomputed)"
     limit = profile.threshold("repeat_spread_max")
-    threshold = (Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
-                 if limit is not None else None)
+    threshold = (
+        Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
+        if limit is not None
+        else None
+    )
     if b.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, b.why)]
     if limit is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"the profile for {profile.sku_id} states no repeat_spread_max")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"the profile for {profile.sku_id} states no repeat_spread_max",
+            )
+        ]
     spread, medians = num(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
     if spread is None or len(medians) < 2:
-        return [Result(name, title, Verdict.FAIL, Value(None, "fraction", f"{len(medians)} repeat(s)"), threshold, evidence,
-                       "fewer than two repeats were recorded, so their agreement cannot be shown")]
-    measured = Value(spread, "fraction", f"{spread:.2%} across {len(medians)} repeats at "
-                                         f"{b.values.get('repeat_size_mib'):g} MiB "
-                                         f"({', '.join(fmt(m) for m in medians)} GB/s)")
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                Value(None, "fraction", f"{len(medians)} repeat(s)"),
+                threshold,
+                evidence,
+                "fewer than two repeats were recorded, so their agreement cannot be shown",
+            )
+        ]
+    measured = Value(
+        spread,
+        "fraction",
+        f"{spread:.2%} across {len(medians)} repeats at "
+        f"{b.values.get('repeat_size_mib'):g} MiB "
+        f"({', '.join(fmt(m) for m in medians)} GB/s)",
+    )
     ok = bandwidth_rules.repeats_agree(spread, limit)
-    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence,
-                   f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}")]
+    return [
+        Result(
+            name,
+            title,
+            Verdict.PASS if ok else Verdict.FAIL,
+            measured,
+            threshold,
+            evidence,
+            f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}",
+        )
+    ]
 
 
 def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -97,13 +167,16 @@ def gemm(facts: BundleFacts, profile: Profile) -> list[Result]:
         if figures.present and document is not None:
             for dtype, values in roofline_figures.dtype_headlines(document).items():
                 measured.setdefault(dtype, (figures.step, values))
-    absent_why = ("; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline"))
+    absent_why = "; ".join(f.why for f in rooflines if not f.present) or facts.step_why("roofline")
     results = []
     for dtype in DTYPES:
         if dtype not in shares or (dtype not in measured and dtype not in profile.known(GEMM_KNOWN_GOOD)):
             continue
-        results.append(_gemm_one(dtype, shares[dtype], measured.get(dtype), sorted(d for d in measured if d),
-                                 absent_why, profile, facts))
+        results.append(
+            _gemm_one(
+                dtype, shares[dtype], measured.get(dtype), sorted(d for d in measured if d), absent_why, profile, facts
+            )
+        )
     return results
 
 
@@ -112,29 +185,49 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
     title = f"Dense matrix multiply burst ({dtype}, short timed windows) reaches the stated share of a known-good unit"
     step, values = found if found else ("roofline", None)
     where = "" if values is None or (facts.document(step) or {}).get("dtype") == dtype else f"dtype_checks[{dtype}] "
-    evidence = (f"{facts.output(step)} {where}measurements[].windows (times_s before format 5) with the shapes' "
-                "FLOP counts (burst best recomputed by harness.analysis.roofline)")
+    evidence = (
+        f"{facts.output(step)} {where}measurements[].windows (times_s before format 5) with the shapes' "
+        "FLOP counts (burst best recomputed by harness.analysis.roofline)"
+    )
     reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
     if values is None:
-        why = (f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why)
+        why = f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
     if reference is None or threshold is None:  # (a reference always gives a threshold)
-        return Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                      f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
-                      f"file can add known_good.gemm_tflops.{dtype}")
+        return Result(
+            name,
+            title,
+            Verdict.INCOMPLETE,
+            None,
+            None,
+            evidence,
+            f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
+            f"file can add known_good.gemm_tflops.{dtype}",
+        )
     best = num(values.get("burst_best_tflops"))
     if best is None:
-        return Result(name, title, Verdict.FAIL, Value(None, "TFLOPS", "no GEMM timed"), threshold, evidence,
-                      f"the roofline step completed but timed no {dtype} GEMM of its burst-best shapes")
-    value = Value(best, "TFLOPS", f"{fmt(best)} TFLOPS burst best ({values.get('best_shape')}, on "
-                                  f"{values.get('device')}{burst_conditions(values)}), "
-                                  f"{best / reference.value:.1%} of known-good")
+        return Result(
+            name,
+            title,
+            Verdict.FAIL,
+            Value(None, "TFLOPS", "no GEMM timed"),
+            threshold,
+            evidence,
+            f"the roofline step completed but timed no {dtype} GEMM of its burst-best shapes",
+        )
+    value = Value(
+        best,
+        "TFLOPS",
+        f"{fmt(best)} TFLOPS burst best ({values.get('best_shape')}, on "
+        f"{values.get('device')}{burst_conditions(values)}), "
+        f"{best / reference.value:.1%} of known-good",
+    )
     return noise_said(facts, f"roofline.{dtype}.burst_best_tflops", at_least(name, title, value, threshold, evidence))
 
 
 def burst_conditions(heads: dict) -> str:
-    """", 3 windows of 20 ms at 1965 MHz, power cap not flagged": how the roofline's best burst was timed."""
+    """ ", 3 windows of 20 ms at 1965 MHz, power cap not flagged": how the roofline's best burst was timed."""
     window = heads.get("burst_best_window")
     if not isinstance(window, dict) or num(window.get("window_ms")) is None:
         return ""
@@ -142,8 +235,11 @@ def burst_conditions(heads: dict) -> str:
     cap = window.get("power_cap")
     cap_text = cap if isinstance(cap, str) else f"cap state unknown ({(cap or {}).get('unavailable')})"
     count = window.get("windows")
-    what = (f"{count} windows of {fmt(window['window_ms'])} ms" if isinstance(count, int)
-            else f"a {fmt(window['window_ms'])} ms window")
+    what = (
+        f"{count} windows of {fmt(window['window_ms'])} ms"
+        if isinstance(count, int)
+        else f"a {fmt(window['window_ms'])} ms window"
+    )
     return f", {what}" + (f" at {fmt(clock)} MHz" if clock is not None else "") + f", power cap {cap_text}"
 
 
@@ -151,8 +247,10 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     name = "allreduce_busbw"
     title = "GPU-to-GPU all-reduce bus bandwidth reaches the stated share of a known-good system"
     a = facts.figures("allreduce")
-    evidence = (f"{facts.output('allreduce')} runs[].points[] per-rank medians "
-                "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)")
+    evidence = (
+        f"{facts.output('allreduce')} runs[].points[] per-rank medians "
+        "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)"
+    )
     if a.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, a.why)]
     backend, world = a.values.get("backend"), a.values.get("world_size")
@@ -160,27 +258,64 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
     busbw = num(curve.get("busbw_at_max_gbps"))
     limits = "; ".join(str(x) for x in a.values.get("limitations") or [])
     if backend != "nccl":
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
-                       f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
+                f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""),
+            )
+        ]
     if busbw is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       "no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                "no bus bandwidth was measured" + (f": {limits}" if limits else ""),
+            )
+        ]
     share, reference = profile.threshold("allreduce_busbw_min_share"), profile.known(ALLREDUCE_KNOWN_GOOD).get(world)
     measured = Value(busbw, "GB/s", f"{fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
     if share is None or reference is None:
         missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"
-        return [Result(name, title, Verdict.INCOMPLETE, measured, None, evidence,
-                       f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                measured,
+                None,
+                evidence,
+                f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it",
+            )
+        ]
     threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
     return [at_least(name, title, measured, threshold, evidence)]
 
 
-BANDWIDTH_PLATEAU = Criterion("bandwidth_plateau", "Memory bandwidth (sustained plateau) reaches the stated share "
-                              "of a known-good unit", ("bandwidth",), bandwidth_plateau)
-REPEAT_SPREAD = Criterion("repeat_spread", "Three repeated large-buffer bandwidth runs agree", ("bandwidth",),
-                          repeat_spread)
-GEMM = Criterion("gemm", "Dense matrix multiply burst reaches the stated share of a known-good unit", ("roofline",),
-                 gemm)
-ALLREDUCE_BUSBW = Criterion("allreduce_busbw", "GPU-to-GPU all-reduce bus bandwidth reaches the stated share of a "
-                            "known-good system", ("allreduce",), allreduce_busbw)
+BANDWIDTH_PLATEAU = Criterion(
+    "bandwidth_plateau",
+    "Memory bandwidth (sustained plateau) reaches the stated share of a known-good unit",
+    ("bandwidth",),
+    bandwidth_plateau,
+)
+REPEAT_SPREAD = Criterion(
+    "repeat_spread", "Three repeated large-buffer bandwidth runs agree", ("bandwidth",), repeat_spread
+)
+GEMM = Criterion(
+    "gemm", "Dense matrix multiply burst reaches the stated share of a known-good unit", ("roofline",), gemm
+)
+ALLREDUCE_BUSBW = Criterion(
+    "allreduce_busbw",
+    "GPU-to-GPU all-reduce bus bandwidth reaches the stated share of a known-good system",
+    ("allreduce",),
+    allreduce_busbw,
+)

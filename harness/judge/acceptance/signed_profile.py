@@ -39,8 +39,7 @@ def is_envelope(document: Any) -> bool:
 
 def sign_profile(document: Mapping[str, Any], inputs: list[tuple[str, str]], key: SigningKey) -> bytes:
     """The envelope's bytes (deterministic: Ed25519 and canonical JSON)."""
-    return sign_statement(statement([subject(name, digest) for name, digest in inputs], PREDICATE_TYPE,
-                                    document), key)
+    return sign_statement(statement([subject(name, digest) for name, digest in inputs], PREDICATE_TYPE, document), key)
 
 
 def open_profile(data: bytes, trusted: Ed25519PublicKey) -> OpenedProfile:

@@ -26,26 +26,54 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
     dtype = (figures.values or {}).get("dtype", "bf16")
     name = f"stress_sustained_{dtype}"
     title = f"Sustained {dtype} GEMM (steady state of the stress run) reaches the stated share of a known-good unit"
-    evidence = (f"{facts.output(STEP)} devices[].gemm.buckets (steady state: median of the second half, "
-                "recomputed by harness.analysis.stress), lowest over the GPUs")
+    evidence = (
+        f"{facts.output(STEP)} devices[].gemm.buckets (steady state: median of the second half, "
+        "recomputed by harness.analysis.stress), lowest over the GPUs"
+    )
     share, reference = profile.threshold("stress_sustained_min_share"), profile.known(SUSTAINED_GEMM).get(dtype)
     threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
     if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     if threshold is None or reference is None:  # (no threshold without a reference)
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"the profile for {profile.sku_id} states no "
-                       + ("stress_sustained_min_share" if not share else f"known-good sustained {dtype} GEMM "
-                          f"(known_good.gemm_sustained_tflops.{dtype})"))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"the profile for {profile.sku_id} states no "
+                + (
+                    "stress_sustained_min_share"
+                    if not share
+                    else f"known-good sustained {dtype} GEMM (known_good.gemm_sustained_tflops.{dtype})"
+                ),
+            )
+        ]
     heads = figures.values
     lowest = num(heads.get("min_steady_tflops"))
     if lowest is None:
-        return [Result(name, title, Verdict.FAIL, Value(None, "TFLOPS", "no steady rate"), threshold, evidence,
-                       "the stress step completed but no GPU reached a steady state")]
-    rates = ", ".join(f"{_who(heads, d)} {fmt(d['steady_tflops'])}" for d in heads["devices"]
-                      if d["steady_tflops"] is not None)
-    value = Value(lowest, "TFLOPS", f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(heads['seconds'])} s run), "
-                                    f"{lowest / reference.value:.1%} of known-good sustained")
+        return [
+            Result(
+                name,
+                title,
+                Verdict.FAIL,
+                Value(None, "TFLOPS", "no steady rate"),
+                threshold,
+                evidence,
+                "the stress step completed but no GPU reached a steady state",
+            )
+        ]
+    rates = ", ".join(
+        f"{_who(heads, d)} {fmt(d['steady_tflops'])}" for d in heads["devices"] if d["steady_tflops"] is not None
+    )
+    value = Value(
+        lowest,
+        "TFLOPS",
+        f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(heads['seconds'])} s run), "
+        f"{lowest / reference.value:.1%} of known-good sustained",
+    )
     return [at_least(name, title, value, threshold, evidence)]
 
 
@@ -53,23 +81,45 @@ def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
     name, title = "stress_duration", "The stress run lasted at least as long as the profile asks"
     evidence = f"{facts.output(STEP)} settings.seconds"
     wanted = num(profile.threshold("stress_min_seconds"))
-    threshold = (Value(wanted, "s", f"a GEMM phase of at least {fmt(wanted)} s (dossier run --stress-seconds "
-                                    f"{fmt(wanted)})") if wanted is not None else None)
+    threshold = (
+        Value(wanted, "s", f"a GEMM phase of at least {fmt(wanted)} s (dossier run --stress-seconds {fmt(wanted)})")
+        if wanted is not None
+        else None
+    )
     figures = facts.figures(STEP)
     if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     if threshold is None or wanted is None:  # (no threshold without a number)
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"the profile for {profile.sku_id} states no stress_min_seconds")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"the profile for {profile.sku_id} states no stress_min_seconds",
+            )
+        ]
     seconds = figures.values["seconds"]
     ok = seconds >= wanted
-    return [Result(name, title, Verdict.PASS if ok else Verdict.FAIL, Value(seconds, "s", f"{fmt(seconds)} s"),
-                   threshold, evidence, f"{fmt(seconds)} s is {'at least' if ok else 'shorter than'} {fmt(wanted)} s"
-                   + ("" if ok else f": run `dossier run --stress-seconds {fmt(wanted)}`"))]
+    return [
+        Result(
+            name,
+            title,
+            Verdict.PASS if ok else Verdict.FAIL,
+            Value(seconds, "s", f"{fmt(seconds)} s"),
+            threshold,
+            evidence,
+            f"{fmt(seconds)} s is {'at least' if ok else 'shorter than'} {fmt(wanted)} s"
+            + ("" if ok else f": run `dossier run --stress-seconds {fmt(wanted)}`"),
+        )
+    ]
 
 
-def _from_checks(facts: BundleFacts, name: str, title: str, checks: tuple[str, ...], fields: str,
-                 measure, threshold: Value) -> list[Result]:
+def _from_checks(
+    facts: BundleFacts, name: str, title: str, checks: tuple[str, ...], fields: str, measure, threshold: Value
+) -> list[Result]:
     """A criterion that is one or more of the stress analysis' per-device checks, on every GPU."""
     evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
     figures = facts.figures(STEP)
@@ -78,19 +128,39 @@ def _from_checks(facts: BundleFacts, name: str, title: str, checks: tuple[str, .
     heads = figures.values
     if not heads["devices"]:
         return [Result(name, title, Verdict.FAIL, None, threshold, evidence, "no device was stressed")]
-    judged = [(f"{_who(heads, d)}: {c['name']}", c) for d in heads["devices"] for c in d["checks"]
-              if c["name"] in checks]
+    judged = [
+        (f"{_who(heads, d)}: {c['name']}", c) for d in heads["devices"] for c in d["checks"] if c["name"] in checks
+    ]
     failed = [f"{who}: {c['evidence']}" for who, c in judged if c["status"] == Verdict.FAIL]
-    unmeasured = [f"{who}: {c['evidence']}" for who, c in judged if c["status"] != Verdict.PASS and
-                  c["status"] != Verdict.FAIL]
+    unmeasured = [
+        f"{who}: {c['evidence']}" for who, c in judged if c["status"] != Verdict.PASS and c["status"] != Verdict.FAIL
+    ]
     measured = measure(heads)
     if failed:
         return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
     if unmeasured or not judged:
-        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence,
-                       "; ".join(unmeasured) or "no check recorded")]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence,
-                   "; ".join(f"{who}: {c['evidence']}" for who, c in judged))]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                measured,
+                threshold,
+                evidence,
+                "; ".join(unmeasured) or "no check recorded",
+            )
+        ]
+    return [
+        Result(
+            name,
+            title,
+            Verdict.PASS,
+            measured,
+            threshold,
+            evidence,
+            "; ".join(f"{who}: {c['evidence']}" for who, c in judged),
+        )
+    ]
 
 
 def _total(heads: dict[str, Any], read) -> int | None:
@@ -104,65 +174,115 @@ def _count(value: int | None, unit: str) -> Value:
 
 def result_mismatches_zero(facts: BundleFacts, profile: Profile) -> list[Result]:
     def measure(heads):
-        return _count(_total(heads, lambda d: d["result_check"]["mismatched_elements"]
-                             if d["result_check"]["iterations_checked"] else None), "elements")
-    return _from_checks(facts, "stress_result_mismatches_zero",
-                        "Every GEMM result of the stress run matched the reference bit for bit", ("result_check",),
-                        "devices[].gemm.buckets[].figures.mismatched_elements, failing iterations", measure,
-                        Value(0, "elements", "0 mismatched elements (tolerance 0 bits)"))
+        return _count(
+            _total(
+                heads,
+                lambda d: d["result_check"]["mismatched_elements"] if d["result_check"]["iterations_checked"] else None,
+            ),
+            "elements",
+        )
+
+    return _from_checks(
+        facts,
+        "stress_result_mismatches_zero",
+        "Every GEMM result of the stress run matched the reference bit for bit",
+        ("result_check",),
+        "devices[].gemm.buckets[].figures.mismatched_elements, failing iterations",
+        measure,
+        Value(0, "elements", "0 mismatched elements (tolerance 0 bits)"),
+    )
 
 
 def memory_errors_zero(facts: BundleFacts, profile: Profile) -> list[Result]:
     def measure(heads):
-        return _count(_total(heads, lambda d: d["memory_test"]["mismatched_words"] if d["memory_test"] else None),
-                      "words")
-    return _from_checks(facts, "stress_memory_errors_zero", "The stress run's memory test read back every word written",
-                        ("memory_test",), "devices[].memory_test.patterns[].mismatched_words_per_chunk", measure,
-                        Value(0, "words", "0 mismatched 64-bit words"))
+        return _count(
+            _total(heads, lambda d: d["memory_test"]["mismatched_words"] if d["memory_test"] else None), "words"
+        )
+
+    return _from_checks(
+        facts,
+        "stress_memory_errors_zero",
+        "The stress run's memory test read back every word written",
+        ("memory_test",),
+        "devices[].memory_test.patterns[].mismatched_words_per_chunk",
+        measure,
+        Value(0, "words", "0 mismatched 64-bit words"),
+    )
 
 
 def no_new_errors(facts: BundleFacts, profile: Profile) -> list[Result]:
     def measure(heads):
         return _count(_total(heads, lambda d: d["nvml_events"]["events"] if d["nvml_events"] else None), "events")
-    return _from_checks(facts, "stress_no_new_errors",
-                        "No XID or ECC event, no new uncorrectable ECC error or row remap during the stress run",
-                        ("nvml_events", "ecc_and_row_remap"),
-                        "devices[].nvml_events, devices[].counters_before and counters_after", measure,
-                        Value(0, "events", "0 XID/ECC events, 0 new uncorrected errors and remapped rows, no "
-                                           "remap pending or failed"))
+
+    return _from_checks(
+        facts,
+        "stress_no_new_errors",
+        "No XID or ECC event, no new uncorrectable ECC error or row remap during the stress run",
+        ("nvml_events", "ecc_and_row_remap"),
+        "devices[].nvml_events, devices[].counters_before and counters_after",
+        measure,
+        Value(0, "events", "0 XID/ECC events, 0 new uncorrected errors and remapped rows, no remap pending or failed"),
+    )
 
 
 def no_slowdown_events(facts: BundleFacts, profile: Profile) -> list[Result]:
     def measure(heads):
         flagged = sorted({r for d in heads["devices"] for r in d["flagged_reasons"]})
         return Value(len(flagged), "reasons", ", ".join(flagged) or "none (sw_power_cap is expected, not counted)")
-    return _from_checks(facts, "stress_no_slowdown_events",
-                        "No HW slowdown, thermal slowdown or power-brake sample under the stress load",
-                        ("clock_event_reasons",), "devices[].telemetry.samples[].clock_event_reasons_mask", measure,
-                        Value(0, "reasons", "no hw_slowdown, sw/hw thermal slowdown or power brake"))
+
+    return _from_checks(
+        facts,
+        "stress_no_slowdown_events",
+        "No HW slowdown, thermal slowdown or power-brake sample under the stress load",
+        ("clock_event_reasons",),
+        "devices[].telemetry.samples[].clock_event_reasons_mask",
+        measure,
+        Value(0, "reasons", "no hw_slowdown, sw/hw thermal slowdown or power brake"),
+    )
 
 
 def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
     """The lowest maximum power / enforced limit over the GPUs, held to the profile's share."""
     name, title = "stress_power_target_reached", "Every GPU reached its power target under the stress load"
-    evidence = (f"{facts.output(STEP)} devices[].telemetry.samples[].power_average_w, devices[].power_limit_w "
-                "(recomputed by harness.analysis.stress)")
+    evidence = (
+        f"{facts.output(STEP)} devices[].telemetry.samples[].power_average_w, devices[].power_limit_w "
+        "(recomputed by harness.analysis.stress)"
+    )
     share = num(profile.threshold("stress_power_target_min_share"))
-    threshold = (Value(share, "fraction", f"maximum board power at least {share:g} of the enforced limit on every "
-                                          "GPU, the statistic DCGM's targeted power judges") if share else None)
+    threshold = (
+        Value(
+            share,
+            "fraction",
+            f"maximum board power at least {share:g} of the enforced limit on every "
+            "GPU, the statistic DCGM's targeted power judges",
+        )
+        if share
+        else None
+    )
     figures = facts.figures(STEP)
     if figures.values is None:
         return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
     if threshold is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence,
-                       f"the profile for {profile.sku_id} states no stress_power_target_min_share")]
+        return [
+            Result(
+                name,
+                title,
+                Verdict.INCOMPLETE,
+                None,
+                None,
+                evidence,
+                f"the profile for {profile.sku_id} states no stress_power_target_min_share",
+            )
+        ]
     devices = figures.values["devices"]
     shares = [d["power"]["max_fraction"] for d in devices if d["power"].get("max_fraction") is not None]
     if not devices or len(shares) != len(devices):
-        unread = "; ".join(f"{_who(figures.values, d)}: {d['power'].get('why')}" for d in devices
-                           if d["power"].get("max_fraction") is None)
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence,
-                       unread or "no device was stressed")]
+        unread = "; ".join(
+            f"{_who(figures.values, d)}: {d['power'].get('why')}"
+            for d in devices
+            if d["power"].get("max_fraction") is None
+        )
+        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, unread or "no device was stressed")]
     lowest = min(shares)
     value = Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}")
     return [at_least(name, title, value, threshold, evidence)]

@@ -45,8 +45,9 @@ class DiffField:
 
     def __post_init__(self) -> None:
         if self.section not in SECTIONS or self.source not in SOURCES or set(self.explains) - set(KINDS):
-            raise ValueError(f"diff field {self.name}: section {self.section!r}, source {self.source!r}, "
-                             f"explains {self.explains!r}")
+            raise ValueError(
+                f"diff field {self.name}: section {self.section!r}, source {self.source!r}, explains {self.explains!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,21 @@ class DiffFigure:
                 raise ValueError(f"diff figure {figure}: kind {kind!r}")
             spread = self.spread(item) if self.spread else None
             noise = self.noise(item) if callable(self.noise) else (self.noise or self.figure_id(probe)).format(label)
-            rows.append(Row(probe, figure, self.name.format(label), self.unit, kind, noise, self.read(item),
-                            spread if isinstance(spread, (int, float)) and not isinstance(spread, bool) else None,
-                            self.conditions(item) if self.conditions else None, self.per_device, step))
+            rows.append(
+                Row(
+                    probe,
+                    figure,
+                    self.name.format(label),
+                    self.unit,
+                    kind,
+                    noise,
+                    self.read(item),
+                    spread if isinstance(spread, (int, float)) and not isinstance(spread, bool) else None,
+                    self.conditions(item) if self.conditions else None,
+                    self.per_device,
+                    step,
+                )
+            )
         return rows
 
 

@@ -60,8 +60,14 @@ class FieldResult:
         return _canonical(self.theirs) == _canonical(self.mine)
 
     def to_json(self) -> dict[str, Any]:
-        return {"section": self.section, "field": self.field, "theirs": self.theirs, "mine": self.mine,
-                "same": self.same, "explains": list(self.explains)}
+        return {
+            "section": self.section,
+            "field": self.field,
+            "theirs": self.theirs,
+            "mine": self.mine,
+            "same": self.same,
+            "explains": list(self.explains),
+        }
 
 
 @dataclass(frozen=True)
@@ -97,12 +103,26 @@ class FigureResult:
         return WORDS[self.verdict]
 
     def to_json(self) -> dict[str, Any]:
-        return {"probe": self.probe, "figure": self.figure, "name": self.name, "unit": self.unit, "kind": self.kind,
-                "theirs": self.theirs, "mine": self.mine, "ratio": self.ratio, "theirs_spread": self.theirs_spread,
-                "mine_spread": self.mine_spread, "tolerance": self.tolerance,
-                "tolerance_source": self.tolerance_source, "noise_measured": self.measured, "noisy": self.noisy,
-                "verdict": self.word, "result": self.verdict.value, "why": self.why,
-                "likely_why": list(self.likely_why)}
+        return {
+            "probe": self.probe,
+            "figure": self.figure,
+            "name": self.name,
+            "unit": self.unit,
+            "kind": self.kind,
+            "theirs": self.theirs,
+            "mine": self.mine,
+            "ratio": self.ratio,
+            "theirs_spread": self.theirs_spread,
+            "mine_spread": self.mine_spread,
+            "tolerance": self.tolerance,
+            "tolerance_source": self.tolerance_source,
+            "noise_measured": self.measured,
+            "noisy": self.noisy,
+            "verdict": self.word,
+            "result": self.verdict.value,
+            "why": self.why,
+            "likely_why": list(self.likely_why),
+        }
 
 
 @dataclass(frozen=True)
@@ -145,8 +165,10 @@ class Judgement:
     @property
     def why(self) -> str:
         if not self.comparable:
-            return (f"identity differs: THEIRS was measured on {self.theirs.text}, MINE on {self.mine.text}; "
-                    "their figures that depend on the device are not comparable")
+            return (
+                f"identity differs: THEIRS was measured on {self.theirs.text}, MINE on {self.mine.text}; "
+                "their figures that depend on the device are not comparable"
+            )
         failed, passed = self.named(Verdict.FAIL), self.named(Verdict.PASS)
         if not failed and not passed:
             return "no figure both bundles state could be compared"
@@ -158,14 +180,19 @@ class Judgement:
         return {WORDS[v]: len(self.named(v)) for v in (Verdict.PASS, Verdict.FAIL, Verdict.SKIP)}
 
     def to_json(self) -> dict[str, Any]:
-        return {"verdict": self.word, "result": self.result.value, "why": self.why, "counts": self.counts(),
-                "identity": {"theirs": self.theirs.to_json(), "mine": self.mine.to_json(),
-                             "comparable": self.comparable},
-                "figures": [f.to_json() for f in self.figures],
-                "differences": [d.to_json() for d in self.differences],
-                "fields": [f.to_json() for f in self.fields],
-                "noise_model": self.model.to_json(), "not_honoured": dict(self.unhonoured),
-                "notes": list(self.notes)}
+        return {
+            "verdict": self.word,
+            "result": self.result.value,
+            "why": self.why,
+            "counts": self.counts(),
+            "identity": {"theirs": self.theirs.to_json(), "mine": self.mine.to_json(), "comparable": self.comparable},
+            "figures": [f.to_json() for f in self.figures],
+            "differences": [d.to_json() for d in self.differences],
+            "fields": [f.to_json() for f in self.fields],
+            "noise_model": self.model.to_json(),
+            "not_honoured": dict(self.unhonoured),
+            "notes": list(self.notes),
+        }
 
 
 def _number(value: Any) -> bool:
@@ -178,8 +205,11 @@ def _canonical(value: Any) -> str:
 
 def _steps(facts: BundleFacts, probe: str, analysis: str | None, figure: DiffFigure) -> list[str]:
     if figure.every_step and analysis:
-        return [e["step"] for e in facts.view.steps
-                if e.get("analysis") == analysis and e.get("status") == StepStatus.COMPLETED]
+        return [
+            e["step"]
+            for e in facts.view.steps
+            if e.get("analysis") == analysis and e.get("status") == StepStatus.COMPLETED
+        ]
     return [figure.step or probe]
 
 
@@ -239,8 +269,14 @@ def _kind(theirs: Row | None, mine: Row | None) -> str:
 
 
 class _Judge:
-    def __init__(self, theirs: BundleFacts, mine: BundleFacts, model: NoiseModel, comparable: str | None,
-                 unhonoured: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        theirs: BundleFacts,
+        mine: BundleFacts,
+        model: NoiseModel,
+        comparable: str | None,
+        unhonoured: Mapping[str, str],
+    ) -> None:
         self.theirs, self.mine, self.model = theirs, mine, model
         self.comparable_why = comparable  # None when the identities agree, else why they do not
         self.unhonoured = unhonoured
@@ -249,32 +285,59 @@ class _Judge:
         row = t or m
         assert row is not None
         kind = _kind(t, m)
-        base: dict[str, Any] = dict(probe=row.probe, figure=row.figure, name=row.name, unit=row.unit, kind=kind,
-                                    theirs=t.value if t else None, mine=m.value if m else None,
-                                    theirs_spread=t.spread if t else None, mine_spread=m.spread if m else None)
+        base: dict[str, Any] = dict(
+            probe=row.probe,
+            figure=row.figure,
+            name=row.name,
+            unit=row.unit,
+            kind=kind,
+            theirs=t.value if t else None,
+            mine=m.value if m else None,
+            theirs_spread=t.spread if t else None,
+            mine_spread=m.spread if m else None,
+        )
         skip = self._not_comparable(t, m, kind, row)
         if skip:
-            return FigureResult(**base, tolerance=None, tolerance_source="", measured=None, noisy=False,
-                                verdict=Verdict.SKIP, why=skip)
+            return FigureResult(
+                **base, tolerance=None, tolerance_source="", measured=None, noisy=False, verdict=Verdict.SKIP, why=skip
+            )
         assert t is not None and m is not None  # _not_comparable gives a reason when either is missing
         noise = self.model.noise(t.noise, kind)
         if kind in EQUAL_KINDS:
             same = _canonical(t.value) == _canonical(m.value)
-            return FigureResult(**base, tolerance=0.0, tolerance_source=noise.source, measured=noise.measured,
-                                noisy=False, verdict=Verdict.PASS if same else Verdict.FAIL,
-                                why="equal" if same else "not equal")
+            return FigureResult(
+                **base,
+                tolerance=0.0,
+                tolerance_source=noise.source,
+                measured=noise.measured,
+                noisy=False,
+                verdict=Verdict.PASS if same else Verdict.FAIL,
+                why="equal" if same else "not equal",
+            )
         widening = (t.spread or 0.0) + (m.spread or 0.0)
         tolerance = noise.share + widening
-        source = noise.source + (f"; widened by the bundles' own within-run spreads ({t.spread or 0:.2%} theirs, "
-                                 f"{m.spread or 0:.2%} mine)" if widening else "")
+        source = noise.source + (
+            f"; widened by the bundles' own within-run spreads ({t.spread or 0:.2%} theirs, {m.spread or 0:.2%} mine)"
+            if widening
+            else ""
+        )
         off = m.value / t.value - 1
         within = abs(off) <= tolerance
         why = f"mine is {off:+.2%} of theirs, {'within' if within else 'outside'} +-{tolerance:.2%}"
         if max(t.spread or 0.0, m.spread or 0.0) > self.model.bound(kind):
-            why += (f" (widened by a within-run spread over the {kind} bound {self.model.bound(kind):.0%}: that "
-                    "bundle's own repeats of the figure disagree)")
-        return FigureResult(**base, tolerance=tolerance, tolerance_source=source, measured=noise.measured,
-                            noisy=noise.noisy, verdict=Verdict.PASS if within else Verdict.FAIL, why=why)
+            why += (
+                f" (widened by a within-run spread over the {kind} bound {self.model.bound(kind):.0%}: that "
+                "bundle's own repeats of the figure disagree)"
+            )
+        return FigureResult(
+            **base,
+            tolerance=tolerance,
+            tolerance_source=source,
+            measured=noise.measured,
+            noisy=noise.noisy,
+            verdict=Verdict.PASS if within else Verdict.FAIL,
+            why=why,
+        )
 
     def _not_comparable(self, t: Row | None, m: Row | None, kind: str, row: Row) -> str | None:
         if t is None or t.value is None or (isinstance(t.value, dict) and kind not in EQUAL_KINDS):
@@ -286,14 +349,22 @@ class _Judge:
         if row.per_device and self.comparable_why:
             return self.comparable_why
         if _canonical(t.conditions) != _canonical(m.conditions):
-            return f"measured under other conditions: theirs {_canonical(t.conditions)}, mine {_canonical(m.conditions)}"
+            return (
+                f"measured under other conditions: theirs {_canonical(t.conditions)}, mine {_canonical(m.conditions)}"
+            )
         if kind not in EQUAL_KINDS and not (_number(t.value) and _number(m.value) and t.value):
             return f"not a rate to compare: theirs {t.value!r}, mine {m.value!r}"
         return None
 
 
-def compare(theirs: BundleView, mine: BundleView, figures: Figures, fields: Fields,
-            unhonoured: Mapping[str, str] | None = None, model: NoiseModel | None = None) -> Judgement:
+def compare(
+    theirs: BundleView,
+    mine: BundleView,
+    figures: Figures,
+    fields: Fields,
+    unhonoured: Mapping[str, str] | None = None,
+    model: NoiseModel | None = None,
+) -> Judgement:
     """THEIRS (the reference) and MINE judged figure by figure (the module docstring's rules).
 
     FIGURES and FIELDS are the registry's declarations (harness.registry.comparisons); UNHONOURED maps
@@ -302,8 +373,11 @@ def compare(theirs: BundleView, mine: BundleView, figures: Figures, fields: Fiel
     facts_theirs, facts_mine = BundleFacts(theirs), BundleFacts(mine)
     id_theirs, id_mine = environment.identity(facts_theirs), environment.identity(facts_mine)
     model = model or noise_model(id_theirs.sku_id)
-    why = None if id_theirs.key == id_mine.key else (
-        f"identity differs: THEIRS was measured on {id_theirs.text}, MINE on {id_mine.text}")
+    why = (
+        None
+        if id_theirs.key == id_mine.key
+        else (f"identity differs: THEIRS was measured on {id_theirs.text}, MINE on {id_mine.text}")
+    )
     notes: list[str] = []
     rows_theirs = rows(facts_theirs, figures, notes, "THEIRS")
     rows_mine = rows(facts_mine, figures, notes, "MINE")
@@ -315,9 +389,12 @@ def compare(theirs: BundleView, mine: BundleView, figures: Figures, fields: Fiel
             continue
         results.append(judge.figure(t, m))
     all_fields = [*fields, *(("", f) for f in (*environment.HOST, *environment.RUN))]
-    side_by_side = tuple(FieldResult(declared.section, declared.name, a, b, declared.explains)
-                         for (_, declared), a, b in zip(all_fields, read_fields(facts_theirs, all_fields),
-                                                       read_fields(facts_mine, all_fields), strict=True))
+    side_by_side = tuple(
+        FieldResult(declared.section, declared.name, a, b, declared.explains)
+        for (_, declared), a, b in zip(
+            all_fields, read_fields(facts_theirs, all_fields), read_fields(facts_mine, all_fields), strict=True
+        )
+    )
     differ = [f for f in side_by_side if not f.same and f.explains]
     explained = tuple(_likely(r, differ) for r in results)
     return Judgement(id_theirs, id_mine, explained, side_by_side, model, tuple(notes), dict(unhonoured or {}))

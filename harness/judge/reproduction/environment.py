@@ -81,6 +81,7 @@ class Identity:
 def identity(facts: BundleFacts) -> Identity:
     """What the bundle's completed documents were measured on (harness.analysis.repeatability.bundle_identity)."""
     completed = {step: facts.document(step) for step in facts.view.documents}
-    key, text, sku_id = repeatability.bundle_identity({s: d for s, d in completed.items() if d is not None},
-                                                      _host(facts).get("cpu_model"))
+    key, text, sku_id = repeatability.bundle_identity(
+        {s: d for s, d in completed.items() if d is not None}, _host(facts).get("cpu_model")
+    )
     return Identity(key, text, sku_id)

@@ -52,18 +52,38 @@ class Made:
 
 
 def _bundle(ref: BundleRef, judgement_side: Any, format_version: Any) -> dict[str, Any]:
-    return {"name": ref.name, "sha256": ref.sha256, "signer_keyid": ref.signer_keyid,
-            "verify_checks_passed": ref.checks_passed, "format_version": format_version, **judgement_side.to_json()}
+    return {
+        "name": ref.name,
+        "sha256": ref.sha256,
+        "signer_keyid": ref.signer_keyid,
+        "verify_checks_passed": ref.checks_passed,
+        "format_version": format_version,
+        **judgement_side.to_json(),
+    }
 
 
-def reproduction_statement(judgement: Judgement, theirs: BundleRef, mine: BundleRef, formats: tuple[Any, Any],
-                           made: Made, tool: Mapping[str, Any]) -> dict[str, Any]:
+def reproduction_statement(
+    judgement: Judgement,
+    theirs: BundleRef,
+    mine: BundleRef,
+    formats: tuple[Any, Any],
+    made: Made,
+    tool: Mapping[str, Any],
+) -> dict[str, Any]:
     """The statement (unsigned): both bundles as subjects, the judgement as predicate."""
     body = judgement.to_json()
-    predicate = {**body, "theirs": _bundle(theirs, judgement.theirs, formats[0]),
-                 "mine": _bundle(mine, judgement.mine, formats[1]), "made": made.to_json(), "tool": dict(tool)}
-    return statement([subject(f"{THEIRS}/{theirs.name}", theirs.sha256), subject(f"{MINE}/{mine.name}", mine.sha256)],
-                     PREDICATE_TYPE, predicate)
+    predicate = {
+        **body,
+        "theirs": _bundle(theirs, judgement.theirs, formats[0]),
+        "mine": _bundle(mine, judgement.mine, formats[1]),
+        "made": made.to_json(),
+        "tool": dict(tool),
+    }
+    return statement(
+        [subject(f"{THEIRS}/{theirs.name}", theirs.sha256), subject(f"{MINE}/{mine.name}", mine.sha256)],
+        PREDICATE_TYPE,
+        predicate,
+    )
 
 
 def signed_envelope(stmt: Mapping[str, Any], key: SigningKey) -> bytes:
@@ -99,7 +119,9 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
         same = abs(mine / theirs - 1) <= tolerance
     else:
         return f"a {kind} figure judged without a number, ratio or tolerance"
-    return None if same == (verdict == REPRODUCED) else f"{verdict}, but its values say {'' if same else 'not '}reproduced"
+    return (
+        None if same == (verdict == REPRODUCED) else f"{verdict}, but its values say {'' if same else 'not '}reproduced"
+    )
 
 
 def whole_follows(predicate: Mapping[str, Any]) -> str | None:
@@ -107,8 +129,9 @@ def whole_follows(predicate: Mapping[str, Any]) -> str | None:
     verdicts = [f.get("verdict") for f in predicate.get("figures") or [] if isinstance(f, Mapping)]
     comparable = (predicate.get("identity") or {}).get("comparable") is True
     judged = [v for v in verdicts if v != NOT_COMPARABLE]
-    expected = (NOT_COMPARABLE if not comparable or not judged else
-                NOT_REPRODUCED if NOT_REPRODUCED in judged else REPRODUCED)
+    expected = (
+        NOT_COMPARABLE if not comparable or not judged else NOT_REPRODUCED if NOT_REPRODUCED in judged else REPRODUCED
+    )
     if predicate.get("verdict") != expected or predicate.get("result") != RESULT_OF[expected]:
         return f"the whole says {predicate.get('verdict')!r} ({predicate.get('result')!r}); its figures say {expected}"
     return None
@@ -121,14 +144,23 @@ def verify(data: bytes, trusted: Ed25519PublicKey, theirs_sha256: str, mine_sha2
     subjects = _subjects(stmt)
     for role, sha in ((THEIRS, theirs_sha256), (MINE, mine_sha256)):
         if subjects[role] != sha:
-            raise StatementMismatch(f"the statement's {role} bundle is sha256 {subjects[role][:16]}..., not this file "
-                                    f"(sha256 {sha[:16]}...)")
+            raise StatementMismatch(
+                f"the statement's {role} bundle is sha256 {subjects[role][:16]}..., not this file "
+                f"(sha256 {sha[:16]}...)"
+            )
     predicate = stmt.get("predicate")
     if not isinstance(predicate, dict) or not isinstance(predicate.get("figures"), list):
         raise StatementMismatch("the predicate has no figures")
-    wrong = [f"{f.get('figure')}: {why}" for f in predicate["figures"] if isinstance(f, dict)
-             for why in [figure_follows(f)] if why]
+    wrong = [
+        f"{f.get('figure')}: {why}"
+        for f in predicate["figures"]
+        if isinstance(f, dict)
+        for why in [figure_follows(f)]
+        if why
+    ]
     whole = whole_follows(predicate)
     if wrong or whole:
-        raise StatementMismatch("the statement contradicts itself: " + "; ".join(([whole] if whole else []) + wrong[:5]))
+        raise StatementMismatch(
+            "the statement contradicts itself: " + "; ".join(([whole] if whole else []) + wrong[:5])
+        )
     return stmt

@@ -55,8 +55,14 @@ def line_boxes(line, renderer, step_px: float = 3.0) -> list[Bbox]:
     return boxes
 
 
-def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence = (), lines: Sequence = (),
-                 colors: Sequence[str] | None = None, markers: Sequence[tuple[float, float]] = ()) -> list:
+def place_labels(
+    ax,
+    items: Sequence[tuple[str, float, float]],
+    avoid: Sequence = (),
+    lines: Sequence = (),
+    colors: Sequence[str] | None = None,
+    markers: Sequence[tuple[float, float]] = (),
+) -> list:
     """Annotate each (label, x, y) in data coordinates without overlaps; returns the annotations.
     `avoid`: artists no label may cover (the legend); `lines`: lines no label may cross; `colors`:
     each label's colour (default black); `markers`: unlabelled points (x, y) no label may cover. Call it
@@ -68,8 +74,9 @@ def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence 
     centres = [tuple(ax.transData.transform((x, y))) for _, x, y in items]
     radius = MARKER_RADIUS_PT * px_per_pt
     unlabelled = [tuple(ax.transData.transform(point)) for point in markers]
-    occupied = [Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius)
-                for cx, cy in centres + unlabelled]
+    occupied = [
+        Bbox.from_extents(cx - radius, cy - radius, cx + radius, cy + radius) for cx, cy in centres + unlabelled
+    ]
     occupied += [artist.get_window_extent(renderer) for artist in avoid]
     occupied += [box for line in lines for box in line_boxes(line, renderer)]
 
@@ -87,8 +94,11 @@ def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence 
             text.set_horizontalalignment(ha)
             text.set_verticalalignment(va)
             box = text.get_window_extent(renderer)
-            if axes_box.contains(box.x0, box.y0) and axes_box.contains(box.x1, box.y1) and not any(
-                    _padded(box, 1).overlaps(other) for other in occupied):
+            if (
+                axes_box.contains(box.x0, box.y0)
+                and axes_box.contains(box.x1, box.y1)
+                and not any(_padded(box, 1).overlaps(other) for other in occupied)
+            ):
                 best = (dx, dy, ha, va, box)
                 break
         text.remove()
@@ -98,9 +108,17 @@ def place_labels(ax, items: Sequence[tuple[str, float, float]], avoid: Sequence 
         dx, dy, ha, va, box = best
         leader = math.hypot(dx, dy) >= LEADER_FROM_PT
         annotations[i] = ax.annotate(
-            label, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=FONT_SIZE, ha=ha, va=va, zorder=4,
+            label,
+            (x, y),
+            textcoords="offset points",
+            xytext=(dx, dy),
+            fontsize=FONT_SIZE,
+            ha=ha,
+            va=va,
+            zorder=4,
             color=colors[i] if colors else "black",
-            arrowprops=dict(arrowstyle="-", color="0.35", linewidth=0.5, shrinkA=1, shrinkB=2) if leader else None)
+            arrowprops=dict(arrowstyle="-", color="0.35", linewidth=0.5, shrinkA=1, shrinkB=2) if leader else None,
+        )
         if box is not None:
             occupied.append(box)
     return annotations

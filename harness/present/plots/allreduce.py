@@ -58,10 +58,18 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
         marker = MARKERS[worlds.index(n) % len(MARKERS)]
         sizes = [p["bytes"] for p in points]
         figs = [ar.point_figures(p, n) for p in points]
-        line, = bw_ax.loglog(sizes, [f["busbw_gbps"] for f in figs], STYLE[run["curve"]], marker=marker,
-                             markersize=3, label=_label(run))
-        t_ax.loglog(sizes, [f["time_us"] for f in figs], STYLE[run["curve"]], marker=marker, markersize=3,
-                    color=line.get_color(), label=_label(run))
+        (line,) = bw_ax.loglog(
+            sizes, [f["busbw_gbps"] for f in figs], STYLE[run["curve"]], marker=marker, markersize=3, label=_label(run)
+        )
+        t_ax.loglog(
+            sizes,
+            [f["time_us"] for f in figs],
+            STYLE[run["curve"]],
+            marker=marker,
+            markersize=3,
+            color=line.get_color(),
+            label=_label(run),
+        )
         curve = ar.curve_figures(run)
         if curve["knee_bytes"] is not None:
             knee = curve["knee_bytes"]
@@ -69,22 +77,32 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
                 ax.axvline(knee, color=line.get_color(), linestyle=":", linewidth=1)
             model = [curve["alpha_us"] + s / (curve["beta_gbps"] * 1e3) for s in sizes]
             t_ax.loglog(sizes, model, ":", color=line.get_color(), linewidth=1)
-            knees.append((f"knee {_size(knee)}", knee, curve["alpha_us"] + knee / (curve["beta_gbps"] * 1e3),
-                          line.get_color()))
+            knees.append(
+                (f"knee {_size(knee)}", knee, curve["alpha_us"] + knee / (curve["beta_gbps"] * 1e3), line.get_color())
+            )
         if curve["half_plateau_bytes"] is not None:
             half = curve["half_plateau_bytes"]
             bw_ax.plot([half], [curve["plateau_busbw_gbps"] / 2], marker="x", color=line.get_color(), markersize=9)
     backend = document.get("backend", "?")
-    bw_ax.set(xlabel="buffer size (bytes)", ylabel="busbw (GB/s)",
-              title=f"all-reduce busbw ({backend}); dotted: alpha-beta knee, x: half plateau")
-    t_ax.set(xlabel="buffer size (bytes)", ylabel="time per call (us)",
-             title="time per call; dotted: t = alpha + s/beta")
+    bw_ax.set(
+        xlabel="buffer size (bytes)",
+        ylabel="busbw (GB/s)",
+        title=f"all-reduce busbw ({backend}); dotted: alpha-beta knee, x: half plateau",
+    )
+    t_ax.set(
+        xlabel="buffer size (bytes)", ylabel="time per call (us)", title="time per call; dotted: t = alpha + s/beta"
+    )
     legends = []
     for ax in (bw_ax, t_ax):
         ax.grid(True, which="both", linewidth=0.3)
         if ax.get_legend_handles_labels()[0]:
             legends.append(ax.legend(fontsize=7, loc="upper left"))
     fig.tight_layout()
-    place_labels(t_ax, [(label, x, y) for label, x, y, _ in knees], avoid=legends[1:],
-                 lines=[ln for ln in t_ax.get_lines() if ln.get_linestyle() != ":"], colors=[c for *_, c in knees])
+    place_labels(
+        t_ax,
+        [(label, x, y) for label, x, y, _ in knees],
+        avoid=legends[1:],
+        lines=[ln for ln in t_ax.get_lines() if ln.get_linestyle() != ":"],
+        colors=[c for *_, c in knees],
+    )
     return save_figure(fig, stem)

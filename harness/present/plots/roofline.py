@@ -39,26 +39,38 @@ def points(document: dict[str, Any]) -> list[dict[str, Any]]:
     for row in burst_windows(document):
         p = predictions[row["label"]]
         if row["burst_tflops"] is not None:
-            found.append({"label": row["label"], "kind": p["kind"], "ai": p["ai_flop_per_byte"],
-                          "tflops": row["burst_tflops"]})
+            found.append(
+                {"label": row["label"], "kind": p["kind"], "ai": p["ai_flop_per_byte"], "tflops": row["burst_tflops"]}
+            )
     fusion = document.get("fusion")
     if isinstance(fusion, dict) and "unfused" in fusion:
         for variant in ("unfused", "fused"):
             timed = fusion.get(variant)
             if isinstance(timed, dict) and "median_s" in timed:
-                found.append({"label": f"{variant} chain", "kind": "fusion",
-                              "ai": fusion[f"{variant}_ai_flop_per_byte"],
-                              "tflops": fusion["flops"] / timed["median_s"] / 1e12})
+                found.append(
+                    {
+                        "label": f"{variant} chain",
+                        "kind": "fusion",
+                        "ai": fusion[f"{variant}_ai_flop_per_byte"],
+                        "tflops": fusion["flops"] / timed["median_s"] / 1e12,
+                    }
+                )
     return found
 
 
 def eager_points(document: dict[str, Any]) -> list[dict[str, Any]]:
     """Beside each kernel-only headline, the shape's eager rate: where an eager caller on this host lands."""
     predictions = {p["label"]: p for p in document["predictions"]["shapes"]}
-    return [{"label": row["label"], "ai": predictions[row["label"]]["ai_flop_per_byte"], "tflops": row["eager_tflops"],
-             "kernel_tflops": row["burst_tflops"]}
-            for row in burst_windows(document)
-            if row.get("rate_basis") == KERNEL_ONLY and row.get("eager_tflops") and row["burst_tflops"]]
+    return [
+        {
+            "label": row["label"],
+            "ai": predictions[row["label"]]["ai_flop_per_byte"],
+            "tflops": row["eager_tflops"],
+            "kernel_tflops": row["burst_tflops"],
+        }
+        for row in burst_windows(document)
+        if row.get("rate_basis") == KERNEL_ONLY and row.get("eager_tflops") and row["burst_tflops"]
+    ]
 
 
 def figure(document: dict[str, Any]):
@@ -73,20 +85,33 @@ def figure(document: dict[str, Any]):
     low, high = min(ais) / 4, max(ais) * 4
     fig, ax = new_figure(10, 6.5)
     xs = [low * (high / low) ** (i / 200) for i in range(201)]
-    roof, = ax.plot(xs, [attainable_tflops(x, peak, bandwidth) for x in xs], color="black", linewidth=1.6,
-                    label=f"roof: {number(bandwidth)} GB/s, {number(peak)} TFLOPS")
+    (roof,) = ax.plot(
+        xs,
+        [attainable_tflops(x, peak, bandwidth) for x in xs],
+        color="black",
+        linewidth=1.6,
+        label=f"roof: {number(bandwidth)} GB/s, {number(peak)} TFLOPS",
+    )
     ax.axhline(peak, color="grey", linestyle=":", linewidth=0.8)
     ax.axvline(ridge, color="grey", linestyle="--", linewidth=1.0, label=f"ridge {ridge:.1f} FLOP/B")
     seen = set()
     for p in found:
         style = STYLES[p["kind"]]
-        ax.scatter([p["ai"]], [p["tflops"]], marker=style["marker"], color=style["color"], s=46, zorder=3,
-                   label=None if p["kind"] in seen else style["name"])
+        ax.scatter(
+            [p["ai"]],
+            [p["tflops"]],
+            marker=style["marker"],
+            color=style["color"],
+            s=46,
+            zorder=3,
+            label=None if p["kind"] in seen else style["name"],
+        )
         seen.add(p["kind"])
     connectors = []
     for i, p in enumerate(eager):
-        connectors += ax.plot([p["ai"], p["ai"]], [p["tflops"], p["kernel_tflops"]], color="#999999", linewidth=0.6,
-                              zorder=2)
+        connectors += ax.plot(
+            [p["ai"], p["ai"]], [p["tflops"], p["kernel_tflops"]], color="#999999", linewidth=0.6, zorder=2
+        )
         ax.scatter([p["ai"]], [p["tflops"]], zorder=3, label=EAGER_NAME if i == 0 else None, **EAGER_STYLE)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -96,12 +121,18 @@ def figure(document: dict[str, Any]):
     ax.set_xlabel("arithmetic intensity (FLOP/byte, fewest bytes)")
     ax.set_ylabel("achieved TFLOPS")
     device = document["device_facts"].get("name", document["device"])
-    ax.set_title(f"Roofline: {device}, {document['dtype']} GEMMs (memory roof: {roofs['bandwidth_source']})",
-                 fontsize=9)
+    ax.set_title(
+        f"Roofline: {device}, {document['dtype']} GEMMs (memory roof: {roofs['bandwidth_source']})", fontsize=9
+    )
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
     legend = ax.legend(fontsize=7.5, loc="lower right" if not eager else "best")  # "best": clear of the eager points
-    place_labels(ax, [(p["label"], p["ai"], p["tflops"]) for p in found], avoid=[legend], lines=[roof, *connectors],
-                 markers=[(p["ai"], p["tflops"]) for p in eager])
+    place_labels(
+        ax,
+        [(p["label"], p["ai"], p["tflops"]) for p in found],
+        avoid=[legend],
+        lines=[roof, *connectors],
+        markers=[(p["ai"], p["tflops"]) for p in eager],
+    )
     return fig
 
 

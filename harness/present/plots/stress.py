@@ -26,15 +26,24 @@ def series(document: dict[str, Any]) -> list[dict[str, Any]]:
         samples = analysis.samples_of(record)
         figures = [analysis.bucket_figures(b, samples, flop) for b in buckets]
         power = power_source(samples)[0]  # the one-second average where NVML gives it
-        found.append({"index": record["index"], "name": record.get("name"),
-                      "t_s": [(b["start_s"] + b["end_s"]) / 2 - start for b in buckets],
-                      "tflops": [f["tflops"] for f in figures],
-                      "sm_clock_mhz": [f["sm_clock_mhz"] for f in figures],
-                      "power_w": [f[power] for f in figures]})
+        found.append(
+            {
+                "index": record["index"],
+                "name": record.get("name"),
+                "t_s": [(b["start_s"] + b["end_s"]) / 2 - start for b in buckets],
+                "tflops": [f["tflops"] for f in figures],
+                "sm_clock_mhz": [f["sm_clock_mhz"] for f in figures],
+                "power_w": [f[power] for f in figures],
+            }
+        )
     return found
 
 
-PANELS = (("tflops", "GEMM TFLOPS"), ("sm_clock_mhz", "SM clock (MHz, median)"), ("power_w", "power (W, bucket median)"))
+PANELS = (
+    ("tflops", "GEMM TFLOPS"),
+    ("sm_clock_mhz", "SM clock (MHz, median)"),
+    ("power_w", "power (W, bucket median)"),
+)
 
 
 def panels(lines: list[dict[str, Any]]) -> list[str]:
@@ -75,8 +84,9 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
         _marks(axes, heads[line["index"]], colour, name)
     if lines:
         half = lines[0]["t_s"][len(lines[0]["t_s"]) // 2]
-        axes["tflops"].axvspan(half - 0.5, max(lines[0]["t_s"]) + 0.5, color="#cccccc", alpha=0.3,
-                               label="steady state (second half)")
+        axes["tflops"].axvspan(
+            half - 0.5, max(lines[0]["t_s"]) + 0.5, color="#cccccc", alpha=0.3, label="steady state (second half)"
+        )
     _label(axes, document, lines)
     why = missing(document, drawn)
     if why:
@@ -90,8 +100,13 @@ def _marks(axes: dict[str, Any], head: dict[str, Any], colour: str, name: str) -
     limit = head["power"]["limit_w"]
     if limit and "power_w" in axes:
         axes["power_w"].axhline(limit, color=colour, linestyle="--", linewidth=1, label=f"{name} limit {limit:g} W")
-        axes["power_w"].axhline(POWER_TARGET_RATIO * limit, color=colour, linestyle=":", linewidth=1,
-                                label=f"{name} target {POWER_TARGET_RATIO:.0%}")
+        axes["power_w"].axhline(
+            POWER_TARGET_RATIO * limit,
+            color=colour,
+            linestyle=":",
+            linewidth=1,
+            label=f"{name} target {POWER_TARGET_RATIO:.0%}",
+        )
     engaged = head["power_cap"]["engaged_after_s"]
     if engaged is not None:
         for ax in axes.values():

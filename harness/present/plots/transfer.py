@@ -69,15 +69,28 @@ def _one_panel(ax: Any, document: dict[str, Any], figures: dict[str, Any], gpu: 
         label = f"{series['direction'].replace('_', ' ')}, {series['memory']}, {series['concurrency']}"
         if series["numa_placement"] != "default":
             label += f", {series['numa_placement']} node"
-        ax.plot([p["bytes"] for p in points], [p["gbps"] for p in points], color=COLOURS[series["direction"]],
-                linestyle=STYLES.get(series["memory"], "-"), marker=MARKERS[series["concurrency"]], markersize=4,
-                linewidth=1.3, alpha=0.6 if series["numa_placement"] != "default" else 1.0, label=label)
+        ax.plot(
+            [p["bytes"] for p in points],
+            [p["gbps"] for p in points],
+            color=COLOURS[series["direction"]],
+            linestyle=STYLES.get(series["memory"], "-"),
+            marker=MARKERS[series["concurrency"]],
+            markersize=4,
+            linewidth=1.3,
+            alpha=0.6 if series["numa_placement"] != "default" else 1.0,
+            label=label,
+        )
         ceiling = figures[series["id"]]["link"]["ceiling_gbps"]
         if ceiling:
             ceilings.add(ceiling)
     for ceiling in sorted(ceilings):
-        ax.axhline(ceiling, color="black", linestyle=":", linewidth=1,
-                   label=f"link ceiling {ceiling:.1f} GB/s per direction (NVML gen x width)")
+        ax.axhline(
+            ceiling,
+            color="black",
+            linestyle=":",
+            linewidth=1,
+            label=f"link ceiling {ceiling:.1f} GB/s per direction (NVML gen x width)",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("bytes per copy")
     ax.set_ylabel("GB/s (10^9 bytes/s, bytes copied once)")
@@ -105,8 +118,15 @@ def _heatmap(document: dict[str, Any], figures: dict[str, Any], stem: Path) -> l
                 text = "-" if r == c else ("n/a" if math.isnan(value) else f"{value:.0f}" + ("" if plateau else "*"))
                 starred |= r != c and not plateau and not math.isnan(value)
                 light_cell = not math.isnan(value) and value > 0.6 * top  # viridis is yellow at the top
-                ax.text(c, r, text, ha="center", va="center", fontsize=9,
-                        color="black" if r == c or math.isnan(value) or light_cell else "white")
+                ax.text(
+                    c,
+                    r,
+                    text,
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="black" if r == c or math.isnan(value) or light_cell else "white",
+                )
         ax.set_xticks(range(len(gpus)), [f"GPU{g}" for g in gpus])
         ax.set_yticks(range(len(gpus)), [f"GPU{g}" for g in gpus])
         ax.set_xlabel("destination")

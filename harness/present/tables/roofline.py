@@ -9,8 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.roofline.figures import (BURST_RULE, LEGACY_BURST_RULE, best_rule, burst_windows,
-                                               dtype_documents, headlines, kernel_headline, windowed)
+from harness.analysis.roofline.figures import (
+    BURST_RULE,
+    LEGACY_BURST_RULE,
+    best_rule,
+    burst_windows,
+    dtype_documents,
+    headlines,
+    kernel_headline,
+    windowed,
+)
 from harness.analysis.timing import GRAPH_BELOW_S, KERNEL_ONLY, LAUNCH_BOUND_S, SPREAD_SCOPE
 
 
@@ -29,14 +37,20 @@ def _percent(value: Any) -> str:
 
 
 HEADERS = {  # kernel-only headlines (contract 4 on), eager headlines in windows (format 5), per call (before)
-    "kernel": ("| shape | bound | burst TFLOPS | spread across windows | windows x ms | calls | SM clock MHz | power cap | "
-               "launch-bound: eager TFLOPS on this host (spread across windows), host launch µs/call |",
-               "|---|---|---:|---:|---|---:|---:|---|---|"),
-    "windows": ("| shape | bound | burst TFLOPS | spread across windows | windows x ms | calls | SM clock MHz | "
-                "power cap | launch-bound: kernel-only TFLOPS, host launch µs/call |",
-                "|---|---|---:|---:|---|---:|---:|---|---|"),
-    "per_call": ("| shape | bound | burst TFLOPS | window ms | timed calls | SM clock MHz | power cap |",
-                 "|---|---|---:|---:|---:|---:|---|"),
+    "kernel": (
+        "| shape | bound | burst TFLOPS | spread across windows | windows x ms | calls | SM clock MHz | power cap | "
+        "launch-bound: eager TFLOPS on this host (spread across windows), host launch µs/call |",
+        "|---|---|---:|---:|---|---:|---:|---|---|",
+    ),
+    "windows": (
+        "| shape | bound | burst TFLOPS | spread across windows | windows x ms | calls | SM clock MHz | "
+        "power cap | launch-bound: kernel-only TFLOPS, host launch µs/call |",
+        "|---|---|---:|---:|---|---:|---:|---|---|",
+    ),
+    "per_call": (
+        "| shape | bound | burst TFLOPS | window ms | timed calls | SM clock MHz | power cap |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ),
 }
 
 
@@ -63,8 +77,14 @@ def _cells(row: dict[str, Any], rule: str) -> list[str]:
     clock, cap = _number(row["sm_clock_mhz"], ".0f"), _cap(row["power_cap"])
     if rule == "per_call":
         return [_number(row["window_ms"], ".3g"), str(row["timed_calls"]), clock, cap]
-    return [_percent(row.get("window_spread")), f"{row.get('windows', '—')} x {_number(row['window_ms'], '.3g')}",
-            str(row["timed_calls"]), clock, cap, _launch(row, rule)]
+    return [
+        _percent(row.get("window_spread")),
+        f"{row.get('windows', '—')} x {_number(row['window_ms'], '.3g')}",
+        str(row["timed_calls"]),
+        clock,
+        cap,
+        _launch(row, rule),
+    ]
 
 
 def _rows(document: dict[str, Any], best: Any) -> list[str]:
@@ -73,8 +93,12 @@ def _rows(document: dict[str, Any], best: Any) -> list[str]:
     lines = list(HEADERS[rule])
     for row in burst_windows(document):
         rate = _number(row["burst_tflops"], ".4g") + (" kernel-only" if row.get("rate_basis") == KERNEL_ONLY else "")
-        cells = [f"{row['label']}{' (best)' if row['label'] == best else ''}", bounds.get(row["label"], "—"),
-                 rate, *_cells(row, rule)]
+        cells = [
+            f"{row['label']}{' (best)' if row['label'] == best else ''}",
+            bounds.get(row["label"], "—"),
+            rate,
+            *_cells(row, rule),
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     if len(lines) == 2:
         lines.append("| no shape was measured |" + " |" * (lines[0].count("|") - 2))
@@ -84,39 +108,57 @@ def _rows(document: dict[str, Any], best: Any) -> list[str]:
 def _section(document: dict[str, Any], title: str) -> list[str]:
     head = headlines(document)
     best = head["burst_best_tflops"]
-    said = (f"Burst best: **{_number(best, '.4g')} TFLOPS** at {head['best_shape']}."
-            if best is not None else "No burst best: none of its burst-best shapes was measured.")
+    said = (
+        f"Burst best: **{_number(best, '.4g')} TFLOPS** at {head['best_shape']}."
+        if best is not None
+        else "No burst best: none of its burst-best shapes was measured."
+    )
     return [title, "", said, "", *_rows(document, head["best_shape"]), ""]
 
 
 def render(document: dict[str, Any]) -> str:
     views = dtype_documents(document)
-    lines = [f"# Roofline bursts: {document.get('dtype')} GEMMs on {document.get('device')}", "",
-             f"Each rate is a **burst** ({BURST_RULE if windowed(document) else LEGACY_BURST_RULE}). "
-             f"The {best_rule(document)}."]
+    lines = [
+        f"# Roofline bursts: {document.get('dtype')} GEMMs on {document.get('device')}",
+        "",
+        f"Each rate is a **burst** ({BURST_RULE if windowed(document) else LEGACY_BURST_RULE}). "
+        f"The {best_rule(document)}.",
+    ]
     if windowed(document):
         kernel = kernel_headline(document)
         graph_spread = " (a kernel-only rate's: across its CUDA-graph windows, milliseconds apart)" if kernel else ""
-        launch = (f"Launch-bound = kernels that take under {LAUNCH_BOUND_S * 1e6:g} µs a call (replayed from a CUDA "
-                  f"graph, as is every shape whose eager call is under {GRAPH_BELOW_S * 1e6:g} µs): its headline is "
-                  f"that **kernel-only** rate, what the GPU does, as kernel benchmarks time small kernels. The eager "
-                  f"rate beside it is the **host's launch rate** for an eager caller on this host: host-dependent and "
-                  f"noisy run to run (its measured run-to-run spread: the report's Repeatability section)" if kernel
-                  else f"Launch-bound = an eager call under {LAUNCH_BOUND_S * 1e6:g} µs: its rate (the headline before "
-                  f"probe contract 4) is the host's launch rate; kernel-only = the same calls replayed from a CUDA "
-                  f"graph")
-        lines += ["", f"Timing: {document['timing']['rule']}.",
-                  f"Spread across windows: {SPREAD_SCOPE['windows']}{graph_spread}; it says nothing about the next "
-                  f"run (the run-to-run spread is the catalogue's, in the report's Repeatability section). SM clock = "
-                  f"the median NVML reading around the eager windows "
-                  f"({document['timing'].get('nvml', 'NVML refresh period not recorded')}). {launch}; host launch = "
-                  f"eager - kernel-only per call."]
+        launch = (
+            f"Launch-bound = kernels that take under {LAUNCH_BOUND_S * 1e6:g} µs a call (replayed from a CUDA "
+            f"graph, as is every shape whose eager call is under {GRAPH_BELOW_S * 1e6:g} µs): its headline is "
+            f"that **kernel-only** rate, what the GPU does, as kernel benchmarks time small kernels. The eager "
+            f"rate beside it is the **host's launch rate** for an eager caller on this host: host-dependent and "
+            f"noisy run to run (its measured run-to-run spread: the report's Repeatability section)"
+            if kernel
+            else f"Launch-bound = an eager call under {LAUNCH_BOUND_S * 1e6:g} µs: its rate (the headline before "
+            f"probe contract 4) is the host's launch rate; kernel-only = the same calls replayed from a CUDA "
+            f"graph"
+        )
+        lines += [
+            "",
+            f"Timing: {document['timing']['rule']}.",
+            f"Spread across windows: {SPREAD_SCOPE['windows']}{graph_spread}; it says nothing about the next "
+            f"run (the run-to-run spread is the catalogue's, in the report's Repeatability section). SM clock = "
+            f"the median NVML reading around the eager windows "
+            f"({document['timing'].get('nvml', 'NVML refresh period not recorded')}). {launch}; host launch = "
+            f"eager - kernel-only per call.",
+        ]
     else:
-        lines += ["", "Window = the sum of the shape's timed calls (each call timed alone, before format 5); SM "
-                      "clock = the median NVML sample inside it."]
+        lines += [
+            "",
+            "Window = the sum of the shape's timed calls (each call timed alone, before format 5); SM "
+            "clock = the median NVML sample inside it.",
+        ]
     lines.append("")
     for dtype, view in views.items():
-        title = (f"## {dtype} (the run's dtype, every shape)" if view is document
-                 else f"## {dtype} (dtype check: the fixed burst-best shapes)")
+        title = (
+            f"## {dtype} (the run's dtype, every shape)"
+            if view is document
+            else f"## {dtype} (dtype check: the fixed burst-best shapes)"
+        )
         lines += _section(view, title if len(views) > 1 else "## Shapes")
     return "\n".join(lines).rstrip("\n") + "\n"

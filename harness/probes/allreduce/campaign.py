@@ -17,6 +17,7 @@ from harness.probes.contract import log, progress, unavailable, utc_now
 
 # --- running the curves ------------------------------------------------------------------
 
+
 def curves_for(backend: str) -> tuple[str, ...]:
     return ar.CURVES if backend == "nccl" else ("normal",)
 
@@ -43,11 +44,18 @@ class Campaign:
         rv = self.rendezvous
         if rv is None:
             port = free_port()
-            return [Launch(r, rank_env(env, r, world, r, world, "127.0.0.1", port, workdir, log_on))
-                    for r in range(world)]
+            return [
+                Launch(r, rank_env(env, r, world, r, world, "127.0.0.1", port, workdir, log_on)) for r in range(world)
+            ]
         port = rv.master_port + 1 + run_index  # a fresh store per curve: no stale keys, no port reuse
-        return [Launch(rv.rank, rank_env(env, rv.rank, world, rv.local_rank, rv.local_world_size, rv.master_addr,
-                                         port, workdir, log_on))]
+        return [
+            Launch(
+                rv.rank,
+                rank_env(
+                    env, rv.rank, world, rv.local_rank, rv.local_world_size, rv.master_addr, port, workdir, log_on
+                ),
+            )
+        ]
 
     def run_one(self, world: int, curve: str, run_index: int) -> dict[str, Any]:
         env, changed = curve_env(dict(os.environ), curve, self.settings, spawn=self.rendezvous is None)
@@ -60,17 +68,32 @@ class Campaign:
             progress(self.done_points, self.total_points, f"{curve} n={world} {ar.format_size(point['bytes'])}")
 
         try:
-            supervised = Supervisor(self.settings.worker_config(workdir), self._launches(env, world, run_index, workdir),
-                                    workdir, self.settings.size_timeout_s, self.settings.init_timeout_s,
-                                    on_point).run()
+            supervised = Supervisor(
+                self.settings.worker_config(workdir),
+                self._launches(env, world, run_index, workdir),
+                workdir,
+                self.settings.size_timeout_s,
+                self.settings.init_timeout_s,
+                on_point,
+            ).run()
             log_text = self._nccl_log_text(workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         self.ready = self.ready or supervised.ready
         if supervised.failure:
             log(f"allreduce: {curve} n={world} failed: {supervised.failure['message']}")
-        return assemble_run(world, curve, started, utc_now(), env, changed, supervised.points,
-                            supervised.failure, log_text, self.settings)
+        return assemble_run(
+            world,
+            curve,
+            started,
+            utc_now(),
+            env,
+            changed,
+            supervised.points,
+            supervised.failure,
+            log_text,
+            self.settings,
+        )
 
     def _nccl_log_text(self, workdir: Path) -> Any:
         if self.settings.backend != "nccl":
@@ -85,9 +108,18 @@ class Campaign:
         return path.read_text(encoding="utf-8", errors="replace")
 
 
-def assemble_run(world: int, curve: str, started: str, finished: str, env: dict[str, str], changed: dict[str, Any],
-                 raw_points: list[dict[str, Any]], failure: dict[str, Any] | None, log_text: Any,
-                 settings: Settings) -> dict[str, Any]:
+def assemble_run(
+    world: int,
+    curve: str,
+    started: str,
+    finished: str,
+    env: dict[str, str],
+    changed: dict[str, Any],
+    raw_points: list[dict[str, Any]],
+    failure: dict[str, Any] | None,
+    log_text: Any,
+    settings: Settings,
+) -> dict[str, Any]:
     """One run's JSON: its points with derived figures and NCCL's algorithm, fit, plateau, failure."""
     parsed = nccl_log.parse(log_text) if isinstance(log_text, str) else None
     points = []
@@ -98,27 +130,52 @@ def assemble_run(world: int, curve: str, started: str, finished: str, env: dict[
         elif raw["bytes"] in parsed["algorithms_by_bytes"]:
             point["nccl_algorithm"] = parsed["algorithms_by_bytes"][raw["bytes"]]
         else:
-            point["nccl_algorithm"] = unavailable(f"no 'AllReduce: {raw['bytes']} Bytes -> Algo' line in rank 0's "
-                                                  "NCCL INFO log for this size")
+            point["nccl_algorithm"] = unavailable(
+                f"no 'AllReduce: {raw['bytes']} Bytes -> Algo' line in rank 0's NCCL INFO log for this size"
+            )
         points.append(point)
-    run: dict[str, Any] = {"world_size": world, "curve": curve, "started_at": started, "finished_at": finished,
-                           "environment": recorded(env), "environment_changes": changed,
-                           "status": "failed" if failure else "completed", "points": points, "failure": failure}
+    run: dict[str, Any] = {
+        "world_size": world,
+        "curve": curve,
+        "started_at": started,
+        "finished_at": finished,
+        "environment": recorded(env),
+        "environment_changes": changed,
+        "status": "failed" if failure else "completed",
+        "points": points,
+        "failure": failure,
+    }
     figures = ar.curve_figures(run)
-    run["fit"] = ({"alpha_us": figures["alpha_us"], "beta_gbps": figures["beta_gbps"],
-                   "beta_bus_gbps": figures["beta_bus_gbps"], "knee_bytes": figures["knee_bytes"],
-                   "rel_rms_residual": figures["fit_rel_rms_residual"], "method": ar.FIT_METHOD}
-                  if figures["knee_bytes"] is not None else unavailable(figures["fit_reason"] or "no points"))
-    run["half_plateau"] = ({"half_plateau_bytes": figures["half_plateau_bytes"],
-                            "plateau_busbw_gbps": figures["plateau_busbw_gbps"],
-                            "plateau_sizes_bytes": figures["plateau_sizes_bytes"]}
-                           if figures["half_plateau_bytes"] is not None
-                           else unavailable(figures["plateau_reason"] or "no points"))
+    run["fit"] = (
+        {
+            "alpha_us": figures["alpha_us"],
+            "beta_gbps": figures["beta_gbps"],
+            "beta_bus_gbps": figures["beta_bus_gbps"],
+            "knee_bytes": figures["knee_bytes"],
+            "rel_rms_residual": figures["fit_rel_rms_residual"],
+            "method": ar.FIT_METHOD,
+        }
+        if figures["knee_bytes"] is not None
+        else unavailable(figures["fit_reason"] or "no points")
+    )
+    run["half_plateau"] = (
+        {
+            "half_plateau_bytes": figures["half_plateau_bytes"],
+            "plateau_busbw_gbps": figures["plateau_busbw_gbps"],
+            "plateau_sizes_bytes": figures["plateau_sizes_bytes"],
+        }
+        if figures["half_plateau_bytes"] is not None
+        else unavailable(figures["plateau_reason"] or "no points")
+    )
     run["busbw_at_max_gbps"] = figures["busbw_at_max_gbps"] if points else unavailable("no point measured")
     if parsed is not None:
-        run["nccl"] = {"transports": parsed["transports"], "nvls_support": parsed["nvls_support"],
-                       "algorithms_seen": sorted({label for b, seen in parsed["algorithms_by_bytes"].items()
-                                                  if b in settings.sizes for label in seen})}
+        run["nccl"] = {
+            "transports": parsed["transports"],
+            "nvls_support": parsed["nvls_support"],
+            "algorithms_seen": sorted(
+                {label for b, seen in parsed["algorithms_by_bytes"].items() if b in settings.sizes for label in seen}
+            ),
+        }
     else:
         run["nccl"] = log_text
     return run

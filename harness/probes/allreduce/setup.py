@@ -20,8 +20,16 @@ FAULT_ENV = "RIG_DOSSIER_ALLREDUCE_FAULT"  # test hook: "die:RANK:BYTES" or "han
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 NCCL_LOG_SUBSYS = "INIT,TUNING"
-RECORDED_PREFIXES = ("NCCL_", "TORCH_NCCL_", "TORCH_SYMM_MEM_", "NVSHMEM_", "GLOO_", "CUDA_DEVICE_ORDER",
-                     "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS")
+RECORDED_PREFIXES = (
+    "NCCL_",
+    "TORCH_NCCL_",
+    "TORCH_SYMM_MEM_",
+    "NVSHMEM_",
+    "GLOO_",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+)
 SECRET = re.compile(r"TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|(^|_)KEY($|_)", re.I)
 
 # Per backend: the default largest size and how long each size is timed. gloo is what CI runs on
@@ -33,6 +41,7 @@ DEFAULTS = {
 
 
 # --- settings ----------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -50,10 +59,17 @@ class Settings:
     fault: dict[str, Any] | None
 
     def worker_config(self, events_dir: Path) -> dict[str, Any]:
-        return {"backend": self.backend, "sizes": list(self.sizes), "warmup": self.warmup,
-                "min_iters": self.min_iters, "max_iters": self.max_iters, "time_budget_s": self.time_budget_s,
-                "collective_timeout_s": self.collective_timeout_s, "events_dir": str(events_dir),
-                "fault": self.fault}
+        return {
+            "backend": self.backend,
+            "sizes": list(self.sizes),
+            "warmup": self.warmup,
+            "min_iters": self.min_iters,
+            "max_iters": self.max_iters,
+            "time_budget_s": self.time_budget_s,
+            "collective_timeout_s": self.collective_timeout_s,
+            "events_dir": str(events_dir),
+            "fault": self.fault,
+        }
 
     @property
     def collective_timeout_s(self) -> float:
@@ -89,12 +105,18 @@ def settings_from_args(args: argparse.Namespace, backend: str) -> Settings:
     max_iters = int(_or_default(args.max_iters, defaults["max_iters"]))
     if min_iters > max_iters:
         raise ProbeUsageError(f"--min-iters {min_iters} is larger than --max-iters {max_iters}")
-    return Settings(backend=backend, sizes=tuple(sizes),
-                    warmup=int(_or_default(args.warmup, defaults["warmup"])),
-                    min_iters=min_iters, max_iters=max_iters,
-                    time_budget_s=float(_or_default(args.time_budget_s, defaults["time_budget_s"])),
-                    size_timeout_s=args.size_timeout_s, init_timeout_s=args.init_timeout_s,
-                    nccl_log=backend == "nccl" and not args.no_nccl_log, fault=fault)
+    return Settings(
+        backend=backend,
+        sizes=tuple(sizes),
+        warmup=int(_or_default(args.warmup, defaults["warmup"])),
+        min_iters=min_iters,
+        max_iters=max_iters,
+        time_budget_s=float(_or_default(args.time_budget_s, defaults["time_budget_s"])),
+        size_timeout_s=args.size_timeout_s,
+        init_timeout_s=args.init_timeout_s,
+        nccl_log=backend == "nccl" and not args.no_nccl_log,
+        fault=fault,
+    )
 
 
 def parse_world_sizes(text: str) -> list[int]:
@@ -108,6 +130,7 @@ def parse_world_sizes(text: str) -> list[int]:
 
 
 # --- what this host has ------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Host:
@@ -132,47 +155,71 @@ def discover(backend: str | None) -> Host:
             version = importlib.metadata.version("torch")
         except importlib.metadata.PackageNotFoundError:
             version = "not installed"
-        return Host(torch_version=version, distributed=True, nccl_available=False, gloo_available=True,
-                    gpu_count=0, nccl_version=unavailable("not queried for the gloo backend"),
-                    queried=False)
+        return Host(
+            torch_version=version,
+            distributed=True,
+            nccl_available=False,
+            gloo_available=True,
+            gpu_count=0,
+            nccl_version=unavailable("not queried for the gloo backend"),
+            queried=False,
+        )
     import torch
     import torch.distributed as dist
 
     distributed = dist.is_available()
     cuda = torch.cuda.is_available()
-    nccl_version = attempt(lambda: ".".join(map(str, torch.cuda.nccl.version()))) if cuda else \
-        unavailable("torch.cuda.is_available() is False")
-    return Host(torch_version=torch.__version__, distributed=distributed,
-                nccl_available=distributed and dist.is_nccl_available(),
-                gloo_available=distributed and dist.is_gloo_available(),
-                gpu_count=torch.cuda.device_count() if cuda else 0, nccl_version=nccl_version)
+    nccl_version = (
+        attempt(lambda: ".".join(map(str, torch.cuda.nccl.version())))
+        if cuda
+        else unavailable("torch.cuda.is_available() is False")
+    )
+    return Host(
+        torch_version=torch.__version__,
+        distributed=distributed,
+        nccl_available=distributed and dist.is_nccl_available(),
+        gloo_available=distributed and dist.is_gloo_available(),
+        gpu_count=torch.cuda.device_count() if cuda else 0,
+        nccl_version=nccl_version,
+    )
 
 
 def default_backend(host: Host) -> str:
     return "nccl" if host.nccl_available and host.gpu_count > 0 else "gloo"
 
 
-def plan_world_sizes(requested: str | None, backend: str, host: Host,
-                     limitations: list[dict[str, str]]) -> list[int]:
+def plan_world_sizes(requested: str | None, backend: str, host: Host, limitations: list[dict[str, str]]) -> list[int]:
     """The world sizes to measure; what cannot be measured here becomes a limitation."""
     wanted = parse_world_sizes(requested) if requested else None
     if backend == "gloo":
         if not host.gloo_available:
-            limitations.append({"what": "gloo all-reduce curves",
-                                "why": f"torch {host.torch_version} has no gloo backend "
-                                       "(torch.distributed.is_gloo_available() is False)"})
+            limitations.append(
+                {
+                    "what": "gloo all-reduce curves",
+                    "why": f"torch {host.torch_version} has no gloo backend "
+                    "(torch.distributed.is_gloo_available() is False)",
+                }
+            )
             return []
         return wanted or [2]
     if not host.nccl_available:
-        limitations.append({"what": "NCCL all-reduce curves (normal and P2P-disabled)",
-                            "why": f"NCCL is missing: torch {host.torch_version} reports "
-                                   "torch.distributed.is_nccl_available() = False"})
+        limitations.append(
+            {
+                "what": "NCCL all-reduce curves (normal and P2P-disabled)",
+                "why": f"NCCL is missing: torch {host.torch_version} reports "
+                "torch.distributed.is_nccl_available() = False",
+            }
+        )
     gpus = host.gpu_count
     if gpus < 2:
-        limitations.append({"what": f"{gpus} visible GPU{'' if gpus == 1 else 's'}: all-reduce needs at least 2",
-                            "why": f"torch.cuda.device_count() = {gpus}; the normal and P2P-disabled curves need "
-                                   "two ranks on two GPUs, and a one-GPU curve would be simulated, so none is "
-                                   "recorded"})
+        limitations.append(
+            {
+                "what": f"{gpus} visible GPU{'' if gpus == 1 else 's'}: all-reduce needs at least 2",
+                "why": f"torch.cuda.device_count() = {gpus}; the normal and P2P-disabled curves need "
+                "two ranks on two GPUs, and a one-GPU curve would be simulated, so none is "
+                "recorded",
+            }
+        )
         return []
     if not host.nccl_available:
         return []
@@ -188,13 +235,16 @@ def plan_world_sizes(requested: str | None, backend: str, host: Host,
 
 # --- environments ------------------------------------------------------------------------
 
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def curve_env(base: dict[str, str], curve: str, settings: Settings, spawn: bool) -> tuple[dict[str, str], dict[str, Any]]:
+def curve_env(
+    base: dict[str, str], curve: str, settings: Settings, spawn: bool
+) -> tuple[dict[str, str], dict[str, Any]]:
     """The environment shared by a curve's workers, and a record of what was forced or removed."""
     env = dict(base)
     changed: dict[str, Any] = {}
@@ -226,14 +276,33 @@ def curve_env(base: dict[str, str], curve: str, settings: Settings, spawn: bool)
 
 def recorded(env: dict[str, str]) -> dict[str, str]:
     """The run's NCCL/gloo/NVLS-related variables (never secrets, never the whole environment)."""
-    return {k: ("<per-rank file in the probe's temporary directory>" if k == "NCCL_DEBUG_FILE" else v)
-            for k, v in sorted(env.items()) if k.startswith(RECORDED_PREFIXES) and not SECRET.search(k)}
+    return {
+        k: ("<per-rank file in the probe's temporary directory>" if k == "NCCL_DEBUG_FILE" else v)
+        for k, v in sorted(env.items())
+        if k.startswith(RECORDED_PREFIXES) and not SECRET.search(k)
+    }
 
 
-def rank_env(env: dict[str, str], rank: int, world: int, local_rank: int, local_world: int,
-             addr: str, port: int, workdir: Path, nccl_log_on: bool) -> dict[str, str]:
-    out = dict(env, MASTER_ADDR=addr, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
-               LOCAL_RANK=str(local_rank), LOCAL_WORLD_SIZE=str(local_world))
+def rank_env(
+    env: dict[str, str],
+    rank: int,
+    world: int,
+    local_rank: int,
+    local_world: int,
+    addr: str,
+    port: int,
+    workdir: Path,
+    nccl_log_on: bool,
+) -> dict[str, str]:
+    out = dict(
+        env,
+        MASTER_ADDR=addr,
+        MASTER_PORT=str(port),
+        RANK=str(rank),
+        WORLD_SIZE=str(world),
+        LOCAL_RANK=str(local_rank),
+        LOCAL_WORLD_SIZE=str(local_world),
+    )
     if nccl_log_on:
         out["NCCL_DEBUG_FILE"] = str(workdir / f"nccl-rank{rank}.log")
     return out
@@ -274,16 +343,21 @@ def rendezvous_from_env(env: dict[str, str], master_addr: str | None, master_por
             local = int(env.get("SLURM_LOCALID", "0"))
             local_world = _slurm_tasks_per_node(env) or world
         else:
-            raise ProbeUsageError("--launcher env needs RANK and WORLD_SIZE (set by torchrun) or SLURM_PROCID and "
-                                  "SLURM_NTASKS (set by srun) in the environment")
+            raise ProbeUsageError(
+                "--launcher env needs RANK and WORLD_SIZE (set by torchrun) or SLURM_PROCID and "
+                "SLURM_NTASKS (set by srun) in the environment"
+            )
         port = master_port if master_port is not None else int(env.get("MASTER_PORT", "29500"))
     except ValueError as exc:
         raise ProbeUsageError(f"--launcher env: a rank variable is not an integer: {exc}") from exc
     addr = master_addr or env.get("MASTER_ADDR")
     if not addr:
-        raise ProbeUsageError("--launcher env: no rendezvous host. Slurm sets no MASTER_ADDR: pass --master-addr "
-                              "HOST (e.g. the first of `scontrol show hostnames $SLURM_JOB_NODELIST`)")
+        raise ProbeUsageError(
+            "--launcher env: no rendezvous host. Slurm sets no MASTER_ADDR: pass --master-addr "
+            "HOST (e.g. the first of `scontrol show hostnames $SLURM_JOB_NODELIST`)"
+        )
     if not 0 <= rank < world or world < 2:
-        raise ProbeUsageError(f"--launcher env: rank {rank} of world size {world} is not a valid all-reduce rank "
-                              "(needs world size >= 2)")
+        raise ProbeUsageError(
+            f"--launcher env: rank {rank} of world size {world} is not a valid all-reduce rank (needs world size >= 2)"
+        )
     return Rendezvous(source, rank, world, local, local_world, addr, port)

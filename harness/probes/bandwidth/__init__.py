@@ -23,14 +23,45 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.bandwidth import figures as analysis
 from harness.analysis.verdict import Verdict
-from harness.probes.bandwidth.device import (BUFFERS, SAFE_FRACTION, check_sizes, cpu_cache, cpu_name, default_sizes,
-                                             identify_gpu, largest_safe_mib, meminfo_bytes, nvml_handle, own_pids,
-                                             pick_device, reference)
-from harness.probes.bandwidth.points import (DTYPE_NAME, ELEMENT_BYTES, MAX_ITERATIONS, MIN_ITERATIONS,
-                                             WARMUP_ITERATIONS, Timer, kernel_fn, per_call, point_record,
-                                             timed)
-from harness.probes.contract import (Option, ProbeUsageError, attempt, check_options, options_parser, positive,
-                                     probe_main, progress, real, unavailable)
+from harness.probes.bandwidth.device import (
+    BUFFERS,
+    SAFE_FRACTION,
+    check_sizes,
+    cpu_cache,
+    cpu_name,
+    default_sizes,
+    identify_gpu,
+    largest_safe_mib,
+    meminfo_bytes,
+    nvml_handle,
+    own_pids,
+    pick_device,
+    reference,
+)
+from harness.probes.bandwidth.points import (
+    DTYPE_NAME,
+    ELEMENT_BYTES,
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    WARMUP_ITERATIONS,
+    Timer,
+    kernel_fn,
+    per_call,
+    point_record,
+    timed,
+)
+from harness.probes.contract import (
+    Option,
+    ProbeUsageError,
+    attempt,
+    check_options,
+    options_parser,
+    positive,
+    probe_main,
+    progress,
+    real,
+    unavailable,
+)
 from harness.probes.nvml import NvmlSession, Sampler, sample
 from harness.probes.timing import Clock
 
@@ -49,30 +80,69 @@ def known_sku(sku_id: str) -> str | None:
 
 
 OPTIONS = (
-    Option(("--size-mib",), dict(type=real, nargs="+", metavar="N",
-                                 help="buffer sizes in MiB (default: 4 64 256 1024 and larger powers of two up to "
-                                      "the largest safe size on a GPU; 1 4 16 64 128 on the CPU)"),
-           check=lambda sizes: next((f"{s:g}: sizes must be positive (MiB per buffer, e.g. --size-mib 4 64 256 1024)"
-                                     for s in sizes if not s > 0), None)),
-    Option(("--repeats",), dict(type=int, default=3, help="runs of the largest size (default: 3)"),
-           check=lambda n: None if n >= 1 else f"{n}: at least 1 (the lab asks for 3)"),
-    Option(("--spec-gbps",), dict(type=real, metavar="GBPS",
-                                  help="published peak bandwidth in GB/s (overrides the catalogue's figure)"),
-           check=positive),
-    Option(("--kernel",), dict(choices=sorted(analysis.KERNELS), default="copy",
-                               help="access pattern: " + "; ".join(f"{k} reads {v['reads']} writes {v['writes']}"
-                                                                   for k, v in sorted(analysis.KERNELS.items()))
-                                    + " (default: copy)")),
-    Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
-                               help="auto: the GPU when torch sees one, else host memory (default: auto)")),
+    Option(
+        ("--size-mib",),
+        dict(
+            type=real,
+            nargs="+",
+            metavar="N",
+            help="buffer sizes in MiB (default: 4 64 256 1024 and larger powers of two up to "
+            "the largest safe size on a GPU; 1 4 16 64 128 on the CPU)",
+        ),
+        check=lambda sizes: next(
+            (
+                f"{s:g}: sizes must be positive (MiB per buffer, e.g. --size-mib 4 64 256 1024)"
+                for s in sizes
+                if not s > 0
+            ),
+            None,
+        ),
+    ),
+    Option(
+        ("--repeats",),
+        dict(type=int, default=3, help="runs of the largest size (default: 3)"),
+        check=lambda n: None if n >= 1 else f"{n}: at least 1 (the lab asks for 3)",
+    ),
+    Option(
+        ("--spec-gbps",),
+        dict(type=real, metavar="GBPS", help="published peak bandwidth in GB/s (overrides the catalogue's figure)"),
+        check=positive,
+    ),
+    Option(
+        ("--kernel",),
+        dict(
+            choices=sorted(analysis.KERNELS),
+            default="copy",
+            help="access pattern: "
+            + "; ".join(f"{k} reads {v['reads']} writes {v['writes']}" for k, v in sorted(analysis.KERNELS.items()))
+            + " (default: copy)",
+        ),
+    ),
+    Option(
+        ("--device",),
+        dict(
+            choices=["auto", "cuda", "cpu"],
+            default="auto",
+            help="auto: the GPU when torch sees one, else host memory (default: auto)",
+        ),
+    ),
     Option(("--device-index",), dict(type=int, default=0, help="CUDA device index (default: 0)")),
-    Option(("--point-budget-s",), dict(type=real, metavar="SECONDS",
-                                       help="timed seconds per sweep point (default: 0.3 on a GPU, 0.1 on the CPU)"),
-           check=positive),
-    Option(("--compare-sku",), dict(metavar="SKU_ID",
-                                    help="compare with this catalogue SKU's known-good result; refused unless it is "
-                                         "the device's own SKU, capacity and form factor (default: the device's own)"),
-           check=known_sku),
+    Option(
+        ("--point-budget-s",),
+        dict(
+            type=real, metavar="SECONDS", help="timed seconds per sweep point (default: 0.3 on a GPU, 0.1 on the CPU)"
+        ),
+        check=positive,
+    ),
+    Option(
+        ("--compare-sku",),
+        dict(
+            metavar="SKU_ID",
+            help="compare with this catalogue SKU's known-good result; refused unless it is "
+            "the device's own SKU, capacity and form factor (default: the device's own)",
+        ),
+        check=known_sku,
+    ),
 )
 
 
@@ -81,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- measure -----------------------------------------------------------------------------------
+
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     check_options(args, OPTIONS)
@@ -104,8 +175,14 @@ class Measurement:
         torch = self.torch
         if self.device == "cpu":
             total, free = meminfo_bytes("MemTotal"), meminfo_bytes("MemAvailable")
-            return {"name": cpu_name(), "total": total, "free": free, "where": "host memory",
-                    "cache": cpu_cache(), "torch_threads": torch.get_num_threads()}
+            return {
+                "name": cpu_name(),
+                "total": total,
+                "free": free,
+                "where": "host memory",
+                "cache": cpu_cache(),
+                "torch_threads": torch.get_num_threads(),
+            }
         index = self.args.device_index
         if not 0 <= index < torch.cuda.device_count():
             raise ProbeUsageError(f"--device-index {index}: torch sees {torch.cuda.device_count()} device(s)")
@@ -113,12 +190,29 @@ class Measurement:
         props = torch.cuda.get_device_properties(index)
         free, total = torch.cuda.mem_get_info(index)
         l2 = getattr(props, "L2_cache_size", None)
-        cache = ({"level": "L2", "size_bytes": l2, "size_mib": l2 / 2**20,
-                  "source": f"torch.cuda.get_device_properties({index}).L2_cache_size"} if isinstance(l2, int) and l2 > 0
-                 else {"level": "L2", "size_bytes": unavailable("torch reports no L2_cache_size"),
-                       "size_mib": unavailable("torch reports no L2_cache_size"), "source": "torch"})
-        return {"name": props.name, "total": total, "free": free, "where": f"cuda:{index}",
-                "cache": cache, "torch_threads": torch.get_num_threads()}
+        cache = (
+            {
+                "level": "L2",
+                "size_bytes": l2,
+                "size_mib": l2 / 2**20,
+                "source": f"torch.cuda.get_device_properties({index}).L2_cache_size",
+            }
+            if isinstance(l2, int) and l2 > 0
+            else {
+                "level": "L2",
+                "size_bytes": unavailable("torch reports no L2_cache_size"),
+                "size_mib": unavailable("torch reports no L2_cache_size"),
+                "source": "torch",
+            }
+        )
+        return {
+            "name": props.name,
+            "total": total,
+            "free": free,
+            "where": f"cuda:{index}",
+            "cache": cache,
+            "torch_threads": torch.get_num_threads(),
+        }
 
     def run(self) -> dict[str, Any]:
         torch, args = self.torch, self.args
@@ -137,8 +231,9 @@ class Measurement:
         largest = max(sizes)
         n_max = int(largest * 2**20) // ELEMENT_BYTES
         generator = torch.Generator(device=self.device).manual_seed(seed)
-        a, b, c = (torch.rand(n_max, dtype=torch.float32, device=self.device, generator=generator)
-                   for _ in range(BUFFERS))
+        a, b, c = (
+            torch.rand(n_max, dtype=torch.float32, device=self.device, generator=generator) for _ in range(BUFFERS)
+        )
         out = torch.empty((), dtype=torch.float32, device=self.device)
         scalar = 0.25 + float(torch.rand(1, generator=generator, device=self.device).item())
         empty_s, empty_times = self.empty_launch(timer)
@@ -152,20 +247,27 @@ class Measurement:
             fn = kernel_fn(torch, self.kernel, a[:n], b[:n], c[:n], out, scalar)
             sweep.append(point_record(size, n, self.kernel, timed(fn, timer, budget), cache_bytes, empty_s))
         fn = kernel_fn(torch, self.kernel, a, b, c, out, scalar)
-        repeats = self.repeats(fn, largest, n_max, timer, repeat_budget, cache_bytes, empty_s,
-                               len(sizes), total_steps, telemetry_reason)
+        repeats = self.repeats(
+            fn, largest, n_max, timer, repeat_budget, cache_bytes, empty_s, len(sizes), total_steps, telemetry_reason
+        )
         progress(total_steps, total_steps, "done")
-        data = {"initialisation": "torch.rand (uniform [0, 1)) from a fresh random seed; never zeros",
-                "seed": seed, "scalar": scalar}
-        document = self.document(facts, sizes, sweep, repeats, identity, empty_s, data, budget, repeat_budget,
-                                 safe_mib)
+        data = {
+            "initialisation": "torch.rand (uniform [0, 1)) from a fresh random seed; never zeros",
+            "seed": seed,
+            "scalar": scalar,
+        }
+        document = self.document(facts, sizes, sweep, repeats, identity, empty_s, data, budget, repeat_budget, safe_mib)
         document["launch"]["empty_launch_times_s"] = empty_times  # so the median can be recomputed
         return document
 
     def open_telemetry(self) -> tuple[dict[str, Any] | None, str | None]:
         if self.device == "cpu":
-            self.limitations.append({"what": "NVML telemetry during the middle repeat",
-                                     "why": "device=cpu: no GPU, nothing for NVML to sample"})
+            self.limitations.append(
+                {
+                    "what": "NVML telemetry during the middle repeat",
+                    "why": "device=cpu: no GPU, nothing for NVML to sample",
+                }
+            )
             return None, "device=cpu: no GPU to sample"
         if not self.nvml.ok:
             self.limitations.append({"what": "SKU identification and telemetry", "why": str(self.nvml.reason)})
@@ -186,9 +288,19 @@ class Measurement:
         times = timer(lambda: tiny.add_(1.0), EMPTY_LAUNCH_ITERATIONS)
         return statistics.median(times), times
 
-    def repeats(self, fn: Callable[[], Any], size: float, n: int, timer: Timer, budget: float,
-                cache_bytes: float | None, empty_s: float, done: int, total: int,
-                telemetry_reason: str | None) -> dict[str, Any]:
+    def repeats(
+        self,
+        fn: Callable[[], Any],
+        size: float,
+        n: int,
+        timer: Timer,
+        budget: float,
+        cache_bytes: float | None,
+        empty_s: float,
+        done: int,
+        total: int,
+        telemetry_reason: str | None,
+    ) -> dict[str, Any]:
         """The largest size --repeats times; NVML samples during the middle one."""
         middle = self.args.repeats // 2
         runs, samples, owners = [], None, ([os.getpid()], "no telemetry")
@@ -205,95 +317,170 @@ class Measurement:
         medians = [run["median_gbps"] for run in runs]
         spread = analysis.spread(medians)
         verdict = analysis.repeat_verdict(spread)
-        telemetry = ({"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S, "samples": samples,
-                      "own_pids": owners[0], "own_pids_how": owners[1]} if samples is not None
-                     else {"repeat_index": middle, "interval_s": SAMPLE_INTERVAL_S,
-                           "samples": unavailable(telemetry_reason or "no NVML handle"),
-                           "own_pids": owners[0], "own_pids_how": owners[1]})
+        telemetry = (
+            {
+                "repeat_index": middle,
+                "interval_s": SAMPLE_INTERVAL_S,
+                "samples": samples,
+                "own_pids": owners[0],
+                "own_pids_how": owners[1],
+            }
+            if samples is not None
+            else {
+                "repeat_index": middle,
+                "interval_s": SAMPLE_INTERVAL_S,
+                "samples": unavailable(telemetry_reason or "no NVML handle"),
+                "own_pids": owners[0],
+                "own_pids_how": owners[1],
+            }
+        )
         diagnosis = None
         if verdict == Verdict.FAIL:
-            diagnosis = (analysis.diagnose(samples, owners[0], self.power_limit()) if samples is not None
-                         else {"causes": [], "summary": "no telemetry to diagnose from "
-                                                       f"({telemetry['samples']['unavailable']})"})
-        return {"size_mib": size, "count": self.args.repeats, "runs": runs, "medians_gbps": medians,
-                "spread": spread, "spread_max": analysis.REPEAT_SPREAD_MAX, "verdict": verdict,
-                "trusted": verdict == Verdict.PASS, "telemetry": telemetry, "diagnosis": diagnosis}
+            diagnosis = (
+                analysis.diagnose(samples, owners[0], self.power_limit())
+                if samples is not None
+                else {"causes": [], "summary": f"no telemetry to diagnose from ({telemetry['samples']['unavailable']})"}
+            )
+        return {
+            "size_mib": size,
+            "count": self.args.repeats,
+            "runs": runs,
+            "medians_gbps": medians,
+            "spread": spread,
+            "spread_max": analysis.REPEAT_SPREAD_MAX,
+            "verdict": verdict,
+            "trusted": verdict == Verdict.PASS,
+            "telemetry": telemetry,
+            "diagnosis": diagnosis,
+        }
 
     def power_limit(self) -> float | None:
         value = attempt(lambda: self.nvml.pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000.0)
         return value if isinstance(value, float) else None
 
-    def document(self, facts: dict[str, Any], sizes: list[float], sweep: list[dict[str, Any]],
-                 repeats: dict[str, Any], identity: dict[str, Any] | None, empty_s: float, data: dict[str, Any],
-                 budget: float, repeat_budget: float, safe_mib: float) -> dict[str, Any]:
-        points = [{"size_mib": p["size_mib"], "gbps": p["median_gbps"], "marks": p["marks"], "why": p["why"]}
-                  for p in sweep]
+    def document(
+        self,
+        facts: dict[str, Any],
+        sizes: list[float],
+        sweep: list[dict[str, Any]],
+        repeats: dict[str, Any],
+        identity: dict[str, Any] | None,
+        empty_s: float,
+        data: dict[str, Any],
+        budget: float,
+        repeat_budget: float,
+        safe_mib: float,
+    ) -> dict[str, Any]:
+        points = [
+            {"size_mib": p["size_mib"], "gbps": p["median_gbps"], "marks": p["marks"], "why": p["why"]} for p in sweep
+        ]
         found = analysis.plateau(points)
         top = max(points, key=lambda p: p["gbps"])
         ref = reference(self.device, identity, self.args.spec_gbps, self.args.compare_sku, self.kernel)
-        ref["known_good_ratio"] = (found["gbps"] / ref["known_good_gbps"]
-                                   if found["gbps"] is not None and ref["known_good_gbps"] else None)
-        ref["spec_ratio"] = (found["gbps"] / ref["spec_gbps"]
-                             if found["gbps"] is not None and ref["spec_gbps"] else None)
+        ref["known_good_ratio"] = (
+            found["gbps"] / ref["known_good_gbps"] if found["gbps"] is not None and ref["known_good_gbps"] else None
+        )
+        ref["spec_ratio"] = found["gbps"] / ref["spec_gbps"] if found["gbps"] is not None and ref["spec_gbps"] else None
         if not found["reached"]:
             self.limitations.append({"what": "bandwidth plateau", "why": found["why"]})
         if self.device == "cpu":
-            self.limitations.append({"what": "HBM bandwidth", "why": "device=cpu: this measures host memory "
-                                     "through torch on the CPU; writes may also cost a read (write-allocate), "
-                                     "which the byte count does not include"})
+            self.limitations.append(
+                {
+                    "what": "HBM bandwidth",
+                    "why": "device=cpu: this measures host memory "
+                    "through torch on the CPU; writes may also cost a read (write-allocate), "
+                    "which the byte count does not include",
+                }
+            )
         spec = analysis.KERNELS[self.kernel]
         return {
             "device": self.device,
             "device_name": facts["name"],
-            "device_identity": identity if identity is not None else unavailable(
-                "device=cpu: no PCI identity" if self.device == "cpu" else self.nvml.reason or "no NVML"),
+            "device_identity": identity
+            if identity is not None
+            else unavailable("device=cpu: no PCI identity" if self.device == "cpu" else self.nvml.reason or "no NVML"),
             "torch_version": self.torch.__version__,
             "torch_threads": facts["torch_threads"],
             "kernel": self.kernel,
             "dtype": DTYPE_NAME,
-            "byte_counting": {"rule": analysis.BYTE_RULE, "reads": spec["reads"], "writes": spec["writes"],
-                              "element_bytes": ELEMENT_BYTES, "gb_bytes": 10**9, "torch_op": spec["torch_op"],
-                              "kernels": analysis.KERNELS},
+            "byte_counting": {
+                "rule": analysis.BYTE_RULE,
+                "reads": spec["reads"],
+                "writes": spec["writes"],
+                "element_bytes": ELEMENT_BYTES,
+                "gb_bytes": 10**9,
+                "torch_op": spec["torch_op"],
+                "kernels": analysis.KERNELS,
+            },
             "data": data,
             "cache": facts["cache"],
-            "launch": {"empty_launch_s": empty_s, "launch_bound_factor": analysis.LAUNCH_BOUND_FACTOR,
-                       "rule": analysis.LAUNCH_RULE, "cache_rule": analysis.CACHE_RULE},
-            "timing": {"method": "cuda_events" if self.device == "cuda" else "perf_counter",
-                       "statistic": "median of per-iteration times", "warmup_iterations": WARMUP_ITERATIONS,
-                       "point_budget_s": budget, "repeat_budget_s": repeat_budget,
-                       "min_iterations": MIN_ITERATIONS, "max_iterations": MAX_ITERATIONS},
-            "memory": {"total_mib": facts["total"] / 2**20, "free_mib": facts["free"] / 2**20,
-                       "safe_fraction": SAFE_FRACTION, "buffers": BUFFERS, "largest_safe_size_mib": safe_mib,
-                       "rule": f"{BUFFERS} buffers of the largest size within {SAFE_FRACTION:.0%} of the "
-                               f"memory free at start"},
+            "launch": {
+                "empty_launch_s": empty_s,
+                "launch_bound_factor": analysis.LAUNCH_BOUND_FACTOR,
+                "rule": analysis.LAUNCH_RULE,
+                "cache_rule": analysis.CACHE_RULE,
+            },
+            "timing": {
+                "method": "cuda_events" if self.device == "cuda" else "perf_counter",
+                "statistic": "median of per-iteration times",
+                "warmup_iterations": WARMUP_ITERATIONS,
+                "point_budget_s": budget,
+                "repeat_budget_s": repeat_budget,
+                "min_iterations": MIN_ITERATIONS,
+                "max_iterations": MAX_ITERATIONS,
+            },
+            "memory": {
+                "total_mib": facts["total"] / 2**20,
+                "free_mib": facts["free"] / 2**20,
+                "safe_fraction": SAFE_FRACTION,
+                "buffers": BUFFERS,
+                "largest_safe_size_mib": safe_mib,
+                "rule": f"{BUFFERS} buffers of the largest size within {SAFE_FRACTION:.0%} of the memory free at start",
+            },
             "sweep": sweep,
-            "plateau": {"tolerance": analysis.PLATEAU_TOLERANCE, "rule": analysis.PLATEAU_RULE,
-                        "reached": found["reached"], "sizes_mib": found["sizes_mib"] if found["reached"] else [],
-                        "gbps": found["gbps"], "why": found["why"],
-                        "maximum": {"size_mib": top["size_mib"], "gbps": top["gbps"],
-                                    "note": "the highest point, shown only to say it is not the answer"},
-                        "off_plateau": analysis.explain_off_plateau(points, found["gbps"],
-                                                                    found["sizes_mib"] if found["reached"] else [])},
+            "plateau": {
+                "tolerance": analysis.PLATEAU_TOLERANCE,
+                "rule": analysis.PLATEAU_RULE,
+                "reached": found["reached"],
+                "sizes_mib": found["sizes_mib"] if found["reached"] else [],
+                "gbps": found["gbps"],
+                "why": found["why"],
+                "maximum": {
+                    "size_mib": top["size_mib"],
+                    "gbps": top["gbps"],
+                    "note": "the highest point, shown only to say it is not the answer",
+                },
+                "off_plateau": analysis.explain_off_plateau(
+                    points, found["gbps"], found["sizes_mib"] if found["reached"] else []
+                ),
+            },
             "repeats": repeats,
             "reference": ref,
             "sizing": self.sizing(facts, sizes, budget, repeat_budget, safe_mib),
             "limitations": self.limitations,
         }
 
-    def sizing(self, facts: dict[str, Any], sizes: list[float], budget: float, repeat_budget: float,
-               safe_mib: float) -> str:
+    def sizing(
+        self, facts: dict[str, Any], sizes: list[float], budget: float, repeat_budget: float, safe_mib: float
+    ) -> str:
         largest = max(sizes)
-        common = (f"sweep {' '.join(f'{s:g}' for s in sizes)} MiB per buffer; {BUFFERS} {DTYPE_NAME} buffers "
-                  f"of the largest size ({BUFFERS * largest:g} MiB) stay within {SAFE_FRACTION:.0%} of the "
-                  f"{facts['free'] / 2**20:.0f} MiB free at start (largest safe size {safe_mib:.0f} MiB); "
-                  f"each point is timed for about {budget:g} s ({MIN_ITERATIONS}-{MAX_ITERATIONS} iterations "
-                  f"after {WARMUP_ITERATIONS} warm-up), each of the {self.args.repeats} repeats for about "
-                  f"{repeat_budget:g} s")
+        common = (
+            f"sweep {' '.join(f'{s:g}' for s in sizes)} MiB per buffer; {BUFFERS} {DTYPE_NAME} buffers "
+            f"of the largest size ({BUFFERS * largest:g} MiB) stay within {SAFE_FRACTION:.0%} of the "
+            f"{facts['free'] / 2**20:.0f} MiB free at start (largest safe size {safe_mib:.0f} MiB); "
+            f"each point is timed for about {budget:g} s ({MIN_ITERATIONS}-{MAX_ITERATIONS} iterations "
+            f"after {WARMUP_ITERATIONS} warm-up), each of the {self.args.repeats} repeats for about "
+            f"{repeat_budget:g} s"
+        )
         if self.device == "cpu":
-            return (f"device=cpu ({facts['name']}, {facts['torch_threads']} torch threads): host memory, "
-                    f"sized small for 2-core CI runners by default; {common}.")
-        return (f"{facts['name']} ({facts['where']}): {common}, long enough for at least {MIN_SAMPLES} NVML "
-                f"samples at {SAMPLE_INTERVAL_S * 1000:.0f} ms during the middle repeat.")
+            return (
+                f"device=cpu ({facts['name']}, {facts['torch_threads']} torch threads): host memory, "
+                f"sized small for 2-core CI runners by default; {common}."
+            )
+        return (
+            f"{facts['name']} ({facts['where']}): {common}, long enough for at least {MIN_SAMPLES} NVML "
+            f"samples at {SAMPLE_INTERVAL_S * 1000:.0f} ms during the middle repeat."
+        )
 
 
 if __name__ == "__main__":

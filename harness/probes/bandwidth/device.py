@@ -22,10 +22,12 @@ CPU_SWEEP_MIB = (1, 4, 16, 64, 128)  # small on purpose: CI runners have 2 cores
 
 # --- devices -----------------------------------------------------------------------------------
 
+
 def pick_device(torch: Any, requested: str) -> str:
     if requested == "cuda" and not torch.cuda.is_available():
-        raise ProbeUsageError("--device cuda: torch sees no CUDA device "
-                              f"(torch {torch.__version__}, CUDA build {torch.version.cuda})")
+        raise ProbeUsageError(
+            f"--device cuda: torch sees no CUDA device (torch {torch.__version__}, CUDA build {torch.version.cuda})"
+        )
     if requested == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return requested
@@ -53,10 +55,18 @@ def cpu_cache() -> dict[str, Any]:
         if best is None or level > best[0]:
             best = (level, size)
     if best is None:
-        return {"level": "LLC", "size_bytes": unavailable("no cache sizes under /sys/devices/system/cpu/cpu0/cache"),
-                "size_mib": unavailable("no cache sizes in sysfs"), "source": "sysfs"}
-    return {"level": f"L{best[0]}", "size_bytes": best[1], "size_mib": best[1] / 2**20,
-            "source": f"/sys/devices/system/cpu/cpu0/cache (L{best[0]}, the last level; shared by all cores)"}
+        return {
+            "level": "LLC",
+            "size_bytes": unavailable("no cache sizes under /sys/devices/system/cpu/cpu0/cache"),
+            "size_mib": unavailable("no cache sizes in sysfs"),
+            "source": "sysfs",
+        }
+    return {
+        "level": f"L{best[0]}",
+        "size_bytes": best[1],
+        "size_mib": best[1] / 2**20,
+        "source": f"/sys/devices/system/cpu/cpu0/cache (L{best[0]}, the last level; shared by all cores)",
+    }
 
 
 def cpu_name() -> str:
@@ -70,6 +80,7 @@ def cpu_name() -> str:
 
 
 # --- sizing ------------------------------------------------------------------------------------
+
 
 def largest_safe_mib(free_bytes: int) -> float:
     return free_bytes * SAFE_FRACTION / BUFFERS / 2**20
@@ -95,15 +106,20 @@ def check_sizes(sizes: list[float], total_bytes: int, free_bytes: int, where: st
             raise ProbeUsageError(f"--size-mib {size:g}: smaller than one {DTYPE_NAME} element")
         need = BUFFERS * size * 2**20
         if need > total_bytes:
-            raise ProbeUsageError(f"--size-mib {size:.10g}: {BUFFERS} buffers need {need / 2**20:.0f} MiB "
-                                  f"but {where} has {total_bytes / 2**20:.0f} MiB in all")
+            raise ProbeUsageError(
+                f"--size-mib {size:.10g}: {BUFFERS} buffers need {need / 2**20:.0f} MiB "
+                f"but {where} has {total_bytes / 2**20:.0f} MiB in all"
+            )
         if size > largest_safe_mib(free_bytes):
-            raise ProbeUsageError(f"--size-mib {size:.10g}: above the largest safe size "
-                                  f"{largest_safe_mib(free_bytes):.0f} MiB ({BUFFERS} buffers within "
-                                  f"{SAFE_FRACTION:.0%} of the {free_bytes / 2**20:.0f} MiB free on {where})")
+            raise ProbeUsageError(
+                f"--size-mib {size:.10g}: above the largest safe size "
+                f"{largest_safe_mib(free_bytes):.0f} MiB ({BUFFERS} buffers within "
+                f"{SAFE_FRACTION:.0%} of the {free_bytes / 2**20:.0f} MiB free on {where})"
+            )
 
 
 # --- the GPU's identity and telemetry ----------------------------------------------------------
+
 
 def nvml_handle(nvml: NvmlSession, torch: Any, index: int) -> tuple[Any, str]:
     """The NVML handle of torch's device `index`, matched by UUID (CUDA_VISIBLE_DEVICES reorders),
@@ -120,12 +136,16 @@ def identify_gpu(nvml: NvmlSession, handle: Any) -> dict[str, Any]:
     pci = attempt(lambda: p.nvmlDeviceGetPciInfo(handle).pciDeviceId)
     memory = attempt(lambda: p.nvmlDeviceGetMemoryInfo(handle).total / 2**20)
     power = attempt(lambda: p.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0)
-    facts = {"pci_device_id": f"{pci:#010x}" if isinstance(pci, int) else pci,
-             "memory_total_mib": memory, "power_limit_w": power}
+    facts = {
+        "pci_device_id": f"{pci:#010x}" if isinstance(pci, int) else pci,
+        "memory_total_mib": memory,
+        "power_limit_w": power,
+    }
     if not isinstance(pci, int):
         return {**facts, "sku_id": None, "evidence": f"no PCI device id: {pci['unavailable']}"}
-    found = catalogue.identify(pci, memory if isinstance(memory, float) else None,
-                               power if isinstance(power, float) else None)
+    found = catalogue.identify(
+        pci, memory if isinstance(memory, float) else None, power if isinstance(power, float) else None
+    )
     return {**facts, "sku_id": found.sku_id, "evidence": found.evidence}
 
 
@@ -136,28 +156,46 @@ def own_pids(snapshot: dict[str, Any], allocated_mib: float) -> tuple[list[int],
         return [os.getpid()], "NVML process list unavailable; assumed our own pid"
     if any(p["pid"] == os.getpid() for p in procs):
         return [os.getpid()], "our pid is visible to NVML"
-    big = [p["pid"] for p in procs if isinstance(p.get("used_memory_mib"), (int, float))
-           and p["used_memory_mib"] >= 0.9 * allocated_mib]
+    big = [
+        p["pid"]
+        for p in procs
+        if isinstance(p.get("used_memory_mib"), (int, float)) and p["used_memory_mib"] >= 0.9 * allocated_mib
+    ]
     if len(big) == 1:
-        return big, (f"our pid {os.getpid()} is not in NVML's list (another pid namespace); pid {big[0]} "
-                     f"holds at least 90% of our {allocated_mib:.0f} MiB allocation")
-    return [os.getpid()], (f"our pid {os.getpid()} is not in NVML's list and no single process holds our "
-                           "allocation: every listed process counts as another")
+        return big, (
+            f"our pid {os.getpid()} is not in NVML's list (another pid namespace); pid {big[0]} "
+            f"holds at least 90% of our {allocated_mib:.0f} MiB allocation"
+        )
+    return [os.getpid()], (
+        f"our pid {os.getpid()} is not in NVML's list and no single process holds our "
+        "allocation: every listed process counts as another"
+    )
 
 
 # --- reference: published peak and known-good -------------------------------------------------
 
-def reference(device: str, identity: dict[str, Any] | None, spec_gbps: float | None,
-              compare_sku: str | None, kernel: str) -> dict[str, Any]:
+
+def reference(
+    device: str, identity: dict[str, Any] | None, spec_gbps: float | None, compare_sku: str | None, kernel: str
+) -> dict[str, Any]:
     ref: dict[str, Any]
     if device == "cpu":
-        ref = {"sku_id": None, "identification": "device=cpu: the GPU catalogue has no reference for host memory",
-               "known_good": None, "known_good_gbps": None, "comparable": False,
-               "why": "device=cpu: the catalogue has no reference for host memory"}
+        ref = {
+            "sku_id": None,
+            "identification": "device=cpu: the GPU catalogue has no reference for host memory",
+            "known_good": None,
+            "known_good_gbps": None,
+            "comparable": False,
+            "why": "device=cpu: the catalogue has no reference for host memory",
+        }
     else:
         sku_id = identity["sku_id"] if identity else None
-        ref = {"sku_id": sku_id, "identification": identity["evidence"] if identity else
-               "NVML unavailable: the SKU cannot be identified", "known_good": None, "known_good_gbps": None}
+        ref = {
+            "sku_id": sku_id,
+            "identification": identity["evidence"] if identity else "NVML unavailable: the SKU cannot be identified",
+            "known_good": None,
+            "known_good_gbps": None,
+        }
         ok, why = catalogue.comparable(sku_id, compare_sku or sku_id)
         sku = catalogue.by_id(sku_id) if ok and sku_id is not None else None
         entry = catalogue.primary_known_good(sku, "hbm_bandwidth", kernel=kernel) if sku else None

@@ -22,13 +22,15 @@ Timer = Callable[[Callable[[], Any], int], list[float]]
 
 # --- timing ------------------------------------------------------------------------------------
 
+
 def per_call(clock: Clock) -> Timer:
     """Per-iteration times of a kernel on CLOCK: one marker pair per iteration, one wait at the end."""
     return lambda fn, n: clock.each(lambda _index: fn(), n)
 
 
-def timed(fn: Callable[[], Any], timer: Timer, budget_s: float,
-          enough: Callable[[], bool] = lambda: True) -> list[float]:
+def timed(
+    fn: Callable[[], Any], timer: Timer, budget_s: float, enough: Callable[[], bool] = lambda: True
+) -> list[float]:
     """Warm up, size the iteration count to the budget, time; extend until `enough()`."""
     estimate = statistics.median(timer(fn, WARMUP_ITERATIONS))
     n = max(MIN_ITERATIONS, min(MAX_ITERATIONS, math.ceil(budget_s / max(estimate, 1e-9))))
@@ -39,6 +41,7 @@ def timed(fn: Callable[[], Any], timer: Timer, budget_s: float,
 
 
 # --- kernels -----------------------------------------------------------------------------------
+
 
 def kernel_fn(torch: Any, kernel: str, a: Any, b: Any, c: Any, out: Any, scalar: float) -> Callable[[], Any]:
     """The torch call for one kernel on prefix views a, b, c (see analysis.KERNELS)."""
@@ -53,15 +56,26 @@ def kernel_fn(torch: Any, kernel: str, a: Any, b: Any, c: Any, out: Any, scalar:
     raise ProbeUsageError(f"unknown kernel {kernel!r}; choose from {', '.join(sorted(analysis.KERNELS))}")
 
 
-def point_record(size_mib: float, elements: int, kernel: str, times: list[float],
-                 cache_bytes: float | None, empty_s: float | None) -> dict[str, Any]:
+def point_record(
+    size_mib: float, elements: int, kernel: str, times: list[float], cache_bytes: float | None, empty_s: float | None
+) -> dict[str, Any]:
     buffer_bytes = elements * ELEMENT_BYTES
     nbytes = analysis.bytes_per_iteration(kernel, buffer_bytes)
     median_s = statistics.median(times)
     marks, why = analysis.classify(median_s, nbytes, cache_bytes, empty_s)
-    return {"size_mib": size_mib, "elements": elements, "buffer_bytes": buffer_bytes,
-            "bytes_per_iteration": nbytes, "iterations": len(times),
-            "warmup_iterations": WARMUP_ITERATIONS, "iteration_times_s": times,
-            "median_s": median_s, "min_s": min(times), "max_s": max(times),
-            "median_gbps": analysis.gbps(nbytes, median_s), "marks": marks, "why": why,
-            "bytes_vs_cache": nbytes / cache_bytes if cache_bytes else None}
+    return {
+        "size_mib": size_mib,
+        "elements": elements,
+        "buffer_bytes": buffer_bytes,
+        "bytes_per_iteration": nbytes,
+        "iterations": len(times),
+        "warmup_iterations": WARMUP_ITERATIONS,
+        "iteration_times_s": times,
+        "median_s": median_s,
+        "min_s": min(times),
+        "max_s": max(times),
+        "median_gbps": analysis.gbps(nbytes, median_s),
+        "marks": marks,
+        "why": why,
+        "bytes_vs_cache": nbytes / cache_bytes if cache_bytes else None,
+    }

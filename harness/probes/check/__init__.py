@@ -18,8 +18,8 @@ import time
 from typing import Any
 
 from harness.probes.check.kernel import kernel_log, kernel_module, pci_gpus, uptime_s
-from harness.probes.devices import device_facts, system_facts
 from harness.probes.contract import attempt, describe_exception, unavailable, utc_now
+from harness.probes.devices import device_facts, system_facts
 from harness.probes.nvml import NvmlSession
 
 KIND = "rig-dossier node reading"
@@ -36,8 +36,11 @@ def retired_pages(pynvml: Any, handle: Any) -> Any:
         return double
     single = attempt(pynvml.nvmlDeviceGetRetiredPages, handle, MULTIPLE_SINGLE_BIT_ECC)
     pending = attempt(pynvml.nvmlDeviceGetRetiredPagesPendingStatus, handle)
-    return {"double_bit_ecc": len(double), "multiple_single_bit_ecc": len(single) if isinstance(single, list) else single,
-            "pending": bool(pending) if isinstance(pending, int) else pending}
+    return {
+        "double_bit_ecc": len(double),
+        "multiple_single_bit_ecc": len(single) if isinstance(single, list) else single,
+        "pending": bool(pending) if isinstance(pending, int) else pending,
+    }
 
 
 def gpus(nvml: NvmlSession) -> tuple[Any, Any]:
@@ -62,9 +65,14 @@ def read() -> dict[str, Any]:
     """The node's reading, now."""
     started = time.monotonic()
     reading: dict[str, Any] = {
-        "kind": KIND, "format_version": FORMAT_VERSION, "taken_at": utc_now(),
-        "hostname": attempt(socket.gethostname), "uptime_s": uptime_s(),
-        "kernel_module": kernel_module(), "pci_gpus": pci_gpus(), "kernel_log": kernel_log(),
+        "kind": KIND,
+        "format_version": FORMAT_VERSION,
+        "taken_at": utc_now(),
+        "hostname": attempt(socket.gethostname),
+        "uptime_s": uptime_s(),
+        "kernel_module": kernel_module(),
+        "pci_gpus": pci_gpus(),
+        "kernel_log": kernel_log(),
     }
     with NvmlSession() as nvml:
         reading["nvml"], reading["devices"] = gpus(nvml)

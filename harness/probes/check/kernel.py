@@ -80,7 +80,11 @@ def kernel_log(path: Path = KMSG) -> Any:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
-        hint = " (root or CAP_SYSLOG needed when kernel.dmesg_restrict=1)" if exc.errno in (errno.EPERM, errno.EACCES) else ""
+        hint = (
+            " (root or CAP_SYSLOG needed when kernel.dmesg_restrict=1)"
+            if exc.errno in (errno.EPERM, errno.EACCES)
+            else ""
+        )
         return unavailable(f"{path}: {describe_exception(exc)}{hint}")
     records, lines, overwritten = 0, [], 0
     try:
@@ -102,8 +106,13 @@ def kernel_log(path: Path = KMSG) -> Any:
                 lines.append({"uptime_s": record[0], "text": record[1]})
     finally:
         os.close(fd)
-    return {"source": str(path), "records_read": records, "driver_lines": len(lines),
-            "overwritten_while_reading": overwritten, "lines": lines[-MAX_LINES:]}
+    return {
+        "source": str(path),
+        "records_read": records,
+        "driver_lines": len(lines),
+        "overwritten_while_reading": overwritten,
+        "lines": lines[-MAX_LINES:],
+    }
 
 
 def kernel_log_from_dmesg(text: str, source: str) -> dict[str, Any]:
@@ -116,5 +125,10 @@ def kernel_log_from_dmesg(text: str, source: str) -> dict[str, Any]:
         records += 1
         if any(word in found.group(2) for word in DRIVER_LINES):
             lines.append({"uptime_s": float(found.group(1)), "text": found.group(2)})
-    return {"source": source, "records_read": records, "driver_lines": len(lines), "overwritten_while_reading": 0,
-            "lines": lines[-MAX_LINES:]}
+    return {
+        "source": source,
+        "records_read": records,
+        "driver_lines": len(lines),
+        "overwritten_while_reading": 0,
+        "lines": lines[-MAX_LINES:],
+    }

@@ -38,7 +38,7 @@ def new_events(worker: Any) -> list[dict[str, Any]]:
             data = fh.read()
     except FileNotFoundError:
         return []
-    complete = data[:data.rfind(b"\n") + 1]
+    complete = data[: data.rfind(b"\n") + 1]
     worker.offset += len(complete)
     return [json.loads(line) for line in complete.decode("utf-8", "replace").splitlines() if line.strip()]
 
@@ -91,9 +91,15 @@ def _tail(path: Path, lines: int = STDERR_TAIL_LINES) -> str:
 class Supervisor:
     """Runs one curve: `Supervisor(config, launches, workdir, ...).run()`."""
 
-    def __init__(self, config: dict[str, Any], launches: list[Launch], workdir: Path,
-                 size_timeout_s: float, init_timeout_s: float,
-                 on_point: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        launches: list[Launch],
+        workdir: Path,
+        size_timeout_s: float,
+        init_timeout_s: float,
+        on_point: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.config, self.launches, self.workdir = config, launches, workdir
         self.size_timeout_s, self.init_timeout_s = size_timeout_s, init_timeout_s
         self.on_point = on_point
@@ -109,9 +115,15 @@ class Supervisor:
             self._start(config_path)
         except (OSError, subprocess.SubprocessError) as exc:
             self._kill_all()
-            self.result.failure = {"kind": "launch_failed", "rank": None, "exit_code": None, "signal": None,
-                                   "at_bytes": None, "message": f"could not start a worker: {exc}",
-                                   "stderr_tail": ""}
+            self.result.failure = {
+                "kind": "launch_failed",
+                "rank": None,
+                "exit_code": None,
+                "signal": None,
+                "at_bytes": None,
+                "message": f"could not start a worker: {exc}",
+                "stderr_tail": "",
+            }
             return self.result
         try:
             self._watch()
@@ -126,9 +138,14 @@ class Supervisor:
             stderr_path = self.workdir / f"rank{launch.rank}.stderr"
             # The child holds its own copies of both files; ours close once it has started.
             with open(self.workdir / f"rank{launch.rank}.stdout", "wb") as stdout, open(stderr_path, "wb") as stderr:
-                proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, str(config_path)], env=launch.env,
-                                        stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-                                        process_group=0 if group is None else group)
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", WORKER_MODULE, str(config_path)],
+                    env=launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=stdout,
+                    stderr=stderr,
+                    process_group=0 if group is None else group,
+                )
             group = proc.pid if group is None else group
             self.workers.append(_Worker(launch, proc, events, stderr_path))
 
@@ -220,6 +237,7 @@ class Supervisor:
         A rank's death makes its peers fail soon after (connection reset, aborted communicator);
         those secondary failures are not the cause.
         """
+
         def order(worker: _Worker) -> tuple[int, int]:
             code = worker.proc.returncode
             if code < 0 and -code != signal.SIGABRT:
@@ -229,6 +247,7 @@ class Supervisor:
             if code < 0:  # abort(): how gloo and NCCL react to a peer's lost connection
                 return (2, worker.launch.rank)
             return (3, worker.launch.rank)
+
         return min(failed, key=order)
 
     def _where(self, worker: _Worker) -> str:
@@ -250,14 +269,27 @@ class Supervisor:
         message = f"rank {rank} {how} {self._where(worker)}"
         if worker.error:
             message += f": {worker.error.get('message')}"
-        return {"kind": kind, "rank": rank, "exit_code": code if code >= 0 else None,
-                "signal": signal_name(-code) if code < 0 else None, "at_bytes": worker.last_size,
-                "message": message, "stderr_tail": _tail(worker.stderr_path), "ranks": self._ranks()}
+        return {
+            "kind": kind,
+            "rank": rank,
+            "exit_code": code if code >= 0 else None,
+            "signal": signal_name(-code) if code < 0 else None,
+            "at_bytes": worker.last_size,
+            "message": message,
+            "stderr_tail": _tail(worker.stderr_path),
+            "ranks": self._ranks(),
+        }
 
     def _ranks(self) -> dict[str, Any]:
         """Every local rank's state at the failure: status, last size started, stderr tail."""
-        return {str(w.launch.rank): {"status": self._status(w), "last_bytes_started": w.last_size,
-                                     "stderr_tail": _tail(w.stderr_path, 12)} for w in self.workers}
+        return {
+            str(w.launch.rank): {
+                "status": self._status(w),
+                "last_bytes_started": w.last_size,
+                "stderr_tail": _tail(w.stderr_path, 12),
+            }
+            for w in self.workers
+        }
 
     @staticmethod
     def _status(worker: _Worker) -> str:
@@ -271,13 +303,23 @@ class Supervisor:
     def _timeout(self, limit: float, joined: bool) -> dict[str, Any]:
         running = [w for w in self.workers if w.proc.poll() is None]
         stage = "after every rank joined" if joined else "while ranks were joining the collective"
-        sizes = ", ".join(f"rank {w.launch.rank} at {w.last_size if w.last_size is not None else 'no size yet'}"
-                          for w in self.workers)
+        sizes = ", ".join(
+            f"rank {w.launch.rank} at {w.last_size if w.last_size is not None else 'no size yet'}" for w in self.workers
+        )
         progress = sorted(w.last_size if w.last_size is not None else -1 for w in self.workers)
         slowest = min(self.workers, key=lambda w: (w.last_size if w.last_size is not None else -1, w.launch.rank))
         lagging = len(progress) < 2 or progress[0] < progress[1]  # one rank behind the others: name it
-        message = (f"timeout: no progress for {limit:g} s {stage} (last size started: {sizes}); "
-                   f"ranks {', '.join(str(w.launch.rank) for w in running) or 'none'} still running were killed")
-        return {"kind": "timeout", "rank": slowest.launch.rank if joined and lagging else None, "exit_code": None,
-                "signal": None, "at_bytes": slowest.last_size, "message": message,
-                "stderr_tail": _tail(slowest.stderr_path), "ranks": self._ranks()}
+        message = (
+            f"timeout: no progress for {limit:g} s {stage} (last size started: {sizes}); "
+            f"ranks {', '.join(str(w.launch.rank) for w in running) or 'none'} still running were killed"
+        )
+        return {
+            "kind": "timeout",
+            "rank": slowest.launch.rank if joined and lagging else None,
+            "exit_code": None,
+            "signal": None,
+            "at_bytes": slowest.last_size,
+            "message": message,
+            "stderr_tail": _tail(slowest.stderr_path),
+            "ranks": self._ranks(),
+        }

@@ -100,8 +100,12 @@ class Rank:
 
     def init(self) -> None:
         kwargs: dict[str, Any] = {
-            "backend": self.config["backend"], "init_method": "env://", "rank": self.rank,
-            "world_size": self.world, "timeout": _dt.timedelta(seconds=self.config["collective_timeout_s"])}
+            "backend": self.config["backend"],
+            "init_method": "env://",
+            "rank": self.rank,
+            "world_size": self.world,
+            "timeout": _dt.timedelta(seconds=self.config["collective_timeout_s"]),
+        }
         if self.nccl:
             kwargs["device_id"] = self.device  # eager NCCL communicator, bound to this GPU
         self.dist.init_process_group(**kwargs)
@@ -127,8 +131,10 @@ class Rank:
         self.sync()
         if not self.torch.equal(buf, expected):
             index = int((buf != expected).nonzero()[0].item())
-            raise WrongResult(f"rank {self.rank}: all-reduce of {nbytes} bytes ({when} timing) is wrong at element "
-                              f"{index}: got {buf[index].item()!r}, expected {expected[index].item()!r}")
+            raise WrongResult(
+                f"rank {self.rank}: all-reduce of {nbytes} bytes ({when} timing) is wrong at element "
+                f"{index}: got {buf[index].item()!r}, expected {expected[index].item()!r}"
+            )
 
     def time_calls(self, buf: Any, calls: int) -> list[float]:
         """Seconds per all-reduce call, one value per call (CUDA events around each call with NCCL,
@@ -149,8 +155,14 @@ class Rank:
         times_us = self.gather_times([t * 1e6 for t in self.time_calls(buf, iterations)])
         self.verify(buf, pattern, nbytes, "after")
         del buf, pattern
-        return {"bytes": nbytes, "elements": count, "iterations": iterations, "warmup_iterations": cfg["warmup"],
-                "rank_times_us": times_us, "rank_median_time_us": [statistics.median(t) for t in times_us]}
+        return {
+            "bytes": nbytes,
+            "elements": count,
+            "iterations": iterations,
+            "warmup_iterations": cfg["warmup"],
+            "rank_times_us": times_us,
+            "rank_median_time_us": [statistics.median(t) for t in times_us],
+        }
 
     def gather_times(self, mine: list[float]) -> list[list[float]]:
         """Every rank's per-call times (us), in rank order; every rank timed the same agreed count."""

@@ -18,8 +18,20 @@ from harness.probes.contract import attempt, unavailable
 DMI_DIR = Path("/sys/class/dmi/id")
 DMI_FIELDS = ("sys_vendor", "product_name", "board_vendor", "board_name", "bios_vendor", "bios_version")
 # Words in DMI vendor/product strings that name a hypervisor (KVM/QEMU, Firecracker has no DMI).
-HYPERVISOR_WORDS = ("kvm", "qemu", "vmware", "virtualbox", "xen", "hyper-v", "microsoft corporation",
-                    "amazon ec2", "google compute engine", "openstack", "bochs", "cloud hypervisor")
+HYPERVISOR_WORDS = (
+    "kvm",
+    "qemu",
+    "vmware",
+    "virtualbox",
+    "xen",
+    "hyper-v",
+    "microsoft corporation",
+    "amazon ec2",
+    "google compute engine",
+    "openstack",
+    "bochs",
+    "cloud hypervisor",
+)
 
 
 def read_text(path: Path | str) -> str:
@@ -29,12 +41,14 @@ def read_text(path: Path | str) -> str:
 
 def os_release(path: Path = Path("/etc/os-release")) -> Any:
     """PRETTY_NAME from os-release, e.g. 'Ubuntu 24.04.1 LTS'."""
+
     def parse() -> str:
         for line in read_text(path).splitlines():
             key, _, value = line.partition("=")
             if key == "PRETTY_NAME":
                 return value.strip().strip('"')
         raise LookupError(f"no PRETTY_NAME in {path}")
+
     return attempt(parse)
 
 
@@ -64,14 +78,16 @@ def memory_total_mib(path: Path = Path("/proc/meminfo")) -> Any:
             if line.startswith("MemTotal:"):
                 return round(int(line.split()[1]) / 1024, 1)  # the kernel reports kB (KiB)
         raise LookupError(f"no MemTotal in {path}")
+
     return attempt(parse)
 
 
 def dmi(directory: Path = DMI_DIR) -> Any:
     """The DMI/SMBIOS identity strings, or why they cannot be read (containers often hide them)."""
     if not directory.is_dir():
-        return unavailable(f"{directory} does not exist (no DMI table visible: container, or a VM "
-                           "without SMBIOS such as Firecracker)")
+        return unavailable(
+            f"{directory} does not exist (no DMI table visible: container, or a VM without SMBIOS such as Firecracker)"
+        )
     return {name: attempt(read_text, directory / name) for name in DMI_FIELDS}
 
 
@@ -79,8 +95,7 @@ def container_hints() -> dict[str, Any]:
     """Files and cgroup paths that say whether this process runs inside a container."""
     cgroup = attempt(lambda: read_text("/proc/self/cgroup").splitlines())
     words = ("docker", "containerd", "kubepods", "libpod", "lxc", "crio")
-    named = sorted({w for w in words for line in (cgroup if isinstance(cgroup, list) else [])
-                    if w in line})
+    named = sorted({w for w in words for line in (cgroup if isinstance(cgroup, list) else []) if w in line})
     return {
         "dockerenv": os.path.exists("/.dockerenv"),
         "containerenv": os.path.exists("/run/.containerenv"),

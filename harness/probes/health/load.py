@@ -94,8 +94,14 @@ class DeviceLoad:
         }
 
 
-def run_load(torch: Any, pynvml: Any, targets: list[tuple[int, int, Any]], seconds: float,
-             interval_s: float, snapshot: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+def run_load(
+    torch: Any,
+    pynvml: Any,
+    targets: list[tuple[int, int, Any]],
+    seconds: float,
+    interval_s: float,
+    snapshot: Callable[[], Any],
+) -> tuple[dict[str, Any], Any]:
     """Load every (torch_index, nvml_index, handle) for `seconds`, sampling each device.
 
     `snapshot()` is called halfway through, while the load runs; its result is returned beside
@@ -136,8 +142,10 @@ def run_load(torch: Any, pynvml: Any, targets: list[tuple[int, int, Any]], secon
     for record, sampler in zip(records, samplers, strict=True):
         record["samples"] = sampler.samples
     return {
-        "kind": (f"{GEMM_DTYPE} GEMM (n x n times n x n) then a device-to-device copy (torch "
-                 "copy_), queued back to back on every visible device from one thread"),
+        "kind": (
+            f"{GEMM_DTYPE} GEMM (n x n times n x n) then a device-to-device copy (torch "
+            "copy_), queued back to back on every visible device from one thread"
+        ),
         "requested_s": seconds,
         "pids": [os.getpid()],
         "started_at": started_at,
@@ -155,8 +163,9 @@ def _wait_until(deadline: float, started: float, seconds: float, errors: list[Ba
         time.sleep(min(1.0, deadline - now))
 
 
-def observe(pynvml: Any, handles: list[Any], seconds: float, interval_s: float,
-            snapshot: Callable[[], Any]) -> tuple[dict[str, Any], Any]:
+def observe(
+    pynvml: Any, handles: list[Any], seconds: float, interval_s: float, snapshot: Callable[[], Any]
+) -> tuple[dict[str, Any], Any]:
     """Sample every device for `seconds` while another process loads it (no load of this probe's own),
     calling `snapshot()` halfway; (the load record, the snapshot). Each device's record is its NVML
     index and its samples (the schema's observed load device)."""
@@ -170,8 +179,14 @@ def observe(pynvml: Any, handles: list[Any], seconds: float, interval_s: float,
         time.sleep(max(0.0, started + seconds - time.monotonic()))
         finished = time.monotonic()
     return {
-        "kind": "observed", "requested_s": seconds, "pids": [], "started_at": started_at, "finished_at": utc_now(),
-        "started_monotonic_s": started, "finished_monotonic_s": finished, "sample_interval_s": interval_s,
+        "kind": "observed",
+        "requested_s": seconds,
+        "pids": [],
+        "started_at": started_at,
+        "finished_at": utc_now(),
+        "started_monotonic_s": started,
+        "finished_monotonic_s": finished,
+        "sample_interval_s": interval_s,
         "observed": True,
         "devices": [{"nvml_index": index, "samples": sampler.samples} for index, sampler in enumerate(samplers)],
     }, middle

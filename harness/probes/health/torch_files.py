@@ -17,15 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes import cuda_driver
-from harness.probes.loaded_libraries import open_library
 from harness.probes.contract import describe_exception, is_unavailable, unavailable
+from harness.probes.loaded_libraries import open_library
 
-DEVICE_VIEW_SOURCE = ("CUDA driver API via ctypes (libcuda: cuInit, cuDeviceGet*; the enumeration torch "
-                      "uses, honouring CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER); torch itself is not "
-                      "imported so the idle probe stays under 5 s (use --torch for torch's own answer)")
+DEVICE_VIEW_SOURCE = (
+    "CUDA driver API via ctypes (libcuda: cuInit, cuDeviceGet*; the enumeration torch "
+    "uses, honouring CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER); torch itself is not "
+    "imported so the idle probe stays under 5 s (use --torch for torch's own answer)"
+)
 CUDNN_SONAME, NCCL_SONAME = "libcudnn.so.9", "libnccl.so.2"
-TORCH_KEYS = ("torch_version", "torch_cuda_build", "cudnn_version", "nccl_version", "nccl_available",
-              "torch_cuda_available", "torch_device_count", "torch_devices")
+TORCH_KEYS = (
+    "torch_version",
+    "torch_cuda_build",
+    "cudnn_version",
+    "nccl_version",
+    "nccl_available",
+    "torch_cuda_available",
+    "torch_device_count",
+    "torch_devices",
+)
 
 
 def torch_directory() -> Path | None:
@@ -41,10 +51,18 @@ def version_file_facts(path: Path) -> dict[str, Any]:
     tree = ast.parse(path.read_text(), filename=str(path))
     found: dict[str, Any] = {}
     for node in tree.body:
-        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
-            node.target if isinstance(node, ast.AnnAssign) else None
-        if (isinstance(target, ast.Name) and isinstance(node, (ast.Assign, ast.AnnAssign))
-                and isinstance(node.value, ast.Constant)):
+        target = (
+            node.targets[0]
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            else node.target
+            if isinstance(node, ast.AnnAssign)
+            else None
+        )
+        if (
+            isinstance(target, ast.Name)
+            and isinstance(node, (ast.Assign, ast.AnnAssign))
+            and isinstance(node.value, ast.Constant)
+        ):
             found[target.id] = node.value.value
     return found
 
@@ -121,8 +139,11 @@ def software_facts() -> dict[str, Any]:
         reason = unavailable(f"CUDA cannot initialise: {view['devices']['unavailable']}")
         facts.update(torch_cuda_available=False, torch_device_count=reason, torch_devices=reason)
     else:
-        facts.update(torch_cuda_available=view["device_count"] > 0, torch_device_count=view["device_count"],
-                     torch_devices=view["devices"])
+        facts.update(
+            torch_cuda_available=view["device_count"] > 0,
+            torch_device_count=view["device_count"],
+            torch_devices=view["devices"],
+        )
     facts["device_view_source"] = DEVICE_VIEW_SOURCE
     facts["torch_imported"] = False
     return facts

@@ -11,8 +11,8 @@ import os
 from typing import Any
 
 from harness.analysis.device_mapping import normalise_uuid
-from harness.probes.loaded_libraries import mapped_file
 from harness.probes.contract import attempt, describe_exception, unavailable
+from harness.probes.loaded_libraries import mapped_file
 
 DEVICE_VIEW_SOURCE = "torch.cuda (torch imported: torch.cuda.init, device_count, get_device_properties)"
 VERSION_SOURCE = "torch.__version__ and torch.version.cuda (torch imported)"
@@ -24,10 +24,22 @@ def torch_facts() -> dict[str, Any]:
         import torch
     except Exception as exc:  # noqa: BLE001 - a missing or broken torch is a recorded fact
         reason = unavailable(f"torch cannot be imported: {describe_exception(exc)}")
-        return {**dict.fromkeys(("torch_version", "torch_cuda_build", "cudnn_version", "nccl_version",
-                                 "nccl_available", "torch_cuda_available", "torch_device_count",
-                                 "torch_devices"), reason),
-                **_sources(reason)}
+        return {
+            **dict.fromkeys(
+                (
+                    "torch_version",
+                    "torch_cuda_build",
+                    "cudnn_version",
+                    "nccl_version",
+                    "nccl_available",
+                    "torch_cuda_available",
+                    "torch_device_count",
+                    "torch_devices",
+                ),
+                reason,
+            ),
+            **_sources(reason),
+        }
     version = torch.__version__
     cuda_build = torch.version.cuda
     no_cuda = unavailable(f"torch {version} was built without CUDA")
@@ -37,9 +49,11 @@ def torch_facts() -> dict[str, Any]:
         "torch_cuda_build": cuda_build or no_cuda,
         "cudnn_version": _cudnn(torch) if cuda_build else no_cuda,
         "nccl_version": _nccl(torch) if cuda_build else no_cuda,
-        "nccl_available": (attempt(torch.distributed.is_nccl_available)
-                           if torch.distributed.is_available()
-                           else unavailable("torch.distributed is not available in this build")),
+        "nccl_available": (
+            attempt(torch.distributed.is_nccl_available)
+            if torch.distributed.is_available()
+            else unavailable("torch.distributed is not available in this build")
+        ),
     }
     facts.update(cudnn_library=_mapped("libcudnn.so"), nccl_library=_mapped("libnccl.so"))
     if not cuda_build:
@@ -52,14 +66,18 @@ def torch_facts() -> dict[str, Any]:
         facts.update(torch_cuda_available=False, torch_device_count=reason, torch_devices=reason)
         return facts
     count = torch.cuda.device_count()
-    facts.update(torch_cuda_available=True, torch_device_count=count,
-                 torch_devices=[_device(torch, i) for i in range(count)])
+    facts.update(
+        torch_cuda_available=True, torch_device_count=count, torch_devices=[_device(torch, i) for i in range(count)]
+    )
     return facts
 
 
 def _sources(version_source: Any) -> dict[str, Any]:
-    return {"torch_version_source": version_source, "device_view_source": DEVICE_VIEW_SOURCE,
-            "torch_imported": not isinstance(version_source, dict)}
+    return {
+        "torch_version_source": version_source,
+        "device_view_source": DEVICE_VIEW_SOURCE,
+        "torch_imported": not isinstance(version_source, dict),
+    }
 
 
 def _mapped(prefix: str) -> Any:
@@ -85,14 +103,24 @@ def _device(torch: Any, index: int) -> dict[str, Any]:
     """One torch device: the identity needed to map it to NVML (UUID, PCI bus id)."""
     props = attempt(torch.cuda.get_device_properties, index)
     if not hasattr(props, "name"):
-        return {"torch_index": index, "name": props, "uuid": props, "pci_bus_id": props,
-                "total_memory_mib": props, "compute_capability": props, "multiprocessor_count": props}
+        return {
+            "torch_index": index,
+            "name": props,
+            "uuid": props,
+            "pci_bus_id": props,
+            "total_memory_mib": props,
+            "compute_capability": props,
+            "multiprocessor_count": props,
+        }
     uuid = getattr(props, "uuid", None)
     return {
         "torch_index": index,
         "name": props.name,
-        "uuid": (normalise_uuid(str(uuid)) if uuid is not None
-                 else unavailable(f"torch {torch.__version__} does not expose the device UUID")),
+        "uuid": (
+            normalise_uuid(str(uuid))
+            if uuid is not None
+            else unavailable(f"torch {torch.__version__} does not expose the device UUID")
+        ),
         "pci_bus_id": _pci_bus_id(props),
         "total_memory_mib": round(props.total_memory / 2**20, 1),
         "compute_capability": f"{props.major}.{props.minor}",

@@ -22,8 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from harness.analysis import precision as analysis
 from harness.probes import tensor_file
-from harness.probes.contract import (Option, ProbeUsageError, attempt, log, options_parser, probe_main, progress,
-                                     unavailable)
+from harness.probes.contract import (
+    Option,
+    ProbeUsageError,
+    attempt,
+    log,
+    options_parser,
+    probe_main,
+    progress,
+    unavailable,
+)
 
 if TYPE_CHECKING:  # torch is imported when measuring, so the host reads OPTIONS without it
     import torch
@@ -34,17 +42,34 @@ PROVENANCE_KEYS = {"label", "repo", "revision", "file", "file_sha256", "source",
 
 OPTIONS = (
     Option(("--file",), dict(required=True, help="the safetensors file (already verified by the host)"), host=False),
-    Option(("--tensor",), dict(action="append", default=[], metavar="ROLE=NAME",
-                               help="a tensor to measure and its role (repeat; measured in this order)"), host=False),
-    Option(("--tensor-index",), dict(metavar="JSON",
-                                     help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
-           host=False),
-    Option(("--provenance",), dict(metavar="JSON",
-                                   help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
-           host=False),
-    Option(("--device",), dict(choices=("auto", "cpu", "cuda"), default="auto",
-                               help="where the probe computes (auto: CUDA when present, else the CPU); the numbers "
-                                    "are the same")),
+    Option(
+        ("--tensor",),
+        dict(
+            action="append",
+            default=[],
+            metavar="ROLE=NAME",
+            help="a tensor to measure and its role (repeat; measured in this order)",
+        ),
+        host=False,
+    ),
+    Option(
+        ("--tensor-index",),
+        dict(metavar="JSON", help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
+        host=False,
+    ),
+    Option(
+        ("--provenance",),
+        dict(metavar="JSON", help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
+        host=False,
+    ),
+    Option(
+        ("--device",),
+        dict(
+            choices=("auto", "cpu", "cuda"),
+            default="auto",
+            help="where the probe computes (auto: CUDA when present, else the CPU); the numbers are the same",
+        ),
+    ),
 )
 
 
@@ -88,12 +113,13 @@ def check_against_index(entry: tensor_file.TensorEntry, digest: str, index: dict
     record = index.get(entry.name)
     if record is None:
         raise ProbeUsageError(f"--tensor-index has no record of {entry.name!r}")
-    read = {"dtype": entry.dtype, "shape": list(entry.shape), "byte_range": [entry.start, entry.end],
-            "sha256": digest}
+    read = {"dtype": entry.dtype, "shape": list(entry.shape), "byte_range": [entry.start, entry.end], "sha256": digest}
     for key, value in read.items():
         if record.get(key) != value:
-            raise ProbeUsageError(f"tensor {entry.name!r}: {key} is {value!r} in the file but the host "
-                                  f"recorded {record.get(key)!r}; the file changed after it was verified")
+            raise ProbeUsageError(
+                f"tensor {entry.name!r}: {key} is {value!r} in the file but the host "
+                f"recorded {record.get(key)!r}; the file changed after it was verified"
+            )
 
 
 def load_tensor(path: str, entry: tensor_file.TensorEntry) -> tuple[torch.Tensor, str]:
@@ -101,8 +127,10 @@ def load_tensor(path: str, entry: tensor_file.TensorEntry) -> tuple[torch.Tensor
     import torch
 
     if entry.dtype not in tensor_file.MEASURABLE_DTYPES:
-        raise ProbeUsageError(f"tensor {entry.name!r} is {entry.dtype}; the probe measures "
-                              f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors")
+        raise ProbeUsageError(
+            f"tensor {entry.name!r} is {entry.dtype}; the probe measures "
+            f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors"
+        )
     data = bytearray(tensor_file.read_bytes(path, entry))
     digest = tensor_file.sha256_hex(data)
     dtype = getattr(torch, tensor_file.MEASURABLE_DTYPES[entry.dtype][0])
@@ -110,8 +138,9 @@ def load_tensor(path: str, entry: tensor_file.TensorEntry) -> tuple[torch.Tensor
     return values.to(torch.float32), digest
 
 
-def measure_tensor(role: str, entry: tensor_file.TensorEntry, x32: torch.Tensor, digest: str,
-                   device: torch.device) -> dict[str, Any]:
+def measure_tensor(
+    role: str, entry: tensor_file.TensorEntry, x32: torch.Tensor, digest: str, device: torch.device
+) -> dict[str, Any]:
     from harness.probes.precision import quantize
 
     x = x32.to(device)
@@ -121,9 +150,16 @@ def measure_tensor(role: str, entry: tensor_file.TensorEntry, x32: torch.Tensor,
     except quantize.NotFinite as exc:
         raise ProbeUsageError(f"tensor {entry.name!r}: {exc}") from exc
     return {
-        "role": role, "name": entry.name, "dtype": entry.dtype, "shape": list(entry.shape),
-        "byte_range": [entry.start, entry.end], "bytes": entry.nbytes, "sha256": digest,
-        "stats": stats, "formats": formats, "ranking": analysis.rank(formats),
+        "role": role,
+        "name": entry.name,
+        "dtype": entry.dtype,
+        "shape": list(entry.shape),
+        "byte_range": [entry.start, entry.end],
+        "bytes": entry.nbytes,
+        "sha256": digest,
+        "stats": stats,
+        "formats": formats,
+        "ranking": analysis.rank(formats),
     }
 
 
@@ -174,23 +210,34 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     numel = sum(t["stats"]["numel"] for t in tensors)
     return {
         "device": device.type,
-        "device_name": (attempt(torch.cuda.get_device_name, device) if device.type == "cuda"
-                        else unavailable("computed on the CPU; no CUDA device was used")),
+        "device_name": (
+            attempt(torch.cuda.get_device_name, device)
+            if device.type == "cuda"
+            else unavailable("computed on the CPU; no CUDA device was used")
+        ),
         "torch_version": torch.__version__,
         "checkpoint": checkpoint_record(args, provenance),
         "tensors": tensors,
         "ranks": {t["role"]: t["ranking"] for t in tensors},
         "explanations": analysis.explain(tensors),
         "model_quality_caveat": analysis.MODEL_QUALITY_CAVEAT,
-        "sizing": (f"{len(tensors)} whole tensors ({numel} elements) read by byte range and measured one "
-                   f"at a time on {device.type} in float64 with device-independent ordered sums; the "
-                   f"work is set by the tensors, not by the device."),
+        "sizing": (
+            f"{len(tensors)} whole tensors ({numel} elements) read by byte range and measured one "
+            f"at a time on {device.type} in float64 with device-independent ordered sums; the "
+            f"work is set by the tensors, not by the device."
+        ),
         "limitations": [
-            {"what": "model quality", "why": "the probe measures weight-representation error only; "
-                                             "no activations, no evaluation (see model_quality_caveat)"},
-            {"what": "scale storage", "why": f"bits_per_element_with_scales counts every scale as "
-                                             f"{analysis.SCALE_BITS}-bit float; formats that store "
-                                             f"fp16 or e8m0 scales use fewer"},
+            {
+                "what": "model quality",
+                "why": "the probe measures weight-representation error only; "
+                "no activations, no evaluation (see model_quality_caveat)",
+            },
+            {
+                "what": "scale storage",
+                "why": f"bits_per_element_with_scales counts every scale as "
+                f"{analysis.SCALE_BITS}-bit float; formats that store "
+                f"fp16 or e8m0 scales use fewer",
+            },
         ],
     }
 

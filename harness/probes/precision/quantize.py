@@ -171,8 +171,11 @@ def _float_round_trip(x32: torch.Tensor, x64: torch.Tensor, fmt: Format) -> Quan
 def _int_round_trip(x64: torch.Tensor, fmt: Format) -> Quantized:
     assert fmt.qmax is not None  # every int format has its largest magnitude (FORMATS)
     grouped, restore = _groups(x64, fmt.scaling)
-    absmax = grouped.abs().amax(dim=1, keepdim=True) if fmt.scaling != "per_tensor" else \
-        torch.full((1, 1), absmax_of(x64), dtype=torch.float64, device=x64.device)
+    absmax = (
+        grouped.abs().amax(dim=1, keepdim=True)
+        if fmt.scaling != "per_tensor"
+        else torch.full((1, 1), absmax_of(x64), dtype=torch.float64, device=x64.device)
+    )
     scale = torch.where(absmax > 0, divide(absmax, float(fmt.qmax)), torch.ones_like(absmax))
     q = divide(grouped, scale)
     q.round_()  # half to even
@@ -214,8 +217,9 @@ def _groups(x64: torch.Tensor, scaling: str):
     return grouped, restore
 
 
-def error_metrics(x64: torch.Tensor, quantized: Quantized, sig_sq: float | None = None
-                  ) -> dict[str, float | int | None]:
+def error_metrics(
+    x64: torch.Tensor, quantized: Quantized, sig_sq: float | None = None
+) -> dict[str, float | int | None]:
     """MSE, relative RMSE, SQNR, max abs error and the saturated/underflowed shares.
 
     Consumes `quantized.values` (its memory becomes the error's). `sig_sq` (the ordered

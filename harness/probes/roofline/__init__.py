@@ -25,11 +25,21 @@ from typing import Any, NamedTuple
 from harness.analysis import timing as timing_rules
 from harness.analysis.roofline import figures, gemm_shapes
 from harness.analysis.roofline import model as analysis
-from harness.probes.roofline.roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
-from harness.probes.contract import (Option, ProbeUsageError, describe_exception, log, options_parser, probe_main,
-                                     progress, real, unavailable, utc_now)
+from harness.probes.contract import (
+    Option,
+    ProbeUsageError,
+    describe_exception,
+    log,
+    options_parser,
+    probe_main,
+    progress,
+    real,
+    unavailable,
+    utc_now,
+)
 from harness.probes.nvml import NvmlSession
 from harness.probes.roofline.nvml import NVML_REFRESH, NvmlReader
+from harness.probes.roofline.roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.timing import Bursts
 
 NAME = "roofline"
@@ -42,45 +52,115 @@ def _check_dtypes(values: list[str] | None) -> str | None:
 
 
 OPTIONS = (
-    Option(("--bandwidth-gbps",), dict(type=real, metavar="B",
-        help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
-             "measured here on a CPU unless given)")),
+    Option(
+        ("--bandwidth-gbps",),
+        dict(
+            type=real,
+            metavar="B",
+            help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
+            "measured here on a CPU unless given)",
+        ),
+    ),
     Option(("--dtype",), dict(choices=DTYPES, default="bf16", help="GEMM dtype (default bf16)")),
-    Option(("--peak-tflops",), dict(type=real, metavar="P",
-        help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
-             "for the identified SKU; measured on a CPU)")),
-    Option(("--check-dtypes",), dict(nargs="+", choices=DTYPES, default=[], metavar="DTYPE",
-        help="also time the fixed burst-best shapes in these dtypes, in the same process, each on its "
-             "catalogue peak (what `dossier run` does on a GPU: fp8 fp16 tf32 fp32)"), check=_check_dtypes),
-    Option(("--shapes",), dict(nargs="+", default=[], metavar="MxNxK[:label]",
-        help="extra GEMM shapes, C[M,N] = A[M,K] @ B[K,N]")),
-    Option(("--shapes-file",), dict(type=Path, metavar="F",
-        help="extra shapes, one 'MxNxK[:label]' per line, '#' comments")),
-    Option(("--no-default-shapes",), dict(action="store_true",
-        help="run only the shapes given with --shapes/--shapes-file")),
-    Option(("--max-square",), dict(type=int, metavar="N",
-        help=f"largest square size (default: 16384 on a GPU, memory permitting; "
-             f"{CPU_MAX_SQUARE} on a CPU)")),
-    Option(("--prefill-tokens",), dict(type=int, nargs="+", metavar="M",
-        default=list(gemm_shapes.DEFAULT_PREFILL_TOKENS),
-        help="prefill-like M for the model projections (2048..8192; default 2048 8192)")),
-    Option(("--decode-tokens",), dict(type=int, nargs="+", metavar="M",
-        default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
-        help="decode-like M for the model projections (1..64; default 1 64)")),
-    Option(("--max-shape-seconds",), dict(type=real, metavar="S",
-        help="skip a shape whose predicted warm-up and timed windows exceed S seconds "
-             "(default 5 on a GPU, 2 on a CPU)")),
-    Option(("--max-operand-mib",), dict(type=real, metavar="MIB",
-        help="skip a shape whose inputs and output exceed this (default: a quarter of free "
-             "GPU memory; 512 on a CPU)")),
-    Option(("--tile",), dict(metavar="MxN",
-        help="output tile the wave model assumes (default 128x256 for tensor-core dtypes, "
-             "128x128 for fp32)")),
+    Option(
+        ("--peak-tflops",),
+        dict(
+            type=real,
+            metavar="P",
+            help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
+            "for the identified SKU; measured on a CPU)",
+        ),
+    ),
+    Option(
+        ("--check-dtypes",),
+        dict(
+            nargs="+",
+            choices=DTYPES,
+            default=[],
+            metavar="DTYPE",
+            help="also time the fixed burst-best shapes in these dtypes, in the same process, each on its "
+            "catalogue peak (what `dossier run` does on a GPU: fp8 fp16 tf32 fp32)",
+        ),
+        check=_check_dtypes,
+    ),
+    Option(
+        ("--shapes",),
+        dict(nargs="+", default=[], metavar="MxNxK[:label]", help="extra GEMM shapes, C[M,N] = A[M,K] @ B[K,N]"),
+    ),
+    Option(
+        ("--shapes-file",),
+        dict(type=Path, metavar="F", help="extra shapes, one 'MxNxK[:label]' per line, '#' comments"),
+    ),
+    Option(
+        ("--no-default-shapes",),
+        dict(action="store_true", help="run only the shapes given with --shapes/--shapes-file"),
+    ),
+    Option(
+        ("--max-square",),
+        dict(
+            type=int,
+            metavar="N",
+            help=f"largest square size (default: 16384 on a GPU, memory permitting; {CPU_MAX_SQUARE} on a CPU)",
+        ),
+    ),
+    Option(
+        ("--prefill-tokens",),
+        dict(
+            type=int,
+            nargs="+",
+            metavar="M",
+            default=list(gemm_shapes.DEFAULT_PREFILL_TOKENS),
+            help="prefill-like M for the model projections (2048..8192; default 2048 8192)",
+        ),
+    ),
+    Option(
+        ("--decode-tokens",),
+        dict(
+            type=int,
+            nargs="+",
+            metavar="M",
+            default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
+            help="decode-like M for the model projections (1..64; default 1 64)",
+        ),
+    ),
+    Option(
+        ("--max-shape-seconds",),
+        dict(
+            type=real,
+            metavar="S",
+            help="skip a shape whose predicted warm-up and timed windows exceed S seconds "
+            "(default 5 on a GPU, 2 on a CPU)",
+        ),
+    ),
+    Option(
+        ("--max-operand-mib",),
+        dict(
+            type=real,
+            metavar="MIB",
+            help="skip a shape whose inputs and output exceed this (default: a quarter of free "
+            "GPU memory; 512 on a CPU)",
+        ),
+    ),
+    Option(
+        ("--tile",),
+        dict(
+            metavar="MxN",
+            help="output tile the wave model assumes (default 128x256 for tensor-core dtypes, 128x128 for fp32)",
+        ),
+    ),
     Option(("--no-fusion",), dict(action="store_true", help="skip the elementwise fusion comparison")),
-    Option(("--fusion-elements",), dict(type=int, metavar="N",
-        help="elements in the fusion chain (default 2^28 on a GPU, memory permitting; 2^26 on a CPU)")),
-    Option(("--device",), dict(choices=("auto", "cuda", "cpu"), default="auto",
-        help="where to run (default: cuda when available)")),
+    Option(
+        ("--fusion-elements",),
+        dict(
+            type=int,
+            metavar="N",
+            help="elements in the fusion chain (default 2^28 on a GPU, memory permitting; 2^26 on a CPU)",
+        ),
+    ),
+    Option(
+        ("--device",),
+        dict(choices=("auto", "cuda", "cpu"), default="auto", help="where to run (default: cuda when available)"),
+    ),
 )
 
 
@@ -89,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ------------------------------------------------------------------------------ the run
+
 
 class Setup(NamedTuple):
     """What the run settles before predicting: facts, the NVML handle, cache size, roofs."""
@@ -119,6 +200,7 @@ class Run:
         import torch
 
         from harness.probes.roofline import gemms as torch_side
+
         self.args, self.torch, self.side = args, torch, torch_side
         self.device = self.pick_device()
         self.limitations: list[dict[str, str]] = []
@@ -135,8 +217,10 @@ class Run:
     def pick_device(self) -> str:
         available = self.torch.cuda.is_available()
         if self.args.device == "cuda" and not available:
-            raise ProbeUsageError("--device cuda: torch sees no CUDA device "
-                                  f"(torch {self.torch.__version__}, CUDA build {self.torch.version.cuda})")
+            raise ProbeUsageError(
+                "--device cuda: torch sees no CUDA device "
+                f"(torch {self.torch.__version__}, CUDA build {self.torch.version.cuda})"
+            )
         return "cuda" if self.args.device == "cuda" or (self.args.device == "auto" and available) else "cpu"
 
     def mark(self, event: str) -> str:
@@ -166,7 +250,10 @@ class Run:
             facts["launch_floor_s"], facts["launch_floor_windows"] = floor["median_s"], floor["windows"]
             facts.update(self.kernel_floor(floor.pop("tiny")))
             document: dict[str, Any] = {
-                "device": self.device, "dtype": args.dtype, "device_facts": facts, "roofs": roofs,
+                "device": self.device,
+                "dtype": args.dtype,
+                "device_facts": facts,
+                "roofs": roofs,
                 "precision": self.precision_record(args.dtype),
                 "torch_version": self.torch.__version__,
                 "torch_cuda_build": self.torch.version.cuda or unavailable("a CPU-only torch build"),
@@ -178,17 +265,24 @@ class Run:
             document["preheat"] = preheat
             document["measurements"], skipped = self.measure_all(main, document, setup.cache_bytes, facts)
             if args.check_dtypes:
-                document["dtype_checks"] = [self.run_check(check, document, setup.cache_bytes, facts, skipped)
-                                            for check in checks]
+                document["dtype_checks"] = [
+                    self.run_check(check, document, setup.cache_bytes, facts, skipped) for check in checks
+                ]
                 side.set_matmul_precision(args.dtype)
             progress(self.total, self.total, "GEMMs done")
-            document["fusion"] = self.fusion(facts, roofs) if not args.no_fusion else unavailable(
-                "skipped with --no-fusion")
-        document.update(timeline=self.timeline, limitations=self.limitations,
-                        sizing=self.sizing_sentence(sizing, skipped, setup.cache_bytes, facts))
-        document["summary"] = {key: value for key, value in figures.headlines(document).items()
-                               if key in ("burst_best_tflops", "best_shape", "all_explained", "fusion_speedup",
-                                          "classifications")}
+            document["fusion"] = (
+                self.fusion(facts, roofs) if not args.no_fusion else unavailable("skipped with --no-fusion")
+            )
+        document.update(
+            timeline=self.timeline,
+            limitations=self.limitations,
+            sizing=self.sizing_sentence(sizing, skipped, setup.cache_bytes, facts),
+        )
+        document["summary"] = {
+            key: value
+            for key, value in figures.headlines(document).items()
+            if key in ("burst_best_tflops", "best_shape", "all_explained", "fusion_speedup", "classifications")
+        }
         return document
 
     def establish(self, nvml: NvmlSession) -> Setup:
@@ -201,11 +295,15 @@ class Run:
         else:
             handle, cache = None, side.cpu_cache_bytes()
             cache_bytes = cache if isinstance(cache, int) else 32 * 2**20
-            facts = {"name": "cpu", "sm_count": unavailable("a CPU has no SMs: no wave model"),
-                     "cache_kind": "last-level cache",
-                     "cache_mib": cache_bytes / 2**20 if isinstance(cache, int) else cache,
-                     "max_sm_clock_mhz": unavailable("a CPU run: no NVML device"),
-                     "sku_id": None, "sku_evidence": "a CPU run: no GPU SKU"}
+            facts = {
+                "name": "cpu",
+                "sm_count": unavailable("a CPU has no SMs: no wave model"),
+                "cache_kind": "last-level cache",
+                "cache_mib": cache_bytes / 2**20 if isinstance(cache, int) else cache,
+                "max_sm_clock_mhz": unavailable("a CPU run: no NVML device"),
+                "sku_id": None,
+                "sku_evidence": "a CPU run: no GPU SKU",
+            }
             cannot = side.can_run(args.dtype, "cpu")
             roofs, cpu_measured = cpu_roofs(args, side, cache_bytes, cannot is None)
         known = self.finish_roofs(roofs)
@@ -213,18 +311,27 @@ class Run:
         if self.device == "cuda":
             facts.update(tile_m=tile_m, tile_n=tile_n, tile_source=tile_source)
         else:
-            facts.update(tile_m=unavailable("no tile model on a CPU"), tile_n=unavailable("no tile model on a CPU"),
-                         tile_source="none")
-        self.mark("device facts and roofs established" if self.device == "cuda"
-                  else "CPU roofs measured (the only GEMMs before the predictions)")
+            facts.update(
+                tile_m=unavailable("no tile model on a CPU"),
+                tile_n=unavailable("no tile model on a CPU"),
+                tile_source="none",
+            )
+        self.mark(
+            "device facts and roofs established"
+            if self.device == "cuda"
+            else "CPU roofs measured (the only GEMMs before the predictions)"
+        )
         return Setup(facts, handle, cache_bytes, roofs, known, cannot, cpu_measured)
 
     @staticmethod
     def finish_roofs(roofs: dict[str, Any]) -> bool:
         """Adds the ridge (or why there is none); True when both roofs are numbers."""
         known = all(isinstance(roofs[k], (int, float)) for k in ("peak_tflops", "bandwidth_gbps"))
-        roofs["ridge_flop_per_byte"] = (analysis.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
-                                        if known else unavailable("no compute roof for this dtype here"))
+        roofs["ridge_flop_per_byte"] = (
+            analysis.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
+            if known
+            else unavailable("no compute roof for this dtype here")
+        )
         return known
 
     def sweep_of(self, dtype: str, shapes: list[gemm_shapes.Shape], roofs: dict[str, Any], known: bool) -> Sweep:
@@ -242,32 +349,55 @@ class Run:
         else:
             why = "a CPU run measures the compute roof of its own dtype only"
         if why:
-            roofs = {"bandwidth_gbps": main_roofs["bandwidth_gbps"], "bandwidth_source": main_roofs["bandwidth_source"],
-                     "peak_tflops": unavailable(why), "peak_source": "none"}
+            roofs = {
+                "bandwidth_gbps": main_roofs["bandwidth_gbps"],
+                "bandwidth_source": main_roofs["bandwidth_source"],
+                "peak_tflops": unavailable(why),
+                "peak_source": "none",
+            }
         known = self.finish_roofs(roofs)
         return self.sweep_of(dtype, gemm_shapes.reference_shapes(self.device), roofs, known)._replace(cannot=why)
 
     def precision_record(self, dtype: str) -> dict[str, Any]:
         side = self.side
         in_bytes, out_bytes = analysis.DTYPE_WIDTHS[dtype]
-        return {"input_dtype": str(side.TORCH_DTYPES[dtype]),
-                "output_dtype": "torch.bfloat16" if dtype == "fp8" else str(side.TORCH_DTYPES[dtype]),
-                "input_bytes": in_bytes, "output_bytes": out_bytes, "path": side.path_description(dtype, self.device)}
+        return {
+            "input_dtype": str(side.TORCH_DTYPES[dtype]),
+            "output_dtype": "torch.bfloat16" if dtype == "fp8" else str(side.TORCH_DTYPES[dtype]),
+            "input_bytes": in_bytes,
+            "output_bytes": out_bytes,
+            "path": side.path_description(dtype, self.device),
+        }
 
     def timing_record(self) -> dict[str, Any]:
         """How every shape was timed, with the evidence the lengths come from."""
         r = timing_rules
         gap = self.bursts.gap_ratio
-        return {"method": "windows", "rule": r.RULE, "source": r.TIMING_SOURCE,
-                "warmup_s": r.WARMUP_S, "warmup_min_calls": r.WARMUP_MIN_CALLS, "window_s": r.WINDOW_S,
-                "windows": r.WINDOWS, "gap_ratio": gap,
-                "gap_why": ("idle after each burst so the power limiter recovers between windows and shapes"
-                            if gap else "a CPU has no power limiter: no idle gaps"),
-                "launch_bound_s": r.LAUNCH_BOUND_S,
-                "launch_bound_headline": r.KERNEL_ONLY, "launch_bound_headline_why": r.LAUNCH_BOUND_HEADLINE_WHY,
-                "graph": ({"calls": r.GRAPH_CALLS, "window_s": r.GRAPH_WINDOW_S, "below_s": r.GRAPH_BELOW_S}
-                          if self.device == "cuda" else unavailable("CUDA graphs need a GPU")),
-                "spread_scope": dict(r.SPREAD_SCOPE), "nvml": NVML_REFRESH}
+        return {
+            "method": "windows",
+            "rule": r.RULE,
+            "source": r.TIMING_SOURCE,
+            "warmup_s": r.WARMUP_S,
+            "warmup_min_calls": r.WARMUP_MIN_CALLS,
+            "window_s": r.WINDOW_S,
+            "windows": r.WINDOWS,
+            "gap_ratio": gap,
+            "gap_why": (
+                "idle after each burst so the power limiter recovers between windows and shapes"
+                if gap
+                else "a CPU has no power limiter: no idle gaps"
+            ),
+            "launch_bound_s": r.LAUNCH_BOUND_S,
+            "launch_bound_headline": r.KERNEL_ONLY,
+            "launch_bound_headline_why": r.LAUNCH_BOUND_HEADLINE_WHY,
+            "graph": (
+                {"calls": r.GRAPH_CALLS, "window_s": r.GRAPH_WINDOW_S, "below_s": r.GRAPH_BELOW_S}
+                if self.device == "cuda"
+                else unavailable("CUDA graphs need a GPU")
+            ),
+            "spread_scope": dict(r.SPREAD_SCOPE),
+            "nvml": NVML_REFRESH,
+        }
 
     def preheat(self, main: Sweep) -> Any:
         """A medium GEMM in bursts before the sweep (GPU only), recorded in the timeline."""
@@ -279,8 +409,10 @@ class Run:
         call = self.side.gemm_call(main.dtype, self.device, operands, m, n)
         record = self.bursts.preheat(call, f"{m}x{n}x{k} {main.dtype}")
         del pool, operands, call
-        self.mark(f"pre-heat: {record['bursts']} bursts of {m}x{n}x{k} {main.dtype}, {record['seconds'] * 1e3:.0f} ms "
-                  f"of GEMMs")
+        self.mark(
+            f"pre-heat: {record['bursts']} bursts of {m}x{n}x{k} {main.dtype}, {record['seconds'] * 1e3:.0f} ms "
+            f"of GEMMs"
+        )
         return record
 
     def square_limit(self, facts: dict[str, Any]) -> tuple[int, str]:
@@ -294,16 +426,27 @@ class Run:
         top = max(fits) if fits else gemm_shapes.SQUARE_SIZES[0]
         return top, f"squares up to {top} (three operands within a quarter of {facts['memory_free_mib']:.0f} MiB free)"
 
-    def predict(self, shape: gemm_shapes.Shape, roofs: dict[str, Any], known: bool,
-                in_bytes: int, out_bytes: int) -> dict[str, Any]:
+    def predict(
+        self, shape: gemm_shapes.Shape, roofs: dict[str, Any], known: bool, in_bytes: int, out_bytes: int
+    ) -> dict[str, Any]:
         if known:
-            return {**shape.as_dict(), **analysis.classify(shape.m, shape.n, shape.k, in_bytes, out_bytes,
-                                                           roofs["peak_tflops"], roofs["bandwidth_gbps"])}
+            return {
+                **shape.as_dict(),
+                **analysis.classify(
+                    shape.m, shape.n, shape.k, in_bytes, out_bytes, roofs["peak_tflops"], roofs["bandwidth_gbps"]
+                ),
+            }
         flops = analysis.gemm_flops(shape.m, shape.n, shape.k)
         nbytes = analysis.gemm_min_bytes(shape.m, shape.n, shape.k, in_bytes, out_bytes)
         why = unavailable("no compute roof for this dtype on this device")
-        return {**shape.as_dict(), "flops": flops, "min_bytes": nbytes, "ai_flop_per_byte": flops / nbytes,
-                "bound": why, "attainable_tflops": why}
+        return {
+            **shape.as_dict(),
+            "flops": flops,
+            "min_bytes": nbytes,
+            "ai_flop_per_byte": flops / nbytes,
+            "bound": why,
+            "attainable_tflops": why,
+        }
 
     def budgets(self, facts: dict[str, Any]) -> tuple[float, float]:
         args = self.args
@@ -314,17 +457,20 @@ class Run:
             operand = facts["memory_free_mib"] * 2**20 / 4 if self.device == "cuda" else 512 * 2**20
         return seconds, operand
 
-    def run_check(self, check: Sweep, document: dict[str, Any], cache_bytes: int,
-                  facts: dict[str, Any], skipped: list[str]) -> dict[str, Any]:
+    def run_check(
+        self, check: Sweep, document: dict[str, Any], cache_bytes: int, facts: dict[str, Any], skipped: list[str]
+    ) -> dict[str, Any]:
         """Another dtype's burst-best shapes, timed like the main sweep, as one entry of dtype_checks."""
         cannot = check.cannot or self.side.can_run(check.dtype, self.device)
         if cannot:
             self.limitations.append({"what": f"{check.dtype} GEMMs on {self.device} (dtype check)", "why": cannot})
         self.side.set_matmul_precision(check.dtype)
-        entry: dict[str, Any] = {"dtype": check.dtype, "precision": self.precision_record(check.dtype),
-                                 "roofs": check.roofs,
-                                 "predictions": {"shapes": check.predictions,
-                                                 "recorded_at": document["predictions"]["recorded_at"]}}
+        entry: dict[str, Any] = {
+            "dtype": check.dtype,
+            "precision": self.precision_record(check.dtype),
+            "roofs": check.roofs,
+            "predictions": {"shapes": check.predictions, "recorded_at": document["predictions"]["recorded_at"]},
+        }
         if self.device == "cuda":  # the wave model's tile for this dtype (fp32 is not a tensor-core dtype)
             tile_m, tile_n, tile_source = parse_tile(self.args.tile, check.dtype)
             entry["tile"] = {"tile_m": tile_m, "tile_n": tile_n, "tile_source": tile_source}
@@ -333,13 +479,19 @@ class Run:
         skipped += more
         return entry
 
-    def measure_all(self, sweep: Sweep, document: dict[str, Any], cache_bytes: int,
-                    facts: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    def measure_all(
+        self, sweep: Sweep, document: dict[str, Any], cache_bytes: int, facts: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[str]]:
         seconds_budget, operand_budget = self.budgets(facts)
         in_bytes, out_bytes = analysis.DTYPE_WIDTHS[sweep.dtype]
         context = analysis.context_of(document)
-        pool = None if sweep.cannot else self.side.OperandPool(
-            sweep.dtype, self.device, cache_bytes, 2**30 if self.device == "cuda" else 256 * 2**20)
+        pool = (
+            None
+            if sweep.cannot
+            else self.side.OperandPool(
+                sweep.dtype, self.device, cache_bytes, 2**30 if self.device == "cuda" else 256 * 2**20
+            )
+        )
         results, skipped = [], []
         started = None
         shapes = sweep.shapes
@@ -353,11 +505,17 @@ class Run:
             if sweep.cannot:
                 entry.update(status="skipped", reason=sweep.cannot)
             elif operand_bytes > operand_budget:
-                entry.update(status="skipped", reason=f"operands {operand_bytes / 2**20:.0f} MiB exceed the "
-                                                      f"{operand_budget / 2**20:.0f} MiB budget")
+                entry.update(
+                    status="skipped",
+                    reason=f"operands {operand_bytes / 2**20:.0f} MiB exceed the "
+                    f"{operand_budget / 2**20:.0f} MiB budget",
+                )
             elif predicted > seconds_budget:
-                entry.update(status="skipped", reason=f"predicted {predicted:.1f} s for the warm-up and the timed "
-                                                      f"windows exceeds the {seconds_budget:g} s budget")
+                entry.update(
+                    status="skipped",
+                    reason=f"predicted {predicted:.1f} s for the warm-up and the timed "
+                    f"windows exceeds the {seconds_budget:g} s budget",
+                )
             else:
                 started = started or self.mark(f"first {what} timed")
                 entry.update(self.measure_shape(shape, prediction, pool, context, sweep.dtype))
@@ -396,8 +554,11 @@ class Run:
             if self.device == "cuda":
                 torch.cuda.empty_cache()
             return {"status": "failed", "reason": why}
-        return {"status": "measured", "measured_at": measured_at,
-                **stated(record, prediction, context, rotation, self.clocks(record["windows"]))}
+        return {
+            "status": "measured",
+            "measured_at": measured_at,
+            **stated(record, prediction, context, rotation, self.clocks(record["windows"])),
+        }
 
     def kernel_floor(self, tiny: Any) -> dict[str, Any]:
         """The empty kernel replayed from a CUDA graph (GPU): the GPU's own cost per kernel, what a
@@ -419,8 +580,9 @@ class Run:
         found = timing_rules.clocks_of(windows)
         if found is not None:
             return found
-        return unavailable("no NVML on this device" if self.device == "cpu" else "NVML gave no SM clock around "
-                           "the windows")
+        return unavailable(
+            "no NVML on this device" if self.device == "cpu" else "NVML gave no SM clock around the windows"
+        )
 
     def fusion(self, facts, roofs) -> Any:
         elements = self.args.fusion_elements
@@ -445,28 +607,36 @@ class Run:
         return result
 
     def sizing_sentence(self, squares: str, skipped: list[str], cache_bytes: int, facts: dict[str, Any]) -> str:
-        where = (f"{facts['name']} ({facts['sm_count']} SMs, {facts['cache_mib']:.0f} MiB L2)"
-                 if self.device == "cuda" else f"the CPU ({cache_bytes / 2**20:.0f} MiB last-level cache)")
+        where = (
+            f"{facts['name']} ({facts['sm_count']} SMs, {facts['cache_mib']:.0f} MiB L2)"
+            if self.device == "cuda"
+            else f"the CPU ({cache_bytes / 2**20:.0f} MiB last-level cache)"
+        )
         seconds, operand = self.budgets(facts)
         if not isinstance(facts["cache_mib"], (int, float)):
             where += f" (cache size unreadable, {cache_bytes / 2**20:.0f} MiB assumed for rotation only)"
         reference = ", ".join("x".join(map(str, dims)) for dims in gemm_shapes.REFERENCE_DIMS[self.device])
-        text = (f"On {where}: {squares}; Llama-3-8B projections at prefill M {self.args.prefill_tokens} and "
-                f"decode M {self.args.decode_tokens}; the fixed burst-best shapes {reference}"
-                + (f" also in {', '.join(self.args.check_dtypes)}" if self.args.check_dtypes else "")
-                + f"; each shape timed in {timing_rules.WINDOWS} windows of ~{timing_rules.WINDOW_S * 1e3:g} ms; "
-                f"small shapes rotate input sets so that twice the {cache_bytes / 2**20:.0f} MiB cache separates "
-                f"reuses; a shape is skipped past {seconds:g} s predicted or {operand / 2**20:.0f} MiB of operands")
+        text = (
+            f"On {where}: {squares}; Llama-3-8B projections at prefill M {self.args.prefill_tokens} and "
+            f"decode M {self.args.decode_tokens}; the fixed burst-best shapes {reference}"
+            + (f" also in {', '.join(self.args.check_dtypes)}" if self.args.check_dtypes else "")
+            + f"; each shape timed in {timing_rules.WINDOWS} windows of ~{timing_rules.WINDOW_S * 1e3:g} ms; "
+            f"small shapes rotate input sets so that twice the {cache_bytes / 2**20:.0f} MiB cache separates "
+            f"reuses; a shape is skipped past {seconds:g} s predicted or {operand / 2**20:.0f} MiB of operands"
+        )
         if self.device == "cpu":
-            text += ("; on a CPU the roofs are measured here, not assumed, and the shared input pool is "
-                     "capped at 256 MiB, so the smallest shapes may still be served from a cache that large")
+            text += (
+                "; on a CPU the roofs are measured here, not assumed, and the shared input pool is "
+                "capped at 256 MiB, so the smallest shapes may still be served from a cache that large"
+            )
         if skipped:
             text += f"; skipped by these limits: {', '.join(skipped)}"
         return text + "."
 
 
-def stated(record: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any], rotation: dict[str, Any],
-           clocks: Any) -> dict[str, Any]:
+def stated(
+    record: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any], rotation: dict[str, Any], clocks: Any
+) -> dict[str, Any]:
     """What the document states of one timed shape (RECORD: its first call, warm-up, windows and any CUDA-graph
     replay): the eager time per call (median_s) and its spread, the launch-bound flag, the headline time and
     what it is timed from (kernel-only for a launch-bound shape replayed from a CUDA graph, else eager), the
@@ -475,11 +645,19 @@ def stated(record: dict[str, Any], prediction: dict[str, Any], context: dict[str
     figures = timing_rules.timing_figures(record, kernel_headline=True)
     eager, headline = figures["per_call_s"], figures["headline_s"]
     tflops = prediction["flops"] / headline / 1e12
-    entry = {**record, "median_s": eager, "window_spread": figures["window_spread"],
-             "launch_bound": bool(figures["launch_bound"]), **rotation, "rate_basis": figures["rate_basis"],
-             "headline_s": headline, "achieved_tflops": tflops,
-             "effective_gbps": prediction["min_bytes"] / headline / 1e9,
-             "fraction_of_attainable": tflops / prediction["attainable_tflops"], "clocks": clocks}
+    entry = {
+        **record,
+        "median_s": eager,
+        "window_spread": figures["window_spread"],
+        "launch_bound": bool(figures["launch_bound"]),
+        **rotation,
+        "rate_basis": figures["rate_basis"],
+        "headline_s": headline,
+        "achieved_tflops": tflops,
+        "effective_gbps": prediction["min_bytes"] / headline / 1e9,
+        "fraction_of_attainable": tflops / prediction["attainable_tflops"],
+        "clocks": clocks,
+    }
     if figures["rate_basis"] == timing_rules.KERNEL_ONLY:
         entry["eager_tflops"] = prediction["flops"] / eager / 1e12
     entry["explanation"] = analysis.explain(prediction, entry, context)

@@ -17,14 +17,24 @@ from typing import Any
 
 import torch
 
-from harness.analysis.roofline.model import (DTYPE_WIDTHS, FUSION_CHAIN, OPERAND_ALIGN_ELEMENTS, fusion_accounting,
-                                             input_set_bytes)
+from harness.analysis.roofline.model import (
+    DTYPE_WIDTHS,
+    FUSION_CHAIN,
+    OPERAND_ALIGN_ELEMENTS,
+    fusion_accounting,
+    input_set_bytes,
+)
 from harness.analysis.timing import per_call_s, window_spread
 from harness.probes.contract import describe_exception, unavailable
 from harness.probes.timing import Bursts, Clock
 
-TORCH_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32,
-                "tf32": torch.float32, "fp8": torch.float8_e4m3fn}
+TORCH_DTYPES = {
+    "bf16": torch.bfloat16,
+    "fp16": torch.float16,
+    "fp32": torch.float32,
+    "tf32": torch.float32,
+    "fp8": torch.float8_e4m3fn,
+}
 FP8_MAX = 448.0  # largest finite float8_e4m3fn
 CPU_DTYPES = ("fp32", "bf16")
 
@@ -42,8 +52,10 @@ def set_matmul_precision(dtype: str) -> None:
 
 def path_description(dtype: str, device: str) -> str:
     if dtype == "fp8":
-        return ("torch._scaled_mm, float8_e4m3fn inputs with per-tensor float32 scales, bf16 output, "
-                "A row-major, B column-major")
+        return (
+            "torch._scaled_mm, float8_e4m3fn inputs with per-tensor float32 scales, bf16 output, "
+            "A row-major, B column-major"
+        )
     library = "cuBLAS" if device == "cuda" else "the CPU BLAS"
     mode = {"tf32": " with TF32 tensor-core math", "fp32": " with TF32 off"}.get(dtype, "")
     return f"torch.mm ({library}) in {dtype}{mode}, A row-major, B column-major (x @ W.T)"
@@ -89,12 +101,16 @@ class OperandPool:
         sets = []
         for i in range(count):
             base = i * (a_len + w_len)
-            a = source[base:base + m * k].view(m, k)
-            w = source[base + a_len:base + a_len + n * k].view(n, k)
+            a = source[base : base + m * k].view(m, k)
+            w = source[base + a_len : base + a_len + n * k].view(n, k)
             sets.append((a, w.t()))
         rotated = count * set_bytes
-        return Operands(sets, scale), {"input_sets": count, "rotated_mib": rotated / 2**20,
-                                       "cache_defeated": rotated >= 2 * self.cache_bytes, "operands": where}
+        return Operands(sets, scale), {
+            "input_sets": count,
+            "rotated_mib": rotated / 2**20,
+            "cache_defeated": rotated >= 2 * self.cache_bytes,
+            "operands": where,
+        }
 
 
 @dataclass(frozen=True)
@@ -119,20 +135,24 @@ def gemm_call(dtype: str, device: str, operands: Operands, m: int, n: int) -> Ca
         def fp8(i: int) -> Any:
             a, b = sets[i % count]
             return torch._scaled_mm(a, b, scale_a=scale, scale_b=scale, out_dtype=torch.bfloat16)
+
         return fp8
     out = torch.empty(m, n, dtype=TORCH_DTYPES[dtype], device=device)
 
     def mm(i: int) -> Any:
         a, b = sets[i % count]
         return torch.mm(a, b, out=out)
+
     return mm
 
 
 def can_run(dtype: str, device: str) -> str | None:
     """None when a small GEMM of this dtype runs here; otherwise the real reason it does not."""
     if device == "cpu" and dtype not in CPU_DTYPES:
-        return (f"the probe's CPU path runs {' and '.join(CPU_DTYPES)} only, whose CPU roofs it "
-                f"measures; {dtype} is a GPU tensor-core path")
+        return (
+            f"the probe's CPU path runs {' and '.join(CPU_DTYPES)} only, whose CPU roofs it "
+            f"measures; {dtype} is a GPU tensor-core path"
+        )
     try:
         pool = OperandPool(dtype, device, cache_bytes=2**20, pool_cap_bytes=2**22)
         operands, _ = pool.sets(64, 64, 64)
@@ -149,11 +169,15 @@ def launch_floor(bursts: Bursts, device: str) -> dict[str, Any]:
     it adds to, `tiny`, for the same kernel replayed from a CUDA graph)."""
     tiny = torch.ones(1, device=device)
     record = bursts.measure(lambda i: tiny.add_(1))
-    return {"windows": [{k: w[k] for k in ("calls", "seconds", "per_call_s", "gap_before_s")} for w in record["windows"]],
-            "median_s": per_call_s(record["windows"]), "tiny": tiny}
+    return {
+        "windows": [{k: w[k] for k in ("calls", "seconds", "per_call_s", "gap_before_s")} for w in record["windows"]],
+        "median_s": per_call_s(record["windows"]),
+        "tiny": tiny,
+    }
 
 
 # ------------------------------------------------------------------------------ CPU roofs
+
 
 def cpu_cache_bytes() -> Any:
     """The largest CPU cache, from sysfs (the last-level cache)."""
@@ -171,8 +195,12 @@ def cpu_copy_gbps(buffer_bytes: int, repeats: int = 5) -> dict[str, Any]:
     b = torch.empty_like(a)
     times = time_each("cpu", lambda i: b.copy_(a), repeats + 1)[1:]
     median = statistics.median(times)
-    return {"copy_gbps": 2 * buffer_bytes / median / 1e9, "copy_buffer_mib": buffer_bytes / 2**20,
-            "copy_times_s": times, "copy_method": "torch b.copy_(a), fp32, bytes read + written, median"}
+    return {
+        "copy_gbps": 2 * buffer_bytes / median / 1e9,
+        "copy_buffer_mib": buffer_bytes / 2**20,
+        "copy_times_s": times,
+        "copy_method": "torch b.copy_(a), fp32, bytes read + written, median",
+    }
 
 
 def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: int = 3) -> dict[str, Any]:
@@ -183,11 +211,21 @@ def cpu_gemm_peak(dtype: str, sizes: tuple[int, ...] = (1024, 2048), repeats: in
         b = torch.randn(size, size, dtype=TORCH_DTYPES[dtype]).t()
         out = torch.empty(size, size, dtype=TORCH_DTYPES[dtype])
         times = time_each("cpu", lambda i: torch.mm(a, b, out=out), repeats + 1)[1:]  # noqa: B023 - called within this iteration
-        results.append({"size": size, "times_s": times, "median_s": statistics.median(times),
-                        "tflops": 2 * size**3 / statistics.median(times) / 1e12})
+        results.append(
+            {
+                "size": size,
+                "times_s": times,
+                "median_s": statistics.median(times),
+                "tflops": 2 * size**3 / statistics.median(times) / 1e12,
+            }
+        )
     best = max(results, key=lambda r: r["tflops"])
-    return {"gemm_peak_tflops": best["tflops"], "gemm_peak_size": best["size"], "gemm_trials": results,
-            "gemm_method": f"torch.mm {dtype} squares {', '.join(map(str, sizes))}, best median of {repeats}"}
+    return {
+        "gemm_peak_tflops": best["tflops"],
+        "gemm_peak_size": best["size"],
+        "gemm_trials": results,
+        "gemm_method": f"torch.mm {dtype} squares {', '.join(map(str, sizes))}, best median of {repeats}",
+    }
 
 
 # -------------------------------------------------------------------------------- fusion
@@ -219,9 +257,9 @@ JITERATOR = "torch.cuda.jiterator"
 COMPILE = "torch.compile"
 FUSERS = {
     JITERATOR: "torch.cuda.jiterator._create_jit_fn: the chain written as one CUDA kernel, compiled at run time "
-               "by NVRTC (well under a second)",
+    "by NVRTC (well under a second)",
     COMPILE: "torch.compile (Inductor): the chain traced and generated as one kernel (C++ on a CPU, Triton on a "
-             "GPU; tens of seconds on a GPU, with its compile workers)",
+    "GPU; tens of seconds on a GPU, with its compile workers)",
 }
 
 
@@ -236,8 +274,9 @@ def jiterator_refusal(device: str) -> str | None:
     return None
 
 
-def fuse_and_check(device: str, x: torch.Tensor, expected: torch.Tensor
-                   ) -> tuple[str, str | None, Callable[[torch.Tensor], torch.Tensor], torch.Tensor, float]:
+def fuse_and_check(
+    device: str, x: torch.Tensor, expected: torch.Tensor
+) -> tuple[str, str | None, Callable[[torch.Tensor], torch.Tensor], torch.Tensor, float]:
     """(fuser, why not jiterator, the fused callable, its first output, seconds to build it including that
     first call): jiterator on a CUDA device where torch has it, else torch.compile; a jiterator that fails
     to build falls back to torch.compile, the reason kept."""
@@ -265,8 +304,13 @@ def measure_fusion(device: str, elements: int, timer: Bursts) -> tuple[dict[str,
     x = torch.randn(elements, dtype=torch.float32, device=device)
     accounting = fusion_accounting(elements, 4, CHAIN_KERNELS, CHAIN_FLOPS_PER_ELEMENT)
     result: dict[str, Any] = {
-        "chain": CHAIN_TEXT, "dtype": "fp32", "elements": elements, "element_bytes": 4,
-        "unfused_kernels": CHAIN_KERNELS, "flops_per_element": CHAIN_FLOPS_PER_ELEMENT, **accounting,
+        "chain": CHAIN_TEXT,
+        "dtype": "fp32",
+        "elements": elements,
+        "element_bytes": 4,
+        "unfused_kernels": CHAIN_KERNELS,
+        "flops_per_element": CHAIN_FLOPS_PER_ELEMENT,
+        **accounting,
         "unfused": _rates(timer.measure(lambda i: chain(x)), accounting["unfused_bytes"], accounting["flops"]),
     }
     expected = chain(x)
@@ -278,16 +322,26 @@ def measure_fusion(device: str, elements: int, timer: Bursts) -> tuple[dict[str,
         result["outputs_match"] = unavailable(why)
         limitations.append({"what": "fused elementwise chain (torch.compile)", "why": why})
         return result, limitations
-    result["fused_by"] = {"name": fuser, "how": FUSERS[fuser],
-                          "why": f"jiterator not used: {why_not}" if why_not else "a CUDA device with jiterator"}
+    result["fused_by"] = {
+        "name": fuser,
+        "how": FUSERS[fuser],
+        "why": f"jiterator not used: {why_not}" if why_not else "a CUDA device with jiterator",
+    }
     result["outputs_match"] = bool(torch.allclose(got, expected))
-    result["fused"] = {**_rates(timer.measure(lambda i: fused(x)), accounting["fused_bytes"], accounting["flops"]),
-                       "compile_s": compile_s}
+    result["fused"] = {
+        **_rates(timer.measure(lambda i: fused(x)), accounting["fused_bytes"], accounting["flops"]),
+        "compile_s": compile_s,
+    }
     return result, limitations
 
 
 def _rates(record: dict[str, Any], nbytes: int, flops: int) -> dict[str, Any]:
     median = per_call_s(record["windows"])
     assert median is not None, "the timer's windows give no time per call"
-    return {**record, "median_s": median, "window_spread": window_spread(record["windows"]),
-            "achieved_gbps": nbytes / median / 1e9, "achieved_tflops": flops / median / 1e12}
+    return {
+        **record,
+        "median_s": median,
+        "window_spread": window_spread(record["windows"]),
+        "achieved_gbps": nbytes / median / 1e9,
+        "achieved_tflops": flops / median / 1e12,
+    }

@@ -23,14 +23,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.stress import figures as analysis
 from harness.analysis.stress import checks as stress_checks
+from harness.analysis.stress import figures as analysis
 from harness.probes import cuda_driver
+from harness.probes.contract import (
+    Option,
+    ProbeUsageError,
+    check_options,
+    loading,
+    log,
+    options_parser,
+    positive,
+    probe_main,
+    progress,
+    real,
+)
 from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
-from harness.probes.contract import (Option, ProbeUsageError, check_options, loading, log, options_parser, positive,
-                                     probe_main, progress, real)
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
@@ -45,7 +55,8 @@ GPU_SHAPE_WHY = (
     "power-capped); 2048 output tiles of 128x256 fill 132 SMs in 15.5 waves. K = 16384, twice 8192, so one "
     "bit-exact check pass (read the output and the reference, write and sum a one-byte mask: 6 bytes per "
     "16-bit element, 10 per 32-bit one) costs about 3% of the GEMM at the H200's sustained rates; fp8 runs "
-    "about twice as fast as bf16, so its K is 32768")
+    "about twice as fast as bf16, so its K is 32768"
+)
 CPU_SHAPE_WHY = "small enough for tens of GEMMs a second on a 2-core CI runner, so every bucket holds many"
 GPU_CHUNK_MIB, CPU_REGION_MIB = 1024, 64
 CPU_CHUNK_MIB = stress_checks.CPU_CHUNK_BYTES // 2**20  # verify holds a CPU run's chunks to it
@@ -62,7 +73,8 @@ CHECK_WHY = (
     "cuBLAS documents bit-wise reproducible results for the same toolkit, architecture and SM count on "
     "one stream without atomics; the reference is the same call on the same GPU with the same buffers, so "
     "any differing bit is a fault (gpu-burn compares with 0.001 absolute tolerance, and its source notes "
-    "that 0 would do). On a CPU the same holds for one process with a fixed thread count")
+    "that 0 would do). On a CPU the same holds for one process with a fixed thread count"
+)
 
 
 def shape_problem(text: str) -> str | None:
@@ -82,32 +94,72 @@ def seconds_problem(value: float) -> str | None:
 
 
 OPTIONS = (
-    Option(("--seconds",), dict(type=real, metavar="S",
-        help=f"GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI; at most {MAX_SECONDS:g})"),
-        check=seconds_problem),
+    Option(
+        ("--seconds",),
+        dict(
+            type=real,
+            metavar="S",
+            help=f"GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI; at most {MAX_SECONDS:g})",
+        ),
+        check=seconds_problem,
+    ),
     Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")),
-    Option(("--shape",), dict(metavar="MxNxK",
-        help="GEMM shape C[M,N] = A[M,K] @ B[K,N] (default 8192x8192x16384 on a GPU, "
-        "8192x8192x32768 for fp8; 512x512x1024 on a CPU)"), check=shape_problem),
-    Option(("--memory-share",), dict(type=real, default=0.8, metavar="F",
-        help="share of the device memory free after the GEMM phase that the memory test "
-        "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)"),
-        check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]"),
-    Option(("--memory-chunk-mib",), dict(type=int, default=GPU_CHUNK_MIB, metavar="MIB",
-        help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})"),
-        check=lambda n: None if n >= 1 else f"{n}: must be at least 1"),
+    Option(
+        ("--shape",),
+        dict(
+            metavar="MxNxK",
+            help="GEMM shape C[M,N] = A[M,K] @ B[K,N] (default 8192x8192x16384 on a GPU, "
+            "8192x8192x32768 for fp8; 512x512x1024 on a CPU)",
+        ),
+        check=shape_problem,
+    ),
+    Option(
+        ("--memory-share",),
+        dict(
+            type=real,
+            default=0.8,
+            metavar="F",
+            help="share of the device memory free after the GEMM phase that the memory test "
+            "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)",
+        ),
+        check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]",
+    ),
+    Option(
+        ("--memory-chunk-mib",),
+        dict(
+            type=int, default=GPU_CHUNK_MIB, metavar="MIB", help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})"
+        ),
+        check=lambda n: None if n >= 1 else f"{n}: must be at least 1",
+    ),
     Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test")),
-    Option(("--no-check",), dict(action="store_true",
-        help="do not compare GEMM results (to measure what checking costs)")),
-    Option(("--inject-fault",), dict(choices=("gemm", "memory"),
-        help="self-test: flip one bit between compute and check (GEMM iteration "
-        f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded")),
-    Option(("--sample-interval-s",), dict(type=real, default=0.1, metavar="S",
-        help="NVML sampling interval (default 0.1)"), check=positive),
-    Option(("--seed",), dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random "
-        f"memory pattern (default {SEED})")),
-    Option(("--device",), dict(choices=("auto", "cuda", "cpu"), default="auto",
-        help="where to run (default: every visible GPU when torch sees one, else the CPU)")),
+    Option(
+        ("--no-check",), dict(action="store_true", help="do not compare GEMM results (to measure what checking costs)")
+    ),
+    Option(
+        ("--inject-fault",),
+        dict(
+            choices=("gemm", "memory"),
+            help="self-test: flip one bit between compute and check (GEMM iteration "
+            f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded",
+        ),
+    ),
+    Option(
+        ("--sample-interval-s",),
+        dict(type=real, default=0.1, metavar="S", help="NVML sampling interval (default 0.1)"),
+        check=positive,
+    ),
+    Option(
+        ("--seed",),
+        dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random memory pattern (default {SEED})"),
+    ),
+    Option(
+        ("--device",),
+        dict(
+            choices=("auto", "cuda", "cpu"),
+            default="auto",
+            help="where to run (default: every visible GPU when torch sees one, else the CPU)",
+        ),
+    ),
 )
 
 
@@ -174,15 +226,30 @@ def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
     seconds = args.seconds if args.seconds is not None else DEFAULT_SECONDS[device]
     memory_on = not args.no_memory_test
     return {
-        "device": device, "seconds": seconds, "dtype": dtype, "shape": {"m": m, "n": n, "k": k},
-        "shape_why": why, "flop_per_gemm": 2 * m * n * k, "gemm_path": _gemm_path(dtype, device),
-        "bucket_s": BUCKET_S, "sample_interval_s": args.sample_interval_s, "seed": args.seed,
-        "check": {"enabled": not args.no_check, "tolerance_bits": analysis.TOLERANCE_BITS, "why": CHECK_WHY,
-                  "method": "torch.ne on an integer view of the output and the reference, mismatched elements "
-                            "summed on the device into one slot per iteration, copied back once per bucket"},
-        "memory_test": {"enabled": memory_on, "share_of_free": args.memory_share if device == "cuda" else None,
-                        "chunk_bytes": (args.memory_chunk_mib if device == "cuda" else CPU_CHUNK_MIB) * 2**20,
-                        "word_bytes": analysis.WORD_BYTES, "patterns": dict(analysis.MEMORY_PATTERNS)},
+        "device": device,
+        "seconds": seconds,
+        "dtype": dtype,
+        "shape": {"m": m, "n": n, "k": k},
+        "shape_why": why,
+        "flop_per_gemm": 2 * m * n * k,
+        "gemm_path": _gemm_path(dtype, device),
+        "bucket_s": BUCKET_S,
+        "sample_interval_s": args.sample_interval_s,
+        "seed": args.seed,
+        "check": {
+            "enabled": not args.no_check,
+            "tolerance_bits": analysis.TOLERANCE_BITS,
+            "why": CHECK_WHY,
+            "method": "torch.ne on an integer view of the output and the reference, mismatched elements "
+            "summed on the device into one slot per iteration, copied back once per bucket",
+        },
+        "memory_test": {
+            "enabled": memory_on,
+            "share_of_free": args.memory_share if device == "cuda" else None,
+            "chunk_bytes": (args.memory_chunk_mib if device == "cuda" else CPU_CHUNK_MIB) * 2**20,
+            "word_bytes": analysis.WORD_BYTES,
+            "patterns": dict(analysis.MEMORY_PATTERNS),
+        },
         "inject_fault": args.inject_fault,
         "inject_gemm_iteration": INJECT_GEMM_ITERATION if args.inject_fault == "gemm" else None,
     }
@@ -190,8 +257,10 @@ def settings_for(args: argparse.Namespace, device: str) -> dict[str, Any]:
 
 def _gemm_path(dtype: str, device: str) -> str:
     if dtype == "fp8":
-        return ("torch._scaled_mm, float8_e4m3fn inputs with a per-tensor float32 scale each, bf16 output, "
-                "A row-major, B column-major")
+        return (
+            "torch._scaled_mm, float8_e4m3fn inputs with a per-tensor float32 scale each, bf16 output, "
+            "A row-major, B column-major"
+        )
     mode = {"tf32": " with TF32 tensor-core math", "fp32": " with TF32 off"}.get(dtype, "")
     library = "cuBLAS" if device == "cuda" else "the CPU BLAS"
     return f"torch.mm ({library}) in {dtype}{mode}, A row-major, B column-major, one output buffer"
@@ -199,11 +268,29 @@ def _gemm_path(dtype: str, device: str) -> str:
 
 def worker_config(settings: dict[str, Any]) -> dict[str, Any]:
     memory = settings["memory_test"]
-    return {**{k: settings[k] for k in ("device", "seconds", "dtype", "shape", "bucket_s", "sample_interval_s",
-                                        "seed", "inject_fault", "inject_gemm_iteration")},
-            "check": settings["check"]["enabled"],
-            "memory": {"enabled": memory["enabled"], "share": memory["share_of_free"] or 1.0,
-                       "chunk_bytes": memory["chunk_bytes"], "host_bytes": CPU_REGION_MIB * 2**20}}
+    return {
+        **{
+            k: settings[k]
+            for k in (
+                "device",
+                "seconds",
+                "dtype",
+                "shape",
+                "bucket_s",
+                "sample_interval_s",
+                "seed",
+                "inject_fault",
+                "inject_gemm_iteration",
+            )
+        },
+        "check": settings["check"]["enabled"],
+        "memory": {
+            "enabled": memory["enabled"],
+            "share": memory["share_of_free"] or 1.0,
+            "chunk_bytes": memory["chunk_bytes"],
+            "host_bytes": CPU_REGION_MIB * 2**20,
+        },
+    }
 
 
 class Progress:
@@ -227,7 +314,8 @@ class Progress:
             self.latest[index] = f"{rate:.4g} TFLOPS"
         elif kind in ("memory_started", "memory_pattern", "error"):
             self.latest[index] = {"memory_started": "memory test", "error": "failed"}.get(
-                kind, f"memory {event.get('record', {}).get('pattern')}")
+                kind, f"memory {event.get('record', {}).get('pattern')}"
+            )
         else:
             return
         label = "GPU" if self.device == "cuda" else "CPU"
@@ -236,8 +324,9 @@ class Progress:
         progress(min(int(done), int(self.seconds)), int(self.seconds), what)
         if kind == "bucket" and not self.said_loading and done >= self.seconds / 2:  # every device at full load
             self.said_loading = True
-            loading([os.getpid(), *self.pids()], f"{self.load_what}, at {done:g} s of {self.seconds:g}",
-                     self.seconds - done)
+            loading(
+                [os.getpid(), *self.pids()], f"{self.load_what}, at {done:g} s of {self.seconds:g}", self.seconds - done
+            )
 
 
 def _regions(records: list[dict[str, Any]]) -> str:
@@ -257,20 +346,32 @@ def sizing(settings: dict[str, Any], records: list[dict[str, Any]]) -> str:
     if settings["device"] == "cuda":
         names = sorted({r["name"] or "unnamed" for r in records})
         where = f"{len(records)} GPU(s) ({', '.join(names)}) at once, one worker process each"
-        mem = (f"then {patterns} over {_regions(records)} of device memory per GPU ({memory['share_of_free']:g} "
-               f"of the memory free after the GEMM phase, less the scratch chunk), in {chunk}")
+        mem = (
+            f"then {patterns} over {_regions(records)} of device memory per GPU ({memory['share_of_free']:g} "
+            f"of the memory free after the GEMM phase, less the scratch chunk), in {chunk}"
+        )
         length = f"{settings['seconds']:g} s (the GPU default is 60 s)"
     else:
         where = f"the CPU ({records[0]['name'] if records else 'unknown'}) in one worker process"
-        mem = (f"then {patterns} over {_regions(records)} of host memory (a {CPU_REGION_MIB} MiB budget less "
-               f"the scratch chunk), in {chunk}")
+        mem = (
+            f"then {patterns} over {_regions(records)} of host memory (a {CPU_REGION_MIB} MiB budget less "
+            f"the scratch chunk), in {chunk}"
+        )
         length = f"{settings['seconds']:g} s, sized for a CI runner (a GPU run lasts 60 s by default)"
-    check = "every result compared bit for bit with the reference" if settings["check"]["enabled"] \
+    check = (
+        "every result compared bit for bit with the reference"
+        if settings["check"]["enabled"]
         else "results not checked (--no-check)"
-    text = (f"On {where}: {settings['dtype']} GEMM {shape} back to back for {length} in {BUCKET_S:g} s buckets, "
-            f"{check}; {mem if memory['enabled'] else 'no memory test (--no-memory-test)'}")
-    return text + (f"; NVML sampled every {settings['sample_interval_s']:g} s." if settings["device"] == "cuda"
-                   else "; no NVML on a CPU run.")
+    )
+    text = (
+        f"On {where}: {settings['dtype']} GEMM {shape} back to back for {length} in {BUCKET_S:g} s buckets, "
+        f"{check}; {mem if memory['enabled'] else 'no memory test (--no-memory-test)'}"
+    )
+    return text + (
+        f"; NVML sampled every {settings['sample_interval_s']:g} s."
+        if settings["device"] == "cuda"
+        else "; no NVML on a CPU run."
+    )
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -280,27 +381,38 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     watch = Progress(indices, settings["seconds"], device)
     watch.flop = settings["flop_per_gemm"]
     shape = "x".join(str(settings["shape"][d]) for d in "mnk")
-    watch.load_what = (f"the stress step's {settings['dtype']} GEMM {shape} back to back on "
-                       f"{'every GPU' if device == 'cuda' else 'the CPU'}, one worker process each")
+    watch.load_what = (
+        f"the stress step's {settings['dtype']} GEMM {shape} back to back on "
+        f"{'every GPU' if device == 'cuda' else 'the CPU'}, one worker process each"
+    )
     log(f"stress: {len(indices)} worker(s) on {device}, {settings['dtype']} for {settings['seconds']:g} s")
     with tempfile.TemporaryDirectory(prefix="stress-") as workdir:
-        supervisor = StressSupervisor(worker_config(settings), indices, Path(workdir), STALL_S,
-                                      settings["seconds"] + DEADLINE_EXTRA_S, watch)
+        supervisor = StressSupervisor(
+            worker_config(settings), indices, Path(workdir), STALL_S, settings["seconds"] + DEADLINE_EXTRA_S, watch
+        )
         watch.pids = lambda: [w.proc.pid for w in supervisor.workers]
         workers = supervisor.run()
         records = [device_record(w, settings) for w in workers]
     limitations = [{"what": f"worker {r['index']}", "why": r["failure"]["message"]} for r in records if r["failure"]]
     if device == "cpu":
         limitations.append({"what": "a GPU to stress", "why": f"the CPU runs instead: {no_gpu}"})
-        limitations.append({"what": "NVML telemetry, XID/ECC events and error counters",
-                            "why": records[0]["nvml"].get("unavailable", "a CPU run")})
-    document = {"device": device, "torch_version": torch_build(torch_directory())["torch_version"],
-                "settings": settings, "rules": stress_checks.rules(), "devices": records,
-                "sizing": sizing(settings, records),
-                "limitations": limitations}
+        limitations.append(
+            {
+                "what": "NVML telemetry, XID/ECC events and error counters",
+                "why": records[0]["nvml"].get("unavailable", "a CPU run"),
+            }
+        )
+    document = {
+        "device": device,
+        "torch_version": torch_build(torch_directory())["torch_version"],
+        "settings": settings,
+        "rules": stress_checks.rules(),
+        "devices": records,
+        "sizing": sizing(settings, records),
+        "limitations": limitations,
+    }
     document["summary"] = analysis.headlines(document)
     return document
-
 
 
 if __name__ == "__main__":

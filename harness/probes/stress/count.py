@@ -28,7 +28,7 @@ class MaskCounter:
         self.partial = torch.empty(padded // PAD, dtype=torch.int64, device=device)
 
     def mask(self, shape: tuple[int, ...]) -> torch.Tensor:
-        return self.buffer[:self.numel].view(shape)
+        return self.buffer[: self.numel].view(shape)
 
     def count_into(self, slot: torch.Tensor) -> None:
         words = self.buffer.view(torch.uint8).view(torch.int64).view(-1, GROUP)

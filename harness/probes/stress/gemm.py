@@ -20,9 +20,8 @@ from typing import Any
 import torch
 
 from harness.analysis.stress.checks import bucket_capacity
-from harness.probes.stress.count import MaskCounter
-
 from harness.probes.roofline.gemms import FP8_MAX, TORCH_DTYPES
+from harness.probes.stress.count import MaskCounter
 from harness.probes.timing import Clock
 
 IN_FLIGHT = 3  # iterations queued ahead of the host
@@ -56,10 +55,12 @@ class Operands:
         self.plan = plan
         self.scales: tuple[torch.Tensor, torch.Tensor] | None = None
         if plan.dtype == "fp8":
-            a, scale_a = _fp8(torch.randn(plan.m, plan.k, generator=generator, device=plan.device,
-                                          dtype=torch.bfloat16))
-            w, scale_b = _fp8(torch.randn(plan.n, plan.k, generator=generator, device=plan.device,
-                                          dtype=torch.bfloat16))
+            a, scale_a = _fp8(
+                torch.randn(plan.m, plan.k, generator=generator, device=plan.device, dtype=torch.bfloat16)
+            )
+            w, scale_b = _fp8(
+                torch.randn(plan.n, plan.k, generator=generator, device=plan.device, dtype=torch.bfloat16)
+            )
             self.scales = (scale_a, scale_b)
             out_dtype = torch.bfloat16
         else:
@@ -77,8 +78,9 @@ class Operands:
 
     def gemm(self) -> None:
         if self.scales is not None:
-            torch._scaled_mm(self.a, self.b, scale_a=self.scales[0], scale_b=self.scales[1],
-                             out_dtype=torch.bfloat16, out=self.out)
+            torch._scaled_mm(
+                self.a, self.b, scale_a=self.scales[0], scale_b=self.scales[1], out_dtype=torch.bfloat16, out=self.out
+            )
         else:
             torch.mm(self.a, self.b, out=self.out)
 
@@ -90,7 +92,7 @@ class Operands:
     def flip_one_bit(self) -> None:
         """The test hook: flip bit 0 of one output element between the GEMM and its check."""
         row, col = INJECT_ELEMENT
-        self.out_bits[row:row + 1, col:col + 1].bitwise_xor_(1)
+        self.out_bits[row : row + 1, col : col + 1].bitwise_xor_(1)
 
 
 def _fp8(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -146,15 +148,24 @@ class GemmLoop:
         self.ops.reference.copy_(self.ops.out)
         done = self.clock.mark()
         self.clock.wait(done)
-        self.warmup = {"iterations": count, "fastest_gemm_ms": round(fastest_ms, GEMM_MS_DECIMALS),
-                       "bucket_capacity_iterations": self.capacity, "reference_at_s": round(self.now_s(), 4)}
+        self.warmup = {
+            "iterations": count,
+            "fastest_gemm_ms": round(fastest_ms, GEMM_MS_DECIMALS),
+            "bucket_capacity_iterations": self.capacity,
+            "reference_at_s": round(self.now_s(), 4),
+        }
         return self.warmup
 
     def _open(self, index: int) -> OpenBucket:
-        counts = (torch.zeros(self.capacity, dtype=torch.int64, device=self.plan.device)
-                  if self.plan.check else None)
-        return OpenBucket(index=index, first_iteration=self.iteration, start_s=self.now_s(),
-                          start_marker=self.clock.mark(), counts=counts, capacity=self.capacity)
+        counts = torch.zeros(self.capacity, dtype=torch.int64, device=self.plan.device) if self.plan.check else None
+        return OpenBucket(
+            index=index,
+            first_iteration=self.iteration,
+            start_s=self.now_s(),
+            start_marker=self.clock.mark(),
+            counts=counts,
+            capacity=self.capacity,
+        )
 
     def _iterate(self, bucket: OpenBucket) -> Any:
         ops, slot = self.ops, len(bucket.pairs)
@@ -163,8 +174,13 @@ class GemmLoop:
         end = self.clock.mark()
         if self.iteration == self.plan.inject_iteration:
             ops.flip_one_bit()
-            self.injected = {"kind": "gemm", "iteration": self.iteration, "element": list(INJECT_ELEMENT),
-                             "bit": 0, "when": "after the GEMM, before its check"}
+            self.injected = {
+                "kind": "gemm",
+                "iteration": self.iteration,
+                "element": list(INJECT_ELEMENT),
+                "bit": 0,
+                "when": "after the GEMM, before its check",
+            }
         if bucket.counts is not None:
             ops.compare_into(bucket.counts[slot])
         bucket.pairs.append((start, end))
@@ -175,11 +191,12 @@ class GemmLoop:
         bucket.end_marker = self.clock.mark()
         bucket.end_s = self.now_s()
         if bucket.counts is not None:
-            used = bucket.counts[:len(bucket.pairs)]
+            used = bucket.counts[: len(bucket.pairs)]
             if self.clock.cuda:
-                bucket.pinned = self.pinned.pop() if self.pinned else torch.empty(
-                    self.capacity, dtype=torch.int64, pin_memory=True)
-                bucket.readback = bucket.pinned[:len(bucket.pairs)]
+                bucket.pinned = (
+                    self.pinned.pop() if self.pinned else torch.empty(self.capacity, dtype=torch.int64, pin_memory=True)
+                )
+                bucket.readback = bucket.pinned[: len(bucket.pairs)]
                 bucket.readback.copy_(used, non_blocking=True)
             else:
                 bucket.readback = used
@@ -192,8 +209,11 @@ class GemmLoop:
         if bucket.pinned is not None:
             self.pinned.append(bucket.pinned)
         return {
-            "index": bucket.index, "first_iteration": bucket.first_iteration, "iterations": len(bucket.pairs),
-            "start_s": round(bucket.start_s, 4), "end_s": round(bucket.end_s, 4),
+            "index": bucket.index,
+            "first_iteration": bucket.first_iteration,
+            "iterations": len(bucket.pairs),
+            "start_s": round(bucket.start_s, 4),
+            "end_s": round(bucket.end_s, 4),
             "span_ms": round(elapsed(bucket.start_marker, bucket.end_marker), GEMM_MS_DECIMALS),
             "gemm_ms": [round(elapsed(s, e), GEMM_MS_DECIMALS) for s, e in bucket.pairs],
             "mismatched_elements": counts,
@@ -225,5 +245,9 @@ class GemmLoop:
                 break
         while closed:
             on_bucket(self._record(closed.popleft()))
-        return {"started_s": round(started, 4), "finished_s": round(self.now_s(), 4),
-                "iterations": self.iteration, "fault_injected": self.injected}
+        return {
+            "started_s": round(started, 4),
+            "finished_s": round(self.now_s(), 4),
+            "iterations": self.iteration,
+            "fault_injected": self.injected,
+        }

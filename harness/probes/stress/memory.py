@@ -17,11 +17,10 @@ from typing import Any
 
 import torch
 
-from harness.probes.stress.count import MaskCounter
-from harness.probes.timing import Clock
-
 from harness.analysis.stress.figures import MEMORY_PATTERNS as PATTERNS
 from harness.analysis.stress.figures import WORD_BYTES
+from harness.probes.stress.count import MaskCounter
+from harness.probes.timing import Clock
 
 INJECT_PATTERN, INJECT_BIT = "walking_ones", 5  # --inject-fault memory flips this bit of one word...
 MiB = 2**20
@@ -61,7 +60,7 @@ class MemoryTest:
         start = self.chunks[chunk][0]
         if pattern == "random":
             generator = torch.Generator(device=self.plan.device).manual_seed(self.plan.seed + chunk)
-            torch.randint(-2**63, 2**63 - 1, out.shape, generator=generator, dtype=torch.int64, out=out)
+            torch.randint(-(2**63), 2**63 - 1, out.shape, generator=generator, dtype=torch.int64, out=out)
             return
         torch.arange(start, start + out.numel(), dtype=torch.int64, out=out)
         if pattern == "address":
@@ -80,27 +79,38 @@ class MemoryTest:
         if not self.plan.inject or pattern != INJECT_PATTERN:
             return
         word = inject_word(self.region.numel())
-        self.region[word:word + 1].bitwise_xor_(1 << INJECT_BIT)
-        self.injected = {"kind": "memory", "pattern": pattern, "byte_offset": word * WORD_BYTES, "bit": INJECT_BIT,
-                         "when": "after the pattern was written, before it was read back"}
+        self.region[word : word + 1].bitwise_xor_(1 << INJECT_BIT)
+        self.injected = {
+            "kind": "memory",
+            "pattern": pattern,
+            "byte_offset": word * WORD_BYTES,
+            "bit": INJECT_BIT,
+            "when": "after the pattern was written, before it was read back",
+        }
 
     def run_pattern(self, pattern: str) -> dict[str, Any]:
         start = self.clock.mark()
         for chunk, (first, length) in enumerate(self.chunks):
-            self.fill(pattern, chunk, self.region[first:first + length])
+            self.fill(pattern, chunk, self.region[first : first + length])
         self._inject(pattern)
         written = self.clock.mark()
         counts = torch.zeros(len(self.chunks), dtype=torch.int64, device=self.plan.device)
         for chunk, (first, length) in enumerate(self.chunks):
             expected, counter = self.scratch[:length], self.counters[length]
             self.fill(pattern, chunk, expected)
-            torch.ne(self.region[first:first + length], expected, out=counter.mask((length,)))
+            torch.ne(self.region[first : first + length], expected, out=counter.mask((length,)))
             counter.count_into(counts[chunk])
         checked = self.clock.mark()
         per_chunk = counts.tolist()
-        return {"pattern": pattern, "bytes_written": self.plan.region_bytes, "bytes_checked": self.plan.region_bytes,
-                "write_ms": round(self._ms(start, written), 4), "check_ms": round(self._ms(written, checked), 4),
-                "mismatched_words_per_chunk": per_chunk, "first_failure": self.first_failure(pattern, per_chunk)}
+        return {
+            "pattern": pattern,
+            "bytes_written": self.plan.region_bytes,
+            "bytes_checked": self.plan.region_bytes,
+            "write_ms": round(self._ms(start, written), 4),
+            "check_ms": round(self._ms(written, checked), 4),
+            "mismatched_words_per_chunk": per_chunk,
+            "first_failure": self.first_failure(pattern, per_chunk),
+        }
 
     def first_failure(self, pattern: str, per_chunk: list[int]) -> dict[str, Any] | None:
         """The lowest failing word: its byte offset in the region and in its chunk, expected and found bits."""
@@ -111,10 +121,15 @@ class MemoryTest:
         first, length = self.chunks[chunk]
         expected = self.scratch[:length]
         self.fill(pattern, chunk, expected)
-        found = self.region[first:first + length]
+        found = self.region[first : first + length]
         word = int(torch.nonzero(found != expected)[0, 0])
-        return {"chunk": chunk, "byte_offset": (first + word) * WORD_BYTES, "chunk_byte_offset": word * WORD_BYTES,
-                "expected_hex": _hex(int(expected[word])), "found_hex": _hex(int(found[word]))}
+        return {
+            "chunk": chunk,
+            "byte_offset": (first + word) * WORD_BYTES,
+            "chunk_byte_offset": word * WORD_BYTES,
+            "expected_hex": _hex(int(expected[word])),
+            "found_hex": _hex(int(found[word])),
+        }
 
     def run(self, on_pattern: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
         records = []

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness.probes.devices import ecc_facts, watts
 from harness.probes.contract import attempt, describe_exception, unavailable
+from harness.probes.devices import ecc_facts, watts
 from harness.probes.nvml import field_value
 
 # Event types asked for (nvml.h nvmlEventType*): a critical XID and the two ECC events.
@@ -38,8 +38,10 @@ def field_values(pynvml: Any, handle: Any) -> dict[str, Any]:
         why = unavailable(describe_exception(exc))
         return {"memory_temperature_c": why, "power_average_w": why}
     temperature, power = (field_value(pynvml, value) for value in found)
-    return {"memory_temperature_c": temperature,
-            "power_average_w": round(power / 1000.0, 3) if isinstance(power, (int, float)) else power}
+    return {
+        "memory_temperature_c": temperature,
+        "power_average_w": round(power / 1000.0, 3) if isinstance(power, (int, float)) else power,
+    }
 
 
 def read_sample(pynvml: Any, handle: Any, t_s: float) -> dict[str, Any]:
@@ -90,7 +92,7 @@ class Telemetry:
     def drain(self) -> list[dict[str, Any]]:
         """Samples taken since the last drain."""
         with self._lock:
-            new = self._samples[self._taken:]
+            new = self._samples[self._taken :]
             self._taken = len(self._samples)
         return new
 
@@ -98,8 +100,7 @@ class Telemetry:
 class EventWatcher:
     """XID and ECC events of one device through an NVML event set, on a waiting thread."""
 
-    def __init__(self, pynvml: Any, handle: Any, time_zero: float,
-                 on_event: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, pynvml: Any, handle: Any, time_zero: float, on_event: Callable[[dict[str, Any]], None]) -> None:
         self.pynvml, self.handle, self.time_zero, self.on_event = pynvml, handle, time_zero, on_event
         self.event_set: Any = None
         self.registered: list[str] = []
@@ -116,8 +117,10 @@ class EventWatcher:
             wanted = {name: bit for name, bit in EVENT_TYPES.items() if supported & bit}
             self.not_supported = sorted(set(EVENT_TYPES) - set(wanted))
             if not wanted:
-                return unavailable(f"NVML supports none of {', '.join(EVENT_TYPES)} on this device "
-                                   f"(supported event mask {supported:#x})")
+                return unavailable(
+                    f"NVML supports none of {', '.join(EVENT_TYPES)} on this device "
+                    f"(supported event mask {supported:#x})"
+                )
             self.event_set = pynvml.nvmlEventSetCreate()
             pynvml.nvmlDeviceRegisterEvents(self.handle, sum(wanted.values()), self.event_set)
         except Exception as exc:  # noqa: BLE001 - NVML's refusal is the recorded reason
@@ -142,8 +145,12 @@ class EventWatcher:
     def describe(self, data: Any) -> dict[str, Any]:
         kind = int(data.eventType)
         names = [name for name, bit in EVENT_TYPES.items() if kind & bit] or [f"unknown_{kind:#x}"]
-        event = {"t_s": round(time.monotonic() - self.time_zero, 4), "event_type": "+".join(names),
-                 "event_type_mask": kind, "event_data": int(data.eventData)}
+        event = {
+            "t_s": round(time.monotonic() - self.time_zero, 4),
+            "event_type": "+".join(names),
+            "event_type_mask": kind,
+            "event_data": int(data.eventData),
+        }
         if kind & EVENT_TYPES["xid_critical_error"]:
             event["xid"] = int(data.eventData)
         return event

@@ -45,14 +45,24 @@ class WorkerRun:
     def ending(self) -> dict[str, Any]:
         """How the process ended: exit code or signal, the supervisor's reason, the stderr tail."""
         code = self.proc.returncode
-        return {"exit_code": code if code is not None and code >= 0 else None,
-                "signal": signal_name(-code) if code is not None and code < 0 else None,
-                "stopped_by_probe": self.stopped, "stderr_tail": _tail(self.stderr_path)}
+        return {
+            "exit_code": code if code is not None and code >= 0 else None,
+            "signal": signal_name(-code) if code is not None and code < 0 else None,
+            "stopped_by_probe": self.stopped,
+            "stderr_tail": _tail(self.stderr_path),
+        }
 
 
 class StressSupervisor:
-    def __init__(self, config: dict[str, Any], indices: list[int], workdir: Path, stall_s: float,
-                 deadline_s: float, on_event: Callable[[int, dict[str, Any]], None]) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        indices: list[int],
+        workdir: Path,
+        stall_s: float,
+        deadline_s: float,
+        on_event: Callable[[int, dict[str, Any]], None],
+    ) -> None:
         self.config, self.indices, self.workdir = config, indices, workdir
         self.stall_s, self.deadline_s, self.on_event = stall_s, deadline_s, on_event
         self.workers: list[WorkerRun] = []
@@ -78,8 +88,13 @@ class StressSupervisor:
         events = self.workdir / f"worker{index}.jsonl"
         stderr_path = self.workdir / f"worker{index}.stderr"
         with open(stderr_path, "wb") as stderr:
-            proc = subprocess.Popen([sys.executable, "-m", WORKER_MODULE, str(config_path), str(index), str(events)],
-                                    env=env, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", WORKER_MODULE, str(config_path), str(index), str(events)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=stderr,
+                stderr=stderr,
+            )
         return WorkerRun(index, proc, events, stderr_path, last_event_at=time.monotonic())
 
     def _read_events(self) -> None:
@@ -100,7 +115,9 @@ class StressSupervisor:
                 if now - worker.last_event_at > self.stall_s:
                     self._stop(worker, f"no event for {self.stall_s:g} s: ended by the probe")
                 elif now > deadline:
-                    self._stop(worker, f"still running at the probe's {self.deadline_s:g} s deadline: ended by the probe")
+                    self._stop(
+                        worker, f"still running at the probe's {self.deadline_s:g} s deadline: ended by the probe"
+                    )
             time.sleep(POLL_S)
 
     @staticmethod

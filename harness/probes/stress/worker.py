@@ -57,20 +57,31 @@ class Worker:
         torch = self.torch
         if not self.cuda:
             from harness.probes.bandwidth.device import cpu_name
-            return {"name": cpu_name(), "uuid": None, "torch_version": torch.__version__,
-                    "torch_threads": torch.get_num_threads()}
+
+            return {
+                "name": cpu_name(),
+                "uuid": None,
+                "torch_version": torch.__version__,
+                "torch_threads": torch.get_num_threads(),
+            }
         torch.cuda.set_device(self.index)
         props = torch.cuda.get_device_properties(self.index)
         free, total = torch.cuda.mem_get_info(self.index)
-        return {"name": props.name, "uuid": str(getattr(props, "uuid", "")) or None,
-                "compute_capability": f"{props.major}.{props.minor}", "sm_count": props.multi_processor_count,
-                "memory_total_mib": round(total / 2**20, 1), "memory_free_mib": round(free / 2**20, 1),
-                "torch_version": torch.__version__}
+        return {
+            "name": props.name,
+            "uuid": str(getattr(props, "uuid", "")) or None,
+            "compute_capability": f"{props.major}.{props.minor}",
+            "sm_count": props.multi_processor_count,
+            "memory_total_mib": round(total / 2**20, 1),
+            "memory_free_mib": round(free / 2**20, 1),
+            "torch_version": torch.__version__,
+        }
 
     def start_nvml(self, nvml: Any, uuid: str | None) -> dict[str, Any]:
         """Telemetry, the event set and the counters before the load; unavailable fields with NVML's reason."""
-        from harness.probes.stress import nvml as nv
         from harness.probes.nvml import handle_by_uuid
+        from harness.probes.stress import nvml as nv
+
         if not self.cuda:
             why = f"a CPU run: no GPU to read (NVML: {nvml.reason or 'loaded, but the device under test is the CPU'})"
             return {"nvml": unavailable(why)}
@@ -78,12 +89,15 @@ class Worker:
         if isinstance(handle, dict):
             return {"nvml": handle}
         self.telemetry = nv.Telemetry(nvml.pynvml, handle, self.config["sample_interval_s"], self.time_zero)
-        self.watcher = nv.EventWatcher(nvml.pynvml, handle, self.time_zero,
-                                       lambda event: self.events.emit("nvml_event", record=event))
-        found = {"nvml": {"matched": "NVML device with torch's UUID"},
-                 "power_limit_w": nv.power_limit_w(nvml.pynvml, handle),
-                 "counters_before": nv.error_counters(nvml.pynvml, handle),
-                 "nvml_events": self.watcher.start()}
+        self.watcher = nv.EventWatcher(
+            nvml.pynvml, handle, self.time_zero, lambda event: self.events.emit("nvml_event", record=event)
+        )
+        found = {
+            "nvml": {"matched": "NVML device with torch's UUID"},
+            "power_limit_w": nv.power_limit_w(nvml.pynvml, handle),
+            "counters_before": nv.error_counters(nvml.pynvml, handle),
+            "nvml_events": self.watcher.start(),
+        }
         self.counters = lambda: nv.error_counters(nvml.pynvml, handle)
         self.telemetry.start()
         return found
@@ -98,11 +112,20 @@ class Worker:
 
     def gemm_phase(self) -> None:
         from harness.probes.stress.gemm import GemmLoop, GemmPlan
+
         c = self.config
         inject = c["inject_fault"] == "gemm"
-        plan = GemmPlan(m=c["shape"]["m"], n=c["shape"]["n"], k=c["shape"]["k"], dtype=c["dtype"],
-                        device=c["device"], seed=c["seed"], check=c["check"], bucket_s=c["bucket_s"],
-                        inject_iteration=c["inject_gemm_iteration"] if inject else None)
+        plan = GemmPlan(
+            m=c["shape"]["m"],
+            n=c["shape"]["n"],
+            k=c["shape"]["k"],
+            dtype=c["dtype"],
+            device=c["device"],
+            seed=c["seed"],
+            check=c["check"],
+            bucket_s=c["bucket_s"],
+            inject_iteration=c["inject_gemm_iteration"] if inject else None,
+        )
         self.phase = "GEMM setup"
         loop = GemmLoop(plan, self.time_zero)
         warmup = loop.prepare()
@@ -122,16 +145,23 @@ class Worker:
     def reference_digest(self, loop: Any, plan: Any) -> dict[str, Any]:
         """The reference result's sha256 and what its bits depend on (harness.analysis.digests)."""
         from harness.probes.result_digest import gemm_libraries, tensor_sha256
+
         self.phase = "reference digest"
         reference = loop.ops.reference
-        return {"sha256": tensor_sha256(reference), "dtype": str(reference.dtype).removeprefix("torch."),
-                "shape": list(reference.shape), "bytes": reference.numel() * reference.element_size(),
-                "seed": plan.seed, "gemm_index": loop.warmup["iterations"] + 1,
-                "libraries": gemm_libraries(self.torch, plan.device)}
+        return {
+            "sha256": tensor_sha256(reference),
+            "dtype": str(reference.dtype).removeprefix("torch."),
+            "shape": list(reference.shape),
+            "bytes": reference.numel() * reference.element_size(),
+            "seed": plan.seed,
+            "gemm_index": loop.warmup["iterations"] + 1,
+            "libraries": gemm_libraries(self.torch, plan.device),
+        }
 
     def memory_phase(self) -> None:
         from harness.analysis.stress.checks import plan_region
         from harness.probes.stress.memory import MemoryPlan, MemoryTest
+
         c, torch = self.config["memory"], self.torch
         self.phase = "memory test setup"
         if self.cuda:
@@ -141,12 +171,21 @@ class Worker:
         else:
             free, where, share, budget = None, "host memory", None, c["host_bytes"]
         region, chunk = plan_region(free if free is not None else c["host_bytes"], share or 1.0, c["chunk_bytes"])
-        plan = MemoryPlan(self.config["device"], region, chunk, self.config["seed"],
-                          inject=self.config["inject_fault"] == "memory")
+        plan = MemoryPlan(
+            self.config["device"], region, chunk, self.config["seed"], inject=self.config["inject_fault"] == "memory"
+        )
         test = MemoryTest(plan)
-        self.events.emit("memory_started", where=where, free_bytes=free, share_of_free=share,
-                         host_budget_bytes=budget, region_bytes=region, chunk_bytes=chunk,
-                         chunks=len(test.chunks), start_s=self._now())
+        self.events.emit(
+            "memory_started",
+            where=where,
+            free_bytes=free,
+            share_of_free=share,
+            host_budget_bytes=budget,
+            region_bytes=region,
+            chunk_bytes=chunk,
+            chunks=len(test.chunks),
+            start_s=self._now(),
+        )
         self.phase = "memory test"
 
         def on_pattern(record: dict[str, Any]) -> None:
@@ -161,6 +200,7 @@ class Worker:
 
     def run(self) -> None:
         from harness.probes.nvml import NvmlSession
+
         self.torch.set_float32_matmul_precision("high" if self.config["dtype"] == "tf32" else "highest")
         facts = self.facts()
         with NvmlSession() as nvml:
@@ -205,8 +245,12 @@ def main(argv: list[str]) -> int:
         worker = Worker(config, int(argv[1]), events)
         worker.run()
     except Exception as exc:  # noqa: BLE001 - the failure is recorded for the probe, then the exit code says it
-        events.emit("error", phase=worker.phase if worker else "start", message=describe_exception(exc),
-                    traceback=traceback.format_exc()[-4000:])
+        events.emit(
+            "error",
+            phase=worker.phase if worker else "start",
+            message=describe_exception(exc),
+            traceback=traceback.format_exc()[-4000:],
+        )
         return 1
     return 0
 

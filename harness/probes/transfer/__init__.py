@@ -21,17 +21,26 @@ import argparse
 from typing import Any
 
 from harness.analysis.allreduce.figures import format_size, parse_size
+from harness.analysis.transfer.checks import LARGE_COUNT
 from harness.probes.bandwidth.device import cpu_cache, cpu_name, meminfo_bytes
+from harness.probes.contract import (
+    Option,
+    ProbeUsageError,
+    check_options,
+    options_parser,
+    positive,
+    probe_main,
+    progress,
+    real,
+    unavailable,
+)
+from harness.probes.nvml import NvmlSession
 from harness.probes.topology import TopologyCapture
 from harness.probes.transfer.copies import MAX_COPIES, MIN_COPIES, WARMUP_COPIES, Stream, sweep_alone
-from harness.analysis.transfer.checks import LARGE_COUNT
 from harness.probes.transfer.document import COPY_PATHS, assemble, series_record
 from harness.probes.transfer.gpu import GpuRun
 from harness.probes.transfer.host import host_nodes, numa_plan
 from harness.probes.transfer.links import gpu_facts, peer_access, topology
-from harness.probes.contract import (Option, ProbeUsageError, check_options, options_parser, positive, probe_main,
-                                     progress, real, unavailable)
-from harness.probes.nvml import NvmlSession
 
 NAME = "transfer"
 GPU_SIZES = ("4K", "64K", "1M", "4M", "16M", "64M", "256M", "512M", "1G")
@@ -47,23 +56,41 @@ SKIPPABLE = ("pageable", "bidirectional", "local", "numa", "peer", "all-gpus")
 # 64 KiB point of the sweep read 0.004 GB/s (four of five copies 17-19 ms), a dip that measured the
 # scheduler, not memory. One thread is also how the CUDA driver copies pageable host memory.
 HOST_COPY_THREADS = 1
-HOST_COPY_THREADS_WHY = ("one thread: torch splits a copy of 64 KiB or more over its threads, and waking them "
-                         "cost up to 12 ms a copy on a shared 2-core VM (64 KiB: 24.9 us median with 2 threads, "
-                         "4.3 us with 1), a dip that measured the scheduler, not memory")
+HOST_COPY_THREADS_WHY = (
+    "one thread: torch splits a copy of 64 KiB or more over its threads, and waking them "
+    "cost up to 12 ms a copy on a shared 2-core VM (64 KiB: 24.9 us median with 2 threads, "
+    "4.3 us with 1), a dip that measured the scheduler, not memory"
+)
 
 
 OPTIONS = (
-    Option(("--sizes",), dict(nargs="+", metavar="SIZE",
-                              help="copy sizes, bytes or K/M/G (binary) (default: 4K 64K 1M 4M 16M 64M 256M 512M 1G "
-                                   "on a GPU, fewer if memory is short; 4K 64K 1M 16M 64M on the CPU)")),
-    Option(("--device-index",), dict(type=int, nargs="+", metavar="INDEX",
-                                     help="torch device indices to measure (default: every visible GPU)")),
-    Option(("--point-budget-s",), dict(type=real,
-                                       help="seconds of timed copies per size (default: 0.1 on a GPU, "
-                                            "0.02 on the CPU)"), check=positive),
+    Option(
+        ("--sizes",),
+        dict(
+            nargs="+",
+            metavar="SIZE",
+            help="copy sizes, bytes or K/M/G (binary) (default: 4K 64K 1M 4M 16M 64M 256M 512M 1G "
+            "on a GPU, fewer if memory is short; 4K 64K 1M 16M 64M on the CPU)",
+        ),
+    ),
+    Option(
+        ("--device-index",),
+        dict(type=int, nargs="+", metavar="INDEX", help="torch device indices to measure (default: every visible GPU)"),
+    ),
+    Option(
+        ("--point-budget-s",),
+        dict(type=real, help="seconds of timed copies per size (default: 0.1 on a GPU, 0.02 on the CPU)"),
+        check=positive,
+    ),
     Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure")),
-    Option(("--device",), dict(choices=["auto", "cuda", "cpu"], default="auto",
-                               help="auto: the GPUs when torch sees one, else host memory copies")),
+    Option(
+        ("--device",),
+        dict(
+            choices=["auto", "cuda", "cpu"],
+            default="auto",
+            help="auto: the GPUs when torch sees one, else host memory copies",
+        ),
+    ),
 )
 
 
@@ -87,8 +114,10 @@ def fit_sizes(sizes: list[int], defaults: bool, need: int, available: int, where
         return sizes
     if not defaults or not fitting:
         big = max(s for s in sizes if need * s > available)
-        raise ProbeUsageError(f"--sizes {format_size(big)}: {need} buffers of it need {need * big / 2**20:.0f} MiB, "
-                              f"more than the {available / 2**20:.0f} MiB {where} allows")
+        raise ProbeUsageError(
+            f"--sizes {format_size(big)}: {need} buffers of it need {need * big / 2**20:.0f} MiB, "
+            f"more than the {available / 2**20:.0f} MiB {where} allows"
+        )
     return fitting
 
 
@@ -101,9 +130,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     device = "cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu"
     budget = args.point_budget_s or POINT_BUDGET_S[device]
     sizes, defaults = parse_sizes(args.sizes, device)
-    timing = {"method": "cuda_events" if device == "cuda" else "perf_counter",
-              "statistic": "median of per-copy times", "warmup_copies": WARMUP_COPIES, "point_budget_s": budget,
-              "min_copies": MIN_COPIES, "max_copies": MAX_COPIES}
+    timing = {
+        "method": "cuda_events" if device == "cuda" else "perf_counter",
+        "statistic": "median of per-copy times",
+        "warmup_copies": WARMUP_COPIES,
+        "point_budget_s": budget,
+        "min_copies": MIN_COPIES,
+        "max_copies": MAX_COPIES,
+    }
     if device == "cpu":
         if args.device_index:
             raise ProbeUsageError("--device-index: this run copies host memory on the CPU (no GPU is used)")
@@ -112,10 +146,16 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         return measure_gpus(torch, args, nvml, sizes, defaults, timing)
 
 
-def measure_cpu(torch: Any, args: argparse.Namespace, sizes: list[int], defaults: bool,
-                timing: dict[str, Any]) -> dict[str, Any]:
-    sizes = fit_sizes(sizes, defaults, 2, int(meminfo_bytes("MemAvailable") * HOST_SAFE_FRACTION),
-                      f"{HOST_SAFE_FRACTION:.0%} of host memory available")
+def measure_cpu(
+    torch: Any, args: argparse.Namespace, sizes: list[int], defaults: bool, timing: dict[str, Any]
+) -> dict[str, Any]:
+    sizes = fit_sizes(
+        sizes,
+        defaults,
+        2,
+        int(meminfo_bytes("MemAvailable") * HOST_SAFE_FRACTION),
+        f"{HOST_SAFE_FRACTION:.0%} of host memory available",
+    )
     largest = max(sizes)
     src = torch.empty(largest, dtype=torch.uint8).fill_(0xA5)
     dst = torch.empty(largest, dtype=torch.uint8).fill_(0)
@@ -129,22 +169,43 @@ def measure_cpu(torch: Any, args: argparse.Namespace, sizes: list[int], defaults
         torch.set_num_threads(threads)
     progress(1, 1, "done")
     no_gpu = "device=cpu: no GPU"
-    limitations = [{"what": "PCIe transfers", "why": f"{no_gpu}; these are host memory copies through torch on the "
-                    "CPU (read and write in host memory), not PCIe and not a GPU link"},
-                   {"what": "pinned and pageable memory, both directions at once", "why": f"{no_gpu}: nothing to pin for"},
-                   {"what": "peer copies", "why": f"{no_gpu}: no peers"},
-                   {"what": "near and far NUMA node copies", "why": f"{no_gpu} to be near to or far from"}]
+    limitations = [
+        {
+            "what": "PCIe transfers",
+            "why": f"{no_gpu}; these are host memory copies through torch on the "
+            "CPU (read and write in host memory), not PCIe and not a GPU link",
+        },
+        {"what": "pinned and pageable memory, both directions at once", "why": f"{no_gpu}: nothing to pin for"},
+        {"what": "peer copies", "why": f"{no_gpu}: no peers"},
+        {"what": "near and far NUMA node copies", "why": f"{no_gpu} to be near to or far from"},
+    ]
     return assemble(
-        device="cpu", torch_version=torch.__version__, sizes=sizes, large_sizes=sizes[-LARGE_COUNT:], timing=timing,
-        host={"cpu_name": cpu_name(), "numa_nodes": host_nodes(), "cache": cpu_cache(),
-              "torch_threads": HOST_COPY_THREADS, "torch_threads_why": HOST_COPY_THREADS_WHY},
-        gpus=[], topology=unavailable(no_gpu), peer={"measured": False, "why": f"{no_gpu}: no peer matrix", "access": {}},
-        all_gpus={"measured": False, "why": f"{no_gpu}"}, numa={"measured": False, "why": f"{no_gpu}"},
-        series=[series_record("host/copy", "host_to_host", "host", COPY_PATHS["host_memory"], points)], groups=[],
+        device="cpu",
+        torch_version=torch.__version__,
+        sizes=sizes,
+        large_sizes=sizes[-LARGE_COUNT:],
+        timing=timing,
+        host={
+            "cpu_name": cpu_name(),
+            "numa_nodes": host_nodes(),
+            "cache": cpu_cache(),
+            "torch_threads": HOST_COPY_THREADS,
+            "torch_threads_why": HOST_COPY_THREADS_WHY,
+        },
+        gpus=[],
+        topology=unavailable(no_gpu),
+        peer={"measured": False, "why": f"{no_gpu}: no peer matrix", "access": {}},
+        all_gpus={"measured": False, "why": f"{no_gpu}"},
+        numa={"measured": False, "why": f"{no_gpu}"},
+        series=[series_record("host/copy", "host_to_host", "host", COPY_PATHS["host_memory"], points)],
+        groups=[],
         limitations=limitations,
-        sizing=(f"device=cpu ({cpu_name()}, {HOST_COPY_THREADS} torch thread for the copies): host memory copies of "
-                f"{', '.join(format_size(s) for s in sizes)}, sized small for 2-core CI runners; each size timed for "
-                f"about {timing['point_budget_s']:g} s ({MIN_COPIES}-{MAX_COPIES} copies after {WARMUP_COPIES} warm-up)."))
+        sizing=(
+            f"device=cpu ({cpu_name()}, {HOST_COPY_THREADS} torch thread for the copies): host memory copies of "
+            f"{', '.join(format_size(s) for s in sizes)}, sized small for 2-core CI runners; each size timed for "
+            f"about {timing['point_budget_s']:g} s ({MIN_COPIES}-{MAX_COPIES} copies after {WARMUP_COPIES} warm-up)."
+        ),
+    )
 
 
 def pick_gpus(torch: Any, requested: list[int] | None) -> list[int]:
@@ -156,16 +217,24 @@ def pick_gpus(torch: Any, requested: list[int] | None) -> list[int]:
     return gpus
 
 
-def measure_gpus(torch: Any, args: argparse.Namespace, nvml: NvmlSession, sizes: list[int], defaults: bool,
-                 timing: dict[str, Any]) -> dict[str, Any]:
+def measure_gpus(
+    torch: Any, args: argparse.Namespace, nvml: NvmlSession, sizes: list[int], defaults: bool, timing: dict[str, Any]
+) -> dict[str, Any]:
     capture = TopologyCapture.start()
     gpus = pick_gpus(torch, args.device_index)
     skip = set(args.skip)
     free = min(torch.cuda.mem_get_info(g)[0] for g in gpus)
-    sizes = fit_sizes(sizes, defaults, 2, int(free * DEVICE_SAFE_FRACTION), f"{DEVICE_SAFE_FRACTION:.0%} of free GPU memory")
+    sizes = fit_sizes(
+        sizes, defaults, 2, int(free * DEVICE_SAFE_FRACTION), f"{DEVICE_SAFE_FRACTION:.0%} of free GPU memory"
+    )
     host_buffers = 2 * len(gpus) + 2 + (4 if "numa" not in skip else 0)
-    sizes = fit_sizes(sizes, defaults, host_buffers, int(meminfo_bytes("MemAvailable") * HOST_SAFE_FRACTION),
-                      f"{HOST_SAFE_FRACTION:.0%} of host memory available")
+    sizes = fit_sizes(
+        sizes,
+        defaults,
+        host_buffers,
+        int(meminfo_bytes("MemAvailable") * HOST_SAFE_FRACTION),
+        f"{HOST_SAFE_FRACTION:.0%} of host memory available",
+    )
     large = sizes[-LARGE_COUNT:]
     facts_and_handles = [gpu_facts(torch, nvml, g) for g in gpus]
     facts = [f for f, _ in facts_and_handles]
@@ -186,11 +255,22 @@ def measure_gpus(torch: Any, args: argparse.Namespace, nvml: NvmlSession, sizes:
     peer, all_gpus = across_gpus(run, gpus, access, skip)
     progress(run.total, run.total, "done")
     return assemble(
-        device="cuda", torch_version=torch.__version__, sizes=sizes, large_sizes=large, timing=timing,
-        host={"cpu_name": cpu_name(), "numa_nodes": nodes}, gpus=facts, topology=topology(capture.result(), facts),
-        peer={**peer, "access": access}, all_gpus=all_gpus, numa=numa_section(numa_done, skip, run.limitations),
-        series=run.series, groups=run.groups, limitations=run.limitations,
-        sizing=gpu_sizing(facts, sizes, large, timing, len(gpus)))
+        device="cuda",
+        torch_version=torch.__version__,
+        sizes=sizes,
+        large_sizes=large,
+        timing=timing,
+        host={"cpu_name": cpu_name(), "numa_nodes": nodes},
+        gpus=facts,
+        topology=topology(capture.result(), facts),
+        peer={**peer, "access": access},
+        all_gpus=all_gpus,
+        numa=numa_section(numa_done, skip, run.limitations),
+        series=run.series,
+        groups=run.groups,
+        limitations=run.limitations,
+        sizing=gpu_sizing(facts, sizes, large, timing, len(gpus)),
+    )
 
 
 def planned_steps(gpu_count: int, skip: set[str], numa_gpus: int) -> int:
@@ -204,7 +284,9 @@ def planned_steps(gpu_count: int, skip: set[str], numa_gpus: int) -> int:
     return gpu_count * per_gpu + 4 * numa_gpus + peer + together
 
 
-def across_gpus(run: GpuRun, gpus: list[int], access: dict[str, Any], skip: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def across_gpus(
+    run: GpuRun, gpus: list[int], access: dict[str, Any], skip: set[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     if len(gpus) < 2:
         why = f"{len(gpus)} GPU measured: a peer matrix needs 2"
         run.limitations.append({"what": "peer copies and all GPUs at once", "why": why})
@@ -215,8 +297,14 @@ def across_gpus(run: GpuRun, gpus: list[int], access: dict[str, Any], skip: set[
         refused = [k for k, v in sorted(access.items()) if v is not True]
         run.peers(access)
         measured = any(s["direction"] == "device_to_device_peer" for s in run.series)
-        peer = {"measured": measured, "why": ("every pair has peer access" if not refused else
-                                              f"no peer access for {', '.join(refused)}: those cells are not measured")}
+        peer = {
+            "measured": measured,
+            "why": (
+                "every pair has peer access"
+                if not refused
+                else f"no peer access for {', '.join(refused)}: those cells are not measured"
+            ),
+        }
     if "all-gpus" in skip:
         return peer, {"measured": False, "why": "--skip all-gpus"}
     run.all_at_once()
@@ -232,14 +320,17 @@ def numa_section(done: list[bool], skip: set[str], limitations: list[dict[str, s
     return {"measured": False, "why": reasons[0] if reasons else "no GPU measured"}
 
 
-def gpu_sizing(facts: list[dict[str, Any]], sizes: list[int], large: list[int], timing: dict[str, Any],
-               count: int) -> str:
+def gpu_sizing(
+    facts: list[dict[str, Any]], sizes: list[int], large: list[int], timing: dict[str, Any], count: int
+) -> str:
     names = ", ".join(f"cuda:{f['torch_index']} {f['name']}" for f in facts)
-    return (f"{names}: copies of {', '.join(format_size(s) for s in sizes)} per series (peer, all-GPU and NUMA "
-            f"copies: {', '.join(format_size(s) for s in large)}); buffers of the largest size, two per GPU in device "
-            f"memory within {DEVICE_SAFE_FRACTION:.0%} of the free memory, host buffers within "
-            f"{HOST_SAFE_FRACTION:.0%} of MemAvailable; each size timed for about {timing['point_budget_s']:g} s "
-            f"({MIN_COPIES}-{MAX_COPIES} copies after {WARMUP_COPIES} warm-up); {count} GPU(s).")
+    return (
+        f"{names}: copies of {', '.join(format_size(s) for s in sizes)} per series (peer, all-GPU and NUMA "
+        f"copies: {', '.join(format_size(s) for s in large)}); buffers of the largest size, two per GPU in device "
+        f"memory within {DEVICE_SAFE_FRACTION:.0%} of the free memory, host buffers within "
+        f"{HOST_SAFE_FRACTION:.0%} of MemAvailable; each size timed for about {timing['point_budget_s']:g} s "
+        f"({MIN_COPIES}-{MAX_COPIES} copies after {WARMUP_COPIES} warm-up); {count} GPU(s)."
+    )
 
 
 if __name__ == "__main__":

@@ -133,13 +133,16 @@ def _together(torch: Any, members: list[Stream], nbytes: int, count: int, same_c
     real = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
     if real or errors:
         raise (real or errors)[0]
-    return {"times": {m.series_id: r[0] for m, r in zip(members, results, strict=True)},
-            "spans": {m.series_id: r[1] for m, r in zip(members, results, strict=True)},
-            "issue_s": max(r[2] for r in results) - released}
+    return {
+        "times": {m.series_id: r[0] for m, r in zip(members, results, strict=True)},
+        "spans": {m.series_id: r[1] for m, r in zip(members, results, strict=True)},
+        "issue_s": max(r[2] for r in results) - released,
+    }
 
 
-def sweep_together(torch: Any, members: list[Stream], sizes: list[int], budget_s: float,
-                   same_clock: bool) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
+def sweep_together(
+    torch: Any, members: list[Stream], sizes: list[int], budget_s: float, same_clock: bool
+) -> tuple[dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
     """Each size: all members at once (warm-up together, then timed together).
 
     Returns (points per series id, per-size group entries {bytes, issue_s, member_spans_s}).

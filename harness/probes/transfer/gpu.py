@@ -12,12 +12,12 @@ import ctypes
 from itertools import combinations, permutations
 from typing import Any
 
+from harness.probes.contract import progress, unavailable
 from harness.probes.cuda_driver import load as load_driver
 from harness.probes.devices import pcie_facts
 from harness.probes.transfer.copies import Stream, Timer, sweep_alone, sweep_together
 from harness.probes.transfer.document import COPY_PATHS, group_record, series_record
 from harness.probes.transfer.host import NodeBuffer, numa_plan
-from harness.probes.contract import progress, unavailable
 
 UNDER_COPY_COPIES = 8  # pinned host-to-device copies of the largest size queued while NVML reads the link
 DIRECTIONS = (("host_to_device", "h2d"), ("device_to_host", "d2h"))
@@ -31,9 +31,13 @@ class GpuBuffers:
         u8 = torch.uint8
         self.dev_a = torch.empty(nbytes, dtype=u8, device=f"cuda:{index}").fill_(FILL_DEVICE)
         self.dev_b = torch.empty(nbytes, dtype=u8, device=f"cuda:{index}").fill_(FILL_DEVICE)
-        self.host = {"pinned": (torch.empty(nbytes, dtype=u8, pin_memory=True).fill_(FILL_HOST),
-                                torch.empty(nbytes, dtype=u8, pin_memory=True)),
-                     "pageable": pageable}
+        self.host = {
+            "pinned": (
+                torch.empty(nbytes, dtype=u8, pin_memory=True).fill_(FILL_HOST),
+                torch.empty(nbytes, dtype=u8, pin_memory=True),
+            ),
+            "pageable": pageable,
+        }
         self.main = torch.cuda.Stream(device=index)
         self.side = torch.cuda.Stream(device=index)
 
@@ -50,17 +54,31 @@ def driver_pull(driver: Any, device: int, dst_ptr: int, src_ptr: int, stream_han
 
     def pull(n: int) -> None:
         driver.call("cuCtxSetCurrent", context)
-        driver.call("cuMemcpyAsync", ctypes.c_uint64(dst_ptr), ctypes.c_uint64(src_ptr), ctypes.c_size_t(n),
-                    ctypes.c_void_p(stream_handle))
+        driver.call(
+            "cuMemcpyAsync",
+            ctypes.c_uint64(dst_ptr),
+            ctypes.c_uint64(src_ptr),
+            ctypes.c_size_t(n),
+            ctypes.c_void_p(stream_handle),
+        )
+
     return pull
 
 
 class GpuRun:
     """Measures every series and group; `series`, `groups` and `limitations` collect the results."""
 
-    def __init__(self, torch: Any, gpus: list[int], sizes: list[int], large: list[int], budget_s: float,
-                 skip: set[str]) -> None:
-        self.torch, self.gpus, self.sizes, self.large, self.budget, self.skip = torch, gpus, sizes, large, budget_s, skip
+    def __init__(
+        self, torch: Any, gpus: list[int], sizes: list[int], large: list[int], budget_s: float, skip: set[str]
+    ) -> None:
+        self.torch, self.gpus, self.sizes, self.large, self.budget, self.skip = (
+            torch,
+            gpus,
+            sizes,
+            large,
+            budget_s,
+            skip,
+        )
         self.series: list[dict[str, Any]] = []
         self.groups: list[dict[str, Any]] = []
         self.limitations: list[dict[str, str]] = []
@@ -69,7 +87,10 @@ class GpuRun:
 
     def allocate(self) -> None:
         torch, largest = self.torch, max(self.sizes)
-        pageable = (torch.empty(largest, dtype=torch.uint8).fill_(FILL_HOST), torch.empty(largest, dtype=torch.uint8).fill_(0))
+        pageable = (
+            torch.empty(largest, dtype=torch.uint8).fill_(FILL_HOST),
+            torch.empty(largest, dtype=torch.uint8).fill_(0),
+        )
         for index in self.gpus:
             self.buffers[index] = GpuBuffers(torch, index, largest, pageable)
 
@@ -77,22 +98,31 @@ class GpuRun:
         progress(self.step, self.total, what)
         self.step += 1
 
-    def alone(self, sid: str, member: Stream, sizes: list[int], direction: str, memory: str, path: str,
-              **fields: Any) -> None:
+    def alone(
+        self, sid: str, member: Stream, sizes: list[int], direction: str, memory: str, path: str, **fields: Any
+    ) -> None:
         self.tick(sid)
         points = sweep_alone(self.torch, member, sizes, self.budget)
         self.series.append(series_record(sid, direction, memory, path, points, **fields))
 
-    def together(self, gid: str, kind: str, what: str, members: list[tuple[Stream, dict[str, Any]]],
-                 sizes: list[int], same_clock: bool) -> None:
+    def together(
+        self,
+        gid: str,
+        kind: str,
+        what: str,
+        members: list[tuple[Stream, dict[str, Any]]],
+        sizes: list[int],
+        same_clock: bool,
+    ) -> None:
         self.tick(gid)
         streams = [m for m, _ in members]
         points, per_size = sweep_together(self.torch, streams, sizes, self.budget, same_clock)
         for member, fields in members:
             path = fields.pop("issued_by")
             direction, memory = fields.pop("direction"), fields.pop("memory")
-            self.series.append(series_record(member.series_id, direction, memory, path, points[member.series_id],
-                                             group=gid, **fields))
+            self.series.append(
+                series_record(member.series_id, direction, memory, path, points[member.series_id], group=gid, **fields)
+            )
         self.groups.append(group_record(gid, kind, what, [m.series_id for m in streams], same_clock, per_size))
 
     # --- one GPU ------------------------------------------------------------------------------
@@ -102,13 +132,16 @@ class GpuRun:
         if handle is None:
             return unavailable("no NVML handle for this GPU"), "not read: no NVML handle"
         buffers, largest = self.buffers[index], max(self.sizes)
-        timer = Timer(self.torch, Stream("link-reading", copy_into(buffers.dev_a, buffers.host["pinned"][0]),
-                                         index, buffers.main))
+        timer = Timer(
+            self.torch, Stream("link-reading", copy_into(buffers.dev_a, buffers.host["pinned"][0]), index, buffers.main)
+        )
         issued = timer.issue(largest, UNDER_COPY_COPIES)
         facts = pcie_facts(pynvml, handle)
         times, _ = timer.collect(issued)
-        return facts, (f"read while {UNDER_COPY_COPIES} pinned host-to-device copies of {largest} B were queued on "
-                       f"cuda:{index} ({sum(times) * 1e3:.1f} ms of copying)")
+        return facts, (
+            f"read while {UNDER_COPY_COPIES} pinned host-to-device copies of {largest} B were queued on "
+            f"cuda:{index} ({sum(times) * 1e3:.1f} ms of copying)"
+        )
 
     def host_copies(self, index: int) -> None:
         b = self.buffers[index]
@@ -123,20 +156,48 @@ class GpuRun:
                 self.alone(member.series_id, member, self.sizes, direction, memory, path, gpu=index)
             if "bidirectional" in self.skip:
                 continue
-            both = [(Stream(f"gpu{index}/bidirectional/h2d/{memory}", copy_into(b.dev_a, src), index, b.main),
-                     {"direction": "host_to_device", "memory": memory, "issued_by": path, "gpu": index,
-                      "concurrency": "bidirectional"}),
-                    (Stream(f"gpu{index}/bidirectional/d2h/{memory}", copy_into(dst, b.dev_b), index, b.side),
-                     {"direction": "device_to_host", "memory": memory, "issued_by": path, "gpu": index,
-                      "concurrency": "bidirectional"})]
-            self.together(f"gpu{index}/bidirectional/{memory}", "host_bidirectional",
-                          f"host-to-device and device-to-host at once on GPU {index} ({memory}), one stream each",
-                          both, self.sizes, same_clock=True)
+            both = [
+                (
+                    Stream(f"gpu{index}/bidirectional/h2d/{memory}", copy_into(b.dev_a, src), index, b.main),
+                    {
+                        "direction": "host_to_device",
+                        "memory": memory,
+                        "issued_by": path,
+                        "gpu": index,
+                        "concurrency": "bidirectional",
+                    },
+                ),
+                (
+                    Stream(f"gpu{index}/bidirectional/d2h/{memory}", copy_into(dst, b.dev_b), index, b.side),
+                    {
+                        "direction": "device_to_host",
+                        "memory": memory,
+                        "issued_by": path,
+                        "gpu": index,
+                        "concurrency": "bidirectional",
+                    },
+                ),
+            ]
+            self.together(
+                f"gpu{index}/bidirectional/{memory}",
+                "host_bidirectional",
+                f"host-to-device and device-to-host at once on GPU {index} ({memory}), one stream each",
+                both,
+                self.sizes,
+                same_clock=True,
+            )
 
     def device_local(self, index: int) -> None:
         b = self.buffers[index]
-        self.alone(f"gpu{index}/local", Stream(f"gpu{index}/local", copy_into(b.dev_b, b.dev_a), index, b.main),
-                   self.sizes, "device_local", "device", COPY_PATHS["device_local"], gpu=index)
+        self.alone(
+            f"gpu{index}/local",
+            Stream(f"gpu{index}/local", copy_into(b.dev_b, b.dev_a), index, b.main),
+            self.sizes,
+            "device_local",
+            "device",
+            COPY_PATHS["device_local"],
+            gpu=index,
+        )
 
     def numa(self, index: int, nodes: Any, gpu_node: int | None) -> bool:
         """Near and far node copies where the host has two nodes and the GPU's is known."""
@@ -148,12 +209,25 @@ class GpuRun:
         for placement in ("near", "far"):
             node, cpus = plan[placement], plan[f"{placement}_cpus"]
             with NodeBuffer(self.torch, largest, node, cpus) as src, NodeBuffer(self.torch, largest, node, cpus) as dst:
-                for (direction, short), member in zip(DIRECTIONS, (
+                for (direction, short), member in zip(
+                    DIRECTIONS,
+                    (
                         Stream(f"gpu{index}/numa-{placement}/h2d", copy_into(b.dev_a, src.tensor), index, b.main),
-                        Stream(f"gpu{index}/numa-{placement}/d2h", copy_into(dst.tensor, b.dev_b), index, b.main)), strict=True):
-                    self.alone(member.series_id, member, self.large, direction, "pinned",
-                               COPY_PATHS["host_device"] + f"; host buffer on NUMA node {node} ({why})", gpu=index,
-                               numa_placement=placement, host_buffer=(src if short == "h2d" else dst).placement())
+                        Stream(f"gpu{index}/numa-{placement}/d2h", copy_into(dst.tensor, b.dev_b), index, b.main),
+                    ),
+                    strict=True,
+                ):
+                    self.alone(
+                        member.series_id,
+                        member,
+                        self.large,
+                        direction,
+                        "pinned",
+                        COPY_PATHS["host_device"] + f"; host buffer on NUMA node {node} ({why})",
+                        gpu=index,
+                        numa_placement=placement,
+                        host_buffer=(src if short == "h2d" else dst).placement(),
+                    )
         return True
 
     # --- across GPUs --------------------------------------------------------------------------
@@ -163,7 +237,9 @@ class GpuRun:
         src_t, dst_t = getattr(s, nbuf), getattr(d, nbuf)
         if mode == "write":
             return Stream(sid, copy_into(dst_t, src_t), src, s.main, also_current=[d.side])
-        return Stream(sid, driver_pull(driver, dst, dst_t.data_ptr(), src_t.data_ptr(), d.main.cuda_stream), dst, d.main)
+        return Stream(
+            sid, driver_pull(driver, dst, dst_t.data_ptr(), src_t.data_ptr(), d.main.cuda_stream), dst, d.main
+        )
 
     def enable_peer_access(self, access: dict[str, Any]) -> None:
         """One small torch copy each granted way: torch enables peer access (cudaDeviceEnablePeerAccess)
@@ -177,16 +253,29 @@ class GpuRun:
     def peers(self, access: dict[str, Any]) -> None:
         driver, loaded = load_driver()
         if driver is None:
-            self.limitations.append({"what": "peer reads (the destination GPU's copy engine pulling)",
-                                     "why": loaded["cuda_driver_library"]["unavailable"]})
+            self.limitations.append(
+                {
+                    "what": "peer reads (the destination GPU's copy engine pulling)",
+                    "why": loaded["cuda_driver_library"]["unavailable"],
+                }
+            )
         self.enable_peer_access(access)
         for a, b in permutations(self.gpus, 2):
             for mode, needs in (("write", f"{a}->{b}"), ("read", f"{b}->{a}")):
                 if access.get(needs) is not True or (mode == "read" and driver is None):
                     continue
                 sid = f"peer/{mode}/{a}->{b}"
-                self.alone(sid, self.peer_stream(sid, mode, a, b, driver), self.large, "device_to_device_peer",
-                           "device", COPY_PATHS[f"peer_{mode}"], src_gpu=a, dst_gpu=b, peer_mode=mode)
+                self.alone(
+                    sid,
+                    self.peer_stream(sid, mode, a, b, driver),
+                    self.large,
+                    "device_to_device_peer",
+                    "device",
+                    COPY_PATHS[f"peer_{mode}"],
+                    src_gpu=a,
+                    dst_gpu=b,
+                    peer_mode=mode,
+                )
         if "bidirectional" in self.skip:
             return
         for a, b in combinations(self.gpus, 2):
@@ -194,12 +283,29 @@ class GpuRun:
                 continue
             for mode in ("write", "read") if driver is not None else ("write",):
                 gid = f"peer/bidirectional-{mode}/{a}<->{b}"
-                members = [(self.peer_stream(f"{gid}/{x}->{y}", mode, x, y, driver, nbuf),
-                            {"direction": "device_to_device_peer", "memory": "device", "src_gpu": x, "dst_gpu": y,
-                             "peer_mode": mode, "concurrency": "bidirectional", "issued_by": COPY_PATHS[f"peer_{mode}"]})
-                           for x, y, nbuf in ((a, b, "dev_a"), (b, a, "dev_b"))]
-                self.together(gid, "peer_bidirectional", f"GPU {a} and GPU {b} copying to each other at once ({mode})",
-                              members, self.large, same_clock=False)
+                members = [
+                    (
+                        self.peer_stream(f"{gid}/{x}->{y}", mode, x, y, driver, nbuf),
+                        {
+                            "direction": "device_to_device_peer",
+                            "memory": "device",
+                            "src_gpu": x,
+                            "dst_gpu": y,
+                            "peer_mode": mode,
+                            "concurrency": "bidirectional",
+                            "issued_by": COPY_PATHS[f"peer_{mode}"],
+                        },
+                    )
+                    for x, y, nbuf in ((a, b, "dev_a"), (b, a, "dev_b"))
+                ]
+                self.together(
+                    gid,
+                    "peer_bidirectional",
+                    f"GPU {a} and GPU {b} copying to each other at once ({mode})",
+                    members,
+                    self.large,
+                    same_clock=False,
+                )
 
     def all_at_once(self) -> None:
         for direction, short in DIRECTIONS:
@@ -208,9 +314,23 @@ class GpuRun:
                 b = self.buffers[index]
                 src, dst = b.host["pinned"]
                 copy = copy_into(b.dev_a, src) if short == "h2d" else copy_into(dst, b.dev_b)
-                members.append((Stream(f"all-gpus/{short}/gpu{index}", copy, index, b.main),
-                                {"direction": direction, "memory": "pinned", "gpu": index, "concurrency": "all_gpus",
-                                 "issued_by": COPY_PATHS["host_device"]}))
-            self.together(f"all-gpus/{short}", "all_gpus",
-                          f"every GPU copying {direction.replace('_', ' ')} at once (pinned), one stream and thread each",
-                          members, self.large, same_clock=False)
+                members.append(
+                    (
+                        Stream(f"all-gpus/{short}/gpu{index}", copy, index, b.main),
+                        {
+                            "direction": direction,
+                            "memory": "pinned",
+                            "gpu": index,
+                            "concurrency": "all_gpus",
+                            "issued_by": COPY_PATHS["host_device"],
+                        },
+                    )
+                )
+            self.together(
+                f"all-gpus/{short}",
+                "all_gpus",
+                f"every GPU copying {direction.replace('_', ' ')} at once (pinned), one stream and thread each",
+                members,
+                self.large,
+                same_clock=False,
+            )

@@ -75,16 +75,32 @@ def sysfs_numa_node(nvml_bus_id: Any, root: Path = PCI_ROOT) -> Any:
 
 def gpu_numa(pynvml: Any, handle: Any, nvml_bus_id: Any, root: Path = PCI_ROOT) -> dict[str, Any]:
     """The host NUMA node of one GPU: NVML first, else sysfs; both readings kept."""
-    nvml = (attempt(pynvml.nvmlDeviceGetNumaNodeId, handle) if pynvml is not None and handle is not None
-            else unavailable("no NVML handle for this GPU"))
+    nvml = (
+        attempt(pynvml.nvmlDeviceGetNumaNodeId, handle)
+        if pynvml is not None and handle is not None
+        else unavailable("no NVML handle for this GPU")
+    )
     sysfs = sysfs_numa_node(nvml_bus_id, root)
     if isinstance(nvml, int) and nvml >= 0:
-        return {"nvml_numa_node_id": nvml, "sysfs_numa_node": sysfs, "node": nvml, "source": "NVML nvmlDeviceGetNumaNodeId"}
+        return {
+            "nvml_numa_node_id": nvml,
+            "sysfs_numa_node": sysfs,
+            "node": nvml,
+            "source": "NVML nvmlDeviceGetNumaNodeId",
+        }
     if isinstance(sysfs, int):
-        return {"nvml_numa_node_id": nvml, "sysfs_numa_node": sysfs, "node": sysfs,
-                "source": "sysfs numa_node (NVML gave none)"}
-    return {"nvml_numa_node_id": nvml, "sysfs_numa_node": sysfs, "node": None,
-            "source": "unknown: neither NVML nor sysfs names a node"}
+        return {
+            "nvml_numa_node_id": nvml,
+            "sysfs_numa_node": sysfs,
+            "node": sysfs,
+            "source": "sysfs numa_node (NVML gave none)",
+        }
+    return {
+        "nvml_numa_node_id": nvml,
+        "sysfs_numa_node": sysfs,
+        "node": None,
+        "source": "unknown: neither NVML nor sysfs names a node",
+    }
 
 
 def numa_plan(nodes: Any, gpu_node: int | None) -> tuple[dict[str, Any] | None, str]:
@@ -100,8 +116,10 @@ def numa_plan(nodes: Any, gpu_node: int | None) -> tuple[dict[str, Any] | None, 
     if near is None:
         return None, f"the GPU's node {gpu_node} has no CPUs to run the near copy from"
     far = next(n for n in with_cpus if n["node"] != gpu_node)
-    return ({"near": near["node"], "far": far["node"], "near_cpus": near["cpulist"], "far_cpus": far["cpulist"]},
-            f"near node {near['node']} (the GPU's), far node {far['node']}")
+    return (
+        {"near": near["node"], "far": far["node"], "near_cpus": near["cpulist"], "far_cpus": far["cpulist"]},
+        f"near node {near['node']} (the GPU's), far node {far['node']}",
+    )
 
 
 def page_nodes(address: int, nbytes: int, machine: str | None = None) -> Any:
@@ -114,8 +132,9 @@ def page_nodes(address: int, nbytes: int, machine: str | None = None) -> Any:
     pages = (ctypes.c_void_p * count)(*[address + i * step for i in range(count)])
     status = (ctypes.c_int * count)()
     libc = ctypes.CDLL(None, use_errno=True)
-    result = libc.syscall(ctypes.c_long(number), ctypes.c_int(0), ctypes.c_ulong(count), pages, None, status,
-                          ctypes.c_int(0))
+    result = libc.syscall(
+        ctypes.c_long(number), ctypes.c_int(0), ctypes.c_ulong(count), pages, None, status, ctypes.c_int(0)
+    )
     if result != 0:
         return unavailable(f"move_pages failed: {os.strerror(ctypes.get_errno())}")
     return sorted({int(s) for s in status})
@@ -149,6 +168,9 @@ class NodeBuffer:
             self.torch.cuda.cudart().cudaHostUnregister(self.tensor.data_ptr())
 
     def placement(self) -> dict[str, Any]:
-        return {"node": self.node, "first_touch_cpus": self.cpulist,
-                "pages_checked_on_nodes": self.pages,
-                "how": "thread pinned to the node's CPUs, buffer first touched by one memset, then cudaHostRegister"}
+        return {
+            "node": self.node,
+            "first_touch_cpus": self.cpulist,
+            "pages_checked_on_nodes": self.pages,
+            "how": "thread pinned to the node's CPUs, buffer first touched by one memset, then cudaHostRegister",
+        }

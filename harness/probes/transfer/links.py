@@ -17,11 +17,11 @@ from harness import catalogue
 from harness.analysis.device_mapping import nvml_index_by_uuid
 from harness.analysis.topology import gpu_pairs
 from harness.analysis.transfer.links import NVLINK_VERSION_NAMES
+from harness.probes.contract import attempt, unavailable
 from harness.probes.devices import nvlink_facts, pcie_facts, text
 from harness.probes.interconnect import nvml_links
-from harness.probes.transfer.host import PCI_ROOT, gpu_numa
-from harness.probes.contract import attempt, unavailable
 from harness.probes.nvml import NvmlSession
+from harness.probes.transfer.host import PCI_ROOT, gpu_numa
 
 
 def nvml_device(nvml: NvmlSession, uuid: Any) -> tuple[Any, Any]:
@@ -51,8 +51,11 @@ def nvlink_summary(pynvml: Any, handle: Any) -> dict[str, Any]:
         none = unavailable("no active NVLink")
         return {"links": states, "active_links": 0, "version_code": none, "version": none}
     code = attempt(pynvml.nvmlDeviceGetNvLinkVersion, handle, active[0])
-    name = (NVLINK_VERSION_NAMES.get(code, unavailable(f"NVML version code {code} is not known to this build"))
-            if isinstance(code, int) else code)
+    name = (
+        NVLINK_VERSION_NAMES.get(code, unavailable(f"NVML version code {code} is not known to this build"))
+        if isinstance(code, int)
+        else code
+    )
     return {"links": states, "active_links": len(active), "version_code": code, "version": name}
 
 
@@ -63,8 +66,9 @@ def memory_spec(pynvml: Any, handle: Any) -> tuple[Any, str]:
         return pci, "no PCI device id"
     memory = attempt(lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).total / 2**20)
     power = attempt(lambda: pynvml.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0)
-    found = catalogue.identify(pci, memory if isinstance(memory, float) else None,
-                               power if isinstance(power, float) else None)
+    found = catalogue.identify(
+        pci, memory if isinstance(memory, float) else None, power if isinstance(power, float) else None
+    )
     if found.sku is None:
         return unavailable(found.evidence), found.evidence
     published = found.sku["published"]
@@ -76,23 +80,38 @@ def gpu_facts(torch: Any, nvml: NvmlSession, index: int, pci_root: Path = PCI_RO
     props = torch.cuda.get_device_properties(index)
     uuid = getattr(props, "uuid", None)
     nvml_index, handle = nvml_device(nvml, str(uuid) if uuid is not None else None)
-    facts: dict[str, Any] = {"torch_index": index, "name": props.name,
-                             "uuid": str(uuid) if uuid is not None else unavailable("torch gives no UUID"),
-                             "nvml_index": nvml_index}
+    facts: dict[str, Any] = {
+        "torch_index": index,
+        "name": props.name,
+        "uuid": str(uuid) if uuid is not None else unavailable("torch gives no UUID"),
+        "nvml_index": nvml_index,
+    }
     if handle is None:
         reason = nvml_index
-        facts.update(pci_bus_id=reason, numa=gpu_numa(None, None, None),
-                     pcie={"idle": reason, "under_copy": reason, "under_copy_how": reason["unavailable"]},
-                     nvlink={"links": reason, "active_links": reason, "version_code": reason, "version": reason},
-                     memory_spec_gbps=reason, memory_spec_source=reason["unavailable"])
+        facts.update(
+            pci_bus_id=reason,
+            numa=gpu_numa(None, None, None),
+            pcie={"idle": reason, "under_copy": reason, "under_copy_how": reason["unavailable"]},
+            nvlink={"links": reason, "active_links": reason, "version_code": reason, "version": reason},
+            memory_spec_gbps=reason,
+            memory_spec_source=reason["unavailable"],
+        )
         return facts, None
     pynvml = nvml.pynvml
     bus = attempt(lambda: text(pynvml.nvmlDeviceGetPciInfo_v3(handle).busId))
     spec, source = memory_spec(pynvml, handle)
-    facts.update(pci_bus_id=bus, numa=gpu_numa(pynvml, handle, bus, pci_root),
-                 pcie={"idle": pcie_facts(pynvml, handle), "under_copy": unavailable("not read yet"),
-                       "under_copy_how": "not read yet"},
-                 nvlink=nvlink_summary(pynvml, handle), memory_spec_gbps=spec, memory_spec_source=source)
+    facts.update(
+        pci_bus_id=bus,
+        numa=gpu_numa(pynvml, handle, bus, pci_root),
+        pcie={
+            "idle": pcie_facts(pynvml, handle),
+            "under_copy": unavailable("not read yet"),
+            "under_copy_how": "not read yet",
+        },
+        nvlink=nvlink_summary(pynvml, handle),
+        memory_spec_gbps=spec,
+        memory_spec_source=source,
+    )
     return facts, handle
 
 

@@ -41,8 +41,15 @@ from harness.judge.acceptance.baseline import noise
 from harness.judge.acceptance.baseline.figures import Figure, figures_of
 from harness.judge.acceptance.baseline.observed import Observed, config_expectations, expected_digests, observe
 from harness.judge.acceptance.criteria import evaluate
+from harness.judge.acceptance.profile import (
+    FORMAT,
+    SIGNED_FORMAT_VERSION,
+    KnownGood,
+    Profile,
+    apply_file,
+    from_catalogue,
+)
 from harness.judge.acceptance.transfer import HOST_RATES
-from harness.judge.acceptance.profile import FORMAT, SIGNED_FORMAT_VERSION, KnownGood, Profile, apply_file, from_catalogue
 from harness.judge.engine import Criterion
 from harness.judge.facts import BundleFacts
 
@@ -50,15 +57,15 @@ WARN_BAND_OF_TOLERANCE = 0.5  # the WARN band is the lower half of the gap betwe
 PRECISION = 6  # significant digits kept in the profile's figures (the raw values stay in the bundles)
 RULES = {
     "outliers": f"iterated: a value beyond {REJECT_K:g} scaled MADs of the median and beyond the figure's run-to-run "
-                f"noise is dropped, the median and MAD recomputed, until a pass drops nothing; none with fewer "
-                f"than {MIN_SAMPLES} values (harness.analysis.robust)",
+    f"noise is dropped, the median and MAD recomputed, until a pass drops nothing; none with fewer "
+    f"than {MIN_SAMPLES} values (harness.analysis.robust)",
     "mad_scale": f"{MAD_SCALE:.4f} (1/0.6745: a scaled MAD estimates sigma for normal data)",
     "tolerance": f"max(run-to-run noise of the figure (harness.analysis.repeatability's noise model, as dossier "
-                 f"reproduce judges with), {REJECT_K:g} scaled MADs / median); the noise alone "
-                 f"with fewer than {MIN_SAMPLES} values",
+    f"reproduce judges with), {REJECT_K:g} scaled MADs / median); the noise alone "
+    f"with fewer than {MIN_SAMPLES} values",
     "fail_line": "median x (1 - tolerance): the known-good figure is the median, the share 1 - tolerance",
     "warn_band": f"{WARN_BAND_OF_TOLERANCE:g} x tolerance above the fail line (the lower half of the gap to the "
-                 "median; Azure's health checks warn within 5% above their fail line)",
+    "median; Azure's health checks warn within 5% above their fail line)",
     "required": "every criterion every input measured; a criterion no input passes stops the baseline",
 }
 
@@ -106,14 +113,18 @@ def _sku_of(name: str, facts: BundleFacts, records: list[dict[str, Any]]) -> tup
     or None and why it has none)."""
     heads = facts.figures("health").values or {}
     if not records:
-        return None, (f"{name}: no GPU in its health.json ({facts.step_why('health') if not heads else 'NVML lists none'}): "
-                      "a baseline is of a GPU SKU")
+        return None, (
+            f"{name}: no GPU in its health.json ({facts.step_why('health') if not heads else 'NVML lists none'}): "
+            "a baseline is of a GPU SKU"
+        )
     keys = set()
     by_uuid = {d.get("uuid"): d.get("sku_id") for d in heads.get("devices") or []}
     for record in records:
         sku = by_uuid.get(record.get("uuid"))
         pci = record.get("pci_device_id")
-        keys.add(sku or (f"pci {catalogue.normalise_device_id(pci):#06x}" if isinstance(pci, (str, int)) else "unknown"))
+        keys.add(
+            sku or (f"pci {catalogue.normalise_device_id(pci):#06x}" if isinstance(pci, (str, int)) else "unknown")
+        )
     if len(keys) > 1:
         return None, f"{name} holds GPUs of more than one SKU ({', '.join(sorted(keys))}): a baseline is of one SKU"
     return keys.pop(), None
@@ -136,28 +147,45 @@ def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict
     keys = {key for key, _ in found.values()}
     if len(keys) > 1:
         listed = "; ".join(f"{name}: {key}" for name, (key, _) in found.items())
-        raise UsageError(f"the bundles are of more than one SKU ({listed}): a baseline is of one SKU",
-                         hint="make one baseline per SKU, from that SKU's bundles only")
+        raise UsageError(
+            f"the bundles are of more than one SKU ({listed}): a baseline is of one SKU",
+            hint="make one baseline per SKU, from that SKU's bundles only",
+        )
     key = keys.pop()
     assert key is not None  # an input without a SKU has its sku_problem, refused above
     records = [r for _, rs in found.values() for r in rs]
-    ids = sorted({f"{catalogue.normalise_device_id(r['pci_device_id']):#06x}" for r in records
-                  if isinstance(r.get("pci_device_id"), (str, int))})
+    ids = sorted(
+        {
+            f"{catalogue.normalise_device_id(r['pci_device_id']):#06x}"
+            for r in records
+            if isinstance(r.get("pci_device_id"), (str, int))
+        }
+    )
     memory = [r["memory_total_mib"] for r in records if isinstance(r.get("memory_total_mib"), (int, float))]
     names = sorted({r["name"] for r in records if isinstance(r.get("name"), str)})
-    identity = {"pci_device_ids": ids, "memory_total_mib": statistics.median(memory) if memory else None,
-                "name": ", ".join(names),
-                "source": f"raw/health.json devices[] of the {len(inputs)} input bundle(s), {len(records)} GPU(s)"}
+    identity = {
+        "pci_device_ids": ids,
+        "memory_total_mib": statistics.median(memory) if memory else None,
+        "name": ", ".join(names),
+        "source": f"raw/health.json devices[] of the {len(inputs)} input bundle(s), {len(records)} GPU(s)",
+    }
     if key.startswith("pci ") or key == "unknown":
         if not asked:
-            raise UsageError(f"the bundles' GPUs ({identity['name']}, PCI device id {', '.join(ids)}) are not in the "
-                             "catalogue: name the SKU", hint="pass --sku NAME (lowercase, e.g. b200-sxm-180gb)")
+            raise UsageError(
+                f"the bundles' GPUs ({identity['name']}, PCI device id {', '.join(ids)}) are not in the "
+                "catalogue: name the SKU",
+                hint="pass --sku NAME (lowercase, e.g. b200-sxm-180gb)",
+            )
         if catalogue.by_id(asked):
-            raise UsageError(f"--sku {asked} is a catalogue SKU, but these GPUs were not identified as it "
-                             f"(PCI device id {', '.join(ids)})")
+            raise UsageError(
+                f"--sku {asked} is a catalogue SKU, but these GPUs were not identified as it "
+                f"(PCI device id {', '.join(ids)})"
+            )
         return asked, identity
     if asked and asked != key:
-        raise UsageError(f"--sku {asked}, but the bundles' GPUs are {key}", hint=f"leave --sku out, or pass --sku {key}")
+        raise UsageError(
+            f"--sku {asked}, but the bundles' GPUs are {key}", hint=f"leave --sku out, or pass --sku {key}"
+        )
     return key, identity
 
 
@@ -172,18 +200,35 @@ def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: st
     fail_line = spread.median * (1 - tolerance)
     band = WARN_BAND_OF_TOLERANCE * tolerance
     passing = sum(v >= fail_line for v in numbers)
-    why = (f"{REJECT_K:g} scaled MADs ({by_mad:.2%} of the median) exceed the run-to-run noise" if by_mad > floor.share
-           else f"the run-to-run noise of {figure.figure}" + ("" if spread.n >= MIN_SAMPLES else
-                                                             f" (fewer than {MIN_SAMPLES} values: the MAD is not used)"))
+    why = (
+        f"{REJECT_K:g} scaled MADs ({by_mad:.2%} of the median) exceed the run-to-run noise"
+        if by_mad > floor.share
+        else f"the run-to-run noise of {figure.figure}"
+        + ("" if spread.n >= MIN_SAMPLES else f" (fewer than {MIN_SAMPLES} values: the MAD is not used)")
+    )
     return {
-        "criterion": figure.criterion, "figure": figure.figure, "kind": figure.kind, "unit": figure.unit,
-        "known_good": list(figure.known_good), "share": list(figure.share),
-        "median": _r(spread.median), "mad": _r(spread.mad), "mad_scaled": _r(spread.scaled_mad),
-        "mad_scale": round(MAD_SCALE, 4), "n": len(numbers), "n_used": spread.n,
-        "rejected": [{"bundle": values[i][0].name, "sha256": values[i][0].sha256, "value": _r(values[i][1]),
-                      "pass": p} for i, p in rejection.rejected],
-        "noise": floor.to_json(), "tolerance": _r(tolerance), "tolerance_from": why,
-        "fail_below": _r(fail_line), "warn_band": _r(band), "warn_below": _r(fail_line * (1 + band)),
+        "criterion": figure.criterion,
+        "figure": figure.figure,
+        "kind": figure.kind,
+        "unit": figure.unit,
+        "known_good": list(figure.known_good),
+        "share": list(figure.share),
+        "median": _r(spread.median),
+        "mad": _r(spread.mad),
+        "mad_scaled": _r(spread.scaled_mad),
+        "mad_scale": round(MAD_SCALE, 4),
+        "n": len(numbers),
+        "n_used": spread.n,
+        "rejected": [
+            {"bundle": values[i][0].name, "sha256": values[i][0].sha256, "value": _r(values[i][1]), "pass": p}
+            for i, p in rejection.rejected
+        ],
+        "noise": floor.to_json(),
+        "tolerance": _r(tolerance),
+        "tolerance_from": why,
+        "fail_below": _r(fail_line),
+        "warn_band": _r(band),
+        "warn_below": _r(fail_line * (1 + band)),
         "pass_share": _r(passing / len(numbers)),
         "values": [{"bundle": item.name, "sha256": item.sha256, "value": _r(v)} for item, v in values],
     }
@@ -198,8 +243,10 @@ def _known_good_and_shares(stats: dict[str, dict[str, Any]]) -> tuple[dict[str, 
     for _key, s in sorted(stats.items()):
         field, slot = s["known_good"]
         known_good.setdefault(field, {})[slot] = {
-            "value": s["median"], "source": f"dossier baseline: median of {s['n_used']} of {s['n']} input bundle(s) "
-                                            f"(MAD {s['mad']:g} {s['unit']}, tolerance {s['tolerance']:.2%})"}
+            "value": s["median"],
+            "source": f"dossier baseline: median of {s['n_used']} of {s['n']} input bundle(s) "
+            f"(MAD {s['mad']:g} {s['unit']}, tolerance {s['tolerance']:.2%})",
+        }
         share, part = s["share"]
         value = _r(1 - s["tolerance"])
         if part is None:
@@ -212,7 +259,10 @@ def _known_good_and_shares(stats: dict[str, dict[str, Any]]) -> tuple[dict[str, 
     return known_good, thresholds, notes
 
 
-PER_PART_SHARES = {"gemm_min_share": (), "transfer_min_share": tuple(d for _, d, _, _ in HOST_RATES.values()) + ("peer_read",)}
+PER_PART_SHARES = {
+    "gemm_min_share": (),
+    "transfer_min_share": tuple(d for _, d, _, _ in HOST_RATES.values()) + ("peer_read",),
+}
 
 
 def _inherit_shares(thresholds: dict[str, Any], catalogue_block: dict[str, Any]) -> list[str]:
@@ -240,8 +290,10 @@ def draft(inputs: Sequence[Reading], sku_id: str, identity: dict[str, Any], why:
     for item in inputs:
         for figure, value in item.figures.items():
             values.setdefault(figure, []).append((item, value))
-    stats = {figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id)
-             for figure, found in sorted(values.items())}
+    stats = {
+        figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id)
+        for figure, found in sorted(values.items())
+    }
     known_good, thresholds, notes = _known_good_and_shares(stats)
     sku = catalogue.by_id(sku_id)
     notes += _inherit_shares(thresholds, ((sku or {}).get("acceptance") or {}))
@@ -253,13 +305,20 @@ def draft(inputs: Sequence[Reading], sku_id: str, identity: dict[str, Any], why:
     thresholds["gpu_vs_node_tolerance"] = node_share
     digests, digest_notes = expected_digests([i.observed for i in inputs], [i.name for i in inputs])
     document = {
-        "format": FORMAT, "format_version": SIGNED_FORMAT_VERSION, "sku_id": sku_id,
+        "format": FORMAT,
+        "format_version": SIGNED_FORMAT_VERSION,
+        "sku_id": sku_id,
         "why": why or f"dossier baseline from {len(inputs)} bundle(s) of {sku_id}",
-        "thresholds": thresholds, "known_good": known_good, "identity": identity,
-        "baseline": {"inputs": [{"name": i.name, "sha256": i.sha256, "signer_keyid": i.signer_keyid} for i in inputs],
-                     "rules": RULES, "figures": stats, "notes": notes + config_notes + digest_notes,
-                     "gpu_vs_node_tolerance_source": (sku or {}).get("acceptance", {}).get("gpu_vs_node_source")
-                     or node.source},
+        "thresholds": thresholds,
+        "known_good": known_good,
+        "identity": identity,
+        "baseline": {
+            "inputs": [{"name": i.name, "sha256": i.sha256, "signer_keyid": i.signer_keyid} for i in inputs],
+            "rules": RULES,
+            "figures": stats,
+            "notes": notes + config_notes + digest_notes,
+            "gpu_vs_node_tolerance_source": (sku or {}).get("acceptance", {}).get("gpu_vs_node_source") or node.source,
+        },
     }
     if digests:
         document["digests"] = digests
@@ -276,8 +335,9 @@ Judge = Callable[[Profile], Iterable[tuple[str, Verdicts]]]  # the draft -> (inp
 def draft_profile(document: dict[str, Any], kinds: Sequence[KnownGood]) -> Profile:
     """The draft as the profile every input is judged against (nothing required yet)."""
     sku = catalogue.by_id(document["sku_id"])
-    return apply_file(from_catalogue(sku, kinds) if sku else None, {**document, "required": []},
-                      "draft baseline", kinds)
+    return apply_file(
+        from_catalogue(sku, kinds) if sku else None, {**document, "required": []}, "draft baseline", kinds
+    )
 
 
 def verdicts(facts: BundleFacts, profile: Profile, criteria: Sequence[Criterion]) -> Verdicts:
@@ -301,17 +361,31 @@ def tabulate(judged: Iterable[tuple[str, Verdicts]]) -> dict[str, dict[str, Any]
     return table
 
 
-def build(inputs: Sequence[Input], criteria: Sequence[Criterion], kinds: Sequence[KnownGood],
-          sku_asked: str | None = None, why: str | None = None) -> dict[str, Any]:
+def build(
+    inputs: Sequence[Input],
+    criteria: Sequence[Criterion],
+    kinds: Sequence[KnownGood],
+    sku_asked: str | None = None,
+    why: str | None = None,
+) -> dict[str, Any]:
     """The baseline profile document (unsigned) for INPUTS, or an error naming what stops it; CRITERIA
     and KINDS are the registry's acceptance criteria and known-good kinds, as `dossier accept` judges."""
-    return make([read(item) for item in inputs],
-                lambda profile: ((item.name, verdicts(item.facts, profile, criteria)) for item in inputs),
-                kinds, sku_asked, why)
+    return make(
+        [read(item) for item in inputs],
+        lambda profile: ((item.name, verdicts(item.facts, profile, criteria)) for item in inputs),
+        kinds,
+        sku_asked,
+        why,
+    )
 
 
-def make(inputs: Sequence[Reading], judge: Judge, kinds: Sequence[KnownGood], sku_asked: str | None = None,
-         why: str | None = None) -> dict[str, Any]:
+def make(
+    inputs: Sequence[Reading],
+    judge: Judge,
+    kinds: Sequence[KnownGood],
+    sku_asked: str | None = None,
+    why: str | None = None,
+) -> dict[str, Any]:
     """The baseline profile document from every input's Reading; JUDGE gives every input's verdicts against
     the draft (`verdicts`, wherever the input is read)."""
     names = [i.sha256 for i in inputs]
@@ -323,12 +397,20 @@ def make(inputs: Sequence[Reading], judge: Judge, kinds: Sequence[KnownGood], sk
     table = tabulate(judge(draft_profile(document, kinds)))
     nobody = {name: row for name, row in table.items() if row["judged"] and not row["passed"]}
     if nobody:
-        raise CheckFailed("no input bundle passes " + "; ".join(
-            f"{name} ({row['failed'][0]})" for name, row in sorted(nobody.items())),
-            hint="a profile its own inputs fail is no baseline: leave out the bundles that are not known good")
+        raise CheckFailed(
+            "no input bundle passes "
+            + "; ".join(f"{name} ({row['failed'][0]})" for name, row in sorted(nobody.items())),
+            hint="a profile its own inputs fail is no baseline: leave out the bundles that are not known good",
+        )
     document["required"] = sorted(name for name, row in table.items() if row["judged"] == len(inputs))
-    document["baseline"]["criteria"] = {name: {"judged": row["judged"], "passed": row["passed"],
-                                               "pass_share": _r(row["passed"] / row["judged"]),
-                                               "failed": row["failed"]}
-                                        for name, row in sorted(table.items()) if row["judged"]}
+    document["baseline"]["criteria"] = {
+        name: {
+            "judged": row["judged"],
+            "passed": row["passed"],
+            "pass_share": _r(row["passed"] / row["judged"]),
+            "failed": row["failed"],
+        }
+        for name, row in sorted(table.items())
+        if row["judged"]
+    }
     return document

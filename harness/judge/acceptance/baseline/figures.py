@@ -4,7 +4,7 @@ Each figure is read from the same recomputed headline the criterion reads (the b
 of the kernel measured, the roofline's burst best per dtype, the stress run's lowest steady rate,
 the slowest GPU's pinned host copies, the slowest NVLink peer read, the all-reduce bus bandwidth
 at the largest message), so the profile's known-good figure is the median of exactly what
-acceptance will hold a candidate to (tests/test_baseline.py checks that the two agree). A
+acceptance will hold a candidate to (tests/commands/test_baseline.py checks that the two agree). A
 figure also names where it goes in the profile: its known-good entry and the share threshold that
 makes its fail line.
 """
@@ -41,8 +41,16 @@ def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
     if b.values is None or plateau is None:
         return {}
     kernel = b.values["kernel"]
-    return {Figure("bandwidth_plateau", (HBM_KNOWN_GOOD.field, kernel), ("bandwidth_plateau_min_share", None),
-                   "bandwidth.plateau_gbps", "steady", "GB/s"): plateau}
+    return {
+        Figure(
+            "bandwidth_plateau",
+            (HBM_KNOWN_GOOD.field, kernel),
+            ("bandwidth_plateau_min_share", None),
+            "bandwidth.plateau_gbps",
+            "steady",
+            "GB/s",
+        ): plateau
+    }
 
 
 def _gemm(facts: BundleFacts) -> dict[Figure, float]:
@@ -50,8 +58,16 @@ def _gemm(facts: BundleFacts) -> dict[Figure, float]:
     for figures in facts.figures_by_analysis("roofline"):
         dtype, best = (figures.values or {}).get("dtype"), num((figures.values or {}).get("burst_best_tflops"))
         if figures.present and isinstance(dtype, str) and best is not None:
-            found[Figure(f"gemm_{dtype}", (GEMM_KNOWN_GOOD.field, dtype), ("gemm_min_share", dtype),
-                         f"roofline.{dtype}.burst_best_tflops", "burst", "TFLOPS")] = best
+            found[
+                Figure(
+                    f"gemm_{dtype}",
+                    (GEMM_KNOWN_GOOD.field, dtype),
+                    ("gemm_min_share", dtype),
+                    f"roofline.{dtype}.burst_best_tflops",
+                    "burst",
+                    "TFLOPS",
+                )
+            ] = best
     return found
 
 
@@ -61,8 +77,16 @@ def _stress(facts: BundleFacts) -> dict[Figure, float]:
     if s.values is None or lowest is None:
         return {}
     dtype = s.values["dtype"]
-    return {Figure(f"stress_sustained_{dtype}", (SUSTAINED_GEMM.field, dtype), ("stress_sustained_min_share", None),
-                   "stress.steady_tflops", "steady", "TFLOPS"): lowest}
+    return {
+        Figure(
+            f"stress_sustained_{dtype}",
+            (SUSTAINED_GEMM.field, dtype),
+            ("stress_sustained_min_share", None),
+            "stress.steady_tflops",
+            "steady",
+            "TFLOPS",
+        ): lowest
+    }
 
 
 def _transfer(facts: BundleFacts) -> dict[Figure, float]:
@@ -76,15 +100,34 @@ def _transfer(facts: BundleFacts) -> dict[Figure, float]:
         rates = [num(f.get(key)) for f in per_gpu.values() if key in f]
         measured = [r for r in rates if r is not None]
         if rates and len(measured) == len(rates):
-            found[Figure(name, (TRANSFER.field, direction), ("transfer_min_share", direction), f"transfer.{key}",
-                         "steady", "GB/s")] = min(measured)
+            found[
+                Figure(
+                    name,
+                    (TRANSFER.field, direction),
+                    ("transfer_min_share", direction),
+                    f"transfer.{key}",
+                    "steady",
+                    "GB/s",
+                )
+            ] = min(measured)
     cells = (heads.get("peer") or {}).get("read") or {}
-    reads = [num((cells.get(key) or {}).get("plateau_gbps")) for a, b in _nvlink_pairs(heads)
-             for key in (f"{a}->{b}", f"{b}->{a}")]
+    reads = [
+        num((cells.get(key) or {}).get("plateau_gbps"))
+        for a, b in _nvlink_pairs(heads)
+        for key in (f"{a}->{b}", f"{b}->{a}")
+    ]
     measured = [r for r in reads if r is not None]
     if reads and len(measured) == len(reads):
-        found[Figure("transfer_peer_read", (TRANSFER.field, "peer_read"), ("transfer_min_share", "peer_read"),
-                     "transfer.peer.read_gbps", "steady", "GB/s")] = min(measured)
+        found[
+            Figure(
+                "transfer_peer_read",
+                (TRANSFER.field, "peer_read"),
+                ("transfer_min_share", "peer_read"),
+                "transfer.peer.read_gbps",
+                "steady",
+                "GB/s",
+            )
+        ] = min(measured)
     return found
 
 
@@ -96,8 +139,16 @@ def _allreduce(facts: BundleFacts) -> dict[Figure, float]:
     world = a.values.get("world_size")
     if busbw is None or not isinstance(world, int):
         return {}
-    return {Figure("allreduce_busbw", (ALLREDUCE_KNOWN_GOOD.field, str(world)), ("allreduce_busbw_min_share", None),
-                   "allreduce.normal.busbw_at_max_gbps", "steady", "GB/s"): busbw}
+    return {
+        Figure(
+            "allreduce_busbw",
+            (ALLREDUCE_KNOWN_GOOD.field, str(world)),
+            ("allreduce_busbw_min_share", None),
+            "allreduce.normal.busbw_at_max_gbps",
+            "steady",
+            "GB/s",
+        ): busbw
+    }
 
 
 READERS = (_bandwidth, _gemm, _stress, _transfer, _allreduce)

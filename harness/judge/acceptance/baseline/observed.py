@@ -21,12 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.analysis.health.contract_facts import gpus, unavailable_reason
 from harness.analysis.digests import quorum, short, stress_conditions
+from harness.analysis.health.contract_facts import gpus, unavailable_reason
 from harness.judge.acceptance.config import version_key
 from harness.judge.acceptance.digests import precision_digests, stress_digests
 from harness.judge.facts import BundleFacts
-
 
 HEALTH_KEYS = ("software", "devices")  # what the configuration is read from
 
@@ -61,24 +60,48 @@ def _same(values: list[Any]) -> Any:
 def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], list[str]]:
     """(thresholds.config, notes on what was left unstated and why)."""
     documents = [o.health for o in inputs if o.health is not None]
-    notes = [] if len(documents) == len(inputs) else [f"{len(inputs) - len(documents)} input(s) have no health "
-                                                      "document: the configuration comes from the others"]
+    notes = (
+        []
+        if len(documents) == len(inputs)
+        else [
+            f"{len(inputs) - len(documents)} input(s) have no health document: the configuration comes from the others"
+        ]
+    )
     devices = _all_gpus(documents)
     if not devices:
         return {}, notes + ["no GPU in any input's health.json: no configuration expected"]
     config: dict[str, Any] = {}
     for key, name in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
-        versions = [v for d in documents if isinstance(v := (d.get("software") or {}).get(name), str) and version_key(v)]
+        versions = [
+            v for d in documents if isinstance(v := (d.get("software") or {}).get(name), str) and version_key(v)
+        ]
         if versions:
             config[key] = min(versions, key=version_key)
     checks: dict[str, tuple[str | None, list[Any]]] = {
         "persistence": ("enabled", [(d.get("modes") or {}).get("persistence") for d in devices]),
         "mig": (None, [(d.get("modes") or {}).get("mig_current") for d in devices]),
-        "power_limit": ("default", ["default" if (d.get("power") or {}).get("enforced_limit_w")
-                                    == (d.get("power") or {}).get("default_limit_w") else "changed" for d in devices]),
-        "application_clocks": ("default", ["default" if all(
-            (d.get("clocks") or {}).get(f"applications_{k}_mhz") == (d.get("clocks") or {}).get(
-                f"default_applications_{k}_mhz") for k in ("graphics", "memory")) else "changed" for d in devices]),
+        "power_limit": (
+            "default",
+            [
+                "default"
+                if (d.get("power") or {}).get("enforced_limit_w") == (d.get("power") or {}).get("default_limit_w")
+                else "changed"
+                for d in devices
+            ],
+        ),
+        "application_clocks": (
+            "default",
+            [
+                "default"
+                if all(
+                    (d.get("clocks") or {}).get(f"applications_{k}_mhz")
+                    == (d.get("clocks") or {}).get(f"default_applications_{k}_mhz")
+                    for k in ("graphics", "memory")
+                )
+                else "changed"
+                for d in devices
+            ],
+        ),
     }
     for key, (wanted, values) in checks.items():
         agreed = _same(values)
@@ -89,14 +112,19 @@ def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], lis
     links = []
     for device in devices:
         listed = device.get("nvlink")
-        links.append(sum(1 for link in listed if isinstance(link, dict) and link.get("active") is True)
-                     if isinstance(listed, list) else unavailable_reason(listed) or "unreadable")
+        links.append(
+            sum(1 for link in listed if isinstance(link, dict) and link.get("active") is True)
+            if isinstance(listed, list)
+            else unavailable_reason(listed) or "unreadable"
+        )
     if all(isinstance(n, int) for n in links) and _same(links) is not None:
         config["nvlink_links_per_gpu"] = links[0]
     else:
         notes.append(f"config.nvlink_links_per_gpu not expected: {sorted({str(n) for n in links})}")
-    config["source"] = (f"seen on all {len(devices)} GPU(s) of the {len(documents)} input bundle(s) "
-                        "(raw/health.json at idle); the driver and CUDA minimums are the lowest among them")
+    config["source"] = (
+        f"seen on all {len(devices)} GPU(s) of the {len(documents)} input bundle(s) "
+        "(raw/health.json at idle); the driver and CUDA minimums are the lowest among them"
+    )
     return config, notes
 
 
@@ -116,11 +144,20 @@ def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[
             notes.append(f"no stress digest expected for {key}: the GPUs split evenly")
             continue
         record = members[vote.agreeing[0]]
-        stress.append({"sha256": vote.majority, "dtype": record["dtype"], "shape": record["shape"],
-                       "seed": record["seed"], "libraries": record["libraries"],
-                       "source": f"{len(vote.agreeing)} of {len(members)} GPU(s) in the input bundles agreed"})
-        notes += [f"{who}'s stress reference digest {short(d)} is not the quorum's {short(vote.majority)}"
-                  for who, d in vote.outliers.items()]
+        stress.append(
+            {
+                "sha256": vote.majority,
+                "dtype": record["dtype"],
+                "shape": record["shape"],
+                "seed": record["seed"],
+                "libraries": record["libraries"],
+                "source": f"{len(vote.agreeing)} of {len(members)} GPU(s) in the input bundles agreed",
+            }
+        )
+        notes += [
+            f"{who}'s stress reference digest {short(d)} is not the quorum's {short(vote.majority)}"
+            for who, d in vote.outliers.items()
+        ]
     if stress:
         digests["stress"] = stress
     outputs: dict[tuple[str, str], dict[str, str]] = {}
@@ -132,8 +169,9 @@ def expected_digests(inputs: Sequence[Observed], names: Sequence[str]) -> tuple[
         vote = quorum(by_input)
         if vote.majority is not None:
             expected.setdefault(tensor, {})[fmt] = vote.majority
-        notes += [f"{who}: precision output {fmt} of tensor {short(tensor)} is not the quorum's"
-                  for who in vote.outliers]
+        notes += [
+            f"{who}: precision output {fmt} of tensor {short(tensor)} is not the quorum's" for who in vote.outliers
+        ]
     if expected:
         digests["precision"] = {"outputs": expected, "source": f"the quorum over the {len(inputs)} input bundle(s)"}
     return digests, notes

@@ -1,0 +1,84 @@
+"""Real H200 dossiers judged across machines (tests/fixtures/h200/final/): made by `dossier run` (60 s
+stress, local runner) on the lent H200 SXM, 2026-12-01, with `PHASE=A|B OUT=$OUT bash bench/gpu_final.sh`:
+h200-a1 on one machine start (17:18 UTC), h200-b1, h200-b2 and h200-contended on another (17:27-17:32
+UTC), the last beside a co-tenant process running bf16 8192^3 matmuls back to back; all four signed with
+one key whose public half is h200-final.pub. A colleague's run reproduces across machine starts and on
+the same start; the contended run does not, and the judgement names the foreign process first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+
+FINAL = Path(__file__).parents[1] / "fixtures" / "h200" / "final"
+PUB = str(FINAL / "h200-final.pub")
+
+
+def bundle(name: str) -> str:
+    return str(FINAL / f"h200-{name}.tar.gz")
+
+
+@pytest.mark.parametrize("name", ["a1", "b1", "b2", "contended"])
+def test_each_final_h200_dossier_verifies_with_its_signer_key(name, capsys):
+    assert main(["verify", bundle(name), "--key", PUB]) == 0
+    assert "verified" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("theirs, mine", [("a1", "b1"), ("b1", "b2")])
+def test_a_clean_run_reproduces_across_machine_starts_and_on_one(theirs, mine, tmp_path, capsys):
+    code = main(
+        [
+            "reproduce",
+            bundle(theirs),
+            "--key",
+            PUB,
+            "--against",
+            bundle(mine),
+            "--key-mine",
+            PUB,
+            "--statement",
+            str(tmp_path / "s.intoto.json"),
+            "--summary",
+            str(tmp_path / "s.md"),
+        ]
+    )
+    said = capsys.readouterr()
+    err = said.out + said.err
+    assert code == 0, err[-2000:]
+    assert "REPRODUCED: all " in err and " 0 not reproduced" in err
+
+
+def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_is_named(tmp_path, capsys):
+    code = main(
+        [
+            "reproduce",
+            bundle("b1"),
+            "--key",
+            PUB,
+            "--against",
+            bundle("contended"),
+            "--key-mine",
+            PUB,
+            "--statement",
+            str(tmp_path / "s.intoto.json"),
+            "--summary",
+            str(tmp_path / "s.md"),
+        ]
+    )
+    said = capsys.readouterr()
+    err = said.out + said.err
+    assert code == 1
+    assert "FAIL health.contract.no_foreign_process: theirs pass, mine fail" in err
+    assert "FAIL bandwidth.plateau_gbps" in err and "likely why: foreign processes" in err
+    assert "NOT REPRODUCED" in err
+
+
+def test_acceptance_passes_the_clean_runs_and_fails_the_shared_gpu(capsys):
+    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 0
+    capsys.readouterr()
+    assert main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL no_unexpected_process" in out
