@@ -102,7 +102,8 @@ def test_an_interrupted_probe_leaves_no_process_and_no_temporary_file(probe, tmp
             host.kill()
     said = lines.read_text()
     assert code == 130 or (probe == "health" and code == 0), said
-    if code == 130:
+    finished_first = probe == "health" and '"what": "done"' in said  # its reading ended before the signal came
+    if code == 130 and not finished_first:
         assert f"{probe}: interrupted" in said, said  # the probe itself stopped, not killed
     _wait_for(lambda: not _marked(token), "every process of the probe to be gone")
     assert sorted(p.name for p in scratch.rglob("*")) == []

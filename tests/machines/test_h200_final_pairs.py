@@ -1,6 +1,6 @@
 """Real H200 dossiers judged across machines (tests/fixtures/h200/final/): made by `dossier run` (60 s
 stress, local runner) on the lent H200 SXM, 2026-12-01, with `PHASE=A|B OUT=$OUT bash bench/gpu_final.sh`:
-h200-a1 on one machine start (17:18 UTC), h200-b1, h200-b2 and h200-contended on another (17:27-17:32
+h200-a1 on one machine start (17:07 UTC), h200-b1, h200-b2 and h200-contended on another (17:27-17:33
 UTC), the last beside a co-tenant process running bf16 8192^3 matmuls back to back; all four signed with
 one key whose public half is h200-final.pub. A colleague's run reproduces across machine starts and on
 the same start; the contended run does not, and the judgement names the foreign process first."""
