@@ -39,7 +39,9 @@ from __future__ import annotations
 import bisect
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from typing import Any, TypeGuard
+from typing import Any
+
+from harness.analysis.units import is_number
 
 RELATIVE_THRESHOLD = 0.10
 ROBUST_Z_THRESHOLD = 3.5
@@ -58,10 +60,6 @@ RULE_TEXT = (
     f"Digests (a result computed from the same inputs): compared within one SKU and software stack, "
     f"flagged when unlike most nodes' (at least {MIN_NODES} measured): possible silent data corruption."
 )
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _round(value: float | None) -> float | None:
@@ -123,7 +121,7 @@ def _judge(x: float, median: float, mad: float, enough: bool) -> dict[str, Any]:
 
 def summarise_rate(values: Mapping[str, Any]) -> dict[str, Any]:
     """The rows for one rate in one group: `values` maps node -> number or {"unavailable": why}."""
-    measured = {node: float(v) for node, v in values.items() if _is_number(v)}
+    measured = {node: float(v) for node, v in values.items() if is_number(v)}
     if not measured:
         return {
             "measured_nodes": 0,
@@ -175,15 +173,15 @@ def summarise_count(values: Mapping[str, Any]) -> dict[str, Any]:
     """The rows for a count that must be zero: any node above zero is flagged."""
     nodes: dict[str, Any] = {}
     for node, value in sorted(values.items()):
-        flagged = _is_number(value) and value > 0
+        flagged = is_number(value) and value > 0
         nodes[node] = {
             "value": value,
             "flagged": flagged,
             **({"why": f"{value:g}, where 0 is the only good count"} if flagged else {}),
         }
     return {
-        "measured_nodes": sum(_is_number(v) for v in values.values()),
-        "total": sum(v for v in values.values() if _is_number(v)),
+        "measured_nodes": sum(is_number(v) for v in values.values()),
+        "total": sum(v for v in values.values() if is_number(v)),
         "nodes": nodes,
     }
 

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, TypeGuard
+from typing import Any
+
+from harness.analysis.units import is_number
 
 TIMING_SOURCE = (
     "the lead's call on the lent H200 SXM, 2026-12-01 12:15 UTC, bench/gpu_causes.sh "
@@ -82,10 +84,6 @@ LAUNCH_BOUND_HEADLINE_WHY = (
 )
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def calls_per_window(per_call_s: float, window_s: float = WINDOW_S) -> int:
     """How many back-to-back calls fill one window, from the warm-up's time per call."""
     if not per_call_s > 0:
@@ -106,7 +104,7 @@ def window_means(windows: Any) -> list[float] | None:
     for window in windows:
         seconds, calls = (window.get("seconds"), window.get("calls")) if isinstance(window, dict) else (None, None)
         if not (
-            _is_number(seconds) and seconds > 0 and isinstance(calls, int) and not isinstance(calls, bool) and calls > 0
+            is_number(seconds) and seconds > 0 and isinstance(calls, int) and not isinstance(calls, bool) and calls > 0
         ):
             return None
         means.append(seconds / calls)
@@ -200,7 +198,7 @@ def clocks_of(windows: Any) -> dict[str, Any] | None:
     """The SM clocks and clock-event reasons NVML reported around a shape's windows (None: no readings)."""
     around = [w.get(side) for w in windows or [] if isinstance(w, dict) for side in ("nvml_before", "nvml_after")]
     readings = [r for r in around if isinstance(r, dict) and "unavailable" not in r]
-    clocks = [r["sm_clock_mhz"] for r in readings if _is_number(r.get("sm_clock_mhz"))]
+    clocks = [r["sm_clock_mhz"] for r in readings if is_number(r.get("sm_clock_mhz"))]
     if not clocks:
         return None
     reasons = sorted(

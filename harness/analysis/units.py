@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 # Key suffix -> unit, longest first (the project's rule: the unit is in the field name).
 UNITS: tuple[tuple[str, str], ...] = (
@@ -80,3 +80,8 @@ def without_empty(value: Any) -> Any:
         parts = [without_empty(v) for v in value]
         return [v for v in parts if v not in (None, {}, [])]
     return value
+
+
+def is_number(value: Any) -> TypeGuard[int | float]:
+    """A JSON number (int or float, never a bool): the one test every analysis applies to a stated figure."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

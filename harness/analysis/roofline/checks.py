@@ -17,10 +17,11 @@ are this build's (the flags are recomputed with them), and the dtype checks are 
 from __future__ import annotations
 
 import math
-from typing import Any, TypeGuard
+from typing import Any
 
 from harness.analysis import timing
 from harness.analysis.roofline import model as rl
+from harness.analysis.units import is_number
 
 MEASURED = "measured here"  # how roofs.*_source starts when a CPU run measured the roof itself
 SUMMARY_KEYS = ("all_explained", "best_shape", "classifications", "fusion_speedup")
@@ -130,10 +131,6 @@ def summary_discrepancies(document: dict[str, Any]) -> list[str]:
 GAP_SLACK = 1e-6  # relative: a gap is slept out in full (time.sleep never returns early); float rounding aside
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _gaps(where: str, windows: list[Any], before_s: Any, ratio: float) -> list[str]:
     """Each window's idle gap is at least RATIO times the burst before it (BEFORE_S for the first, the
     window before for the others): the probe sleeps that long after every burst (harness.probes.timing)."""
@@ -141,7 +138,7 @@ def _gaps(where: str, windows: list[Any], before_s: Any, ratio: float) -> list[s
     for i, window in enumerate(windows):
         burst = before_s if i == 0 else windows[i - 1].get("seconds") if isinstance(windows[i - 1], dict) else None
         gap = window.get("gap_before_s") if isinstance(window, dict) else None
-        if _is_number(burst) and _is_number(gap) and gap < ratio * burst * (1 - GAP_SLACK):
+        if is_number(burst) and is_number(gap) and gap < ratio * burst * (1 - GAP_SLACK):
             found.append(
                 f"{where}: window {i} idled {gap:.6g} s before it, but timing.gap_ratio {ratio:g} after "
                 f"a {burst:.6g} s burst is {ratio * burst:.6g} s"
@@ -160,7 +157,7 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
         return [f"{where}: timed in windows, but no windows or warm-up record"]
     found = [] if "window_spread" in timed else [f"{where}: window_spread is not stated"]
     least_s, least_calls = rule.get("warmup_s"), rule.get("warmup_min_calls")
-    if (_is_number(least_s) and not (_is_number(warmup.get("seconds")) and warmup["seconds"] >= least_s)) or (
+    if (is_number(least_s) and not (is_number(warmup.get("seconds")) and warmup["seconds"] >= least_s)) or (
         isinstance(least_calls, int) and not (isinstance(warmup.get("calls"), int) and warmup["calls"] >= least_calls)
     ):
         found.append(
@@ -170,17 +167,17 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
     if len(windows) != rule.get("windows"):
         found.append(f"{where}: {len(windows)} windows, but timing.windows says {rule.get('windows')}")
     per_call, window_s = warmup.get("per_call_s"), rule.get("window_s")
-    if _is_number(per_call) and _is_number(window_s):
+    if is_number(per_call) and is_number(window_s):
         calls = timing.calls_per_window(per_call, window_s)
         if any(isinstance(w, dict) and w.get("calls") != calls for w in windows):
             sizes = {w.get("calls") for w in windows if isinstance(w, dict)}  # any JSON: numbers first, in order
-            shown = sorted(sizes, key=lambda c: (not _is_number(c), c if _is_number(c) else 0, repr(c)))
+            shown = sorted(sizes, key=lambda c: (not is_number(c), c if is_number(c) else 0, repr(c)))
             found.append(
                 f"{where}: windows of {shown} calls, but "
                 f"a warm-up of {per_call:.6g} s a call sizes {window_s:g} s windows at {calls} calls"
             )
     ratio = rule.get("gap_ratio")
-    if _is_number(ratio):
+    if is_number(ratio):
         found += _gaps(where, windows, warmup.get("seconds"), ratio)
     graph = timed.get("graph")
     replayed = timing.graph_windows(graph)
@@ -195,7 +192,7 @@ def window_discrepancies(where: str, timed: dict[str, Any], rule: dict[str, Any]
             for w in replayed
         ):
             found.append(f"{where}: graph windows are not timing.windows windows of replays x calls_per_replay calls")
-        if _is_number(ratio):
+        if is_number(ratio):
             found += _gaps(f"{where} graph", replayed, None, ratio)
     return found
 

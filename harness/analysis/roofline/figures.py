@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, TypeGuard
+from typing import Any
 
 from harness import catalogue
 from harness.analysis import timing
@@ -21,12 +21,9 @@ from harness.analysis.memo import per_document
 from harness.analysis.roofline import checks as roofline_checks
 from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import model as rl
+from harness.analysis.units import is_number
 
 MEASURED = roofline_checks.MEASURED
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def median_of(times: Any) -> float | None:
@@ -35,7 +32,7 @@ def median_of(times: Any) -> float | None:
     if (
         isinstance(times, list)
         and times
-        and (set(map(type, times)) <= {int, float} or all(_is_number(t) for t in times))
+        and (set(map(type, times)) <= {int, float} or all(is_number(t) for t in times))
     ):
         return statistics.median(times)
     return None
@@ -44,14 +41,14 @@ def median_of(times: Any) -> float | None:
 def _differs(stated: Any, recomputed: Any) -> bool:
     if isinstance(stated, int) and isinstance(recomputed, int):  # counts and byte totals: exact
         return stated != recomputed
-    if _is_number(stated) and _is_number(recomputed):
+    if is_number(stated) and is_number(recomputed):
         return not math.isclose(stated, recomputed, rel_tol=rl.REL_TOL, abs_tol=0.0)
     return stated != recomputed
 
 
 def _roofs_known(document: dict[str, Any]) -> bool:
     roofs = document.get("roofs", {})
-    return _is_number(roofs.get("peak_tflops")) and _is_number(roofs.get("bandwidth_gbps"))
+    return is_number(roofs.get("peak_tflops")) and is_number(roofs.get("bandwidth_gbps"))
 
 
 def _measured(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -160,7 +157,7 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
     if "windows" in shape:
         timed = timing.graph_windows(shape.get("graph")) if basis == timing.KERNEL_ONLY else shape["windows"]
         windows = [w for w in timed if isinstance(w, dict)] if isinstance(timed, list) else []
-        seconds = [w["seconds"] for w in windows if _is_number(w.get("seconds"))]
+        seconds = [w["seconds"] for w in windows if is_number(w.get("seconds"))]
         calls = [w["calls"] for w in windows if isinstance(w.get("calls"), int)]
         window = {
             "label": shape.get("label"),
@@ -169,9 +166,7 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
             "windows": len(windows),
         }
         readings = [w.get(k) for w in windows for k in ("nvml_before", "nvml_after")]
-        powers = [
-            r["power_instant_w"] for r in readings if isinstance(r, dict) and _is_number(r.get("power_instant_w"))
-        ]
+        powers = [r["power_instant_w"] for r in readings if isinstance(r, dict) and is_number(r.get("power_instant_w"))]
         window["power_instant_w"] = _median(powers)
     else:
         times = shape.get("times_s")
@@ -179,7 +174,7 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
         plain = set(map(type, times)) <= {int, float}  # parsed JSON times: summed at C speed
         window = {
             "label": shape.get("label"),
-            "window_ms": math.fsum(times if plain else (t for t in times if _is_number(t))) * 1e3,
+            "window_ms": math.fsum(times if plain else (t for t in times if is_number(t))) * 1e3,
             "timed_calls": len(times),
         }
     clocks = shape.get("clocks")
@@ -192,7 +187,7 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
     reasons = reasons if isinstance(reasons, list) else []
     return {
         **window,
-        "sm_clock_mhz": clock if _is_number(clock) else None,
+        "sm_clock_mhz": clock if is_number(clock) else None,
         "power_cap": "flagged (sw_power_cap)" if "sw_power_cap" in reasons else "not flagged",
     }
 
@@ -200,7 +195,7 @@ def burst_window(shape: dict[str, Any], basis: str = timing.EAGER) -> dict[str, 
 def _tflops(document: dict[str, Any], shape: dict[str, Any], seconds: float | None) -> float | None:
     p = _predictions(document).get(shape["label"], {})
     dims: list[Any] = [p.get(d) for d in "mnk"]  # numbers where _is_number says so, below
-    return rl.gemm_flops(*dims) / seconds / 1e12 if seconds and all(_is_number(d) for d in dims) else None
+    return rl.gemm_flops(*dims) / seconds / 1e12 if seconds and all(is_number(d) for d in dims) else None
 
 
 def _rate(document: dict[str, Any], shape: dict[str, Any]) -> float | None:
@@ -273,7 +268,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     heads["fusion_speedup"] = unfused_s / fused_s if unfused_s and fused_s else None
     if windowed(document):
         rows = burst_windows(document)
-        spreads = [r["window_spread"] for r in rows if _is_number(r.get("window_spread"))]
+        spreads = [r["window_spread"] for r in rows if is_number(r.get("window_spread"))]
         heads["max_window_spread"] = max(spreads) if spreads else None
         heads["launch_bound_shapes"] = [r["label"] for r in rows if r.get("launch_bound")]
         heads["launch_bound_headline"] = timing.KERNEL_ONLY if kernel_headline(document) else timing.EAGER
@@ -498,7 +493,7 @@ def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -
 
 def _rotation_discrepancies(document: dict[str, Any], shape: dict[str, Any], p: dict[str, Any]) -> list[str]:
     """rotated_mib = input sets x the bytes of one (aligned) set; cache_defeated = twice the cache."""
-    if not all(_is_number(shape.get(k)) for k in ("input_sets", "rotated_mib")):
+    if not all(is_number(shape.get(k)) for k in ("input_sets", "rotated_mib")):
         return []
     in_bytes = document["precision"]["input_bytes"]
     rotated = shape["input_sets"] * rl.input_set_bytes(p["m"], p["n"], p["k"], in_bytes)
@@ -509,7 +504,7 @@ def _rotation_discrepancies(document: dict[str, Any], shape: dict[str, Any], p: 
             f"{shape['input_sets']} input sets of this shape are {rotated / 2**20} MiB"
         )
     cache = document["device_facts"].get("cache_mib")
-    if _is_number(cache) and "cache_defeated" in shape and shape["cache_defeated"] != (rotated >= 2 * cache * 2**20):
+    if is_number(cache) and "cache_defeated" in shape and shape["cache_defeated"] != (rotated >= 2 * cache * 2**20):
         found.append(
             f"measurement {shape['label']}: cache_defeated {shape['cache_defeated']} but "
             f"{rotated / 2**20:g} MiB rotated against twice the {cache:g} MiB cache says otherwise"

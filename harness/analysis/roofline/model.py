@@ -16,9 +16,10 @@ and the SM clocks NVML saw. The same function runs in the probe and in `dossier 
 from __future__ import annotations
 
 import math
-from typing import Any, TypeGuard
+from typing import Any
 
 from harness.analysis import timing
+from harness.analysis.units import is_number
 
 NEAR_ROOF = 0.80  # within 20% of the attainable rate counts as "near the roof"
 LAUNCH_SHARE = 0.25  # an empty launch at >= 25% of the measured time is a cause
@@ -118,10 +119,6 @@ def unaligned_dims(m: int, n: int, k: int, in_bytes: int, out_bytes: int) -> lis
     return found
 
 
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _mib(nbytes: float) -> str:
     return f"{nbytes / 2**20:.1f} MiB"
 
@@ -169,7 +166,7 @@ def explain(prediction: dict[str, Any], measurement: dict[str, Any], context: di
                 f"below what this access pattern reached."
             )
             cache = context.get("cache_mib")
-            if measurement.get("cache_defeated") is False and _is_number(cache):
+            if measurement.get("cache_defeated") is False and is_number(cache):
                 parts.append(
                     f"Its inputs rotated over only {measurement['rotated_mib']:.0f} MiB, under twice "
                     f"the {cache:.0f} MiB cache, so part of them came from cache."
@@ -202,7 +199,7 @@ def explain(prediction: dict[str, Any], measurement: dict[str, Any], context: di
 
 
 def _tile_model(prediction: dict[str, Any], context: dict[str, Any]) -> dict[str, Any] | None:
-    if not all(_is_number(context.get(key)) for key in ("sm_count", "tile_m", "tile_n")):
+    if not all(is_number(context.get(key)) for key in ("sm_count", "tile_m", "tile_n")):
         return None
     return tiling(
         prediction["m"], prediction["n"], int(context["tile_m"]), int(context["tile_n"]), int(context["sm_count"])
@@ -229,7 +226,7 @@ def _causes(
     floor, _ = _floor(context, kernel_only)
     host, kernel = timing.host_launch_s(seconds, measurement.get("graph")), timing.kernel_s(measurement.get("graph"))
     if kernel_only:  # the kernels' own time: compared with an empty kernel timed the same way
-        if _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
+        if is_number(floor) and floor >= LAUNCH_SHARE * seconds:
             causes.append(
                 {
                     "cause": "kernel_floor",
@@ -250,7 +247,7 @@ def _causes(
                     ),
                 }
             )
-    elif _is_number(floor) and floor >= LAUNCH_SHARE * seconds:
+    elif is_number(floor) and floor >= LAUNCH_SHARE * seconds:
         causes.append(
             {
                 "cause": "launch_overhead",
@@ -321,9 +318,9 @@ def _kernel_efficiency(
     if not (
         model
         and isinstance(clocks, dict)
-        and _is_number(clocks.get("sm_clock_mhz_median"))
-        and _is_number(max_mhz)
-        and _is_number(floor)
+        and is_number(clocks.get("sm_clock_mhz_median"))
+        and is_number(max_mhz)
+        and is_number(floor)
     ):
         return None
     return {
@@ -343,13 +340,13 @@ def _clock_cause(clocks: Any, max_mhz: Any) -> dict[str, str] | None:
         return None
     median, reasons = clocks.get("sm_clock_mhz_median"), clocks.get("clock_event_reasons", [])
     capped = [r for r in reasons if r in POWER_REASONS]
-    slow = _is_number(median) and _is_number(max_mhz) and median < CLOCK_SHARE * max_mhz
+    slow = is_number(median) and is_number(max_mhz) and median < CLOCK_SHARE * max_mhz
     if not (slow or capped):
         return None
     detail = "clocks: "
     detail += (
         f"SM clock median {median:.0f} MHz of {max_mhz:.0f} MHz maximum"
-        if _is_number(median) and _is_number(max_mhz)
+        if is_number(median) and is_number(max_mhz)
         else "SM clock not read"
     )
     if capped:
@@ -367,7 +364,7 @@ def _ruled_out(
     """The checks that found nothing, with their numbers."""
     notes = []
     floor, floor_name = _floor(context, kernel_only)
-    if _is_number(floor):
+    if is_number(floor):
         notes.append(f"{floor_name} ({floor * 1e6:.1f} us) is {floor / seconds:.2%} of the time")
     elif kernel_only:
         notes.append("the GPU's own cost per kernel was not measured (no empty kernel replayed from a CUDA graph)")
@@ -380,7 +377,7 @@ def _ruled_out(
     else:
         notes.append("no tile model on this device")
     clocks = measurement.get("clocks")
-    if isinstance(clocks, dict) and _is_number(clocks.get("sm_clock_mhz_median")):
+    if isinstance(clocks, dict) and is_number(clocks.get("sm_clock_mhz_median")):
         notes.append(f"SM clock median {clocks['sm_clock_mhz_median']:.0f} MHz with no power or thermal reason")
     return "; ".join(notes)
 
