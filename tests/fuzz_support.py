@@ -421,6 +421,35 @@ def _with(
     return _tar_of([entry for _, entry in sorted(entries + list(extra), key=lambda e: e[0])])
 
 
+def _hidden_in_record_padding(files: dict[str, bytes]) -> bytes:
+    """The archive of FILES with b"hidden" in the zero padding that fills its last 10240-byte record.
+
+    Members that end exactly on a record boundary leave no padding; then the report grows by one
+    block first, so the case exists whatever size the bundle has (its size differs by machine)."""
+    tar = tar_bytes(files)
+    members_end = sum(BLOCK + len(data) + padding(len(data)) for data in files.values())
+    record_padding = members_end + 2 * BLOCK  # after the two zero blocks, up to a whole record
+    if len(tar) == record_padding:
+        files = {**files, layout.REPORT: files[layout.REPORT] + b"\n" * BLOCK}
+        tar = tar_bytes(files)
+        record_padding += BLOCK
+    return gzip_bytes(tar[:record_padding] + b"hidden" + tar[record_padding + 6 :])
+
+
+def _data_in_a_members_padding(files: dict[str, bytes]) -> bytes:
+    """The archive of FILES with b"x" right after the data of the first member whose size is not a
+    whole number of blocks (a report one byte longer where every member's is)."""
+    if all(not padding(len(data)) for data in files.values()):
+        files = {**files, layout.REPORT: files[layout.REPORT] + b"\n"}
+    tar, offset = tar_bytes(files), 0
+    for name in sorted(files):
+        offset += BLOCK + len(files[name])
+        if padding(len(files[name])):
+            return gzip_bytes(tar[:offset] + b"x" + tar[offset + 1 :])
+        offset += padding(len(files[name]))
+    raise AssertionError("unreachable: some member has padding")
+
+
 def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
     """Named archive bytes, each one hostile thing added to the bundle whose members are FILES."""
     special = {
@@ -450,12 +479,7 @@ def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
     tar = tar_bytes(files)
     hidden = tar_bytes({"evil.sh": b"#!/bin/sh\n"})
     out["data after the end-of-archive marker"] = gzip_bytes(tar + hidden)
-    members_end = sum(BLOCK + len(data) + padding(len(data)) for data in files.values())
-    record_padding = members_end + 2 * BLOCK  # after the two zero blocks, up to a whole 10240-byte record
-    if len(tar) - record_padding >= 6:
-        out["data hidden in the record padding"] = gzip_bytes(
-            tar[:record_padding] + b"hidden" + tar[record_padding + 6 :]
-        )
+    out["data hidden in the record padding"] = _hidden_in_record_padding(files)
     archive = gzip_bytes(tar)
     out["a second gzip member"] = archive + gzip_bytes(hidden)
     out["trailing bytes after the gzip stream"] = archive + b"garbage"
@@ -464,7 +488,5 @@ def hostile_archives(files: dict[str, bytes]) -> dict[str, bytes]:
     entries = [_entry(name, files[name]) for name in names]
     out["members reordered"] = gzip_bytes(_tar_of([entries[1], entries[0], *entries[2:]]))
     out["a member twice"] = gzip_bytes(_tar_of([entries[0], *entries]))
-    first_padding = BLOCK + len(files[names[0]])  # right after the first member's data
-    if padding(len(files[names[0]])):
-        out["data in a member's padding"] = gzip_bytes(tar[:first_padding] + b"x" + tar[first_padding + 1 :])
+    out["data in a member's padding"] = _data_in_a_members_padding(files)
     return out

@@ -20,8 +20,8 @@ from securesystemslib.dsse import Envelope
 from securesystemslib.exceptions import VerificationError
 
 from harness.bundle import layout
-from harness.bundle.read import read_all
-from harness.bundle.write import archive_bytes
+from harness.bundle.read import UnsafeBundle, read_all
+from harness.bundle.write import BLOCK, RECORD, archive_bytes, tar_bytes
 from harness.signing.keys import load_public
 from harness.verify import verify_bundle
 from tests.bundle_support import signed_plan_bundle, tick_modules  # noqa: F401 - a pytest fixture, requested by name
@@ -114,6 +114,21 @@ HOSTILE = [
 
 def test_the_hostile_archives_are_the_ones_named_here(made_here):
     assert sorted(_hostile(made_here)) == sorted(HOSTILE)
+
+
+def test_the_padding_cases_exist_whatever_size_the_members_have(tmp_path):
+    # two 512-byte headers, 8 + 8 blocks of data and the two end-of-archive blocks = 10240 bytes
+    files = {layout.REPORT: b"r" * 8 * BLOCK, "raw/a.json": b"a" * 8 * BLOCK}
+    assert len(tar_bytes(files)) == RECORD
+    data = hostile_archives(files)["data hidden in the record padding"]
+    path = tmp_path / "hidden.tar.gz"
+    path.write_bytes(data)
+    with pytest.raises(UnsafeBundle, match="end-of-archive"):
+        read_all(path)
+    # and every member's data a whole number of blocks: the member-padding case exists too
+    path.write_bytes(hostile_archives(files)["data in a member's padding"])
+    with pytest.raises(UnsafeBundle, match="padding"):
+        read_all(path)
 
 
 def test_every_hostile_archive_is_refused_by_both_and_nothing_is_written(recipe, made_here, tmp_path):
