@@ -151,6 +151,7 @@ def one(task: tuple[int, int]) -> dict:
         named = document_schemas(files)
         target = f" ({sorted(named)[mutation.member % len(named)]})"
     return {
+        "index": index,  # with the seed, the mutant again: random.Random(seed * 1_000_003 + index)
         "base": base,
         "layer": mutation.layer,
         "outcome": outcome,
@@ -218,7 +219,7 @@ def summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[
     if len(reasons) > 40:
         lines.append(f"- ... and {len(reasons) - 40} rarer reasons")
     lines += ["", f"Crashes, internal errors, accepted unsigned or unexplained changes: {len(bad)}"]
-    lines += [f"- {r['outcome']} <- {r['base']} {r['mutation']}" for r in bad[:50]]
+    lines += [f"- {r['outcome']} <- #{r['index']} {r['base']} {r['mutation']}" for r in bad[:50]]
     lines += ["", f"Criteria that raised (guarded: the report shows the criterion failed): {sum(guarded.values())}"]
     lines += [f"- {count} x {what}" for what, count in guarded.most_common()]
     return lines

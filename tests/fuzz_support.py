@@ -269,12 +269,24 @@ def _changed_paths(a: Any, b: Any, path: tuple = ()) -> list[tuple]:
             )
         ]
     if isinstance(a, list):
-        return (
-            [path]
-            if len(a) != len(b)
-            else [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _changed_paths(x, y, path + (i,))]
-        )
+        if len(a) != len(b):
+            return [path]
+        changed = [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _changed_paths(x, y, path + (i,))]
+        # items reordered or repeated, none new: a change of the list, not of its items' fields
+        return [path] if changed and all(item in a for item in b) else changed
     return [] if a == b else [path]
+
+
+def _undeclared(schema: str, field: tuple[str, ...]) -> bool:
+    """Whether FIELD is a key its schema does not name, under an object whose keys the schema names
+    (a free-form object's keys are classed by docs/bundle.md's rows)."""
+    fields = schema_fields(schema)
+    return (
+        bool(field)
+        and field not in fields
+        and field[-1] not in (ITEMS, ANY_KEY)
+        and any(f[:-1] == field[:-1] for f in fields)
+    )
 
 
 def _holds(document: Any, path: tuple) -> bool:
@@ -341,7 +353,12 @@ def accepted_change(base: dict[str, bytes], mutant_files: dict[str, bytes]) -> s
                     continue
                 field = field_of(named[name], path)
                 row = listing(named[name], field)
-                if row and row.kind in ("free", "raw"):
+                if _undeclared(named[name], field):
+                    found.add(
+                        f"free: {named[name]} `{shown(field)}`, a key its schema does not name (the schema "
+                        "allows other keys there; no check reads one)"
+                    )
+                elif row and row.kind in ("free", "raw"):
                     found.add(f"{row.kind}: {row.document} `{row.pattern}`")
                 elif row and "may be absent" in row.why and not _holds(mutated, path):
                     found.add(f"absent: {row.document} `{row.pattern}` (may be absent, docs/bundle.md)")

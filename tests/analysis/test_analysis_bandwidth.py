@@ -27,6 +27,19 @@ def test_byte_counting_is_reads_plus_writes_times_buffer_bytes():
     assert bw.bytes_per_iteration("write", 100) == 100
 
 
+def test_a_document_without_its_element_type_has_no_bytes_and_says_so():
+    document = copy.deepcopy(cpu_sweep())
+    point = document["sweep"][0]
+    assert bw.point_bytes(document, point) == bw.bytes_per_iteration(document["kernel"], point["elements"] * 4)
+    del document["dtype"]  # the schema lets it be absent (a key holder's edit, found by bench/fuzz_verify.py)
+    with pytest.raises(ValueError, match=r"element type '\(absent\)' has no known width"):
+        bw.point_bytes(document, point)
+    document["dtype"] = "float32"
+    del point["elements"]
+    with pytest.raises(ValueError, match=rf"the {point['size_mib']} MiB sweep point states no element count"):
+        bw.point_bytes(document, point)
+
+
 def test_h200_sweep_plateau_is_the_large_sizes_not_the_maximum():
     points = h200_points()
     assert [p["size_mib"] for p in points] == [4, 16, 64, 256, 1024, 4096, 8192]

@@ -273,8 +273,17 @@ ELEMENT_BYTES = {"float32": 4}  # the probe's buffers: (element type -> bytes)
 
 def point_bytes(document: dict[str, Any], point: dict[str, Any]) -> int:
     """A point's bytes per iteration from the kernel's byte rule and its buffer, elements x element
-    bytes: never the stated bytes_per_iteration."""
-    return bytes_per_iteration(document["kernel"], point["elements"] * ELEMENT_BYTES[document["dtype"]])
+    bytes: never the stated bytes_per_iteration. Without a known element type or an element count
+    there are no bytes to count: ValueError, naming which (the schema lets both be absent; the
+    probe writes both for every measured point)."""
+    element, elements = ELEMENT_BYTES.get(str(document.get("dtype"))), point.get("elements")
+    if element is None:
+        raise ValueError(
+            f"the bandwidth document's element type {document.get('dtype', '(absent)')!r} has no known width"
+        )
+    if not isinstance(elements, int) or isinstance(elements, bool):
+        raise ValueError(f"the {point.get('size_mib')} MiB sweep point states no element count ({elements!r})")
+    return bytes_per_iteration(document["kernel"], elements * element)
 
 
 def point_gbps(document: dict[str, Any], point: dict[str, Any]) -> float:
