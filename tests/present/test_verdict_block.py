@@ -16,6 +16,8 @@ import pytest
 
 from harness import registry
 from harness.analysis.bandwidth import figures as bandwidth
+from harness.analysis.roofline import figures as rf
+from harness.analysis.roofline import model as rl
 from harness.analysis.roofline import unexplained
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import read_all
@@ -176,3 +178,46 @@ def test_a_one_gpu_allreduce_recorded_without_a_probe_passes_as_the_lab_asks(ful
 
     result = lab.judge_allreduce(BundleFacts(view_of(full_files, not_run)))[0]
     assert result.status == Verdict.PASS and result.why == "one GPU: the limitation is recorded, not simulated"
+
+
+FINAL = Path(__file__).parents[1] / "fixtures" / "h200" / "final"
+
+
+@pytest.mark.parametrize("run", ["a1", "b1", "b2"])
+def test_the_h200_square_512_unexplained_under_contract_4_is_under_filled_from_contract_5(run):
+    """The closing H200 runs (bench/gpu_final.sh, 2026-12-01, probe contract 4) each failed the criterion on
+    square-512 (and a1 on o-decode-64 too: its sweep's median line cost 6.0 us a kernel); the same
+    measurements under contract 5's rules (square-512 under-filled, the sweep's line through its fastest
+    iterations) pass. The restated documents change only their contract version: the criterion recomputes
+    every explanation and the line from the raw times."""
+    files = read_all(FINAL / f"h200-{run}.tar.gz")
+    document, sweep = json.loads(files["raw/roofline.json"]), json.loads(files["raw/bandwidth.json"])
+    assert document["contract_version"] == sweep["contract_version"] == 4
+    before = lab.judge_roofline(BundleFacts(view_of(files)))[0]
+    assert before.status == Verdict.FAIL and "square-512 (9% of its roof)" in before.why, before.why
+    assert ("o-decode-64" in before.why) == (run == "a1")
+    restated = {**document, "contract_version": 5}
+
+    def contract5(files):
+        with_roofline(restated)(files)
+        files["raw/bandwidth.json"] = json.dumps({**sweep, "contract_version": 5}).encode()
+
+    after = lab.judge_roofline(BundleFacts(view_of(files, contract5)))[0]
+    assert after.status == Verdict.PASS and "by their transfer size" in after.why, after.why
+    cost = bandwidth.kernel_fixed_cost({**sweep, "contract_version": 5})
+    assert cost["statistic"] == "fastest" and 2.9e-6 < cost["fixed_s"] < 3.3e-6  # 3.0, 3.1, 3.2 us
+    view = rf.dtype_documents(restated)["bf16"]
+    shape = next(s for s in rf._measured(view) if s["label"] == "square-512")
+    explanation = rl.explain(rf._prediction(view, "square-512"), rf._as_timed(view, shape), rl.context_of(view))
+    assert [c["cause"] for c in explanation["causes"]] == ["under_filled"]
+    assert "8 output tiles of 128x256 (assumed) keep 8 of 132 SMs busy (6%)" in explanation["causes"][0]["detail"]
+
+    def causes(document, label):
+        view = rf.dtype_documents(document)["bf16"]
+        shape = next(s for s in rf._measured(view) if s["label"] == label)
+        found = rl.explain(rf._prediction(view, label), rf._as_timed(view, shape), rl.context_of(view))
+        return [c["cause"] for c in found["causes"]]
+
+    assert causes(document, "square-512") == []  # contract 4's model: no cause, as the bundle states
+    # 24 assumed tiles (18% of the SMs) drew 74-75% of the roof: more SMs than the tile gives, not under-filled
+    assert "under_filled" not in causes(restated, "qkv-decode-64")

@@ -24,6 +24,16 @@ from harness.analysis.units import is_number
 NEAR_ROOF = 0.80  # within 20% of the attainable rate counts as "near the roof"
 LAUNCH_SHARE = 0.25  # an empty launch at >= 25% of the measured time is a cause
 WAVE_EFFICIENCY = 0.90  # under 90% of SM-slots doing work in the last wave is a cause
+# From probe contract 5 a memory-bound shape of one partial wave (under WAVE_EFFICIENCY of the SMs
+# given a tile) is explained as under-filled: the lent H200's square-512 bf16 GEMM, 8 tiles of
+# 128x256 on 132 SMs, ran at 9% of the memory roof kernel-only in all five runs of 2026-12-01 (its
+# empty-kernel floor 24%, just under LAUNCH_SHARE) and no cause named it. Documents of contract 4 or
+# older keep the causes they were stated with.
+UNDER_FILLED_FROM = 5
+# ... and only where the rate agrees with it: at most twice the busy SMs' even share of the roof. A
+# higher rate means the library spread the work over more SMs than the assumed tile gives (split-K,
+# as cuBLAS does for decode shapes: qkv-decode-64 drew 75% of the roof with 24 assumed tiles).
+UNDER_FILLED_DRAW = 2.0
 PADDING_SHARE = 0.02  # 2% or more of the computed output tiles being padding is a cause
 CLOCK_SHARE = 0.95  # a median SM clock under 95% of the maximum is a cause
 ALIGN_BYTES = 16  # tensor-core GEMM kernels want 16-byte aligned rows
@@ -270,6 +280,26 @@ def _causes(
                 ),
             }
         )
+    roof_share = prediction["min_bytes"] / seconds / 1e9 / context["bandwidth_gbps"]
+    if (
+        model
+        and prediction["bound"] == "memory"
+        and context.get("contract_version", 1) >= UNDER_FILLED_FROM
+        and model["waves"] == 1
+        and model["wave_efficiency"] < WAVE_EFFICIENCY
+        and roof_share <= UNDER_FILLED_DRAW * model["wave_efficiency"]
+    ):
+        causes.append(
+            {
+                "cause": "under_filled",
+                "detail": (
+                    f"too few tiles to fill the GPU: {model['output_tiles']} output tiles of {model['tile_m']}x"
+                    f"{model['tile_n']} (assumed) keep {model['output_tiles']} of {model['sm_count']} SMs busy "
+                    f"({model['wave_efficiency']:.0%}), and it drew {roof_share:.0%} of the memory roof, which "
+                    f"was measured with every SM streaming: what so few SMs draw"
+                ),
+            }
+        )
     if model and prediction["bound"] == "compute" and model["padding_share"] >= PADDING_SHARE:
         causes.append(
             {
@@ -449,4 +479,5 @@ def context_of(document: dict[str, Any]) -> dict[str, Any]:
         "max_sm_clock_mhz": facts.get("max_sm_clock_mhz"),
         "cache_mib": facts.get("cache_mib"),
         "kernel_floor_s": facts.get("kernel_floor_s"),
+        "contract_version": document.get("contract_version", 1),  # which causes the document's probe knew
     }

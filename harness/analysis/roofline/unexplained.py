@@ -91,7 +91,8 @@ def at_transfer_size(entry: dict[str, Any], cost: dict[str, Any] | None) -> dict
     text = (
         f"{entry['label']} ({entry['dtype']}): explained by its transfer size: it moves "
         f"{entry['min_bytes'] / 2**20:.1f} MiB, and the bandwidth sweep's {cost['kernel']} kernel "
-        f"({b1 / 2**20:.0f} MiB in {t1 * 1e6:.1f} us, {b2 / 2**20:.0f} MiB in {t2 * 1e6:.1f} us) costs "
+        f"({b1 / 2**20:.0f} MiB in {t1 * 1e6:.1f} us, {b2 / 2**20:.0f} MiB in {t2 * 1e6:.1f} us"
+        f"{', fastest iterations' if cost.get('statistic') == 'fastest' else ''}) costs "
         f"{cost['fixed_s'] * 1e6:.1f} us a kernel + bytes / {cost['rate_gbps']:.0f} GB/s, so a kernel moving "
         f"that much attains {attainable:.0f} GB/s; it reached {entry['effective_gbps']:.0f} GB/s, "
         f"{share:.0%} of that ({entry['fraction']:.0%} of the {entry['roof_gbps']:.0f} GB/s roof)"

@@ -26,6 +26,7 @@ from harness.analysis import timing as timing_rules
 from harness.analysis.roofline import figures, gemm_shapes
 from harness.analysis.roofline import model as analysis
 from harness.probes.contract import (
+    CONTRACT_VERSION,
     Option,
     ProbeUsageError,
     describe_exception,
@@ -484,7 +485,7 @@ class Run:
     ) -> tuple[dict[str, Any], list[str]]:
         seconds_budget, operand_budget = self.budgets(facts)
         in_bytes, out_bytes = analysis.DTYPE_WIDTHS[sweep.dtype]
-        context = analysis.context_of(document)
+        context = analysis.context_of({**document, "contract_version": CONTRACT_VERSION})  # stamped at the end
         pool = (
             None
             if sweep.cannot
