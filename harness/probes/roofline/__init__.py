@@ -251,6 +251,8 @@ class Run:
             facts["launch_floor_s"], facts["launch_floor_windows"] = floor["median_s"], floor["windows"]
             facts.update(self.kernel_floor(floor.pop("tiny")))
             document: dict[str, Any] = {
+                # stamped again by probe_main; here first, since the causes the analysis recomputes depend on it
+                "contract_version": CONTRACT_VERSION,
                 "device": self.device,
                 "dtype": args.dtype,
                 "device_facts": facts,
@@ -485,7 +487,7 @@ class Run:
     ) -> tuple[dict[str, Any], list[str]]:
         seconds_budget, operand_budget = self.budgets(facts)
         in_bytes, out_bytes = analysis.DTYPE_WIDTHS[sweep.dtype]
-        context = analysis.context_of({**document, "contract_version": CONTRACT_VERSION})  # stamped at the end
+        context = analysis.context_of(document)
         pool = (
             None
             if sweep.cannot
