@@ -78,16 +78,14 @@ def test_contract_4_headlines_the_kernels_and_says_the_eager_rate_is_the_hosts(r
 
 
 def test_the_kernel_only_headline_repeats_where_the_eager_rate_did_not(remade):
-    """The three runs: the movers' eager rates 15-47% apart, their kernel-only rates within 1.2%; the
-    catalogue's H200 spreads are these."""
-    record = repeatability.declaration("h200-sxm-141gb")
+    """The three runs: the movers' eager rates 15-47% apart, their kernel-only rates within 1.2%, under the
+    launch-bound bound (the catalogue's H200 spreads are now the five final dossiers':
+    tests/machines/test_h200_final_pairs.py)."""
     for label in LAUNCH_BOUND:
         found = [rows(d)[label] for d in remade]
         kernel = [r["kernel_tflops"] for r in found if r["kernel_tflops"] is not None]
         eager = [r["burst_tflops"] if r["rate_basis"] == timing.EAGER else r["eager_tflops"] for r in found]
         assert spread(kernel) <= 0.012
-        assert repeatability.lookup(record, f"roofline.bf16.{label}.tflops")["spread"] == round(spread(kernel), 4)
-        assert repeatability.lookup(record, f"roofline.bf16.{label}.eager_tflops")["spread"] == round(spread(eager), 4)
         assert (spread(eager) > 0.14) == (label in MOVERS)
     assert catalogue.repeatability_bounds()["bounds"]["launch_bound"]["max_spread"] == 0.10
 

@@ -1,9 +1,10 @@
 """Real H200 dossiers judged across machines (tests/fixtures/h200/final/): made by `dossier run` (60 s
 stress, local runner) on the lent H200 SXM, 2026-12-01, with `PHASE=A|B OUT=$OUT bash bench/gpu_final.sh`:
-h200-a1 on one machine start (17:07 UTC), h200-b1, h200-b2 and h200-contended on another (17:27-17:33
-UTC), the last beside a co-tenant process running bf16 8192^3 matmuls back to back; all four signed with
-one key whose public half is h200-final.pub. A colleague's run reproduces across machine starts and on
-the same start; the contended run does not, and the judgement names the foreign process first."""
+h200-a1, a2 and a3 on one machine start (17:07-17:13 UTC), h200-b1, h200-b2 and h200-contended on another
+(17:27-17:33 UTC), the last beside a co-tenant process running bf16 8192^3 matmuls back to back; all six
+signed with one key whose public half is h200-final.pub. A colleague's run reproduces across machine
+starts and on the same start; the contended run does not, and the judgement names the foreign process
+first; the five clean ones are the catalogue's run-to-run spreads for the H200."""
 
 from __future__ import annotations
 
@@ -82,3 +83,25 @@ def test_acceptance_passes_the_clean_runs_and_fails_the_shared_gpu(capsys):
     assert main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 1
     out = capsys.readouterr().out
     assert "FAIL no_unexpected_process" in out
+
+
+def test_the_catalogues_h200_run_to_run_is_these_five_clean_dossiers():
+    """harness/data/gpus.json's H200 run_to_run (source issue-30-final-h200) is what bench/repeatability.py
+    computes from the five clean bundles here (a1-a3 on one machine start, b1-b2 on another): each figure's
+    range over median, to four places, and its kind; and each one over its kind's bound says why."""
+    from bench import repeatability as bench
+    from harness import catalogue
+    from harness.analysis import repeatability
+
+    views = bench.read([Path(bundle(n)) for n in ("a1", "a2", "a3", "b1", "b2")], [Path(PUB)])
+    per_bundle = [
+        repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps if e["step"] in v.documents})
+        for v in views
+    ]
+    rows = {r["figure"]: r for r in bench.table(per_bundle, catalogue.repeatability_bounds()["bounds"])}
+    stated = [e for e in catalogue.run_to_run("h200-sxm-141gb")["figures"] if e["source"] == "issue-30-final-h200"]
+    assert {e["figure"] for e in stated} == set(rows) and len(rows) == 67
+    for entry in stated:
+        row = rows[entry["figure"]]
+        assert (entry["spread"], entry["kind"]) == (round(row["spread"], 4), row["kind"]), entry["figure"]
+        assert row["met"] or entry["why"], entry["figure"]
