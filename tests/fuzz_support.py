@@ -356,7 +356,7 @@ def accepted_change(base: dict[str, bytes], mutant_files: dict[str, bytes]) -> s
                 if _undeclared(named[name], field):
                     found.add(
                         f"free: {named[name]} `{shown(field)}`, a key its schema does not name (the schema "
-                        "allows other keys there; no check reads one)"
+                        "allows other keys there, and no check reads one)"
                     )
                 elif row and row.kind in ("free", "raw"):
                     found.add(f"{row.kind}: {row.document} `{row.pattern}`")

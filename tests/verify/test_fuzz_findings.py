@@ -95,5 +95,5 @@ def test_a_key_renamed_in_a_roofline_shape_is_a_key_the_schema_does_not_name(bas
     assert ok, failures
     assert why == (
         "free: roofline `measurements.shapes[].cache_defeated_`, a key its schema does not name (the schema "
-        "allows other keys there; no check reads one); raw: roofline `{dtype_checks[].}measurements.shapes[].cache_defeated`"
+        "allows other keys there, and no check reads one); raw: roofline `{dtype_checks[].}measurements.shapes[].cache_defeated`"
     )
