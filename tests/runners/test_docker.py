@@ -216,7 +216,7 @@ def _repeat_medians(runner, analysis) -> list[float]:
     return analysis.headlines(outcome.document)["repeat_medians_gbps"]
 
 
-def test_containerized_and_local_bandwidth_agree_within_the_probes_spread(cpu_image):
+def test_containerized_bandwidth_is_not_slower_than_local_beyond_the_probes_spread(cpu_image):
     from harness.analysis.bandwidth import figures as analysis
 
     # 512 MiB buffers: past the last-level cache of the CI machines (260 MiB), so this is DRAM.
@@ -229,12 +229,15 @@ def test_containerized_and_local_bandwidth_agree_within_the_probes_spread(cpu_im
     # and never under 10 %: separate processes on these shared 2-core VMs have differed by 6 % with
     # the local runs on either side agreeing within 5 % (local 25.8, container 24.3 GB/s, seen
     # 2026-11-29). A container mistake that matters (a CPU quota, a memory limit forcing reclaim)
-    # costs far more than that.
+    # makes the container slower, by far more than that: the test is one-sided. Faster in the
+    # container is this VM's memory bandwidth drifting while it ran: on 2026-12-01 a container run
+    # read 38.6-43.6 GB/s between local runs of 27.7-31.7, and the next time 28.5-33.5 between
+    # local runs of 29.2-41.6.
     tolerance = max(analysis.spread(local), analysis.spread(inside), 0.10)
-    difference = abs(statistics.median(inside) - statistics.median(local)) / statistics.median(local)
+    difference = (statistics.median(local) - statistics.median(inside)) / statistics.median(local)
     print(
         f"bandwidth local {statistics.median(local):.2f} GB/s {local}, container "
-        f"{statistics.median(inside):.2f} GB/s {inside}, difference {difference:.3f}, "
+        f"{statistics.median(inside):.2f} GB/s {inside}, container slower by {difference:.3f}, "
         f"tolerance {tolerance:.3f}",
         file=sys.stderr,
     )
