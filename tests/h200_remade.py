@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness.bundle.read import read_all
 from harness.registry import host_function
+from harness.run.orchestrate import step_fields
 from harness.run.plan import LAB_PLAN, HostStep
 from harness.run.records import COMPLETED, NOT_RUN, RunRecord, StepRecord
 from harness.runners.interface import ProbeRun
@@ -56,20 +57,11 @@ def _legacy(step, entry, files, documents) -> StepRecord:
 def _step_records(step, entries, files, documents) -> list[StepRecord]:
     """STEP as it ran in the bundle (ENTRIES by step name), as this build's StepRecord."""
     entry = entries.get(step.step, {})
-    base = dict(
-        step=step.step,
-        title=step.title,
-        lab_step=step.lab_step,
-        kind=step.kind,
-        schema=step.schema,
-        analysis=step.analysis,
-        plots=step.plots,
-    )
+    base = step_fields(step)
     if entry.get("status") != "completed":
         return [
             StepRecord(
                 **base,
-                **({"probe": step.probe} if step.kind == "probe" else {"needs": step.needs, "function": step.function}),
                 status=NOT_RUN,
                 why=entry.get("why") or "not in this bundle",
             )
@@ -79,8 +71,6 @@ def _step_records(step, entries, files, documents) -> list[StepRecord]:
         return [
             StepRecord(
                 **base,
-                needs=step.needs,
-                function=step.function,
                 status=COMPLETED,
                 document=json.loads(json.dumps(document)),
             )
@@ -103,7 +93,6 @@ def _step_records(step, entries, files, documents) -> list[StepRecord]:
     return [
         StepRecord(
             **base,
-            probe=step.probe,
             status=COMPLETED,
             run=run,
             document=documents[step.step],

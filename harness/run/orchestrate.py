@@ -64,7 +64,9 @@ def probe_missing(runner: Runner, probe: str) -> str | None:
     return None
 
 
-def _base(step: Step) -> dict[str, Any]:
+def step_fields(step: Step) -> dict[str, Any]:
+    """What a StepRecord takes from its plan step: names, kind, schema, analysis, plots, and the
+    probe (a probe step) or the inputs and function (a host step)."""
     common: dict[str, Any] = dict(
         step=step.step,
         title=step.title,
@@ -161,7 +163,7 @@ class Companions:
         return on_line
 
     def _run(self, step: ProbeStep, state: RunState) -> None:
-        base = _base(step)
+        base = step_fields(step)
         try:
             prepared = step.arguments(state)
         except Exception as exc:  # noqa: BLE001 - the step then runs in its own place
@@ -208,7 +210,7 @@ def run_probe_step(
 ) -> StepRecord:
     """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
     attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
-    base = _base(step)
+    base = step_fields(step)
     try:
         prepared = early.arguments(step, state) if early else step.arguments(state)
     except NotReady as exc:
@@ -251,7 +253,7 @@ def run_probe_step(
 
 
 def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
-    base = _base(step)
+    base = step_fields(step)
     try:
         document = registry.host_function(step.function)(*step.inputs(state))
     except NotReady as exc:
@@ -320,7 +322,7 @@ def run_step(
     )
     if why:
         display.skip(step.step, why)
-        return StepRecord(**_base(step), status=NOT_RUN, why=why)
+        return StepRecord(**step_fields(step), status=NOT_RUN, why=why)
     if isinstance(step, HostStep):
         return run_host_step(step, state, display)
     taken = companions.taken(step) if companions else None  # only a probe step is taken during another

@@ -12,6 +12,7 @@ from typing import Any
 
 from harness.analysis.device_mapping import normalise_uuid
 from harness.probes.contract import attempt, describe_exception, unavailable
+from harness.probes.health.torch_files import TORCH_KEYS
 from harness.probes.loaded_libraries import mapped_file
 
 DEVICE_VIEW_SOURCE = "torch.cuda (torch imported: torch.cuda.init, device_count, get_device_properties)"
@@ -25,19 +26,7 @@ def torch_facts() -> dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - a missing or broken torch is a recorded fact
         reason = unavailable(f"torch cannot be imported: {describe_exception(exc)}")
         return {
-            **dict.fromkeys(
-                (
-                    "torch_version",
-                    "torch_cuda_build",
-                    "cudnn_version",
-                    "nccl_version",
-                    "nccl_available",
-                    "torch_cuda_available",
-                    "torch_device_count",
-                    "torch_devices",
-                ),
-                reason,
-            ),
+            **dict.fromkeys(TORCH_KEYS, reason),
             **_sources(reason),
         }
     version = torch.__version__
