@@ -1,0 +1,104 @@
+"""What to do after a finding: one fixed vocabulary of recommended actions, mildest first.
+
+Standard library only, so the probes, `dossier check`, acceptance, the lab verdict and the fleet all
+say it the same way. Every failing finding carries one Action and the rule that chose it; a set of
+findings recommends the most severe of theirs (`most_severe`). The words are those of the field's
+node-health tools (gpud and NVSentinel attach a recommended action to each finding), in the order an
+operator escalates:
+
+    NONE              nothing to do: the finding passed, or needs no action
+    RERUN_IDLE        the measurement was disturbed (a co-tenant, a busy host): run it again on an
+                      idle node before judging the hardware
+    RESET_GPU         a GPU reset clears it (a stuck clock state, a recoverable XID, pending remaps)
+    REBOOT_NODE       a node reboot clears it (a driver or kernel state a GPU reset cannot)
+    DRAIN             take the node out of service until it is looked at (scheduler drain)
+    INSPECT_HARDWARE  a hardware fault: drain and open a vendor ticket with the evidence (RMA)
+
+The driver publishes its own recommendation through NVML (field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION,
+nvidia-ml-py's NVML_GPU_RECOVERY_ACTION_*): `from_driver` maps its words to this vocabulary so that
+both can be shown side by side; the driver's own word is always kept beside the mapped one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    NONE = "NONE"
+    RERUN_IDLE = "RERUN_IDLE"
+    RESET_GPU = "RESET_GPU"
+    REBOOT_NODE = "REBOOT_NODE"
+    DRAIN = "DRAIN"
+    INSPECT_HARDWARE = "INSPECT_HARDWARE"
+
+    @property
+    def severity(self) -> int:
+        """Its place in ORDER: 0 for NONE, higher is more severe."""
+        return ORDER.index(self)
+
+    @property
+    def what(self) -> str:
+        """The action in a sentence, for people."""
+        return MEANING[self]
+
+
+ORDER = (
+    Action.NONE,
+    Action.RERUN_IDLE,
+    Action.RESET_GPU,
+    Action.REBOOT_NODE,
+    Action.DRAIN,
+    Action.INSPECT_HARDWARE,
+)
+
+MEANING = {
+    Action.NONE: "nothing to do",
+    Action.RERUN_IDLE: "run it again on an idle node before judging the hardware",
+    Action.RESET_GPU: "reset the GPU, then check again",
+    Action.REBOOT_NODE: "reboot the node, then check again",
+    Action.DRAIN: "take the node out of service until it is looked at",
+    Action.INSPECT_HARDWARE: "drain the node and open a vendor ticket with the evidence (dossier evidence)",
+}
+
+# The driver's recovery actions (nvml.h, nvmlDeviceGetFieldValues with NVML_FI_DEV_GET_GPU_RECOVERY_ACTION:
+# NVML_GPU_RECOVERY_ACTION_NONE 0, _GPU_RESET 1, _NODE_REBOOT 2, _DRAIN_P2P 3, _DRAIN_AND_RESET 4,
+# _GPU_RESET_BUS 5, as nvidia-ml-py's pynvml names them) in ours.
+DRIVER_WORDS = {0: "NONE", 1: "GPU_RESET", 2: "NODE_REBOOT", 3: "DRAIN_P2P", 4: "DRAIN_AND_RESET", 5: "GPU_RESET_BUS"}
+FROM_DRIVER = {
+    "NONE": Action.NONE,
+    "GPU_RESET": Action.RESET_GPU,
+    "NODE_REBOOT": Action.REBOOT_NODE,
+    "DRAIN_P2P": Action.DRAIN,
+    "DRAIN_AND_RESET": Action.DRAIN,
+    "GPU_RESET_BUS": Action.RESET_GPU,
+}
+
+
+def parse(value: object) -> Action:
+    """An action as a document records it; ValueError for a word that is not one."""
+    try:
+        return Action(str(value).strip().upper())
+    except ValueError:
+        raise ValueError(f"{value!r} is not a recommended action ({', '.join(ORDER)})") from None
+
+
+def from_driver(word: str) -> Action:
+    """The driver's recovery action (its word, DRIVER_WORDS) in this vocabulary; ValueError for another."""
+    try:
+        return FROM_DRIVER[word]
+    except KeyError:
+        raise ValueError(f"{word!r} is not a driver recovery action ({', '.join(FROM_DRIVER)})") from None
+
+
+def most_severe(actions: Iterable[object]) -> Action:
+    """The most severe of ACTIONS (an iterable of Action or their words); NONE when there are none."""
+    found = [parse(a) for a in actions]
+    return max(found, key=lambda a: a.severity, default=Action.NONE)
+
+
+def escalate(action: Action) -> Action:
+    """The next action up (what a repair that did not resolve a finding twice calls for); the most
+    severe stays itself."""
+    return ORDER[min(action.severity + 1, len(ORDER) - 1)]
