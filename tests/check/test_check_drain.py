@@ -90,4 +90,6 @@ def test_a_scheduler_check_drains_with_the_reason_it_was_given(cluster):
     state, calls = cluster
     led = drain.reason_for(SICK, "DRAIN")
     assert drain.apply("n2", Verdict.FAIL, SICK, drain=True, resume_own=False, drain_reason=led).did == "drained"
-    assert calls == [("n2", "drain", "dossier check: DRAIN: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0")]
+    assert calls == [
+        ("n2", "drain", "dossier check: DRAIN: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0")
+    ]

@@ -17,9 +17,7 @@ HISTOGRAM_FIELDS = ("max", "high", "partial", "low", "none")  # nvmlRowRemapperH
 
 
 def inforom(pynvml: Any, handle: Any) -> dict[str, Any]:
-    versions: dict[str, Any] = {
-        "image_version": attempt(lambda: text(pynvml.nvmlDeviceGetInforomImageVersion(handle)))
-    }
+    versions: dict[str, Any] = {"image_version": attempt(lambda: text(pynvml.nvmlDeviceGetInforomImageVersion(handle)))}
     for name, constant, value in INFOROM_OBJECTS:
         code = getattr(pynvml, constant, value)
         versions[f"{name}_version"] = attempt(lambda c=code: text(pynvml.nvmlDeviceGetInforomVersion(handle, c)))
