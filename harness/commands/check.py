@@ -61,6 +61,29 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="fail a GPU that any process holds (for a prolog: a job's GPUs must be free)",
     )
+    add_slurm_options(parser)
+    add_scheduler_options(parser)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (schemas/check.schema.json)")
+    parser.add_argument(
+        "--prometheus",
+        type=Path,
+        metavar="FILE.prom",
+        help="write the verdicts and GPU facts for node_exporter's textfile collector (atomically)",
+    )
+    parser.add_argument(
+        "--save-reading", type=Path, metavar="F", help="keep the reading judged (JSON), to judge it again"
+    )
+    parser.add_argument(
+        "--reading",
+        type=Path,
+        metavar="F",
+        help="judge a saved reading (--save-reading, schemas/check-reading.schema.json) instead of this node",
+    )
+    parser.set_defaults(func=handle)
+
+
+def add_slurm_options(parser: argparse.ArgumentParser) -> None:
+    """--drain, --resume-own, --node: as Slurm's HealthCheckProgram."""
     slurm = parser.add_argument_group("Slurm (as HealthCheckProgram: `dossier check ... --drain --resume-own`)")
     slurm.add_argument(
         "--drain",
@@ -75,6 +98,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     slurm.add_argument(
         "--node", metavar="NAME", help="this node's Slurm name (default: $SLURMD_NODENAME, else the short host name)"
     )
+
+
+def add_scheduler_options(parser: argparse.ArgumentParser) -> None:
+    """--mode, --npd, --npd-max-output, --timeout: the check as a scheduler runs it (docs/check.md)."""
     scheduler = parser.add_argument_group("as a scheduler's check (docs/check.md: a Slurm prolog or epilog, NPD)")
     scheduler.add_argument(
         "--mode",
@@ -104,23 +131,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help=f"give up on the reading after SECONDS, which then cannot be judged (default {MODE_TIMEOUT_S:g} with "
         f"--mode, {NPD_TIMEOUT_S:g} with --npd, none otherwise; at most {MAX_TIMEOUT_S:g})",
     )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON (schemas/check.schema.json)")
-    parser.add_argument(
-        "--prometheus",
-        type=Path,
-        metavar="FILE.prom",
-        help="write the verdicts and GPU facts for node_exporter's textfile collector (atomically)",
-    )
-    parser.add_argument(
-        "--save-reading", type=Path, metavar="F", help="keep the reading judged (JSON), to judge it again"
-    )
-    parser.add_argument(
-        "--reading",
-        type=Path,
-        metavar="F",
-        help="judge a saved reading (--save-reading, schemas/check-reading.schema.json) instead of this node",
-    )
-    parser.set_defaults(func=handle)
 
 
 def node_name(explicit: str | None, reading: dict[str, Any] | None) -> str:
