@@ -127,7 +127,7 @@ def kernel_window(reading: dict[str, Any], run_started_at: Any) -> dict[str, Any
 
 def take(bundle_host: Any, run_started_at: Any, timeouts: Timeouts, say: Callable[[str], None]) -> Live:
     """Every live piece, or why each cannot be had."""
-    from harness.probes.check import identity
+    from harness.probes.check import identify_gpus
 
     live, away = Live(), elsewhere(bundle_host)
     names = ("node_reading", "gpu_identity_now", "kernel_log_xids", "nvidia_smi_q", "nvidia_bug_report")
@@ -139,7 +139,7 @@ def take(bundle_host: Any, run_started_at: Any, timeouts: Timeouts, say: Callabl
     reading = read_within(timeouts.reading_s)
     live.add("node_reading", "live/reading.json", _json(reading))
     say("reading each GPU's serial, VBIOS and InfoROM")
-    live.add("gpu_identity_now", "live/gpu-identity.json", _json_or_reason(identity()))
+    live.add("gpu_identity_now", "live/gpu-identity.json", _json_or_reason(identify_gpus()))
     live.add("kernel_log_xids", "live/kernel-log.json", _json_or_reason(kernel_window(reading, run_started_at)))
     say(f"nvidia-smi -q (at most {timeouts.smi_s:g} s)")
     live.add("nvidia_smi_q", "live/nvidia-smi-q.txt", run_tool(["nvidia-smi", "-q"], timeouts.smi_s, "the driver"))

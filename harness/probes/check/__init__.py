@@ -81,7 +81,7 @@ def read() -> dict[str, Any]:
     return reading
 
 
-def identity() -> Any:
+def identify_gpus() -> Any:
     """Every GPU's identity for a vendor ticket (serial, VBIOS, InfoROM: harness/probes/check/identity.py), now."""
     with NvmlSession() as nvml:
         return identities(nvml)
