@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from typing import Any
 
 from harness.analysis.stress import declared
@@ -35,6 +36,17 @@ STRESS_SECONDS = Option(
         "(docs/stress.md)",
     ),
     check=probe.seconds_problem,
+)
+
+# `dossier run`'s name for the probe's --inject-fault: a bundle that fails on purpose, to try what comes
+# after a FAIL (`dossier evidence`, a drain, a retest) on a healthy machine (bench/gpu_evidence.sh).
+STRESS_INJECT_FAULT = Option(
+    ("--stress-inject-fault",),
+    dict(
+        choices=("gemm", "memory"),
+        help="self-test: the stress step flips one bit between compute and check (as `dossier stress "
+        "--inject-fault`), so its result check and the run FAIL on purpose; recorded",
+    ),
 )
 
 
@@ -104,16 +116,30 @@ COMMAND = CommandSpec(
 )
 
 
+@dataclass(frozen=True)
+class StressRun:
+    """What `dossier run` was asked of the stress step: its length, and a fault to inject (a self-test)."""
+
+    seconds: float | None = None
+    inject_fault: str | None = None
+
+
 def stress_arguments(state: RunState) -> StepArgs:
-    """The probe's own defaults (60 s on a GPU, 3 s on a CPU) unless `--stress-seconds` was given."""
-    seconds = state.prepared.get("stress")
-    if seconds is None:
-        return StepArgs((), inputs={"seconds_from": "the probe's default: 60 s on a GPU, 3 s on a CPU (sized for CI)"})
-    return StepArgs(("--seconds", f"{seconds:g}"), inputs={"seconds_from": "dossier run --stress-seconds"})
+    """The probe's own defaults (60 s on a GPU, 3 s on a CPU) unless `--stress-seconds` was given;
+    `--inject-fault` when `--stress-inject-fault` was (the run then fails on purpose)."""
+    asked = state.prepared.get("stress") or StressRun()
+    argv: tuple[str, ...] = ()
+    inputs = {"seconds_from": "the probe's default: 60 s on a GPU, 3 s on a CPU (sized for CI)"}
+    if asked.seconds is not None:
+        argv, inputs = ("--seconds", f"{asked.seconds:g}"), {"seconds_from": "dossier run --stress-seconds"}
+    if asked.inject_fault is not None:
+        argv += ("--inject-fault", asked.inject_fault)
+        inputs["fault_injected_by"] = "dossier run --stress-inject-fault: a self-test, the run fails on purpose"
+    return StepArgs(argv, inputs=inputs)
 
 
-def prepare_run(args: argparse.Namespace) -> float | None:
-    return args.stress_seconds
+def prepare_run(args: argparse.Namespace) -> StressRun:
+    return StressRun(args.stress_seconds, args.stress_inject_fault)
 
 
 # Last in the plan: every other probe runs on a cool card, and the long load ends the run.
@@ -146,6 +172,6 @@ SPEC = ProbeSpec(
     lab_criteria=(report_criterion.STRESS,),
     acceptance_criteria=(*criteria.CRITERIA, node.GPU_VS_NODE, digests.STRESS_AGREE, digests.STRESS_EXPECTED),
     figures=declared.FIGURES,
-    run_options=(STRESS_SECONDS,),
+    run_options=(STRESS_SECONDS, STRESS_INJECT_FAULT),
     prepare_run=prepare_run,
 )
