@@ -74,3 +74,20 @@ def test_the_launcher_refuses_no_module_and_ends_on_an_empty_stdin(argv, monkeyp
 
     monkeypatch.setattr(sys, "stdin", __import__("io").StringIO(""))
     assert prestart.main(argv) == (2 if not argv else 0)
+
+
+def test_the_stress_probe_started_ahead_starts_its_first_worker_ahead_too(tmp_path):
+    """The launcher calls the stress package's prestart(): one worker imports torch while the probe waits; the
+    probe, released, hands it its arguments and says so; a CPU run of 1 s, no memory test."""
+    runner = LocalRunner()
+    warm = runner.prestart("stress", ())
+    ran = runner.run(_invocation_of("stress", "--seconds", "1", "--no-memory-test"), warm=warm)
+    document = json.loads(ran.stdout)
+    assert ran.exit_code == 0 and document["devices"][0]["status"] == "completed"
+    assert "stress: worker 0 was started ahead at " in ran.stderr.decode()
+
+
+def _invocation_of(probe, *args):
+    from harness.runners.interface import ProbeInvocation
+
+    return ProbeInvocation(probe, tuple(args), 120)
