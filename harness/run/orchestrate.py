@@ -317,6 +317,7 @@ def run_steps(
                 ):
                     places[step.step] = len(records)
                     records.append(None)
+                    display.note(f"    {step.step}: waits to run beside the {step.beside} step, on the host's CPUs")
                     continue
                 keep(run_now(step))
                 for later in beside.settle(step.step, run_now, state):
