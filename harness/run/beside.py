@@ -20,10 +20,10 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.registry.steps import ProbeStep, RunState, Step, StepArgs
+from harness.registry.steps import NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.run.display import parse_progress
 from harness.run.outcome import Completed, judge
-from harness.run.records import COMPLETED, FAILED, StepRecord, step_fields
+from harness.run.records import COMPLETED, FAILED, NOT_RUN, StepRecord, step_fields
 from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, Runner
 
 NICE = 10  # a step beside another yields the CPU to it
@@ -114,8 +114,15 @@ class Beside:
         base = step_fields(step)
         try:
             prepared = self.arguments(step, state)
+        except NotReady as exc:
+            self.records[step.step] = StepRecord(**base, status=NOT_RUN, why=str(exc))
+            return
+        except StepSetupFailed as exc:
+            self.records[step.step] = StepRecord(**base, status=FAILED, why=str(exc))
+            return
         except Exception as exc:  # noqa: BLE001 - recorded as the step's failure; the run goes on
-            self.records[step.step] = StepRecord(**base, status=FAILED, why=f"preparing it raised {exc}")
+            why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
+            self.records[step.step] = StepRecord(**base, status=FAILED, why=why)
             return
         outcome = judge(self.runner.run(self.invocation(step, prepared)), schema=step.schema)
         inputs = {**prepared.inputs, "ran_beside": self.how(step)}
