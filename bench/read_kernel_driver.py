@@ -100,6 +100,10 @@ def summary(document: dict) -> dict:
     }
 
 
+def fmt(x: float | None) -> str:
+    return f"{x:.1f}" if x else "-"
+
+
 def ratio(value: float | None, peer: float | None) -> str:
     return f"{value / peer:.3f}" if value and peer else "-"
 
@@ -128,7 +132,6 @@ def table(work: Path, out_json: Path | None) -> int:
     for r in sorted(rows, key=lambda r: (r["kernel"] != "read", -(r["plateau_gbps"] or 0))):
         peer = dot if r["kernel"] == "read" else copy
         a, b = r["at_mib"]["4096"], r["at_mib"]["8192"]
-        fmt = lambda x: f"{x:.1f}" if x else "-"  # noqa: E731
         print(
             f"| {r['kernel']} {r['variant'] or ''} | {r['round']} | {fmt(r['plateau_gbps'])} | "
             f"{ratio(r['plateau_gbps'], peer)}{'' if r['kernel'] == 'read' else ' (vs Copy)'} | "

@@ -12,7 +12,7 @@ handed in by the caller).
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,23 +100,30 @@ class Kernel:
         except CudaError as exc:
             raise NvrtcError(f"loading {name}: {exc}") from exc
 
-    def launcher(
-        self, grid: int, block: int, arguments: Sequence[Any], stream: int, shared_bytes: int = 0
-    ) -> Callable[[], None]:
+    def launcher(self, grid: int, block: int, arguments: Sequence[Any], stream: int, shared_bytes: int = 0) -> Launch:
         """A call that launches the kernel once with ARGUMENTS (ctypes values, packed here once) on STREAM
         (a cudaStream_t handle, torch.cuda.current_stream().cuda_stream)."""
-        kept = list(arguments)  # the values the pointer array points into live as long as the launcher
-        params = (ctypes.c_void_p * len(kept))(*(ctypes.addressof(a) for a in kept))
-        launch, function, handle = self.driver.lib.cuLaunchKernel, self.function, ctypes.c_void_p(stream)
-        driver, name = self.driver, self.name
+        return Launch(self, grid, block, arguments, stream, shared_bytes)
 
-        def run() -> None:
-            result = launch(function, grid, 1, 1, block, 1, 1, shared_bytes, handle, params, None)
-            if result != 0:
-                raise NvrtcError(f"cuLaunchKernel {name}: {driver.describe(result)}")
 
-        run.kept = (kept, params)  # type: ignore[attr-defined]
-        return run
+class Launch:
+    """One kernel's launch with its arguments packed once: each call is one cuLaunchKernel."""
+
+    def __init__(
+        self, kernel: Kernel, grid: int, block: int, arguments: Sequence[Any], stream: int, shared_bytes: int
+    ) -> None:
+        self.kernel, self.grid, self.block, self.shared_bytes = kernel, grid, block, shared_bytes
+        self.arguments = list(arguments)  # the values the pointer array points into live as long as this
+        self.params = (ctypes.c_void_p * len(self.arguments))(*(ctypes.addressof(a) for a in self.arguments))
+        self.stream = ctypes.c_void_p(stream)
+        self.launch = kernel.driver.lib.cuLaunchKernel
+
+    def __call__(self) -> None:
+        result = self.launch(
+            self.kernel.function, self.grid, 1, 1, self.block, 1, 1, self.shared_bytes, self.stream, self.params, None
+        )
+        if result != 0:
+            raise NvrtcError(f"cuLaunchKernel {self.kernel.name}: {self.kernel.driver.describe(result)}")
 
 
 def build(torch: Any, source: str, name: str, options: Sequence[str] = ()) -> tuple[Kernel, dict[str, str]]:

@@ -43,8 +43,8 @@ class Prestarts:
         self.order = [
             s for s in plan if isinstance(s, ProbeStep) and s.during is None and s.beside is None and runnable(s)
         ]
-        start = getattr(runner, "prestart", None)
-        self.enabled = callable(start) and (nvml_sees_a_gpu() if enabled is None else enabled)
+        self.start: Callable[..., Any] | None = getattr(runner, "prestart", None)
+        self.enabled = callable(self.start) and (nvml_sees_a_gpu() if enabled is None else enabled)
         self.waiting: dict[str, Any] = {}
 
     def begin(self, step: str, state: RunState) -> None:
@@ -54,13 +54,13 @@ class Prestarts:
             if visible is not None and visible[0] < 1:
                 self.enabled = False
                 self.close()
-        if not self.enabled:
+        if not self.enabled or self.start is None:
             return
         names = [s.step for s in self.order]
         after = self.order[names.index(step) + 1 :] if step in names else []
         for later in after[:AHEAD]:
             if later.step not in self.waiting:
-                self.waiting[later.step] = self.runner.prestart(later.probe, later.warm_imports)  # type: ignore[attr-defined]
+                self.waiting[later.step] = self.start(later.probe, later.warm_imports)
 
     def take(self, step: str) -> Any:
         """The process waiting for STEP, or None (the step then starts its own)."""
