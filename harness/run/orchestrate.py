@@ -196,21 +196,11 @@ def run_probe_step(
     """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
     attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
     base = step_fields(step)
-    try:
-        prepared = early.arguments(step, state) if early else step.arguments(state)
-    except NotReady as exc:
-        _drop(prestarts, step)
-        display.skip(step.step, str(exc))
-        return StepRecord(**base, status=NOT_RUN, why=str(exc))
-    except StepSetupFailed as exc:
-        _drop(prestarts, step)
-        display.skip(step.step, f"failed before starting: {exc}")
-        return StepRecord(**base, status=FAILED, why=str(exc))
-    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
-        _drop(prestarts, step)
-        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
-        display.skip(step.step, f"failed before starting: {why}")
-        return StepRecord(**base, status=FAILED, why=why)
+    prepared = _arguments(step, state, display, early)
+    if isinstance(prepared, StepRecord):  # not ready, or its preparation failed: no process starts
+        if prestarts:
+            prestarts.drop(step.step)
+        return prepared
     warm = prestarts.take(step.step) if prestarts else None
     if prestarts:
         prestarts.begin(step.step, state)  # the next steps' processes start behind this one
@@ -245,9 +235,23 @@ def run_probe_step(
     raise AssertionError("unreachable: the last attempt returns")
 
 
-def _drop(prestarts: Prestarts | None, step: ProbeStep) -> None:
-    if prestarts:
-        prestarts.drop(step.step)
+def _arguments(
+    step: ProbeStep, state: RunState, display: RunDisplay, early: EarlyArguments | None
+) -> StepArgs | StepRecord:
+    """The step's arguments, or its record where they cannot be had (not ready: not run; else failed)."""
+    base = step_fields(step)
+    try:
+        return early.arguments(step, state) if early else step.arguments(state)
+    except NotReady as exc:
+        display.skip(step.step, str(exc))
+        return StepRecord(**base, status=NOT_RUN, why=str(exc))
+    except StepSetupFailed as exc:
+        display.skip(step.step, f"failed before starting: {exc}")
+        return StepRecord(**base, status=FAILED, why=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
+        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
+        display.skip(step.step, f"failed before starting: {why}")
+        return StepRecord(**base, status=FAILED, why=why)
 
 
 def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
