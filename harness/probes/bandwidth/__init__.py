@@ -125,7 +125,8 @@ OPTIONS = (
         dict(
             choices=read_kernels.NAMES,
             metavar="VARIANT",
-            help=f"with --kernel read: how the buffer is read (default: {read_kernels.DEFAULT}); "
+            help=f"with --kernel read: how the buffer is read (default: {read_kernels.DEFAULTS['cuda']} on a GPU, "
+            f"{read_kernels.DEFAULTS['cpu']} on a CPU); "
             + "; ".join(f"{name}: {text}" for name, text in read_kernels.DESCRIPTIONS.items() if "nvrtc" not in name)
             + "; nvrtc-vVuUtTbB[-s2][-cs] (CUDA only): a kernel compiled by NVRTC, float V loads, U in flight per "
             "thread, B blocks of T threads per SM, s2 the buffer read as two halves at once, cs cache-streaming "
@@ -254,7 +255,11 @@ class Measurement:
         out = torch.empty((), dtype=torch.float32, device=self.device)
         scalar = 0.25 + float(torch.rand(1, generator=generator, device=self.device).item())
         if self.kernel == "read":
-            self.read = read_kernels.Variants(torch, args.read_kernel or read_kernels.DEFAULT, self.device)
+            self.read = read_kernels.Variants(
+                torch,
+                args.read_kernel or read_kernels.DEFAULTS["cuda" if self.device.startswith("cuda") else "cpu"],
+                self.device,
+            )
             self.read.check(self.read.over(a, out), a)  # compiled (NVRTC) and checked before any timing
         empty_s, empty_times = self.empty_launch(timer)
         cache_bytes = facts["cache"]["size_bytes"] if isinstance(facts["cache"]["size_bytes"], int) else None
