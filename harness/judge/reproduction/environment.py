@@ -118,8 +118,8 @@ def instance_of(facts: BundleFacts) -> str | None:
     boot = host.get("boot_id")
     if isinstance(boot, str) and boot:
         return f"boot {boot}"
-    container = host.get("container") if isinstance(host.get("container"), dict) else {}
-    for path in container.get("cgroup") or []:
+    container = host.get("container")
+    for path in (container.get("cgroup") if isinstance(container, dict) else None) or []:
         last = str(path).rstrip("/").rsplit("/", 1)[-1].removesuffix(".scope").rsplit("-", 1)[-1]
         if INSTANCE_ID.fullmatch(last):
             return f"cgroup {path}"
