@@ -16,6 +16,7 @@ from harness.analysis.bandwidth import figures as bw
 from harness.analysis.health.contracts import evaluate as health_contracts
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline.explanation import context_of, explain
 from harness.probes import bandwidth as bandwidth_probe
 
 THERMAL = ("sw_thermal_slowdown", 0x20)  # the NVML clock event reason a throttling GPU reports
@@ -84,7 +85,7 @@ def vary_roofline(document: dict[str, Any], factor: float, roof_gbps: float | No
             effective_gbps=p["min_bytes"] / shape["median_s"] / 1e9,
             fraction_of_attainable=p["flops"] / shape["median_s"] / 1e12 / p["attainable_tflops"],
         )
-        shape["explanation"] = rl.explain(p, shape, rl.context_of(doc))
+        shape["explanation"] = explain(p, shape, context_of(doc))
     _restate_fusion(doc)
     head = rf.headlines(doc)
     doc["summary"].update({k: head[k] for k in doc["summary"] if k in head})

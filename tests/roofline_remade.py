@@ -13,6 +13,7 @@ from typing import Any
 from harness.analysis import timing
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline.explanation import context_of
 from harness.probes.roofline import stated
 
 FIXTURES = Path(__file__).parent / "fixtures" / "roofline"
@@ -41,7 +42,7 @@ def contract4(document: dict[str, Any], kernel_floor_s: Any = None) -> dict[str,
     views = rf.dtype_documents(remade)
     for part in [remade, *remade.get("dtype_checks", [])]:
         view = views[part["dtype"]]
-        context, predictions = rl.context_of(view), {p["label"]: p for p in view["predictions"]["shapes"]}
+        context, predictions = context_of(view), {p["label"]: p for p in view["predictions"]["shapes"]}
         for i, shape in enumerate(part["measurements"]["shapes"]):
             if shape.get("status") != "measured":
                 continue

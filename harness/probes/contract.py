@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 # 5: a memory-bound roofline shape that gives fewer SMs a tile than WAVE_EFFICIENCY of them, in one
-# wave, is explained as under-filled (harness.analysis.roofline.model: cause under_filled);
+# wave, is explained as under-filled (harness.analysis.roofline.causes: under_filled);
 # 4: a launch-bound roofline shape replayed from a CUDA graph is headlined by its kernel-only rate
 # (rate_basis, headline_s; its eager rate beside it, eager_tflops: the host's launch rate), and the
 # empty kernel is replayed from a CUDA graph too (device_facts.kernel_floor_s); 3: the roofline times

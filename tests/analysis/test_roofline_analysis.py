@@ -7,6 +7,7 @@ import pytest
 
 from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline.explanation import explain
 
 H200 = json.loads((Path(__file__).parents[1] / "fixtures" / "roofline" / "h200.json").read_text())
 BF16 = rl.DTYPE_WIDTHS["bf16"]
@@ -86,7 +87,7 @@ def test_tiling_numbers_for_the_awkward_shape():
 
 def test_awkward_shape_explanation_names_wave_quantization_with_its_numbers():
     p = predicted(4097, 4097, 4097)
-    explanation = rl.explain(p, at_tflops(p, 560), h200_context())
+    explanation = explain(p, at_tflops(p, 560), h200_context())
     causes = {c["cause"] for c in explanation["causes"]}
     assert {"wave_quantization", "tile_padding", "alignment"} <= causes
     text = explanation["text"]
@@ -111,7 +112,7 @@ def test_aligned_square_has_no_wave_excuse_but_the_measured_power_cap_is_named()
         "sm_clock_mhz_median": H200["gemm_load_sm_clock_mhz"],
         "clock_event_reasons": H200["gemm_load_clock_event_reasons"],
     }
-    explanation = rl.explain(p, at_tflops(p, H200["mamf_best_bf16"]["tflops"], clocks=clocks), h200_context())
+    explanation = explain(p, at_tflops(p, H200["mamf_best_bf16"]["tflops"], clocks=clocks), h200_context())
     assert [c["cause"] for c in explanation["causes"]] == ["clocks"]
     assert "1305 MHz of 1980 MHz" in explanation["text"] and "sw_power_cap" in explanation["text"]
     assert "77% of the 989.4 TFLOPS peak" in explanation["text"]
@@ -119,14 +120,14 @@ def test_aligned_square_has_no_wave_excuse_but_the_measured_power_cap_is_named()
 
 def test_nothing_found_is_said_to_be_unexplained():
     p = predicted(4096, 4096, 4096)
-    explanation = rl.explain(p, at_tflops(p, 500), h200_context())
+    explanation = explain(p, at_tflops(p, 500), h200_context())
     assert not explanation["explained"] and "unexplained" in explanation["text"]
     assert "3.88 waves" in explanation["text"]
 
 
 def test_small_shape_names_the_measured_launch_floor():
     p = predicted(256, 256, 256)
-    explanation = rl.explain(p, {"median_s": 9e-6}, h200_context(launch_floor_s=6e-6))
+    explanation = explain(p, {"median_s": 9e-6}, h200_context(launch_floor_s=6e-6))
     assert explanation["causes"][0]["cause"] == "launch_overhead"
     assert "9.0 us" in explanation["text"] and "6.0 us" in explanation["text"]
 
@@ -134,7 +135,7 @@ def test_small_shape_names_the_measured_launch_floor():
 def test_memory_bound_decode_near_the_bandwidth_roof():
     p = predicted(1, 28672, 4096)
     seconds = p["min_bytes"] / (0.9 * H200["bandwidth_gbps"] * 1e9)
-    explanation = rl.explain(p, {"median_s": seconds}, h200_context())
+    explanation = explain(p, {"median_s": seconds}, h200_context())
     assert explanation["verdict"] == "near_memory_roof" and explanation["explained"]
     assert "3829 GB/s, 90% of the 4254 GB/s roof" in explanation["text"]
 
@@ -194,7 +195,7 @@ def test_full_clocks_and_clean_tiling_leave_the_kernel_itself_as_the_named_cause
     """The real H200 case (2026-11-29): 4096^3 bf16 at 790 TFLOPS, 1980 MHz, no cap reason."""
     p = predicted(4096, 4096, 4096)
     clocks = {"samples": 4, "sm_clock_mhz_median": 1980, "clock_event_reasons": []}
-    explanation = rl.explain(p, at_tflops(p, 790, clocks=clocks), h200_context(launch_floor_s=20.9e-6))
+    explanation = explain(p, at_tflops(p, 790, clocks=clocks), h200_context(launch_floor_s=20.9e-6))
     assert [c["cause"] for c in explanation["causes"]] == ["kernel_efficiency"]
     assert explanation["explained"]
     for fact in ("1980 of 1980 MHz", "3.88 waves", "97% wave efficiency", "0.0% padding"):
@@ -203,5 +204,5 @@ def test_full_clocks_and_clean_tiling_leave_the_kernel_itself_as_the_named_cause
 
 def test_without_a_clock_reading_nothing_is_concluded_by_elimination():
     p = predicted(4096, 4096, 4096)
-    explanation = rl.explain(p, at_tflops(p, 790), h200_context(launch_floor_s=20.9e-6))
+    explanation = explain(p, at_tflops(p, 790), h200_context(launch_floor_s=20.9e-6))
     assert not explanation["explained"] and "unexplained" in explanation["text"]

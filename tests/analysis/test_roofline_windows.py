@@ -13,6 +13,7 @@ from harness.analysis import timing
 from harness.analysis.roofline import checks as roofline_checks
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline.explanation import explain
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.rates import gemm
 from harness.judge.facts import BundleFacts
@@ -128,7 +129,7 @@ def test_a_launch_bound_shape_is_explained_by_its_graph_replay():
     }
     windows = captured_windows("square-256")
     measurement = {"median_s": timing.per_call_s(windows), "windows": windows, "graph": captured_graph("square-256")}
-    explained = rl.explain(prediction, measurement, h200_context())
+    explained = explain(prediction, measurement, h200_context())
     [launch] = [c for c in explained["causes"] if c["cause"] == "launch_overhead"]
     eager, kernel = measurement["median_s"], CAUSES["passes"][2]["graph/square-256"]["s"]
     assert f"takes {eager * 1e6:.1f} us, its kernel alone {kernel * 1e6:.1f} us" in launch["detail"]

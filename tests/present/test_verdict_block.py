@@ -17,8 +17,8 @@ import pytest
 from harness import registry
 from harness.analysis.bandwidth import figures as bandwidth
 from harness.analysis.roofline import figures as rf
-from harness.analysis.roofline import model as rl
 from harness.analysis.roofline import unexplained
+from harness.analysis.roofline.explanation import context_of, explain
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView, Figures
@@ -208,14 +208,14 @@ def test_the_h200_square_512_unexplained_under_contract_4_is_under_filled_from_c
     assert cost["statistic"] == "fastest" and 2.9e-6 < cost["fixed_s"] < 3.3e-6  # 3.0, 3.1, 3.2 us
     view = rf.dtype_documents(restated)["bf16"]
     shape = next(s for s in rf._measured(view) if s["label"] == "square-512")
-    explanation = rl.explain(rf._prediction(view, "square-512"), rf._as_timed(view, shape), rl.context_of(view))
+    explanation = explain(rf._prediction(view, "square-512"), rf._as_timed(view, shape), context_of(view))
     assert [c["cause"] for c in explanation["causes"]] == ["under_filled"]
     assert "8 output tiles of 128x256 (assumed) keep 8 of 132 SMs busy (6%)" in explanation["causes"][0]["detail"]
 
     def causes(document, label):
         view = rf.dtype_documents(document)["bf16"]
         shape = next(s for s in rf._measured(view) if s["label"] == label)
-        found = rl.explain(rf._prediction(view, label), rf._as_timed(view, shape), rl.context_of(view))
+        found = explain(rf._prediction(view, label), rf._as_timed(view, shape), context_of(view))
         return [c["cause"] for c in found["causes"]]
 
     assert causes(document, "square-512") == []  # contract 4's model: no cause, as the bundle states

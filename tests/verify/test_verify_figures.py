@@ -88,7 +88,7 @@ def test_fusion_per_call_times_multiplied_by_three_fail(signer, tmp_path):
 def test_a_stated_median_and_everything_it_feeds_restated_still_fails_on_the_times(signer, tmp_path):
     """The attacker halves one shape's median and restates every figure made from it: the per-call
     times it claims to summarise still give the measured median."""
-    from harness.analysis.roofline import model as rl
+    from harness.analysis.roofline.explanation import context_of, explain
 
     def faster(document):
         shape = next(s for s in document["measurements"]["shapes"] if s["label"] == "square-8192")
@@ -97,7 +97,7 @@ def test_a_stated_median_and_everything_it_feeds_restated_still_fails_on_the_tim
         shape["achieved_tflops"] = prediction["flops"] / shape["median_s"] / 1e12
         shape["effective_gbps"] = prediction["min_bytes"] / shape["median_s"] / 1e9
         shape["fraction_of_attainable"] = shape["achieved_tflops"] / prediction["attainable_tflops"]
-        explanation = rl.explain(prediction, shape, rl.context_of(document))
+        explanation = explain(prediction, shape, context_of(document))
         shape["explanation"] = {k: explanation[k] for k in ("verdict", "explained", "causes", "text")}
         document["summary"]["best_tflops"] = max(document["summary"]["best_tflops"], shape["achieved_tflops"])
         document["summary"]["best_shape"] = "square-8192"
@@ -233,6 +233,7 @@ def on_roof(roof_gbps: float):
     """A roofline document restated on another memory roof: ridge, predictions, rates,
     explanations, fusion comparison and summary all recomputed, as an attacker would."""
     from harness.analysis.roofline import model as rl
+    from harness.analysis.roofline.explanation import context_of, explain
 
     def change(document):
         roofs = document["roofs"]
@@ -249,7 +250,7 @@ def on_roof(roof_gbps: float):
             if shape["status"] == "measured":
                 p = predictions[shape["label"]]
                 shape["fraction_of_attainable"] = shape["achieved_tflops"] / p["attainable_tflops"]
-                explanation = rl.explain(p, shape, rl.context_of(document))
+                explanation = explain(p, shape, context_of(document))
                 shape["explanation"] = {k: explanation[k] for k in ("verdict", "explained", "causes", "text")}
         fusion = document["fusion"]
         if "comparison" in fusion:

@@ -21,6 +21,7 @@ from harness.analysis.memo import per_document
 from harness.analysis.roofline import checks as roofline_checks
 from harness.analysis.roofline import gemm_shapes
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline.explanation import context_of, explain
 from harness.analysis.units import is_number
 
 MEASURED = roofline_checks.MEASURED
@@ -292,7 +293,7 @@ def _dtype_headlines(document: dict[str, Any]) -> dict[str, Any]:
             classifications[label] = _prediction(document, label)["bound"]
         for shape in _measured(document):
             explained.append(
-                rl.explain(_prediction(document, shape["label"]), _as_timed(document, shape), rl.context_of(document))[
+                explain(_prediction(document, shape["label"]), _as_timed(document, shape), context_of(document))[
                     "explained"
                 ]
             )
@@ -482,7 +483,7 @@ def measurement_discrepancies(document: dict[str, Any], shape: dict[str, Any]) -
             f"measurement {label}: an eager call under {limit * 1e6:g} us on a GPU but no CUDA-graph replay "
             "(or why none) is recorded"
         )
-    again, stated = rl.explain(p, timed, rl.context_of(document)), shape.get("explanation", {})
+    again, stated = explain(p, timed, context_of(document)), shape.get("explanation", {})
     found += [
         f"measurement {label}: explanation {key} differs from the recomputation"
         for key in ("verdict", "explained", "text", "causes")

@@ -20,7 +20,9 @@ from typing import Any
 
 from harness.analysis import timing
 from harness.analysis.bandwidth import figures as bandwidth
+from harness.analysis.roofline import causes
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline.explanation import NEAR_ROOF, context_of, explain
 from harness.analysis.roofline.figures import _as_timed, _measured, _prediction, _roofs_known, dtype_documents
 
 
@@ -38,13 +40,13 @@ def unexplained(document: dict[str, Any]) -> list[dict[str, Any]]:
     for dtype, view in dtype_documents(document).items():
         if not _roofs_known(view):
             continue
-        context = rl.context_of(view)
+        context = context_of(view)
         for shape in _measured(view):
             prediction, timed = _prediction(view, shape["label"]), _as_timed(view, shape)
             seconds = _seconds(timed)
             if seconds is None:
                 continue
-            explanation = rl.explain(prediction, timed, context)
+            explanation = explain(prediction, timed, context)
             if explanation["explained"]:
                 continue
             achieved = rl.gemm_flops(prediction["m"], prediction["n"], prediction["k"]) / seconds / 1e12
@@ -61,7 +63,7 @@ def unexplained(document: dict[str, Any]) -> list[dict[str, Any]]:
                     "fraction": achieved / prediction["attainable_tflops"],
                     "roof_gbps": context["bandwidth_gbps"],
                     "peak_tflops": context["peak_tflops"],
-                    "checked": rl._ruled_out(
+                    "checked": causes.ruled_out(
                         prediction, context, seconds, timed, timed["rate_basis"] == timing.KERNEL_ONLY
                     ),
                 }
@@ -85,7 +87,7 @@ def at_transfer_size(entry: dict[str, Any], cost: dict[str, Any] | None) -> dict
         return None
     attainable = bandwidth.attainable_at(cost, entry["min_bytes"])
     share = entry["effective_gbps"] / attainable
-    if not rl.NEAR_ROOF <= share <= BEYOND_LINE:
+    if not NEAR_ROOF <= share <= BEYOND_LINE:
         return None
     (b1, b2), (t1, t2) = cost["through_bytes"], cost["through_s"]
     text = (

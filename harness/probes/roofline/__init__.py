@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from harness.analysis import timing as timing_rules
 from harness.analysis.roofline import figures, gemm_shapes
 from harness.analysis.roofline import model as analysis
+from harness.analysis.roofline.explanation import context_of, explain
 from harness.probes.contract import (
     CONTRACT_VERSION,
     Option,
@@ -487,7 +488,7 @@ class Run:
     ) -> tuple[dict[str, Any], list[str]]:
         seconds_budget, operand_budget = self.budgets(facts)
         in_bytes, out_bytes = analysis.DTYPE_WIDTHS[sweep.dtype]
-        context = analysis.context_of(document)
+        context = context_of(document)
         pool = (
             None
             if sweep.cannot
@@ -663,7 +664,7 @@ def stated(
     }
     if figures["rate_basis"] == timing_rules.KERNEL_ONLY:
         entry["eager_tflops"] = prediction["flops"] / eager / 1e12
-    entry["explanation"] = analysis.explain(prediction, entry, context)
+    entry["explanation"] = explain(prediction, entry, context)
     return entry
 
 
