@@ -16,6 +16,7 @@ from harness.analysis.bandwidth import figures as bw
 from harness.analysis.health.contracts import evaluate as health_contracts
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline import reading, timings
 from harness.analysis.roofline.explanation import context_of, explain
 from harness.probes import bandwidth as bandwidth_probe
 
@@ -71,15 +72,15 @@ def vary_roofline(document: dict[str, Any], factor: float, roof_gbps: float | No
         if "--bandwidth-gbps" in doc.get("argv", []):
             doc["argv"][doc["argv"].index("--bandwidth-gbps") + 1] = f"{roof_gbps:.6g}"
     roofs = doc["roofs"]
-    if not rf._roofs_known(doc):
+    if not reading.roofs_known(doc):
         return doc
     roofs["ridge_flop_per_byte"] = rl.ridge_flop_per_byte(roofs["peak_tflops"], roofs["bandwidth_gbps"])
-    doc["predictions"]["shapes"] = [rf._prediction(doc, p["label"]) for p in doc["predictions"]["shapes"]]
-    for shape in rf._measured(doc):
+    doc["predictions"]["shapes"] = [reading.prediction(doc, p["label"]) for p in doc["predictions"]["shapes"]]
+    for shape in reading.measured(doc):
         shape["times_s"] = [t / factor for t in shape["times_s"]]
         shape["median_s"] = statistics.median(shape["times_s"])
         _slow_clock(shape.get("clocks"), clock)
-        p = rf._prediction(doc, shape["label"])
+        p = reading.prediction(doc, shape["label"])
         shape.update(
             achieved_tflops=p["flops"] / shape["median_s"] / 1e12,
             effective_gbps=p["min_bytes"] / shape["median_s"] / 1e9,
@@ -114,7 +115,7 @@ def _restate_fusion(doc: dict[str, Any]) -> None:
     accounting = rl.fusion_accounting(
         fusion["elements"], fusion["element_bytes"], fusion["unfused_kernels"], fusion["flops_per_element"]
     )
-    timed = dict(zip(("unfused", "fused"), rf.fusion_medians(fusion), strict=True))
+    timed = dict(zip(("unfused", "fused"), timings.fusion_medians(fusion), strict=True))
     rates = {
         v: {**fusion[v], "median_s": s, "achieved_gbps": accounting[f"{v}_bytes"] / s / 1e9} for v, s in timed.items()
     }

@@ -13,6 +13,7 @@ from typing import Any
 from harness.analysis import timing
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
+from harness.analysis.roofline import reading
 from harness.analysis.roofline.explanation import context_of
 from harness.probes.roofline import stated
 
@@ -39,7 +40,7 @@ def contract4(document: dict[str, Any], kernel_floor_s: Any = None) -> dict[str,
         launch_bound_headline=timing.KERNEL_ONLY, launch_bound_headline_why=timing.LAUNCH_BOUND_HEADLINE_WHY
     )
     remade["device_facts"]["kernel_floor_s"] = NO_KERNEL_FLOOR if kernel_floor_s is None else kernel_floor_s
-    views = rf.dtype_documents(remade)
+    views = reading.dtype_documents(remade)
     for part in [remade, *remade.get("dtype_checks", [])]:
         view = views[part["dtype"]]
         context, predictions = context_of(view), {p["label"]: p for p in view["predictions"]["shapes"]}

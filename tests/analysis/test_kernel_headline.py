@@ -13,6 +13,7 @@ from harness.analysis import timing
 from harness.analysis.figure import by_noise
 from harness.analysis.roofline import declared as roofline_declared
 from harness.analysis.roofline import figures as rf
+from harness.analysis.roofline import timings
 from harness.present.plots import roofline as plot
 from harness.present.tables import roofline as table
 from harness.schemas import violations
@@ -25,7 +26,7 @@ LAUNCH_BOUND = (*MOVERS, "square-512", "qkv-decode-1", "qkv-decode-64")
 
 
 def rows(document):
-    return {row["label"]: row for row in rf.burst_windows(document)}
+    return {row["label"]: row for row in timings.burst_windows(document)}
 
 
 def spread(values):

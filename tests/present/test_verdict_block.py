@@ -16,8 +16,7 @@ import pytest
 
 from harness import registry
 from harness.analysis.bandwidth import figures as bandwidth
-from harness.analysis.roofline import figures as rf
-from harness.analysis.roofline import unexplained
+from harness.analysis.roofline import reading, timings, unexplained
 from harness.analysis.roofline.explanation import context_of, explain
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import read_all
@@ -206,16 +205,16 @@ def test_the_h200_square_512_unexplained_under_contract_4_is_under_filled_from_c
     assert after.status == Verdict.PASS and "by their transfer size" in after.why, after.why
     cost = bandwidth.kernel_fixed_cost({**sweep, "contract_version": 5})
     assert cost["statistic"] == "fastest" and 2.9e-6 < cost["fixed_s"] < 3.3e-6  # 3.0, 3.1, 3.2 us
-    view = rf.dtype_documents(restated)["bf16"]
-    shape = next(s for s in rf._measured(view) if s["label"] == "square-512")
-    explanation = explain(rf._prediction(view, "square-512"), rf._as_timed(view, shape), context_of(view))
+    view = reading.dtype_documents(restated)["bf16"]
+    shape = next(s for s in reading.measured(view) if s["label"] == "square-512")
+    explanation = explain(reading.prediction(view, "square-512"), timings.as_timed(view, shape), context_of(view))
     assert [c["cause"] for c in explanation["causes"]] == ["under_filled"]
     assert "8 output tiles of 128x256 (assumed) keep 8 of 132 SMs busy (6%)" in explanation["causes"][0]["detail"]
 
     def causes(document, label):
-        view = rf.dtype_documents(document)["bf16"]
-        shape = next(s for s in rf._measured(view) if s["label"] == label)
-        found = explain(rf._prediction(view, label), rf._as_timed(view, shape), context_of(view))
+        view = reading.dtype_documents(document)["bf16"]
+        shape = next(s for s in reading.measured(view) if s["label"] == label)
+        found = explain(reading.prediction(view, label), timings.as_timed(view, shape), context_of(view))
         return [c["cause"] for c in found["causes"]]
 
     assert causes(document, "square-512") == []  # contract 4's model: no cause, as the bundle states

@@ -350,7 +350,7 @@ def test_jiterator_is_refused_with_its_reason_where_it_cannot_run(monkeypatch):
 
 
 def test_the_report_table_names_each_rate_a_burst_with_its_window(document):
-    from harness.analysis.roofline.figures import burst_windows
+    from harness.analysis.roofline.timings import burst_windows
     from harness.present.tables import roofline as table
 
     text = table.render(document)

@@ -392,16 +392,16 @@ def test_each_stated_allreduce_summary_is_recomputed(path, value, named, signer,
 def test_a_shapes_clock_median_is_recomputed_from_its_kept_samples():
     """Contract 2 keeps each shape's SM clock samples; the H200 dossier (contract 1) stated the one
     sample of square-256 as its median (1980 MHz), so that sample list is what contract 2 keeps."""
-    from harness.analysis.roofline import figures as roofline_figures
+    from harness.analysis.roofline import timing_checks
     from tests.machines.test_h200_bundle import raw
 
     document = raw("roofline")
     shape = next(s for s in document["measurements"]["shapes"] if s["label"] == "square-256")
     assert shape["clocks"]["samples"] == 1 and shape["clocks"]["sm_clock_mhz_median"] == 1980
     shape["clocks"]["sm_clock_mhz_samples"] = [1980]
-    assert roofline_figures.sample_discrepancies(document) == []
+    assert timing_checks.sample_discrepancies(document) == []
     shape["clocks"]["sm_clock_mhz_samples"] = [1305]  # what the samples would say under a power cap
-    assert any("square-256" in line and "1305" in line for line in roofline_figures.sample_discrepancies(document))
+    assert any("square-256" in line and "1305" in line for line in timing_checks.sample_discrepancies(document))
 
 
 ROOFLINE_SUMMARIES = [

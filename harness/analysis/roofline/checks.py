@@ -226,7 +226,7 @@ def timing_discrepancies(document: dict[str, Any]) -> list[str]:
 def dtype_discrepancies(document: dict[str, Any], views: dict[str, dict[str, Any]]) -> list[str]:
     """The dtype checks are the argv's `--check-dtypes`, in its order, the run's own dtype left out, each
     once; each one's predictions and measurements, and roofs, as the run's (VIEWS: the document as one
-    roofline document per dtype, harness.analysis.roofline.figures.dtype_documents)."""
+    roofline document per dtype, harness.analysis.roofline.reading.dtype_documents)."""
     asked = _values_after(document.get("argv"), "--check-dtypes") or []
     expected = [d for d in asked if d != document.get("dtype")]
     checks = document.get("dtype_checks")

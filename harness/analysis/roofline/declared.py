@@ -9,6 +9,7 @@ from typing import Any
 from harness.analysis import timing
 from harness.analysis.figure import DECIDES, INFORMS, Accept, Figure, Fleet, KnownGood
 from harness.analysis.roofline import figures as rf
+from harness.analysis.roofline import reading, timings
 
 GEMM_KNOWN_GOOD = KnownGood("gemm_tflops", "gemm", "dtype", "TFLOPS", "{} GEMM")
 STEADY_CALL_S = 1e-3  # a GEMM of 1 ms or more a call is a steady-state figure (issue 30's kinds)
@@ -28,7 +29,7 @@ def roofline_kind(per_call_s: float, launch_bound: bool) -> str:
 
 def _headline_s(document: dict[str, Any], label: str) -> float | None:
     shape = next((s for s in document.get("measurements", {}).get("shapes", []) if s.get("label") == label), None)
-    return rf.headline_of(document, shape)[0] if shape else None
+    return timings.headline_of(document, shape)[0] if shape else None
 
 
 def _rate(value: Any, kind: str, spread: Any, conditions: Any, noise: str, dtype: str, best: bool) -> dict[str, Any]:
@@ -89,15 +90,15 @@ def roofline_rates(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]
     (across the shape's timed windows), the conditions a rate is comparable under (what the burst best is
     taken over; what a shape's rate is timed from), the id the noise model knows it by, its dtype and role."""
     found = []
-    for dtype, view in rf.dtype_documents(document).items():
+    for dtype, view in reading.dtype_documents(document).items():
         heads = rf.headlines(view)
         # The run-to-run measurements are of the windowed probe (contract 3 on): a rate timed call by call
         # before it is looked up under an id of its own, which nothing measures (its kind's stated default).
-        noise = "roofline" if rf.windowed(view) else "roofline.per-call"
+        noise = "roofline" if timings.windowed(view) else "roofline.per-call"
         over = {"over": heads.get("burst_best_over")}
         best = _rate(heads["burst_best_tflops"], "burst", None, over, f"{noise}.{dtype}.burst_best_tflops", dtype, True)
         found.append((f"{dtype}.burst_best_tflops", best))
-        for row in rf.burst_windows(view):
+        for row in timings.burst_windows(view):
             found += _shape_rates(dtype, noise, row, view)
     return found
 

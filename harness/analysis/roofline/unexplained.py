@@ -20,10 +20,9 @@ from typing import Any
 
 from harness.analysis import timing
 from harness.analysis.bandwidth import figures as bandwidth
-from harness.analysis.roofline import causes
+from harness.analysis.roofline import causes, reading, timings
 from harness.analysis.roofline import model as rl
 from harness.analysis.roofline.explanation import NEAR_ROOF, context_of, explain
-from harness.analysis.roofline.figures import _as_timed, _measured, _prediction, _roofs_known, dtype_documents
 
 
 def _seconds(timed: dict[str, Any]) -> float | None:
@@ -37,12 +36,12 @@ def unexplained(document: dict[str, Any]) -> list[dict[str, Any]]:
     {dtype, label, bound, min_bytes, seconds, basis, achieved_tflops, effective_gbps, fraction,
     roof_gbps, peak_tflops, checked} (checked: what the model ruled out, with its numbers)."""
     found = []
-    for dtype, view in dtype_documents(document).items():
-        if not _roofs_known(view):
+    for dtype, view in reading.dtype_documents(document).items():
+        if not reading.roofs_known(view):
             continue
         context = context_of(view)
-        for shape in _measured(view):
-            prediction, timed = _prediction(view, shape["label"]), _as_timed(view, shape)
+        for shape in reading.measured(view):
+            prediction, timed = reading.prediction(view, shape["label"]), timings.as_timed(view, shape)
             seconds = _seconds(timed)
             if seconds is None:
                 continue

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.analysis.roofline.figures import burst_windows
 from harness.analysis.roofline.model import attainable_tflops
+from harness.analysis.roofline.timings import burst_windows
 from harness.analysis.timing import KERNEL_ONLY
 from harness.analysis.units import number, value_text
 from harness.present.plots import NothingToPlot

@@ -9,16 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.roofline.figures import (
-    BURST_RULE,
-    LEGACY_BURST_RULE,
-    best_rule,
-    burst_windows,
-    dtype_documents,
-    headlines,
-    kernel_headline,
-    windowed,
-)
+from harness.analysis.roofline.figures import best_rule, headlines
+from harness.analysis.roofline.reading import dtype_documents
+from harness.analysis.roofline.timings import BURST_RULE, LEGACY_BURST_RULE, burst_windows, kernel_headline, windowed
 from harness.analysis.timing import GRAPH_BELOW_S, KERNEL_ONLY, LAUNCH_BOUND_S, SPREAD_SCOPE
 
 

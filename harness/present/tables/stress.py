@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.analysis.roofline import figures as roofline_figures
+from harness.analysis.roofline import reading as roofline_reading
 from harness.analysis.stress import figures as analysis
 from harness.analysis.stress.telemetry import POWER_TARGET_RATIO
 
@@ -168,7 +169,7 @@ def roofline_for(dtype: str, documents: Mapping[str, Any]) -> dict[str, Any] | N
     for step in ("roofline", f"roofline-{dtype}"):
         document = documents.get(step)
         if isinstance(document, dict) and isinstance(document.get("dtype"), str):
-            found = roofline_figures.dtype_documents(document).get(dtype)
+            found = roofline_reading.dtype_documents(document).get(dtype)
             if found is not None:
                 return found
     return None
