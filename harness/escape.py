@@ -10,7 +10,7 @@ destination would act on, so what this build writes of its own data reads as bef
   Python's `\\x1b`, `\\u202e` escapes; a newline too, unless NEWLINES keeps the caller's own lines.
 - `markdown`: inline text and table cells (CommonMark with GitHub's extensions): the controls as
   `terminal` shows them (so no line of the data starts a heading, a list or a table row), and a
-  backslash before what would start a block at the text's start (`#`, `>`, a list marker, a fence),
+  backslash before what would start a heading or a code fence at the text's start (`#`, ```, ~~~),
   raw HTML or an autolink (`<` before a letter, `/`, `!`, `?`, or a `<...>` with no space), a link or
   image (`](`, `][`, `]:`), a bare URL or e-mail address GitHub would link (`://`, `www.`, `@` before
   a domain) and a table cell's end (`|`). A backslash before ASCII punctuation is what CommonMark
@@ -36,7 +36,8 @@ ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 KEPT_ON_TERMINAL = "\n"  # with newlines=True: the caller's own line breaks
 
 # Markdown, per CommonMark 0.31 and GitHub Flavored Markdown 0.29: what data could start.
-_BLOCK_START = re.compile(r"^( {0,3})(#|>|=|[-+*](?=\s|$)|[-*_](?=[-*_ ]*$)|`{3}|~{3}|\d{1,9}(?=[.)](?:\s|$)))")
+# A heading or a code fence at the text's start (a list item's text may be either: `- # Verdict: PASS`).
+_BLOCK_START = re.compile(r"^( {0,3})(#|`{3}|~{3})")
 _INLINE = re.compile(
     r"<(?=[A-Za-z/!?])"  # raw HTML: a tag, a closing tag, a comment, a declaration, a processing instruction
     r"|<(?=[^\s<>]*>)"  # an autolink <scheme:...> or <user@host>
@@ -93,14 +94,8 @@ def terminal(text: Any, newlines: bool = False) -> str:
 
 def markdown(text: Any) -> str:
     """TEXT as inline Markdown (a line's text or a table cell) that renders as exactly that text."""
-    text = _BLOCK_START.sub(lambda m: m.group(1) + _block_escape(m.group(2)), terminal(text))
+    text = _BLOCK_START.sub(lambda m: m.group(1) + "\\" + m.group(2), terminal(text))
     return _INLINE.sub(lambda m: "\\" + m.group(0), text)
-
-
-def _block_escape(marker: str) -> str:
-    if marker[0].isdigit():  # an ordered list's number: escape the `.` or `)` after it
-        return marker + "\\"
-    return "\\" + marker
 
 
 def markdown_cell(text: Any) -> str:

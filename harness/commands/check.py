@@ -14,6 +14,7 @@ from typing import Any
 
 from harness import paths
 from harness.errors import DossierError, EnvironmentProblem, UsageError
+from harness.escape import terminal
 from harness.probes.contract import real
 
 
@@ -166,9 +167,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     else:
-        print("\n".join(result.lines(node, findings)))
+        print("\n".join(terminal(line) for line in result.lines(node, findings)))
         if "slurm" in document and refused is None:
-            print(f"slurm: {document['slurm']['node']}: {document['slurm']['did']}: {document['slurm']['why']}")
+            slurm = document["slurm"]
+            print(terminal(f"slurm: {slurm['node']}: {slurm['did']}: {slurm['why']}"))
     if refused is not None:
         raise refused
     return document["exit_code"]

@@ -12,6 +12,7 @@ from harness import paths, registry
 from harness.commands.options import add_signing_key
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
 from harness.probes.contract import real
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
@@ -433,7 +434,7 @@ def _write_fleet_bundle(
         print(f"fleet: wrote {prometheus}", file=sys.stderr)
     print(path)
     for line in problems(document):
-        print(line, file=sys.stderr)
+        print(terminal(line), file=sys.stderr)
     if outcome is not None:
         fleet_baseline.write(outcome, path)
     if outcome is not None and outcome.error is not None:

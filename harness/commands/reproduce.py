@@ -28,6 +28,7 @@ from harness.commands.options import add_signing_key
 from harness.commands.run import check_destination, terminate_as_interrupt
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import UsageError
+from harness.escape import terminal
 from harness.judge.acceptance.outcome import BundleRef
 from harness.judge.facts import BundleFacts
 from harness.judge.reproduction import environment
@@ -198,13 +199,13 @@ def rerun(args: argparse.Namespace, theirs: BundleView, ref: BundleRef) -> tuple
     )
     steps = [s.step for s in replay.plan if s.step not in replay.skip]
     print(
-        f"reproduce: their plan, {len(steps)} step(s) here: {', '.join(steps)}; runner: {replay.runner_why}",
+        terminal(f"reproduce: their plan, {len(steps)} step(s) here: {', '.join(steps)}; runner: {replay.runner_why}"),
         file=sys.stderr,
     )
     for line in replay.not_run:
-        print(f"reproduce: {line}", file=sys.stderr)
+        print(f"reproduce: {terminal(line)}", file=sys.stderr)
     for line in replay.said:
-        print(f"reproduce: cannot honour: {line}", file=sys.stderr)
+        print(f"reproduce: cannot honour: {terminal(line)}", file=sys.stderr)
     key, note = signing_key_for_run(args.signing_key)
     if note:
         print(f"reproduce: {note}", file=sys.stderr)
@@ -242,15 +243,17 @@ def print_result(judgement: Judgement) -> None:
     failed = judgement.named(Verdict.FAIL)
     for f in failed[:SHOWN_FAILED]:
         print(
-            f"FAIL {f.figure}: theirs {value_text('', f.theirs)}, mine {value_text('', f.mine)}: {f.why}"
-            + (f" (likely why: {', '.join(f.likely_why)})" if f.likely_why else "")
+            terminal(
+                f"FAIL {f.figure}: theirs {value_text('', f.theirs)}, mine {value_text('', f.mine)}: {f.why}"
+                + (f" (likely why: {', '.join(f.likely_why)})" if f.likely_why else "")
+            )
         )
     if len(failed) > SHOWN_FAILED:
         print(f"     ... and {len(failed) - SHOWN_FAILED} more (the summary lists them all)")
     counts = judgement.counts()
     print(
-        f"{shown[judgement.word]}: {judgement.why} ({counts['reproduced']} reproduced, {counts['not_reproduced']} "
-        f"not reproduced, {counts['not_comparable']} not comparable)"
+        f"{shown[judgement.word]}: {terminal(judgement.why)} ({counts['reproduced']} reproduced, "
+        f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable)"
     )
 
 
