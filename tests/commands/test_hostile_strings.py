@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
