@@ -35,7 +35,7 @@ from harness.judge.reproduction import environment
 from harness.judge.reproduction.engine import Judgement, compare
 from harness.judge.reproduction.statement import Made, reproduction_statement, signed_envelope
 from harness.present.reproduce_summary import Files, render_markdown
-from harness.run import provenance
+from harness.run import policy, provenance
 from harness.run.orchestrate import RunOptions, run_dossier
 from harness.run.replay import Replay, derive
 from harness.runners.select import host_has_nvidia_gpu
@@ -273,12 +273,12 @@ def handle(args: argparse.Namespace) -> int:
         mine, mine_ref = _verified(args.against, key_path, trusted, allowed_formats(args))
         if environment.identity(BundleFacts(theirs)).key == environment.identity(BundleFacts(mine)).key:
             refuse_unjudgeable(theirs, mine)  # (of another SKU, nothing is judgeable: the statement says why)
-        made, unhonoured = Made("against"), {}
-        mine_made = "given with --against"
+        made, mine_made = Made("against"), "given with --against"
     else:
         mine, mine_ref, replay = rerun(args, theirs, their_ref)
-        made, unhonoured = Made("rerun", replay.to_json()), dict(replay.unhonoured)
-        mine_made = "made here from their plan"
+        made, mine_made = Made("rerun", replay.to_json()), "made here from their plan"
+    # what was not honoured, from the two bundles alone: what `dossier verify-reproduction` derives again
+    unhonoured = policy.unhonoured(theirs, their_ref.sha256, mine)
     judgement = compare(theirs, mine, registry.diff_figures(), registry.diff_fields(), unhonoured)
     tool = provenance.tool_info()
     stmt = reproduction_statement(judgement, their_ref, mine_ref, (_format(theirs), _format(mine)), made, tool)

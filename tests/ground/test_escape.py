@@ -124,7 +124,11 @@ def test_hostile_markdown_renders_as_its_text_and_nothing_else(text):
         assert sum(t.type == "heading_open" for t in tokens) == page.startswith("# "), page
         assert sum(t.type == "td_open" for t in tokens) in (0, 2), page  # the table keeps its two cells
         assert "\n" not in escaped
-    if "\n" not in text and "\r" not in text and not text.startswith(("> ", "- ", "+ ", "* ", "1.", "2)", "---", "===", "***")):
+    if (
+        "\n" not in text
+        and "\r" not in text
+        and not text.startswith(("> ", "- ", "+ ", "* ", "1.", "2)", "---", "===", "***"))
+    ):
         assert rendered_text(escaped) == text  # (a list, a quote or a rule is a block, harmless: its text stays)
 
 

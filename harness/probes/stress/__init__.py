@@ -39,6 +39,7 @@ from harness.probes.contract import (
     real,
 )
 from harness.probes.health.torch_files import torch_build, torch_directory
+from harness.probes.policy import SHAPE, at_most, matching, take
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
 
@@ -102,8 +103,9 @@ OPTIONS = (
             help=f"GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI; at most {MAX_SECONDS:g})",
         ),
         check=seconds_problem,
+        replay=take(),
     ),
-    Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")),
+    Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)"), replay=take()),
     Option(
         ("--shape",),
         dict(
@@ -112,6 +114,7 @@ OPTIONS = (
             "8192x8192x32768 for fp8; 512x512x1024 on a CPU)",
         ),
         check=shape_problem,
+        replay=take(matching(SHAPE, "an MxNxK shape")),
     ),
     Option(
         ("--memory-share",),
@@ -123,6 +126,7 @@ OPTIONS = (
             "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)",
         ),
         check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]",
+        replay=take(),
     ),
     Option(
         ("--memory-chunk-mib",),
@@ -130,10 +134,13 @@ OPTIONS = (
             type=int, default=GPU_CHUNK_MIB, metavar="MIB", help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})"
         ),
         check=lambda n: None if n >= 1 else f"{n}: must be at least 1",
+        replay=take(at_most(1_048_576, "MiB")),
     ),
-    Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test")),
+    Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test"), replay=take()),
     Option(
-        ("--no-check",), dict(action="store_true", help="do not compare GEMM results (to measure what checking costs)")
+        ("--no-check",),
+        dict(action="store_true", help="do not compare GEMM results (to measure what checking costs)"),
+        replay=take(),
     ),
     Option(
         ("--inject-fault",),
@@ -142,15 +149,18 @@ OPTIONS = (
             help="self-test: flip one bit between compute and check (GEMM iteration "
             f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded",
         ),
+        replay=take(),
     ),
     Option(
         ("--sample-interval-s",),
         dict(type=real, default=0.1, metavar="S", help="NVML sampling interval (default 0.1)"),
         check=positive,
+        replay=take(at_most(10, "s")),
     ),
     Option(
         ("--seed",),
         dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random memory pattern (default {SEED})"),
+        replay=take(at_most(2**63 - 1)),
     ),
     Option(
         ("--device",),
@@ -159,6 +169,7 @@ OPTIONS = (
             default="auto",
             help="where to run (default: every visible GPU when torch sees one, else the CPU)",
         ),
+        replay=take(),
     ),
 )
 
