@@ -29,7 +29,14 @@ from harness.analysis.repeatability import EQUAL_KINDS
 from harness.judge.acceptance.outcome import BundleRef
 from harness.judge.reproduction.engine import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, Judgement
 from harness.signing.keys import SigningKey
-from harness.signing.statement import StatementError, sign_statement, statement, subject, verify_statement
+from harness.signing.statement import (
+    StatementError,
+    shown,
+    sign_statement,
+    statement,
+    subject,
+    verify_statement,
+)
 
 PREDICATE_TYPE = "https://rig-dossier.dev/attestation/reproduction/v1"
 THEIRS, MINE = "theirs", "mine"
@@ -109,14 +116,17 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
     if verdict == NOT_COMPARABLE:
         return None if figure.get("why") else "not comparable without a why"
     if verdict not in (REPRODUCED, NOT_REPRODUCED):
-        return f"verdict {verdict!r}"
+        return f"verdict {shown(verdict)}"
     if figure.get("result") != RESULT_OF[verdict]:
-        return f"result {figure.get('result')!r} with verdict {verdict}"
+        return f"result {shown(figure.get('result'))} with verdict {verdict}"
     theirs, mine, tolerance = figure.get("theirs"), figure.get("mine"), figure.get("tolerance")
     if kind in EQUAL_KINDS:
         same = json.dumps(theirs, sort_keys=True) == json.dumps(mine, sort_keys=True)
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (theirs, mine, tolerance)) and theirs:
-        same = abs(mine / theirs - 1) <= tolerance
+        try:
+            same = abs(mine / theirs - 1) <= tolerance
+        except OverflowError:
+            return f"a {kind} figure whose ratio is not a number"
     else:
         return f"a {kind} figure judged without a number, ratio or tolerance"
     return (
@@ -126,14 +136,19 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
 
 def whole_follows(predicate: Mapping[str, Any]) -> str | None:
     """Why the recorded verdict of the whole does not follow from its figures and identity, or None."""
-    verdicts = [f.get("verdict") for f in predicate.get("figures") or [] if isinstance(f, Mapping)]
-    comparable = (predicate.get("identity") or {}).get("comparable") is True
+    figures = predicate.get("figures")
+    verdicts = [f.get("verdict") for f in figures if isinstance(f, Mapping)] if isinstance(figures, list) else []
+    identity = predicate.get("identity")
+    comparable = isinstance(identity, Mapping) and identity.get("comparable") is True
     judged = [v for v in verdicts if v != NOT_COMPARABLE]
     expected = (
         NOT_COMPARABLE if not comparable or not judged else NOT_REPRODUCED if NOT_REPRODUCED in judged else REPRODUCED
     )
     if predicate.get("verdict") != expected or predicate.get("result") != RESULT_OF[expected]:
-        return f"the whole says {predicate.get('verdict')!r} ({predicate.get('result')!r}); its figures say {expected}"
+        return (
+            f"the whole says {shown(predicate.get('verdict'))} ({shown(predicate.get('result'))}); its figures "
+            f"say {expected}"
+        )
     return None
 
 
@@ -152,7 +167,7 @@ def verify(data: bytes, trusted: Ed25519PublicKey, theirs_sha256: str, mine_sha2
     if not isinstance(predicate, dict) or not isinstance(predicate.get("figures"), list):
         raise StatementMismatch("the predicate has no figures")
     wrong = [
-        f"{f.get('figure')}: {why}"
+        f"{shown(f.get('figure'))}: {why}"
         for f in predicate["figures"]
         if isinstance(f, dict)
         for why in [figure_follows(f)]
