@@ -258,6 +258,7 @@ def handle(args: argparse.Namespace) -> int:
         registry.known_good_kinds(),  # an unknown SKU is refused
         load_public(profile_key) if profile_key else None,
         profile_key,
+        signed_only=args.profile_key is not None,  # a key named for the profile: only a profile it signed
     )  # before any reading
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
