@@ -15,6 +15,7 @@ from typing import Any
 from harness import paths
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.escape import terminal
+from harness.fleet import slurm
 from harness.probes.contract import real
 
 
@@ -57,18 +58,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="fail a GPU that any process holds (for a prolog: a job's GPUs must be free)",
     )
-    slurm = parser.add_argument_group("Slurm (as HealthCheckProgram: `dossier check ... --drain --resume-own`)")
-    slurm.add_argument(
+    group = parser.add_argument_group("Slurm (as HealthCheckProgram: `dossier check ... --drain --resume-own`)")
+    group.add_argument(
         "--drain",
         action="store_true",
         help="when sick or not judgeable, drain this node with the reason 'dossier check: CHECK: ...'",
     )
-    slurm.add_argument(
+    group.add_argument(
         "--resume-own",
         action="store_true",
         help="when healthy, resume this node if it was drained with our reason (never an admin's drain)",
     )
-    slurm.add_argument(
+    group.add_argument(
         "--node", metavar="NAME", help="this node's Slurm name (default: $SLURMD_NODENAME, else the short host name)"
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON (schemas/check.schema.json)")
@@ -126,8 +127,6 @@ def check_outputs(args: argparse.Namespace) -> None:
     if (args.drain or args.resume_own) and args.reading is not None:
         raise UsageError("--drain and --resume-own act on this node now: not with --reading")
     if args.drain or args.resume_own:
-        from harness.fleet import slurm
-
         if not slurm.available():
             raise EnvironmentProblem(
                 "scontrol is not on PATH: --drain and --resume-own need the Slurm client", hint=slurm.CLUSTER_HINT
@@ -138,6 +137,8 @@ def handle(args: argparse.Namespace) -> int:
     from harness.check import expectation, result
     from harness.check.judge import judge, overall
 
+    if args.node is not None:
+        slurm.node_name(args.node, "--node")  # one node, never a range: before anything is read
     expect = expectation.build(
         args.expect_gpus, args.sku, args.profile, args.profile_file, args.min_driver, args.since, args.no_gpu_processes
     )
@@ -156,6 +157,7 @@ def handle(args: argparse.Namespace) -> int:
         from harness.check import drain
 
         try:
+            slurm.node_name(node, "--node" if args.node else "this node's name (give it with --node)")
             action = drain.apply(
                 node, overall(f.verdict for f in findings), result.first_problem(findings), args.drain, args.resume_own
             )
@@ -169,8 +171,8 @@ def handle(args: argparse.Namespace) -> int:
     else:
         print("\n".join(terminal(line) for line in result.lines(node, findings)))
         if "slurm" in document and refused is None:
-            slurm = document["slurm"]
-            print(terminal(f"slurm: {slurm['node']}: {slurm['did']}: {slurm['why']}"))
+            did = document["slurm"]
+            print(terminal(f"slurm: {did['node']}: {did['did']}: {did['why']}"))
     if refused is not None:
         raise refused
     return document["exit_code"]
