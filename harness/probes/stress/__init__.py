@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +39,7 @@ from harness.probes.contract import (
 )
 from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.policy import SHAPE, at_most, matching, take
+from harness.probes.scratch import scratch
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
 
@@ -397,7 +397,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         f"{'every GPU' if device == 'cuda' else 'the CPU'}, one worker process each"
     )
     log(f"stress: {len(indices)} worker(s) on {device}, {settings['dtype']} for {settings['seconds']:g} s")
-    with tempfile.TemporaryDirectory(prefix="stress-") as workdir:
+    with scratch("stress-") as workdir:  # (a SIGKILL's leftovers removed by the next run)
         supervisor = StressSupervisor(
             worker_config(settings), indices, Path(workdir), STALL_S, settings["seconds"] + DEADLINE_EXTRA_S, watch
         )

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.collective.supervisor import STACK_WAIT_S, _tail, new_events, signal_name
+from harness.probes.lifetime import parent_env
 
 WORKER_MODULE = "harness.probes.stress.worker"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -70,7 +71,7 @@ class StressSupervisor:
     def run(self) -> list[WorkerRun]:
         config_path = self.workdir / "stress-config.json"
         config_path.write_text(json.dumps(self.config, sort_keys=True))
-        env = dict(os.environ)
+        env = {**os.environ, **parent_env()}  # each worker checks its parent is still this process
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
         try:
             for index in self.indices:
