@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from harness import catalogue, paths, registry
 from harness.analysis.verdict import Verdict
@@ -23,7 +24,7 @@ from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.accept import sha256_file
 from harness.errors import CheckFailed, UsageError
 from harness.escape import terminal
-from harness.judge.acceptance.outcome import BundleRef, judge
+from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
 from harness.judge.acceptance.predicate import (
     RESULT_WORDS,
     SIGNER_NAME,
@@ -72,22 +73,20 @@ def _bundle(path: Path) -> tuple[BundleView, list[str]]:
     return view, signers
 
 
-def handle(args: argparse.Namespace) -> int:
-    paths.input_file(args.attestation, "ATTESTATION")
-    paths.input_bundle(args.bundle, "BUNDLE")
-    trusted = load_public(args.key)
-    data = paths.read_regular(args.attestation, "ATTESTATION")
-    sha256 = sha256_file(args.bundle)
+def verified_acceptance(data: bytes, bundle: Path, trusted: Any) -> Acceptance:
+    """The acceptance this build makes again when the attestation DATA is signed by TRUSTED, is about BUNDLE
+    and records exactly that verdict; CheckFailed (exit 1) naming why otherwise."""
+    sha256 = sha256_file(bundle)
     try:
         stmt = verify_envelope(data, trusted, sha256)
         predicate = stmt["predicate"]
         profile = recorded_profile(predicate, registry.known_good_kinds())
     except (dsse.EnvelopeError, StatementError) as exc:
         raise CheckFailed(
-            f"NOT VERIFIED {args.attestation}: {terminal(exc)}",
+            f"NOT VERIFIED: {terminal(exc)}",
             hint="check that --key is the acceptor's public key and BUNDLE the file judged",
         ) from exc
-    view, signers = _bundle(args.bundle)
+    view, signers = _bundle(bundle)
     recorded_signer = next(
         (
             (d.get("digest") or {}).get("sha256")
@@ -97,27 +96,41 @@ def handle(args: argparse.Namespace) -> int:
         None,
     )
     signer = recorded_signer if recorded_signer in signers else (signers[0] if signers else "")
-    acceptance = judge(view, profile, BundleRef(args.bundle.name, sha256, signer, 0), registry.acceptance_criteria())
+    acceptance = judge(view, profile, BundleRef(bundle.name, sha256, signer, 0), registry.acceptance_criteria())
     found = differences(predicate, acceptance, catalogue.CATALOGUE_PATH.read_bytes(), signers)
     if found:
         raise CheckFailed(
-            f"NOT VERIFIED {args.attestation}: it is not the verdict this build gives the bundle: "
+            "NOT VERIFIED: it is not the verdict this build gives the bundle: "
             + terminal("; ".join(found[:SHOWN]))
             + (f" (and {len(found) - SHOWN} more)" if len(found) > SHOWN else ""),
             hint="an attestation is verified by the rules that made it: judge the bundle again with `dossier accept`",
         )
+    return acceptance
+
+
+def handle(args: argparse.Namespace) -> int:
+    paths.input_file(args.attestation, "ATTESTATION")
+    paths.input_bundle(args.bundle, "BUNDLE")
+    trusted = load_public(args.key)
+    data = paths.read_regular(args.attestation, "ATTESTATION")
+    try:
+        acceptance = verified_acceptance(data, args.bundle, trusted)
+    except CheckFailed as exc:
+        raise CheckFailed(
+            str(exc).replace("NOT VERIFIED:", f"NOT VERIFIED {args.attestation}:", 1), hint=exc.hint
+        ) from exc
     print(
         terminal(
             f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}; the "
-            f"verdict this build gives it against {profile.sku_id}"
+            f"verdict this build gives it against {acceptance.profile.sku_id}"
         )
     )
-    names = {status: ", ".join(acceptance.named(status)) or "none" for status in Verdict}
+    failed = acceptance.named(Verdict.FAIL) + acceptance.named(Verdict.INCOMPLETE)
     print(
         terminal(
-            f"result {RESULT_WORDS[acceptance.result]} (verdict {acceptance.result}): passed {names[Verdict.PASS]}; "
-            f"failed or incomplete {', '.join(acceptance.named(Verdict.FAIL) + acceptance.named(Verdict.INCOMPLETE)) or 'none'}; "
-            f"warned {names[Verdict.WARN]}"
+            f"result {RESULT_WORDS[acceptance.result]} (verdict {acceptance.result}): passed "
+            f"{', '.join(acceptance.named(Verdict.PASS)) or 'none'}; failed or incomplete {', '.join(failed) or 'none'}; "
+            f"warned {', '.join(acceptance.named(Verdict.WARN)) or 'none'}"
         )
     )
     return 0

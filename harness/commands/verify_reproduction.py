@@ -36,7 +36,9 @@ from harness.signing.keys import keyid, load_public
 from harness.signing.statement import StatementError
 
 SHOWN = 5  # differences named in the one line of a refusal
-SIDE_FIELDS = ("sha256", "format_version", "signer_keyid")  # of each bundle's block, besides its identity
+# Of each bundle's block, what is not derived from the bundle: the file's name where it was judged and the
+# count of checks its verify passed there (neither is printed, nor judged).
+SIDE_FREE = frozenset({"name", "verify_checks_passed"})
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -113,18 +115,24 @@ def differences(predicate: Mapping[str, Any], derived: Judgement, sides: Mapping
     """What PREDICATE records that the judgement DERIVED from the bundles (and SIDES, each bundle's own facts)
     does not say: one line each, empty when they agree."""
     body = derived.to_json()
-    found = _figure_differences(predicate.get("figures"), body.pop("figures"))
+    unknown = sorted(set(predicate) - set(body) - {"theirs", "mine", "made", "tool"})
+    found = [f"{key}: recorded, not a part of a reproduction statement" for key in unknown]
+    found += _figure_differences(predicate.get("figures"), body.pop("figures"))
     for key, value in body.items():
         if canonical(predicate.get(key)) != canonical(value):
             found.append(f"{key}: {_short(predicate.get(key))} recorded, {_short(value)} from the bundles")
     for role, facts in sides.items():
         block = predicate.get(role)
         block = block if isinstance(block, dict) else {}
+        found += [
+            f"{role}.{key}: recorded, not a part of a bundle's block"
+            for key in sorted(set(block) - set(facts) - SIDE_FREE)
+        ]
         for key, value in facts.items():
             if canonical(block.get(key)) != canonical(value):
                 found.append(f"{role}.{key}: {_short(block.get(key))} recorded, {_short(value)} in the bundle")
     made = predicate.get("made")
-    if not isinstance(made, dict) or made.get("mode") not in ("rerun", "against"):
+    if not isinstance(made, dict) or made.get("mode") not in ("rerun", "against") or set(made) - {"mode", "plan"}:
         found.append(f"made: {_short(made)} recorded, not how a reproduction is made (rerun or against)")
     return found
 
@@ -151,21 +159,21 @@ def _side(view: BundleView, files: Mapping[str, bytes], sha256: str, judged: Any
     }
 
 
-def handle(args: argparse.Namespace) -> int:
-    paths.input_file(args.statement, "STATEMENT")
-    paths.input_bundle(args.theirs, "THEIRS")
-    paths.input_bundle(args.mine, "MINE")
-    trusted = load_public(args.key)
-    sha_theirs, sha_mine = sha256_file(args.theirs), sha256_file(args.mine)
+def verified_judgement(
+    data: bytes, theirs_path: Path, mine_path: Path, trusted: Any
+) -> tuple[dict[str, Any], Judgement]:
+    """(the statement, the judgement this build makes again) when the statement DATA is signed by TRUSTED,
+    names the two bundles and records exactly that judgement; CheckFailed (exit 1) naming why otherwise."""
+    sha_theirs, sha_mine = sha256_file(theirs_path), sha256_file(mine_path)
     try:
-        stmt = verify(paths.read_regular(args.statement, "STATEMENT"), trusted, sha_theirs, sha_mine)
+        stmt = verify(data, trusted, sha_theirs, sha_mine)
     except (dsse.EnvelopeError, StatementError) as exc:
         raise CheckFailed(
-            f"NOT VERIFIED {args.statement}: {terminal(exc)}",
+            f"NOT VERIFIED: {terminal(exc)}",
             hint="check that --key is the signer's public key and THEIRS and MINE the files judged, in that order",
         ) from exc
     predicate = stmt["predicate"]
-    (theirs, their_files), (mine, mine_files) = _view(args.theirs), _view(args.mine)
+    (theirs, their_files), (mine, mine_files) = _view(theirs_path), _view(mine_path)
     unhonoured = policy.unhonoured(theirs, sha_theirs, mine)
     again = compare(theirs, mine, registry.diff_figures(), registry.diff_fields(), unhonoured)
     sides = {
@@ -175,12 +183,27 @@ def handle(args: argparse.Namespace) -> int:
     found = differences(predicate, again, sides)
     if found:
         raise CheckFailed(
-            f"NOT VERIFIED {args.statement}: it is not the judgement this build makes from the two bundles: "
+            "NOT VERIFIED: it is not the judgement this build makes from the two bundles: "
             + terminal("; ".join(found[:SHOWN]))
             + (f" (and {len(found) - SHOWN} more)" if len(found) > SHOWN else ""),
             hint="a statement is verified by the rules that made it: judge the bundles again with "
             "`dossier reproduce THEIRS --against MINE`",
         )
+    return stmt, again
+
+
+def handle(args: argparse.Namespace) -> int:
+    paths.input_file(args.statement, "STATEMENT")
+    paths.input_bundle(args.theirs, "THEIRS")
+    paths.input_bundle(args.mine, "MINE")
+    trusted = load_public(args.key)
+    data = paths.read_regular(args.statement, "STATEMENT")
+    try:
+        _, again = verified_judgement(data, args.theirs, args.mine, trusted)
+    except CheckFailed as exc:
+        raise CheckFailed(
+            f"{str(exc).replace('NOT VERIFIED:', f'NOT VERIFIED {args.statement}:', 1)}", hint=exc.hint
+        ) from exc
     counts = again.counts()
     print(
         terminal(

@@ -146,6 +146,8 @@ def verify_envelope(data: bytes, trusted: Ed25519PublicKey, bundle_sha256: str |
     predicate = stmt.get("predicate")
     if not isinstance(predicate, dict) or predicate.get("result") not in ("PASSED", "WARNED", "FAILED"):
         raise AttestationMismatch("the predicate has no result PASSED, WARNED or FAILED")
+    if any(set(s["digest"]) != {"sha256"} for s in stmt["subject"]):
+        raise AttestationMismatch("a subject names a digest other than its sha256, which this build checks")
     digests = [s["digest"]["sha256"] for s in stmt["subject"]]
     if bundle_sha256 is not None and bundle_sha256 not in digests:
         raise AttestationMismatch(
@@ -226,6 +228,9 @@ def differences(
     the verdict by criterion, the profile, the catalogue, and a bundle signer its envelope names (SIGNERS)."""
     expected = acceptance_statement(acceptance, {}, catalogue_bytes)["predicate"]
     found = [
+        f"{key}: recorded, not a part of a test-result predicate" for key in sorted(set(predicate) - set(expected))
+    ]
+    found += [
         f"{key}: {shown(predicate.get(key))} recorded, {shown(expected[key])} judged again"
         for key in ("result", "passedTests", "warnedTests", "failedTests")
         if predicate.get(key) != expected[key]
@@ -235,10 +240,10 @@ def differences(
         if _is_tool(descriptor):
             continue  # the tool that judged: who judged, not what the verdict depends on
         name, theirs = descriptor["name"], recorded.pop(descriptor["name"], None)
-        if name == SIGNER_NAME:
+        if name == SIGNER_NAME:  # the key named is checked; its annotations say what verify said then
             digest = theirs.get("digest") if isinstance(theirs, dict) else None
-            if not isinstance(digest, dict) or digest.get("sha256") not in signers:
-                found.append(f"{name}: {shown(digest)} recorded, not a key the bundle's envelope names")
+            if not isinstance(digest, dict) or digest.get("sha256") not in signers or set(theirs) - set(descriptor):
+                found.append(f"{name}: {shown(theirs)} recorded, not a key the bundle's envelope names")
         elif theirs != descriptor:
             found.append(f"{name}: {shown(theirs)} recorded, {shown(descriptor)} judged again")
     found += [f"{name}: not a resource this build's acceptance depends on" for name in recorded]
