@@ -8,13 +8,13 @@ destination would act on, so what this build writes of its own data reads as bef
 - `terminal`: control characters (C0 and DEL, C1, and the format characters: bidi overrides and
   isolates, zero-width marks), line and paragraph separators and lone surrogates are shown as
   Python's `\\x1b`, `\\u202e` escapes; a newline too, unless NEWLINES keeps the caller's own lines.
-- `markdown`: inline text and table cells (CommonMark with GitHub's extensions): the controls as
-  `terminal` shows them (so no line of the data starts a heading, a list or a table row), and a
-  backslash before what would start a heading or a code fence at the text's start (`#`, ```, ~~~),
-  raw HTML or an autolink (`<` before a letter, `/`, `!`, `?`, or a `<...>` with no space), a link or
-  image (`](`, `][`, `]:`), a bare URL or e-mail address GitHub would link (`://`, `www.`, `@` before
-  a domain) and a table cell's end (`|`). A backslash before ASCII punctuation is what CommonMark
-  defines for a literal character: the raw file stays readable, the rendered page shows the text.
+- `markdown`: inline text (CommonMark with GitHub's extensions): the controls as `terminal` shows
+  them (so no line of the data starts a heading, a list or a table row), and a backslash before what
+  would start a heading or a code fence at the text's start (`#`, ```, ~~~), raw HTML or an autolink
+  (`<` before a letter, `/`, `!`, `?`, or a `<...>` with no space), a link or image (`](`, `][`,
+  `]:`) and a bare URL or e-mail address GitHub would link (`://`, `www.`, `@` before a domain);
+  `markdown_cell` also a table cell's end (`|`). A backslash before ASCII punctuation is what
+  CommonMark defines for a literal character: the raw file stays readable, the page shows the text.
 - `xml`: XML 1.0 character data and attribute values: `&`, `<`, `>`, both quotes and the line
   breaks and tab as references (an attribute keeps them), and every character XML 1.0 forbids (C0 but tab, newline and carriage return; lone surrogates;
   U+FFFE, U+FFFF) written as `terminal` shows it, so the document is well-formed.
@@ -45,7 +45,6 @@ _INLINE = re.compile(
     r"|(?<=:)//"  # a bare URL GitHub links (http://, https://, ftp://)
     r"|(?<=\bwww)\."  # www.example.com, linked by GitHub
     r"|@(?=[A-Za-z0-9_-]+\.[A-Za-z0-9])"  # an e-mail address, linked by GitHub
-    r"|\|"  # a table cell's end
 )
 # XML 1.0 (fifth edition, production 2): Char ::= #x9 | #xA | #xD | [#x20-#xD7FF] | [#xE000-#xFFFD] | ...
 _XML_FORBIDDEN = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -99,8 +98,9 @@ def markdown(text: Any) -> str:
 
 
 def markdown_cell(text: Any) -> str:
-    """TEXT in a Markdown table cell: `markdown` (the pipe escaped, no line break)."""
-    return markdown(text)
+    """TEXT in a Markdown table cell: `markdown`, and a pipe escaped (it would end the cell; elsewhere in a
+    line it is text: a table needs a delimiter row under its header, which data never writes)."""
+    return markdown(text).replace("|", "\\|")
 
 
 def xml(text: Any) -> str:
