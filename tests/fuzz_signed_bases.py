@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import os
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +137,7 @@ def signed(target: str, name: str, base: dict[str, str], scratch: Path) -> Signe
     if target == "acceptance":
         return Signed(target, name, data, statement_of(data), lambda d: verified_acceptance(d, bundle, public), key)
     view = view_from(bundle)
-    path = scratch / f"profile-{name}.json"
+    path = scratch / f"profile-{name}-{os.getpid()}.json"  # one file per worker process
 
     def judged(d: bytes) -> Any:
         path.write_bytes(d)

@@ -177,6 +177,8 @@ def _changed(a: Any, b: Any, path: str = "") -> list[str]:
     statement's figures) compared by name, in any order (`<NAME>`; the tool that judged `<tool>`)."""
     if isinstance(a, dict) and isinstance(b, dict):
         return [p for key in sorted(set(a) | set(b)) for p in _changed(a.get(key), b.get(key), f"{path}.{key}")]
+    if path.endswith("subject") and isinstance(a, list) and isinstance(b, list):  # subjects: in any order
+        a, b = sorted(a, key=_by_digest), sorted(b, key=_by_digest)
     named_a, named_b = (None, None) if path.endswith("subject") else (_named(a), _named(b))
     if named_a is not None and named_b is not None:
         keys = sorted(set(named_a) | set(named_b))
@@ -184,6 +186,12 @@ def _changed(a: Any, b: Any, path: str = "") -> list[str]:
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
         return [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _changed(x, y, f"{path}.{i}")]
     return [] if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else [path.lstrip(".")]
+
+
+def _by_digest(entry: Any) -> str:
+    """A subject's sort key: its digest (what is checked), then all of it."""
+    digest = entry.get("digest") if isinstance(entry, dict) else None
+    return json.dumps([digest, entry], sort_keys=True, default=str)
 
 
 def _named(value: Any) -> dict[str, Any] | None:

@@ -146,8 +146,8 @@ def verify_envelope(data: bytes, trusted: Ed25519PublicKey, bundle_sha256: str |
     predicate = stmt.get("predicate")
     if not isinstance(predicate, dict) or predicate.get("result") not in ("PASSED", "WARNED", "FAILED"):
         raise AttestationMismatch("the predicate has no result PASSED, WARNED or FAILED")
-    if any(set(s["digest"]) != {"sha256"} for s in stmt["subject"]):
-        raise AttestationMismatch("a subject names a digest other than its sha256, which this build checks")
+    if any(set(s) != {"name", "digest"} or set(s["digest"]) != {"sha256"} for s in stmt["subject"]):
+        raise AttestationMismatch("a subject is not a name and a sha256 (what this build writes and checks)")
     digests = [s["digest"]["sha256"] for s in stmt["subject"]]
     if bundle_sha256 is not None and bundle_sha256 not in digests:
         raise AttestationMismatch(
@@ -242,7 +242,12 @@ def differences(
         name, theirs = descriptor["name"], recorded.pop(descriptor["name"], None)
         if name == SIGNER_NAME:  # the key named is checked; its annotations say what verify said then
             digest = theirs.get("digest") if isinstance(theirs, dict) else None
-            if not isinstance(digest, dict) or digest.get("sha256") not in signers or set(theirs) - set(descriptor):
+            if (
+                not isinstance(digest, dict)
+                or set(digest) != {"sha256"}
+                or digest["sha256"] not in signers
+                or set(theirs) - set(descriptor)
+            ):
                 found.append(f"{name}: {shown(theirs)} recorded, not a key the bundle's envelope names")
         elif theirs != descriptor:
             found.append(f"{name}: {shown(theirs)} recorded, {shown(descriptor)} judged again")

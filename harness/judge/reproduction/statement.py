@@ -101,8 +101,8 @@ def _subjects(stmt: Mapping[str, Any]) -> dict[str, str]:
     """role -> sha256 (theirs, mine); raises when the subjects are not exactly one of each."""
     found: dict[str, str] = {}
     for entry in stmt["subject"]:
-        if set(entry["digest"]) != {"sha256"}:
-            raise StatementMismatch(f"subject {entry['name']!r} names a digest other than its sha256, which is checked")
+        if set(entry) != {"name", "digest"} or set(entry["digest"]) != {"sha256"}:
+            raise StatementMismatch(f"subject {entry['name']!r} is not a name and a sha256 (what this build checks)")
         role = entry["name"].split("/", 1)[0]
         if role not in (THEIRS, MINE) or role in found:
             raise StatementMismatch(f"subject {entry['name']!r} is not one theirs/NAME and one mine/NAME")
