@@ -110,7 +110,7 @@ def build(target: str, work: Path) -> dict[str, dict[str, str]]:
 
 def memo() -> None:
     """In a worker: each pair's bundle views and comparison made once (the module docstring says why)."""
-    verify_reproduction._view = functools.lru_cache(maxsize=8)(verify_reproduction._view)  # type: ignore[assignment]
+    verify_reproduction._view = functools.lru_cache(maxsize=8)(verify_reproduction._view)  # type: ignore[assignment]  # the same function, cached
     original = verify_reproduction.compare
     made: dict[tuple[int, int], Any] = {}
 
@@ -120,7 +120,7 @@ def memo() -> None:
             made[key] = original(theirs, mine, *rest)
         return made[key]
 
-    verify_reproduction.compare = compare  # type: ignore[assignment]
+    verify_reproduction.compare = compare  # type: ignore[assignment]  # the same comparison, made once
 
 
 def signed(target: str, name: str, base: dict[str, str], scratch: Path) -> Signed:

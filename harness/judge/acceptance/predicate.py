@@ -246,7 +246,7 @@ def differences(
                 not isinstance(digest, dict)
                 or set(digest) != {"sha256"}
                 or digest["sha256"] not in signers
-                or set(theirs) - set(descriptor)
+                or set(theirs or {}) - set(descriptor)
             ):
                 found.append(f"{name}: {shown(theirs)} recorded, not a key the bundle's envelope names")
         elif theirs != descriptor:
