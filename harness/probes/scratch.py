@@ -10,6 +10,7 @@ only: the probe side (the stress probe's workers' folder) and the host (the plot
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -70,3 +71,13 @@ def scratch(prefix: str, family: str | None = None) -> Iterator[str]:
         owner = {"pid": os.getpid(), "started": _started(os.getpid())}
         (Path(folder) / OWNER).write_text(json.dumps(owner))
         yield folder
+
+
+def owned_folder(prefix: str) -> Path:
+    """A fresh temporary folder named PREFIX... for the rest of this process, removed at its exit; the
+    folders of PREFIX that killed processes left are removed first."""
+    sweep(prefix)
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    (folder / OWNER).write_text(json.dumps({"pid": os.getpid(), "started": _started(os.getpid())}))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder

@@ -19,9 +19,10 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from harness.analysis.figure import KnownGood
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.outcome import Acceptance
-from harness.judge.acceptance.profile import KnownGood, Profile, Reference
+from harness.judge.acceptance.profile import Profile, Reference
 from harness.signing.keys import SigningKey
 from harness.signing.statement import (
     StatementError,

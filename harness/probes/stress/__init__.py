@@ -42,6 +42,7 @@ from harness.probes.policy import SHAPE, at_most, matching, take
 from harness.probes.scratch import scratch
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
+from harness.probes.stress.warm import prestart  # noqa: F401 - harness.probes.prestart calls it
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")
