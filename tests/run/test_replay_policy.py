@@ -13,12 +13,14 @@ import pytest
 
 from harness import registry
 from harness.errors import UsageError
+from harness.probes.bandwidth import read_kernels
 from harness.probes.policy import REFUSE, REMAKE, TAKE
 from harness.registry.steps import RunState
 from harness.run import replay
 from harness.run.policy import vet
 from tests.accept_support import h200_bandwidth
 
+READ_KERNEL = read_kernels.NAMES[0]
 # (probe, flag): (words a replay takes, or refuses or re-makes; words it refuses as bad input, or None)
 SAMPLES = {
     ("health", "--torch"): ([], None),
@@ -31,6 +33,7 @@ SAMPLES = {
     ("bandwidth", "--repeats"): (["3"], ["1000000000"]),
     ("bandwidth", "--spec-gbps"): (["4800"], ["1e12"]),
     ("bandwidth", "--kernel"): (["triad"], ["rm"]),
+    ("bandwidth", "--read-kernel"): ([READ_KERNEL], ["$(id)"]),
     ("bandwidth", "--device"): (["cpu"], ["/dev/nvidia0"]),
     ("bandwidth", "--device-index"): (["1"], ["-5"]),
     ("bandwidth", "--point-budget-s"): (["0.05"], ["86400"]),

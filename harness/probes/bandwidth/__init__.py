@@ -137,6 +137,7 @@ OPTIONS = (
             "thread, B blocks of T threads per SM, s2 the buffer read as two halves at once, cs cache-streaming "
             "loads; one of " + ", ".join(n for n in read_kernels.NAMES if "nvrtc" in n),
         ),
+        replay=take(),  # one of the names this build compiles (choices)
     ),
     Option(
         ("--device",),
