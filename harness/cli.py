@@ -14,6 +14,7 @@ from harness import __version__, registry
 from harness.analysis.verdict import EXIT_INCOMPLETE
 from harness.commands import add_parsers
 from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, DossierError
+from harness.escape import terminal
 from harness.probes.contract import exit_now
 
 
@@ -114,7 +115,7 @@ def _stdout_gone() -> int:
 def _internal_error(exc: BaseException, verbose: bool) -> int:
     if verbose:
         traceback.print_exc()
-    message = " ".join(str(exc).split()) or "(no message)"
+    message = terminal(" ".join(str(exc).split())) or "(no message)"
     print(
         f"error: internal error: {type(exc).__name__}: {message} (run with -v for the traceback; please report it)",
         file=sys.stderr,
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DossierError as exc:
         if args.verbose:
             traceback.print_exc()
-        print(exc.diagnostics(), file=sys.stderr)
+        print(terminal(exc.diagnostics(), newlines=True), file=sys.stderr)  # a message may quote a file's text
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: nothing half-written was left behind", file=sys.stderr)

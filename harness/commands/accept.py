@@ -19,6 +19,7 @@ from harness.bundle.read import UnsafeBundle, read_members
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
 from harness.judge.acceptance import predicate
 from harness.judge.acceptance.junit import junit_xml
 from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
@@ -163,11 +164,11 @@ def print_results(acceptance: Acceptance) -> None:
     for r in acceptance.results:
         measured = r.measured.text if r.measured else "not measured"
         threshold = r.threshold.text if r.threshold else "no threshold"
-        print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
+        print(terminal(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})"))
         if r.status != Verdict.PASS:
-            print(f"     why: {r.why}")
+            print(f"     why: {terminal(r.why)}")
     print(
-        f"{acceptance.result.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+        f"{acceptance.result.shown}: {terminal(acceptance.bundle.name)} against {terminal(acceptance.profile.sku_id)}: "
         f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
         f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
         f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)"
@@ -257,6 +258,7 @@ def handle(args: argparse.Namespace) -> int:
         registry.known_good_kinds(),  # an unknown SKU is refused
         load_public(profile_key) if profile_key else None,
         profile_key,
+        signed_only=args.profile_key is not None,  # a key named for the profile: only a profile it signed
     )  # before any reading
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged

@@ -17,6 +17,7 @@ from harness import paths, registry
 from harness.commands.accept import trusted_key, verified_view
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import UsageError
+from harness.escape import terminal
 from harness.judge.acceptance.baseline.build import Input, build
 from harness.judge.acceptance.profile import SCHEMA
 from harness.judge.acceptance.signed_profile import sign_profile
@@ -128,7 +129,7 @@ def handle(args: argparse.Namespace) -> int:
         print(f"baseline: {note}", file=sys.stderr)
     paths.write_output(args.out, sign_profile(document, [(i.name, i.sha256) for i in inputs], key), "--out")
     for line in summary(document):
-        print(line, file=sys.stderr)
+        print(terminal(line), file=sys.stderr)
     print(
         f"baseline: wrote {args.out} ({document['sku_id']}, {len(inputs)} bundle(s), signed by keyid "
         f"{key.keyid[:16]}...); judge with: dossier accept BUNDLE --profile-file {args.out} --profile-key "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import threading
 from pathlib import Path
@@ -12,6 +13,8 @@ from harness import paths, registry
 from harness.commands.options import add_signing_key
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
+from harness.fleet.slurm import partition_name
 from harness.probes.contract import real
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
@@ -24,6 +27,21 @@ def _positive(text: str) -> int:
     return value
 
 
+def _partition(text: str) -> str:
+    """--partition: a Slurm partition name, never more words of the sbatch script (harness.fleet.slurm.NAME)."""
+    try:
+        return partition_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--partition {text!r} ")) from None
+
+
+def _job_id(text: str) -> str:
+    """JOBID: a Slurm job id (digits, an array job's `_N`): it names files of the run directory."""
+    if not re.fullmatch(r"[0-9]{1,12}(_[0-9]{1,6})?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Slurm job id (digits)")
+    return text
+
+
 def _submit_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "submit",
@@ -34,7 +52,7 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
         "across the allocation. Prints the job id.",
     )
     p.add_argument("--nodes", type=_positive, required=True, help="how many nodes")
-    p.add_argument("--partition", help="Slurm partition (default: the cluster's default)")
+    p.add_argument("--partition", type=_partition, help="Slurm partition (default: the cluster's default)")
     p.add_argument(
         "--gpus-per-node",
         type=int,
@@ -145,14 +163,14 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
         help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
         "prints both job ids",
     )
-    p.add_argument("--partition", metavar="P", help="with --array: the partition its jobs run in")
+    p.add_argument("--partition", type=_partition, metavar="P", help="with --array: the partition its jobs run in")
     add_allow_format_option(p)
     p.set_defaults(func=handle_collect)
 
 
 def _job_options(p: argparse.ArgumentParser, key_help: str) -> None:
     """What collect and merge both take: the job, where its run is, the trusted key, the wait, the textfile."""
-    p.add_argument("job_id", metavar="JOBID")
+    p.add_argument("job_id", type=_job_id, metavar="JOBID")
     p.add_argument(
         "--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})"
     )
@@ -316,8 +334,17 @@ def _import_plotting_meanwhile() -> None:
     """Import matplotlib on a thread while the nodes are checked (this process mostly waits on its workers
     then) rather than after them: the plots are drawn last, when nothing else is left to overlap."""
     threading.Thread(
-        target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True, name="import-matplotlib"
+        target=_import_quietly, args=("harness.present.plots._figure",), daemon=True, name="import-matplotlib"
     ).start()
+
+
+def _import_quietly(name: str) -> None:
+    """Import NAME ahead of its use; a failure, or the interpreter ending meanwhile (an early error), prints
+    nothing here: the plots import it again when they are drawn, and say why they cannot be."""
+    try:
+        importlib.import_module(name)
+    except BaseException:  # noqa: BLE001 - a worker thread never prints a traceback; the real import says why
+        return
 
 
 def _collect_shard(args: argparse.Namespace) -> int:
@@ -433,7 +460,7 @@ def _write_fleet_bundle(
         print(f"fleet: wrote {prometheus}", file=sys.stderr)
     print(path)
     for line in problems(document):
-        print(line, file=sys.stderr)
+        print(terminal(line), file=sys.stderr)
     if outcome is not None:
         fleet_baseline.write(outcome, path)
     if outcome is not None and outcome.error is not None:

@@ -11,6 +11,7 @@ from typing import Any
 from harness import paths
 from harness.analysis.health.diff import diff
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
 from harness.schemas import violations
 
 
@@ -69,7 +70,10 @@ def handle(args: argparse.Namespace) -> int:
         paths.write_output(args.output, text, "--output")
         print(f"wrote {args.output}", file=sys.stderr)
     for check in result["checks"]:
-        print(f"{check['status']:>14}  {check['name']} [{check['device']}]: {check['evidence']}", file=sys.stderr)
+        print(
+            terminal(f"{check['status']:>14}  {check['name']} [{check['device']}]: {check['evidence']}"),
+            file=sys.stderr,
+        )
     if result["failed"]:
         raise CheckFailed("health-diff check(s) failed: " + ", ".join(result["failed"]))
     return 0

@@ -10,6 +10,7 @@ from pathlib import Path
 from harness import paths
 from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
 from harness.errors import UsageError
+from harness.escape import terminal
 from harness.probes.contract import real
 from harness.signing.keys import load_public
 from harness.verify import Result, verify_bundle
@@ -84,9 +85,9 @@ def handle(args: argparse.Namespace) -> int:
     else:
         for check in result.checks:
             if args.all or not check.ok:
-                print(check.line())
+                print(terminal(check.line()))
         for line in not_done_lines(result):
-            print(line)
+            print(terminal(line))
         not_done = f"; {len(result.not_done)} not done" if result.not_done else ""
         if result.ok:
             print(f"verified {args.bundle}: {result.passed} checks passed{not_done} (keyid {result.keyid[:16]}...)")

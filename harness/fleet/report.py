@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from harness.escape import csv_cell
 from harness.fleet.node import not_accepted
 from harness.present import templating
 
@@ -118,25 +119,27 @@ def csv_text(document: dict[str, Any]) -> str:
         verify = node.get("verify") or {}
         acceptance = node["acceptance"]
         values = node.get("metrics") or {}
-        writer.writerow(
-            [
-                node["name"],
-                node["status"],
-                node.get("why") or "",
-                node.get("sku") or "",
-                verify.get("checks_failed", ""),
-                acceptance["verdict"],
-                " ".join(f["name"] for f in acceptance.get("failed") or []),
-                " ".join(flagged.get(node["name"], [])),
-                *(_cell(values.get(m)) for m in metrics),
-            ]
-        )
+        text = [
+            node["name"],
+            node["status"],
+            node.get("why") or "",
+            node.get("sku") or "",
+            verify.get("checks_failed", ""),
+            acceptance["verdict"],
+            " ".join(f["name"] for f in acceptance.get("failed") or []),
+            " ".join(flagged.get(node["name"], [])),
+        ]
+        writer.writerow([*map(csv_cell, text), *(_cell(values.get(m)) for m in metrics)])
     return out.getvalue()
 
 
 def _cell(value: Any) -> str:
+    """A figure's cell: a number as Python writes it (a spreadsheet reads it as a number), any other
+    value as text that never starts a formula (harness.escape.csv_cell: OWASP)."""
     if value is None:
         return ""
     if isinstance(value, dict) and "unavailable" in value:
-        return f"unavailable: {value['unavailable']}"
-    return repr(value) if isinstance(value, float) else str(value)
+        return csv_cell(f"unavailable: {value['unavailable']}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value) if isinstance(value, float) else str(value)
+    return csv_cell(str(value))

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.analysis.units import number, value_text
+from harness.escape import terminal
 from harness.judge.reproduction.declare import SECTIONS
 from harness.present.diff import Comparison, FieldDiff, MetricDiff
 
@@ -29,8 +30,9 @@ SHOWN_KEYS = 6  # differing keys of two dicts shown before "N more"
 
 def cell(value: Any, key: str = "") -> str:
     """VALUE as the report writes it (harness.analysis.units.value_text: units from KEY, none,
-    lists joined, an {"unavailable": why} as its reason), on one line."""
-    return " ".join(value_text(key, value).split())
+    lists joined, an {"unavailable": why} as its reason), on one line, its control characters shown as
+    escapes (harness.escape.terminal: a bundle's strings are data)."""
+    return terminal(" ".join(value_text(key, value).split()))
 
 
 def folded(text: str, limit: int = CELL_LIMIT) -> str:
@@ -138,7 +140,7 @@ def metrics_table(metrics: list[MetricDiff], title: str) -> Table:
             *map(
                 Text,
                 (
-                    m.metric,
+                    terminal(m.metric),
                     _value(m.a, m.unit),
                     _value(m.b, m.unit),
                     f"{m.ratio:.4f}" if m.ratio is not None else "n/a",
@@ -173,12 +175,12 @@ def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: I
 
 
 def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
-    console.print(f"A: {name_a}", markup=False, highlight=False)
-    console.print(f"B: {name_b}", markup=False, highlight=False)
+    console.print(f"A: {terminal(name_a)}", markup=False, highlight=False)
+    console.print(f"B: {terminal(name_b)}", markup=False, highlight=False)
     judgement = comparison.judgement
     counts = judgement.counts()
     console.print(
-        f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
+        f"verdict: {SHOWN[judgement.word].upper()}: {terminal(judgement.why)} (B against A; "
         f"{counts['not_comparable']} deciding figures not comparable; {counts['informing_moved']} of "
         f"{counts['informing']} informing figures moved, not deciding; `dossier reproduce` signs it)",
         markup=False,

@@ -13,7 +13,6 @@ import importlib
 import multiprocessing
 import os
 import signal
-import tempfile
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -23,6 +22,8 @@ from typing import Any
 from harness import registry
 from harness.bundle import layout
 from harness.present.plots import NothingToPlot
+from harness.probes.lifetime import die_with_parent
+from harness.probes.scratch import scratch
 
 Rendered = tuple[dict[str, bytes], str | None]  # member name -> bytes, and a note when none
 
@@ -43,7 +44,7 @@ def render_step_plots(module_name: str, plots: str, step: str, document: Mapping
         module = importlib.import_module(module_name)
     except ImportError as exc:  # e.g. matplotlib absent on this host: no plots, measurements kept
         return {}, f"cannot import harness/present/plots/{plots}.py: {type(exc).__name__}: {exc}"
-    with tempfile.TemporaryDirectory(prefix="dossier-plots-") as tmp:
+    with scratch("dossier-plots-") as tmp:  # (a SIGKILL's leftovers removed by the next render)
         out_dir = Path(tmp).resolve()
         # render() gets a path inside a fresh folder: used as a file stem (STEM.png, STEM.svg)
         # or as a folder, what it writes lands under out_dir and keeps its relative name.
@@ -68,9 +69,11 @@ def render_inline(plots: str | None, step: str, document: Mapping[str, Any] | No
     return render_step_plots(module_name, plots, step, document)
 
 
-def _worker_setup() -> None:
-    """In the plot worker: Ctrl-C is the parent's to handle (it stops this worker), and only CPU
-    the probes leave idle is used."""
+def _worker_setup(parent: int) -> None:
+    """In the plot worker: it ends with PARENT, the run (a SIGKILL of the run leaves no worker, so no
+    resource tracker or semaphore of it either), Ctrl-C is the parent's to handle (it stops this worker),
+    and only CPU the probes leave idle is used."""
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         os.nice(19)
@@ -132,7 +135,10 @@ class BackgroundPlots:
             if self._pool is None:  # (this starts multiprocessing's resource tracker, which unblocks
                 # SIGINT in this thread when it has started: so the block below comes after)
                 self._pool = ProcessPoolExecutor(
-                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup
+                    1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_worker_setup,
+                    initargs=(os.getpid(),),
                 )
             with _sigint_blocked():  # the first submit spawns the worker
                 self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step, dict(document))

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from harness.probes.policy import Replay
+
 # 5: a memory-bound roofline shape that gives fewer SMs a tile than WAVE_EFFICIENCY of them, in one
 # wave, is explained as under-filled (harness.analysis.roofline.model: cause under_filled);
 # 4: a launch-bound roofline shape replayed from a CUDA graph is headlined by its kernel-only rate
@@ -76,13 +78,16 @@ class Option:
     (its words follow the flag in the error); `host`: offered by `dossier NAME` as well (False:
     set only by whoever launches the probe, e.g. the host's resolved checkpoint or srun's
     rendezvous); `goes_with`: the dest of another option, with which this one is always handed
-    to the probe (its value then recorded even when it is the default)."""
+    to the probe (its value then recorded even when it is the default); `replay`: whether and how
+    `dossier reproduce` takes it from another party's recorded argv (Replay; every option of every
+    registry entry declares one: tests/run/test_replay_policy.py)."""
 
     flags: tuple[str, ...]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     check: Check | None = None
     host: bool = True
     goes_with: str | None = None
+    replay: Replay | None = None  # how `dossier reproduce` takes it from their plan (None: never, fails a test)
 
     @property
     def dest(self) -> str:

@@ -96,7 +96,10 @@ def identity_text(identity) -> str:
 
 
 def _matches_identity(facts: BundleFacts, profile: Profile) -> set[str]:
-    """Labels of the GPUs whose PCI device id and memory size match the profile's identity."""
+    """Labels of the GPUs whose PCI device id and memory size match the profile's identity: only for a SKU
+    the catalogue lacks (a catalogued SKU is the catalogue's identification, whatever a profile says)."""
+    if catalogue.by_id(profile.sku_id) is not None:
+        return set()
     identity = profile.identity or {}
     ids = {catalogue.normalise_device_id(i) for i in identity.get("pci_device_ids") or []}
     memory = identity.get("memory_total_mib")

@@ -65,6 +65,7 @@ from harness.probes.contract import (
     unavailable,
 )
 from harness.probes.nvml import NvmlSession, Sampler, sample
+from harness.probes.policy import at_most, matching, take
 from harness.probes.timing import Clock
 
 NAME = "bandwidth"
@@ -99,16 +100,19 @@ OPTIONS = (
             ),
             None,
         ),
+        replay=take(at_most(256 * 1024, "MiB")),
     ),
     Option(
         ("--repeats",),
         dict(type=int, default=3, help="runs of the largest size (default: 3)"),
         check=lambda n: None if n >= 1 else f"{n}: at least 1 (the lab asks for 3)",
+        replay=take(at_most(100)),
     ),
     Option(
         ("--spec-gbps",),
         dict(type=real, metavar="GBPS", help="published peak bandwidth in GB/s (overrides the catalogue's figure)"),
         check=positive,
+        replay=take(at_most(100_000, "GB/s")),
     ),
     Option(
         ("--kernel",),
@@ -119,6 +123,7 @@ OPTIONS = (
             + "; ".join(f"{k} reads {v['reads']} writes {v['writes']}" for k, v in sorted(analysis.KERNELS.items()))
             + " (default: copy)",
         ),
+        replay=take(),
     ),
     Option(
         ("--read-kernel",),
@@ -132,6 +137,7 @@ OPTIONS = (
             "thread, B blocks of T threads per SM, s2 the buffer read as two halves at once, cs cache-streaming "
             "loads; one of " + ", ".join(n for n in read_kernels.NAMES if "nvrtc" in n),
         ),
+        replay=take(),  # one of the names this build compiles (choices)
     ),
     Option(
         ("--device",),
@@ -140,14 +146,20 @@ OPTIONS = (
             default="auto",
             help="auto: the GPU when torch sees one, else host memory (default: auto)",
         ),
+        replay=take(),
     ),
-    Option(("--device-index",), dict(type=int, default=0, help="CUDA device index (default: 0)")),
+    Option(
+        ("--device-index",),
+        dict(type=int, default=0, help="CUDA device index (default: 0)"),
+        replay=take(at_most(1023)),
+    ),
     Option(
         ("--point-budget-s",),
         dict(
             type=real, metavar="SECONDS", help="timed seconds per sweep point (default: 0.3 on a GPU, 0.1 on the CPU)"
         ),
         check=positive,
+        replay=take(at_most(60, "s")),
     ),
     Option(
         ("--compare-sku",),
@@ -157,6 +169,7 @@ OPTIONS = (
             "the device's own SKU, capacity and form factor (default: the device's own)",
         ),
         check=known_sku,
+        replay=take(matching("[a-z0-9-]{1,64}", "a catalogue SKU id")),
     ),
 )
 
