@@ -33,7 +33,10 @@ class Action:
 
 
 def reason_for(finding: Finding) -> str:
-    text = f"{REASON_PREFIX}{finding.name}: {' '.join(finding.message.split())}"
+    """`dossier check: RESET_GPU: ecc: GPU0: ...`: the recommended action first, so an operator reading
+    `sinfo -R` sees what to do (a check that could not judge says none)."""
+    action = f"{finding.action.action}: " if finding.verdict == Verdict.FAIL else ""
+    text = f"{REASON_PREFIX}{action}{finding.name}: {' '.join(finding.message.split())}"
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
 
 

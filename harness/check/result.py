@@ -1,6 +1,8 @@
 """`dossier check`'s answer: the result document (schemas/check.schema.json, `--json`) and the lines
 an operator or Slurm's log reads (NHC's form, one per check that did not pass, then one line for
-the node: Azure's `host | Healthy` convention, in the verdict vocabulary)."""
+the node: Azure's `host | Healthy` convention, in the verdict vocabulary). A failed check's line ends
+with its recommended action and the rule that chose it; the node's line with the node's (the most
+severe of its failed checks')."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.verdict import Verdict, overall
 from harness.check.expectation import Expectation
-from harness.check.judge import Finding
+from harness.check.findings import Finding, recommend
 
 KIND = "rig-dossier check"
 FORMAT_VERSION = 1
@@ -38,6 +40,7 @@ def document(node: str, findings: list[Finding], expect: Expectation, reading: d
         "exit_code": verdict.exit_code,
         "summary": summary_line(node, findings),
         "checks": [f.to_json() for f in findings],
+        "recommendation": recommend(findings).to_json(),
         "expectation": expect.to_json(),
         "rules": {
             "fatal_xids": [e["xid"] for e in rules["fatal_xids"]],
@@ -68,12 +71,20 @@ def summary_line(node: str, findings: list[Finding]) -> str:
         if counts[v]
     )
     named = [f.name for f in findings if f.verdict == verdict] if verdict != Verdict.PASS else []
+    action = recommend(findings)
     return (
-        f"{node} | {verdict.shown}: {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "") + f" [{tally}]"
+        f"{node} | {verdict.shown}: {IN_WORDS[verdict]}"
+        + (f" ({', '.join(named)})" if named else "")
+        + f" [{tally}]"
+        + (f" -> {action.action}" if verdict == Verdict.FAIL else "")
     )
 
 
 def lines(node: str, findings: list[Finding]) -> list[str]:
     """One NHC-form line per check that did not pass, then the node's line."""
-    shown = [f"{PREFIX[f.verdict]}: {f.name}: {f.message}" for f in findings if f.verdict in PREFIX]
+    shown = [
+        f"{PREFIX[f.verdict]}: {f.name}: {f.message}" + (f" -> {f.action.shown()}" if f.verdict == Verdict.FAIL else "")
+        for f in findings
+        if f.verdict in PREFIX
+    ]
     return shown + [summary_line(node, findings)]

@@ -134,8 +134,9 @@ def check_outputs(args: argparse.Namespace) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from harness.analysis.verdict import overall
     from harness.check import expectation, result
-    from harness.check.judge import judge, overall
+    from harness.check.judge import judge
 
     expect = expectation.build(
         args.expect_gpus, args.sku, args.profile, args.profile_file, args.min_driver, args.since, args.no_gpu_processes

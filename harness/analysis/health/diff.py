@@ -21,7 +21,7 @@ import statistics
 from typing import Any
 
 from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
-from harness.analysis.health.contract_facts import unavailable_reason
+from harness.analysis.units import unavailable_reason
 from harness.analysis.verdict import Verdict, parse, recorded
 
 POWER_CAPS = ("sw_power_cap", "hw_power_brake_slowdown")

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.health.contract_facts import unavailable_reason
 from harness.analysis.health.contracts import evaluate
+from harness.analysis.units import unavailable_reason
 from harness.analysis.verdict import Verdict
 
 

@@ -24,7 +24,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.health.contract_facts import gpus, label, unavailable_reason
+from harness.analysis.health.contract_facts import gpus, label
+from harness.analysis.units import unavailable_reason
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
