@@ -9,12 +9,14 @@ import datetime as _dt
 from collections import Counter
 from typing import Any
 
+from harness.analysis.actions import ORDER
 from harness.analysis.verdict import Verdict
 from harness.check import xid
 from harness.export.textfile import PREFIX, Metrics, in_base_unit
 
 CHECK_VERDICTS = ("pass", "warn", "fail", "incomplete")
 FINDING_VERDICTS = (*CHECK_VERDICTS, "skip")
+ACTIONS = tuple(str(a) for a in ORDER)
 
 
 def _number(value: Any) -> float | None:
@@ -45,6 +47,16 @@ def check(result: dict[str, Any]) -> Metrics:
             finding["verdict"],
             FINDING_VERDICTS,
         )
+        if finding["verdict"] == Verdict.FAIL:
+            metrics.one_hot(
+                PREFIX + "check_action",
+                "each failed check's recommended action (1 on it, the rule that chose it as a label)",
+                {**node, "check": finding["name"], "rule": finding["action"]["rule"]},
+                "action",
+                finding["action"]["action"],
+                ACTIONS,
+            )
+    recommended(metrics, "check", node, result["recommendation"])
     reading = result["reading"]
     metrics.set(
         PREFIX + "check_timestamp_seconds", "when the reading was taken (Unix time)", node, _epoch(reading["taken_at"])
@@ -233,4 +245,17 @@ def accept(acceptance: Any, view: Any) -> Metrics:
             str(result.status),
             verdict_values(),
         )
+    recommended(metrics, "accept", labels, acceptance.recommendation.to_json())
     return metrics
+
+
+def recommended(metrics: Metrics, command: str, labels: dict[str, str], recommendation: dict[str, str]) -> None:
+    """The recommended action (1 on it, the rule that chose it as a label): what to do now."""
+    metrics.one_hot(
+        PREFIX + f"{command}_recommended_action",
+        f"dossier {command}'s recommended action, the most severe of its failed findings' (1 on it)",
+        {**labels, "rule": recommendation["rule"]},
+        "action",
+        recommendation["action"],
+        ACTIONS,
+    )

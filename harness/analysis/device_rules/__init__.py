@@ -19,10 +19,22 @@ no NVLink), so that a caller can say SKIP rather than judge it. The words of eac
 ones health.json's contracts record (signed bundles keep them), so the three commands say the same.
 """
 
-from harness.analysis.device_rules.links import PCIE_FIELDS, idle, nvlink, pcie_link, pcie_minimum
+from harness.analysis.device_rules.links import (
+    GENERATION_LOW,
+    NARROWER,
+    NVLINK_DOWN,
+    PCIE_FIELDS,
+    SLOT_CAPS,
+    idle,
+    nvlink,
+    pcie_link,
+    pcie_minimum,
+)
 from harness.analysis.device_rules.memory import ECC_UNCORRECTABLE, ecc, retired_pages, row_remaps
 from harness.analysis.device_rules.outcome import Caveat, Item, Outcome, Problem, Unread, problem
 from harness.analysis.device_rules.settings import (
+    FOREIGN_PROCESS,
+    SLOWDOWN,
     application_clocks,
     hardware_slowdown,
     mode,
@@ -32,6 +44,12 @@ from harness.analysis.device_rules.settings import (
 
 __all__ = [
     "ECC_UNCORRECTABLE",
+    "FOREIGN_PROCESS",
+    "GENERATION_LOW",
+    "NARROWER",
+    "NVLINK_DOWN",
+    "SLOT_CAPS",
+    "SLOWDOWN",
     "PCIE_FIELDS",
     "Caveat",
     "Item",

@@ -4,11 +4,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.actions import Action
-from harness.analysis.device_rules.outcome import Caveat, Item, Outcome, problem, unread
+from harness.analysis.actions import Action, Recommendation
+from harness.analysis.device_rules.outcome import Caveat, Item, Outcome, Problem, problem, unread
 from harness.analysis.units import show, unavailable_reason
 
 PCIE_FIELDS = ("current_gen", "max_gen", "current_width", "max_width")
+
+# What to do about a degraded PCIe link (the transfer probe's measured link says the same).
+NARROWER = Recommendation(
+    Action.INSPECT_HARDWARE,
+    "pcie.narrower",
+    "a link that trains narrower than its lanes is a seating, riser or cable fault: reseat the card",
+)
+GENERATION_LOW = Recommendation(
+    Action.REBOOT_NODE,
+    "pcie.generation_low",
+    "the link trained below its generation while working: links train at boot, so a reboot can bring it back "
+    "to full speed; if it comes back low, inspect the hardware",
+)
+SLOT_CAPS = Recommendation(
+    Action.INSPECT_HARDWARE,
+    "pcie.slot_caps",
+    "the slot or its BIOS setting allows less than the GPU's generation: move the card to a slot wired for it, "
+    "or fix the BIOS PCIe setting",
+)
+NVLINK_DOWN = Recommendation(
+    Action.RESET_GPU,
+    "nvlink.inactive",
+    "inactive NVLink links: check the fabric (nvidia-smi nvlink -s, the fabric manager) and reset the GPUs; a "
+    "link still down after a reset is hardware",
+)
 
 
 def idle(device: dict[str, Any]) -> bool:
@@ -31,24 +56,9 @@ def pcie_link(device: dict[str, Any], may_idle: bool = True) -> Outcome:
     cur_gen, max_gen, cur_w, max_w = (read.get(k) for k in PCIE_FIELDS)
     gpu_max = link.get("gpu_max_gen")
     if isinstance(gpu_max, int) and isinstance(max_gen, int) and gpu_max > max_gen:
-        items.append(
-            problem(
-                f": the slot caps the link below the GPU's Gen{gpu_max}",
-                Action.INSPECT_HARDWARE,
-                "pcie.slot_caps",
-                "the slot or its BIOS setting allows less than the GPU's generation: move the card to a slot wired "
-                "for it, or fix the BIOS PCIe setting",
-            )
-        )
+        items.append(Problem(f": the slot caps the link below the GPU's Gen{gpu_max}", SLOT_CAPS))
     if isinstance(cur_w, int) and isinstance(max_w, int) and cur_w < max_w:
-        items.append(
-            problem(
-                ": link trained narrower than its maximum",
-                Action.INSPECT_HARDWARE,
-                "pcie.narrower",
-                "a link that trains narrower than its lanes is a seating, riser or cable fault: reseat the card",
-            )
-        )
+        items.append(Problem(": link trained narrower than its maximum", NARROWER))
     if isinstance(cur_gen, int) and isinstance(max_gen, int) and cur_gen < max_gen:
         items.append(_generation_low(may_idle and idle(device)))
     seen = f"Gen{show(link.get('current_gen'))} x{show(link.get('current_width'))} of Gen{show(link.get('max_gen'))} x{show(link.get('max_width'))}"
@@ -58,13 +68,7 @@ def pcie_link(device: dict[str, Any], may_idle: bool = True) -> Outcome:
 def _generation_low(idle_now: bool) -> Item:
     if idle_now:
         return Caveat(" while idle (the driver lowers link speed to save power)")
-    return problem(
-        " while working",
-        Action.REBOOT_NODE,
-        "pcie.generation_low",
-        "the link trained below its generation while working: links train at boot, so a reboot can bring "
-        "it back to full speed; if it comes back low, inspect the hardware",
-    )
+    return Problem(" while working", GENERATION_LOW)
 
 
 def pcie_minimum(device: dict[str, Any], min_gen: int | None, min_width: int | None) -> Outcome:
@@ -103,15 +107,7 @@ def nvlink(device: dict[str, Any], peers: int, expected_active: int | None = Non
     inactive = [link["link"] for link in links if not link.get("active")]
     items: list[Item] = []
     if inactive:
-        items.append(
-            problem(
-                f"links {inactive} inactive",
-                Action.RESET_GPU,
-                "nvlink.inactive",
-                "inactive NVLink links: check the fabric (nvidia-smi nvlink -s, the fabric manager) and reset the "
-                "GPUs; a link still down after a reset is hardware",
-            )
-        )
+        items.append(Problem(f"links {inactive} inactive", NVLINK_DOWN))
     if expected_active is not None and active != expected_active:
         items.append(
             problem(

@@ -6,10 +6,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.analysis.actions import Action
+from harness.analysis.actions import Action, Recommendation
 from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
-from harness.analysis.device_rules.outcome import Item, Outcome, Unread, problem, unread
+from harness.analysis.device_rules.outcome import Item, Outcome, Problem, Unread, problem, unread
 from harness.analysis.units import is_number, show, unavailable_reason
+
+SLOWDOWN = Recommendation(
+    Action.INSPECT_HARDWARE,
+    "clocks.slowdown",
+    "the GPU slows itself for heat or power (a hardware or thermal slowdown, the power brake): check its cooling, "
+    "power supply and the power brake signal",
+)
+FOREIGN_PROCESS = Recommendation(
+    Action.RERUN_IDLE,
+    "processes.foreign",
+    "another process used the GPU: what was measured beside it is not the GPU's own; run again once it has ended "
+    "(or on an idle node)",
+)
 
 MODE_FIXES = {
     "persistence": "nvidia-smi -pm 1, or run nvidia-persistenced",
@@ -100,12 +113,7 @@ def hardware_slowdown(device: dict[str, Any]) -> Outcome:
     slow = [n for n in reasons.get("names") or [] if n in HARDWARE_SLOWDOWNS]
     seen = f"no hardware or thermal slowdown (active: {', '.join(reasons.get('names') or []) or 'none'})"
     if slow:
-        held = problem(
-            f"clocks held down by {', '.join(slow)} (mask {mask:#x})",
-            Action.INSPECT_HARDWARE,
-            "clocks.slowdown",
-            "the GPU slows itself for heat or power: check its cooling, power supply and the power brake signal",
-        )
+        held = Problem(f"clocks held down by {', '.join(slow)} (mask {mask:#x})", SLOWDOWN)
         return Outcome("clocks.slowdown", (held,), seen)
     return Outcome("clocks.slowdown", (), seen)
 
@@ -116,13 +124,7 @@ def processes(device: dict[str, Any], own: Sequence[Any] = ()) -> Outcome:
     if unavailable_reason(listed):
         return Outcome("processes", (unread("processes", listed, str(unavailable_reason(listed))),))
     items: list[Item] = [
-        problem(
-            f"pid {p.get('pid')} ({show(p.get('name'))}, {show(p.get('used_memory_mib'))} MiB)",
-            Action.RERUN_IDLE,
-            "processes.foreign",
-            "another process uses the GPU: what was measured beside it is not the GPU's own; run again once it "
-            "has ended (or on an idle node)",
-        )
+        Problem(f"pid {p.get('pid')} ({show(p.get('name'))}, {show(p.get('used_memory_mib'))} MiB)", FOREIGN_PROCESS)
         for p in listed or []
         if p.get("pid") not in set(own)
     ]

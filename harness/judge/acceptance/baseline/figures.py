@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge.acceptance.criteria import num
+from harness.analysis.units import number_or_none
 from harness.judge.acceptance.rates import ALLREDUCE_KNOWN_GOOD, GEMM_KNOWN_GOOD, HBM_KNOWN_GOOD
 from harness.judge.acceptance.stress import SUSTAINED_GEMM
 from harness.judge.acceptance.transfer import HOST_RATES, TRANSFER, _nvlink_pairs
@@ -37,7 +37,7 @@ class Figure:
 
 def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
     b = facts.figures("bandwidth")
-    plateau = num((b.values or {}).get("plateau_gbps"))
+    plateau = number_or_none((b.values or {}).get("plateau_gbps"))
     if b.values is None or plateau is None:
         return {}
     kernel = b.values["kernel"]
@@ -56,7 +56,10 @@ def _bandwidth(facts: BundleFacts) -> dict[Figure, float]:
 def _gemm(facts: BundleFacts) -> dict[Figure, float]:
     found = {}
     for figures in facts.figures_by_analysis("roofline"):
-        dtype, best = (figures.values or {}).get("dtype"), num((figures.values or {}).get("burst_best_tflops"))
+        dtype, best = (
+            (figures.values or {}).get("dtype"),
+            number_or_none((figures.values or {}).get("burst_best_tflops")),
+        )
         if figures.present and isinstance(dtype, str) and best is not None:
             found[
                 Figure(
@@ -73,7 +76,7 @@ def _gemm(facts: BundleFacts) -> dict[Figure, float]:
 
 def _stress(facts: BundleFacts) -> dict[Figure, float]:
     s = facts.figures("stress")
-    lowest = num((s.values or {}).get("min_steady_tflops"))
+    lowest = number_or_none((s.values or {}).get("min_steady_tflops"))
     if s.values is None or lowest is None:
         return {}
     dtype = s.values["dtype"]
@@ -97,7 +100,7 @@ def _transfer(facts: BundleFacts) -> dict[Figure, float]:
     per_gpu = {gpu: f for gpu, f in (heads.get("per_gpu") or {}).items() if gpu != "host"}
     found = {}
     for name, (key, direction, _, _) in HOST_RATES.items():
-        rates = [num(f.get(key)) for f in per_gpu.values() if key in f]
+        rates = [number_or_none(f.get(key)) for f in per_gpu.values() if key in f]
         measured = [r for r in rates if r is not None]
         if rates and len(measured) == len(rates):
             found[
@@ -112,7 +115,7 @@ def _transfer(facts: BundleFacts) -> dict[Figure, float]:
             ] = min(measured)
     cells = (heads.get("peer") or {}).get("read") or {}
     reads = [
-        num((cells.get(key) or {}).get("plateau_gbps"))
+        number_or_none((cells.get(key) or {}).get("plateau_gbps"))
         for a, b in _nvlink_pairs(heads)
         for key in (f"{a}->{b}", f"{b}->{a}")
     ]
@@ -135,7 +138,7 @@ def _allreduce(facts: BundleFacts) -> dict[Figure, float]:
     a = facts.figures("allreduce")
     if a.values is None or a.values.get("backend") != "nccl":
         return {}
-    busbw = num(((a.values.get("curves") or {}).get("normal") or {}).get("busbw_at_max_gbps"))
+    busbw = number_or_none(((a.values.get("curves") or {}).get("normal") or {}).get("busbw_at_max_gbps"))
     world = a.values.get("world_size")
     if busbw is None or not isinstance(world, int):
         return {}

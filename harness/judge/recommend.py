@@ -1,0 +1,347 @@
+"""What to do after each failed criterion: the lab's (report.md, the end of `dossier run`) and
+acceptance's (`dossier accept`, `dossier fleet collect`), one table of rules (issue 39).
+
+A criterion that knows its action sets it on its Result (the device rules' ECC, row-remap, PCIe and
+configuration findings: harness.analysis.device_rules); every other FAIL gets the action of the first
+rule here that matches its name, with the rule's id and why. The rules read what the bundle records
+beside the failed figure:
+
+- the disturbance: processes the harness did not start on the GPUs, idle or under load (the health
+  documents), and the host contention the bundle records (`host_contention`, issue 35's evidence);
+- the settings found changed on the GPUs (a lowered power limit, set application clocks: the
+  device rules on the health documents).
+
+A rate below its bar is RERUN_IDLE when a disturbance is recorded (a co-tenant's slowdown is not the
+GPU's), RECONFIGURE when a changed setting explains it, and INSPECT_HARDWARE when nothing recorded
+does: `rate`, the one rule for every rate criterion.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from harness.analysis import actions, device_rules
+from harness.analysis.actions import Action, Recommendation
+from harness.analysis.bandwidth import figures as bandwidth_rules
+from harness.analysis.health import diff
+from harness.analysis.verdict import StepStatus, Verdict
+from harness.judge.engine import Result
+from harness.judge.facts import BundleFacts
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What the bundle records beside its figures that can explain a failed one."""
+
+    disturbed: tuple[str, ...] = ()  # what else ran: foreign processes, host contention
+    settings: tuple[str, ...] = ()  # settings found changed on the GPUs
+
+
+def host_contention(facts: BundleFacts) -> list[str]:
+    """The host contention the bundle records while its steps ran, in words ("load average 5.8 on 2
+    CPUs"). Issue 35 measures it in every step; this build's bundles record none, so there is none to
+    read: the one place the rules read it, to be wired to that record when it lands."""
+    return []
+
+
+def conditions(facts: BundleFacts) -> Conditions:
+    idle, active = facts.document("health"), facts.document("health-load")
+    foreign = diff.foreign_processes(idle or {}, active or {}) if active else []
+    if not active and idle:
+        foreign = [f"GPU{d.get('nvml_index')} {p.text}" for d in _devices(idle) for p in _foreign(idle, d)]
+    settings = [
+        f"{step} GPU{d.get('nvml_index')} {p.text}"
+        for step, document in (("health", idle), ("health-load", active))
+        for d in _devices(document)
+        for rule in (device_rules.power_limit, device_rules.application_clocks)
+        for p in rule(d).problems
+    ]
+    return Conditions(tuple(foreign + host_contention(facts)), tuple(dict.fromkeys(settings)))
+
+
+def _devices(document: dict[str, Any] | None) -> list[dict[str, Any]]:
+    devices = (document or {}).get("devices")
+    return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
+
+
+def _foreign(document: dict[str, Any], device: dict[str, Any]) -> list[device_rules.Problem]:
+    return device_rules.processes(device, document.get("harness_pids") or []).problems
+
+
+# --- the rules ---------------------------------------------------------------------------------
+
+
+def rate(what: str, c: Conditions) -> Recommendation:
+    """The one rule for a rate below its bar (a known-good share, the node's median, the roofline)."""
+    if c.disturbed:
+        return Recommendation(
+            Action.RERUN_IDLE,
+            "rate.disturbed",
+            f"{what} below its bar with {'; '.join(c.disturbed)} recorded beside it: a co-tenant's slowdown, not "
+            "the GPU's; run it again on an idle node (dossier retest) before judging the hardware",
+        )
+    if c.settings:
+        return Recommendation(
+            Action.RECONFIGURE,
+            "rate.misconfigured",
+            f"{what} below its bar with {'; '.join(c.settings)}: put the setting back, then measure again",
+        )
+    return Recommendation(
+        Action.INSPECT_HARDWARE,
+        "rate.low",
+        f"{what} below its bar on a node with nothing else running and its settings at their defaults: the "
+        "hardware is slower than it should be",
+    )
+
+
+UNSTEADY = Recommendation(
+    Action.RERUN_IDLE,
+    "rate.unsteady",
+    "the repeats disagree: a measurement that varies is disturbed until shown otherwise (the lab: diagnose "
+    "before continuing); run it again on an idle node",
+)
+STEP_FAILED = Recommendation(
+    Action.RERUN_IDLE,
+    "step.failed",
+    "the step crashed, timed out or gave invalid output (its raw output is in the bundle): run it again; a "
+    "second failure escalates (dossier retest)",
+)
+NOT_JUDGED = Recommendation(
+    Action.RERUN_IDLE,
+    "criterion.could_not_judge",
+    "the criterion could not be judged from this bundle's data (its why names the error): make the dossier "
+    "again, and report the error if it repeats",
+)
+RETEST_REFUSED = Recommendation(
+    Action.RERUN_IDLE,
+    "retest.refused",
+    "the step passed only on a retest and the profile refuses that: a step that fails and then passes is not "
+    "steady; run it again on an idle node",
+)
+CLOCKS_STUCK = Recommendation(
+    Action.RESET_GPU,
+    "clocks.stuck",
+    "the clocks did not rise under load with nothing else on the GPU: a GPU stuck in a low clock state is "
+    "cleared by a reset (nvidia-smi -r)",
+)
+WRONG_SKU = Recommendation(
+    Action.INSPECT_HARDWARE, "identity.wrong_sku", "the GPUs are not the SKU being bought: a matter for the vendor"
+)
+SOFTWARE = Recommendation(
+    Action.RECONFIGURE,
+    "config.software",
+    "the driver, CUDA, torch or NCCL is not what the node should run: install the expected versions",
+)
+STRESS_ERRORS = Recommendation(
+    Action.RESET_GPU,
+    "stress.errors",
+    "an XID, ECC event or row remap during the load: reset the GPU and check again (dossier check); if they "
+    "recur, inspect the hardware",
+)
+CORRUPTION = Recommendation(
+    Action.INSPECT_HARDWARE,
+    "results.corrupt",
+    "a result differs from the reference bit for bit, or the memory test read back a wrong word: silent data "
+    "corruption is a hardware fault",
+)
+SHORT_STRESS = Recommendation(
+    Action.RERUN_IDLE,
+    "stress.short",
+    "the stress run was shorter than the profile asks: run it again as long as the profile asks",
+)
+LINK_INCONSISTENT = Recommendation(
+    Action.DRAIN,
+    "transfer.inconsistent",
+    "a copy ran faster than the link NVML reports allows: the node's topology is not what NVML says; take it "
+    "out of service until it is looked at",
+)
+P2P_BROKEN = Recommendation(
+    Action.RESET_GPU,
+    "p2p.broken",
+    "peer access fails where the topology reports NVLink: check the fabric manager and reset the GPUs; if it "
+    "stays broken, the IOMMU or ACS settings or the hardware",
+)
+REMEASURE = Recommendation(
+    Action.RERUN_IDLE,
+    "measurement.incomplete",
+    "the step's figures do not meet what the lab asks of them (not a device fault): run it again on an idle node",
+)
+
+Rule = Callable[[Result, BundleFacts, Conditions], Recommendation]
+
+
+def _fixed(recommendation: Recommendation) -> Rule:
+    return lambda result, facts, c: recommendation
+
+
+def _rate(what: str) -> Rule:
+    return lambda result, facts, c: rate(what, c)
+
+
+def _clocks(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    return rate("the clocks under load", c) if c.disturbed else CLOCKS_STUCK
+
+
+def _stress_failures(facts: BundleFacts) -> set[str]:
+    """The names of the stress checks that failed on any GPU (harness.analysis.stress's headlines)."""
+    heads = facts.figures("stress").values or {}
+    return {
+        str(c.get("name"))
+        for d in heads.get("devices") or []
+        for c in d.get("checks") or []
+        if str(c.get("status")).lower() == Verdict.FAIL
+    }
+
+
+STRESS_CHECKS = {  # a failed stress check -> what to do
+    "result_check": CORRUPTION,
+    "memory_test": CORRUPTION,
+    "nvml_events": STRESS_ERRORS,
+    "ecc_and_row_remap": STRESS_ERRORS,
+    "clock_event_reasons": device_rules.SLOWDOWN,
+}
+
+
+def _stress(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    found = [STRESS_CHECKS[name] for name in sorted(_stress_failures(facts)) if name in STRESS_CHECKS]
+    return actions.overall(found) if found else rate("the stress run", c)
+
+
+def _transfer(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    """A degraded host link as NVML and the copies show it, broken P2P, or a slow pair."""
+    heads = facts.figures("transfer").values or {}
+    found = []
+    for check in heads.get("link_checks") or []:
+        reasons = " ".join(check.get("reasons") or [])
+        if check.get("status") == "inconsistent":
+            found.append(LINK_INCONSISTENT)
+        elif check.get("status") == "degraded":
+            if "trained below its width" in reasons:
+                found.append(device_rules.NARROWER)
+            if "trained below its generation" in reasons:
+                found.append(device_rules.GENERATION_LOW)
+            if "slower than the reported link" in reasons:
+                found.append(rate("a host link's copies", c))
+    for check in heads.get("p2p_checks") or []:
+        if check.get("status") == "broken_p2p":
+            found.append(P2P_BROKEN)
+        elif check.get("status") == "degraded":
+            found.append(rate("a GPU pair's peer copies", c))
+    return actions.overall(found) if found else rate("the transfer rates", c)
+
+
+HEALTH_CONTRACT_RULES: dict[str, Callable[[dict[str, Any], dict[str, Any], int], list[device_rules.Problem]]] = {
+    "ecc_enabled_no_uncorrectable": lambda doc, d, n: device_rules.ecc(d).problems,
+    "no_pending_or_failed_row_remaps": lambda doc, d, n: device_rules.row_remaps(d).problems,
+    "persistence_mode_on": lambda doc, d, n: device_rules.mode(d, "persistence", "enabled").problems,
+    "pcie_link_at_max": lambda doc, d, n: device_rules.pcie_link(d, doc.get("mode") != "under_load").problems,
+    "no_foreign_process": lambda doc, d, n: _foreign(doc, d),
+    "clocks_not_locked_below_max": lambda doc, d, n: device_rules.application_clocks(d).problems,
+    "power_limit_at_default": lambda doc, d, n: device_rules.power_limit(d).problems,
+    "nvlink_links_up": lambda doc, d, n: device_rules.nvlink(d, n - 1).problems if n > 1 else [],
+}
+
+
+def _health(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    """The failed health contracts: a device contract's own rule, a toolchain contract RECONFIGURE."""
+    document = facts.document("health") or {}
+    failed = [
+        x.get("name") for x in document.get("contracts") or [] if isinstance(x, dict) and x.get("status") == "fail"
+    ]
+    devices = _devices(document)
+    found = [
+        p.recommendation
+        for name in failed
+        for d in devices
+        for p in HEALTH_CONTRACT_RULES.get(str(name), lambda doc, d, n: [])(document, d, len(devices))
+    ]
+    if any(name not in HEALTH_CONTRACT_RULES for name in failed):
+        found.append(SOFTWARE)
+    return actions.overall(found) if found else SOFTWARE
+
+
+def _idle_load(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    document = facts.document("health-diff") or {}
+    failed = {x.get("name") for x in document.get("checks") or [] if isinstance(x, dict) and x.get("status") == "fail"}
+    found = [device_rules.FOREIGN_PROCESS] if "no_unexpected_process" in failed else []
+    if failed & {"clocks_rose", "power_rose"}:
+        found.append(_clocks(result, facts, c))
+    return actions.overall(found) if found else REMEASURE
+
+
+def _bandwidth(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    spread = (facts.figures("bandwidth").values or {}).get("repeat_spread")
+    if not (isinstance(spread, (int, float)) and bandwidth_rules.repeats_agree(spread)):
+        return UNSTEADY
+    return rate("the memory bandwidth", c)
+
+
+# Criterion name -> its rule, the first match wins (acceptance's names, then the lab's).
+RULES: tuple[tuple[str, Rule], ...] = (
+    (r"sku_matches_profile", _fixed(WRONG_SKU)),
+    (r"config_(driver|cuda)", _fixed(SOFTWARE)),
+    (r"repeat_spread", _fixed(UNSTEADY)),
+    (r"bandwidth_plateau", _rate("the memory bandwidth")),
+    (r"gemm_.+", _rate("the GEMM rate")),
+    (r"allreduce_busbw", _rate("the all-reduce bus bandwidth")),
+    (r"stress_sustained_.+", _rate("the sustained GEMM rate")),
+    (r"stress_power_target_reached", _rate("the power reached under load")),
+    (r"stress_duration", _fixed(SHORT_STRESS)),
+    (r"stress_(result_mismatches|memory_errors)_zero|stress_digests_agree|stress_digest_expected", _fixed(CORRUPTION)),
+    (r"precision_digests_expected", _fixed(CORRUPTION)),
+    (r"stress_no_new_errors", _fixed(STRESS_ERRORS)),
+    (r"stress_no_slowdown_events", _fixed(device_rules.SLOWDOWN)),
+    (r"transfer_(links|p2p)", _transfer),
+    (r"transfer_.+", _rate("the transfer rate")),
+    (r"gpu_vs_node_.+", _rate("one GPU against the node's others")),
+    (r"clocks_rise_under_load", _clocks),
+    (r"no_unexpected_process", _fixed(device_rules.FOREIGN_PROCESS)),
+    (r"health", _health),
+    (r"bandwidth", _bandwidth),
+    (r"roofline", _rate("a GEMM the roofline cannot explain")),
+    (r"stress", _stress),
+    (r"transfer", _transfer),
+    (r"idle-load", _idle_load),
+    (r"precision|allreduce", _fixed(REMEASURE)),
+)
+UNRULED = Recommendation(
+    Action.DRAIN,
+    "criterion.no_rule",
+    "no rule of this build names an action for this criterion: take the node out of service until it is looked at",
+)
+
+
+def recommendation(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    """The action after a failed RESULT: a failed step's first, then the rule its name matches."""
+    if result.why.startswith("could not be judged from this bundle's data"):
+        return NOT_JUDGED
+    if any(facts.status(step) == StepStatus.FAILED for step in result.steps):
+        return STEP_FAILED
+    for pattern, rule in RULES:
+        if re.fullmatch(pattern, result.name):
+            return rule(result, facts, c)
+    return UNRULED
+
+
+def attach(results: Iterable[Result], facts: BundleFacts) -> list[Result]:
+    """RESULTS with an action on every FAIL: its own where the criterion set one, else the table's."""
+    judged = list(results)
+    if not any(r.status == Verdict.FAIL and _missing(r) for r in judged):
+        return judged
+    c = conditions(facts)
+    return [
+        replace(r, action=recommendation(r, facts, c)) if r.status == Verdict.FAIL and _missing(r) else r
+        for r in judged
+    ]
+
+
+def _missing(result: Result) -> bool:
+    return result.action is None or result.action.action == Action.NONE
+
+
+def overall(results: Sequence[Result]) -> Recommendation:
+    """The most severe action of the failed results (the first of equals)."""
+    return actions.overall(r.action for r in results if r.status == Verdict.FAIL)
