@@ -179,6 +179,8 @@ def fleet(document: dict[str, Any]) -> Metrics:
             labels,
             flagged[node["name"]],
         )
+        if "recommendation" in node:
+            recommended(metrics, "fleet_node", labels, node["recommendation"])
     for name, entry in document["table"].items():
         if entry["kind"] != "rate":
             continue

@@ -126,6 +126,11 @@ def criteria_context(view: BundleView, results: list[Result]) -> list[dict[str, 
                 "mark": "x" if judged.status == Verdict.PASS else " ",
                 "text": judged.title,
                 "evidence": [fold(str(line), where) for line in judged.findings],
+                "action": (
+                    fold(f"{judged.recommendation.shown()}: {judged.recommendation.why}", where)
+                    if judged.status == Verdict.FAIL
+                    else None
+                ),
                 "plots": plot_groups([p for s in judged.steps for p in view.plots(s)]),
                 "steps": list(judged.steps),
                 "plot_notes": [
