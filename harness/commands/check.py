@@ -167,7 +167,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     else:
-        print("\n".join(result.lines(node, findings)))
+        print("\n".join(result.lines(node, findings, reading)))
         if "slurm" in document and refused is None:
             print(f"slurm: {document['slurm']['node']}: {document['slurm']['did']}: {document['slurm']['why']}")
     if refused is not None:

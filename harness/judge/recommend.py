@@ -28,7 +28,7 @@ from harness.analysis.actions import Action, Recommendation
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.health import diff
 from harness.analysis.verdict import StepStatus, Verdict
-from harness.judge.engine import Result
+from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
 
@@ -47,9 +47,15 @@ def host_contention(facts: BundleFacts) -> list[str]:
     return []
 
 
+def _document(facts: BundleFacts, step: str) -> dict[str, Any]:
+    """STEP's document, or {} (not there, or not an object: nothing to read beside a figure)."""
+    document = facts.document(step)
+    return document if isinstance(document, dict) else {}
+
+
 def conditions(facts: BundleFacts) -> Conditions:
-    idle, active = facts.document("health"), facts.document("health-load")
-    foreign = diff.foreign_processes(idle or {}, active or {}) if active else []
+    idle, active = _document(facts, "health"), _document(facts, "health-load")
+    foreign = diff.foreign_processes(idle, active) if active else []
     if not active and idle:
         foreign = [f"GPU{d.get('nvml_index')} {p.text}" for d in _devices(idle) for p in _foreign(idle, d)]
     settings = [
@@ -62,8 +68,8 @@ def conditions(facts: BundleFacts) -> Conditions:
     return Conditions(tuple(foreign + host_contention(facts)), tuple(dict.fromkeys(settings)))
 
 
-def _devices(document: dict[str, Any] | None) -> list[dict[str, Any]]:
-    devices = (document or {}).get("devices")
+def _devices(document: dict[str, Any]) -> list[dict[str, Any]]:
+    devices = document.get("devices")
     return [d for d in devices if isinstance(d, dict)] if isinstance(devices, list) else []
 
 
@@ -247,7 +253,7 @@ HEALTH_CONTRACT_RULES: dict[str, Callable[[dict[str, Any], dict[str, Any], int],
 
 def _health(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
     """The failed health contracts: a device contract's own rule, a toolchain contract RECONFIGURE."""
-    document = facts.document("health") or {}
+    document = _document(facts, "health")
     failed = [
         x.get("name") for x in document.get("contracts") or [] if isinstance(x, dict) and x.get("status") == "fail"
     ]
@@ -264,12 +270,24 @@ def _health(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation
 
 
 def _idle_load(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
-    document = facts.document("health-diff") or {}
+    document = _document(facts, "health-diff")
     failed = {x.get("name") for x in document.get("checks") or [] if isinstance(x, dict) and x.get("status") == "fail"}
     found = [device_rules.FOREIGN_PROCESS] if "no_unexpected_process" in failed else []
     if failed & {"clocks_rose", "power_rose"}:
         found.append(_clocks(result, facts, c))
     return actions.overall(found) if found else REMEASURE
+
+
+ROOFLINE_UNEXPLAINED = Recommendation(
+    Action.RERUN_IDLE,
+    "roofline.unexplained",
+    "a GEMM the roofline cannot explain, or a roof it cannot show, with nothing recorded beside it: measure it again "
+    "on an idle node; one still unexplained on a retest escalates (dossier retest)",
+)
+
+
+def _roofline(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    return rate("a GEMM rate", c) if c.disturbed or c.settings else ROOFLINE_UNEXPLAINED
 
 
 def _bandwidth(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
@@ -301,7 +319,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     (r"no_unexpected_process", _fixed(device_rules.FOREIGN_PROCESS)),
     (r"health", _health),
     (r"bandwidth", _bandwidth),
-    (r"roofline", _rate("a GEMM the roofline cannot explain")),
+    (r"roofline", _roofline),
     (r"stress", _stress),
     (r"transfer", _transfer),
     (r"idle-load", _idle_load),
@@ -314,26 +332,39 @@ UNRULED = Recommendation(
 )
 
 
-def recommendation(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
-    """The action after a failed RESULT: a failed step's first, then the rule its name matches."""
+def recommendation(result: Result, facts: BundleFacts, c: Conditions, steps: Sequence[str] = ()) -> Recommendation:
+    """The action after a failed RESULT: a failed step's first (of its own steps and STEPS, its
+    criterion's), then the rule its name matches."""
     if result.why.startswith("could not be judged from this bundle's data"):
         return NOT_JUDGED
-    if any(facts.status(step) == StepStatus.FAILED for step in result.steps):
+    if any(facts.status(step) == StepStatus.FAILED for step in (*result.steps, *steps)):
         return STEP_FAILED
     for pattern, rule in RULES:
         if re.fullmatch(pattern, result.name):
-            return rule(result, facts, c)
+            try:
+                return rule(result, facts, c)
+            except Exception as exc:  # noqa: BLE001 - a bundle's odd data: the action says so, never a traceback
+                return Recommendation(
+                    Action.RERUN_IDLE,
+                    "criterion.unreadable",
+                    f"the rule for {result.name} could not read this bundle's data ({type(exc).__name__}: {exc}): "
+                    "make the dossier again",
+                )
     return UNRULED
 
 
-def attach(results: Iterable[Result], facts: BundleFacts) -> list[Result]:
-    """RESULTS with an action on every FAIL: its own where the criterion set one, else the table's."""
+def attach(results: Iterable[Result], facts: BundleFacts, criteria: Iterable[Criterion] = ()) -> list[Result]:
+    """RESULTS with an action on every FAIL: its own where the criterion set one, else the table's
+    (CRITERIA: those judged, whose steps name what a failed one read)."""
     judged = list(results)
     if not any(r.status == Verdict.FAIL and _missing(r) for r in judged):
         return judged
     c = conditions(facts)
+    read = {criterion.name: criterion.steps for criterion in criteria}
     return [
-        replace(r, action=recommendation(r, facts, c)) if r.status == Verdict.FAIL and _missing(r) else r
+        replace(r, action=recommendation(r, facts, c, read.get(r.name, ())))
+        if r.status == Verdict.FAIL and _missing(r)
+        else r
         for r in judged
     ]
 

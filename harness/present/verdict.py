@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness import registry
-from harness.analysis import actions
+from harness.analysis import actions, device_rules
 from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import StepStatus, Verdict, overall
 from harness.bundle.view import BundleView
@@ -40,6 +40,7 @@ class RunVerdict:
     overall: Verdict
     lines: tuple[Line, ...]
     results: tuple[Result, ...]  # the criteria, judged (the report lists them with their evidence)
+    driver: str = ""  # what the driver itself recommends for each GPU (health.json), shown beside ours
 
     @property
     def exit_code(self) -> int:
@@ -65,6 +66,8 @@ class RunVerdict:
         action = self.recommendation
         if action.action != actions.Action.NONE:
             lines.append(f"action: {action.shown()}: {_short(action.why)}")
+            if self.driver:
+                lines.append(f"the driver's own recovery action: {_short(self.driver)}")
         return lines
 
 
@@ -75,8 +78,8 @@ def _short(text: str) -> str:
 
 def judged(view: BundleView) -> list[Result]:
     """Every criterion the report judges, in the report's order, each FAIL with its action."""
-    facts = BundleFacts(view)
-    return recommend.attach(evaluate(registry.lab_criteria(), facts), facts)
+    facts, criteria = BundleFacts(view), registry.lab_criteria()
+    return recommend.attach(evaluate(criteria, facts), facts, criteria)
 
 
 def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> RunVerdict:
@@ -88,4 +91,8 @@ def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> Ru
         if entry.get("status") == StepStatus.FAILED and entry.get("step") not in read:
             why = f"the step failed: {entry.get('why')}"
             lines.append(Line(Verdict.FAIL, str(entry.get("step")), why, recommend.STEP_FAILED))
-    return RunVerdict(overall([line.verdict for line in lines]), tuple(lines), tuple(results))
+    health = view.documents.get("health")
+    listed = health.get("devices") if isinstance(health, dict) else None
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    driver = device_rules.driver_said(devices) if devices else ""
+    return RunVerdict(overall([line.verdict for line in lines]), tuple(lines), tuple(results), driver)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.analysis import actions
 from harness.analysis.actions import Action, Recommendation
 from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
 from harness.analysis.device_rules.outcome import Item, Outcome, Problem, Unread, problem, unread
@@ -129,3 +130,40 @@ def processes(device: dict[str, Any], own: Sequence[Any] = ()) -> Outcome:
         if p.get("pid") not in set(own)
     ]
     return Outcome("processes", tuple(items))
+
+
+NOT_READ = (
+    "not recorded: the reading was taken before the harness read the driver's recovery action "
+    "(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)"
+)
+
+
+def driver_action(device: dict[str, Any]) -> dict[str, Any]:
+    """What the driver itself recommends for the GPU (the reading's recovery_action) with its word in
+    ours (harness.analysis.actions.from_driver), or why there is none: shown beside our action, never
+    in its place."""
+    recorded = device.get("recovery_action")
+    if recorded is None:
+        return {"unavailable": NOT_READ}
+    if unavailable_reason(recorded) or not isinstance(recorded, dict):
+        return recorded if unavailable_reason(recorded) else {"unavailable": f"recorded as {recorded!r}"}
+    word = recorded.get("driver")
+    try:
+        ours: Any = str(actions.from_driver(word)) if isinstance(word, str) else {"unavailable": show(word)}
+    except ValueError as exc:
+        ours = {"unavailable": str(exc)}
+    return {"code": recorded.get("code"), "driver": word, "action": ours}
+
+
+def driver_said(devices: Sequence[dict[str, Any]]) -> str:
+    """'GPU0 DRAIN_AND_RESET (DRAIN)' or 'GPU0 unavailable (reason)' for each GPU, in one line."""
+    parts = []
+    for device in devices:
+        said = driver_action(device)
+        text = (
+            f"unavailable ({said['unavailable']})"
+            if "unavailable" in said
+            else f"{show(said['driver'])} ({show(said['action'])})"
+        )
+        parts.append(f"GPU{device.get('nvml_index')} {text}")
+    return "; ".join(parts)
