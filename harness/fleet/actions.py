@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.analysis import actions
 from harness.analysis.actions import Action, Recommendation
-from harness.judge import recommend
+from harness.judge import action_words, recommend
 
 NO_BUNDLE = Recommendation(
     Action.DRAIN,
@@ -51,7 +51,7 @@ def for_flag(flag: dict[str, Any], node: dict[str, Any]) -> Recommendation:
     if kind == "state":
         return STATE
     if kind == "digest":
-        return recommend.CORRUPTION
+        return action_words.CORRUPTION
     found = node.get("conditions") or {}
     conditions = recommend.Conditions(tuple(found.get("disturbed") or ()), tuple(found.get("settings") or ()))
     return recommend.rate(f"{flag.get('metric')} (far from the other nodes of {flag.get('sku')})", conditions)

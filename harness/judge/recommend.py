@@ -28,6 +28,24 @@ from harness.analysis.actions import Action, Recommendation
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.health import diff
 from harness.analysis.verdict import StepStatus, Verdict
+from harness.judge.action_words import (
+    CLOCKS_STUCK,
+    CORRUPTION,
+    LINK_INCONSISTENT,
+    LINK_UNREAD,
+    MEMORY,
+    NOT_JUDGED,
+    REMEASURE,
+    ROOFLINE_UNEXPLAINED,
+    SETTING,
+    SHORT_STRESS,
+    SOFTWARE,
+    STEP_FAILED,
+    STRESS_ERRORS,
+    UNRULED,
+    UNSTEADY,
+    WRONG_SKU,
+)
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
@@ -103,77 +121,11 @@ def rate(what: str, c: Conditions) -> Recommendation:
     )
 
 
-UNSTEADY = Recommendation(
-    Action.RERUN_IDLE,
-    "rate.unsteady",
-    "the repeats disagree: a measurement that varies is disturbed until shown otherwise (the lab: diagnose "
-    "before continuing); run it again on an idle node",
-)
-STEP_FAILED = Recommendation(
-    Action.RERUN_IDLE,
-    "step.failed",
-    "the step crashed, timed out or gave invalid output (its raw output is in the bundle): run it again; a "
-    "second failure escalates (dossier retest)",
-)
-NOT_JUDGED = Recommendation(
-    Action.RERUN_IDLE,
-    "criterion.could_not_judge",
-    "the criterion could not be judged from this bundle's data (its why names the error): make the dossier "
-    "again, and report the error if it repeats",
-)
-RETEST_REFUSED = Recommendation(
-    Action.RERUN_IDLE,
-    "retest.refused",
-    "the step passed only on a retest and the profile refuses that: a step that fails and then passes is not "
-    "steady; run it again on an idle node",
-)
-CLOCKS_STUCK = Recommendation(
-    Action.RESET_GPU,
-    "clocks.stuck",
-    "the clocks did not rise under load with nothing else on the GPU: a GPU stuck in a low clock state is "
-    "cleared by a reset (nvidia-smi -r)",
-)
-WRONG_SKU = Recommendation(
-    Action.INSPECT_HARDWARE, "identity.wrong_sku", "the GPUs are not the SKU being bought: a matter for the vendor"
-)
-SOFTWARE = Recommendation(
-    Action.RECONFIGURE,
-    "config.software",
-    "the driver, CUDA, torch or NCCL is not what the node should run: install the expected versions",
-)
-STRESS_ERRORS = Recommendation(
-    Action.RESET_GPU,
-    "stress.errors",
-    "an XID, ECC event or row remap during the load: reset the GPU and check again (dossier check); if they "
-    "recur, inspect the hardware",
-)
-CORRUPTION = Recommendation(
-    Action.INSPECT_HARDWARE,
-    "results.corrupt",
-    "a result differs from the reference bit for bit, or the memory test read back a wrong word: silent data "
-    "corruption is a hardware fault",
-)
-SHORT_STRESS = Recommendation(
-    Action.RERUN_IDLE,
-    "stress.short",
-    "the stress run was shorter than the profile asks: run it again as long as the profile asks",
-)
-LINK_INCONSISTENT = Recommendation(
-    Action.DRAIN,
-    "transfer.inconsistent",
-    "a copy ran faster than the link NVML reports allows: the node's topology is not what NVML says; take it "
-    "out of service until it is looked at",
-)
 P2P_BROKEN = Recommendation(
     Action.RESET_GPU,
     "p2p.broken",
     "peer access fails where the topology reports NVLink: check the fabric manager and reset the GPUs; if it "
     "stays broken, the IOMMU or ACS settings or the hardware",
-)
-REMEASURE = Recommendation(
-    Action.RERUN_IDLE,
-    "measurement.incomplete",
-    "the step's figures do not meet what the lab asks of them (not a device fault): run it again on an idle node",
 )
 
 Rule = Callable[[Result, BundleFacts, Conditions], Recommendation]
@@ -278,14 +230,6 @@ def _idle_load(result: Result, facts: BundleFacts, c: Conditions) -> Recommendat
     return actions.overall(found) if found else REMEASURE
 
 
-ROOFLINE_UNEXPLAINED = Recommendation(
-    Action.RERUN_IDLE,
-    "roofline.unexplained",
-    "a GEMM the roofline cannot explain, or a roof it cannot show, with nothing recorded beside it: measure it again "
-    "on an idle node; one still unexplained on a retest escalates (dossier retest)",
-)
-
-
 def _roofline(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
     return rate("a GEMM rate", c) if c.disturbed or c.settings else ROOFLINE_UNEXPLAINED
 
@@ -297,10 +241,15 @@ def _bandwidth(result: Result, facts: BundleFacts, c: Conditions) -> Recommendat
     return rate("the memory bandwidth", c)
 
 
-# Criterion name -> its rule, the first match wins (acceptance's names, then the lab's).
+# Criterion name -> its rule, the first match wins (acceptance's names, then the lab's). The criteria the
+# device rules judge name their own action; these are for a FAIL the rules give no problem for.
 RULES: tuple[tuple[str, Rule], ...] = (
     (r"sku_matches_profile", _fixed(WRONG_SKU)),
     (r"config_(driver|cuda)", _fixed(SOFTWARE)),
+    (r"config_(persistence|mig|power_limit|application_clocks)", _fixed(SETTING)),
+    (r"config_nvlink", _fixed(device_rules.NVLINK_DOWN)),
+    (r"ecc_uncorrectable_zero|row_remaps_clean", _fixed(MEMORY)),
+    (r"pcie_link_at_max_under_load", _fixed(LINK_UNREAD)),
     (r"repeat_spread", _fixed(UNSTEADY)),
     (r"bandwidth_plateau", _rate("the memory bandwidth")),
     (r"gemm_.+", _rate("the GEMM rate")),
@@ -324,11 +273,6 @@ RULES: tuple[tuple[str, Rule], ...] = (
     (r"transfer", _transfer),
     (r"idle-load", _idle_load),
     (r"precision|allreduce", _fixed(REMEASURE)),
-)
-UNRULED = Recommendation(
-    Action.DRAIN,
-    "criterion.no_rule",
-    "no rule of this build names an action for this criterion: take the node out of service until it is looked at",
 )
 
 

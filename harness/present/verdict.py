@@ -19,7 +19,7 @@ from harness.analysis import actions, device_rules
 from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import StepStatus, Verdict, overall
 from harness.bundle.view import BundleView
-from harness.judge import recommend
+from harness.judge import action_words, recommend
 from harness.judge.engine import Result, evaluate
 from harness.judge.facts import BundleFacts
 
@@ -90,7 +90,7 @@ def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> Ru
     for entry in view.steps:
         if entry.get("status") == StepStatus.FAILED and entry.get("step") not in read:
             why = f"the step failed: {entry.get('why')}"
-            lines.append(Line(Verdict.FAIL, str(entry.get("step")), why, recommend.STEP_FAILED))
+            lines.append(Line(Verdict.FAIL, str(entry.get("step")), why, action_words.STEP_FAILED))
     health = view.documents.get("health")
     listed = health.get("devices") if isinstance(health, dict) else None
     devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []

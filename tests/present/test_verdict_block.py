@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from harness import registry
+from harness.analysis.actions import Action
 from harness.analysis.bandwidth import figures as bandwidth
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
 from harness.analysis.roofline import unexplained
-from harness.analysis.actions import Action
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView, Figures

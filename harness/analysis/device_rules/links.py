@@ -85,7 +85,7 @@ def pcie_minimum(device: dict[str, Any], min_gen: int | None, min_width: int | N
 
 
 def nvlink(device: dict[str, Any], peers: int, expected_active: int | None = None) -> Outcome:
-    """Every NVLink link active (with EXPECTED_ACTIVE, that many active); an SXM GPU beside PEERS other
+    """Every NVLink link active (with EXPECTED_ACTIVE, that many links, all active); an SXM GPU beside PEERS other
     GPUs that reports no NVLink at all is broken too (its fabric is down)."""
     links = device.get("nvlink")
     sxm = "SXM" in str((device.get("sku") or {}).get("form_factor") or "")
@@ -108,10 +108,10 @@ def nvlink(device: dict[str, Any], peers: int, expected_active: int | None = Non
     items: list[Item] = []
     if inactive:
         items.append(Problem(f"links {inactive} inactive", NVLINK_DOWN))
-    if expected_active is not None and active != expected_active:
+    if expected_active is not None and len(links) != expected_active:  # (a link it has that is down: inactive)
         items.append(
             problem(
-                f"{active} active NVLink links, the SKU has {expected_active}",
+                f"{len(links)} NVLink links, the SKU has {expected_active}",
                 Action.INSPECT_HARDWARE,
                 "nvlink.count",
                 "the GPU has not the NVLink links its SKU has",

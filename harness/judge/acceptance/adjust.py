@@ -23,7 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness.analysis.verdict import Verdict
-from harness.judge import recommend
+from harness.judge import action_words
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result
 from harness.judge.facts import BundleFacts
@@ -116,7 +116,7 @@ def retests(results: Iterable[Result], facts: BundleFacts, profile: Profile) -> 
             out.append(r)
         elif passed_late and r.status in (Verdict.PASS, Verdict.WARN):
             status = Verdict.WARN if r.status == Verdict.WARN and verdict == Verdict.PASS else verdict
-            action = recommend.RETEST_REFUSED if status == Verdict.FAIL else None
+            action = action_words.RETEST_REFUSED if status == Verdict.FAIL else None
             out.append(
                 replace(
                     r,
