@@ -10,6 +10,7 @@ from collections import Counter
 from typing import Any
 
 from harness.analysis.actions import ORDER
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 from harness.check import xid
 from harness.export.textfile import PREFIX, Metrics, in_base_unit
@@ -17,10 +18,6 @@ from harness.export.textfile import PREFIX, Metrics, in_base_unit
 CHECK_VERDICTS = ("pass", "warn", "fail", "incomplete")
 FINDING_VERDICTS = (*CHECK_VERDICTS, "skip")
 ACTIONS = tuple(str(a) for a in ORDER)
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _epoch(timestamp: str) -> float:
@@ -61,7 +58,7 @@ def check(result: dict[str, Any]) -> Metrics:
     metrics.set(
         PREFIX + "check_timestamp_seconds", "when the reading was taken (Unix time)", node, _epoch(reading["taken_at"])
     )
-    if _number(reading.get("read_seconds")) is not None:
+    if number_or_none(reading.get("read_seconds")) is not None:
         metrics.set(PREFIX + "check_read_seconds", "how long the reading took", node, reading["read_seconds"])
     if isinstance(reading["devices"], list):
         metrics.set(PREFIX + "check_gpus", "GPUs NVML lists", node, len(reading["devices"]))
@@ -109,7 +106,7 @@ def _gpu_facts(metrics: Metrics, node: dict[str, str], device: dict[str, Any]) -
     labels = {**node, "gpu": str(device.get("nvml_index")), "sku": sku}
     for name, help_text, (section, key) in GPU_FIGURES:
         value = (device.get(section) or {}).get(key)
-        value = float(value) if isinstance(value, bool) else _number(value)
+        value = float(value) if isinstance(value, bool) else number_or_none(value)
         if value is not None:
             metrics.set(PREFIX + name, help_text, labels, value)
     links = device.get("nvlink")
@@ -133,7 +130,7 @@ def figures(
             metrics.set(
                 PREFIX + name + "_info", f"{table[name]['description']} ({what})", {**labels, "value": value}, 1
             )
-        elif _number(value) is not None:
+        elif number_or_none(value) is not None:
             metric, scaled = in_base_unit(name, unit, value)
             metrics.set(metric, f"{table[name]['description']} ({what}; from {unit})", labels, scaled)
 

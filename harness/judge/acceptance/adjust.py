@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 from harness.judge import action_words
 from harness.judge.acceptance.profile import Profile
@@ -37,18 +38,14 @@ RETEST_VERDICTS = {"warn": Verdict.WARN, "pass": Verdict.PASS, "fail": Verdict.F
 DEFAULT_RETEST_VERDICT = "warn"
 
 
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def warn_bands(results: Iterable[Result], profile: Profile) -> list[Result]:
     """A pass under floor x (1 + band) becomes WARN, naming the band and where it comes from."""
     bands = profile.threshold("warn_band") or {}
     out = []
     for r in results:
-        band = _number(bands.get(r.name))
-        measured = _number(r.measured.value) if r.measured else None
-        floor = _number(r.threshold.value) if r.threshold else None
+        band = number_or_none(bands.get(r.name))
+        measured = number_or_none(r.measured.value) if r.measured else None
+        floor = number_or_none(r.threshold.value) if r.threshold else None
         if (
             r.status != Verdict.PASS
             or band is None
