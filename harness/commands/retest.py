@@ -229,7 +229,7 @@ def judge_and_sign(args, views, refs, names, run, before, key) -> int:
     failed_ref, good_ref, mine_ref = refs
     figures = [(p, a, f) for p, a, f in registry.diff_figures() if _of(f, p, a, run, mine)]
     judgement = compare(good, mine, figures, registry.diff_fields())
-    after = run_verdict(mine).results
+    after = [(line.name, line.verdict) for line in run_verdict(mine).lines]
     count = _earlier(args.history or args.output_dir, failed_ref.sha256, key.public)
     retest = judging.Retest(run, names, judging.still_failing(names, after), judgement, before, count)
     stmt = judging.retest_statement(

@@ -105,9 +105,10 @@ def failed_criteria(results: Iterable[Result]) -> dict[str, tuple[str, ...]]:
     return {r.name: tuple(r.steps) for r in results if r.status == Verdict.FAIL}
 
 
-def still_failing(before: Iterable[str], after: Iterable[Result]) -> tuple[str, ...]:
-    """Those of BEFORE (failed criteria) that fail again on the retest's results AFTER."""
-    failed = {r.name for r in after if r.status == Verdict.FAIL}
+def still_failing(before: Iterable[str], after: Iterable[tuple[str, Verdict]]) -> tuple[str, ...]:
+    """Those of BEFORE (failed criteria and steps) that fail again on the retest: AFTER is its verdict's
+    lines as (name, verdict)."""
+    failed = {name for name, verdict in after if verdict == Verdict.FAIL}
     return tuple(name for name in before if name in failed)
 
 
