@@ -1,7 +1,8 @@
 """Taking a sick node out of Slurm's service and giving back only our own: NHC's rule.
 
 `--drain`: a node whose check fails (or cannot be judged: a check that cannot see must not keep
-a node in service) is drained with the reason `dossier check: CHECK: what`. A node already
+a node in service) is drained with the reason `dossier check: ACTION: CHECK: what`, led by the
+recommended action. A node already
 drained by someone else keeps their reason; one drained by us gets the current reason.
 `--resume-own`: a healthy node drained with our prefix is resumed; one an admin drained (any
 other reason) is never touched. The Slurm calls are harness/fleet/slurm.py's.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.analysis.actions import Action as Advice
 from harness.analysis.verdict import Verdict
 from harness.check.judge import Finding
 from harness.fleet import slurm
@@ -32,11 +34,12 @@ class Action:
         return f"{self.node}: {self.did}: {self.why}"
 
 
-def reason_for(finding: Finding) -> str:
-    """`dossier check: RESET_GPU: ecc: GPU0: ...`: the recommended action first, so an operator reading
-    `sinfo -R` sees what to do (a check that could not judge says none)."""
-    action = f"{finding.action.action}: " if finding.verdict == Verdict.FAIL else ""
-    text = f"{REASON_PREFIX}{action}{finding.name}: {' '.join(finding.message.split())}"
+def reason_for(finding: Finding, action: str | None = None) -> str:
+    """`dossier check: ACTION: CHECK: what`: the recommended action first (ACTION, the node's, else the
+    finding's own), so an operator reading `sinfo -R` sees what to do."""
+    word = action or str(finding.action.action)
+    led = "" if word == Advice.NONE else f"{word}: "
+    text = f"{REASON_PREFIX}{led}{finding.name}: {' '.join(finding.message.split())}"
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
 
 
@@ -44,12 +47,20 @@ def drained(state: str) -> bool:
     return "DRAIN" in state.upper()
 
 
-def apply(node: str, verdict: Verdict, problem: Finding | None, drain: bool, resume_own: bool) -> Action:
-    """What --drain / --resume-own do to NODE for this verdict (PROBLEM: the finding a drain names)."""
+def apply(
+    node: str,
+    verdict: Verdict,
+    problem: Finding | None,
+    drain: bool,
+    resume_own: bool,
+    drain_reason: str | None = None,
+) -> Action:
+    """What --drain / --resume-own do to NODE for this verdict (PROBLEM: the finding a drain names;
+    DRAIN_REASON: the reason to drain with, when not reason_for(PROBLEM))."""
     state, reason = slurm.node_state(node)
     ours = reason is not None and reason.startswith(REASON_PREFIX)
     if problem is not None and drain:
-        wanted = reason_for(problem)
+        wanted = drain_reason or reason_for(problem)
         if drained(state) and not ours:
             return Action(node, "left drained", f"already drained by someone else ({reason}); their reason is kept")
         if drained(state) and reason == wanted:

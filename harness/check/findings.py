@@ -7,7 +7,8 @@ could not be: a field unreadable for a reason other than "not supported", a kern
 read) or SKIP (nothing to judge here, with why). A field NVML answers NotSupported is SKIP for that
 GPU; GpuIsLost is FAIL; any other unreadable field is INCOMPLETE: what could not be read is never
 passed. Each failed finding carries a Recommendation (harness/analysis/actions.py); a check judged on
-several GPUs recommends the most severe of the failed GPUs'.
+several GPUs recommends the most severe of the failed GPUs'; one that could not be judged DRAIN (a
+check that cannot see must not keep a node in service, the drain rule).
 """
 
 from __future__ import annotations
@@ -24,6 +25,12 @@ from harness.check.expectation import Expectation
 
 JUDGED_ORDER = (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN)
 NOT_FAILED = Recommendation(Action.NONE, "none", "this check did not fail")
+NOT_JUDGED = Recommendation(
+    Action.DRAIN,
+    "check.not_judged",
+    "the check could not be judged (its message says why): a check that cannot see must not keep a node in "
+    "service; drain it until the field can be read",
+)
 GPU_LOST = Recommendation(
     Action.REBOOT_NODE,
     "gpu.lost",
@@ -41,7 +48,10 @@ class Finding:
 
     @property
     def action(self) -> Recommendation:
-        return self.recommendation if self.verdict == Verdict.FAIL and self.recommendation else NOT_FAILED
+        """A FAIL's recommendation, DRAIN for a check that could not be judged, else NONE."""
+        if self.verdict == Verdict.FAIL and self.recommendation:
+            return self.recommendation
+        return NOT_JUDGED if self.verdict == Verdict.INCOMPLETE else NOT_FAILED
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -73,8 +83,8 @@ def unreadable(value: Any) -> Part | None:
 
 
 def recommend(findings: list[Finding]) -> Recommendation:
-    """The node's action: the most severe of its failed findings' (the first of equals)."""
-    return actions.overall(f.recommendation for f in findings if f.verdict == Verdict.FAIL)
+    """The node's action: the most severe of its failed and unjudged findings' (the first of equals)."""
+    return actions.overall(f.action for f in findings if f.verdict in (Verdict.FAIL, Verdict.INCOMPLETE))
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def summary_line(node: str, findings: list[Finding], reading: dict[str, Any] | N
         f"{node} | {verdict.shown}: {IN_WORDS[verdict]}"
         + (f" ({', '.join(named)})" if named else "")
         + f" [{tally}]"
-        + (f" -> {action.action}" if verdict == Verdict.FAIL else "")
+        + (f" -> {action.action}" if verdict in (Verdict.FAIL, Verdict.INCOMPLETE) else "")
         + (f" (driver: {_driver(reading)})" if verdict == Verdict.FAIL and reading is not None else "")
     )
 
@@ -102,7 +102,8 @@ def _driver(reading: dict[str, Any]) -> str:
 def lines(node: str, findings: list[Finding], reading: dict[str, Any] | None = None) -> list[str]:
     """One NHC-form line per check that did not pass, then the node's line."""
     shown = [
-        f"{PREFIX[f.verdict]}: {f.name}: {f.message}" + (f" -> {f.action.shown()}" if f.verdict == Verdict.FAIL else "")
+        f"{PREFIX[f.verdict]}: {f.name}: {f.message}"
+        + (f" -> {f.action.shown()}" if f.verdict in (Verdict.FAIL, Verdict.INCOMPLETE) else "")
         for f in findings
         if f.verdict in PREFIX
     ]

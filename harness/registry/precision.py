@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import checkpoints, paths
+from harness.analysis.precision import declared
 from harness.checkpoints import manifest as manifests
 from harness.checkpoints.cache import ENV_VAR, BlobCache
 from harness.errors import DossierError
@@ -18,7 +19,7 @@ from harness.judge import lab
 from harness.judge.acceptance import digests
 from harness.probes import precision as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, DiffField, DiffFigure, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
@@ -200,48 +201,6 @@ def replay(entry: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Callable
     return cannot, [f"precision: {why}"]
 
 
-def _formats(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(ROLE.FORMAT, the tensor and its format's row) for every format of every tensor measured."""
-    return [
-        (f"{tensor.get('role')}.{row.get('format')}", {"tensor": tensor, "row": row})
-        for tensor in document.get("tensors") or []
-        if isinstance(tensor, dict)
-        for row in tensor.get("formats") or []
-        if isinstance(row, dict)
-    ]
-
-
-def _tensor(item: dict[str, Any]) -> dict[str, Any]:
-    return {"tensor_sha256": item["tensor"].get("sha256")}
-
-
-# The quantizers give the same bits on any device (harness.analysis.digests.PRECISION_DIGEST_RULE): each
-# tensor's error per format, and its output digest, reproduce exactly, on any GPU or CPU, for the same tensor.
-DIFF_FIGURES = (
-    DiffFigure(
-        "precision {} relative RMSE",
-        "",
-        lambda item: item["row"].get("relative_rmse"),
-        each=_formats,
-        figure="precision.{}.relative_rmse",
-        kind="exact",
-        conditions=_tensor,
-        source="document",
-        per_device=False,
-    ),
-    DiffFigure(
-        "precision {} output digest",
-        "sha256",
-        lambda item: item["row"].get("output_sha256"),
-        each=_formats,
-        figure="precision.{}.output_sha256",
-        kind="exact",
-        conditions=_tensor,
-        source="document",
-        per_device=False,
-    ),
-)
-
 SPEC = ProbeSpec(
     name="precision",
     title="precision of real checkpoint tensors",
@@ -269,7 +228,7 @@ SPEC = ProbeSpec(
     lab_criteria=(lab.PRECISION,),
     acceptance_criteria=(digests.PRECISION_EXPECTED,),
     diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
-    diff_figures=DIFF_FIGURES,
+    figures=declared.FIGURES,
     run_options=(CHECKPOINT, TENSOR, FILE_SHA256),
     prepare_run=prepare_run,
 )

@@ -62,13 +62,14 @@ def test_each_failed_check_names_its_action_and_the_rule_that_chose_it(check):
     assert shown[0].endswith(f" -> {action} ({rule})") and shown[-1].endswith(f"-> {action}")
 
 
-def test_a_healthy_node_recommends_nothing_and_a_check_that_cannot_judge_names_no_action():
+def test_a_healthy_node_recommends_nothing_and_a_check_that_cannot_judge_drains():
     healthy = judge(reading(), EXPECT)
     assert recommend(healthy).action == Action.NONE
     odd = {"unavailable": "NVMLError_Unknown: Unknown Error"}
     blind = judge(changed(reading(), _set(("modes", "persistence"), odd)), EXPECT)
-    assert recommend(blind).action == Action.NONE
-    assert drain.reason_for(result.first_problem(blind)).startswith("dossier check: persistence_mode: GPU0: unreadable")
+    assert (recommend(blind).action, recommend(blind).rule) == (Action.DRAIN, "check.not_judged")
+    reason = drain.reason_for(result.first_problem(blind))
+    assert reason.startswith("dossier check: DRAIN: persistence_mode: GPU0: unreadable")
 
 
 def test_fatal_xids_take_nvidias_immediate_action_and_the_node_the_most_severe():
