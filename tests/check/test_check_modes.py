@@ -124,7 +124,7 @@ def test_the_drain_reason_leads_with_the_action_within_slurms_limit():
     sick = Finding("xid_events", Verdict.FAIL, "XID 79 (fallen off the bus) on 0000:00:06 x1 " + "and more " * 40)
     reason = drain.reason_for(sick, Action.REBOOT_NODE)
     assert reason.startswith("dossier check: REBOOT_NODE: xid_events: XID 79") and len(reason) == drain.MAX_REASON
-    assert drain.reason_for(sick).startswith("dossier check: xid_events: XID 79")  # HealthCheckProgram's, as before
+    assert drain.reason_for(sick).startswith("dossier check: xid_events: XID 79")  # no action given, none of its own
 
 
 def test_a_reader_past_the_time_limit_is_killed_and_nothing_is_passed(monkeypatch):
