@@ -204,12 +204,15 @@ def _host(view: Any) -> str:
 
 
 def run(view: Any) -> Metrics:
-    """`dossier run`: each step's status and the bundle's compared figures (the fleet's, recomputed from
-    the raw documents as `dossier fleet collect` reads them), each in its base unit."""
+    """`dossier run`: the verdict's recommended action, each step's status and the bundle's compared figures
+    (the fleet's, recomputed from the raw documents as `dossier fleet collect` reads them), each in its base
+    unit."""
     from harness.fleet.metrics import metric_table, node_metrics, node_skus
+    from harness.present.verdict import run_verdict
 
     metrics = Metrics()
     labels = {"node": _host(view), "sku": "+".join(node_skus(view)) or "none"}
+    recommended(metrics, "run", labels, run_verdict(view).recommendation.to_json())
     for entry in view.steps:
         metrics.one_hot(
             PREFIX + "run_step_status",
@@ -248,11 +251,11 @@ def accept(acceptance: Any, view: Any) -> Metrics:
     return metrics
 
 
-def recommended(metrics: Metrics, command: str, labels: dict[str, str], recommendation: dict[str, str]) -> None:
-    """The recommended action (1 on it, the rule that chose it as a label): what to do now."""
+def recommended(metrics: Metrics, what: str, labels: dict[str, str], recommendation: dict[str, str]) -> None:
+    """WHAT's recommended action (1 on it, the rule that chose it as a label): what to do now."""
     metrics.one_hot(
-        PREFIX + f"{command}_recommended_action",
-        f"dossier {command}'s recommended action, the most severe of its failed findings' (1 on it)",
+        PREFIX + f"{what}_recommended_action",
+        f"the recommended action of {what.replace('_', ' ')}, the most severe of its failed findings' (1 on it)",
         {**labels, "rule": recommendation["rule"]},
         "action",
         recommendation["action"],
