@@ -92,27 +92,52 @@ def _observations(runs: list[Run]) -> dict[str, list[tuple[Run, float, str]]]:
     return found
 
 
+def random_effects(groups: list[list[float]]) -> tuple[float | None, int, float | None, float]:
+    """One-way random effects over GROUPS of ln(value) (one group per machine start): (the pooled sd within a
+    start, its degrees of freedom, the sd of one run of another start, Satterthwaite's degrees of freedom for
+    it). The between-start variance is (MS_between - MS_within) / n0, floored at 0 (Searle, Casella and
+    McCulloch, Variance Components, 3.5); one run of another start varies by within + between, whose mean-
+    square combination has Satterthwaite's degrees of freedom (Satterthwaite 1946): about starts - 1 when the
+    starts differ, so a campaign of few starts states a wide tolerance across them."""
+    runs = sum(len(g) for g in groups)
+    squares = sum(sum((v - statistics.fmean(g)) ** 2 for v in g) for g in groups)
+    df_within = runs - len(groups)
+    ms_within = squares / df_within if df_within else None
+    if len(groups) < 2:
+        return (math.sqrt(ms_within) if ms_within is not None else None), df_within, None, 0.0
+    grand = statistics.fmean(v for g in groups for v in g)
+    df_between = len(groups) - 1
+    ms_between = sum(len(g) * (statistics.fmean(g) - grand) ** 2 for g in groups) / df_between
+    n0 = (runs - sum(len(g) ** 2 for g in groups) / runs) / df_between
+    if ms_within is None:  # one run a start: the between mean square is all there is
+        return None, 0, math.sqrt(ms_between), float(df_between)
+    if ms_between <= ms_within:  # no start-to-start spread shows: every run is one sample
+        return math.sqrt(ms_within), df_within, math.sqrt(ms_within), float(runs - 1)
+    a, b = (1 - 1 / n0) * ms_within, ms_between / n0
+    df_other = (a + b) ** 2 / (a**2 / df_within + b**2 / df_between)
+    return math.sqrt(ms_within), df_within, math.sqrt(a + b), df_other
+
+
 def figure_noise(noise: str, observed: list[tuple[Run, float, str]]) -> dict[str, Any] | None:
-    """One figure's entry: the runs measured under the newest run's conditions, their sds and dfs."""
+    """One figure's entry: the runs measured under the newest run's conditions, grouped by machine start."""
     newest = observed[-1][2]
     same = [(run, math.log(value)) for run, value, conditions in observed if conditions == newest]
     if len(same) < 2:
         return None
-    by_unit: dict[tuple[str, ...], list[float]] = {}
+    by_start: dict[str, list[float]] = {}
     for run, value in same:
-        by_unit.setdefault(run.units, []).append(value)
-    squares = sum(sum((v - statistics.fmean(vs)) ** 2 for v in vs) for vs in by_unit.values())
-    df_within = sum(len(vs) - 1 for vs in by_unit.values())
+        by_start.setdefault(run.start, []).append(value)
+    sd_within, df_within, sd_other, df_other = random_effects(list(by_start.values()))
     values = [v for _, v in same]
     return {
         "noise": noise,
         "runs": len(same),
-        "gpus": len(by_unit),
-        "starts": len({run.start for run, _ in same}),
-        "sd_within": round(math.sqrt(squares / df_within), 6) if df_within else None,
+        "gpus": len({run.units for run, _ in same}),
+        "starts": len(by_start),
+        "sd_within": round(sd_within, 6) if sd_within is not None else None,
         "df_within": df_within,
-        "sd_total": round(statistics.stdev(values), 6),
-        "df_total": len(values) - 1,
+        "sd_other": round(sd_other, 6) if sd_other is not None else None,
+        "df_other": round(df_other, 2),
         "range": [round(math.exp(min(values)), 6), round(math.exp(max(values)), 6)],
     }
 
@@ -209,15 +234,16 @@ def markdown(runs: list[Run], block: dict[str, Any], result: dict[str, Any]) -> 
     )
     lines += [
         "",
-        "| deciding rate | runs | GPUs | starts | sd on one GPU | sd over the SKU | range |",
+        "| deciding rate | runs | GPUs | starts | sd within a start | sd of another start | range |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for entry in block["figures"]:
         if entry["noise"] in deciding:
             within = f"{entry['sd_within']:.3%} (df {entry['df_within']})" if entry["sd_within"] is not None else "-"
+            other = f"{entry['sd_other']:.3%} (df {entry['df_other']:.1f})" if entry["sd_other"] is not None else "-"
             lines.append(
                 f"| {entry['noise']} | {entry['runs']} | {entry['gpus']} | {entry['starts']} | {within} | "
-                f"{entry['sd_total']:.3%} (df {entry['df_total']}) | {entry['range'][0]:.5g}-{entry['range'][1]:.5g} |"
+                f"{other} | {entry['range'][0]:.5g}-{entry['range'][1]:.5g} |"
             )
     for title, key in (
         ("Clean pairs, in sample", "in_sample"),

@@ -29,6 +29,9 @@ LOG="$DEST/$CALL.log"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=/tmp/site
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+# As an installed package would be (pip compiles bytecode by default), once before the runs: a
+# PYTHONDONTWRITEBYTECODE machine otherwise compiles the harness again in every probe process.
+python3 -m compileall -q -j 0 /tmp/site harness >/dev/null 2>&1
 D="python3 -m harness"
 KEY=.gpu/keys/dossier.key
 CKPT=.gpu/minilm-pos3.safetensors
@@ -38,7 +41,7 @@ T=(--tensor embedding=embeddings.position_embeddings.weight
    --tensor mlp_projection=encoder.layer.0.intermediate.dense.weight)
 log() { echo "== [$(( $(date +%s) - START )) s] $*" | tee -a "$LOG"; }
 
-log "call $CALL: $(date -u +%FT%TZ), $(uname -r), $(nproc) cores"
+log "call $CALL: $(date -u +%FT%TZ), $(uname -r), $(nproc) cores, PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset}"
 nvidia-smi --query-gpu=name,uuid,serial,driver_version,clocks.sm,power.draw,temperature.gpu,memory.used \
   --format=csv >>"$LOG" 2>&1
 

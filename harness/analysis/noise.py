@@ -6,11 +6,15 @@ source):
 
 - measured: a SKU's `noise_campaign` holds, for every figure (by its noise id), what a campaign of clean
   dossiers over several machine starts and GPUs showed (bench/campaign.py makes the block from the
-  committed bundles): the pooled standard deviation of ln(value) between runs on one GPU (by UUID), with
-  its degrees of freedom, and over every run of the SKU, with its own (the unit-to-unit spread included);
+  committed bundles), as a one-way random-effects model with the machine start as the group: the pooled
+  standard deviation of ln(value) between runs of one machine start, with its degrees of freedom, and the
+  standard deviation of one run of another start (the start-to-start and unit-to-unit spread included),
+  with Satterthwaite's degrees of freedom, which the number of starts, not of runs, sets;
 - the rule (the catalogue's `repeatability.verdict`): two runs of a figure agree when
-  |ln(mine / theirs)| <= max(floor, t(df, alpha / K) x sqrt(2) x sd), where sd and df are the campaign's
-  for the case judged (the same GPU, or another unit of the SKU), t(df, p) the two-sided Student t
+  |mine / theirs - 1| <= max(floor, t(df, alpha / K) x sqrt(2) x sd), where sd and df are the campaign's
+  for the case judged (the same machine start, by its instance and the GPUs' UUIDs, or another start or
+  unit of the SKU: the campaign has not run one GPU on two starts, so a GPU seen again on another start is
+  judged as another unit), t(df, p) the two-sided Student t
   quantile (the estimate's own uncertainty at df degrees of freedom), and alpha / K the share of the
   verdict's false-alarm rate each of the K deciding figures of the comparison gets (Bonferroni: the chance
   that a clean re-run is called not reproduced as a whole is then at most alpha, whatever the figures'
@@ -34,7 +38,7 @@ from harness.analysis import student_t
 from harness.analysis.figure import EQUAL_KINDS, RATE_KINDS
 from harness.analysis.repeatability import declaration, lookup
 
-SAME_UNIT, OTHER_UNIT = "same GPU", "another GPU of the SKU"
+SAME_START, OTHER_START = "the same machine start and GPUs", "another machine start or GPU of the SKU"
 
 
 @dataclass(frozen=True)
@@ -109,19 +113,18 @@ class NoiseModel:
             return float(entry["share"]), f"the stated floor for {entry['figure']} ({entry['evidence']})"
         return float(rule["floor"]), f"the rule's floor ({rule['floor_why']})"
 
-    def noise(self, figure_id: str, kind: str, same_unit: bool = False, family: int = 1) -> Noise:
-        """The tolerance of FIGURE_ID (of KIND) between two clean runs (on the same GPU, or on two units of
-        the SKU) when it is one of FAMILY figures that decide together (the module docstring's rule)."""
+    def noise(self, figure_id: str, kind: str, same_start: bool = False, family: int = 1) -> Noise:
+        """The tolerance of FIGURE_ID (of KIND) between two clean runs (of one machine start, or of two starts
+        or units of the SKU) when it is one of FAMILY figures that decide together (the module docstring's
+        rule)."""
         if kind in EQUAL_KINDS:
             return Noise(0.0, f"equal only: {self.rules['comparison']['equal'][kind]}", True)
         entry = self.measured(figure_id)
         if entry is None:
             return self._unmeasured(figure_id, kind)
-        sd, df = (entry["sd_within"], entry["df_within"]) if same_unit else (entry["sd_total"], entry["df_total"])
-        case = SAME_UNIT if same_unit else OTHER_UNIT
-        if same_unit and not df:  # no GPU ran twice in the campaign: the unit-to-unit figure is the only one
-            sd, df, case = entry["sd_total"], entry["df_total"], f"{SAME_UNIT} (no GPU ran twice: all runs)"
-        if not df:
+        sd, df = (entry["sd_within"], entry["df_within"]) if same_start else (entry["sd_other"], entry["df_other"])
+        case = SAME_START if same_start else OTHER_START
+        if sd is None or not df or df < 1:  # no start ran twice, or only one start: nothing measured for the case
             return self._unmeasured(figure_id, kind)
         alpha = self.false_alarm / max(family, 1)
         t = student_t.two_sided_quantile(alpha, int(df))
@@ -132,7 +135,7 @@ class NoiseModel:
         return Noise(
             share,
             f"{figure_id}, {case}: sd {float(sd):.3%} of ln(value) over {entry['runs']} runs on {entry['gpus']} "
-            f"GPU(s), {entry['starts']} machine starts (campaign {source.get('id', '?')}); t({int(df)}, "
+            f"GPU(s), {entry['starts']} machine starts (campaign {source.get('id', '?')}); t({int(df)} df, "
             f"{alpha:.3g} two-sided) {t:.2f} x sqrt(2) x sd = {limit:.2%}"
             + (f"; {floor_why}: {floor:.2%}" if floor >= limit else ""),
             True,

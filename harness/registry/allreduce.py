@@ -107,6 +107,7 @@ SPEC = ProbeSpec(
             timeout_s=900,
             arguments=allreduce_arguments,
             order=60,
+            warm_imports=("torch",),  # imported by a process started ahead (harness.run.prestart)
             derived=("--backend",),
         ),
     ),

@@ -103,6 +103,7 @@ SPEC = ProbeSpec(
             timeout_s=900,
             arguments=lambda state: StepArgs(("--repeats", "3")),
             order=20,
+            warm_imports=("torch",),  # imported by a process started ahead (harness.run.prestart)
         ),
     ),
     lab_criteria=(lab.BANDWIDTH,),

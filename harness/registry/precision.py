@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import checkpoints, paths
+from harness.analysis.health import figures as health_figures
 from harness.analysis.precision import declared
 from harness.checkpoints import manifest as manifests
 from harness.checkpoints.cache import ENV_VAR, BlobCache
@@ -127,12 +128,29 @@ def prepare_run(args: argparse.Namespace) -> CheckpointRequest:
     return resolved_checkpoint(CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256))
 
 
+# `dossier run` computes the precision step on the CPU: its figures are the same bits on any device
+# (harness/probes/precision/quantize.py), so the GPU is left to the steps that measure it, and on a GPU run
+# the step runs beside the stress step, on the host's otherwise idle CPUs (harness.run.beside).
+RUN_DEVICE = "cpu"
+
+
+def host_idle_during_stress(state: RunState) -> str | None:
+    """None where the stress step loads only GPUs (health counted one visible to CUDA), else why the
+    precision step runs in its place instead (a CPU run: the stress step's load is the CPU)."""
+    visible = health_figures.visible_gpus(state.documents["health"]) if "health" in state.documents else None
+    if visible is None:
+        return "the health step counted no devices, so the stress step's load may be the CPU"
+    if visible[0] < 1:
+        return f"no GPU visible to CUDA ({visible[1]}): the stress step loads the CPU"
+    return None
+
+
 def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
     if request.resolved is not None:
-        return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
+        return _precision_step_args(request.resolved.probe_args(RUN_DEVICE), request.resolved.provenance, request)
     try:
         probe_args, provenance = checkpoints.probe_args_for(
-            request.checkpoint, list(request.tensors), file_sha256=request.file_sha256
+            request.checkpoint, list(request.tensors), file_sha256=request.file_sha256, device=RUN_DEVICE
         )
     except DossierError as exc:
         raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
@@ -223,6 +241,8 @@ SPEC = ProbeSpec(
             independent=True,
             order=50,
             replay=replay,
+            beside="stress",
+            beside_when=host_idle_during_stress,
         ),
     ),
     lab_criteria=(lab.PRECISION,),

@@ -128,6 +128,7 @@ SPEC = ProbeSpec(
             timeout_s=timeout_s(8),
             arguments=transfer_arguments,
             order=65,
+            warm_imports=("torch",),  # imported by a process started ahead (harness.run.prestart)
         ),
     ),
     lab_criteria=(report_criterion.TRANSFER,),

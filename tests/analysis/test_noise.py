@@ -24,8 +24,8 @@ CAMPAIGN = {
             "starts": 3,
             "sd_within": 0.004,
             "df_within": 5,
-            "sd_total": 0.005,
-            "df_total": 7,
+            "sd_other": 0.005,
+            "df_other": 7,
             "range": [665.0, 675.0],
         },
         {
@@ -35,8 +35,8 @@ CAMPAIGN = {
             "starts": 3,
             "sd_within": 0.0001,
             "df_within": 5,
-            "sd_total": 0.003,
-            "df_total": 7,
+            "sd_other": 0.003,
+            "df_other": 7,
             "range": [4232.0, 4260.0],
         },
         {
@@ -46,8 +46,8 @@ CAMPAIGN = {
             "starts": 1,
             "sd_within": 0.0007,
             "df_within": 2,
-            "sd_total": 0.0007,
-            "df_total": 2,
+            "sd_other": 0.0007,
+            "df_other": 2,
             "range": [55.3, 55.4],
         },
     ],
@@ -60,22 +60,23 @@ def model() -> NoiseModel:
 
 
 def test_a_deciding_rate_gets_its_share_of_the_false_alarm_rate():
-    """t(df, 1% / K) x sqrt(2) x sd: the same GPU's sd and df, or the SKU's; more deciding rates, wider each."""
-    same = model().noise("stress.steady_tflops", "steady", same_unit=True, family=9)
+    """t(df, 1% / K) x sqrt(2) x sd: one machine start's sd and df, or another start's; more deciding rates,
+    wider each."""
+    same = model().noise("stress.steady_tflops", "steady", same_start=True, family=9)
     assert same.measured and same.share == pytest.approx(two_sided_quantile(0.01 / 9, 5) * math.sqrt(2) * 0.004)
-    other = model().noise("stress.steady_tflops", "steady", same_unit=False, family=9)
+    other = model().noise("stress.steady_tflops", "steady", same_start=False, family=9)
     assert other.share == pytest.approx(two_sided_quantile(0.01 / 9, 7) * math.sqrt(2) * 0.005)
-    alone = model().noise("stress.steady_tflops", "steady", same_unit=False, family=1)
+    alone = model().noise("stress.steady_tflops", "steady", same_start=False, family=1)
     assert alone.share < other.share
-    assert "another GPU of the SKU" in other.source and "campaign test" in other.source
+    assert "another machine start or GPU of the SKU" in other.source and "campaign test" in other.source
 
 
 def test_no_rate_is_held_tighter_than_its_floor():
-    """The bandwidth plateau repeats to 0.01% on one GPU: the rule's 1% floor holds; the pinned copies get the
-    stated 4% (the reporter's 0.964-1.038 between calls of one day)."""
-    tight = model().noise("bandwidth.plateau_gbps", "steady", same_unit=True, family=9)
-    assert tight.share == 0.01 and "the rule's floor" in tight.source
-    pinned = model().noise("transfer.h2d_pinned_gbps", "steady", same_unit=True, family=9)
+    """The bandwidth plateau repeats to 0.01% within a machine start: the rule's 1.5% floor holds; the pinned
+    copies get the stated 4% (the reporter's 0.964-1.038 between calls of one day)."""
+    tight = model().noise("bandwidth.plateau_gbps", "steady", same_start=True, family=9)
+    assert tight.share == 0.015 and "the rule's floor" in tight.source
+    pinned = model().noise("transfer.h2d_pinned_gbps", "steady", same_start=True, family=9)
     assert pinned.share == 0.04 and "issue 34" in pinned.source
 
 
@@ -92,9 +93,13 @@ def test_equal_kinds_are_equal_only():
 
 
 def test_the_catalogues_h200_campaign_is_measured():
-    """The H200's block names its campaign and what it measured of the rule (bench/campaign.py made it from
+    """The H200's block names its campaign and what it measured of the rule, in and out of sample
+    (bench/campaign.py made it from
     tests/fixtures/h200/campaign/campaign.json; tests/machines/test_h200_campaign.py recomputes it)."""
     h200 = noise_model(H200)
     assert h200.campaign["source"]["machine_starts"] >= 3 and h200.campaign["source"]["gpus"] >= 2
     assert h200.campaign["false_alarms"]["not_reproduced"] == 0
-    assert h200.noise("stress.steady_tflops", "steady", same_unit=True, family=9).share < 0.05
+    assert h200.campaign["false_alarms"]["out_of_sample_not_reproduced"] == 0
+    # a 5% loss of the sustained GEMM rate or of HBM bandwidth is outside the tolerance within a machine start
+    assert h200.noise("stress.steady_tflops", "steady", same_start=True, family=9).share < 0.05
+    assert h200.noise("bandwidth.plateau_gbps", "steady", same_start=True, family=9).share < 0.05

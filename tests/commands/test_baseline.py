@@ -80,9 +80,12 @@ def test_a_fleet_baseline_rejects_the_slow_node_and_states_its_statistics(fleet,
     # the H200's plateau is measured by the noise campaign: the tolerance for another unit of the SKU, at the
     # share of the false-alarm rate each of the profile's rate figures gets (harness.analysis.noise)
     family = len(fleet_profile["baseline"]["figures"])
-    expected = noise_model(SXM).noise("bandwidth.plateau_gbps", "steady", same_unit=False, family=family)
+    expected = noise_model(SXM).noise("bandwidth.plateau_gbps", "steady", same_start=False, family=family)
     assert stats["noise"]["measured"] is True and floor == pytest.approx(expected.share)
-    assert "another GPU of the SKU" in stats["noise"]["source"] and "issue-34-h200" in stats["noise"]["source"]
+    assert (
+        "another machine start or GPU of the SKU" in stats["noise"]["source"]
+        and "issue-34-h200" in stats["noise"]["source"]
+    )
     criteria = fleet_profile["baseline"]["criteria"]
     assert criteria["bandwidth_plateau"]["passed"] == 6 and criteria["bandwidth_plateau"]["judged"] == 7
     assert "n6.tar.gz" in criteria["bandwidth_plateau"]["failed"][0]
@@ -114,13 +117,15 @@ def test_each_figure_is_exactly_what_its_criterion_judges(base):
         assert row.status == Verdict.PASS  # the golden unit passes its own profile
 
 
-@pytest.mark.parametrize("hbm, status", [(1.0, Verdict.PASS), (0.985, Verdict.WARN), (0.97, Verdict.FAIL)])
-def test_a_candidate_is_pass_warn_or_fail_against_a_golden_unit(base, hbm, status):
-    """One golden bundle: the tolerance is the run-to-run noise (2% for the bandwidth plateau), the fail
-    line 0.98 x its figure, the WARN band the 1% above it."""
+@pytest.mark.parametrize("of_tolerance, status", [(0.0, Verdict.PASS), (0.75, Verdict.WARN), (1.25, Verdict.FAIL)])
+def test_a_candidate_is_pass_warn_or_fail_against_a_golden_unit(base, of_tolerance, status):
+    """One golden bundle: the tolerance is the run-to-run noise for another machine start or unit (the
+    bandwidth plateau's: the noise campaign's), the fail line 1 - tolerance of its figure, the WARN band the
+    half of the tolerance above it; a candidate OF_TOLERANCE tolerances below the golden figure."""
     document = build([node(base, "golden")], CRITERIA, KINDS)
+    tolerance = document["baseline"]["figures"]["bandwidth_plateau/hbm_bandwidth_gbps/copy"]["tolerance"]
     profile = apply_file(resolve(SXM), document, "test")
-    candidate = node(base, "candidate", hbm=hbm)
+    candidate = node(base, "candidate", hbm=1 - of_tolerance * tolerance)
     assert {r.name: r for r in evaluate(candidate.facts, profile, CRITERIA)}["bandwidth_plateau"].status == status
 
 
@@ -160,10 +165,10 @@ def test_run_to_run_tolerance_is_the_noise_model_reproduce_judges_with(monkeypat
     of the false-alarm rate (reproduce's rule), an unmeasured one its stated default (the catalogue's defaults,
     else its kind's bound), said so."""
     measured = run_to_run(SXM, "bandwidth.plateau_gbps", "steady", 9)
-    assert measured == noise_model(SXM).noise("bandwidth.plateau_gbps", "steady", same_unit=False, family=9)
-    assert measured.measured and 0.01 <= measured.share < 0.05  # a 5% loss of HBM bandwidth fails a baseline
-    steady = run_to_run(SXM, "stress.steady_tflops", "steady", 9)
-    assert steady.measured and steady.share < 0.05
+    assert measured == noise_model(SXM).noise("bandwidth.plateau_gbps", "steady", same_start=False, family=9)
+    # another start or unit: the unit-to-unit spread on the campaign's four starts (about 3 degrees of freedom)
+    assert measured.measured and "another machine start or GPU of the SKU" in measured.source
+    assert measured.share > noise_model(SXM).noise("bandwidth.plateau_gbps", "steady", same_start=True, family=9).share
     pinned = run_to_run(SXM, "transfer.h2d_pinned_gbps", "steady", 9)
     assert pinned.measured and pinned.share >= 0.04  # the stated floor for pinned copies
     stated = run_to_run("b200-180gb", "transfer.bidirectional_total_pinned_gbps", "steady")  # not measured there

@@ -38,15 +38,20 @@ def _judged(runs, theirs: str, mine: str):
 
 def test_clean_runs_reproduce_on_one_gpu_and_across_gpus(runs):
     same = _judged(runs, "c1-r1", "c1-r2")
-    assert same.word == "reproduced" and same.rule.case == "same GPU"
+    assert same.word == "reproduced" and same.rule.case == "the same machine start and GPUs"
     other = _judged(runs, "h200-a1", "c1-r3")
-    assert other.word == "reproduced" and other.rule.case == "another GPU of the SKU"
+    assert other.word == "reproduced" and other.rule.case == "another machine start or GPU of the SKU"
     assert other.rule.false_alarm == 0.01 and other.rule.family >= 7
 
 
 def test_the_light_co_tenant_is_not_reproduced_by_its_rates(runs):
+    """On its own machine start the sustained rate and every dtype's burst fall outside their tolerance; on
+    another start the fp32 burst best (0.11% from unit to unit) still does, the foreign process aside."""
     judged = _judged(runs, "c1-r1", "c1-cotenant")
     failed = {f.figure: f for f in judged.deciding if f.verdict.value == "fail"}
     assert judged.word == "not_reproduced"
     assert failed["stress.gpu0.steady_tflops"].ratio == pytest.approx(0.93, abs=0.01)
     assert "roofline.bf16.burst_best_tflops" in failed
+    across = _judged(runs, "h200-a1", "c1-cotenant")
+    rates = {f.figure for f in across.deciding if f.verdict.value == "fail" and f.kind != "exact"}
+    assert across.word == "not_reproduced" and "roofline.fp32.burst_best_tflops" in rates

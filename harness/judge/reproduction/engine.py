@@ -8,7 +8,8 @@ For each figure either bundle states (harness.analysis.figure rows, by figure id
    point), or when a value is not a number where a rate is expected;
 2. else a count or an exact figure is reproduced (PASS) only when both are equal;
 3. else a rate is reproduced when |mine / theirs - 1| <= its tolerance (harness.analysis.noise): the
-   campaign's noise for the case judged (the same GPU, by UUID, or another unit of the SKU) at the share of
+   campaign's noise for the case judged (the same machine start and GPUs, or another start or unit of the
+   SKU: harness.judge.reproduction.environment.Identity.same_start) at the share of
    the verdict's false-alarm rate it gets: the deciding rates share it (Bonferroni over the K of them
    judged here), an informing rate is judged alone; not reproduced (FAIL) otherwise.
 
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.analysis.figure import DECIDES, EQUAL_KINDS, RATE_KINDS, Figure, Row, by_noise, is_number
-from harness.analysis.noise import OTHER_UNIT, SAME_UNIT, NoiseModel, noise_model
+from harness.analysis.noise import OTHER_START, SAME_START, NoiseModel, noise_model
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle.view import BundleView
 from harness.judge.facts import BundleFacts
@@ -129,12 +130,12 @@ class _Judge:
         model: NoiseModel,
         comparable: str | None,
         unhonoured: Mapping[str, str],
-        same_unit: bool,
+        same_start: bool,
     ) -> None:
         self.theirs, self.mine, self.model = theirs, mine, model
         self.comparable_why = comparable  # None when the identities agree, else why they do not
         self.unhonoured = unhonoured
-        self.same_unit = same_unit
+        self.same_start = same_start
         self.family = 1  # the deciding rates judged together (set before judging, `family_of`)
 
     def not_comparable(self, t: Row | None, m: Row | None) -> str | None:
@@ -181,7 +182,7 @@ class _Judge:
             )
         assert t is not None and m is not None  # not_comparable gives a reason when either is missing
         family = self.family if role == DECIDES else 1
-        noise = self.model.noise(t.noise, kind, same_unit=self.same_unit, family=family)
+        noise = self.model.noise(t.noise, kind, same_start=self.same_start, family=family)
         if kind in EQUAL_KINDS:
             same = canonical(t.value) == canonical(m.value)
             verdict = Verdict.PASS if same else Verdict.FAIL
@@ -242,10 +243,10 @@ def compare(
         if id_theirs.key == id_mine.key
         else (f"identity differs: THEIRS was measured on {id_theirs.text}, MINE on {id_mine.text}")
     )
-    same_unit = bool(id_theirs.units) and id_theirs.units == id_mine.units
+    same_start = id_theirs.same_start(id_mine)
     notes: list[str] = []
     pairs = _pairs(rows(facts_theirs, figures, notes, "THEIRS"), rows(facts_mine, figures, notes, "MINE"))
-    judge = _Judge(facts_theirs, facts_mine, model, why, unhonoured or {}, same_unit)
+    judge = _Judge(facts_theirs, facts_mine, model, why, unhonoured or {}, same_start)
     deciding_rates = [
         (t, m)
         for t, m in pairs
@@ -266,7 +267,7 @@ def compare(
     rule = Rule(
         model.false_alarm,
         judge.family,
-        SAME_UNIT if same_unit else OTHER_UNIT,
+        SAME_START if same_start else OTHER_START,
         unmeasured,
         {k: model.campaign[k] for k in ("source", "false_alarms") if k in model.campaign},
     )

@@ -3,8 +3,8 @@
 The whole is judged on the figures that decide (harness.analysis.figure: role `decides`) only; the
 informing figures are judged alone and shown apart, "moved, does not decide", never counted in the
 verdict. `rule` says how the deciding figures were held together: the verdict's designed false-alarm rate,
-how many deciding rates shared it, which case the noise came from (the same GPU by UUID, or another unit of
-the SKU), the campaign it was measured on and what that campaign measured of the rule itself.
+how many deciding rates shared it, which case the noise came from (the same machine start and GPUs by
+UUID, or another start or unit of the SKU), the campaign it was measured on and what that campaign measured of the rule itself.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class Rule:
 
     false_alarm: float  # the designed chance that a clean re-run is called not reproduced, at most
     family: int  # the deciding rates judged, which share it (Bonferroni)
-    case: str  # "same GPU" (the GPUs' UUIDs agree) or "another GPU of the SKU"
+    case: str  # the same machine start and GPUs, or another start or GPU of the SKU (harness.analysis.noise)
     unmeasured: int  # deciding rates judged with a stated default: outside the stated rate
     campaign: Mapping[str, Any]  # the campaign's source and what it measured of the rule
 

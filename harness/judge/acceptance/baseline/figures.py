@@ -19,7 +19,7 @@ from harness.judge.facts import BundleFacts
 
 
 @dataclass(frozen=True, order=True)
-class Figure:
+class BaselineFigure:
     """One judged figure: the criterion, its known-good slot (field, key), its share slot (threshold
     key, the part of a per-part share or None), its figure id and kind in the noise model
     (harness.analysis.noise: the run-to-run tolerance that floors its threshold) and unit."""
@@ -32,10 +32,10 @@ class Figure:
     unit: str
 
 
-def figures_of(facts: BundleFacts) -> dict[Figure, float]:
+def figures_of(facts: BundleFacts) -> dict[BaselineFigure, float]:
     """Every figure this bundle measured that acceptance holds to a known-good unit, keyed by what it is:
     the declared figures of its steps' analyses (BundleFacts.declared) with an acceptance view."""
-    found: dict[Figure, float] = {}
+    found: dict[BaselineFigure, float] = {}
     for probe, analysis, declared in facts.declared():
         accept = declared.accept
         if accept is None:
@@ -45,7 +45,7 @@ def figures_of(facts: BundleFacts) -> dict[Figure, float]:
             for key, value in declared.accepted(probe, step, data).items():
                 row = next((r for r in rows.values() if accept.key(r.item) == key), None)
                 noise, kind = (row.noise, row.kind) if row else (accept.noise, "steady")
-                figure = Figure(
+                figure = BaselineFigure(
                     accept.criterion_of(key),
                     (accept.known_good.field, str(key)),
                     (accept.share, str(key) if accept.share_per_key else None),

@@ -6,8 +6,8 @@ little, and a fail line tighter than the noise would fail the golden unit itself
 There is no table here: `dossier reproduce`, `dossier diff` and `dossier baseline` all read
 harness.analysis.noise's model, whose measurements (the SKU's `noise_campaign`), rule and stated
 defaults live in the catalogue (harness/data/gpus.json, each with its source). A baseline holds a unit
-of the SKU that need not be the golden one, so the tolerance is the campaign's for another GPU of the
-SKU, at the share of the false-alarm rate each of the baseline's FAMILY rate figures gets (the rule
+of the SKU that need not be the golden one, on another machine start, so the tolerance is the campaign's
+for another start or GPU of the SKU, at the share of the false-alarm rate each of the baseline's FAMILY rate figures gets (the rule
 `dossier reproduce` applies to its deciding rates). A figure no campaign measured gets its stated
 default, marked `measured: False`, its source saying so.
 """
@@ -22,7 +22,7 @@ GPU_VS_NODE = "gpu_vs_node"  # the catalogue's stated default for one GPU agains
 def run_to_run(sku_id: str | None, figure_id: str, kind: str, family: int = 1) -> Noise:
     """How far FIGURE_ID (a figure of KIND, one of FAMILY judged together) may move between clean runs on two
     units of SKU_ID: measured, else a stated default."""
-    return noise_model(sku_id).noise(figure_id, kind, same_unit=False, family=family)
+    return noise_model(sku_id).noise(figure_id, kind, same_start=False, family=family)
 
 
 def gpu_vs_node(sku_id: str | None) -> Noise:
