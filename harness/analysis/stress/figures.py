@@ -5,8 +5,7 @@ times, its telemetry from the raw NVML samples; the burst (first bucket) and ste
 second half's buckets) rates; when the power cap engaged; power against the limit; the reason
 histogram; result mismatches from the per-iteration counts; memory-test errors from the per-chunk
 counts; XID/ECC events and the error counters before and after. Each device's checks are judged from
-those, and the verdict fails on any failed check. `dossier verify` compares every stated figure with
-this recomputation (`discrepancies`).
+those, the verdict failing on any failed one; `dossier verify` compares every stated figure with this.
 """
 
 from __future__ import annotations
