@@ -25,7 +25,9 @@ SUFFIX = ".tar.gz"
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
 # 1: rig-dossier 0.1.0. verify re-renders only this build's format; older ones stay signed.
-FORMAT_VERSION = 5
+# 6: the driver's own recovery action in each health.json device (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION),
+# and report.md names the recommended action of each failed criterion and of the run (issue 39).
+FORMAT_VERSION = 6
 
 
 def raw_name(step: str) -> str:

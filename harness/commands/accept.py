@@ -167,11 +167,14 @@ def print_results(acceptance: Acceptance) -> None:
         print(terminal(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})"))
         if r.status != Verdict.PASS:
             print(f"     why: {terminal(r.why)}")
+        if r.status == Verdict.FAIL:
+            print(f"     action: {terminal(r.recommendation.shown())}: {terminal(r.recommendation.why)}")
     print(
         f"{acceptance.result.shown}: {terminal(acceptance.bundle.name)} against {terminal(acceptance.profile.sku_id)}: "
         f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
         f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
         f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)"
+        + (f"; action: {acceptance.recommendation.shown()}" if acceptance.named(Verdict.FAIL) else "")
     )
 
 

@@ -246,14 +246,12 @@ def judged(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], li
 def apply_slurm(args: argparse.Namespace, document: dict[str, Any], findings: list[Any]) -> DossierError | None:
     """--drain / --resume-own (and --mode's drain, its reason led by the recommended action); an error
     of scontrol's is returned, to be raised once the findings are printed (a log keeps them)."""
+    from harness.analysis.verdict import overall
     from harness.check import drain, result
     from harness.check.advice import recommended
-    from harness.check.judge import overall
 
     node, problem = document["node"], result.first_problem(findings)
-    reason = None
-    if args.mode and problem is not None:
-        reason = drain.reason_for(problem, recommended(document)[0])
+    reason = drain.reason_for(problem, recommended(document)[0]) if problem is not None else None
     try:
         slurm.node_name(node, "--node" if args.node else "this node's name (give it with --node)")
         done = drain.apply(node, overall(f.verdict for f in findings), problem, args.drain, args.resume_own, reason)
@@ -277,7 +275,7 @@ def handle(args: argparse.Namespace) -> int:
     else:
         if "scope" in document:
             print(f"scope: {args.mode}: GPUs {document['scope']['gpus']} ({document['scope']['source']})")
-        print("\n".join(terminal(line) for line in result.lines(document["node"], findings)))
+        print("\n".join(terminal(line) for line in result.lines(document["node"], findings, document["reading"])))
         if "slurm" in document and refused is None:
             did = document["slurm"]
             print(terminal(f"slurm: {did['node']}: {did['did']}: {did['why']}"))
@@ -298,7 +296,7 @@ def handle_npd(args: argparse.Namespace) -> int:
         print(npd.error_message(str(exc), args.npd_max_output))
         print(exc.diagnostics(), file=sys.stderr)
         return npd.UNKNOWN
-    print("\n".join(result.lines(document["node"], findings)), file=sys.stderr)
+    print("\n".join(result.lines(document["node"], findings, document["reading"])), file=sys.stderr)
     print(npd.message(document, recommended(document)[0], args.npd_max_output))
     return npd.status(document["verdict"])
 

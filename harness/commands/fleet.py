@@ -486,7 +486,10 @@ def problems(document: dict) -> list[str]:
     from harness.fleet.report import sick_rows
 
     rows = sick_rows(document)
-    lines = [f"node {r['node']}: {r['problem']}: {r['reason']}" for r in rows[:MAX_PRINTED]]
+    lines = [
+        f"node {r['node']}: {r['problem']}: {r['reason']}" + (f" -> {r['action']}" if r["action"] else "")
+        for r in rows[:MAX_PRINTED]
+    ]
     if len(rows) > MAX_PRINTED:
         lines.append(f"... and {len(rows) - MAX_PRINTED} more (fleet.md and fleet.csv in the fleet bundle)")
     if document["allreduce"]["status"] != "ok":

@@ -23,7 +23,7 @@ from harness import registry
 from harness.analysis import fleet as fleet_analysis
 from harness.analysis.verdict import Verdict
 from harness.errors import UsageError
-from harness.fleet import files, pool, slurm
+from harness.fleet import actions, files, pool, slurm
 from harness.fleet.metrics import metric_kinds, metric_table
 from harness.fleet.node import NodeTask, check_node
 from harness.fleet.progress import CollectProgress
@@ -246,6 +246,7 @@ def fleet_document(
         measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes}, {n["name"]: n.get("stack") for n in nodes}
     )
     flags = fleet_analysis.flags(table)
+    nodes = actions.with_actions(nodes, flags)
     return {
         "kind": "rig-dossier fleet",
         "job": {

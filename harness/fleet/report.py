@@ -15,7 +15,9 @@ from typing import Any
 
 import jinja2
 
+from harness.analysis.actions import Recommendation
 from harness.escape import csv_cell
+from harness.fleet import actions
 from harness.fleet.node import not_accepted
 from harness.present import templating
 
@@ -39,33 +41,32 @@ def value_text(value: Any) -> str:
 
 
 def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per problem of a node: failed, rejected, acceptance failed, outlier; worst first."""
+    """One row per problem of a node, with what to do about it: failed, rejected, acceptance failed,
+    outlier; worst first."""
     rows = []
     for node in document["nodes"]:
+        action = Recommendation.from_json(node["recommendation"]) if "recommendation" in node else None
         if node["status"] != "ok":
-            rows.append({"node": node["name"], "problem": node["status"], "reason": node["why"]})
+            rows.append(_row(node["name"], node["status"], node["why"], action))
         elif not_accepted(node):
             verdict = node["acceptance"]["verdict"]
+            problem = f"acceptance {'failed' if verdict == 'fail' else verdict}"
             for failed in node["acceptance"].get("failed") or [
                 {"name": "acceptance", "why": node["acceptance"].get("why")}
             ]:
-                rows.append(
-                    {
-                        "node": node["name"],
-                        "problem": f"acceptance {'failed' if verdict == 'fail' else verdict}",
-                        "reason": f"{failed['name']}: {failed['why']}",
-                    }
-                )
+                own = Recommendation.from_json(failed["action"]) if "action" in failed else None
+                rows.append(_row(node["name"], problem, f"{failed['name']}: {failed['why']}", own))
+    named = {node["name"]: node for node in document["nodes"]}
     for flag in document["flags"]:
-        rows.append(
-            {
-                "node": flag["node"],
-                "problem": "outlier",
-                "reason": f"{flag['metric']} = "
-                f"{value_text(flag['value'])}: {flag['why']}" + (f" [{flag['sku']}]" if flag["sku"] else ""),
-            }
+        reason = f"{flag['metric']} = {value_text(flag['value'])}: {flag['why']}" + (
+            f" [{flag['sku']}]" if flag["sku"] else ""
         )
+        rows.append(_row(flag["node"], "outlier", reason, actions.for_flag(flag, named.get(flag["node"], {}))))
     return sorted(rows, key=lambda r: (PROBLEM_ORDER[r["problem"]], r["node"], r["reason"]))
+
+
+def _row(node: str, problem: str, reason: str, action: Recommendation | None) -> dict[str, str]:
+    return {"node": node, "problem": problem, "reason": reason, "action": action.shown() if action else ""}
 
 
 def _environment() -> jinja2.Environment:
@@ -113,7 +114,18 @@ def csv_text(document: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["node", "status", "why", "sku", "verify_checks_failed", "acceptance", "acceptance_failed", "flagged", *metrics]
+        [
+            "node",
+            "status",
+            "why",
+            "sku",
+            "verify_checks_failed",
+            "acceptance",
+            "acceptance_failed",
+            "flagged",
+            "action",
+            *metrics,
+        ]
     )
     for node in document["nodes"]:
         verify = node.get("verify") or {}
@@ -128,6 +140,7 @@ def csv_text(document: dict[str, Any]) -> str:
             acceptance["verdict"],
             " ".join(f["name"] for f in acceptance.get("failed") or []),
             " ".join(flagged.get(node["name"], [])),
+            (node.get("recommendation") or {}).get("action", ""),
         ]
         writer.writerow([*map(csv_cell, text), *(_cell(values.get(m)) for m in metrics)])
     return out.getvalue()

@@ -12,8 +12,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.analysis.actions import Action, Recommendation
 from harness.analysis.verdict import Verdict
 from harness.judge.facts import BundleFacts
+
+NOT_FAILED = Recommendation(Action.NONE, "none", "this criterion did not fail")
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,8 @@ class Result:
     (acceptance); `evidence` names the raw JSON fields the measured value comes from; `why` says
     why this verdict; `findings` are the lines the report lists under the criterion; `steps` are
     the steps whose commands and plots are the evidence; `required` marks a criterion the
-    acceptance profile requires.
+    acceptance profile requires; `action` is what to do after a FAIL (harness.analysis.actions: the
+    criterion's own where it knows it, else harness.judge.recommend's rule for it).
     """
 
     name: str
@@ -46,6 +50,12 @@ class Result:
     required: bool = False
     findings: tuple[str, ...] = ()
     steps: tuple[str, ...] = ()
+    action: Recommendation | None = None
+
+    @property
+    def recommendation(self) -> Recommendation:
+        """The action after this result: its own on a FAIL, else NONE."""
+        return self.action if self.status == Verdict.FAIL and self.action is not None else NOT_FAILED
 
     def to_json(self) -> dict[str, Any]:
         """As `dossier accept --json` and the acceptance document write it."""
@@ -62,6 +72,7 @@ class Result:
             "evidence": self.evidence,
             "why": self.why,
             "required": self.required,
+            "action": self.recommendation.to_json(),
         }
 
 

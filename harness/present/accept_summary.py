@@ -100,6 +100,9 @@ def _row(result) -> dict[str, Any]:
         "evidence": result.evidence,
         "why": result.why,
         "why_short": short(result.why.removeprefix(NOT_MEASURED_REQUIRED).removeprefix(NOT_MEASURED_NOT_REQUIRED)),
+        "action": str(result.recommendation.action),
+        "rule": result.recommendation.rule,
+        "action_why": result.recommendation.why,
     }
 
 
@@ -144,6 +147,7 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
         "verdict": VERDICT_WORDS[acceptance.result],
         "result": acceptance.result.shown,
         "verdict_sentence": _verdict_sentence(acceptance),
+        "recommendation": acceptance.recommendation,
         "machine": machine(view),
         "profile": profile,
         "bundle": acceptance.bundle,

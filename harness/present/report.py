@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 
 from harness.analysis.tool import tool_text
-from harness.analysis.units import figure, value_text, without_empty
+from harness.analysis.units import figure, number_or_none, value_text, without_empty
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
@@ -41,10 +41,6 @@ def _strings(value: Any) -> list[str]:
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _number(value: Any) -> float | int | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def command_line(entry: dict[str, Any]) -> str | None:
@@ -126,6 +122,11 @@ def criteria_context(view: BundleView, results: list[Result]) -> list[dict[str, 
                 "mark": "x" if judged.status == Verdict.PASS else " ",
                 "text": judged.title,
                 "evidence": [fold(str(line), where) for line in judged.findings],
+                "action": (
+                    fold(f"{judged.recommendation.shown()}: {judged.recommendation.why}", where)
+                    if judged.status == Verdict.FAIL
+                    else None
+                ),
                 "plots": plot_groups([p for s in judged.steps for p in view.plots(s)]),
                 "steps": list(judged.steps),
                 "plot_notes": [
@@ -276,7 +277,7 @@ def step_rows(view: BundleView) -> list[dict[str, Any]]:
                 **{key: entry.get(key) for key in STEP_KEYS},
                 "lab_step": plain_lab_step(entry.get("lab_step")),
                 "command": command_line(entry),
-                "duration_s": _number(entry.get("duration_s")),
+                "duration_s": number_or_none(entry.get("duration_s")),
                 "needs": _strings(entry.get("needs")),
                 "why": why,
             }
@@ -310,7 +311,7 @@ def context(view: BundleView) -> dict[str, Any]:
         "runner": {k: runner.get(k) for k in ("name", "why")},
         "started_at": commands.get("started_at"),
         "finished_at": commands.get("finished_at"),
-        "duration_s": _number(commands.get("duration_s")),
+        "duration_s": number_or_none(commands.get("duration_s")),
         "criteria": criteria,
         "steps": step_rows(view),
         "figures": figures_context(view, shown),

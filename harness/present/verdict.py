@@ -4,7 +4,9 @@ What passed, what failed, what could not be judged and why, in the one vocabular
 (harness.analysis.verdict): every criterion the report judges (the lab's, then transfers and
 stress beyond it), and every step that failed without a criterion saying so (a step no criterion
 reads). The overall verdict is `overall` of them all; `dossier run` exits with its exit code (FAIL 1,
-INCOMPLETE 5, else 0). Rendered from the bundle's own data only, so `dossier verify` re-renders it.
+INCOMPLETE 5, else 0). Each FAIL names its recommended action and the rule that chose it
+(harness.judge.recommend), and the block ends with the run's: the most severe of them. Rendered from
+the bundle's own data only, so `dossier verify` re-renders it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from harness import registry
+from harness.analysis import actions, device_rules
+from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import StepStatus, Verdict, overall
 from harness.bundle.view import BundleView
+from harness.judge import action_words, recommend
 from harness.judge.engine import Result, evaluate
 from harness.judge.facts import BundleFacts
 
@@ -27,6 +32,7 @@ class Line:
     verdict: Verdict
     name: str
     why: str
+    action: Recommendation | None = None  # on a FAIL
 
 
 @dataclass(frozen=True)
@@ -34,15 +40,22 @@ class RunVerdict:
     overall: Verdict
     lines: tuple[Line, ...]
     results: tuple[Result, ...]  # the criteria, judged (the report lists them with their evidence)
+    driver: str = ""  # what the driver itself recommends for each GPU (health.json), shown beside ours
 
     @property
     def exit_code(self) -> int:
         return self.overall.exit_code
 
+    @property
+    def recommendation(self) -> Recommendation:
+        """The run's action: the most severe of its failed lines' (the first of equals)."""
+        return actions.overall(line.action for line in self.lines if line.verdict == Verdict.FAIL)
+
     def block(self) -> list[str]:
         """The block's lines: each verdict other than PASS with its why, then the criteria that passed."""
         lines = [
             f"{line.verdict.shown} {line.name}: {_short(line.why)}"
+            + (f" -> {line.action.shown()}" if line.verdict == Verdict.FAIL and line.action else "")
             for verdict in ORDER
             for line in self.lines
             if line.verdict == verdict
@@ -50,6 +63,11 @@ class RunVerdict:
         passed = [line.name for line in self.lines if line.verdict == Verdict.PASS]
         if passed:
             lines.append(f"PASS {', '.join(passed)}")
+        action = self.recommendation
+        if action.action != actions.Action.NONE:
+            lines.append(f"action: {action.shown()}: {_short(action.why)}")
+            if self.driver:
+                lines.append(f"the driver's own recovery action: {_short(self.driver)}")
         return lines
 
 
@@ -59,16 +77,22 @@ def _short(text: str) -> str:
 
 
 def judged(view: BundleView) -> list[Result]:
-    """Every criterion the report judges, in the report's order."""
-    return evaluate(registry.lab_criteria(), BundleFacts(view))
+    """Every criterion the report judges, in the report's order, each FAIL with its action."""
+    facts, criteria = BundleFacts(view), registry.lab_criteria()
+    return recommend.attach(evaluate(criteria, facts), facts, criteria)
 
 
 def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> RunVerdict:
     """The bundle's verdict: its criteria (RESULTS, when already judged) and the failed steps no criterion reads."""
     results = list(judged(view) if results is None else results)
-    lines = [Line(r.status, r.name, r.why) for r in results]
+    lines = [Line(r.status, r.name, r.why, r.action) for r in results]
     read = {step for criterion in registry.lab_criteria() for step in criterion.steps}
     for entry in view.steps:
         if entry.get("status") == StepStatus.FAILED and entry.get("step") not in read:
-            lines.append(Line(Verdict.FAIL, str(entry.get("step")), f"the step failed: {entry.get('why')}"))
-    return RunVerdict(overall([line.verdict for line in lines]), tuple(lines), tuple(results))
+            why = f"the step failed: {entry.get('why')}"
+            lines.append(Line(Verdict.FAIL, str(entry.get("step")), why, action_words.STEP_FAILED))
+    health = view.documents.get("health")
+    listed = health.get("devices") if isinstance(health, dict) else None
+    devices = [d for d in listed if isinstance(d, dict)] if isinstance(listed, list) else []
+    driver = device_rules.driver_said(devices) if devices else ""
+    return RunVerdict(overall([line.verdict for line in lines]), tuple(lines), tuple(results), driver)

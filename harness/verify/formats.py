@@ -50,6 +50,14 @@ FORMATS: dict[int, Format] = {
             tables=True,
             repeatability=True,
         ),
+        Format(
+            6,
+            "the driver's own recovery action in health.json's devices (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION); "
+            "report.md names the recommended action of each failed criterion and of the run (harness.analysis.actions)",
+            schemas=True,
+            tables=True,
+            repeatability=True,
+        ),
     )
 }
 

@@ -24,7 +24,7 @@ def bundle(name: str) -> str:
 
 @pytest.mark.parametrize("name", ["a1", "b1", "b2", "contended"])
 def test_each_final_h200_dossier_verifies_with_its_signer_key(name, capsys):
-    assert main(["verify", bundle(name), "--key", PUB]) == 0
+    assert main(["verify", bundle(name), "--key", PUB, "--allow-format", "5"]) == 0
     assert "verified" in capsys.readouterr().out
 
 
@@ -44,6 +44,8 @@ def test_a_clean_run_reproduces_across_machine_starts_and_on_one(theirs, mine, t
             str(tmp_path / "s.intoto.json"),
             "--summary",
             str(tmp_path / "s.md"),
+            "--allow-format",
+            "5",
         ]
     )
     said = capsys.readouterr()
@@ -67,6 +69,8 @@ def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_i
             str(tmp_path / "s.intoto.json"),
             "--summary",
             str(tmp_path / "s.md"),
+            "--allow-format",
+            "5",
         ]
     )
     said = capsys.readouterr()
@@ -78,11 +82,11 @@ def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_i
 
 
 def test_acceptance_passes_the_clean_runs_and_fails_the_shared_gpu(capsys):
-    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 0
+    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB, "--allow-format", "5"]) == 0
     capsys.readouterr()
-    assert main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 1
+    code = main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB, "--allow-format", "5"])
     out = capsys.readouterr().out
-    assert "FAIL no_unexpected_process" in out
+    assert code == 1 and "FAIL no_unexpected_process" in out
 
 
 def test_the_catalogues_h200_run_to_run_is_these_five_clean_dossiers():

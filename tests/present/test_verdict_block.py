@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import registry
+from harness.analysis.actions import Action
 from harness.analysis.bandwidth import figures as bandwidth
 from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
@@ -145,7 +146,11 @@ def _killed(files):
 def test_a_killed_step_fails_the_run_and_says_why(full_files):
     verdict = run_verdict(view_of(full_files, _killed))
     assert verdict.overall == Verdict.FAIL and verdict.exit_code == 1
-    assert verdict.block()[0] == "FAIL bandwidth: the bandwidth step failed: exited with code -9 (SIGKILL)"
+    assert verdict.block()[0] == (
+        "FAIL bandwidth: the bandwidth step failed: exited with code -9 (SIGKILL) -> RERUN_IDLE (step.failed)"
+    )
+    assert verdict.recommendation.action == Action.RERUN_IDLE and verdict.block()[-2].startswith("action: RERUN_IDLE")
+    assert verdict.block()[-1].startswith("the driver's own recovery action: GPU0 unavailable (not recorded")
 
 
 def test_a_step_left_out_is_skip_and_one_not_run_is_incomplete(full_files):

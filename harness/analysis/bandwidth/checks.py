@@ -15,16 +15,13 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis.bandwidth import figures as bw
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 
 DATASHEET_RULE = (
     "no measurement of device memory can exceed the SKU's published memory bandwidth: "
     "a figure above it means bytes were counted that were not moved"
 )
-
-
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _stated(found: list[str], name: str, stated: Any, computed: Any, why: str = "") -> None:
@@ -45,7 +42,9 @@ def identified_sku(document: dict[str, Any]) -> str | None:
     if not isinstance(identity, dict) or not isinstance(identity.get("pci_device_id"), str):
         return None
     return catalogue.identify(
-        identity["pci_device_id"], _number(identity.get("memory_total_mib")), _number(identity.get("power_limit_w"))
+        identity["pci_device_id"],
+        number_or_none(identity.get("memory_total_mib")),
+        number_or_none(identity.get("power_limit_w")),
     ).sku_id
 
 
@@ -138,13 +137,16 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
         bw.gbps(nbytes, median_s),
         "the byte rule over the median of iteration_times_s",
     )
-    cache, empty = _number(document["cache"].get("size_bytes")), _number(document["launch"].get("empty_launch_s"))
+    cache, empty = (
+        number_or_none(document["cache"].get("size_bytes")),
+        number_or_none(document["launch"].get("empty_launch_s")),
+    )
     marks, why = bw.classify(median_s, nbytes, cache, empty)
     _stated(found, f"{label} marks", point["marks"], marks, f"{bw.CACHE_RULE}; {bw.LAUNCH_RULE}")
     _stated(found, f"{label} why", point.get("why"), why)
     if "bytes_vs_cache" in point:  # documents before it was stated lack it
         _stated(found, f"{label} bytes_vs_cache", point["bytes_vs_cache"], nbytes / cache if cache else None)
-    safe = _number(document["memory"].get("largest_safe_size_mib"))
+    safe = number_or_none(document["memory"].get("largest_safe_size_mib"))
     if safe is not None and point["size_mib"] > safe * (1 + 1e-9):
         found.append(f"{label}: above the largest safe size {safe:g} MiB the probe allows")
     return found
@@ -153,7 +155,7 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
 def memory_discrepancies(document: dict[str, Any]) -> list[str]:
     found: list[str] = []
     memory, cache = document["memory"], document["cache"]
-    if all(_number(memory.get(k)) is not None for k in ("free_mib", "safe_fraction", "buffers")):
+    if all(number_or_none(memory.get(k)) is not None for k in ("free_mib", "safe_fraction", "buffers")):
         _stated(
             found,
             "memory.largest_safe_size_mib",
@@ -161,7 +163,7 @@ def memory_discrepancies(document: dict[str, Any]) -> list[str]:
             memory["free_mib"] * memory["safe_fraction"] / memory["buffers"],
             "free x safe fraction / buffers",
         )
-    if _number(cache.get("size_bytes")) is not None:
+    if number_or_none(cache.get("size_bytes")) is not None:
         _stated(found, "cache.size_mib", cache.get("size_mib"), cache["size_bytes"] / 2**20)
     return found
 
@@ -227,7 +229,7 @@ def expected_diagnosis(document: dict[str, Any], verdict: str | None) -> dict[st
         reason = samples.get("unavailable") if isinstance(samples, dict) else "no telemetry"
         return {"causes": [], "summary": f"no telemetry to diagnose from ({reason})"}
     identity = document.get("device_identity")
-    power = _number(identity.get("power_limit_w")) if isinstance(identity, dict) else None
+    power = number_or_none(identity.get("power_limit_w")) if isinstance(identity, dict) else None
     return bw.diagnose(samples, telemetry.get("own_pids") or [], power)
 
 
@@ -266,13 +268,13 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
         )
     elif not sku and (ref.get("comparable") or known is not None):
         found.append("reference: a known-good result compared, but no SKU was identified to compare within")
-    _stated(found, "reference.known_good_ratio", _number(ref.get("known_good_ratio")), heads["known_good_ratio"])
-    spec = _number(ref.get("spec_gbps"))
+    _stated(found, "reference.known_good_ratio", number_or_none(ref.get("known_good_ratio")), heads["known_good_ratio"])
+    spec = number_or_none(ref.get("spec_gbps"))
     plateau = heads["plateau_gbps"]
     _stated(
         found,
         "reference.spec_ratio",
-        _number(ref.get("spec_ratio")),
+        number_or_none(ref.get("spec_ratio")),
         plateau / spec if plateau is not None and spec else None,
     )
     if str(ref.get("spec_source", "")).startswith("catalogue") and sku:

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis.memo import per_document
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 
 # The byte-counting rule as data. `torch_op` documents how the probe implements each kernel.
@@ -361,10 +362,6 @@ def attainable_at(cost: dict[str, Any], nbytes: float) -> float:
     return nbytes / (cost["fixed_s"] + nbytes / (cost["rate_gbps"] * 1e9)) / 1e9
 
 
-def _number_or_none(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 @per_document
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the sweep's and repeats' per-iteration times."""
@@ -374,7 +371,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
     medians = [point_gbps(document, run) for run in repeats["runs"]]
     repeat_spread = spread(medians) if medians else None
     reference = document["reference"]
-    known_good = _number_or_none(reference.get("known_good_gbps"))
+    known_good = number_or_none(reference.get("known_good_gbps"))
     ratio = (found["gbps"] / known_good) if (known_good and found["gbps"] is not None) else None
     return {
         "device": document["device"],
@@ -388,7 +385,7 @@ def headlines(document: dict[str, Any]) -> dict[str, Any]:
         "repeat_spread": repeat_spread,
         "repeat_verdict": (None if repeat_spread is None else repeat_verdict(repeat_spread, repeats["spread_max"])),
         "sku_id": reference.get("sku_id"),
-        "spec_gbps": _number_or_none(reference.get("spec_gbps")),
+        "spec_gbps": number_or_none(reference.get("spec_gbps")),
         "known_good_gbps": known_good,
         "known_good_ratio": ratio,
     }

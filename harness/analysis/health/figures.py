@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.health.contract_facts import unavailable_reason
 from harness.analysis.health.contracts import evaluate
+from harness.analysis.units import number_or_none, unavailable_reason
 from harness.analysis.verdict import Verdict
 
 
@@ -21,16 +21,14 @@ def _value(value: Any) -> Any:
     return None if unavailable_reason(value) is not None else value
 
 
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def recomputed_sku(device: dict[str, Any]) -> str | None:
     pci = device.get("pci_device_id")
     if not isinstance(pci, str):
         return None
     return catalogue.identify(
-        pci, _number(device.get("memory_total_mib")), _number(device.get("power", {}).get("default_limit_w"))
+        pci,
+        number_or_none(device.get("memory_total_mib")),
+        number_or_none(device.get("power", {}).get("default_limit_w")),
     ).sku_id
 
 
@@ -104,7 +102,7 @@ def load_discrepancies(document: dict[str, Any]) -> list[str]:
     found = []
     for device in load["devices"]:
         rounds, n = device.get("rounds"), device.get("gemm_n")
-        if not isinstance(rounds, int) or not isinstance(n, int) or _number(device.get("copy_mib")) is None:
+        if not isinstance(rounds, int) or not isinstance(n, int) or number_or_none(device.get("copy_mib")) is None:
             continue
         where = f"load GPU{device.get('nvml_index')}"
         if device.get("gemm_flop") != 2 * n**3 * rounds:

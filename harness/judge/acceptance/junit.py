@@ -32,6 +32,9 @@ def _text(result: Result) -> str:
         f"evidence: {result.evidence}",
         f"why: {result.why}",
     ]
+    if result.status == Verdict.FAIL:
+        action = result.recommendation
+        lines.append(f"action: {action.action} ({action.rule}): {action.why}")
     return "\n".join(lines)
 
 

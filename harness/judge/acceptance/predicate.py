@@ -6,7 +6,8 @@ test-result words: an INCOMPLETE acceptance is FAILED, failing closed), the conf
 judged with (the effective profile, carried inline, the catalogue, the key that verified the
 bundle, the tool) as ResourceDescriptors, and the criteria by outcome (an incomplete criterion is
 a failed test). The verdict in this project's words, overall and by criterion (pass, warn, fail,
-incomplete, skip), is a ResourceDescriptor of its own (VERDICT_NAME), carried inline.
+incomplete, skip), with each failed criterion's recommended action and the acceptance's, is a
+ResourceDescriptor of its own (VERDICT_NAME), carried inline.
 Signed like the bundle: harness.signing.statement (a DSSE envelope, Ed25519).
 """
 
@@ -111,7 +112,12 @@ def acceptance_statement(
 def verdict_descriptor(acceptance: Acceptance) -> dict[str, Any]:
     """The verdict in this project's words, overall and by criterion, as an inline ResourceDescriptor."""
     content = json.dumps(
-        {"verdict": acceptance.result, "criteria": {r.name: r.status for r in acceptance.results}},
+        {
+            "verdict": acceptance.result,
+            "criteria": {r.name: r.status for r in acceptance.results},
+            "actions": {r.name: r.recommendation.to_json() for r in acceptance.results if r.status == Verdict.FAIL},
+            "recommendation": acceptance.recommendation.to_json(),
+        },
         sort_keys=True,
         separators=(",", ":"),
     ).encode()
@@ -120,7 +126,7 @@ def verdict_descriptor(acceptance: Acceptance) -> dict[str, Any]:
         "mediaType": "application/json",
         "digest": {"sha256": sha256_hex(content)},
         "content": base64.b64encode(content).decode("ascii"),
-        "annotations": {"verdict": str(acceptance.result)},
+        "annotations": {"verdict": str(acceptance.result), "action": str(acceptance.recommendation.action)},
     }
 
 
