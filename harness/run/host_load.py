@@ -76,9 +76,7 @@ def pressure(resource: str) -> Any:
     try:
         text = _read(path)
     except OSError as exc:
-        return unavailable(
-            _why(path, exc) + " (the kernel has no pressure stall information: CONFIG_PSI off or psi=0)"
-        )
+        return unavailable(_why(path, exc) + " (the kernel has no pressure stall information: CONFIG_PSI off or psi=0)")
     found = {}
     for line in text.splitlines():
         kind, _, rest = line.partition(" ")

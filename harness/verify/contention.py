@@ -24,9 +24,7 @@ def _against_commands(document: dict[str, Any], commands: dict[str, Any]) -> lis
             f"format_version {document.get('format_version')!r} but commands.json says "
             f"{commands.get('format_version')!r}"
         )
-    ran = {
-        s.get("step") for s in commands.get("steps", []) if s.get("kind") == "probe" and s.get("argv") is not None
-    }
+    ran = {s.get("step") for s in commands.get("steps", []) if s.get("kind") == "probe" and s.get("argv") is not None}
     for entry in document["steps"]:
         if entry["step"] not in ran:
             found.append(f"a window of step {str(entry['step'])[:60]!r}, which ran no probe process in commands.json")
