@@ -9,7 +9,9 @@ acceptance, `dossier diff`/`reproduce` and the fleet read it the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
+
+from harness.analysis.memo import per_document
 
 FORMAT = "rig-dossier/host-contention"
 
@@ -32,7 +34,7 @@ OWN_RULE = (
 BUSY, IDLE, UNKNOWN = "busy", "idle", "unknown"
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -88,10 +90,11 @@ def jiffies(samples: Sequence[Mapping[str, Any]], cpus: Any) -> dict[str, Any]:
     """The host's busy CPUs and the steal share over the window, from /proc/stat's first and last reading."""
     first, last = samples[0].get("cpu_jiffies"), samples[-1].get("cpu_jiffies")
     why = _why(first) or _why(last)
+    if why is None and not (isinstance(first, dict) and isinstance(last, dict)):
+        why = "no /proc/stat reading recorded"
     if why is None and len(samples) < 2:
         why = "one reading: no window"
-    assert why is not None or (isinstance(first, dict) and isinstance(last, dict))
-    delta = {k: last[k] - first[k] for k in last} if why is None else {}
+    delta = {k: last[k] - first[k] for k in last} if why is None and isinstance(first, dict) and last else {}
     total = sum(delta.values())
     if why is None and total <= 0:
         why = "/proc/stat counted no clock tick over the window"
@@ -169,6 +172,7 @@ def not_sampled_reason(document: Any) -> str | None:
     return _why(document.get("sampler")) if isinstance(document, dict) else "no host-contention.json"
 
 
+@per_document
 def summaries(document: Any) -> dict[str, dict[str, Any]]:
     """step -> its window's figures, recomputed from the readings (empty when nothing was sampled)."""
     if not isinstance(document, dict) or not isinstance(document.get("sampler"), dict) or _why(document["sampler"]):
@@ -187,7 +191,9 @@ def describe(figures: Mapping[str, Any]) -> str:
         of = f" of {cpus}" if _number(cpus) else ""
         parts = [f"other processes used {_cores(figures['others_cores'])}{of} CPUs"]
         parts[0] += f" ({share:.0%})" if _number(share) else ""
-        named = [f"{p['comm']} pid {p['pid']} {_cores(p['cores'])}" for p in figures.get("top") or []]
+        named = [
+            f"{p['comm']} pid {p['pid']} {_cores(p['cores'])}" for p in figures.get("top") or [] if p["cores"] >= 0.005
+        ]
         if named and figures.get("state") == BUSY:
             parts[0] += ": " + ", ".join(named)
     else:

@@ -23,6 +23,8 @@ from harness.analysis.verdict import Verdict, parse
 from harness.fleet.metrics import node_metrics, node_skus, node_stack
 from harness.judge.acceptance.outcome import BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
+from harness.judge.contention import host_state
+from harness.judge.facts import BundleFacts
 from harness.signing.keys import load_public
 from harness.verify import verify_and_view
 
@@ -136,4 +138,5 @@ def _check(task: NodeTask) -> dict[str, Any]:
         "stack": node_stack(view),
         "metrics": node_metrics(view),
         "acceptance": acceptance(view, ref, skus, task.profile),
+        "host_contention": host_state(BundleFacts(view)),
     }

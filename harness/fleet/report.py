@@ -67,6 +67,15 @@ def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
     return sorted(rows, key=lambda r: (PROBLEM_ORDER[r["problem"]], r["node"], r["reason"]))
 
 
+def busy_nodes(document: dict[str, Any]) -> list[dict[str, str]]:
+    """The nodes whose dossier ran on a busy host (harness.judge.contention.host_state), with what it said."""
+    return [
+        {"node": node["name"], "host": node["host_contention"]}
+        for node in document["nodes"]
+        if str(node.get("host_contention") or "").startswith("busy")
+    ]
+
+
 def _environment() -> jinja2.Environment:
     return templating.environment(jinja2.ChainableUndefined)
 
@@ -98,6 +107,8 @@ def render(document: dict[str, Any], plots: dict[str, list[str]]) -> str:
             baseline=document.get("baseline"),
             left_out=(document.get("baseline") or {}).get("left_out", [])[:MAX_LEFT_OUT_ROWS],
             max_named=MAX_NAMED,
+            busy=busy_nodes(document),
+            max_sick=MAX_SICK_ROWS,
             submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]),
         )
     )
@@ -112,7 +123,18 @@ def csv_text(document: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["node", "status", "why", "sku", "verify_checks_failed", "acceptance", "acceptance_failed", "flagged", *metrics]
+        [
+            "node",
+            "status",
+            "why",
+            "sku",
+            "verify_checks_failed",
+            "acceptance",
+            "acceptance_failed",
+            "flagged",
+            "host_contention",
+            *metrics,
+        ]
     )
     for node in document["nodes"]:
         verify = node.get("verify") or {}
@@ -128,6 +150,7 @@ def csv_text(document: dict[str, Any]) -> str:
                 acceptance["verdict"],
                 " ".join(f["name"] for f in acceptance.get("failed") or []),
                 " ".join(flagged.get(node["name"], [])),
+                node.get("host_contention") or "",
                 *(_cell(values.get(m)) for m in metrics),
             ]
         )

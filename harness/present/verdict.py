@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from harness import registry
 from harness.analysis.verdict import StepStatus, Verdict, overall
 from harness.bundle.view import BundleView
+from harness.judge import contention
 from harness.judge.engine import Result, evaluate
 from harness.judge.facts import BundleFacts
 
@@ -59,8 +60,10 @@ def _short(text: str) -> str:
 
 
 def judged(view: BundleView) -> list[Result]:
-    """Every criterion the report judges, in the report's order."""
-    return evaluate(registry.lab_criteria(), BundleFacts(view))
+    """Every criterion the report judges, in the report's order; one that failed on a step the host's
+    other work disturbed says so first (harness.judge.contention)."""
+    facts = BundleFacts(view)
+    return contention.beside(evaluate(registry.lab_criteria(), facts), facts)
 
 
 def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> RunVerdict:

@@ -13,6 +13,7 @@ from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
+from harness.judge.reproduction import host
 from harness.judge.reproduction.declare import EVERYTHING, RATES, RESULTS
 from harness.probes import health as probe
 from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
@@ -241,6 +242,7 @@ DIFF_FIELDS = (
     DiffField(
         "activity", "foreign processes (idle or under load)", load.foreign_processes, source="facts", explains=RATES
     ),
+    *host.DIFF_FIELDS,  # the host's other work while each step ran (host-contention.json), beside the GPUs'
 )
 
 # The GPUs' identity is judged even across SKUs (per_device=False: it is what differs); each contract's verdict.

@@ -5,7 +5,8 @@ contract 6 whose repeats disagree must say why they were not measured again."""
 
 import copy
 
-from harness.analysis.bandwidth import discrepancies, figures as bw, headlines
+from harness.analysis.bandwidth import discrepancies, headlines
+from harness.analysis.bandwidth import figures as bw
 from harness.probes.bandwidth.points import point_record
 from tests.bandwidth_fixtures import cpu_sweep
 

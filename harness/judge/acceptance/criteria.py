@@ -7,7 +7,8 @@ Results: pass, fail or incomplete (not measured), the measured value with its un
 the evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
 incomplete, with the reason; `evaluate` keeps the ones the profile requires incomplete (failing
 closed) and makes the others skip, applies the profile's WARN bands and counts a pass that needed
-a retest as the profile says (harness.judge.acceptance.adjust). Which probe brings which criterion
+a retest as the profile says (harness.judge.acceptance.adjust), and names a busy host beside a
+criterion that failed on a step it disturbed (harness.judge.contention). Which probe brings which criterion
 is its registry entry's (harness/registry/): the caller hands them in.
 """
 
@@ -18,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from harness.analysis.verdict import Verdict
-from harness.judge import engine
+from harness.judge import contention, engine
 from harness.judge.acceptance import adjust
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result, Value
@@ -97,4 +98,5 @@ def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Cri
                     "known-good for it, or nothing here measured it)",
                 )
             )
-    return adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)
+    adjusted = adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)
+    return contention.beside(adjusted, facts)  # a failure on a step the host's other work disturbed says so

@@ -55,14 +55,15 @@ class Repeats:
         if first["verdict"] == Verdict.PASS:
             return {**first, "repeat_budget_s": budget}
         longer = again_budget(budget, count, self.m.device)
-        again = {
+        why = f"the first {count} repeats varied by {first['spread']:.1%}, not under {first['spread_max']:.0%}"
+        again: dict[str, Any] = {
             "rule": AGAIN_RULE,
             "factor": AGAIN_FACTOR,
             "budget_s": AGAIN_BUDGET_S[self.m.device],
-            "why": f"the first {count} repeats varied by {first['spread']:.1%}, not under {first['spread_max']:.0%}",
+            "why": why,
         }
         if longer is None:
-            return {**first, "repeat_budget_s": budget, "again": {**again, "why": again["why"] + "; no budget left"}}
+            return {**first, "repeat_budget_s": budget, "again": {**again, "why": why + "; no budget left"}}
         final = self.round(longer, cache_bytes, empty_s, done + count, total + count, why_no_nvml)
         kept = {key: first[key] for key in ("runs", "medians_gbps", "spread", "verdict")}
         return {**final, "repeat_budget_s": longer, "first_round": {**kept, "repeat_budget_s": budget}, "again": again}

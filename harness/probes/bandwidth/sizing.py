@@ -32,8 +32,9 @@ def sizing(
     if device == "cpu":
         return (
             f"device=cpu ({facts['name']}, {facts['torch_threads']} torch threads): host memory, "
-            f"sized small for 2-core CI runners by default, each repeat long enough (about 100 iterations of the "
-            f"default largest size) that one time slice lost to another process moves its median little; {common}."
+            f"sized small for 2-core CI runners by default, a repeat by default long enough (1 s, about 100 "
+            f"iterations of the 128 MiB copy) that a time slice lost to another process moves its median little; "
+            f"{common}."
         )
     return (
         f"{facts['name']} ({facts['where']}): {common}, long enough for at least {MIN_SAMPLES} NVML "
