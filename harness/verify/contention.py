@@ -8,6 +8,7 @@ from collections.abc import Collection
 from typing import Any
 
 from harness.analysis import contention
+from harness.analysis.timestamps import parse_timestamp
 from harness.bundle import layout
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.verify.check import Check
@@ -17,17 +18,48 @@ from harness.verify.formats import Format
 SCHEMA = "host-contention"
 
 
+def _spans(document: dict[str, Any]) -> list[tuple[float, float]]:
+    spans = []
+    for entry in document["steps"]:
+        try:
+            start = parse_timestamp(entry["started_at"]).timestamp()
+        except ValueError:
+            continue
+        spans.append((start, start + contention.summary(entry, document["sampler"])["window_s"]))
+    return spans
+
+
+def _inside(entry: dict[str, Any], spans: list[tuple[float, float]]) -> bool:
+    """Whether the step's process started inside a window (a step taken during another step's load)."""
+    try:
+        started = parse_timestamp(str(entry.get("started_at"))).timestamp()
+    except ValueError:
+        return False
+    return any(a <= started <= b for a, b in spans)
+
+
 def _against_commands(document: dict[str, Any], commands: dict[str, Any]) -> list[str]:
+    """The document against the run record: its format, and one window, in the plan's order, for each
+    probe step that ran a process in its place (one taken during another step's load is in that window)."""
     found = []
     if document.get("format_version") != commands.get("format_version"):
         found.append(
             f"format_version {document.get('format_version')!r} but commands.json says "
             f"{commands.get('format_version')!r}"
         )
-    ran = {s.get("step") for s in commands.get("steps", []) if s.get("kind") == "probe" and s.get("argv") is not None}
-    for entry in document["steps"]:
-        if entry["step"] not in ran:
-            found.append(f"a window of step {str(entry['step'])[:60]!r}, which ran no probe process in commands.json")
+    ran = [s for s in commands.get("steps", []) if s.get("kind") == "probe" and s.get("argv") is not None]
+    windows = [entry["step"] for entry in document["steps"]]
+    for step in windows:
+        if step not in {s.get("step") for s in ran}:
+            found.append(f"a window of step {str(step)[:60]!r}, which ran no probe process in commands.json")
+    if contention.not_sampled_reason(document) is None:
+        spans = _spans(document)
+        for entry in ran:
+            if entry.get("step") not in windows and not _inside(entry, spans):
+                found.append(f"step {str(entry.get('step'))[:60]!r} ran a probe process but has no window")
+    order = [s.get("step") for s in ran if s.get("step") in windows]
+    if windows != order and not found:
+        found.append("steps: the windows are not in the order commands.json ran their steps")
     return found
 
 

@@ -75,7 +75,7 @@ def test_an_edited_summary_or_rule_is_named():
 def _detached_spinner(seconds: float) -> int:
     """A cotenant-spin process whose parent is not this one (its shell exits at once): its pid."""
     shell = subprocess.run(
-        ["sh", "-c", f'{sys.executable} -m tests.cotenant {seconds} >/dev/null 2>&1 & echo $!'],
+        ["sh", "-c", f"{sys.executable} -m tests.cotenant {seconds} >/dev/null 2>&1 & echo $!"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -81,7 +81,9 @@ def test_the_compared_value_is_the_same_for_every_idle_run_and_names_a_busy_one(
     busy = contention.host_state(BundleFacts(bandwidth_view(cpu_sweep(), [window("bandwidth", 10.0, SPINNERS)])))
     assert busy.startswith("busy during bandwidth (other processes used 1.85 of 2 CPUs")
     figures = contention.host_figures(BundleFacts(bandwidth_view(cpu_sweep(), quiet)))
-    assert figures == {"bandwidth": "other processes used 0.02 of 2 CPUs (1%); steal 0.0%; load up to 0.50; CPU pressure 10%"}
+    assert figures == {
+        "bandwidth": "other processes used 0.02 of 2 CPUs (1%); steal 0.0%; load up to 0.50; CPU pressure 10%"
+    }
     assert contention.host_state(BundleFacts(bandwidth_view(cpu_sweep()))) is None  # no readings: nothing to compare
 
 

@@ -158,6 +158,7 @@ def extracted(dossier):
 def test_check_jsonschema_validates_every_document_offline_with_the_bundled_schemas(extracted):
     commands = json.loads((extracted / "commands.json").read_text())
     pairs = [("commands", "commands.json"), ("environment", "environment.json")]
+    pairs += [("host-contention", "host-contention.json")]
     pairs += [(s["schema"], s["output"]) for s in commands["steps"] if s["output"]]
     assert any(output.startswith("raw/") for _, output in pairs) and any(o.startswith("derived/") for _, o in pairs)
     for schema, document in pairs:

@@ -88,3 +88,17 @@ def test_its_format_version_must_be_the_bundles(signed, tmp_path):
 
     [failure] = [f for f in _failures(_edited(signed, tmp_path, older)) if f[1] == layout.CONTENTION]
     assert f"format_version {layout.FORMAT_VERSION + 1} but commands.json says {layout.FORMAT_VERSION}" in failure[2]
+
+
+def test_a_window_left_out_or_out_of_order_is_named(signed, tmp_path):
+    def drop(document):
+        document["steps"].pop()  # tock's
+
+    found = _failures(_edited(signed, tmp_path, drop))
+    assert any("step 'tock' ran a probe process but has no window" in f[2] for f in found), found
+
+    def reverse(document):
+        document["steps"].reverse()
+
+    found = _failures(_edited(signed, tmp_path, reverse))
+    assert any("not in the order commands.json ran their steps" in f[2] for f in found), found

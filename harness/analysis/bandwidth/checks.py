@@ -239,6 +239,9 @@ def again_discrepancies(document: dict[str, Any]) -> list[str]:
             )
         if len(first["runs"]) != len(repeats["runs"]) or not (heads["repeat_budget_s"] or 0) > first["repeat_budget_s"]:
             found.append("repeats.first_round: the repeats measured again are not as many, each longer")
+    if isinstance(again, dict) and not isinstance(first, dict):
+        if not str(again.get("why", "")).endswith("no budget left") or heads["repeat_verdict"] != Verdict.FAIL:
+            found.append("repeats.again without repeats.first_round: only disagreeing repeats left for want of budget")
     if isinstance(again, dict):
         _stated(found, "repeats.again.rule", again.get("rule"), bw.AGAIN_RULE, "this build's rule")
         _stated(found, "repeats.again.factor", again.get("factor"), bw.AGAIN_FACTOR, "this build's rule")
