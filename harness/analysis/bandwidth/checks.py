@@ -227,6 +227,8 @@ def again_discrepancies(document: dict[str, Any]) -> list[str]:
     if isinstance(first, dict):
         for index, run in enumerate(first["runs"]):
             found += point_discrepancies(document, run, f"repeats.first_round.runs[{index}]")
+            if "bytes_vs_cache" not in run:  # a first round is of probe contract 6: every point states it
+                found.append(f"repeats.first_round.runs[{index}]: bytes_vs_cache is missing")
         _stated(
             found, "repeats.first_round.medians_gbps", first.get("medians_gbps"), heads["repeat_first_medians_gbps"]
         )
