@@ -33,17 +33,17 @@ def lines(view: BundleView) -> list[str]:
     figures = contention.windows(BundleFacts(view)) or {}
     cpus = (document.get("sampler") or {}).get("cpu_count")
     found = [
-        f"`{layout.CONTENTION}`: /proc read as each probe step started, about every "
-        f"{(document.get('sampler') or {}).get('interval_s')} s while it ran and as it ended, on {cpus} CPUs; "
-        f"{rules.BUSY_RULE}. {_cost(document, figures)}",
+        f"Read from /proc as each probe step ran (`{layout.CONTENTION}`, {cpus} CPUs); {rules.BUSY_RULE}. "
+        f"{_cost(document, figures)}",
         "",
     ]
     idle = [step for step, f in figures.items() if f["state"] == rules.IDLE]
     if idle:
-        most = max((f["others_share"] for f in figures.values() if f["state"] == rules.IDLE), default=0)
+        most = max(f["others_share"] for f in figures.values() if f["state"] == rules.IDLE)
         found.append(f"- idle: {', '.join(idle)} (other processes at most {most:.0%} of the CPUs)")
     for step, f in figures.items():
-        if f["state"] != rules.IDLE:
-            why = f" ({f['why']})" if f["state"] == rules.UNKNOWN else ""
-            found.append(f"- **{f['state']}**: {step}: {rules.describe(f)}{why}")
+        if f["state"] == rules.BUSY:
+            found.append(f"- **busy**: {step}: {contention.short(f)}")
+        elif f["state"] == rules.UNKNOWN:
+            found.append(f"- unknown: {step}: {f['why']}")
     return found
