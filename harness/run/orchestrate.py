@@ -29,10 +29,12 @@ from harness.probes.contract import parse_loading, utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.run import host_load, provenance
 from harness.run.assemble import assemble, step_files
+from harness.run.beside import Beside
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
-from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord
+from harness.run.prestart import Prestarts
+from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord, step_fields
 from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, Runner
 from harness.schemas import violations
 from harness.signing.keys import SigningKey
@@ -63,25 +65,6 @@ def probe_missing(runner: Runner, probe: str) -> str | None:
     if importlib.util.find_spec(f"{package}.{probe}") is None:
         return f"{package.replace('.', '/')}/{probe}.py is not in this build"
     return None
-
-
-def step_fields(step: Step) -> dict[str, Any]:
-    """What a StepRecord takes from its plan step: names, kind, schema, analysis, plots, and the
-    probe (a probe step) or the inputs and function (a host step)."""
-    common: dict[str, Any] = dict(
-        step=step.step,
-        title=step.title,
-        lab_step=step.lab_step,
-        kind=step.kind,
-        schema=step.schema,
-        analysis=step.analysis,
-        plots=step.plots,
-    )
-    if isinstance(step, ProbeStep):
-        common["probe"] = step.probe
-    else:
-        common.update(needs=step.needs, function=step.function)
-    return common
 
 
 def _lowest_priority_thread() -> None:
@@ -208,22 +191,20 @@ def run_probe_step(
     early: EarlyArguments | None = None,
     retest: int = 0,
     companions: Companions | None = None,
+    beside: Beside | None = None,
+    prestarts: Prestarts | None = None,
 ) -> StepRecord:
     """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
     attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
     base = step_fields(step)
-    try:
-        prepared = early.arguments(step, state) if early else step.arguments(state)
-    except NotReady as exc:
-        display.skip(step.step, str(exc))
-        return StepRecord(**base, status=NOT_RUN, why=str(exc))
-    except StepSetupFailed as exc:
-        display.skip(step.step, f"failed before starting: {exc}")
-        return StepRecord(**base, status=FAILED, why=str(exc))
-    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
-        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
-        display.skip(step.step, f"failed before starting: {why}")
-        return StepRecord(**base, status=FAILED, why=why)
+    prepared = _arguments(step, state, display, early)
+    if isinstance(prepared, StepRecord):  # not ready, or its preparation failed: no process starts
+        if prestarts:
+            prestarts.drop(step.step)
+        return prepared
+    warm = prestarts.take(step.step) if prestarts else None
+    if prestarts:
+        prestarts.begin(step.step, state)  # the next steps' processes start behind this one
     timeout_s = prepared.timeout_s if prepared.timeout_s is not None else step.timeout_s
     invocation = ProbeInvocation(step.probe, prepared.args, timeout_s, mounts=prepared.mounts)
     earlier: list[Attempt] = []
@@ -231,7 +212,9 @@ def run_probe_step(
         title = step.title if attempt == 1 else f"{step.title} (attempt {attempt} of {retest + 1})"
         display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
         listen = companions.listener(step.step, state, display.stderr_line) if companions else display.stderr_line
-        outcome = judge(runner.run(invocation, on_stderr_line=listen), schema=step.schema)
+        listen = beside.listener(step.step, state, listen) if beside else listen
+        ahead = {"warm": warm} if warm is not None and attempt == 1 else {}
+        outcome = judge(runner.run(invocation, on_stderr_line=listen, **ahead), schema=step.schema)
         extra: dict[str, Any] = dict(
             run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint, attempts=tuple(earlier)
         )
@@ -251,6 +234,25 @@ def run_probe_step(
         display.end(step.step, "FAILED", outcome.reason + (f" (on every attempt: {attempt})" if retest else ""))
         return StepRecord(**base, **extra, status=FAILED, why=outcome.reason, schema_violations=violations_seen)
     raise AssertionError("unreachable: the last attempt returns")
+
+
+def _arguments(
+    step: ProbeStep, state: RunState, display: RunDisplay, early: EarlyArguments | None
+) -> StepArgs | StepRecord:
+    """The step's arguments, or its record where they cannot be had (not ready: not run; else failed)."""
+    base = step_fields(step)
+    try:
+        return early.arguments(step, state) if early else step.arguments(state)
+    except NotReady as exc:
+        display.skip(step.step, str(exc))
+        return StepRecord(**base, status=NOT_RUN, why=str(exc))
+    except StepSetupFailed as exc:
+        display.skip(step.step, f"failed before starting: {exc}")
+        return StepRecord(**base, status=FAILED, why=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
+        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
+        display.skip(step.step, f"failed before starting: {why}")
+        return StepRecord(**base, status=FAILED, why=why)
 
 
 def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
@@ -292,21 +294,50 @@ def run_steps(
     while each probe step runs in its place (harness.run.host_load).
     """
     state = RunState(prepared, registry.analysis_module)
-    records = []
+    records: list[StepRecord | None] = []
+    places: dict[str, int] = {}  # a step waiting to run beside a later one: its place in RECORDS
     early = EarlyArguments(plan, runner, skip, state.prepared)
     companions = Companions(plan, runner, skip)
+    beside = Beside(plan, runner, skip, early.arguments)
+    prestarts = Prestarts(plan, runner, lambda s: s.step not in skip and probe_missing(runner, s.probe) is None)
+
+    def run_now(step: Step) -> StepRecord:
+        run = functools.partial(run_step, step, runner, state, display, skip, early, retest, companions, beside, prestarts)
+        return run_sampled(step, host, companions, run)
+
     with BackgroundPlots() as plots:
+
+        def keep(record: StepRecord) -> None:
+            if record.status == COMPLETED and record.document is not None:
+                plots.submit(record.plots, record.step, record.document)
+            if record.step in places:
+                records[places[record.step]] = record
+                display.host(record.step, f"{record.status}, run beside a later step ({record.title.lower()})")
+            else:
+                records.append(record)
+
         try:
             for step in plan:
-                run = functools.partial(run_step, step, runner, state, display, skip, early, retest, companions)
-                record = run_sampled(step, host, companions, run)
-                if record.status == COMPLETED and record.document is not None:
-                    plots.submit(record.plots, record.step, record.document)
-                records.append(record)
+                if (
+                    isinstance(step, ProbeStep)
+                    and probe_missing(runner, step.probe) is None
+                    and beside.defer(step, state)
+                ):
+                    places[step.step] = len(records)
+                    records.append(None)
+                    display.note(f"    {step.step}: waits to run beside the {step.beside} step, on the host's CPUs")
+                    continue
+                keep(run_now(step))
+                for later in beside.settle(step.step, run_now, state):
+                    keep(later)
+            for later in beside.settle(None, run_now, state):
+                keep(later)
         finally:
             early.close()
             companions.close()
-        return tuple(_with_plots(record, plots) for record in records)
+            beside.close()
+            prestarts.close()
+        return tuple(_with_plots(record, plots) for record in records if record is not None)
 
 
 def run_sampled(
@@ -332,6 +363,8 @@ def run_step(
     early: EarlyArguments,
     retest: int = 0,
     companions: Companions | None = None,
+    beside: Beside | None = None,
+    prestarts: Prestarts | None = None,
 ) -> StepRecord:
     why = (
         f"skipped with --skip {step.step}"
@@ -354,7 +387,7 @@ def run_step(
             f"{step.during} step ({step.title.lower()})" + (f" - {taken.why}" if taken.why else ""),
         )
         return taken
-    return run_probe_step(step, runner, state, display, early, retest, companions)
+    return run_probe_step(step, runner, state, display, early, retest, companions, beside, prestarts)
 
 
 def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:

@@ -9,6 +9,7 @@ comparable, naming both.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,14 +69,61 @@ RUN = (
 @dataclass(frozen=True)
 class Identity:
     """What a bundle's figures were measured on: its GPUs' SKUs (or names where the catalogue has
-    none), or the CPU where it ran on no GPU; `key` compares, `text` is for people."""
+    none), or the CPU where it ran on no GPU; `key` compares, `text` is for people; `units` the GPUs'
+    UUIDs as health read them (empty where none was read): two bundles of the same units ran on the
+    same GPUs."""
 
     key: tuple[Any, ...]
     text: str
     sku_id: str | None
+    units: tuple[str, ...] = ()
+    instance: str | None = None  # the machine start it ran on, where the bundle says (instance_of)
 
     def to_json(self) -> dict[str, Any]:
-        return {"measured_on": self.text, "sku_id": self.sku_id}
+        return {
+            "measured_on": self.text,
+            "sku_id": self.sku_id,
+            "gpu_uuids": list(self.units),
+            "machine_start": self.instance,
+        }
+
+    def same_start(self, other: Identity) -> bool:
+        """Both ran on one machine start (the same instance) with the same GPUs: None on either side is never
+        the same."""
+        return (
+            bool(self.units)
+            and self.units == other.units
+            and self.instance is not None
+            and self.instance == other.instance
+        )
+
+
+def _units(facts: BundleFacts) -> tuple[str, ...]:
+    """The UUIDs of the GPUs health read, sorted; () when any is unreadable or none was read."""
+    health = facts.document("health") or {}
+    uuids = [d.get("uuid") for d in health.get("devices") or [] if isinstance(d, dict)]
+    named = [u for u in uuids if isinstance(u, str)]
+    return tuple(sorted(named)) if uuids and len(named) == len(uuids) else ()
+
+
+INSTANCE_ID = re.compile(r"[0-9a-f]{16,}")
+
+
+def instance_of(facts: BundleFacts) -> str | None:
+    """Which machine start the bundle ran on, where it says: the kernel's boot id (health's host facts), else a
+    container or VM instance id its process cgroup names (a path ending in 16 or more hex digits, such as a
+    lent machine's process_api/<id> or a container's scope); None when neither is recorded (a plain host's
+    cgroup, `0::/` or a user session, names no start)."""
+    host = (facts.document("health") or {}).get("host") or {}
+    boot = host.get("boot_id")
+    if isinstance(boot, str) and boot:
+        return f"boot {boot}"
+    container = host.get("container")
+    for path in (container.get("cgroup") if isinstance(container, dict) else None) or []:
+        last = str(path).rstrip("/").rsplit("/", 1)[-1].removesuffix(".scope").rsplit("-", 1)[-1]
+        if INSTANCE_ID.fullmatch(last):
+            return f"cgroup {path}"
+    return None
 
 
 def identity(facts: BundleFacts) -> Identity:
@@ -84,4 +132,4 @@ def identity(facts: BundleFacts) -> Identity:
     key, text, sku_id = repeatability.bundle_identity(
         {s: d for s, d in completed.items() if d is not None}, _host(facts).get("cpu_model")
     )
-    return Identity(key, text, sku_id)
+    return Identity(key, text, sku_id, _units(facts), instance_of(facts))

@@ -38,7 +38,7 @@ from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
 from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance.baseline import noise
-from harness.judge.acceptance.baseline.figures import Figure, figures_of
+from harness.judge.acceptance.baseline.figures import BaselineFigure, figures_of
 from harness.judge.acceptance.baseline.observed import Observed, config_expectations, expected_digests, observe
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import (
@@ -98,7 +98,7 @@ class Reading:
     sku: str | None  # the SKU key (`_sku_of`), None when the input has none
     sku_problem: str | None  # why it has none: no GPU, or GPUs of two SKUs
     gpus: list[dict[str, Any]]  # its health.json devices[]
-    figures: dict[Figure, float]
+    figures: dict[BaselineFigure, float]
     observed: Observed
 
 
@@ -189,10 +189,13 @@ def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict
     return key, identity
 
 
-def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: str) -> dict[str, Any]:
-    """One figure's statistics and the threshold they make (the module docstring's steps 1 to 5)."""
+def figure_stats(
+    figure: BaselineFigure, values: list[tuple[Reading, float]], sku_id: str, family: int = 1
+) -> dict[str, Any]:
+    """One figure's statistics and the threshold they make (the module docstring's steps 1 to 5); FAMILY is
+    how many rate figures the profile holds a unit to (they share the false-alarm rate)."""
     numbers = [v for _, v in values]
-    floor = noise.run_to_run(sku_id, figure.figure, figure.kind)
+    floor = noise.run_to_run(sku_id, figure.figure, figure.kind, family)
     rejection = reject_outliers(numbers, floor.share)
     spread = rejection.spread
     by_mad = REJECT_K * spread.scaled_mad / spread.median if spread.median and spread.n >= MIN_SAMPLES else 0.0
@@ -286,12 +289,12 @@ def _inherit_shares(thresholds: dict[str, Any], catalogue_block: dict[str, Any])
 
 def draft(inputs: Sequence[Reading], sku_id: str, identity: dict[str, Any], why: str | None) -> dict[str, Any]:
     """The profile document before its criteria are judged (required and pass shares not yet known)."""
-    values: dict[Figure, list[tuple[Reading, float]]] = {}
+    values: dict[BaselineFigure, list[tuple[Reading, float]]] = {}
     for item in inputs:
         for figure, value in item.figures.items():
             values.setdefault(figure, []).append((item, value))
     stats = {
-        figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id)
+        figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id, len(values))
         for figure, found in sorted(values.items())
     }
     known_good, thresholds, notes = _known_good_and_shares(stats)
