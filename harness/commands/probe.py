@@ -19,11 +19,13 @@ import sys
 from pathlib import Path
 
 from harness import paths, recovery, registry
+from harness.analysis import contention
 from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
 from harness.present.plots import NothingToPlot
 from harness.probes.contract import EXIT_USAGE, Option, ProbeUsageError, add_options, check_options, options_argv, real
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs
+from harness.run import host_load
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, Failed, judge
 from harness.runners.interface import ProbeInvocation, Runner
@@ -194,12 +196,24 @@ def run_with_display(runner: Runner, invocation: ProbeInvocation, title: str) ->
     display = RunDisplay(1, show_probe_lines=True)
     with display:
         display.begin(invocation.probe, title, shown_command(runner, invocation.probe, invocation.args))
-        outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line))
+        load = host_load.HostLoad(getattr(runner, "probe_pids", tuple))
+        with load.window(invocation.probe) as window:
+            run = runner.run(invocation, on_stderr_line=display.stderr_line)
+        outcome = judge(run)
         if isinstance(outcome, Completed):
             display.end(invocation.probe, "completed", str(outcome.document.get("sizing") or ""))
         else:
             display.end(invocation.probe, "FAILED", outcome.reason)
+    print(host_line(window, load.facts), file=sys.stderr)
     return outcome
+
+
+def host_line(window: host_load.Window, facts: dict) -> str:
+    """What else the host did while the probe ran, in one line (harness.run.host_load's readings)."""
+    if window.entry is None:
+        return "host while it ran: not read"
+    figures = contention.summary(window.entry, facts)
+    return f"host while it ran: {figures['state']}: {contention.describe(figures)}"
 
 
 def run_probe(

@@ -24,6 +24,7 @@ from harness.fleet.metrics import node_metrics, node_skus, node_stack
 from harness.judge import recommend
 from harness.judge.acceptance.outcome import BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
+from harness.judge.contention import host_state
 from harness.judge.facts import BundleFacts
 from harness.signing.keys import load_public
 from harness.verify import verify_and_view
@@ -144,6 +145,7 @@ def _check(task: NodeTask) -> dict[str, Any]:
         "metrics": node_metrics(view),
         "acceptance": acceptance(view, ref, skus, task.profile),
         "conditions": _conditions(view),
+        "host_contention": host_state(BundleFacts(view)),
     }
 
 

@@ -67,6 +67,13 @@ def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
 
 def _row(node: str, problem: str, reason: str, action: Recommendation | None) -> dict[str, str]:
     return {"node": node, "problem": problem, "reason": reason, "action": action.shown() if action else ""}
+def busy_nodes(document: dict[str, Any]) -> list[dict[str, str]]:
+    """The nodes whose dossier ran on a busy host (harness.judge.contention.host_state), with what it said."""
+    return [
+        {"node": node["name"], "host": node["host_contention"]}
+        for node in document["nodes"]
+        if str(node.get("host_contention") or "").startswith("busy")
+    ]
 
 
 def _environment() -> jinja2.Environment:
@@ -100,6 +107,8 @@ def render(document: dict[str, Any], plots: dict[str, list[str]]) -> str:
             baseline=document.get("baseline"),
             left_out=(document.get("baseline") or {}).get("left_out", [])[:MAX_LEFT_OUT_ROWS],
             max_named=MAX_NAMED,
+            busy=busy_nodes(document),
+            max_sick=MAX_SICK_ROWS,
             submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]),
         )
     )
@@ -124,6 +133,7 @@ def csv_text(document: dict[str, Any]) -> str:
             "acceptance_failed",
             "flagged",
             "action",
+            "host_contention",
             *metrics,
         ]
     )
@@ -141,6 +151,7 @@ def csv_text(document: dict[str, Any]) -> str:
             " ".join(f["name"] for f in acceptance.get("failed") or []),
             " ".join(flagged.get(node["name"], [])),
             (node.get("recommendation") or {}).get("action", ""),
+            node.get("host_contention") or "",
         ]
         writer.writerow([*map(csv_cell, text), *(_cell(values.get(m)) for m in metrics)])
     return out.getvalue()

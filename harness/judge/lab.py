@@ -22,6 +22,7 @@ from harness.analysis.health import figures as health_figures
 from harness.analysis.roofline import unexplained as unexplained_gemms
 from harness.analysis.units import figure, value_text, without_empty
 from harness.analysis.verdict import StepStatus, Verdict, parse
+from harness.judge import disturbed
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
@@ -175,11 +176,10 @@ def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     )
     spread_text = f"{spread:.1%}" if isinstance(spread, (int, float)) else "not measured"
     ratio = b.get("known_good_ratio")
+    evidence += disturbed.again_evidence(b)
     if not spread_ok:
-        verdict, why = (
-            Verdict.FAIL,
-            (f"the three repeats vary by {spread_text}, over {bandwidth_rules.REPEAT_SPREAD_MAX:.0%}"),
-        )
+        verdict, why, host = disturbed.repeats_disagree(facts, b, spread_text)
+        evidence += host
     elif isinstance(ratio, (int, float)):
         near = bandwidth_rules.within_known_good(ratio)
         evidence.append(

@@ -24,10 +24,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.analysis import actions, device_rules
+from harness.analysis import contention as analysis_contention
 from harness.analysis.actions import Action, Recommendation
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.health import diff
 from harness.analysis.verdict import StepStatus, Verdict
+from harness.judge import contention
 from harness.judge.action_words import (
     CLOCKS_STUCK,
     CORRUPTION,
@@ -59,10 +61,14 @@ class Conditions:
 
 
 def host_contention(facts: BundleFacts) -> list[str]:
-    """The host contention the bundle records while its steps ran, in words ("load average 5.8 on 2
-    CPUs"). Issue 35 measures it in every step; this build's bundles record none, so there is none to
-    read: the one place the rules read it, to be wired to that record when it lands."""
-    return []
+    """The host contention the bundle records while its steps ran, in words (host-contention.json's
+    busy windows, harness.judge.contention): a rate measured beside other work is rerun idle first."""
+    found = contention.windows(facts) or {}
+    return [
+        f"host busy during the {step} step: {contention.short(figures)}"
+        for step, figures in found.items()
+        if figures["state"] == analysis_contention.BUSY
+    ]
 
 
 def _document(facts: BundleFacts, step: str) -> dict[str, Any]:

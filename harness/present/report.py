@@ -19,7 +19,7 @@ from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge.engine import Result
-from harness.present import repeatability, step_tables, templating
+from harness.present import contention, repeatability, step_tables, templating
 from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
 from harness.present.verdict import run_verdict
 
@@ -320,6 +320,7 @@ def context(view: BundleView) -> dict[str, Any]:
         "limitations": limitations_context(view, {s for c in criteria for s in c["steps"] if c["plot_notes"]}),
         "host": host_context(view),
         "repeatability": repeatability.lines(commands.get("repeatability")),
+        "contention": contention.lines(view),
         "images": images,
         "checkpoints": checkpoints,
         "dossier_command": dossier_command(commands),

@@ -19,7 +19,7 @@ from harness.analysis import actions, device_rules
 from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import StepStatus, Verdict, overall
 from harness.bundle.view import BundleView
-from harness.judge import action_words, recommend
+from harness.judge import action_words, contention, recommend
 from harness.judge.engine import Result, evaluate
 from harness.judge.facts import BundleFacts
 
@@ -77,9 +77,10 @@ def _short(text: str) -> str:
 
 
 def judged(view: BundleView) -> list[Result]:
-    """Every criterion the report judges, in the report's order, each FAIL with its action."""
+    """Every criterion the report judges, in the report's order, each FAIL with its action; one that
+    failed on a step the host's other work disturbed says so first (harness.judge.contention)."""
     facts, criteria = BundleFacts(view), registry.lab_criteria()
-    return recommend.attach(evaluate(criteria, facts), facts, criteria)
+    return contention.beside(recommend.attach(evaluate(criteria, facts), facts, criteria), facts)
 
 
 def run_verdict(view: BundleView, results: Sequence[Result] | None = None) -> RunVerdict:

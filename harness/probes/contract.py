@@ -28,7 +28,9 @@ from typing import Any, NoReturn
 
 from harness.probes.policy import Replay
 
-# 5: a memory-bound roofline shape that gives fewer SMs a tile than WAVE_EFFICIENCY of them, in one
+# 6: the bandwidth probe measures its repeats once more, each 4 x longer, when they vary by 5% or more
+# (repeats.first_round, repeats.again; harness.analysis.bandwidth AGAIN_RULE), its CPU repeats last 1 s
+# (issue 35); 5: a memory-bound roofline shape that gives fewer SMs a tile than WAVE_EFFICIENCY of them, in one
 # wave, is explained as under-filled (harness.analysis.roofline.model: cause under_filled);
 # 4: a launch-bound roofline shape replayed from a CUDA graph is headlined by its kernel-only rate
 # (rate_basis, headline_s; its eager rate beside it, eager_tflops: the host's launch rate), and the
@@ -37,7 +39,7 @@ from harness.probes.policy import Replay
 # CUDA-graph replays of launch-bound shapes), its burst best is over fixed shapes, and it can time
 # other dtypes in the same process (dtype_checks); 2: all-reduce points keep every rank's per-call
 # times (rank_times_us); 1 stated only their medians.
-CONTRACT_VERSION = 5
+CONTRACT_VERSION = 6
 
 # What a probe process may import: the standard library, these two packages, and the probe side
 # of this package. PROBE_SIDE is also exactly what images/stage-probe.sh copies into a probe image

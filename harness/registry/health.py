@@ -11,6 +11,7 @@ from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
+from harness.judge.reproduction import host
 from harness.judge.reproduction.declare import EVERYTHING, RATES, RESULTS
 from harness.probes import health as probe
 from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
@@ -166,6 +167,7 @@ DIFF_FIELDS = (
     DiffField(
         "activity", "foreign processes (idle or under load)", load.foreign_processes, source="facts", explains=RATES
     ),
+    *host.DIFF_FIELDS,  # the host's other work while each step ran (host-contention.json), beside the GPUs'
 )
 
 SPEC = ProbeSpec(

@@ -8,11 +8,12 @@ is recorded and the run goes on; nothing is written until every step is done.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots
 from harness.probes.contract import parse_loading, utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
-from harness.run import provenance
+from harness.run import host_load, provenance
 from harness.run.assemble import assemble, step_files
 from harness.run.beside import Beside
 from harness.run.display import RunDisplay, shown_command
@@ -284,11 +285,13 @@ def run_steps(
     skip: Sequence[str] = (),
     prepared: Mapping[str, Any] | None = None,
     retest: int = 0,
+    host: host_load.HostLoad | None = None,
 ) -> tuple[StepRecord, ...]:
     """Every step in order; each failure recorded, never stopping the run.
 
     Independent steps' arguments are prepared, and completed steps' plots rendered, in the
-    background at the lowest CPU priority while the probes run.
+    background at the lowest CPU priority while the probes run; HOST, when given, reads the host
+    while each probe step runs in its place (harness.run.host_load).
     """
     state = RunState(prepared, registry.analysis_module)
     records: list[StepRecord | None] = []
@@ -299,7 +302,8 @@ def run_steps(
     prestarts = Prestarts(plan, runner, lambda s: s.step not in skip and probe_missing(runner, s.probe) is None)
 
     def run_now(step: Step) -> StepRecord:
-        return run_step(step, runner, state, display, skip, early, retest, companions, beside, prestarts)
+        run = functools.partial(run_step, step, runner, state, display, skip, early, retest, companions, beside, prestarts)
+        return run_sampled(step, host, companions, run)
 
     with BackgroundPlots() as plots:
 
@@ -334,6 +338,20 @@ def run_steps(
             beside.close()
             prestarts.close()
         return tuple(_with_plots(record, plots) for record in records if record is not None)
+
+
+def run_sampled(
+    step: Step, host: host_load.HostLoad | None, companions: Companions, run: Callable[[], StepRecord]
+) -> StepRecord:
+    """RUN()'s record of STEP, the host read meanwhile when STEP's probe runs in its own place (not a
+    host step, not one taken during another step's load); the window is kept when a process ran."""
+    if host is None or not isinstance(step, ProbeStep) or step.step in companions.threads:
+        return run()
+    with host.window(step.step) as window:
+        record = run()
+    if record.run is not None:
+        host.keep(window)
+    return record
 
 
 def run_step(
@@ -391,8 +409,9 @@ def collect(
     started = utc_now()
     host = provenance.host_environment()
     display = display or RunDisplay(len(plan))
+    load = host_load.HostLoad(getattr(runner, "probe_pids", tuple))
     with display:
-        steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest)
+        steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest, load)
     documents = {s.step: s.document for s in steps if s.status == COMPLETED and s.document is not None}
     return RunRecord(
         steps=steps,
@@ -408,6 +427,7 @@ def collect(
         started_at=started,
         finished_at=utc_now(),
         repeatability=repeatability.declaration(repeatability.bundle_sku(documents)),
+        contention=load.document(),
     )
 
 

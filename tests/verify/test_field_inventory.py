@@ -40,6 +40,7 @@ from harness.registry import analysis_module as analysis
 from harness.schemas import is_valid, violations
 from harness.verify.bundled import check_bundled_schemas
 from harness.verify.content import check_schemas, run_record_discrepancies
+from harness.verify.contention import check_contention
 from harness.verify.formats import FORMATS, check_format, check_members
 from harness.verify.report import check_tables
 from tests.bundle_probes import plan as test_plan
@@ -68,7 +69,7 @@ def _flaky_probe_registered(monkeypatch):
 def document_schemas() -> list[str]:
     """The schema of every document a bundle holds: commands.json, environment.json and each step's."""
     steps = [step for spec in registry.PROBES for step in spec.steps]
-    return sorted({"commands", "environment", *(step.schema for step in steps)})
+    return sorted({"commands", "environment", "host-contention", *(step.schema for step in steps)})
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,25 @@ def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
         return (found or [None])[0]
 
     return (lambda commands: check(commands, view.environment)), (lambda env: check(view.commands, env))
+
+
+def _host_load_refusal(view: BundleView) -> Callable[[Any], str | None]:
+    """What verify checks of host-contention.json besides its schema (harness.verify.contention)."""
+
+    def refusal(document: Any) -> str | None:
+        edited = BundleView(
+            {**view.files, layout.CONTENTION: json.dumps(document).encode()},
+            view.commands,
+            view.environment,
+            view.documents,
+            analysis,
+        )
+        found = [
+            c.detail for c in check_contention(edited, FORMATS[layout.FORMAT_VERSION], set(edited.files)) if not c.ok
+        ]
+        return (found or [None])[0]
+
+    return refusal
 
 
 def _remade_full() -> dict[str, bytes]:
@@ -213,6 +233,10 @@ def documents() -> tuple[Document, ...]:
             Document(f"{label}:{layout.COMMANDS}", "commands", view.commands, on_commands),
             Document(f"{label}:{layout.ENVIRONMENT}", "environment", view.environment, on_environment),
         ]
+        if view.contention is not None:  # format 6 on: the host read while each step ran
+            found.append(
+                Document(f"{label}:{layout.CONTENTION}", "host-contention", view.contention, _host_load_refusal(view))
+            )
         for entry in view.steps:
             step = entry["step"]
             if step not in view.documents or left_out is ALL or step in (left_out or ()):
@@ -227,6 +251,16 @@ def documents() -> tuple[Document, ...]:
         found.append(
             Document(name, schema, json.loads((FIXTURES / name).read_text()), _probe_refusal(schema, None, None))
         )
+    from tests.analysis.test_bandwidth_again import measured_again
+
+    found.append(
+        Document(
+            "the CPU sweep measured again (tests/analysis/test_bandwidth_again.py)",
+            "bandwidth",
+            measured_again(),
+            _probe_refusal("bandwidth", None, None),
+        )
+    )
     from tests.roofline_remade import capture, contract4
 
     found.append(

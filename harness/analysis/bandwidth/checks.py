@@ -219,6 +219,46 @@ def repeats_discrepancies(document: dict[str, Any]) -> list[str]:
     return found
 
 
+def again_discrepancies(document: dict[str, Any]) -> list[str]:
+    """Repeats measured again by this build's rule (bw.AGAIN_RULE, probe contract 6 on): the first
+    round's figures recomputed from its times, measured again only when it disagreed, longer, and
+    whenever it disagreed (or why not: repeats.again)."""
+    found: list[str] = []
+    repeats, heads = document["repeats"], bw.headlines(document)
+    first, again = repeats.get("first_round"), repeats.get("again")
+    if isinstance(first, dict):
+        for index, run in enumerate(first["runs"]):
+            found += point_discrepancies(document, run, f"repeats.first_round.runs[{index}]")
+            if "bytes_vs_cache" not in run:  # a first round is of probe contract 6: every point states it
+                found.append(f"repeats.first_round.runs[{index}]: bytes_vs_cache is missing")
+        _stated(
+            found, "repeats.first_round.medians_gbps", first.get("medians_gbps"), heads["repeat_first_medians_gbps"]
+        )
+        _stated(found, "repeats.first_round.spread", first.get("spread"), heads["repeat_first_spread"])
+        verdict = bw.repeat_verdict(heads["repeat_first_spread"], repeats["spread_max"])
+        _stated(found, "repeats.first_round.verdict", first.get("verdict"), verdict, bw.REPEAT_SPREAD_SOURCE)
+        if verdict != Verdict.FAIL or again is None:
+            found.append(
+                "repeats.first_round: measured again although the first repeats agreed, or without repeats.again"
+            )
+        if len(first["runs"]) != len(repeats["runs"]) or not (heads["repeat_budget_s"] or 0) > first["repeat_budget_s"]:
+            found.append("repeats.first_round: the repeats measured again are not as many, each longer")
+    if isinstance(again, dict) and not isinstance(first, dict):
+        if not str(again.get("why", "")).endswith("no budget left") or heads["repeat_verdict"] != Verdict.FAIL:
+            found.append("repeats.again without repeats.first_round: only disagreeing repeats left for want of budget")
+    if isinstance(again, dict):
+        _stated(found, "repeats.again.rule", again.get("rule"), bw.AGAIN_RULE, "this build's rule")
+        _stated(found, "repeats.again.factor", again.get("factor"), bw.AGAIN_FACTOR, "this build's rule")
+    spread = heads["repeat_first_spread"] if isinstance(first, dict) else heads["repeat_spread"]
+    disagreed = spread is not None and not bw.repeats_agree(spread, repeats["spread_max"])
+    if document.get("contract_version", 1) >= bw.AGAIN_FROM and disagreed and again is None:
+        found.append(
+            "repeats: they varied by the spread limit or more, but were not measured again and repeats.again "
+            f"does not say why (probe contract {bw.AGAIN_FROM} on: {bw.AGAIN_RULE})"
+        )
+    return found
+
+
 def expected_diagnosis(document: dict[str, Any], verdict: str | None) -> dict[str, Any] | None:
     """What the probe diagnoses from its telemetry when the repeats disagree (nothing when they agree)."""
     if verdict != Verdict.FAIL:
@@ -319,6 +359,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         found
         + plateau_discrepancies(document)
         + repeats_discrepancies(document)
+        + again_discrepancies(document)
         + reference_discrepancies(document)
         + datasheet_discrepancies(document)
     )

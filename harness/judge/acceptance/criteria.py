@@ -7,8 +7,9 @@ Results: pass, fail or incomplete (not measured), the measured value with its un
 the evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
 incomplete, with the reason; `evaluate` keeps the ones the profile requires incomplete (failing
 closed) and makes the others skip, applies the profile's WARN bands and counts a pass that needed
-a retest as the profile says (harness.judge.acceptance.adjust), and gives every FAIL its recommended
-action (harness.judge.recommend). Which probe brings which criterion
+a retest as the profile says (harness.judge.acceptance.adjust), gives every FAIL its recommended
+action (harness.judge.recommend) and names a busy host beside a criterion that failed on a step it
+disturbed (harness.judge.contention). Which probe brings which criterion
 is its registry entry's (harness/registry/): the caller hands them in.
 """
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import Verdict
-from harness.judge import engine, recommend
+from harness.judge import contention, engine, recommend
 from harness.judge.acceptance import adjust
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result, Value
@@ -136,4 +137,5 @@ def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Cri
                 )
             )
     adjusted = adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)
-    return recommend.attach(adjusted, facts)
+    # a failure on a step the host's other work disturbed says so
+    return contention.beside(recommend.attach(adjusted, facts), facts)
