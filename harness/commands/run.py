@@ -17,7 +17,8 @@ from harness.errors import CheckFailed, UsageError
 from harness.present.verdict import run_verdict
 from harness.probes.contract import ProbeUsageError, add_options, check_options
 from harness.registry import lab_plan, step_ids
-from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
+from harness.run.destination import bundle_file_name
+from harness.run.orchestrate import RunOptions, run_dossier
 from harness.signing.keys import signing_key_for_run
 from harness.verify import verify_and_view
 

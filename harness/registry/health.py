@@ -116,7 +116,7 @@ STEPS = (
     ),
     HostStep(
         "health-diff",
-        "Idle versus load diff",
+        "Idle against load",
         "7 (diff)",
         schema="health-diff",
         needs=("health", "health-load"),

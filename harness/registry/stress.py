@@ -123,7 +123,7 @@ STEPS = (
     ProbeStep(
         "stress",
         "stress",
-        "Sustained GEMM, result and memory checks, power and error events",
+        "Stress: sustained GEMM and memory test",
         "beyond lab M1",
         schema="stress",
         analysis="stress",

@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -18,16 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from harness import recovery, registry
+from harness import registry
 from harness.analysis import repeatability
-from harness.bundle import layout
-from harness.bundle.write import write_atomically
-from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots
 from harness.probes.contract import parse_loading, utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
-from harness.run import provenance
-from harness.run.assemble import assemble, step_files
+from harness.run import destination, provenance
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
@@ -297,7 +292,7 @@ def run_steps(
             for step in plan:
                 record = run_step(step, runner, state, display, skip, early, retest, companions)
                 if record.status == COMPLETED and record.document is not None:
-                    plots.submit(record.plots, record.step, record.document)
+                    plots.submit(record.plots, record.step, record.document, repeatability.bundle_sku(state.documents))
                 records.append(record)
         finally:
             early.close()
@@ -378,60 +373,6 @@ def collect(
     )
 
 
-def bundle_file_name(name: str) -> str:
-    """NAME.tar.gz for --name NAME, which must be a plain file name (checked before any probe runs)."""
-    if not name or any(c in name for c in "/\\\0") or name.startswith("."):
-        raise UsageError(f"--name {name!r} must be a plain file name (no '/', not starting with '.')")
-    return name if name.endswith(layout.SUFFIX) else name + layout.SUFFIX
-
-
-def bundle_path(options: RunOptions, record: RunRecord) -> Path:
-    name = options.name
-    if not name:
-        host = record.host.get("hostname")
-        host = host if isinstance(host, str) and host else "host"
-        stamp = record.started_at[:19].replace("-", "").replace(":", "")
-        name = f"dossier-{host}-{stamp}Z"
-    return options.output_dir / bundle_file_name(name)
-
-
-RECOVERED = """\
-{bundle}: the signed bundle, complete: check it with `dossier verify {bundle} --key YOUR.pub`
-raw/STEP.json: each completed probe's JSON, exactly as it printed it; derived/: documents computed on the host
-logs/: each probe's stderr, and its stdout where it failed (unsigned copies of the bundle's members)"""
-
-
-def keep_measurements(record: RunRecord, destination: Path | None, bundle: bytes | None, why: str) -> Path:
-    """Every measured result of RECORD (and the signed bundle, when it was made) in a recovery folder."""
-    files = {destination.name: bundle} if (destination is not None and bundle is not None) else {}
-    for step in record.steps:
-        files.update(step_files(step))
-    what = RECOVERED.format(bundle=destination.name if bundle is not None and destination else "(no bundle)")
-    name = destination.name.removesuffix(layout.SUFFIX) if destination is not None else "dossier"
-    return recovery.keep(name, files, why, what if bundle is not None else what.split("\n", 1)[1])
-
-
-def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Path:
-    """Assemble, sign and write the bundle; if any of that fails, keep what was measured first."""
-    destination = bundle = None
-    try:
-        destination = bundle_path(options, record)
-        bundle = assemble(record, key)
-        return write_atomically(bundle, destination)
-    except Exception as exc:  # whatever failed, the measurements are kept (not on Ctrl-C)
-        if isinstance(exc, OSError):
-            why = exc.strerror or str(exc)
-        else:
-            why = str(exc) if isinstance(exc, DossierError) else f"{type(exc).__name__}: {exc}"
-        folder = keep_measurements(record, destination, bundle, f"writing {destination} failed: {why}")
-        if isinstance(exc, (OSError, DossierError)):
-            raise EnvironmentProblem(
-                f"could not write {destination}: {why}; everything measured is kept in {folder}"
-            ) from exc
-        print(f"error: everything measured is kept in {folder}", file=sys.stderr)
-        raise
-
-
 def run_dossier(
     options: RunOptions,
     runner: Runner,
@@ -445,4 +386,4 @@ def run_dossier(
     When the bundle cannot be made or written, every measured result is kept in a recovery
     folder (harness.recovery) and the error names it."""
     record = collect(options, runner, runner_why, plan, display)
-    return write_or_keep(record, options, key)
+    return destination.write_or_keep(record, options.output_dir, options.name, key)

@@ -50,6 +50,15 @@ FORMATS: dict[int, Format] = {
             tables=True,
             repeatability=True,
         ),
+        Format(
+            6,
+            "report.md in plain words: the verdict in sentences, each headline rate beside its SKU's known-good "
+            "(the `known-good` criterion), evidence as sentences with units, steps by what they measured, each "
+            "limitation once, nothing machine-local",
+            schemas=True,
+            tables=True,
+            repeatability=True,
+        ),
     )
 }
 

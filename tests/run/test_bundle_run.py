@@ -13,7 +13,8 @@ import pytest
 from harness.bundle.read import read_all
 from harness.run import orchestrate as dossier
 from harness.run.assemble import assemble
-from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
+from harness.run.destination import bundle_path
+from harness.run.orchestrate import RunOptions, run_dossier
 from harness.runners.local import LocalRunner
 from harness.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
@@ -193,7 +194,7 @@ def test_ctrl_c_during_dossier_run_prints_no_traceback_from_any_process(tmp_path
 
 
 def test_bundle_name_defaults_to_host_and_time(recorded, tmp_path):
-    path = bundle_path(RunOptions(output_dir=tmp_path), recorded)
+    path = bundle_path(tmp_path, None, recorded)
     assert path.parent == tmp_path and path.name.startswith("dossier-") and path.name.endswith("Z.tar.gz")
 
 

@@ -49,7 +49,7 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
                 f"the profile for {profile.sku_id} states {missing}; a profile file can add it",
             )
         ]
-    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
+    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel", f"memory bandwidth, {kernel} plateau")
     plateau = num(b.values.get("plateau_gbps"))
     if plateau is None:
         document = facts.document("bandwidth") or {}
@@ -190,7 +190,7 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
         "FLOP counts (burst best recomputed by harness.analysis.roofline)"
     )
     reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
-    threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
+    threshold = share_threshold(share, reference, "TFLOPS", dtype, f"{dtype} GEMM burst") if reference else None
     if values is None:
         why = f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why
         return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
@@ -233,7 +233,7 @@ def burst_conditions(heads: dict) -> str:
         return ""
     clock = num(window.get("sm_clock_mhz"))
     cap = window.get("power_cap")
-    cap_text = cap if isinstance(cap, str) else f"cap state unknown ({(cap or {}).get('unavailable')})"
+    cap_text = cap if isinstance(cap, str) else f"state unknown ({(cap or {}).get('unavailable')})"
     count = window.get("windows")
     what = (
         f"{count} windows of {fmt(window['window_ms'])} ms"
@@ -297,7 +297,7 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
                 f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it",
             )
         ]
-    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
+    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs", f"all-reduce bus bandwidth, {world} GPUs")
     return [at_least(name, title, measured, threshold, evidence)]
 
 
