@@ -52,9 +52,7 @@ def lines(record: Any) -> list[str]:
         by_why: dict[str, list[str]] = {}
         for e in noisy:
             by_why.setdefault(str(e.get("why")), []).append(f"{e['figure']} {_percent(e.get('spread'))}")
-        found += [
-            f"  - {fold(', '.join(figures), 'commands.json repeatability')}: {why}" for why, figures in by_why.items()
-        ]
+        found += [f"  - {', '.join(figures)}: {why}" for why, figures in by_why.items()]
     steady = [e for e in record.get("figures") or [] if isinstance(e, dict) and e.get("noisy") is False]
     if steady:  # a list of figures, folded as the report folds every one (the whole list is in commands.json)
         found.append(

@@ -16,6 +16,7 @@ from harness.cli import main
 
 FINAL = Path(__file__).parents[1] / "fixtures" / "h200" / "final"
 PUB = str(FINAL / "h200-final.pub")
+OLDER = ["--allow-format", "5"]  # format 5: this build renders format 6, so their reports are not re-rendered
 
 
 def bundle(name: str) -> str:
@@ -24,7 +25,7 @@ def bundle(name: str) -> str:
 
 @pytest.mark.parametrize("name", ["a1", "b1", "b2", "contended"])
 def test_each_final_h200_dossier_verifies_with_its_signer_key(name, capsys):
-    assert main(["verify", bundle(name), "--key", PUB]) == 0
+    assert main(["verify", bundle(name), "--key", PUB, *OLDER]) == 0
     assert "verified" in capsys.readouterr().out
 
 
@@ -44,6 +45,7 @@ def test_a_clean_run_reproduces_across_machine_starts_and_on_one(theirs, mine, t
             str(tmp_path / "s.intoto.json"),
             "--summary",
             str(tmp_path / "s.md"),
+            *OLDER,
         ]
     )
     said = capsys.readouterr()
@@ -67,6 +69,7 @@ def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_i
             str(tmp_path / "s.intoto.json"),
             "--summary",
             str(tmp_path / "s.md"),
+            *OLDER,
         ]
     )
     said = capsys.readouterr()
@@ -78,9 +81,9 @@ def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_i
 
 
 def test_acceptance_passes_the_clean_runs_and_fails_the_shared_gpu(capsys):
-    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 0
+    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB, *OLDER]) == 0
     capsys.readouterr()
-    assert main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 1
+    assert main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB, *OLDER]) == 1
     out = capsys.readouterr().out
     assert "FAIL no_unexpected_process" in out
 
@@ -93,7 +96,7 @@ def test_the_catalogues_h200_run_to_run_is_these_five_clean_dossiers():
     from harness import catalogue
     from harness.analysis import repeatability
 
-    views = bench.read([Path(bundle(n)) for n in ("a1", "a2", "a3", "b1", "b2")], [Path(PUB)])
+    views = bench.read([Path(bundle(n)) for n in ("a1", "a2", "a3", "b1", "b2")], [Path(PUB)], allow_formats=(5,))
     per_bundle = [
         repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps if e["step"] in v.documents})
         for v in views
