@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.verdict import Verdict, overall
+from harness.analysis.verdict import Verdict, answer_line, counted, overall
 from harness.check.expectation import Expectation
 from harness.check.judge import Finding
 
@@ -73,7 +73,17 @@ def summary_line(node: str, findings: list[Finding]) -> str:
     )
 
 
+def answer(node: str, findings: list[Finding]) -> str:
+    """The answer line, first and last: `verdict: FAIL: n1 sick (gpu_count): 1 failed, 9 incomplete,
+    1 passed, 2 skipped (exit 1)`."""
+    verdict = overall(f.verdict for f in findings)
+    named = [f.name for f in findings if f.verdict == verdict] if verdict != Verdict.PASS else []
+    what = f"{node} {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "")
+    return answer_line(verdict, f"{what}: {counted(f.verdict for f in findings)}")
+
+
 def lines(node: str, findings: list[Finding]) -> list[str]:
-    """One NHC-form line per check that did not pass, then the node's line."""
+    """One NHC-form line per check that did not pass, then the node's line (the answer line comes
+    before and after them: `answer`)."""
     shown = [f"{PREFIX[f.verdict]}: {f.name}: {f.message}" for f in findings if f.verdict in PREFIX]
     return shown + [summary_line(node, findings)]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths
+from harness.commands.options import MAX_GPUS_PER_NODE, count
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.probes.contract import real
 
@@ -30,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     expect = parser.add_argument_group("what this node should have (at least one)")
     expect.add_argument(
         "--expect-gpus",
-        type=int,
+        type=count(0, MAX_GPUS_PER_NODE, "the GPUs one node can hold"),
         metavar="N",
         help="the number of GPUs (0 for a node without GPUs; default: every NVIDIA GPU the PCI bus lists)",
     )
@@ -166,9 +167,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     else:
+        print(result.answer(node, findings))
         print("\n".join(result.lines(node, findings)))
         if "slurm" in document and refused is None:
             print(f"slurm: {document['slurm']['node']}: {document['slurm']['did']}: {document['slurm']['why']}")
+        if refused is None:
+            print(result.answer(node, findings))
     if refused is not None:
         raise refused
     return document["exit_code"]

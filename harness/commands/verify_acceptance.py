@@ -6,8 +6,9 @@ import argparse
 from pathlib import Path
 
 from harness import paths
+from harness.analysis.verdict import Verdict, answer_line
 from harness.commands.accept import sha256_file
-from harness.errors import CheckFailed
+from harness.errors import CheckFailed, UsageError
 from harness.judge.acceptance.predicate import recorded_verdict, verify_envelope
 from harness.signing import dsse
 from harness.signing.keys import keyid, load_public
@@ -21,7 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Check that ATTESTATION (written by `dossier accept --attestation`) is signed by the key "
         "PUB (DSSE, Ed25519), is an in-toto test-result statement, and names BUNDLE's sha256 as "
         "its subject; then print the verdict it carries. Exit 0 when all of that holds, 1 otherwise "
-        "(whatever the verdict itself).",
+        "(whatever the verdict itself); 2 when ATTESTATION is not a signed attestation at all (not JSON, "
+        "not a DSSE envelope).",
     )
     parser.add_argument("attestation", type=Path)
     parser.add_argument("bundle", type=Path)
@@ -37,6 +39,13 @@ def handle(args: argparse.Namespace) -> int:
     trusted = load_public(args.key)
     data = args.attestation.read_bytes()
     try:
+        dsse.parse(data)
+    except dsse.EnvelopeError as exc:  # not what it should be, like any unreadable input: exit 2
+        raise UsageError(
+            f"ATTESTATION {args.attestation} is not a signed attestation: {exc}",
+            hint="give the file `dossier accept --attestation` wrote",
+        ) from exc
+    try:
         stmt = verify_envelope(data, trusted, sha256_file(args.bundle))
     except (dsse.EnvelopeError, StatementError) as exc:
         raise CheckFailed(
@@ -44,10 +53,17 @@ def handle(args: argparse.Namespace) -> int:
             hint="check that --key is the acceptor's public key and BUNDLE the file judged",
         ) from exc
     p = stmt["predicate"]
+    answer = answer_line(
+        Verdict.PASS,
+        f"{args.attestation.name} verified: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle.name}; "
+        f"the verdict it carries: {recorded_verdict(p).upper()} ({p['result']})",
+    )
+    print(answer)
     print(f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}")
     print(
         f"result {p['result']} (verdict {recorded_verdict(p)}): passed {', '.join(p.get('passedTests') or []) or 'none'}; "
         f"failed or incomplete {', '.join(p.get('failedTests') or []) or 'none'}; "
         f"warned {', '.join(p.get('warnedTests') or []) or 'none'}"
     )
+    print(answer)
     return 0

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths, registry
+from harness.analysis.verdict import Verdict, answer_line
 from harness.bundle.read import UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.accept import sha256_file
@@ -96,8 +97,16 @@ def handle(args: argparse.Namespace) -> int:
     paths.input_bundle(args.theirs, "THEIRS")
     paths.input_bundle(args.mine, "MINE")
     trusted = load_public(args.key)
+    data = args.statement.read_bytes()
     try:
-        stmt = verify(args.statement.read_bytes(), trusted, sha256_file(args.theirs), sha256_file(args.mine))
+        dsse.parse(data)
+    except dsse.EnvelopeError as exc:  # not what it should be, like any unreadable input: exit 2
+        raise UsageError(
+            f"STATEMENT {args.statement} is not a signed statement: {exc}",
+            hint="give the file `dossier reproduce --statement` wrote",
+        ) from exc
+    try:
+        stmt = verify(data, trusted, sha256_file(args.theirs), sha256_file(args.mine))
     except (dsse.EnvelopeError, StatementError) as exc:
         raise CheckFailed(
             f"NOT VERIFIED {args.statement}: {exc}",
@@ -125,6 +134,13 @@ def handle(args: argparse.Namespace) -> int:
             f"note: judged again by this build (another build or catalogue than the signer's): {line}", file=sys.stderr
         )
     counts = predicate.get("counts") or {}
+    answer = answer_line(
+        Verdict.PASS,
+        f"{args.statement.name} verified, about {args.theirs.name} and {args.mine.name}; the verdict it carries: "
+        f"{str(predicate.get('verdict')).replace('_', ' ').upper()} ({counts.get('reproduced', 0)} reproduced, "
+        f"{counts.get('not_reproduced', 0)} not reproduced, {counts.get('not_comparable', 0)} not comparable)",
+    )
+    print(answer)
     print(
         f"verified {args.statement}: signed by keyid {keyid(trusted)[:16]}..., about THEIRS {args.theirs} and MINE "
         f"{args.mine}"
@@ -134,4 +150,5 @@ def handle(args: argparse.Namespace) -> int:
         f"{counts.get('reproduced', 0)} reproduced, {counts.get('not_reproduced', 0)} not reproduced, "
         f"{counts.get('not_comparable', 0)} not comparable"
     )
+    print(answer)
     return 0

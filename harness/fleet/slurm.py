@@ -52,6 +52,11 @@ def _run(argv: list[str], timeout_s: float = 60) -> subprocess.CompletedProcess[
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
+def sbatch_path() -> str:
+    """sbatch's path; EnvironmentProblem (exit 4) when this host has no Slurm client."""
+    return _client("sbatch")
+
+
 def submit(script: Path, options: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """Submit a batch script (with sbatch OPTIONS before it); its job id and the exact sbatch argv."""
     argv = [_client("sbatch"), "--parsable", *options, str(script)]

@@ -166,16 +166,19 @@ def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: I
         stream.write(comparison_text(comparison, name_a, name_b))
 
 
+def answer(comparison: Comparison) -> str:
+    """The answer line, first and last: `verdict: NOT REPRODUCED: ... (exit 0)` (diff only shows; it exits 0)."""
+    judgement = comparison.judgement
+    return (
+        f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
+        f"{judgement.counts()['not_comparable']} not comparable; `dossier reproduce` signs it) (exit 0)"
+    )
+
+
 def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
+    console.print(answer(comparison), markup=False, highlight=False)
     console.print(f"A: {name_a}", markup=False, highlight=False)
     console.print(f"B: {name_b}", markup=False, highlight=False)
-    judgement = comparison.judgement
-    console.print(
-        f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
-        f"{judgement.counts()['not_comparable']} not comparable; `dossier reproduce` signs it)",
-        markup=False,
-        highlight=False,
-    )
     for section in SECTIONS:
         rows = [f for f in comparison.fields if f.section == section]
         if rows:
@@ -186,3 +189,4 @@ def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -
         console.print(metrics_table(list(comparison.metrics)))
     else:
         console.print("metrics: no metric was measured in either bundle", markup=False)
+    console.print(answer(comparison), markup=False, highlight=False)

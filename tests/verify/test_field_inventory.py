@@ -196,8 +196,14 @@ def _precision_run(tmp: Path) -> Any:
 
 @cache
 def documents() -> tuple[Document, ...]:
+    """The documents edited, made once; the runs that make some of them work in a temporary folder,
+    removed when they are made (`make test` leaves no folder of its own behind)."""
+    with tempfile.TemporaryDirectory(prefix="field-inventory-") as name:
+        return _documents(Path(name))
+
+
+def _documents(tmp: Path) -> tuple[Document, ...]:
     found = []
-    tmp = Path(tempfile.mkdtemp(prefix="field-inventory-"))
     # (label, files, the steps whose documents are edited: the re-made bundle's are the full one's, the
     # retest run's a test probe's)
     sources = [
