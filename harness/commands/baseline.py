@@ -115,9 +115,10 @@ def handle(args: argparse.Namespace) -> int:
     if args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before any bundle is read
     key_path, trusted = trusted_key(args.key, lambda text: print(f"baseline: {text}", file=sys.stderr))
-    inputs = []
+    inputs, notes = [], []
     for done, (bundle, name) in enumerate(zip(args.bundles, _names(args.bundles), strict=True), start=1):
-        view, ref = verified_view(bundle, key_path, trusted, allowed_formats(args), command="baseline")
+        view, ref = verified_view(bundle, key_path, trusted, allowed_formats(args))
+        notes += [f"{name}: verify NOT DONE {line}" for line in ref.checks_not_done]
         inputs.append(Input(name, ref.sha256, ref.signer_keyid, view))
         print(f"baseline: verified {done}/{len(args.bundles)} {name} ({ref.checks_passed} checks)", file=sys.stderr)
     document = build(inputs, registry.acceptance_criteria(), registry.known_good_kinds(), args.sku, args.why)
@@ -125,8 +126,7 @@ def handle(args: argparse.Namespace) -> int:
     if found:  # the builder's own output must be a valid profile: a bug otherwise
         raise RuntimeError(f"the profile made does not match schemas/{SCHEMA}.schema.json: {found[0]}")
     key, note = signing_key_for_run(args.signing_key)
-    if note:
-        print(f"baseline: {note}", file=sys.stderr)
+    notes += [note] if note else []
     paths.write_output(args.out, sign_profile(document, [(i.name, i.sha256) for i in inputs], key), "--out")
     answer = answer_line(
         Verdict.PASS,
@@ -134,7 +134,7 @@ def handle(args: argparse.Namespace) -> int:
         f"{len(document['required'])} criteria required, signed by keyid {key.keyid[:16]}...",
     )
     print(answer, file=sys.stderr)
-    for line in summary(document):
+    for line in [*summary(document), *(f"note: {n}" for n in notes)]:
         print(line, file=sys.stderr)
     print(
         f"judge with: dossier accept BUNDLE --profile-file {args.out} --profile-key "

@@ -56,6 +56,7 @@ def handle(args: argparse.Namespace) -> int:
     paths.input_bundle(args.a, "bundle A")
     paths.input_bundle(args.b, "bundle B")
     allowed = allowed_formats(args)
+    notes = []
     for path, key in ((args.a, args.key_a or args.key), (args.b, args.key_b or args.key)):
         if key is not None:
             result = verify_bundle(path, load_public(key), allow_formats=allowed)
@@ -64,11 +65,12 @@ def handle(args: argparse.Namespace) -> int:
                     f"{path} fails verification ({len(result.failures)} check(s)); first: {result.failures[0].line()}",
                     hint=f"run `dossier verify {path} --key {key}` for every failure",
                 )
-            for line in not_done_lines(result):
-                print(f"diff: {path}: verify {line}", file=sys.stderr)
+            notes += [f"diff: {path}: verify {line}" for line in not_done_lines(result)]
     comparison = compare(load_view(args.a), load_view(args.b))
     if args.json:
+        for note in notes:
+            print(note, file=sys.stderr)
         print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, allow_nan=False))
     else:
-        print_comparison(comparison, str(args.a), str(args.b), sys.stdout)
+        print_comparison(comparison, str(args.a), str(args.b), sys.stdout, notes)
     return 0

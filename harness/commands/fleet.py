@@ -225,9 +225,11 @@ def handle_submit(args: argparse.Namespace) -> int:
         serial=args.serial,
         python=args.python,
     )
-    job_id, run_dir = submit(spec_args, args.output_dir, args.signing_key)
+    job_id, run_dir, note = submit(spec_args, args.output_dir, args.signing_key)
     answer = answer_line(Verdict.PASS, f"fleet job {job_id} submitted: {args.nodes} node(s); run directory {run_dir}")
     print(answer, file=sys.stderr, flush=True)
+    if note:
+        print(note, file=sys.stderr)
     print(job_id, flush=True)
     if args.wait > 0:
         state = slurm.wait(job_id, args.wait)
@@ -278,7 +280,7 @@ def handle_collect(args: argparse.Namespace) -> int:
         return fleet_collect.collect_shard(args)
     if args.array is not None:
         return fleet_collect.collect_array(args)
-    _import_plotting_meanwhile()
+    importing = _import_plotting_meanwhile()
     run, document = collect(
         args.output_dir,
         args.job_id,
@@ -288,6 +290,7 @@ def handle_collect(args: argparse.Namespace) -> int:
         args.workers,
         allow_formats=allowed_formats(args),
     )
+    importing.join()
     return fleet_collect.write_fleet_bundle(
         run, document, args.signing_key, destination, args.prometheus, baseline, args.workers
     )
@@ -299,7 +302,7 @@ def handle_merge(args: argparse.Namespace) -> int:
     from harness.signing.keys import load_public
 
     destination, baseline = _check_collect_inputs(args, args.signing_key)
-    _import_plotting_meanwhile()
+    importing = _import_plotting_meanwhile()
     run = find_run(args.output_dir, args.job_id)
     state = job_state(args.job_id, args.wait)
     results, profile = shard.read(args.output_dir, run, nodes_of(run), load_public(args.key))
@@ -308,14 +311,19 @@ def handle_merge(args: argparse.Namespace) -> int:
         + (f" (profile {profile})" if profile else ""),
         file=sys.stderr,
     )
+    importing.join()
     return fleet_collect.write_fleet_bundle(
         run, assemble(run, results, state), args.signing_key, destination, args.prometheus, baseline, None
     )
 
 
-def _import_plotting_meanwhile() -> None:
+def _import_plotting_meanwhile() -> threading.Thread:
     """Import matplotlib on a thread while the nodes are checked (this process mostly waits on its workers
-    then) rather than after them: the plots are drawn last, when nothing else is left to overlap."""
-    threading.Thread(
+    then) rather than after them: the plots are drawn last, when nothing else is left to overlap. The
+    fleet bundle is written once the thread is done (joined): matplotlib imported on two threads at once
+    is found half-made by one of them (a merge of few nodes reached the plots first)."""
+    thread = threading.Thread(
         target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True, name="import-matplotlib"
-    ).start()
+    )
+    thread.start()
+    return thread

@@ -77,9 +77,10 @@ def check_path(path: Path) -> None:
         raise UsageError(f"{path}: the output directory must have no spaces or commas (Slurm options carry it)")
 
 
-def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tuple[str, Path]:
+def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tuple[str, Path, str | None]:
     """Write fleet.sbatch and node.sh into a new run directory, sbatch it, write submission.json;
-    when sbatch refuses, remove what this submission wrote and raise its refusal."""
+    when sbatch refuses, remove what this submission wrote and raise its refusal. Returns the job id,
+    the run directory and a note when a fleet key pair was made for it."""
     output_dir = output_dir.resolve()
     check_path(output_dir)
     slurm.sbatch_path()  # no Slurm client: refused before anything is written
@@ -93,10 +94,8 @@ def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tup
     except BaseException:
         _remove(made)
         raise
-    if note:
-        print(note, file=sys.stderr)
     _record(job_id, spec, sbatch_argv, output_dir, run_dir, key_path)
-    return job_id, run_dir
+    return job_id, run_dir, note
 
 
 def _write_and_submit(spec_args: dict[str, Any], run_dir: Path, key_path: Path) -> tuple[str, FleetSpec, list[str]]:

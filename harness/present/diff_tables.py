@@ -10,6 +10,7 @@ same comparison always prints the same bytes. `dossier diff --json` gives the wh
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import IO, Any
 
 from rich import box
@@ -145,7 +146,7 @@ def metrics_table(metrics: list[MetricDiff]) -> Table:
     return table
 
 
-def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
+def comparison_text(comparison: Comparison, name_a: str, name_b: str, notes: Sequence[str] = ()) -> str:
     """The tables as plain text, TEXT_WIDTH wide, no colour, no trailing spaces."""
     buffer = io.StringIO()
     _print(
@@ -153,17 +154,21 @@ def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
         comparison,
         name_a,
         name_b,
+        notes,
     )
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
-def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: IO[str]) -> None:
-    """On a terminal, rich tables at its width; elsewhere comparison_text."""
+def print_comparison(
+    comparison: Comparison, name_a: str, name_b: str, stream: IO[str], notes: Sequence[str] = ()
+) -> None:
+    """On a terminal, rich tables at its width; elsewhere comparison_text. NOTES (what verifying the
+    bundles could not check) are said after the tables, before the answer line ends it."""
     console = Console(file=stream)
     if console.is_terminal:
-        _print(console, comparison, name_a, name_b)
+        _print(console, comparison, name_a, name_b, notes)
     else:
-        stream.write(comparison_text(comparison, name_a, name_b))
+        stream.write(comparison_text(comparison, name_a, name_b, notes))
 
 
 def answer(comparison: Comparison) -> str:
@@ -175,8 +180,8 @@ def answer(comparison: Comparison) -> str:
     )
 
 
-def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
-    console.print(answer(comparison), markup=False, highlight=False)
+def _print(console: Console, comparison: Comparison, name_a: str, name_b: str, notes: Sequence[str] = ()) -> None:
+    console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)
     console.print(f"A: {name_a}", markup=False, highlight=False)
     console.print(f"B: {name_b}", markup=False, highlight=False)
     for section in SECTIONS:
@@ -189,4 +194,6 @@ def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -
         console.print(metrics_table(list(comparison.metrics)))
     else:
         console.print("metrics: no metric was measured in either bundle", markup=False)
-    console.print(answer(comparison), markup=False, highlight=False)
+    for note in notes:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
+    console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)
