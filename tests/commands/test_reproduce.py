@@ -231,7 +231,9 @@ def test_the_terminal_gets_the_verdict_and_each_figure_that_did_not_reproduce(co
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert out.splitlines()[-1].startswith("NOT REPRODUCED: 11 of 85 comparable figures did not reproduce")
+    answer = out.splitlines()[-1]  # the answer, first and last
+    assert answer == out.splitlines()[0] and answer.endswith("(exit 1)")
+    assert answer.startswith("verdict: NOT REPRODUCED: 11 of 85 comparable figures did not reproduce")
     assert "FAIL bandwidth.plateau_gbps: theirs 4254, mine 1994.3: mine is -53.12% of theirs" in out
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.bundle.read import read_all
-from harness.run import orchestrate as dossier
+from harness.run import destination as dossier  # where the bundle is assembled and written
 from harness.run.assemble import assemble
 from harness.run.destination import bundle_path
 from harness.run.orchestrate import RunOptions, run_dossier
