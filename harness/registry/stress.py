@@ -123,7 +123,7 @@ STEPS = (
     ProbeStep(
         "stress",
         "stress",
-        "Stress: sustained GEMM and memory test",
+        "Sustained GEMM and memory test (stress)",
         "beyond lab M1",
         schema="stress",
         analysis="stress",

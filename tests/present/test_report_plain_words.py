@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import registry
 from harness.bundle import layout
 from harness.present.portable import local_path
 from harness.run.assemble import unsigned_files
@@ -32,6 +33,9 @@ FINAL = Path(__file__).parents[1] / "fixtures" / "h200" / "final"
 # `- load_ran (all): pass: ...` (a sentence opens with a capital, or a GPU's or figure's name).
 KEY_VALUE = re.compile(r"^\s*- [a-z][a-z0-9_]*( \([^)]*\))?: ")
 INTERNAL = re.compile(r"\b(idle-load|health-diff|health-load|M1T\d)\b")
+FILE = re.compile(r"\S+\.json\b")  # a member named by its file (raw/health-load.json) is a file, not a step's name
+TITLES = sorted({step.title for step in registry.lab_plan()}, key=len, reverse=True)
+NAMED = re.compile(r"^(?:(?:" + "|".join(map(re.escape, TITLES)) + r")(?:, )?)+: ")  # a limitation's steps
 SHARED = 48  # characters a limitation may share with another before it says the same thing twice
 SKIPPED = ("roofline", "precision", "allreduce", "transfer")
 pytestmark = pytest.mark.timeout(900)  # the CPU dossier: a minute on an idle 2-core VM, more under load
@@ -70,8 +74,8 @@ def section(report: str, heading: str) -> str:
 
 
 def _outside_references(line: str) -> str:
-    """LINE without what names an internal thing as a reference: code spans and parentheses."""
-    line = re.sub(r"`[^`]*`", "", line)
+    """LINE without what names an internal thing as a reference: code spans, parentheses, file names."""
+    line = FILE.sub("", re.sub(r"`[^`]*`", "", line))
     while re.search(r"\([^()]*\)", line):
         line = re.sub(r"\([^()]*\)", "", line)
     return line
@@ -97,9 +101,9 @@ def test_internal_step_names_are_only_references_beside_words(reports, which):
 
 @pytest.mark.parametrize("which", ["clean", "contended", "cpu"])
 def test_each_limitation_is_said_once(reports, which):
-    lines = [line[2:] for line in section(reports[which], "Limitations").splitlines() if line.startswith("- ")]
-    joined = [" ".join(line.split()) for line in lines]
-    assert len(set(joined)) == len(joined)
+    items = section(reports[which], "Limitations").split("\n- ")[1:]  # each item, its wrapped lines joined
+    joined = [NAMED.sub("", " ".join(item.split())) for item in items]  # what is said, without the steps named
+    assert len(set(joined)) == len(joined) and all(joined)
     for i, line in enumerate(joined):
         for other in joined[:i]:
             match = SequenceMatcher(None, other, line, autojunk=False).find_longest_match(0, len(other), 0, len(line))
@@ -107,7 +111,7 @@ def test_each_limitation_is_said_once(reports, which):
 
 
 def test_the_cpu_report_says_the_nvml_cause_once(reports):
-    limits = section(reports["cpu"], "Limitations")
+    limits = " ".join(section(reports["cpu"], "Limitations").split())
     assert limits.count("NVML Shared Library Not Found") == 1 and "(the cause said above)" in limits
 
 
@@ -149,11 +153,21 @@ def test_the_contended_report_reads_as_healthy_nowhere(reports):
         stress.split()
     )
     assert "bf16 GEMM burst 45.7% of 765.1 TFLOPS, FAIL" in " ".join(roofline.split())
-    assert "**Passed:**" in report and "Rates against a known-good unit" not in report.split("**Passed:**")[1][:300]
+    verdict = section(report, "Verdict")
+    assert "Rates against a known-good unit" in group(verdict, "Failed")
+    assert "Rates against a known-good unit" not in group(verdict, "Passed")
+
+
+def group(verdict: str, heading: str) -> str:
+    """The lines of one group of the verdict section (`**Failed:**` ... up to the next group)."""
+    return verdict.split(f"**{heading}:**", 1)[1].split("\n**", 1)[0] if f"**{heading}:**" in verdict else ""
 
 
 def test_the_clean_report_shows_the_same_rates_at_their_known_good(reports):
+    """h200-a1 ran alone on its GPU: every rate at its known-good. (Its roofline criterion fails on square-512,
+    which probe contract 4 could not explain: tests/present/test_verdict_block.py; the rates are not why.)"""
     verdict = section(reports["clean"], "Verdict")
     rows = [line for line in verdict.splitlines() if line.startswith("| ") and not line.startswith(("| rate", "| ---"))]
-    assert rows and all(line.rstrip(" |").endswith("PASS") for line in rows), rows
-    assert "## Verdict: FAIL" not in verdict or "Rates against a known-good unit" not in verdict.split("**Failed:**")[1]
+    assert len(rows) == 10 and all(line.rstrip(" |").endswith("PASS") for line in rows), rows
+    assert "Rates against a known-good unit" in group(verdict, "Passed")
+    assert "known-good" not in group(verdict, "Failed")
