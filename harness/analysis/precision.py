@@ -258,21 +258,6 @@ def count_kinds(explanations: list[dict[str, Any]]) -> dict[str, int]:
 
 
 @per_document
-def checkpoint_name(checkpoint: Any) -> str | None:
-    """A checkpoint as anyone can find it again: its repository and revision, else its file's name
-    (a local path of the machine that measured it, as `--checkpoint .gpu/model.safetensors` records
-    in `label`, means nothing elsewhere: the sha256 beside it is what pins the file)."""
-    if not isinstance(checkpoint, dict):
-        return None
-    if checkpoint.get("repo"):
-        revision = checkpoint.get("revision")
-        return f"{checkpoint['repo']}@{revision}" if revision else str(checkpoint["repo"])
-    label, file = checkpoint.get("label"), checkpoint.get("file")
-    if isinstance(label, str) and "/" not in label and "\\" not in label:
-        return label  # a manifest's name or a bare file name
-    return str(file) if file else (label.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(label, str) else None)
-
-
 def headlines(document: dict[str, Any]) -> dict[str, Any]:
     """Headline figures recomputed from the per-format measurements in the document."""
     tensors = document.get("tensors", [])

@@ -13,7 +13,6 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from harness.analysis.precision import checkpoint_name
 from harness.analysis.units import is_number, number
 from harness.analysis.verdict import parse
 from harness.judge.acceptance.rates import burst_conditions
@@ -134,6 +133,21 @@ def roofline_lines(r: dict[str, Any]) -> list[str]:
     if is_number(r.get("fusion_speedup")):
         lines.append(f"Fusing the chain of elementwise kernels ran it {number(r['fusion_speedup'])} times faster.")
     return lines
+
+
+def checkpoint_name(checkpoint: Any) -> str | None:
+    """A checkpoint as anyone can find it again: its repository and revision, else its file's name
+    (a local path of the machine that measured it, as `--checkpoint .gpu/model.safetensors` records
+    in `label`, means nothing elsewhere: the sha256 beside it is what pins the file)."""
+    if not isinstance(checkpoint, dict):
+        return None
+    if checkpoint.get("repo"):
+        revision = checkpoint.get("revision")
+        return f"{checkpoint['repo']}@{revision}" if revision else str(checkpoint["repo"])
+    label, file = checkpoint.get("label"), checkpoint.get("file")
+    if isinstance(label, str) and "/" not in label and "\\" not in label:
+        return label  # a manifest's name or a bare file name
+    return str(file) if file else (label.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(label, str) else None)
 
 
 def precision_lines(p: dict[str, Any], checkpoint: Any) -> list[str]:

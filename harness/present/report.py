@@ -18,14 +18,14 @@ import jinja2
 
 from harness import registry
 from harness.analysis.health import figures as health_figures
-from harness.analysis.precision import checkpoint_name
 from harness.analysis.tool import tool_text
 from harness.analysis.units import value_text, without_empty
-from harness.analysis.verdict import StepStatus, Verdict
+from harness.analysis.verdict import StepStatus
 from harness.bundle import layout
 from harness.bundle.view import BundleView
 from harness.judge import known_good
 from harness.judge.engine import Result
+from harness.judge.evidence import checkpoint_name
 from harness.present import limitations, repeatability, step_tables, templating
 from harness.present.folding import FOLD_AT, fold, wrap_markdown
 from harness.present.portable import portable
@@ -326,8 +326,6 @@ def context(view: BundleView) -> dict[str, Any]:
         "images": images,
         "checkpoints": checkpoints,
         "dossier_command": dossier_command(commands),
-        "layout": layout,
-        "verdicts": Verdict,
     }
 
 

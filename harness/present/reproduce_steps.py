@@ -8,8 +8,8 @@ import re
 import shlex
 from typing import Any
 
-from harness.analysis.precision import checkpoint_name
 from harness.bundle.view import BundleView
+from harness.judge.evidence import checkpoint_name
 from harness.present.folding import environment_text, short_command
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.precision import MODEL_QUALITY_CAVEAT, checkpoint_name, headlines
+from harness.analysis.precision import MODEL_QUALITY_CAVEAT, headlines
+from harness.judge.evidence import checkpoint_name
 from harness.probes.contract import is_unavailable
 
 
