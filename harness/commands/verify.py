@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from harness import paths
@@ -107,13 +106,12 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json(), indent=1, sort_keys=True))
         return 0 if result.ok else 1
-    stream = sys.stdout if result.ok else sys.stderr
     line = answer(args, result, view)
-    print(line, file=stream)
+    print(line)
     for check in result.checks:
         if args.all or not check.ok:
-            print(check.line(), file=stream)
+            print(check.line())
     for done in not_done_lines(result):
-        print(done, file=stream)
-    print(line, file=stream)
+        print(done)
+    print(line)
     return 0 if result.ok else 1

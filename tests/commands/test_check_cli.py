@@ -43,8 +43,10 @@ def test_a_cpu_node_expected_to_have_a_gpu_is_sick_and_says_nvml_is_absent(gpu_f
     code, out, _ = dossier("check", "--expect-gpus", "1", "--node", "cpu1")
     assert code == 1
     answer, *lines, last = out.splitlines()
-    assert answer == last and answer.startswith("verdict: FAIL: cpu1 sick (gpu_count): 1 failed, ") and answer.endswith(
-        "(exit 1)"
+    assert (
+        answer == last
+        and answer.startswith("verdict: FAIL: cpu1 sick (gpu_count): 1 failed, ")
+        and answer.endswith("(exit 1)")
     )
     assert lines[0].startswith("ERROR: dossier check: Health check failed: gpu_count: expected 1 GPU(s)")
     assert any(

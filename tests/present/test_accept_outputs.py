@@ -54,7 +54,9 @@ def test_every_file_written_is_announced(env, capsys):
         )
         == 0
     )
-    wrote = [line for line in capsys.readouterr().err.splitlines() if line.startswith("accept: wrote ")]
+    said = capsys.readouterr().out.splitlines()  # the notes, between the answer and its counts
+    wrote = [line for line in said if line.startswith("note: wrote ")]
+    assert said[0] == said[-1] and said[0].startswith("verdict: PASS: ")
     assert [line.split()[2] for line in wrote] == [str(out[n]) for n in ("json", "xml", "md", "html")]
     assert all(path.stat().st_size > 0 for path in out.values())
     assert "JUnit XML" in wrote[1] and "attestation" in wrote[0] and "Markdown" in wrote[2] and "HTML" in wrote[3]

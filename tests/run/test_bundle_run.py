@@ -57,9 +57,9 @@ def test_bundle_holds_raw_output_logs_plots_and_commands(recorded, tmp_path):
     assert fails["exit_code"] == 3 and "device went away" in fails["stderr_tail"]
     assert fails["stdout"] == "logs/fails.stdout.txt" and fails["output"] is None
     report = files["report.md"].decode()
-    assert "| 2 | fails | test | failed | 3 |" in report
+    assert "| 2 | A failing probe (test) (`fails`) | test | failed | 3 |" in report  # by its recorded title
     assert "![plots/tick/tick.png](plots/tick/tick.png)" not in report  # not a lab criterion's step
-    assert "mean_mib_per_s:" in report and "MiB/s" in report
+    assert "| `mean_mib_per_s` |" in report and "MiB/s" in report  # a step no criterion reads: its figures' table
 
 
 def test_same_records_give_byte_identical_bundles(recorded, tmp_path):

@@ -86,15 +86,17 @@ def known_good(document: dict[str, Any], sku_id: str | None) -> tuple[float, flo
 
 def render_for_sku(document: dict[str, Any], stem: Path, sku_id: str | None) -> list[Path]:
     """`render`, with SKU_ID's known-good sustained rate and acceptance's share of it drawn."""
-    return render(document, stem, known_good(document, sku_id))
+    return _render(document, stem, known_good(document, sku_id))
 
 
-def render(
-    document: dict[str, Any], stem: Path, reference: tuple[float, float | None, str] | None = None
-) -> list[Path]:
+def render(document: dict[str, Any], stem: Path) -> list[Path]:
     """Write STEM.png and STEM.svg from a stress document; every figure comes from the raw data. Only
-    panels with data are drawn; the figure says which are not and why. REFERENCE (`known_good`) is
-    drawn on the TFLOPS panel."""
+    panels with data are drawn; the figure says which are not and why."""
+    return _render(document, stem, None)
+
+
+def _render(document: dict[str, Any], stem: Path, reference: tuple[float, float | None, str] | None) -> list[Path]:
+    """`render`, REFERENCE (`known_good`: rate, share, the SKU's name) drawn on the TFLOPS panel."""
     heads = {d["index"]: d for d in analysis.headlines(document)["devices"]}
     lines = series(document)
     drawn = panels(lines)
