@@ -2,7 +2,7 @@
 """How far every timed headline figure moved across N dossiers of one machine (issue 30, item 2).
 
 Verifies each bundle with the signer's public key (an unverified one is refused), reads every timed
-figure the way the catalogue names them (harness.analysis.repeatability.bundle_figures: bandwidth,
+figure the way the catalogue names them (harness.judge.reproduction.engine.rates_of, every rate the probes declare: bandwidth,
 stress, transfer per-GPU figures, each roofline dtype's burst best and shapes), and prints:
   1. a Markdown table for bench/RESULTS.md: per figure its kind, its kind's bound, n, min, median, max
      and range over median ((max - min) / median), and whether it met the bound;
@@ -27,8 +27,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness import catalogue
+from harness import catalogue, registry
 from harness.analysis import repeatability
+from harness.judge.reproduction.engine import rates_of
 from harness.signing.keys import load_public
 from harness.verify import verify_and_view
 
@@ -157,10 +158,7 @@ def main() -> int:
     if len(args.bundles) < 2:
         parser.error("give at least two bundles")
     views = read(args.bundles, args.key, tuple(args.allow_format))
-    per_bundle = [
-        repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps if e["step"] in v.documents})
-        for v in views
-    ]
+    per_bundle = [rates_of(v, registry.figures()) for v in views]
     commits = sorted({_commit(v.commands.get("tool") or {}) for v in views})
     dates = sorted(str(v.commands.get("started_at"))[:10] for v in views)
     skus = {repeatability.bundle_sku(v.documents) for v in views}

@@ -149,3 +149,10 @@ def run_to_run(sku_id: str | None) -> dict[str, Any] | None:
     """The SKU's measured run-to-run spreads (sources and figures), or None when none is recorded."""
     sku = by_id(sku_id) if sku_id else None
     return (sku or {}).get("run_to_run")
+
+
+def noise_campaign(sku_id: str | None) -> dict[str, Any]:
+    """The SKU's noise campaign (harness.analysis.noise: per figure the run-to-run spread on one GPU and
+    over the SKU's units, with the campaign's source and measured false-alarm rate), or {} when none."""
+    sku = by_id(sku_id) if sku_id else None
+    return (sku or {}).get("noise_campaign") or {}

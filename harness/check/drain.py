@@ -32,8 +32,10 @@ class Action:
         return f"{self.node}: {self.did}: {self.why}"
 
 
-def reason_for(finding: Finding) -> str:
-    text = f"{REASON_PREFIX}{finding.name}: {' '.join(finding.message.split())}"
+def reason_for(finding: Finding, action: str | None = None) -> str:
+    """`dossier check: CHECK: what` (`dossier check: ACTION: CHECK: what` with the recommended action)."""
+    led = f"{action}: " if action else ""
+    text = f"{REASON_PREFIX}{led}{finding.name}: {' '.join(finding.message.split())}"
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
 
 
@@ -41,12 +43,20 @@ def drained(state: str) -> bool:
     return "DRAIN" in state.upper()
 
 
-def apply(node: str, verdict: Verdict, problem: Finding | None, drain: bool, resume_own: bool) -> Action:
-    """What --drain / --resume-own do to NODE for this verdict (PROBLEM: the finding a drain names)."""
+def apply(
+    node: str,
+    verdict: Verdict,
+    problem: Finding | None,
+    drain: bool,
+    resume_own: bool,
+    drain_reason: str | None = None,
+) -> Action:
+    """What --drain / --resume-own do to NODE for this verdict (PROBLEM: the finding a drain names;
+    DRAIN_REASON: the reason to drain with, when not reason_for(PROBLEM))."""
     state, reason = slurm.node_state(node)
     ours = reason is not None and reason.startswith(REASON_PREFIX)
     if problem is not None and drain:
-        wanted = reason_for(problem)
+        wanted = drain_reason or reason_for(problem)
         if drained(state) and not ours:
             return Action(node, "left drained", f"already drained by someone else ({reason}); their reason is kept")
         if drained(state) and reason == wanted:

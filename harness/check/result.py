@@ -8,7 +8,9 @@ from collections import Counter
 from typing import Any
 
 from harness import catalogue
+from harness.analysis.actions import Action
 from harness.analysis.verdict import Verdict, answer_line, counted, overall
+from harness.check.advice import recommended
 from harness.check.expectation import Expectation
 from harness.check.judge import Finding
 
@@ -73,13 +75,16 @@ def summary_line(node: str, findings: list[Finding]) -> str:
     )
 
 
-def answer(node: str, findings: list[Finding]) -> str:
+def answer(node: str, findings: list[Finding], result: dict[str, Any] | None = None) -> str:
     """The answer line, first and last: `verdict: FAIL: n1 sick (gpu_count): 1 failed, 9 incomplete,
-    1 passed, 2 skipped (exit 1)`."""
+    1 passed, 2 skipped; action: DRAIN (exit 1)`, the action the RESULT document recommends
+    (harness.check.advice) where there is one to take."""
     verdict = overall(f.verdict for f in findings)
     named = [f.name for f in findings if f.verdict == verdict] if verdict != Verdict.PASS else []
     what = f"{node} {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "")
-    return answer_line(verdict, f"{what}: {counted(f.verdict for f in findings)}")
+    action = recommended(result)[0] if result is not None else Action.NONE
+    said = None if action == Action.NONE else str(action)
+    return answer_line(verdict, f"{what}: {counted(f.verdict for f in findings)}", action=said)
 
 
 def lines(node: str, findings: list[Finding]) -> list[str]:

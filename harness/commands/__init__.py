@@ -14,6 +14,7 @@ from harness.commands import (
     baseline,
     check,
     diff,
+    evidence,
     fleet,
     health_diff,
     keygen,
@@ -23,6 +24,7 @@ from harness.commands import (
     run,
     verify,
     verify_acceptance,
+    verify_evidence,
     verify_reproduction,
 )
 
@@ -39,6 +41,8 @@ AFTER_PROBES = [
     baseline,
     accept,
     verify_acceptance,
+    evidence,
+    verify_evidence,
     fleet,
 ]
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from harness import paths, registry
+from harness.analysis.verdict import Verdict
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
@@ -23,8 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "diff",
         help="hardware, software and metric differences between two bundles",
         description="Compare bundle B against bundle A: hardware and software fields side by side, and "
-        "each measured figure as the ratio B/A with each side's spread. With --key (one for "
-        "both) or --key-a/--key-b, each bundle is verified first and refused if it fails.",
+        "each measured figure as the ratio B/A with its tolerance, judged by `dossier reproduce`'s rule "
+        "(the figures that decide, then the informing ones apart). With --key (one for both) or "
+        "--key-a/--key-b, each bundle is verified first and refused if it fails. Exit 0 reproduced, 1 "
+        "not reproduced (or a bundle fails verification), 2 the same file twice or nothing that decides "
+        "comparable (another SKU).",
     )
     parser.add_argument("a", type=Path, help="your bundle (the reference)")
     parser.add_argument("b", type=Path, help="the bundle to compare")
@@ -53,8 +58,15 @@ def load_view(path: Path) -> BundleView:
 
 
 def handle(args: argparse.Namespace) -> int:
+    """Exit as `dossier reproduce` does: 0 reproduced, 1 not reproduced, 2 the same file twice or nothing
+    that decides comparable (another SKU)."""
     paths.input_bundle(args.a, "bundle A")
     paths.input_bundle(args.b, "bundle B")
+    if os.path.realpath(args.a) == os.path.realpath(args.b):
+        raise UsageError(
+            f"A and B are the same file ({args.a})",
+            hint="diff compares two runs: give another bundle as B (`dossier reproduce A` makes one here)",
+        )
     allowed = allowed_formats(args)
     notes = []
     for path, key in ((args.a, args.key_a or args.key), (args.b, args.key_b or args.key)):
@@ -73,4 +85,7 @@ def handle(args: argparse.Namespace) -> int:
         print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, allow_nan=False))
     else:
         print_comparison(comparison, str(args.a), str(args.b), sys.stdout, notes)
-    return 0
+    judgement = comparison.judgement
+    if judgement.result == Verdict.SKIP:
+        raise UsageError(f"not comparable: {judgement.why}", hint="compare bundles of the same SKU")
+    return judgement.result.exit_code

@@ -245,7 +245,7 @@ def answer(judgement: Judgement) -> str:
     counts = judgement.counts()
     code = UsageError.exit_code if judgement.result == Verdict.SKIP else judgement.result.exit_code
     return (
-        f"verdict: {SHOWN[judgement.word]}: {judgement.why}: {counts['reproduced']} reproduced, "
+        f"verdict: {SHOWN[judgement.word]}: {judgement.why}: deciding {counts['reproduced']} reproduced, "
         f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable (exit {code})"
     )
 
@@ -262,9 +262,11 @@ def print_result(judgement: Judgement) -> None:
     if len(failed) > SHOWN_FAILED:
         print(f"     ... and {len(failed) - SHOWN_FAILED} more (the summary lists them all)")
     counts = judgement.counts()
+    print(f"rule: {judgement.rule.text}")
     print(
-        f"{shown[judgement.word]}: {judgement.why} ({counts['reproduced']} reproduced, {counts['not_reproduced']} "
-        f"not reproduced, {counts['not_comparable']} not comparable)"
+        f"{shown[judgement.word]}: {judgement.why} (deciding: {counts['reproduced']} reproduced, "
+        f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable; "
+        f"{counts['informing_moved']} of {counts['informing']} informing figures moved, not deciding)"
     )
     print(answer(judgement))
 

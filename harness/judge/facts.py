@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness.analysis.figure import Figure
 from harness.analysis.verdict import StepStatus
-from harness.bundle.view import BundleView
+from harness.bundle.view import BundleFormatError, BundleView
+
+# A figure declared by a probe: (the probe, its analysis, the declaration), as the registry lists them.
+Declared = tuple[str, str | None, Figure]
 
 
 @dataclass(frozen=True)
@@ -63,3 +67,41 @@ class BundleFacts:
     def output(self, step: str) -> str:
         entry = self.view.step(step) or {}
         return entry.get("output") or f"raw/{step}.json"
+
+    def figure_data(self, probe: str, analysis: str | None, figure: Figure) -> list[tuple[str, Any]]:
+        """(step, its data) for each step a declared figure is read from: its own step (the probe's, or the
+        figure's `step`), or with `every_step` every completed step its analysis reads; the data are the
+        step's recomputed headlines, or its document for a figure of source "document"; a step that did
+        not complete gives none."""
+        if figure.every_step and analysis:
+            steps = [
+                e["step"]
+                for e in self.view.steps
+                if e.get("analysis") == analysis and e.get("status") == StepStatus.COMPLETED
+            ]
+        else:
+            steps = [figure.step or probe]
+        found = []
+        for step in steps:
+            data = self.document(step) if figure.source == "document" else self.figures(step).values
+            if data is not None:
+                found.append((step, data))
+        return found
+
+    def declared(self) -> list[Declared]:
+        """Every figure the analyses of this bundle's completed steps declare (harness/analysis/NAME/declared.py,
+        each analysis package's FIGURES), each once: what a baseline is made of, with no registry at hand
+        (the probe of a figure is its analysis's name, as every registry entry names its analysis)."""
+        names = []
+        for entry in self.view.steps:
+            name = entry.get("analysis")
+            if entry.get("status") == StepStatus.COMPLETED and isinstance(name, str) and name not in names:
+                names.append(name)
+        found: list[Declared] = []
+        for name in names:
+            try:
+                module = self.view.analysis(name)
+            except BundleFormatError:  # an analysis this build does not know declares nothing here
+                continue
+            found += [(name, name, figure) for figure in getattr(module, "FIGURES", ())]
+        return found

@@ -3,8 +3,8 @@
 The judgement is harness.judge.reproduction's, over the registry's declarations (ProbeSpec.diff_fields,
 diff_figures; harness.registry.diff_figures): the facts of each bundle side by side (hardware,
 software, the GPUs' configuration, other processes seen), and every headline figure as the ratio B/A
-with its tolerance (the noise model's, widened by each side's own spread) and its verdict:
-reproduced, not reproduced or not comparable, with why. This is the comparison as data (`--json`);
+with its tolerance (the noise model's) and its verdict: reproduced, not reproduced or not comparable,
+with why, the figures that decide first and the informing ones apart (within noise or moved). This is the comparison as data (`--json`);
 harness.present.diff_tables prints it for a person.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness import registry
-from harness.analysis.repeatability import EQUAL_KINDS
+from harness.analysis.figure import EQUAL_KINDS
 from harness.bundle.view import BundleView
 from harness.judge.reproduction.engine import Judgement
 from harness.judge.reproduction.engine import compare as judge
@@ -44,8 +44,9 @@ class MetricDiff:
     kind: str = "steady"
     tolerance: float | None = None  # the share B may differ from A by and still reproduce it
     tolerance_source: str = ""
-    verdict: str = "not_comparable"  # reproduced, not_reproduced, not_comparable
+    verdict: str = "not_comparable"  # reproduced, not_reproduced, not_comparable; informing: within_noise, moved
     why: str = ""
+    role: str = "decides"  # decides the verdict, or informs (shown apart, never deciding)
 
     @property
     def ratio(self) -> float | None:
@@ -72,6 +73,7 @@ class Comparison:
             "verdict": self.verdict,
             "why": self.judgement.why,
             "counts": self.judgement.counts(),
+            "rule": {**self.judgement.rule.to_json(), "text": self.judgement.rule.text},
             "identity": {
                 "a": self.judgement.theirs.to_json(),
                 "b": self.judgement.mine.to_json(),
@@ -100,6 +102,7 @@ def view_of(judgement: Judgement) -> Comparison:
             f.tolerance_source,
             f.word,
             f.why,
+            f.role,
         )
         for f in judgement.figures
     )

@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.analysis.units import number, value_text
+from harness.analysis.verdict import Verdict
 from harness.judge.reproduction.declare import SECTIONS
 from harness.present.diff import Comparison, FieldDiff, MetricDiff
 
@@ -102,7 +103,13 @@ def _value(value: Any, unit: str) -> str:
     return text if len(text) <= VALUE_LIMIT else text[: VALUE_LIMIT - 1] + "…"
 
 
-SHOWN = {"reproduced": "reproduced", "not_reproduced": "NOT REPRODUCED", "not_comparable": "not comparable"}
+SHOWN = {
+    "reproduced": "reproduced",
+    "not_reproduced": "NOT REPRODUCED",
+    "not_comparable": "not comparable",
+    "within_noise": "within noise",
+    "moved": "moved",
+}
 
 
 def _tolerance(m: MetricDiff) -> str:
@@ -111,9 +118,9 @@ def _tolerance(m: MetricDiff) -> str:
     return "equal" if m.tolerance == 0 else f"+-{m.tolerance * 100:.2f} %"
 
 
-def metrics_table(metrics: list[MetricDiff]) -> Table:
+def metrics_table(metrics: list[MetricDiff], title: str) -> Table:
     table = Table(
-        title="metrics (B/A; tolerance: the figure's run-to-run noise, widened by each side's own spread)",
+        title=title,
         title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -172,11 +179,15 @@ def print_comparison(
 
 
 def answer(comparison: Comparison) -> str:
-    """The answer line, first and last: `verdict: NOT REPRODUCED: ... (exit 0)` (diff only shows; it exits 0)."""
+    """The answer line, first and last: `verdict: NOT REPRODUCED: ... (exit 1)`, the exit code `dossier
+    diff` gives, as `dossier reproduce` does (2: nothing that decides is comparable)."""
     judgement = comparison.judgement
+    counts = judgement.counts()
+    code = 2 if judgement.result == Verdict.SKIP else judgement.result.exit_code
     return (
         f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
-        f"{judgement.counts()['not_comparable']} not comparable; `dossier reproduce` signs it) (exit 0)"
+        f"{counts['not_comparable']} deciding figures not comparable; {counts['informing_moved']} of "
+        f"{counts['informing']} informing figures moved, not deciding; `dossier reproduce` signs it) (exit {code})"
     )
 
 
@@ -184,14 +195,24 @@ def _print(console: Console, comparison: Comparison, name_a: str, name_b: str, n
     console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)
     console.print(f"A: {name_a}", markup=False, highlight=False)
     console.print(f"B: {name_b}", markup=False, highlight=False)
+    console.print(f"rule: {comparison.judgement.rule.text}", markup=False, highlight=False)
     for section in SECTIONS:
         rows = [f for f in comparison.fields if f.section == section]
         if rows:
             console.print()
             console.print(fields_table(section, rows))
     console.print()
+    deciding = [m for m in comparison.metrics if m.role == "decides"]
+    informing = [m for m in comparison.metrics if m.role != "decides"]
     if comparison.metrics:
-        console.print(metrics_table(list(comparison.metrics)))
+        console.print(
+            metrics_table(deciding, "figures that decide (B/A; tolerance: the rule's, from the figure's noise)")
+        )
+        if informing:
+            console.print()
+            console.print(
+                metrics_table(informing, "informing figures (B/A; shown, never deciding: within noise or moved)")
+            )
     else:
         console.print("metrics: no metric was measured in either bundle", markup=False)
     for note in notes:

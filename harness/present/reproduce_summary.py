@@ -54,6 +54,7 @@ def _row(f: FigureResult) -> dict[str, Any]:
         "tolerance": "equal" if f.tolerance == 0 else f"+-{(f.tolerance or 0) * 100:.2f} %",
         "measured": "measured" if f.measured else "stated default",
         "why": f.why,
+        "role_why": f.role_why,
         "likely": ", ".join(f.likely_why) or "no difference of environment recorded that moves it",
     }
 
@@ -97,6 +98,7 @@ def render_markdown(
 ) -> str:
     """The summary: verdict first, then why, then the rest."""
     failed = [_row(f) for f in judgement.named(Verdict.FAIL)]
+    moved = [_row(f) for f in judgement.moved()]
     passed = judgement.named(Verdict.PASS)
     noise = [f for f in judgement.figures if f.verdict != Verdict.SKIP and f.kind not in ("count", "exact")]
     model = judgement.model.to_json()
@@ -116,6 +118,10 @@ def render_markdown(
         "other_differences": [d.field for d in judgement.differences if not d.explains],
         "failed": failed[:SHOWN_ROWS],
         "failed_more": max(0, len(failed) - SHOWN_ROWS),
+        "moved": moved[:SHOWN_ROWS],
+        "moved_more": max(0, len(moved) - SHOWN_ROWS),
+        "rule": {"text": judgement.rule.text},
+        "campaign_id": (judgement.model.campaign.get("source") or {}).get("id") or "no campaign",
         "not_comparable": _not_comparable(judgement),
         "reproduced_by_probe": sorted(Counter(f.probe for f in passed).items()),
         "noise_measured": sum(1 for f in noise if f.measured),

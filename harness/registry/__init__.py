@@ -3,8 +3,9 @@
 PROBES is the one list. The CLI builds `dossier NAME` from it; `dossier run`'s plan is its
 entries' steps in order (`lab_plan`); the report's criteria (`lab_criteria`), verify's analysis
 and host-function lookups (`analysis_module`, `host_function`), acceptance's criteria
-(`acceptance_criteria`), the comparison of two bundles (`diff_figures`, `diff_fields`: `dossier diff`
-and `dossier reproduce`) and the fleet's metrics (`fleet_metrics`) all read it. A name the
+(`acceptance_criteria`), the figures every layer judges (`figures`: the comparison of two bundles,
+`dossier diff` and `dossier reproduce`; the fleet's metrics, `fleet_metrics`; the known-good kinds,
+`known_good_kinds`) and the facts set side by side (`diff_fields`) all read it. A name the
 registry does not know is a bug in this build or a bundle from another one: never imported.
 tests/house/test_registry.py resolves every name an entry gives (modules, schemas, plot and table
 modules, host functions), so a missing one fails a test, never a user's run.
@@ -16,12 +17,13 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Iterable
 from types import ModuleType
+from typing import Any
 
+from harness.analysis.figure import Figure, KnownGood
 from harness.judge import known_good
-from harness.judge.acceptance.profile import KnownGood
 from harness.judge.engine import Criterion
 from harness.registry import allreduce, bandwidth, health, precision, roofline, stress, transfer
-from harness.registry.spec import DiffField, DiffFigure, FleetMetric, ProbeSpec
+from harness.registry.spec import DiffField, FleetMetric, ProbeSpec
 from harness.registry.steps import HostStep, Step
 
 PROBES: tuple[ProbeSpec, ...] = (
@@ -83,7 +85,12 @@ def lab_criteria() -> tuple[Criterion, ...]:
     """The criteria report.md judges: the lab's success criteria and those beyond it, from every
     entry, and every headline rate against its known-good (harness.judge.known_good: acceptance's
     rate criteria, against the catalogue's profile of the bundle's SKU)."""
-    rated = tuple(step.step for entry in PROBES if entry.known_good for step in entry.steps)
+    rated = tuple(
+        step.step
+        for entry in PROBES
+        if any(figure.accept is not None for figure in entry.figures)
+        for step in entry.steps
+    )
     against = known_good.criterion(known_good_kinds(), acceptance_criteria(), rated)
     return _in_run_order([*(c for entry in PROBES for c in entry.lab_criteria), *((against,) if rated else ())])
 
@@ -93,19 +100,45 @@ def acceptance_criteria() -> tuple[Criterion, ...]:
     return _in_run_order(c for entry in PROBES for c in entry.acceptance_criteria)
 
 
+def figures() -> tuple[tuple[str, str | None, Figure], ...]:
+    """(probe, its analysis, figure) for every headline figure, in entry order: each declared once, beside
+    its probe's analysis (harness/analysis/NAME/declared.py)."""
+    return tuple((entry.name, entry.analysis, figure) for entry in PROBES for figure in entry.figures)
+
+
+def diff_figures() -> tuple[tuple[str, str | None, Figure], ...]:
+    """(probe, its analysis, figure) for every figure `dossier diff` and `dossier reproduce` judge: all of them."""
+    return figures()
+
+
 def known_good_kinds() -> tuple[KnownGood, ...]:
-    """Every kind of known-good figure an acceptance profile holds (the entries' `known_good`)."""
-    return tuple(kind for entry in PROBES for kind in entry.known_good)
+    """Every kind of known-good figure an acceptance profile holds: those the figures' `accept` views name."""
+    kinds: list[KnownGood] = []
+    for _, _, figure in figures():
+        if figure.accept is not None and figure.accept.known_good not in kinds:
+            kinds.append(figure.accept.known_good)
+    return tuple(kinds)
+
+
+def _fleet_metric(probe: str, figure: Figure, view: Any) -> FleetMetric:
+    step = figure.step or probe
+    return FleetMetric(
+        view.name,
+        figure.unit,
+        view.description,
+        lambda data: figure.fleet_value(view, probe, step, data),
+        kind=view.kind,
+        step=figure.step,
+        source=figure.source,
+        headline=view.headline,
+    )
 
 
 def fleet_metrics() -> tuple[tuple[str, FleetMetric], ...]:
-    """(probe, metric) for every rate `dossier fleet collect` compares across nodes."""
-    return tuple((entry.name, metric) for entry in PROBES for metric in entry.fleet_metrics)
-
-
-def diff_figures() -> tuple[tuple[str, str | None, DiffFigure], ...]:
-    """(probe, its analysis, figure) for every figure `dossier diff` and `dossier reproduce` judge, in entry order."""
-    return tuple((entry.name, entry.analysis, figure) for entry in PROBES for figure in entry.diff_figures)
+    """(probe, metric) for every figure `dossier fleet collect` compares across nodes: the figures' `fleet` views."""
+    return tuple(
+        (probe, _fleet_metric(probe, figure, view)) for probe, _, figure in figures() for view in figure.fleets
+    )
 
 
 def diff_fields() -> tuple[tuple[str, DiffField], ...]:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis.allreduce import declared
 from harness.analysis.allreduce import figures as ar
 from harness.analysis.health import figures as health_figures
 from harness.errors import CheckFailed
@@ -13,7 +14,7 @@ from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import allreduce as probe
 from harness.registry.bandwidth import measured_device
-from harness.registry.spec import CommandSpec, DiffFigure, ProbeSpec
+from harness.registry.spec import CommandSpec, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
 
@@ -86,39 +87,6 @@ def allreduce_arguments(state: RunState) -> StepArgs:
     )
 
 
-def _curves(heads: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(backend, world size and curve, its figures) for each curve the headlines name (normal, p2p_disabled)."""
-    by_world = heads.get("curves_by_world_size")
-    by_world = by_world if isinstance(by_world, dict) else {}
-    return [
-        (f"{heads.get('backend')}.n{world}.{curve}", values)
-        for world, curves in sorted(by_world.items(), key=lambda kv: str(kv[0]))
-        if isinstance(curves, dict)
-        for curve, values in sorted(curves.items())
-        if isinstance(values, dict)
-    ]
-
-
-# Bus bandwidth at the largest size and the fitted bandwidth are rates; the startup time and the knee are of
-# the startup regime (launch-bound).
-DIFF_FIGURES = tuple(
-    DiffFigure(
-        f"allreduce {{}} {key}",
-        unit,
-        (lambda k: lambda curve: curve.get(k))(key),
-        each=_curves,
-        figure=f"allreduce.{{}}.{key}",
-        kind=kind,
-        noise=(lambda k: lambda curve: f"allreduce.{k}")(key),
-    )
-    for key, unit, kind in (
-        ("busbw_at_max_gbps", "GB/s", "steady"),
-        ("beta_gbps", "GB/s", "steady"),
-        ("alpha_us", "us", "launch_bound"),
-        ("knee_bytes", "bytes", "launch_bound"),
-    )
-)
-
 SPEC = ProbeSpec(
     name="allreduce",
     title="all-reduce curves",
@@ -139,11 +107,11 @@ SPEC = ProbeSpec(
             timeout_s=900,
             arguments=allreduce_arguments,
             order=60,
+            warm_imports=("torch",),  # imported by a process started ahead (harness.run.prestart)
             derived=("--backend",),
         ),
     ),
     lab_criteria=(lab.ALLREDUCE,),
     acceptance_criteria=(rates.ALLREDUCE_BUSBW,),
-    known_good=(rates.ALLREDUCE_KNOWN_GOOD,),
-    diff_figures=DIFF_FIGURES,
+    figures=declared.FIGURES,
 )

@@ -6,13 +6,14 @@ import argparse
 import sys
 from typing import Any
 
+from harness.analysis.bandwidth import declared
 from harness.analysis.bandwidth import figures as rules
 from harness.analysis.verdict import Verdict
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import bandwidth as probe
-from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs
 
 
@@ -82,39 +83,6 @@ def measured_device(state: RunState) -> str:
     return str(state.headlines("bandwidth", "the device the bandwidth ran on").get("device", "cpu"))
 
 
-SUSTAINED = FleetMetric(
-    "bandwidth_sustained_gbps",
-    "GB/s",
-    "sustained memory bandwidth (median of the three repeat medians)",
-    lambda heads: heads.get("repeat_median_gbps"),
-)
-
-
-def _kernel(heads: dict[str, Any]) -> dict[str, Any]:
-    return {"kernel": heads.get("kernel")}
-
-
-DIFF_FIGURES = (
-    DiffFigure(
-        "bandwidth plateau",
-        "GB/s",
-        lambda heads: heads.get("plateau_gbps"),
-        figure="bandwidth.plateau_gbps",
-        spread=lambda heads: heads.get("repeat_spread"),
-        kind="steady",
-        conditions=_kernel,
-    ),
-    DiffFigure(
-        "bandwidth sustained median",
-        "GB/s",
-        lambda heads: heads.get("repeat_median_gbps"),
-        figure="bandwidth.repeat_median_gbps",
-        spread=lambda heads: heads.get("repeat_spread"),
-        kind="steady",
-        conditions=_kernel,
-    ),
-)
-
 SPEC = ProbeSpec(
     name="bandwidth",
     title="HBM bandwidth sweep",
@@ -135,12 +103,11 @@ SPEC = ProbeSpec(
             timeout_s=900,
             arguments=lambda state: StepArgs(("--repeats", "3")),
             order=20,
+            warm_imports=("torch",),  # imported by a process started ahead (harness.run.prestart)
         ),
     ),
     lab_criteria=(lab.BANDWIDTH,),
     acceptance_criteria=(rates.BANDWIDTH_PLATEAU, rates.REPEAT_SPREAD),
-    known_good=(rates.HBM_KNOWN_GOOD,),
     diff_fields=(DiffField("hardware", "bandwidth sku_id", lambda heads: heads.get("sku_id")),),
-    diff_figures=DIFF_FIGURES,
-    fleet_metrics=(SUSTAINED,),
+    figures=declared.FIGURES,
 )

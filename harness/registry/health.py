@@ -6,17 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from harness.analysis import verdict
-from harness.analysis.health import comparison
+from harness.analysis.health import comparison, declared
 from harness.analysis.health import figures as health_figures
-from harness.analysis.health import fleet as health_fleet
 from harness.analysis.verdict import Verdict, counted, parse
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
 from harness.judge.reproduction.declare import EVERYTHING, RATES, RESULTS
 from harness.probes import health as probe
-from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import HostStep, ProbeStep, RunState, StepArgs
 
 TIMEOUT_S = 120.0
@@ -154,81 +152,8 @@ STEPS = (
     ),
 )
 
-FLEET_METRICS = (
-    FleetMetric(
-        "ecc_uncorrectable_errors",
-        "errors",
-        "uncorrectable ECC errors, summed over the GPUs (idle)",
-        health_fleet.ecc_figure("uncorrectable_errors"),
-        kind="count",
-        source="document",
-    ),
-    FleetMetric(
-        "ecc_pending_row_remaps",
-        "rows",
-        "pending memory row remaps, summed over the GPUs (idle)",
-        health_fleet.ecc_figure("pending_row_remaps"),
-        kind="count",
-        source="document",
-    ),
-    FleetMetric(
-        "ecc_failed_row_remaps",
-        "rows",
-        "failed memory row remaps, summed over the GPUs (idle)",
-        health_fleet.ecc_figure("failed_row_remaps"),
-        kind="count",
-        source="document",
-    ),
-    FleetMetric(
-        "ecc_mode",
-        "mode",
-        "ECC mode of the GPUs (idle)",
-        health_fleet.ecc_figure("mode"),
-        kind="state",
-        source="document",
-    ),
-    FleetMetric(
-        "pcie_link_width_under_load",
-        "lanes",
-        "narrowest PCIe link width of any GPU under load",
-        health_fleet.pcie_width_under_load,
-        kind="state",
-        step="health-load",
-        source="document",
-    ),
-    FleetMetric(
-        "sm_clock_under_load_mhz",
-        "MHz",
-        "SM clock under load (lowest per-GPU median of the load window's NVML samples)",
-        health_fleet.sm_clock_under_load_mhz,
-        step="health-load",
-        source="document",
-    ),
-)
-
-
-def _devices(heads: dict[str, Any]) -> list[str]:
-    return [f"{d.get('name')} ({d.get('sku_id')})" for d in heads.get("devices") or [] if isinstance(d, dict)]
-
-
-def _contracts(heads: dict[str, Any]) -> list[tuple[str, Any]]:
-    """(contract, its verdict in the one vocabulary) for every contract the health step judged."""
-    contracts = heads.get("contracts")
-    contracts = contracts if isinstance(contracts, dict) else {}
-    return [(name, _verdict(status)) for name, status in contracts.items()]
-
-
-def _verdict(status: Any) -> Any:
-    """The contract's verdict; None where it did not apply (SKIP): nothing to reproduce."""
-    try:
-        parsed = verdict.parse(status)
-    except ValueError:
-        return status
-    return None if parsed == Verdict.SKIP else parsed.value
-
-
 DIFF_FIELDS = (
-    DiffField("hardware", "devices", _devices, explains=EVERYTHING),
+    DiffField("hardware", "devices", declared.devices, explains=EVERYTHING),
     DiffField("hardware", "device_count", lambda heads: heads.get("device_count"), explains=EVERYTHING),
     DiffField(
         "hardware", "PCIe link (max)", comparison.per_gpu(comparison.pcie_max), source="document", explains=RATES
@@ -272,22 +197,6 @@ DIFF_FIELDS = (
     ),
 )
 
-# The GPUs' identity is judged even across SKUs (per_device=False: it is what differs); each contract's verdict.
-DIFF_FIGURES = (
-    DiffFigure("devices", "GPUs", _devices, figure="health.devices", kind="exact", per_device=False),
-    DiffFigure(
-        "device count",
-        "GPUs",
-        lambda heads: heads.get("device_count"),
-        figure="health.device_count",
-        kind="exact",
-        per_device=False,
-    ),
-    DiffFigure(
-        "contract {}", "verdict", lambda status: status, each=_contracts, figure="health.contract.{}", kind="exact"
-    ),
-)
-
 SPEC = ProbeSpec(
     name="health",
     title="health and toolchain diagnostics",
@@ -307,6 +216,5 @@ SPEC = ProbeSpec(
         *config.CRITERIA,
     ),
     diff_fields=DIFF_FIELDS,
-    diff_figures=DIFF_FIGURES,
-    fleet_metrics=FLEET_METRICS,
+    figures=declared.FIGURES,
 )

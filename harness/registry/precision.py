@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import checkpoints, paths
+from harness.analysis.health import figures as health_figures
+from harness.analysis.precision import declared
 from harness.checkpoints import manifest as manifests
 from harness.checkpoints.cache import ENV_VAR, BlobCache
 from harness.errors import DossierError
@@ -18,7 +20,7 @@ from harness.judge import lab
 from harness.judge.acceptance import digests
 from harness.probes import precision as probe
 from harness.probes.contract import Option
-from harness.registry.spec import CommandSpec, DiffField, DiffFigure, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs, StepSetupFailed
 
 # What the checkpoint request is: the same words for `dossier precision` and `dossier run`.
@@ -126,12 +128,29 @@ def prepare_run(args: argparse.Namespace) -> CheckpointRequest:
     return resolved_checkpoint(CheckpointRequest(args.checkpoint, tuple(args.tensor), args.file_sha256))
 
 
+# `dossier run` computes the precision step on the CPU: its figures are the same bits on any device
+# (harness/probes/precision/quantize.py), so the GPU is left to the steps that measure it, and on a GPU run
+# the step runs beside the stress step, on the host's otherwise idle CPUs (harness.run.beside).
+RUN_DEVICE = "cpu"
+
+
+def host_idle_during_stress(state: RunState) -> str | None:
+    """None where the stress step loads only GPUs (health counted one visible to CUDA), else why the
+    precision step runs in its place instead (a CPU run: the stress step's load is the CPU)."""
+    visible = health_figures.visible_gpus(state.documents["health"]) if "health" in state.documents else None
+    if visible is None:
+        return "the health step counted no devices, so the stress step's load may be the CPU"
+    if visible[0] < 1:
+        return f"no GPU visible to CUDA ({visible[1]}): the stress step loads the CPU"
+    return None
+
+
 def precision_arguments(state: RunState, request: CheckpointRequest = CheckpointRequest()) -> StepArgs:
     if request.resolved is not None:
-        return _precision_step_args(request.resolved.probe_args(), request.resolved.provenance, request)
+        return _precision_step_args(request.resolved.probe_args(RUN_DEVICE), request.resolved.provenance, request)
     try:
         probe_args, provenance = checkpoints.probe_args_for(
-            request.checkpoint, list(request.tensors), file_sha256=request.file_sha256
+            request.checkpoint, list(request.tensors), file_sha256=request.file_sha256, device=RUN_DEVICE
         )
     except DossierError as exc:
         raise StepSetupFailed(f"could not resolve {request.describe()}: {exc.diagnostics()}") from exc
@@ -200,48 +219,6 @@ def replay(entry: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[Callable
     return cannot, [f"precision: {why}"]
 
 
-def _formats(document: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(ROLE.FORMAT, the tensor and its format's row) for every format of every tensor measured."""
-    return [
-        (f"{tensor.get('role')}.{row.get('format')}", {"tensor": tensor, "row": row})
-        for tensor in document.get("tensors") or []
-        if isinstance(tensor, dict)
-        for row in tensor.get("formats") or []
-        if isinstance(row, dict)
-    ]
-
-
-def _tensor(item: dict[str, Any]) -> dict[str, Any]:
-    return {"tensor_sha256": item["tensor"].get("sha256")}
-
-
-# The quantizers give the same bits on any device (harness.analysis.digests.PRECISION_DIGEST_RULE): each
-# tensor's error per format, and its output digest, reproduce exactly, on any GPU or CPU, for the same tensor.
-DIFF_FIGURES = (
-    DiffFigure(
-        "precision {} relative RMSE",
-        "",
-        lambda item: item["row"].get("relative_rmse"),
-        each=_formats,
-        figure="precision.{}.relative_rmse",
-        kind="exact",
-        conditions=_tensor,
-        source="document",
-        per_device=False,
-    ),
-    DiffFigure(
-        "precision {} output digest",
-        "sha256",
-        lambda item: item["row"].get("output_sha256"),
-        each=_formats,
-        figure="precision.{}.output_sha256",
-        kind="exact",
-        conditions=_tensor,
-        source="document",
-        per_device=False,
-    ),
-)
-
 SPEC = ProbeSpec(
     name="precision",
     title="precision of real checkpoint tensors",
@@ -264,12 +241,14 @@ SPEC = ProbeSpec(
             independent=True,
             order=50,
             replay=replay,
+            beside="stress",
+            beside_when=host_idle_during_stress,
         ),
     ),
     lab_criteria=(lab.PRECISION,),
     acceptance_criteria=(digests.PRECISION_EXPECTED,),
     diff_fields=(DiffField("software", "precision ranks", lambda heads: heads.get("ranks")),),
-    diff_figures=DIFF_FIGURES,
+    figures=declared.FIGURES,
     run_options=(CHECKPOINT, TENSOR, FILE_SHA256),
     prepare_run=prepare_run,
 )

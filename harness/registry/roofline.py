@@ -6,14 +6,13 @@ import argparse
 import sys
 from typing import Any
 
-from harness.analysis import repeatability
+from harness.analysis.roofline import declared, unexplained
 from harness.analysis.roofline import figures as rf
-from harness.analysis.roofline import unexplained
 from harness.judge import lab
 from harness.judge.acceptance import rates
 from harness.probes import roofline as probe
 from harness.registry.bandwidth import measured_device, sustained_bandwidth_gbps
-from harness.registry.spec import CommandSpec, DiffField, DiffFigure, FleetMetric, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import ProbeStep, RunState, StepArgs
 
 # The dtypes `dossier run` also times on a GPU, in the roofline's own process (--check-dtypes): the fixed
@@ -92,51 +91,8 @@ STEPS = (
         timeout_s=900,
         arguments=roofline_arguments,
         order=30,
+        warm_imports=("torch",),  # imported by a process started ahead (harness.run.prestart)
         derived=("--bandwidth-gbps",),
-    ),
-)
-
-BEST_GEMM = FleetMetric(
-    "gemm_best_tflops",
-    "TFLOP/s",
-    "burst: the best GEMM rate over the roofline's fixed "
-    "burst-best shapes, each timed in short windows at full clock (the sustained rate is "
-    "stress_steady_tflops)",
-    lambda heads: heads.get("burst_best_tflops"),
-)
-
-# Every GEMM rate of every dtype (each shape's too), each dtype's ridge, the fusion speedup. Bundles before
-# format 5 timed each dtype in a step of its own (roofline-fp8, ...): every step the roofline analysis reads.
-DIFF_FIGURES = (
-    DiffFigure(
-        "roofline {}",
-        "TFLOPS",
-        lambda item: item["value"],
-        spread=lambda item: item["spread"],
-        each=repeatability.roofline_rates,
-        figure="roofline.{}",
-        kind=lambda item: item["kind"],
-        noise=lambda item: item["noise"],
-        conditions=lambda item: item["conditions"],
-        source="document",
-        every_step=True,
-    ),
-    DiffFigure(
-        "roofline {} ridge",
-        "FLOP/byte",
-        lambda heads: heads.get("ridge_flop_per_byte"),
-        each=lambda document: list(rf.dtype_headlines(document).items()),
-        figure="roofline.{}.ridge_flop_per_byte",
-        kind="steady",
-        source="document",
-        every_step=True,
-    ),
-    DiffFigure(
-        "roofline fusion speedup",
-        "x",
-        lambda heads: heads.get("fusion_speedup"),
-        figure="roofline.fusion_speedup",
-        kind="burst",
     ),
 )
 
@@ -152,8 +108,6 @@ SPEC = ProbeSpec(
     steps=STEPS,
     lab_criteria=(lab.ROOFLINE,),
     acceptance_criteria=(rates.GEMM,),
-    known_good=(rates.GEMM_KNOWN_GOOD,),
     diff_fields=(DiffField("software", "roofline classifications", lambda heads: heads.get("classifications")),),
-    diff_figures=DIFF_FIGURES,
-    fleet_metrics=(BEST_GEMM,),
+    figures=declared.FIGURES,
 )

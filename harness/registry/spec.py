@@ -6,10 +6,12 @@ options (the probe module's OPTIONS), and everything the host does with it: `com
 `analysis` (harness.analysis.NAME: headlines and discrepancies, for the report, verify,
 acceptance and the fleet), `plots` (harness.present.plots.NAME) and `table`
 (harness.present.tables.NAME) for the report; `lab_criteria` (judged in report.md),
-`acceptance_criteria` (judged by `dossier accept`) with the `known_good` figures they read,
-`diff_fields` and `diff_figures` (`dossier diff` and `dossier reproduce`: what is set side by side,
-and every headline figure with its kind, judged run against run; harness.judge.reproduction.declare)
-and `fleet_metrics` (compared across nodes).
+`acceptance_criteria` (judged by `dossier accept`), `diff_fields` (`dossier diff` and `dossier
+reproduce`: the facts set side by side) and `figures`: every headline figure, declared once beside the
+probe's analysis (harness/analysis/NAME/declared.py, harness.analysis.figure.Figure), which `dossier
+diff` and `dossier reproduce` judge run against run, `dossier fleet collect` compares across nodes
+(each figure's `fleet` views, as FleetMetric here) and acceptance and `dossier baseline` hold to a
+known-good unit (each figure's `accept`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge.acceptance.profile import KnownGood
+from harness.analysis.figure import Figure
 from harness.judge.engine import Criterion
-from harness.judge.reproduction.declare import DiffField, DiffFigure
+from harness.judge.reproduction.declare import DiffField
 from harness.probes.contract import Option
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
@@ -56,30 +58,23 @@ class CommandSpec:
 
 @dataclass(frozen=True)
 class FleetMetric:
-    """A figure `dossier fleet collect` compares across the nodes of one SKU (docs/fleet.md).
+    """A figure's node-level view as `dossier fleet collect` reads it (docs/fleet.md): made by the registry
+    from each Figure's `fleet` views (harness.registry.fleet_metrics), never declared on its own.
 
-    `read` gets the recomputed headlines (harness.analysis.ANALYSIS.headlines) of the node's
-    raw/STEP.json, or with source="document" the document itself, and returns a number (a state
-    may be a string), or {"unavailable": why}. STEP defaults to the entry's own step (its name).
-    The kind says how nodes are compared (harness/analysis/fleet.py): "rate", robust statistics
-    (median and MAD per SKU, a node far from the others on either side is an outlier, and a
-    distribution plot in the fleet report unless headline=False); "count", zero expected (errors,
-    remaps, events: any node above 0 is flagged); "state", what most nodes of the SKU report
-    (ECC mode, a link width: a node unlike them is flagged); "digest", a result's digest compared within one SKU
-    and software stack (a node unlike most is possible silent data corruption)."""
+    `read` gets the recomputed headlines (harness.analysis.ANALYSIS.headlines) of the node's raw/STEP.json,
+    or with source="document" the document itself, and returns a number (a state may be a string), or
+    {"unavailable": why}. The kind says how nodes are compared (harness/analysis/fleet.py): "rate" (median
+    and MAD per SKU, outliers, a distribution plot unless headline=False), "count" (zero expected), "state"
+    (what most nodes report), "digest" (a result's digest within one SKU and software stack)."""
 
     name: str  # the unit is in the name (fleet.json metrics, the outlier table)
     unit: str
     description: str
     read: Callable[[Mapping[str, Any]], Any]
-    kind: str = "rate"  # "rate", "count", "state" or "digest"
+    kind: str = "rate"
     step: str | None = None  # the step whose document it reads (default: the entry's name)
     source: str = "headlines"  # "headlines" (recomputed by the step's analysis) or "document"
     headline: bool = True  # a rate plotted in the fleet report
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("rate", "count", "state", "digest") or self.source not in ("headlines", "document"):
-            raise ValueError(f"fleet metric {self.name}: kind {self.kind!r}, source {self.source!r}")
 
 
 @dataclass(frozen=True)
@@ -98,10 +93,8 @@ class ProbeSpec:
     steps: tuple[ProbeStep | HostStep, ...] = ()  # what `dossier run` runs for it
     lab_criteria: tuple[Criterion, ...] = ()
     acceptance_criteria: tuple[Criterion, ...] = ()
-    known_good: tuple[KnownGood, ...] = ()  # the kinds of known-good figure its acceptance criteria read
     diff_fields: tuple[DiffField, ...] = ()  # what `dossier diff` and `dossier reproduce` set side by side
-    diff_figures: tuple[DiffFigure, ...] = ()  # every headline figure, judged run against run (diff, reproduce)
-    fleet_metrics: tuple[FleetMetric, ...] = ()
+    figures: tuple[Figure, ...] = ()  # every headline figure, declared once (its analysis's declared.FIGURES)
     # `dossier run`'s options for this probe (offered as `dossier NAME` offers them), and what the
     # run resolves from them before any probe starts (refusing bad input with exit 2): its result
     # is handed to the steps as RunState.prepared[NAME].

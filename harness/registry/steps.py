@@ -92,6 +92,15 @@ class ProbeStep:
     # from the bandwidth step): `dossier reproduce` runs another bundle's recorded argv with these taken from
     # this run's own earlier steps, as `arguments` takes them.
     derived: tuple[str, ...] = ()
+    # The later step this one runs beside, on the host's CPUs while that step loads only the GPU
+    # (harness.run.beside): where `beside_when` returns None (the host is idle during that step) the step
+    # waits in its place and starts once that step's probe reports its first measured progress; where it
+    # returns why not, the step runs in its place.
+    beside: str | None = None
+    beside_when: Callable[[RunState], str | None] = lambda state: "no condition declared"
+    # Modules a process started ahead of this step imports while the step before it measures (`dossier
+    # run`'s prestart, harness.run.prestart): the probe's own package always, these too (torch).
+    warm_imports: tuple[str, ...] = ()
     # How `dossier reproduce` re-makes this step from another bundle's record of it where its argv cannot run
     # as recorded (the precision step names a file by a path of theirs: fetched here by its sha256). Called
     # with their commands.json entry and the reproduce command's options; returns the arguments function and

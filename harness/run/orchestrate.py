@@ -8,7 +8,6 @@ is recorded and the run goes on; nothing is written until every step is done.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -20,14 +19,17 @@ from typing import Any, cast
 from harness import registry
 from harness.analysis import repeatability
 from harness.present.plotting import BackgroundPlots
-from harness.probes.contract import parse_loading, utc_now
+from harness.probes.contract import utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
 from harness.run import destination, provenance
+from harness.run.beside import Beside
+from harness.run.companions import Companions, probe_missing
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
-from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord
-from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, Runner
+from harness.run.prestart import Prestarts
+from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord, step_fields
+from harness.runners.interface import ProbeInvocation, Runner
 from harness.schemas import violations
 from harness.signing.keys import SigningKey
 
@@ -46,36 +48,6 @@ class RunOptions:
     # What `dossier run` resolved for each probe before any ran (ProbeSpec.prepare_run), by probe.
     prepared: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     retest: int = 0  # a failed probe step is run again up to this many times (--retest N)
-
-
-def probe_missing(runner: Runner, probe: str) -> str | None:
-    """Why the runner cannot run PROBE (an image built from an older harness, a test package), or None."""
-    has_probe = getattr(runner, "has_probe", None)
-    if callable(has_probe):
-        return None if has_probe(probe) else f"the {runner.name} runner has no probe {probe}"
-    package = getattr(runner, "package", "harness.probes")
-    if importlib.util.find_spec(f"{package}.{probe}") is None:
-        return f"{package.replace('.', '/')}/{probe}.py is not in this build"
-    return None
-
-
-def step_fields(step: Step) -> dict[str, Any]:
-    """What a StepRecord takes from its plan step: names, kind, schema, analysis, plots, and the
-    probe (a probe step) or the inputs and function (a host step)."""
-    common: dict[str, Any] = dict(
-        step=step.step,
-        title=step.title,
-        lab_step=step.lab_step,
-        kind=step.kind,
-        schema=step.schema,
-        analysis=step.analysis,
-        plots=step.plots,
-    )
-    if isinstance(step, ProbeStep):
-        common["probe"] = step.probe
-    else:
-        common.update(needs=step.needs, function=step.function)
-    return common
 
 
 def _lowest_priority_thread() -> None:
@@ -110,90 +82,6 @@ class EarlyArguments:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-class Companions:
-    """Steps taken during another step's load (ProbeStep.during): each started, in a thread, when the
-    running step's probe says its load is on (contract.loading), and recorded in its own place.
-
-    Only where the runner's processes share the host's process ids (`host_pids`: the local runner):
-    the reading names the load's pids, which a container would not see; and only for a step placed after
-    the step it is taken during (a plan that puts it before, as an older bundle's replayed by `dossier
-    reproduce` does, runs it in its place). A companion's probe runs quietly (its progress would move
-    the running step's bar); its outcome is shown in its place."""
-
-    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str]) -> None:
-        self.runner = runner
-        shared = bool(getattr(runner, "host_pids", False))
-        place = {s.step: i for i, s in enumerate(plan)}
-        self.waiting = {
-            s.step: s
-            for s in plan
-            if isinstance(s, ProbeStep)
-            and s.during
-            and shared
-            and place.get(s.during, len(plan)) < place[s.step]
-            and s.step not in skip
-            and probe_missing(runner, s.probe) is None
-        }
-        self.threads: dict[str, threading.Thread] = {}
-        self.records: dict[str, StepRecord] = {}
-
-    def listener(self, running: str, state: RunState, show: LineCallback) -> LineCallback:
-        """The running step's stderr callback: SHOW, and the companions of RUNNING started on its load line."""
-        steps = [s for s in self.waiting.values() if s.during == running]
-        if not steps:
-            return show
-
-        def on_line(line: str) -> None:
-            load = parse_loading(line)
-            if load is not None and running not in state.loads:
-                state.loads[running] = load
-                for step in steps:
-                    thread = threading.Thread(
-                        target=self._run, args=(step, state), name=f"during-{step.step}", daemon=True
-                    )
-                    self.threads[step.step] = thread
-                    thread.start()
-            show(line)
-
-        return on_line
-
-    def _run(self, step: ProbeStep, state: RunState) -> None:
-        base = step_fields(step)
-        try:
-            prepared = step.arguments(state)
-        except Exception as exc:  # noqa: BLE001 - the step then runs in its own place
-            self.records[step.step] = StepRecord(**base, status=FAILED, why=f"preparing it raised {exc}")
-            return
-        invocation = ProbeInvocation(
-            step.probe, prepared.args, prepared.timeout_s or step.timeout_s, mounts=prepared.mounts
-        )
-        outcome = judge(self.runner.run(invocation), schema=step.schema)
-        extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
-        if isinstance(outcome, Completed):
-            self.records[step.step] = StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
-        else:
-            self.records[step.step] = StepRecord(
-                **base,
-                **extra,
-                status=FAILED,
-                why=outcome.reason,
-                schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]),
-            )
-
-    def taken(self, step: Step) -> StepRecord | None:
-        """STEP's record when it was taken during another step (its thread joined), else None."""
-        thread = self.threads.pop(step.step, None)
-        if thread is None:
-            return None
-        thread.join()
-        return self.records.pop(step.step, None)
-
-    def close(self) -> None:
-        """On an interrupt: wait for a companion's probe to end (a reading of a few seconds)."""
-        for thread in self.threads.values():
-            thread.join(timeout=STOP_GRACE_S)
-
-
 def run_probe_step(
     step: ProbeStep,
     runner: Runner,
@@ -202,22 +90,20 @@ def run_probe_step(
     early: EarlyArguments | None = None,
     retest: int = 0,
     companions: Companions | None = None,
+    beside: Beside | None = None,
+    prestarts: Prestarts | None = None,
 ) -> StepRecord:
     """The step's probe run, judged; a failed run is run again up to RETEST times, every earlier
     attempt kept in the record (its why, argv, exit code, stdout and stderr)."""
     base = step_fields(step)
-    try:
-        prepared = early.arguments(step, state) if early else step.arguments(state)
-    except NotReady as exc:
-        display.skip(step.step, str(exc))
-        return StepRecord(**base, status=NOT_RUN, why=str(exc))
-    except StepSetupFailed as exc:
-        display.skip(step.step, f"failed before starting: {exc}")
-        return StepRecord(**base, status=FAILED, why=str(exc))
-    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
-        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
-        display.skip(step.step, f"failed before starting: {why}")
-        return StepRecord(**base, status=FAILED, why=why)
+    prepared = _arguments(step, state, display, early)
+    if isinstance(prepared, StepRecord):  # not ready, or its preparation failed: no process starts
+        if prestarts:
+            prestarts.drop(step.step)
+        return prepared
+    warm = prestarts.take(step.step) if prestarts else None
+    if prestarts:
+        prestarts.begin(step.step, state)  # the next steps' processes start behind this one
     timeout_s = prepared.timeout_s if prepared.timeout_s is not None else step.timeout_s
     invocation = ProbeInvocation(step.probe, prepared.args, timeout_s, mounts=prepared.mounts)
     earlier: list[Attempt] = []
@@ -225,7 +111,9 @@ def run_probe_step(
         title = step.title if attempt == 1 else f"{step.title} (attempt {attempt} of {retest + 1})"
         display.begin(step.step, title, shown_command(runner, step.probe, prepared.args), again=attempt > 1)
         listen = companions.listener(step.step, state, display.stderr_line) if companions else display.stderr_line
-        outcome = judge(runner.run(invocation, on_stderr_line=listen), schema=step.schema)
+        listen = beside.listener(step.step, state, listen) if beside else listen
+        ahead = {"warm": warm} if warm is not None and attempt == 1 else {}
+        outcome = judge(runner.run(invocation, on_stderr_line=listen, **ahead), schema=step.schema)
         extra: dict[str, Any] = dict(
             run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint, attempts=tuple(earlier)
         )
@@ -245,6 +133,25 @@ def run_probe_step(
         display.end(step.step, "FAILED", outcome.reason + (f" (on every attempt: {attempt})" if retest else ""))
         return StepRecord(**base, **extra, status=FAILED, why=outcome.reason, schema_violations=violations_seen)
     raise AssertionError("unreachable: the last attempt returns")
+
+
+def _arguments(
+    step: ProbeStep, state: RunState, display: RunDisplay, early: EarlyArguments | None
+) -> StepArgs | StepRecord:
+    """The step's arguments, or its record where they cannot be had (not ready: not run; else failed)."""
+    base = step_fields(step)
+    try:
+        return early.arguments(step, state) if early else step.arguments(state)
+    except NotReady as exc:
+        display.skip(step.step, str(exc))
+        return StepRecord(**base, status=NOT_RUN, why=str(exc))
+    except StepSetupFailed as exc:
+        display.skip(step.step, f"failed before starting: {exc}")
+        return StepRecord(**base, status=FAILED, why=str(exc))
+    except Exception as exc:  # noqa: BLE001 - a bug preparing one step must not end the run
+        why = f"preparing its arguments raised {type(exc).__name__}: {exc}"
+        display.skip(step.step, f"failed before starting: {why}")
+        return StepRecord(**base, status=FAILED, why=why)
 
 
 def run_host_step(step: HostStep, state: RunState, display: RunDisplay) -> StepRecord:
@@ -284,20 +191,49 @@ def run_steps(
     background at the lowest CPU priority while the probes run.
     """
     state = RunState(prepared, registry.analysis_module)
-    records = []
+    records: list[StepRecord | None] = []
+    places: dict[str, int] = {}  # a step waiting to run beside a later one: its place in RECORDS
     early = EarlyArguments(plan, runner, skip, state.prepared)
     companions = Companions(plan, runner, skip)
+    beside = Beside(plan, runner, skip, early.arguments)
+    prestarts = Prestarts(plan, runner, lambda s: s.step not in skip and probe_missing(runner, s.probe) is None)
+
+    def run_now(step: Step) -> StepRecord:
+        return run_step(step, runner, state, display, skip, early, retest, companions, beside, prestarts)
+
     with BackgroundPlots() as plots:
+
+        def keep(record: StepRecord) -> None:
+            if record.status == COMPLETED and record.document is not None:
+                plots.submit(record.plots, record.step, record.document, repeatability.bundle_sku(state.documents))
+            if record.step in places:
+                records[places[record.step]] = record
+                display.host(record.step, f"{record.status}, run beside a later step ({record.title.lower()})")
+            else:
+                records.append(record)
+
         try:
             for step in plan:
-                record = run_step(step, runner, state, display, skip, early, retest, companions)
-                if record.status == COMPLETED and record.document is not None:
-                    plots.submit(record.plots, record.step, record.document, repeatability.bundle_sku(state.documents))
-                records.append(record)
+                if (
+                    isinstance(step, ProbeStep)
+                    and probe_missing(runner, step.probe) is None
+                    and beside.defer(step, state)
+                ):
+                    places[step.step] = len(records)
+                    records.append(None)
+                    display.note(f"    {step.step}: waits to run beside the {step.beside} step, on the host's CPUs")
+                    continue
+                keep(run_now(step))
+                for later in beside.settle(step.step, run_now, state):
+                    keep(later)
+            for later in beside.settle(None, run_now, state):
+                keep(later)
         finally:
             early.close()
             companions.close()
-        return tuple(_with_plots(record, plots) for record in records)
+            beside.close()
+            prestarts.close()
+        return tuple(_with_plots(record, plots) for record in records if record is not None)
 
 
 def run_step(
@@ -309,6 +245,8 @@ def run_step(
     early: EarlyArguments,
     retest: int = 0,
     companions: Companions | None = None,
+    beside: Beside | None = None,
+    prestarts: Prestarts | None = None,
 ) -> StepRecord:
     why = (
         f"skipped with --skip {step.step}"
@@ -331,7 +269,7 @@ def run_step(
             f"{step.during} step ({step.title.lower()})" + (f" - {taken.why}" if taken.why else ""),
         )
         return taken
-    return run_probe_step(step, runner, state, display, early, retest, companions)
+    return run_probe_step(step, runner, state, display, early, retest, companions, beside, prestarts)
 
 
 def _with_plots(record: StepRecord, plots: BackgroundPlots) -> StepRecord:

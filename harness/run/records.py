@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.verdict import StepStatus
+from harness.registry.steps import ProbeStep, Step
 from harness.runners.interface import ProbeRun
 
 COMPLETED, FAILED, NOT_RUN = StepStatus.COMPLETED, StepStatus.FAILED, StepStatus.NOT_RUN
@@ -65,3 +66,22 @@ class RunRecord:
     finished_at: str
     # the SKU's run-to-run spreads from the catalogue at run time (harness.analysis.repeatability), or why none
     repeatability: Mapping[str, Any] | None = None
+
+
+def step_fields(step: Step) -> dict[str, Any]:
+    """What a StepRecord takes from its plan step: names, kind, schema, analysis, plots, and the
+    probe (a probe step) or the inputs and function (a host step)."""
+    common: dict[str, Any] = dict(
+        step=step.step,
+        title=step.title,
+        lab_step=step.lab_step,
+        kind=step.kind,
+        schema=step.schema,
+        analysis=step.analysis,
+        plots=step.plots,
+    )
+    if isinstance(step, ProbeStep):
+        common["probe"] = step.probe
+    else:
+        common.update(needs=step.needs, function=step.function)
+    return common

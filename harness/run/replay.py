@@ -1,6 +1,8 @@
 """`dossier reproduce THEIRS`: their run's plan, derived from their commands.json, to be run here.
 
-Their steps in their order, each with their recorded argv (after `-m harness.probes.PROBE`) except:
+Their steps, in this build's plan order (the bundle written here is of this build's format, whose plan
+order verify holds it to: a format-4 plan ran the stress step last), each with their recorded argv
+(after `-m harness.probes.PROBE`) except:
 - an option the step declares `derived` (the roofline's --bandwidth-gbps: the memory roof it is fed)
   is taken from this run's own earlier step, as `dossier run` takes it, so that each figure stands on
   this machine's measurements;
@@ -232,8 +234,15 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
     skip: list[str] = []
     said: list[str] = []
     not_run: list[str] = []
+    own = {step.step: step.order for step in registry.lab_plan()}
+    after = 0  # the order of the last step of theirs this build's plan knows
     for position, entry in enumerate(view.steps, start=1):
-        order = position * ORDER_STEP
+        # this build's order for a step it knows (a bundle of this format must list its steps in its plan's
+        # order, and a format-4 plan ran the stress step last); one it does not (a format-4 roofline dtype
+        # step) right after the known step theirs ran it after
+        known = own.get(str(entry.get("step")))
+        after = known if known is not None else after
+        order = known if known is not None else after + position % ORDER_STEP + 1
         if entry.get("kind") == "host":
             plan.append(_host_step(entry, order))
         else:
@@ -241,6 +250,7 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
         if entry.get("status") == StepStatus.NOT_RUN:
             skip.append(str(entry["step"]))
             not_run.append(f"{entry['step']}: not run there ({entry.get('why') or 'no reason recorded'}), not run here")
+    plan.sort(key=lambda step: step.order)
     runner, why, not_theirs = _runner(view, device)
     unhonoured = {}
     if not_theirs:

@@ -18,6 +18,9 @@ class ProbeInvocation:
     # Host paths the probe reads (a checkpoint file...): a container runner mounts each one
     # read-only at the same path; the local runner needs nothing.
     mounts: tuple[str, ...] = ()
+    # The probe process's niceness (os.setpriority; 0: the runner's own), for a step run beside another's
+    # measurement (harness.run.beside) so that it yields the CPU; where a runner cannot set it, it is 0.
+    nice: int = 0
 
 
 @dataclass(frozen=True)

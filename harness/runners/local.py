@@ -12,6 +12,7 @@ from pathlib import Path
 from harness.probes.contract import utc_now
 from harness.runners.environment import recorded_environment
 from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, ProbeRun
+from harness.runners.prestart import Prestarted
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,14 +39,39 @@ class LocalRunner:
     def argv_for(self, invocation: ProbeInvocation) -> list[str]:
         return [self.python, "-m", f"{self.package}.{invocation.probe}", *invocation.args]
 
-    def run(self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None) -> ProbeRun:
-        argv = self.argv_for(invocation)
+    def environment(self, invocation: ProbeInvocation) -> dict[str, str]:
         env = dict(os.environ)
         env.update(invocation.env)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
         env.setdefault("PYTHONUNBUFFERED", "1")
+        return env
+
+    def prestart(self, probe: str, imports: tuple[str, ...] = ()) -> Prestarted:
+        """PROBE's process started now, importing IMPORTS and its package, to run when its step starts
+        (`run(..., warm=)`): it touches no GPU before."""
+        return Prestarted.start(
+            self.python, f"{self.package}.{probe}", imports, self.environment(ProbeInvocation(probe))
+        )
+
+    def run(
+        self, invocation: ProbeInvocation, on_stderr_line: LineCallback | None = None, warm: Prestarted | None = None
+    ) -> ProbeRun:
+        """The probe run to its end; WARM, its process started ahead (prestart), is used where it still
+        waits in this invocation's environment, else discarded and the probe started now."""
+        argv = self.argv_for(invocation)
+        env = self.environment(invocation)
         started = utc_now()
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
+        proc, note = None, None
+        if warm is not None and warm.usable(argv[2], env):
+            proc, note = warm.release(invocation.args), warm.note()
+        elif warm is not None:
+            warm.discard()
+        if proc is None:
+            note = None
+            proc = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+            )
+        lower_priority(proc.pid, invocation.nice)
         out, err = bytearray(), bytearray()
         pumps = [
             threading.Thread(target=_pump, args=(proc.stdout, out, None), daemon=True),
@@ -76,8 +102,20 @@ class LocalRunner:
             timed_out=timed_out,
             stdout=bytes(out),
             stderr=bytes(err),
-            note=f"killed after {invocation.timeout_s:g} s timeout" if timed_out else None,
+            note="; ".join(
+                filter(None, [note, f"killed after {invocation.timeout_s:g} s timeout" if timed_out else None])
+            )
+            or None,
         )
+
+
+def lower_priority(pid: int, nice: int) -> None:
+    """The process's niceness raised to NICE (its threads made later inherit it); nothing where it cannot be."""
+    if nice > 0:
+        try:
+            os.setpriority(os.PRIO_PROCESS, pid, nice)
+        except OSError:
+            pass
 
 
 def _join(pumps: list[threading.Thread]) -> None:

@@ -9,7 +9,9 @@ import statistics
 import pytest
 
 from harness import catalogue
-from harness.analysis import repeatability, timing
+from harness.analysis import timing
+from harness.analysis.figure import by_noise
+from harness.analysis.roofline import declared as roofline_declared
 from harness.analysis.roofline import figures as rf
 from harness.present.plots import roofline as plot
 from harness.present.tables import roofline as table
@@ -91,7 +93,8 @@ def test_the_kernel_only_headline_repeats_where_the_eager_rate_did_not(remade):
 
 
 def test_the_bundle_figures_name_both_rates_by_the_documents_rule(captures, remade):
-    old, new = (repeatability.bundle_figures({"roofline": d}) for d in (captures[0], remade[0]))
+    rates = roofline_declared.FIGURES[0]
+    old, new = (by_noise(rates.rows("roofline", "roofline", d)) for d in (captures[0], remade[0]))
     assert old["roofline.bf16.square-256.tflops"][1] == "launch_bound"  # the eager headline, before
     assert "roofline.bf16.square-256.kernel_tflops" in old and "roofline.bf16.square-256.eager_tflops" not in old
     assert new["roofline.bf16.square-256.tflops"][1] == "burst"  # the kernels' own rate

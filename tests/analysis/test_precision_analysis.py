@@ -1,10 +1,10 @@
-"""Ranking and explanations from measured values (harness/analysis/precision.py), on small documents."""
+"""Ranking and explanations from measured values (harness/analysis/precision/__init__.py), on small documents."""
 
 import copy
 import math
 
 from harness.analysis import precision as analysis
-from harness.analysis import precision_checks
+from harness.analysis.precision import checks as precision_checks
 
 
 def row(name, family, bits, scaling, sqnr, underflow=0.0, saturated=0.0, mse=None, **extra):

@@ -1,10 +1,10 @@
-"""The precision formats verify holds a document's rows to (harness/analysis/precision_checks.py) are
+"""The precision formats verify holds a document's rows to (harness/analysis/precision/checks.py) are
 the ones the probe measures: the same names, order, family, width and scaling, and each float
 format's range as torch.finfo gives it (issue 28)."""
 
 import torch
 
-from harness.analysis import precision_checks
+from harness.analysis.precision import checks as precision_checks
 from harness.probes.precision.quantize import FORMATS, GROUP_SIZE
 
 

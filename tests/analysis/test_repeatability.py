@@ -11,6 +11,8 @@ import pytest
 from bench import repeatability as bench
 from harness import catalogue, registry
 from harness.analysis import repeatability as rules
+from harness.analysis.figure import RATE_KINDS
+from harness.analysis.roofline.declared import roofline_kind
 from harness.bundle.view import BundleView
 from harness.judge.acceptance.rates import bandwidth_plateau
 from harness.judge.facts import BundleFacts
@@ -25,7 +27,7 @@ H200 = "h200-sxm-141gb"
 def test_the_bounds_are_the_issues_and_every_kind_has_one():
     bounds = catalogue.repeatability_bounds()["bounds"]
     assert {k: b["max_spread"] for k, b in bounds.items()} == {"steady": 0.02, "burst": 0.05, "launch_bound": 0.10}
-    assert set(bounds) == set(rules.KINDS)
+    assert set(bounds) == set(RATE_KINDS)
 
 
 def test_the_h200_declaration_names_its_sources_and_the_noisy_figures():
@@ -70,27 +72,6 @@ def test_an_exact_figure_wins_over_a_pattern():
     assert rules.lookup(record, "allreduce.busbw_gbps") is None
 
 
-def test_the_noise_model_says_where_each_tolerance_came_from():
-    """A measured figure: max(its kind's bound, 3 x sqrt(2) x spread / d2(runs)) with its source; a noisy one its
-    pair limit; one the SKU does not measure its stated default or its kind's bound, saying so."""
-    model = rules.noise_model(H200)
-    steady = model.noise("stress.steady_tflops", "steady")
-    assert steady.share == 0.02 and steady.measured and not steady.noisy
-    assert (
-        "stress.steady_tflops: 0.31% run to run over 5 runs of dossier run" in steady.source
-        and "bench/gpu_final.sh" in steady.source
-    )
-    eager = model.noise("roofline.bf16.square-256.eager_tflops", "launch_bound")  # 36.92% over 5 runs
-    assert eager.noisy and eager.share == pytest.approx(3 * 2**0.5 * 0.3692 / 2.326)
-    stated = model.noise("allreduce.nccl.n2.normal.busbw_gbps", "steady")
-    assert (
-        not stated.measured and stated.share == 0.05 and stated.source.startswith("stated default for allreduce.*_gbps")
-    )
-    assert rules.noise_model(None).noise("x", "burst").share == 0.05
-    with pytest.raises(ValueError, match="no repeatability bound for the figure kind 'sideways'"):
-        model.noise("x", "sideways")
-
-
 def test_without_a_measurement_the_declaration_says_why():
     assert "no GPU SKU was identified" in rules.declaration(None)["unavailable"]
     assert rules.declaration("l4-24gb") == {
@@ -109,7 +90,7 @@ def test_the_bundles_sku_is_the_one_health_identified():
     [(16e-6, True, "launch_bound"), (25e-6, False, "burst"), (0.3e-3, False, "burst"), (1.4e-3, False, "steady")],
 )
 def test_a_roofline_shapes_kind(per_call_s, launch_bound, kind):
-    assert rules.roofline_kind(per_call_s, launch_bound) == kind
+    assert roofline_kind(per_call_s, launch_bound) == kind
 
 
 def bundle_view(repeatability):

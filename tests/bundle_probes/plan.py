@@ -159,3 +159,31 @@ DURING_PLAN = (
         during="loads",
     ),
 )
+
+
+def beside_plan(when=lambda state: None):
+    """A step placed before the one it runs beside (ProbeStep.beside), whose `beside_when` is WHEN."""
+    return (
+        ProbeStep(
+            "cpu-work",
+            "cpu_work",
+            "Host work beside a measurement (test)",
+            "test",
+            schema="common",
+            analysis=None,
+            plots=None,
+            timeout_s=60,
+            beside="measures",
+            beside_when=when,
+        ),
+        ProbeStep(
+            "measures",
+            "measures",
+            "A measurement (test)",
+            "test",
+            schema="common",
+            analysis=None,
+            plots=None,
+            timeout_s=120,
+        ),
+    )

@@ -84,3 +84,12 @@ def test_a_node_slurm_does_not_know_still_gets_its_findings_printed(monkeypatch,
     printed = capsys.readouterr()
     assert code == 2 and "Slurm knows no node 'n9'" in printed.err
     assert printed.out.splitlines()[-1].startswith("n9 | ") and "slurm: n9" not in printed.out
+
+
+def test_a_scheduler_check_drains_with_the_reason_it_was_given(cluster):
+    state, calls = cluster
+    led = drain.reason_for(SICK, "DRAIN")
+    assert drain.apply("n2", Verdict.FAIL, SICK, drain=True, resume_own=False, drain_reason=led).did == "drained"
+    assert calls == [
+        ("n2", "drain", "dossier check: DRAIN: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0")
+    ]

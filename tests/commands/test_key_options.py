@@ -26,7 +26,14 @@ def test_every_key_option_says_what_it_holds():
         words = f"{action.metavar} {action.help}".lower()
         if flag == "--signing-key":
             assert action.metavar == "PRIV" and "private" in words, path
-        elif flag in ("--key", "--key-a", "--key-b", "--key-mine", "--profile-key"):  # each a public key that verifies
+        elif flag in (
+            "--key",
+            "--key-a",
+            "--key-b",
+            "--key-mine",
+            "--profile-key",
+            "--bundle-key",
+        ):  # each a public key that verifies
             assert "public" in words or action.metavar == "PUB", path
         else:
             pytest.fail(f"{path} {flag}: a key option other than --key and --signing-key")

@@ -81,9 +81,9 @@ def test_the_clean_pair_reproduces_every_comparable_figure(clean, capsys):
     assert code == 0, err
     assert (result["verdict"], result["result"]) == ("reproduced", "pass")
     assert all(ISSUE_FIELDS <= set(f) for f in result["figures"])
-    assert {f["verdict"] for f in result["figures"]} <= {"reproduced", "not_comparable"}
+    assert {f["verdict"] for f in result["figures"] if f["role"] == "decides"} <= {"reproduced", "not_comparable"}
     found = figures(result)
-    # every probe the pair ran, every dtype of the roofline (its dtype checks), the fault counts
+    # every probe the pair ran, every dtype of the roofline (its dtype checks), the fault counts: they decide
     for figure in (
         "health.devices",
         "health.contract.no_foreign_process",
@@ -91,21 +91,20 @@ def test_the_clean_pair_reproduces_every_comparable_figure(clean, capsys):
         "roofline.bf16.burst_best_tflops",
         "roofline.fp8.burst_best_tflops",
         "roofline.fp32.burst_best_tflops",
-        "roofline.bf16.square-256.tflops",
-        "roofline.fusion_speedup",
         "transfer.gpu0.h2d_pinned_gbps",
         "stress.gpu0.steady_tflops",
-        "stress.gpu0.power_median_w",
         "stress.gpu0.result_mismatches",
     ):
-        assert found[figure]["verdict"] == "reproduced", figure
+        assert (found[figure]["verdict"], found[figure]["role"]) == ("reproduced", "decides"), figure
+    # a shape, the fusion speedup and the power drawn inform: shown, never deciding, each saying why
+    for figure in ("roofline.bf16.square-256.tflops", "roofline.fusion_speedup", "stress.gpu0.power_median_w"):
+        assert found[figure]["role"] == "informs" and found[figure]["role_why"], figure
+        assert found[figure]["verdict"] in ("within_noise", "moved"), figure
+    assert result["rule"]["false_alarm"] == 0.01 and "issue-34-h200" in result["rule"]["text"]
     # the two real roofline runs differ, each within its tolerance, which says where it comes from
     bf16 = found["roofline.bf16.burst_best_tflops"]
     assert bf16["ratio"] != 1 and abs(bf16["ratio"] - 1) <= bf16["tolerance"]
-    assert (
-        bf16["noise_measured"]
-        and "roofline.bf16.burst_best_tflops: 0.76% run to run over 5 runs" in bf16["tolerance_source"]
-    )
+    assert bf16["noise_measured"] and "(campaign issue-34-h200)" in bf16["tolerance_source"]
     assert (
         found["stress.gpu0.result_mismatches"]["tolerance"] == 0
         and found["stress.gpu0.result_mismatches"]["kind"] == "count"
@@ -122,9 +121,10 @@ def test_the_contended_pair_does_not_reproduce_naming_the_figures_and_the_foreig
     assert code == 1, err
     assert (result["verdict"], result["result"]) == ("not_reproduced", "fail")
     found = figures(result)
-    for figure in ("bandwidth.plateau_gbps", "roofline.fp32.burst_best_tflops", "roofline.bf16.ridge_flop_per_byte"):
+    for figure in ("bandwidth.plateau_gbps", "roofline.fp32.burst_best_tflops"):
         assert found[figure]["verdict"] == "not_reproduced", figure
         assert "foreign processes (idle or under load)" in found[figure]["likely_why"]
+    assert found["roofline.bf16.ridge_flop_per_byte"]["verdict"] == "moved"  # derived from the bandwidth: informs
     assert found["bandwidth.plateau_gbps"]["ratio"] == pytest.approx(reproduce_pairs.CO_TENANT_BANDWIDTH, rel=1e-6)
     assert found["roofline.bf16.ridge_flop_per_byte"]["ratio"] == pytest.approx(2.13, abs=0.01)  # issue 23: 2.13x
     assert found["roofline.bf16.burst_best_tflops"]["verdict"] == "reproduced"  # the bursts held (issue 23)
@@ -233,7 +233,9 @@ def test_the_terminal_gets_the_verdict_and_each_figure_that_did_not_reproduce(co
     assert code == 1
     answer = out.splitlines()[-1]  # the answer, first and last
     assert answer == out.splitlines()[0] and answer.endswith("(exit 1)")
-    assert answer.startswith("verdict: NOT REPRODUCED: 11 of 85 comparable figures did not reproduce")
+    assert answer.startswith("verdict: NOT REPRODUCED: 2 of 31 comparable deciding figures did not reproduce")
+    assert out.splitlines()[-2].startswith("NOT REPRODUCED: 2 of 31 comparable deciding figures did not reproduce")
+    assert out.splitlines()[-3].startswith("rule: designed false-alarm rate 1% over ")
     assert "FAIL bandwidth.plateau_gbps: theirs 4254, mine 1994.3: mine is -53.12% of theirs" in out
 
 
@@ -254,9 +256,9 @@ def test_bundles_of_formats_1_and_4_compare_what_both_state(tmp_path, capsys):
     assert found["transfer.gpu0.h2d_pinned_gbps"]["why"] == "THEIRS does not state it: the bundle has no transfer step"
     precision = [f for f in result["figures"] if f["probe"] == "precision"]
     assert len(precision) == 33 and {f["verdict"] for f in precision} == {"reproduced"}
-    square = found["roofline.bf16.square-1024.tflops"]
-    assert square["verdict"] == "not_reproduced" and not square["noise_measured"]
-    assert "no run-to-run measurement of roofline.per-call.bf16.square-1024.tflops" in square["tolerance_source"]
+    square = found["roofline.bf16.square-1024.tflops"]  # a shape informs: it moved, and does not decide
+    assert square["verdict"] == "moved" and square["role"] == "informs" and not square["noise_measured"]
+    assert "no campaign measured roofline.per-call.bf16.square-1024.tflops" in square["tolerance_source"]
     assert result["identity"]["comparable"] and found["bandwidth.plateau_gbps"]["verdict"] == "reproduced"
 
 

@@ -72,12 +72,13 @@ def test_options_are_read_and_replaced_as_given():
 
 
 def test_their_plan_is_their_steps_and_argv_with_the_roof_taken_from_this_run(no_cache):
-    """The full H200 dossier (format 4): every step theirs, in their order, the roofline's per-dtype steps as
-    they ran; each roofline step fed this run's bandwidth median, the rest of its argv theirs; their local
-    checkpoint cannot be had here, which is said before any probe runs."""
+    """The full H200 dossier (format 4): every step theirs, in this build's order (the stress step before health
+    under load), the roofline's per-dtype steps after the roofline as they ran; each roofline step fed this
+    run's bandwidth median, the rest of its argv theirs; their local checkpoint cannot be had here, which is
+    said before any probe runs."""
     theirs = view(H200_FULL)
     made = replay.derive(theirs, "their bundle (test)")
-    assert [s.step for s in made.plan] == [s["step"] for s in theirs.steps]
+    assert sorted(s.step for s in made.plan) == sorted(s["step"] for s in theirs.steps)
     assert [s.order for s in made.plan] == sorted(s.order for s in made.plan)
     assert made.runner.name == "local" and made.skip == () and made.unhonoured == {}
     assert len(made.said) == 1
@@ -277,17 +278,18 @@ def test_their_cpu_dossier_is_re_run_here_and_judged(theirs_on_cpu, tmp_path, ca
 
 
 def test_their_health_under_load_and_all_reduce_follow_this_builds_rules_here(no_cache):
-    """Their health under load is taken under this run's load (never a pid of theirs), in their plan's place:
-    the full dossier took it before its stress step, with its own load, so it runs there here too; their
-    one-GPU all-reduce starts no process where this run's health step counted one GPU (the backend is this
-    run's, from the count), as `dossier run` does."""
+    """Their health under load is taken under this run's load (never a pid of theirs), in this build's place:
+    the full dossier took it before its stress step, with its own load; here it comes after the stress step in
+    the plan and is taken during it, as `dossier run` takes it; their one-GPU all-reduce starts no process
+    where this run's health step counted one GPU (the backend is this run's, from the count), as `dossier
+    run` does."""
     theirs = view(H200_FULL)
     made = replay.derive(theirs, "their bundle (test)")
     load = next(s for s in made.plan if s.step == "health-load")
-    assert load.during == "stress" and [s.step for s in made.plan].index("health-load") < [
+    assert load.during == "stress" and [s.step for s in made.plan].index("health-load") > [
         s.step for s in made.plan
     ].index("stress")
-    assert Companions(made.plan, LocalRunner(), made.skip).waiting == {}  # before the stress step: in its place
+    assert Companions(made.plan, LocalRunner(), made.skip).waiting == {"health-load": load}  # taken during it
     state = RunState(analyses=registry.analysis_module)
     assert load.arguments(state).args == ("--under-load", "8")
     state.loads["stress"] = {"pids": [4242], "what": "this run's stress GEMM", "remaining_s": 30.0}
@@ -307,3 +309,33 @@ def test_their_health_under_load_and_all_reduce_follow_this_builds_rules_here(no
     assert args.args == ("--backend", "nccl") and args.inputs["derived_here"] == {
         "--backend": {"theirs": "nccl", "here": "nccl"}
     }
+
+
+def test_a_format_4_plan_is_run_in_this_builds_order(no_cache):
+    """The committed format-4 H200 dossier ran health under load and the idle/load diff before the stress step,
+    and its roofline's dtypes in steps of their own: replayed, the steps this build knows take its plan's order
+    (stress, then health under load during it, then the diff: the order verify holds a bundle of this format
+    to), and the dtype steps stay right after the roofline."""
+    theirs = view(H200_FULL)
+    assert [s["step"] for s in theirs.steps][-3:] == ["health-load", "health-diff", "stress"]
+    made = replay.derive(theirs, "test")
+    steps = [s.step for s in made.plan]
+    assert steps == [
+        "health",
+        "bandwidth",
+        "roofline",
+        "roofline-fp8",
+        "roofline-fp16",
+        "roofline-tf32",
+        "roofline-fp32",
+        "precision",
+        "allreduce",
+        "transfer",
+        "stress",
+        "health-load",
+        "health-diff",
+    ]
+    assert len({s.order for s in made.plan}) == len(steps)
+    own = {s.step: i for i, s in enumerate(registry.lab_plan())}
+    planned = [own[s] for s in steps if s in own]
+    assert planned == sorted(planned)

@@ -9,11 +9,12 @@ import sys
 import pytest
 
 from harness import registry
+from harness.analysis.figure import Figure
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
 from harness.cli import build_parser, chosen_parser, parse
 from harness.present.diff import compare
-from harness.registry.spec import CommandSpec, DiffField, DiffFigure, ProbeSpec
+from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
 from harness.registry.steps import ProbeStep
 from harness.run.orchestrate import RunOptions, run_dossier
 from harness.runners.local import LocalRunner
@@ -46,7 +47,15 @@ TOY = ProbeSpec(
         ),
     ),
     diff_fields=(DiffField("software", "toy samples", lambda heads: len(heads["samples_mib_per_s"])),),
-    diff_figures=(DiffFigure("toy hashing rate", "MiB/s", lambda heads: heads["mean_mib_per_s"]),),
+    figures=(
+        Figure(
+            "toy hashing rate",
+            "MiB/s",
+            lambda heads: heads["mean_mib_per_s"],
+            why="a toy: nothing a buyer asks about",
+            noise_class="host",
+        ),
+    ),
 )
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import registry
-from harness.analysis.repeatability import noise_model
+from harness.analysis.noise import noise_model
 from harness.analysis.verdict import Verdict
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView

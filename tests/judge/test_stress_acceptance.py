@@ -200,8 +200,13 @@ def test_the_step_runs_last_with_the_probes_default_or_the_asked_length():
     assert probes[-1].step == "stress"  # the last probe; health under load is taken during it, recorded after
     assert [s.step for s in plan[-3:]] == ["stress", "health-load", "health-diff"]
     assert entry.stress_arguments(RunState()).args == ()
-    asked = entry.stress_arguments(RunState({"stress": 600.0}))
+    asked = entry.stress_arguments(RunState({"stress": entry.StressRun(seconds=600.0)}))
     assert asked.args == ("--seconds", "600") and asked.inputs["seconds_from"] == "dossier run --stress-seconds"
+    faulty = entry.stress_arguments(RunState({"stress": entry.StressRun(seconds=2.0, inject_fault="gemm")}))
+    assert (
+        faulty.args == ("--seconds", "2", "--inject-fault", "gemm")
+        and "self-test" in faulty.inputs["fault_injected_by"]
+    )
     assert entry.STRESS_SECONDS.check(0) == "0: must be positive"
     assert "at most 3000" in entry.STRESS_SECONDS.check(3600)
     assert entry.STRESS_SECONDS.check is probe.seconds_problem  # one limit, declared once (the probe's)

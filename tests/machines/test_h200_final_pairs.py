@@ -93,17 +93,16 @@ def test_the_catalogues_h200_run_to_run_is_these_five_clean_dossiers():
     computes from the five clean bundles here (a1-a3 on one machine start, b1-b2 on another): each figure's
     range over median, to four places, and its kind; and each one over its kind's bound says why."""
     from bench import repeatability as bench
-    from harness import catalogue
-    from harness.analysis import repeatability
+    from harness import catalogue, registry
+    from harness.judge.reproduction.engine import rates_of
 
-    views = bench.read([Path(bundle(n)) for n in ("a1", "a2", "a3", "b1", "b2")], [Path(PUB)], allow_formats=(5,))
-    per_bundle = [
-        repeatability.bundle_figures({e["step"]: v.documents[e["step"]] for e in v.steps if e["step"] in v.documents})
-        for v in views
-    ]
+    views = bench.read([Path(bundle(n)) for n in ("a1", "a2", "a3", "b1", "b2")], [Path(PUB)], (5,))
+    per_bundle = [rates_of(v, registry.figures()) for v in views]
     rows = {r["figure"]: r for r in bench.table(per_bundle, catalogue.repeatability_bounds()["bounds"])}
     stated = [e for e in catalogue.run_to_run("h200-sxm-141gb")["figures"] if e["source"] == "issue-30-final-h200"]
-    assert {e["figure"] for e in stated} == set(rows) and len(rows) == 67
+    # the 67 figures issue 30 stated; every rate declared since (the ridges, the fusion speedup, the power drawn,
+    # the burst over steady ratio, the SM clock under load) is measured by the noise campaign (noise_campaign)
+    assert len(stated) == 67 and {e["figure"] for e in stated} <= set(rows)
     for entry in stated:
         row = rows[entry["figure"]]
         assert (entry["spread"], entry["kind"]) == (round(row["spread"], 4), row["kind"]), entry["figure"]

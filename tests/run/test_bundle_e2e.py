@@ -106,7 +106,12 @@ def test_cli_run_writes_a_verifiable_bundle_and_prints_its_path(dossier, tmp_pat
 
 
 def test_diff_against_itself_and_another_run(dossier, tmp_path, capsys):
-    assert main(["diff", str(dossier["path"]), str(dossier["path"]), "--key", str(dossier["public"]), "--json"]) == 0
+    # the same file twice is refused, as `dossier reproduce` refuses it (exit 2); a copy of it is another file
+    assert main(["diff", str(dossier["path"]), str(dossier["path"])]) == 2
+    assert "A and B are the same file" in capsys.readouterr().err
+    copy = tmp_path / "copy.tar.gz"
+    copy.write_bytes(dossier["path"].read_bytes())
+    assert main(["diff", str(dossier["path"]), str(copy), "--key", str(dossier["public"]), "--json"]) == 0
     comparison = json.loads(capsys.readouterr().out)
     assert all(f["same"] for f in comparison["fields"])
     assert all(m["ratio"] in (1.0, None) for m in comparison["metrics"])

@@ -12,14 +12,15 @@
 #   SLURM_STATE_DIR        where conf, pids, spool and logs live [${TMPDIR:-/tmp}/rig-dossier-slurm]
 #   SLURM_NODE_COUNT       virtual nodes [3]
 #   SLURM_CPUS_PER_NODE    CPUs each node declares [2]
-#   SLURM_GPUS_PER_NODE    fake GPUs (gres backed by mknod character devices, not real GPUs) [0]
+#   SLURM_GPUS_PER_NODE    fake GPUs (gres backed by mknod character devices, not real GPUs) [2]:
+#                          a job's --gpus reach its prolog as SLURM_JOB_GPUS (tests/check/test_check_prolog_slurm.py)
 #   SLURM_CTLD_PORT        slurmctld port [16817]; slurmd ports are 17001..1700N
 set -euo pipefail
 
 STATE=${SLURM_STATE_DIR:-${TMPDIR:-/tmp}/rig-dossier-slurm}
 NODES=${SLURM_NODE_COUNT:-3}
 CPUS=${SLURM_CPUS_PER_NODE:-2}
-GPUS=${SLURM_GPUS_PER_NODE:-0}
+GPUS=${SLURM_GPUS_PER_NODE:-2}
 CTLD_PORT=${SLURM_CTLD_PORT:-16817}
 CONF=$STATE/slurm.conf
 PIDS=$STATE/started.pids   # "name pid" per line: only what this script started

@@ -3,6 +3,7 @@ disagrees; `contracts` (with `device_contracts` and `contract_facts`) the toolch
 contracts re-judged from the facts; `diff` the idle/load comparison (the health-diff step); `fleet`
 the figures `dossier fleet collect` compares."""
 
+from harness.analysis.health.declared import FIGURES
 from harness.analysis.health.figures import discrepancies, headlines
 
-__all__ = ["discrepancies", "headlines"]
+__all__ = ["FIGURES", "discrepancies", "headlines"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.stress import checks, figures
+from harness.analysis.stress.declared import FIGURES
 from harness.analysis.stress.figures import headlines
 
 
@@ -16,4 +17,4 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     return figures.figure_discrepancies(document) + checks.record_discrepancies(document)
 
 
-__all__ = ["discrepancies", "headlines"]
+__all__ = ["FIGURES", "discrepancies", "headlines"]

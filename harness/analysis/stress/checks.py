@@ -46,6 +46,7 @@ RESULT_DTYPES = {
     "fp32": ("float32", 4),
 }
 CAPACITY_MARGIN = 2.0  # a bucket holds up to 2x the iterations the warm-up rate predicts...
+GEMM_MS_DECIMALS = 4  # the probe records GEMM times to 0.1 us (below what CUDA events resolve, about 0.5 us)
 CAPACITY_EXTRA = 16  # ...plus a few; a bucket that fills closes early (closed_by "capacity")
 ROUNDING_S = 2e-4  # times are kept to 0.1 ms: two of them differ by up to this from the unrounded
 # A bucket closes at the first GEMM issued after its boundary: on the lent H200 (bf16 and tf32,
@@ -143,11 +144,20 @@ def settings_discrepancies(document: dict[str, Any]) -> list[str]:
     return found
 
 
+def capacities(fastest_gemm_ms: float, bucket_s: float) -> set[int]:
+    """The bucket capacities a recorded warm-up time allows: the probe rounds the time to GEMM_MS_DECIMALS
+    decimals (0.1 us) for the document, and a build before 2026-12-02 sized the capacity from the time
+    before rounding, so a capacity from anywhere within half a unit of the last decimal is the probe's
+    (one H200 dossier, 2026-12-02: 2.7624 ms recorded, 740 sized, 741 from the rounded time)."""
+    half = 0.5 * 10.0**-GEMM_MS_DECIMALS
+    return {bucket_capacity(fastest_gemm_ms + d, bucket_s) for d in (-half, 0.0, half)}
+
+
 def _bucket_discrepancies(where: str, gemm: dict[str, Any], settings: dict[str, Any]) -> list[str]:
     buckets, found = gemm.get("buckets", []), []
     warmup = gemm.get("warmup", {})
     capacity = warmup.get("bucket_capacity_iterations")
-    if _is(warmup.get("fastest_gemm_ms"), (int, float)) and capacity != bucket_capacity(
+    if _is(warmup.get("fastest_gemm_ms"), (int, float)) and capacity not in capacities(
         warmup["fastest_gemm_ms"], settings["bucket_s"]
     ):
         found.append(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.transfer import checks, figures
+from harness.analysis.transfer.declared import FIGURES
 from harness.analysis.transfer.figures import headlines
 
 
@@ -17,4 +18,4 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     return found + ([] if found else checks.stated_discrepancies(document))
 
 
-__all__ = ["discrepancies", "headlines"]
+__all__ = ["FIGURES", "discrepancies", "headlines"]

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness import catalogue
+from harness.analysis.figure import KnownGood
 from harness.errors import UsageError
 from harness.judge.acceptance import signed_profile
 from harness.schemas import violations
@@ -59,21 +60,6 @@ class Reference:
 
     def to_json(self) -> dict[str, Any]:
         return {"value": self.value, "unit": self.unit, "source": self.source}
-
-
-@dataclass(frozen=True)
-class KnownGood:
-    """A kind of known-good figure: a profile file's known_good.FIELD, taken from the catalogue's
-    known_good entries of METRIC (the primary one per value of KEY), in UNIT. TITLE says one of them
-    in words ("{} GEMM": the KEY value goes in the braces); KEY_TYPE reads a file's key (world sizes
-    are numbers)."""
-
-    field: str
-    metric: str
-    key: str
-    unit: str
-    title: str
-    key_type: Callable[[Any], Any] = str
 
 
 @dataclass(frozen=True)

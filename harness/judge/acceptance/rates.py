@@ -6,22 +6,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.analysis import repeatability
+from harness.analysis.allreduce.declared import ALLREDUCE_KNOWN_GOOD
 from harness.analysis.bandwidth import figures as bandwidth_rules
+from harness.analysis.bandwidth.declared import HBM_KNOWN_GOOD
 from harness.analysis.roofline import figures as roofline_figures
+from harness.analysis.roofline.declared import GEMM_KNOWN_GOOD
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import KnownGood, Profile
+from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order rows appear in
-
-# The known-good figures these criteria take shares of (the registry's entries bring each with its probe).
-HBM_KNOWN_GOOD = KnownGood("hbm_bandwidth_gbps", "hbm_bandwidth", "kernel", "GB/s", "{} memory bandwidth")
-GEMM_KNOWN_GOOD = KnownGood("gemm_tflops", "gemm", "dtype", "TFLOPS", "{} GEMM")
-ALLREDUCE_KNOWN_GOOD = KnownGood(
-    "allreduce_busbw_gbps", "allreduce_busbw", "world_size", "GB/s", "all-reduce bus bandwidth, {} GPUs", int
-)
 
 
 def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.analysis.stress.declared import SUSTAINED_GEMM
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import KnownGood, Profile
+from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 STEP = "stress"
 # The known-good figure the sustained rate is a share of (the registry's stress entry brings it).
-SUSTAINED_GEMM = KnownGood("gemm_sustained_tflops", "gemm_sustained", "dtype", "TFLOPS", "{} GEMM sustained")
 
 
 def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:

@@ -15,16 +15,16 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.transfer import links as link_rules
+from harness.analysis.transfer.declared import TRANSFER, nvlink_pairs
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
-from harness.judge.acceptance.profile import KnownGood, Profile
+from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
 STEP = "transfer"
 SHARE_KEY = "transfer_min_share"
 # The known-good figures the transfer rates are shares of (the registry's transfer entry brings them).
-TRANSFER = KnownGood("transfer_gbps", "transfer", "direction", "GB/s", "{} transfer")
 # criterion name -> (per-GPU headline key, known-good direction, what it is, nvbandwidth's test)
 HOST_RATES = {
     "transfer_h2d_pinned": (
@@ -141,16 +141,6 @@ def host_rates(facts: BundleFacts, profile: Profile) -> list[Result]:
     return [_host_rate(name, facts, profile) for name in HOST_RATES]
 
 
-def _nvlink_pairs(heads: dict[str, Any]) -> list[tuple[str, str]]:
-    """(a, b) torch indices of every pair `nvidia-smi topo -m` joins by NV#."""
-    pairs = []
-    for check in heads["p2p_checks"]:
-        if isinstance(check.get("cell"), str) and check["cell"].startswith("NV"):
-            a, b = check["pair"].removeprefix("GPU").split("-GPU")
-            pairs.append((a, b))
-    return pairs
-
-
 def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     """One result where the topology reports NVLink between measured GPUs; none otherwise."""
     name = "transfer_peer_read"
@@ -160,7 +150,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
         "(plateaus recomputed by harness.analysis.transfer); topology.gpu_pairs"
     )
     heads, _ = _gpu_figures(facts)
-    if heads is None or not _nvlink_pairs(heads):
+    if heads is None or not nvlink_pairs(heads):
         return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
     share, reference = profile.share(SHARE_KEY, "peer_read"), profile.known(TRANSFER).get("peer_read")
     if not share or reference is None:
@@ -180,7 +170,7 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
     )
     cells = heads["peer"]["read"]
     rates, missing = {}, []
-    for a, b in _nvlink_pairs(heads):
+    for a, b in nvlink_pairs(heads):
         for key in (f"{a}->{b}", f"{b}->{a}"):
             plateau = num((cells.get(key) or {}).get("plateau_gbps"))
             if plateau is None:

@@ -68,14 +68,25 @@ RUN = (
 @dataclass(frozen=True)
 class Identity:
     """What a bundle's figures were measured on: its GPUs' SKUs (or names where the catalogue has
-    none), or the CPU where it ran on no GPU; `key` compares, `text` is for people."""
+    none), or the CPU where it ran on no GPU; `key` compares, `text` is for people; `units` the GPUs'
+    UUIDs as health read them (empty where none was read): two bundles of the same units ran on the
+    same GPUs."""
 
     key: tuple[Any, ...]
     text: str
     sku_id: str | None
+    units: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"measured_on": self.text, "sku_id": self.sku_id}
+        return {"measured_on": self.text, "sku_id": self.sku_id, "gpu_uuids": list(self.units)}
+
+
+def _units(facts: BundleFacts) -> tuple[str, ...]:
+    """The UUIDs of the GPUs health read, sorted; () when any is unreadable or none was read."""
+    health = facts.document("health") or {}
+    uuids = [d.get("uuid") for d in health.get("devices") or [] if isinstance(d, dict)]
+    named = [u for u in uuids if isinstance(u, str)]
+    return tuple(sorted(named)) if uuids and len(named) == len(uuids) else ()
 
 
 def identity(facts: BundleFacts) -> Identity:
@@ -84,4 +95,4 @@ def identity(facts: BundleFacts) -> Identity:
     key, text, sku_id = repeatability.bundle_identity(
         {s: d for s, d in completed.items() if d is not None}, _host(facts).get("cpu_model")
     )
-    return Identity(key, text, sku_id)
+    return Identity(key, text, sku_id, _units(facts))

@@ -11,7 +11,7 @@ could not honour, or given) and the tool that judged.
 
 `verify` checks an envelope later: the signature, that its subjects are these two files, and that
 the statement is consistent with itself (every figure's verdict follows from its recorded values
-and tolerance, the whole from the figures): a statement edited after signing fails the signature,
+and tolerance, the whole from the figures that decide): a statement edited after signing fails the signature,
 one signed with a wrong verdict fails the consistency. Recomputing the judgement from the bundles
 with this build is the command's (harness.commands.verify_reproduction).
 """
@@ -25,15 +25,16 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from harness.analysis.repeatability import EQUAL_KINDS
+from harness.analysis.figure import EQUAL_KINDS, INFORMS
 from harness.judge.acceptance.outcome import BundleRef
-from harness.judge.reproduction.engine import NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, Judgement
+from harness.judge.reproduction.results import MOVED, NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, WITHIN, Judgement
 from harness.signing.keys import SigningKey
 from harness.signing.statement import StatementError, sign_statement, statement, subject, verify_statement
 
 PREDICATE_TYPE = "https://rig-dossier.dev/attestation/reproduction/v1"
 THEIRS, MINE = "theirs", "mine"
-RESULT_OF = {REPRODUCED: "pass", NOT_REPRODUCED: "fail", NOT_COMPARABLE: "skip"}
+RESULT_OF = {REPRODUCED: "pass", NOT_REPRODUCED: "fail", NOT_COMPARABLE: "skip", WITHIN: "pass", MOVED: "fail"}
+AGREE = (REPRODUCED, WITHIN)  # the words of a figure whose values agree within its tolerance
 
 
 class StatementMismatch(StatementError):
@@ -108,8 +109,9 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
     verdict, kind = figure.get("verdict"), figure.get("kind")
     if verdict == NOT_COMPARABLE:
         return None if figure.get("why") else "not comparable without a why"
-    if verdict not in (REPRODUCED, NOT_REPRODUCED):
-        return f"verdict {verdict!r}"
+    words = (WITHIN, MOVED) if figure.get("role") == INFORMS else (REPRODUCED, NOT_REPRODUCED)
+    if verdict not in words:
+        return f"verdict {verdict!r} for a figure that {'informs' if words[0] == WITHIN else 'decides'}"
     if figure.get("result") != RESULT_OF[verdict]:
         return f"result {figure.get('result')!r} with verdict {verdict}"
     theirs, mine, tolerance = figure.get("theirs"), figure.get("mine"), figure.get("tolerance")
@@ -119,14 +121,14 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
         same = abs(mine / theirs - 1) <= tolerance
     else:
         return f"a {kind} figure judged without a number, ratio or tolerance"
-    return (
-        None if same == (verdict == REPRODUCED) else f"{verdict}, but its values say {'' if same else 'not '}reproduced"
-    )
+    return None if same == (verdict in AGREE) else f"{verdict}, but its values say {'' if same else 'not '}reproduced"
 
 
 def whole_follows(predicate: Mapping[str, Any]) -> str | None:
     """Why the recorded verdict of the whole does not follow from its figures and identity, or None."""
-    verdicts = [f.get("verdict") for f in predicate.get("figures") or [] if isinstance(f, Mapping)]
+    verdicts = [
+        f.get("verdict") for f in predicate.get("figures") or [] if isinstance(f, Mapping) and f.get("role") != INFORMS
+    ]
     comparable = (predicate.get("identity") or {}).get("comparable") is True
     judged = [v for v in verdicts if v != NOT_COMPARABLE]
     expected = (

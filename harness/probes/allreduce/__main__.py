@@ -1,5 +1,6 @@
 """`python -m harness.probes.allreduce`: the allreduce probe as its own process (one JSON document on stdout)."""
 
 from harness.probes.allreduce import NAME, build_parser, measure, probe_main
+from harness.probes.contract import exit_now
 
-raise SystemExit(probe_main(NAME, build_parser, measure))
+exit_now(probe_main(NAME, build_parser, measure))

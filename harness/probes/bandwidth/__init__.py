@@ -1,7 +1,8 @@
 """M1T1 memory bandwidth: a size sweep, the plateau (not the maximum), repeats with telemetry.
 
 `python -m harness.probes.bandwidth [--size-mib N ...] [--repeats 3] [--kernel copy|read|triad|write]
-[--spec-gbps G] [--device auto|cuda|cpu]` writes one JSON document (schemas/bandwidth.schema.json).
+[--read-kernel VARIANT] [--spec-gbps G] [--device auto|cuda|cpu]` writes one JSON document
+(schemas/bandwidth.schema.json).
 
 How it measures: three fp32 buffers of the largest size hold fresh random data; every smaller
 size is a prefix view of them. Each point is warmed up, then timed one iteration at a time
@@ -23,6 +24,7 @@ from typing import Any
 from harness import catalogue
 from harness.analysis.bandwidth import figures as analysis
 from harness.analysis.verdict import Verdict
+from harness.probes.bandwidth import read_kernels
 from harness.probes.bandwidth.device import (
     BUFFERS,
     SAFE_FRACTION,
@@ -119,6 +121,18 @@ OPTIONS = (
         ),
     ),
     Option(
+        ("--read-kernel",),
+        dict(
+            choices=read_kernels.NAMES,
+            metavar="VARIANT",
+            help=f"with --kernel read: how the buffer is read (default: {read_kernels.DEFAULT}); "
+            + "; ".join(f"{name}: {text}" for name, text in read_kernels.DESCRIPTIONS.items() if "nvrtc" not in name)
+            + "; nvrtc-vVuUtTbB[-s2][-cs] (CUDA only): a kernel compiled by NVRTC, float V loads, U in flight per "
+            "thread, B blocks of T threads per SM, s2 the buffer read as two halves at once, cs cache-streaming "
+            "loads; one of " + ", ".join(n for n in read_kernels.NAMES if "nvrtc" in n),
+        ),
+    ),
+    Option(
         ("--device",),
         dict(
             choices=["auto", "cuda", "cpu"],
@@ -155,6 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     check_options(args, OPTIONS)
+    if args.read_kernel is not None and args.kernel != "read":
+        raise ProbeUsageError(f"--read-kernel {args.read_kernel}: only with --kernel read (not {args.kernel})")
     import torch
 
     device = pick_device(torch, args.device)
@@ -168,6 +184,7 @@ class Measurement:
     def __init__(self, torch: Any, device: str, args: argparse.Namespace, nvml: NvmlSession) -> None:
         self.torch, self.device, self.args, self.nvml = torch, device, args, nvml
         self.kernel = args.kernel
+        self.read: read_kernels.Variants | None = None  # the read kernel's variant (--kernel read)
         self.limitations: list[dict[str, str]] = []
         self.handle: Any = None
 
@@ -236,6 +253,9 @@ class Measurement:
         )
         out = torch.empty((), dtype=torch.float32, device=self.device)
         scalar = 0.25 + float(torch.rand(1, generator=generator, device=self.device).item())
+        if self.kernel == "read":
+            self.read = read_kernels.Variants(torch, args.read_kernel or read_kernels.DEFAULT, self.device)
+            self.read.check(self.read.over(a, out), a)  # compiled (NVRTC) and checked before any timing
         empty_s, empty_times = self.empty_launch(timer)
         cache_bytes = facts["cache"]["size_bytes"] if isinstance(facts["cache"]["size_bytes"], int) else None
 
@@ -244,9 +264,9 @@ class Measurement:
         for i, size in enumerate(sizes):
             progress(i, total_steps, f"{self.kernel} {size:g} MiB")
             n = int(size * 2**20) // ELEMENT_BYTES
-            fn = kernel_fn(torch, self.kernel, a[:n], b[:n], c[:n], out, scalar)
+            fn = kernel_fn(torch, self.kernel, a[:n], b[:n], c[:n], out, scalar, self.read)
             sweep.append(point_record(size, n, self.kernel, timed(fn, timer, budget), cache_bytes, empty_s))
-        fn = kernel_fn(torch, self.kernel, a, b, c, out, scalar)
+        fn = kernel_fn(torch, self.kernel, a, b, c, out, scalar, self.read)
         repeats = self.repeats(
             fn, largest, n_max, timer, repeat_budget, cache_bytes, empty_s, len(sizes), total_steps, telemetry_reason
         )
@@ -409,8 +429,9 @@ class Measurement:
                 "writes": spec["writes"],
                 "element_bytes": ELEMENT_BYTES,
                 "gb_bytes": 10**9,
-                "torch_op": spec["torch_op"],
+                "torch_op": self.read.describe() if self.read else spec["torch_op"],
                 "kernels": analysis.KERNELS,
+                **({"read_kernel": {"variant": self.read.name, **self.read.facts}} if self.read else {}),
             },
             "data": data,
             "cache": facts["cache"],

@@ -43,10 +43,15 @@ def timed(
 # --- kernels -----------------------------------------------------------------------------------
 
 
-def kernel_fn(torch: Any, kernel: str, a: Any, b: Any, c: Any, out: Any, scalar: float) -> Callable[[], Any]:
-    """The torch call for one kernel on prefix views a, b, c (see analysis.KERNELS)."""
+def kernel_fn(
+    torch: Any, kernel: str, a: Any, b: Any, c: Any, out: Any, scalar: float, read: Any = None
+) -> Callable[[], Any]:
+    """The torch call for one kernel on prefix views a, b, c (see analysis.KERNELS); READ, the read
+    kernel's chosen variant (read_kernels.Variants), where one was chosen."""
     if kernel == "copy":
         return lambda: c.copy_(a)
+    if kernel == "read" and read is not None:
+        return read.over(a, out)
     if kernel == "read":
         return lambda: torch.sum(a, dim=(0,), out=out)  # torch 2.11 has no out= form without dim
     if kernel == "triad":

@@ -17,6 +17,7 @@ import socket
 import time
 from typing import Any
 
+from harness.probes.check.identity import identities
 from harness.probes.check.kernel import kernel_log, kernel_module, pci_gpus, uptime_s
 from harness.probes.contract import attempt, describe_exception, unavailable, utc_now
 from harness.probes.devices import device_facts, system_facts
@@ -78,3 +79,9 @@ def read() -> dict[str, Any]:
         reading["nvml"], reading["devices"] = gpus(nvml)
     reading["read_seconds"] = round(time.monotonic() - started, 3)
     return reading
+
+
+def identify_gpus() -> Any:
+    """Every GPU's identity for a vendor ticket (serial, VBIOS, InfoROM: harness/probes/check/identity.py), now."""
+    with NvmlSession() as nvml:
+        return identities(nvml)

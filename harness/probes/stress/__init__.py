@@ -41,6 +41,7 @@ from harness.probes.contract import (
 from harness.probes.health.torch_files import torch_build, torch_directory
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
+from harness.probes.stress.warm import prestart  # noqa: F401 - harness.probes.prestart calls it
 
 NAME = "stress"
 DTYPES = ("bf16", "fp16", "tf32", "fp32", "fp8")

@@ -19,14 +19,13 @@ from typing import Any
 
 import torch
 
-from harness.analysis.stress.checks import bucket_capacity
+from harness.analysis.stress.checks import GEMM_MS_DECIMALS, bucket_capacity
 from harness.probes.roofline.gemms import FP8_MAX, TORCH_DTYPES
 from harness.probes.stress.count import MaskCounter
 from harness.probes.timing import Clock
 
 IN_FLIGHT = 3  # iterations queued ahead of the host
 WARMUP_ITERATIONS = {"cuda": 3, "cpu": 3}
-GEMM_MS_DECIMALS = 4  # 0.1 us: below what CUDA events resolve (about 0.5 us)
 INJECT_ELEMENT = (0, 0)  # --inject-fault gemm flips bit 0 of this output element
 
 
@@ -142,7 +141,10 @@ class GemmLoop:
             self.ops.gemm()
             marks.append(self.clock.mark())
         self.clock.wait(marks[-1])
-        fastest_ms = min(self.clock.milliseconds(a, b) for a, b in zip(marks, marks[1:], strict=False))
+        # The capacity is sized from the time as recorded (rounded), so that verify recomputes the same count.
+        fastest_ms = round(
+            min(self.clock.milliseconds(a, b) for a, b in zip(marks, marks[1:], strict=False)), GEMM_MS_DECIMALS
+        )
         self.capacity = bucket_capacity(fastest_ms, self.plan.bucket_s)
         self.ops.gemm()
         self.ops.reference.copy_(self.ops.out)
@@ -150,7 +152,7 @@ class GemmLoop:
         self.clock.wait(done)
         self.warmup = {
             "iterations": count,
-            "fastest_gemm_ms": round(fastest_ms, GEMM_MS_DECIMALS),
+            "fastest_gemm_ms": fastest_ms,
             "bucket_capacity_iterations": self.capacity,
             "reference_at_s": round(self.now_s(), 4),
         }

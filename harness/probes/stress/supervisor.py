@@ -12,7 +12,6 @@ kills the probe's group on its timeout takes them too, and each dies with the pr
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.collective.supervisor import STACK_WAIT_S, _tail, new_events, signal_name
+from harness.probes.contract import log
+from harness.probes.stress import warm
 
 WORKER_MODULE = "harness.probes.stress.worker"
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -70,8 +71,7 @@ class StressSupervisor:
     def run(self) -> list[WorkerRun]:
         config_path = self.workdir / "stress-config.json"
         config_path.write_text(json.dumps(self.config, sort_keys=True))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
+        env = warm.worker_environment()
         try:
             for index in self.indices:
                 self.workers.append(self._start(index, config_path, env))
@@ -86,6 +86,10 @@ class StressSupervisor:
 
     def _start(self, index: int, config_path: Path, env: dict[str, str]) -> WorkerRun:
         events = self.workdir / f"worker{index}.jsonl"
+        ahead = warm.take([str(config_path), str(index), str(events)], env)
+        if ahead is not None:  # started with the probe, ahead of its step: torch already imported
+            log(f"stress: worker {index} was started ahead at {ahead[2]} (torch imported while the step before ran)")
+            return WorkerRun(index, ahead[0], events, ahead[1], last_event_at=time.monotonic())
         stderr_path = self.workdir / f"worker{index}.stderr"
         with open(stderr_path, "wb") as stderr:
             proc = subprocess.Popen(

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.probes.collective.worker import Events, die_with_parent
-from harness.probes.contract import describe_exception, unavailable
+from harness.probes.contract import describe_exception, exit_now, unavailable
 
 TEST_FAULT_ENV = "RIG_DOSSIER_STRESS_FAULT"  # tests: "die:N" SIGKILLs the worker after bucket N is written
 
@@ -256,4 +256,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    exit_now(main(sys.argv[1:]))  # every event is flushed as written: nothing is lost to the fast exit

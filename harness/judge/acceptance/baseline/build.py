@@ -189,10 +189,11 @@ def resolve_sku(inputs: Sequence[Reading], asked: str | None) -> tuple[str, dict
     return key, identity
 
 
-def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: str) -> dict[str, Any]:
-    """One figure's statistics and the threshold they make (the module docstring's steps 1 to 5)."""
+def figure_stats(figure: Figure, values: list[tuple[Reading, float]], sku_id: str, family: int = 1) -> dict[str, Any]:
+    """One figure's statistics and the threshold they make (the module docstring's steps 1 to 5); FAMILY is
+    how many rate figures the profile holds a unit to (they share the false-alarm rate)."""
     numbers = [v for _, v in values]
-    floor = noise.run_to_run(sku_id, figure.figure, figure.kind)
+    floor = noise.run_to_run(sku_id, figure.figure, figure.kind, family)
     rejection = reject_outliers(numbers, floor.share)
     spread = rejection.spread
     by_mad = REJECT_K * spread.scaled_mad / spread.median if spread.median and spread.n >= MIN_SAMPLES else 0.0
@@ -291,7 +292,7 @@ def draft(inputs: Sequence[Reading], sku_id: str, identity: dict[str, Any], why:
         for figure, value in item.figures.items():
             values.setdefault(figure, []).append((item, value))
     stats = {
-        figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id)
+        figure.criterion + "/" + "/".join(figure.known_good): figure_stats(figure, found, sku_id, len(values))
         for figure, found in sorted(values.items())
     }
     known_good, thresholds, notes = _known_good_and_shares(stats)

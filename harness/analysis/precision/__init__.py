@@ -22,6 +22,8 @@ import math
 from typing import Any
 
 from harness.analysis.memo import per_document
+from harness.analysis.precision import checks as precision_checks
+from harness.analysis.precision.declared import FIGURES  # noqa: F401 - the package's figure table
 
 MODEL_QUALITY_CAVEAT = (
     "These are weight-representation errors of the tensors above, each taken on its own (MSE, SQNR, "
@@ -336,8 +338,6 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
     out += _explanation_discrepancies(document.get("explanations", []), explain(tensors))
     if document.get("model_quality_caveat") != MODEL_QUALITY_CAVEAT:
         out.append("model_quality_caveat is missing or altered: MSE is not a model-quality claim")
-    from harness.analysis import precision_checks
-
     return out + precision_checks.discrepancies(document)
 
 
