@@ -11,7 +11,9 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis import device_rules
-from harness.analysis.verdict import Verdict, overall
+from harness.analysis.actions import Action
+from harness.analysis.verdict import Verdict, answer_line, counted, overall
+from harness.check.advice import recommended
 from harness.check.expectation import Expectation
 from harness.check.findings import Finding, recommend
 
@@ -100,7 +102,8 @@ def _driver(reading: dict[str, Any]) -> str:
 
 
 def lines(node: str, findings: list[Finding], reading: dict[str, Any] | None = None) -> list[str]:
-    """One NHC-form line per check that did not pass, then the node's line."""
+    """One NHC-form line per check that did not pass, then the node's line (the answer line comes
+    before and after them: `answer`)."""
     shown = [
         f"{PREFIX[f.verdict]}: {f.name}: {f.message}"
         + (f" -> {f.action.shown()}" if f.verdict in (Verdict.FAIL, Verdict.INCOMPLETE) else "")
@@ -108,3 +111,15 @@ def lines(node: str, findings: list[Finding], reading: dict[str, Any] | None = N
         if f.verdict in PREFIX
     ]
     return shown + [summary_line(node, findings, reading)]
+
+
+def answer(node: str, findings: list[Finding], result: dict[str, Any] | None = None) -> str:
+    """The answer line, first and last: `verdict: FAIL: n1 sick (gpu_count): 1 failed, 9 incomplete,
+    1 passed, 2 skipped; action: DRAIN (exit 1)`, the action the RESULT document recommends
+    (harness.check.advice) where there is one to take."""
+    verdict = overall(f.verdict for f in findings)
+    named = [f.name for f in findings if f.verdict == verdict] if verdict != Verdict.PASS else []
+    what = f"{node} {IN_WORDS[verdict]}" + (f" ({', '.join(named)})" if named else "")
+    action = recommended(result)[0] if result is not None else Action.NONE
+    said = None if action == Action.NONE else str(action)
+    return answer_line(verdict, f"{what}: {counted(f.verdict for f in findings)}", action=said)

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness import paths
 from harness.check import npd, scope
+from harness.commands.options import MAX_GPUS_PER_NODE, count
 from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.escape import terminal
 from harness.fleet import slurm
@@ -37,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     expect = parser.add_argument_group("what this node should have (at least one)")
     expect.add_argument(
         "--expect-gpus",
-        type=int,
+        type=count(0, MAX_GPUS_PER_NODE, "the GPUs one node can hold"),
         metavar="N",
         help="the number of GPUs (0 for a node without GPUs; default: every NVIDIA GPU the PCI bus lists)",
     )
@@ -273,12 +274,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     else:
+        answer = result.answer(document["node"], findings, document)
+        print(terminal(answer))
         if "scope" in document:
             print(f"scope: {args.mode}: GPUs {document['scope']['gpus']} ({document['scope']['source']})")
         print("\n".join(terminal(line) for line in result.lines(document["node"], findings, document["reading"])))
         if "slurm" in document and refused is None:
             did = document["slurm"]
             print(terminal(f"slurm: {did['node']}: {did['did']}: {did['why']}"))
+        if refused is None:
+            print(terminal(answer))
     if refused is not None:
         raise refused
     return document["exit_code"]

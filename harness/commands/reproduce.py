@@ -238,8 +238,22 @@ def _format(view: BundleView) -> Any:
     return view.commands.get("format_version")
 
 
+SHOWN = {"reproduced": "REPRODUCED", "not_reproduced": "NOT REPRODUCED", "not_comparable": "NOT COMPARABLE"}
+
+
+def answer(judgement: Judgement) -> str:
+    """The answer line, first and last: `verdict: NOT REPRODUCED: why: 3 reproduced, ... (exit 1)`."""
+    counts = judgement.counts()
+    code = UsageError.exit_code if judgement.result == Verdict.SKIP else judgement.result.exit_code
+    return (
+        f"verdict: {SHOWN[judgement.word]}: {judgement.why}: deciding {counts['reproduced']} reproduced, "
+        f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable (exit {code})"
+    )
+
+
 def print_result(judgement: Judgement) -> None:
-    shown = {"reproduced": "REPRODUCED", "not_reproduced": "NOT REPRODUCED", "not_comparable": "NOT COMPARABLE"}
+    shown = SHOWN
+    print(answer(judgement))
     failed = judgement.named(Verdict.FAIL)
     for f in failed[:SHOWN_FAILED]:
         print(
@@ -257,6 +271,7 @@ def print_result(judgement: Judgement) -> None:
         f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable; "
         f"{counts['informing_moved']} of {counts['informing']} informing figures moved, not deciding)"
     )
+    print(answer(judgement))
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -289,11 +304,11 @@ def handle(args: argparse.Namespace) -> int:
     if note:
         print(f"reproduce: {note}", file=sys.stderr)
     paths.write_output(statement_path, signed_envelope(stmt, key), "--statement")
-    files = Files(
-        str(args.theirs),
-        str(args.against or args.output_dir / mine_ref.name),
-        str(statement_path),
-        str(public_path_for(key.path)),
+    files = Files(  # named as the reader has them beside the summary, not by this machine's paths
+        args.theirs.name,
+        (args.against or args.output_dir / mine_ref.name).name,
+        statement_path.name,
+        public_path_for(key.path).name,
     )
     paths.write_output(
         summary_path,

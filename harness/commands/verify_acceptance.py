@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import catalogue, paths, registry
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, answer_line
 from harness.bundle import layout
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
@@ -47,7 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "PUB (DSSE, Ed25519), is an in-toto test-result statement naming BUNDLE's sha256 as its subject, and "
         "records exactly the verdict this build gives when it judges BUNDLE again against the profile the "
         "attestation carries (the result, each criterion, the profile and the catalogue); then print that "
-        "verdict. Exit 0 when all of that holds, 1 otherwise (whatever the verdict itself).",
+        "verdict. Exit 0 when all of that holds, 1 otherwise (whatever the verdict itself); 2 when ATTESTATION "
+        "is not a signed attestation at all (not JSON, not a DSSE envelope).",
     )
     parser.add_argument("attestation", type=Path)
     parser.add_argument("bundle", type=Path)
@@ -114,11 +115,26 @@ def handle(args: argparse.Namespace) -> int:
     trusted = load_public(args.key)
     data = paths.read_regular(args.attestation, "ATTESTATION")
     try:
+        dsse.parse(data)
+    except dsse.EnvelopeError as exc:  # not what it should be, like any unreadable input: exit 2
+        raise UsageError(
+            f"ATTESTATION {args.attestation} is not a signed attestation: {exc}",
+            hint="give the file `dossier accept --attestation` wrote",
+        ) from exc
+    try:
         acceptance = verified_acceptance(data, args.bundle, trusted)
     except CheckFailed as exc:
         raise CheckFailed(
             str(exc).replace("NOT VERIFIED:", f"NOT VERIFIED {args.attestation}:", 1), hint=exc.hint
         ) from exc
+    answer = terminal(
+        answer_line(
+            Verdict.PASS,
+            f"{args.attestation.name} verified: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle.name}; "
+            f"the verdict it carries, as this build gives it: {acceptance.result.shown} ({RESULT_WORDS[acceptance.result]})",
+        )
+    )
+    print(answer)
     print(
         terminal(
             f"verified {args.attestation}: signed by keyid {keyid(trusted)[:16]}..., about {args.bundle}; the "
@@ -133,4 +149,5 @@ def handle(args: argparse.Namespace) -> int:
             f"warned {', '.join(acceptance.named(Verdict.WARN)) or 'none'}"
         )
     )
+    print(answer)
     return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths, registry
+from harness.analysis.verdict import Verdict, answer_line
 from harness.bundle import layout
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
@@ -199,12 +200,28 @@ def handle(args: argparse.Namespace) -> int:
     trusted = load_public(args.key)
     data = paths.read_regular(args.statement, "STATEMENT")
     try:
+        dsse.parse(data)
+    except dsse.EnvelopeError as exc:  # not what it should be, like any unreadable input: exit 2
+        raise UsageError(
+            f"STATEMENT {args.statement} is not a signed statement: {exc}",
+            hint="give the file `dossier reproduce --statement` wrote",
+        ) from exc
+    try:
         _, again = verified_judgement(data, args.theirs, args.mine, trusted)
     except CheckFailed as exc:
         raise CheckFailed(
             f"{str(exc).replace('NOT VERIFIED:', f'NOT VERIFIED {args.statement}:', 1)}", hint=exc.hint
         ) from exc
     counts = again.counts()
+    answer = terminal(
+        answer_line(
+            Verdict.PASS,
+            f"{args.statement.name} verified, about {args.theirs.name} and {args.mine.name}; the verdict it carries, "
+            f"as this build judges it again: {again.word.replace('_', ' ').upper()} ({counts['reproduced']} "
+            f"reproduced, {counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable)",
+        )
+    )
+    print(answer)
     print(
         terminal(
             f"verified {args.statement}: signed by keyid {keyid(trusted)[:16]}..., about THEIRS {args.theirs} and "
@@ -217,4 +234,5 @@ def handle(args: argparse.Namespace) -> int:
             f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable"
         )
     )
+    print(answer)
     return 0

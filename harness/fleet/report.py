@@ -67,6 +67,8 @@ def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
 
 def _row(node: str, problem: str, reason: str, action: Recommendation | None) -> dict[str, str]:
     return {"node": node, "problem": problem, "reason": reason, "action": action.shown() if action else ""}
+
+
 def busy_nodes(document: dict[str, Any]) -> list[dict[str, str]]:
     """The nodes whose dossier ran on a busy host (harness.judge.contention.host_state), with what it said."""
     return [

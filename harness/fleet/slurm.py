@@ -99,6 +99,11 @@ def _run(argv: list[str], timeout_s: float | None = None) -> subprocess.Complete
     )
 
 
+def sbatch_path() -> str:
+    """sbatch's path; EnvironmentProblem (exit 4) when this host has no Slurm client."""
+    return _client("sbatch")
+
+
 def submit(script: Path, options: tuple[str, ...] = ()) -> tuple[str, list[str]]:
     """Submit a batch script (with sbatch OPTIONS before it); its job id and the exact sbatch argv."""
     argv = [_client("sbatch"), "--parsable", *options, str(script)]

@@ -10,6 +10,7 @@ same comparison always prints the same bytes. `dossier diff --json` gives the wh
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import IO, Any
 
 from rich import box
@@ -18,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.analysis.units import number, value_text
+from harness.analysis.verdict import Verdict
 from harness.escape import terminal
 from harness.judge.reproduction.declare import SECTIONS
 from harness.present.diff import Comparison, FieldDiff, MetricDiff
@@ -153,7 +155,7 @@ def metrics_table(metrics: list[MetricDiff], title: str) -> Table:
     return table
 
 
-def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
+def comparison_text(comparison: Comparison, name_a: str, name_b: str, notes: Sequence[str] = ()) -> str:
     """The tables as plain text, TEXT_WIDTH wide, no colour, no trailing spaces."""
     buffer = io.StringIO()
     _print(
@@ -161,32 +163,41 @@ def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
         comparison,
         name_a,
         name_b,
+        notes,
     )
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
-def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: IO[str]) -> None:
-    """On a terminal, rich tables at its width; elsewhere comparison_text."""
+def print_comparison(
+    comparison: Comparison, name_a: str, name_b: str, stream: IO[str], notes: Sequence[str] = ()
+) -> None:
+    """On a terminal, rich tables at its width; elsewhere comparison_text. NOTES (what verifying the
+    bundles could not check) are said after the tables, before the answer line ends it."""
     console = Console(file=stream)
     if console.is_terminal:
-        _print(console, comparison, name_a, name_b)
+        _print(console, comparison, name_a, name_b, notes)
     else:
-        stream.write(comparison_text(comparison, name_a, name_b))
+        stream.write(comparison_text(comparison, name_a, name_b, notes))
 
 
-def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
-    console.print(f"A: {terminal(name_a)}", markup=False, highlight=False)
-    console.print(f"B: {terminal(name_b)}", markup=False, highlight=False)
+def answer(comparison: Comparison) -> str:
+    """The answer line, first and last: `verdict: NOT REPRODUCED: ... (exit 1)`, the exit code `dossier
+    diff` gives, as `dossier reproduce` does (2: nothing that decides is comparable)."""
     judgement = comparison.judgement
     counts = judgement.counts()
-    console.print(
+    code = 2 if judgement.result == Verdict.SKIP else judgement.result.exit_code
+    return (
         f"verdict: {SHOWN[judgement.word].upper()}: {terminal(judgement.why)} (B against A; "
         f"{counts['not_comparable']} deciding figures not comparable; {counts['informing_moved']} of "
-        f"{counts['informing']} informing figures moved, not deciding; `dossier reproduce` signs it)",
-        markup=False,
-        highlight=False,
+        f"{counts['informing']} informing figures moved, not deciding; `dossier reproduce` signs it) (exit {code})"
     )
-    console.print(f"rule: {judgement.rule.text}", markup=False, highlight=False)
+
+
+def _print(console: Console, comparison: Comparison, name_a: str, name_b: str, notes: Sequence[str] = ()) -> None:
+    console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"A: {terminal(name_a)}", markup=False, highlight=False)
+    console.print(f"B: {terminal(name_b)}", markup=False, highlight=False)
+    console.print(f"rule: {comparison.judgement.rule.text}", markup=False, highlight=False)
     for section in SECTIONS:
         rows = [f for f in comparison.fields if f.section == section]
         if rows:
@@ -206,3 +217,6 @@ def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -
             )
     else:
         console.print("metrics: no metric was measured in either bundle", markup=False)
+    for note in notes:
+        console.print(terminal(note), markup=False, highlight=False, soft_wrap=True)
+    console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)

@@ -38,8 +38,12 @@ def plot_module_name(plots: str) -> tuple[str | None, str | None]:
         return None, f"{exc} (a bug in this build: please report it)"
 
 
-def render_step_plots(module_name: str, plots: str, step: str, document: Mapping[str, Any]) -> Rendered:
-    """Call MODULE.render(document, path) in a fresh folder; members plots/STEP/<relative name>."""
+def render_step_plots(
+    module_name: str, plots: str, step: str, document: Mapping[str, Any], sku_id: str | None = None
+) -> Rendered:
+    """Call MODULE.render(document, path) in a fresh folder; members plots/STEP/<relative name>. A
+    module that draws its SKU's known-good (the stress plot) has `render_for_sku(document, path,
+    sku_id)`: it is called instead, with SKU_ID, the catalogue SKU the run's GPUs were identified as."""
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:  # e.g. matplotlib absent on this host: no plots, measurements kept
@@ -49,7 +53,13 @@ def render_step_plots(module_name: str, plots: str, step: str, document: Mapping
         # render() gets a path inside a fresh folder: used as a file stem (STEM.png, STEM.svg)
         # or as a folder, what it writes lands under out_dir and keeps its relative name.
         try:
-            paths = [Path(p).resolve() for p in module.render(dict(document), out_dir / plots)]
+            for_sku = getattr(module, "render_for_sku", None)
+            written = (
+                for_sku(dict(document), out_dir / plots, sku_id)
+                if for_sku is not None
+                else module.render(dict(document), out_dir / plots)
+            )
+            paths = [Path(p).resolve() for p in written]
         except NothingToPlot as exc:  # no plot files at all; the note is the plot's own sentence
             return {}, str(exc)
         except Exception as exc:  # noqa: BLE001 - a plot bug must not lose the measurements
@@ -60,13 +70,15 @@ def render_step_plots(module_name: str, plots: str, step: str, document: Mapping
         return {layout.plot_name(step, p.relative_to(out_dir).as_posix()): p.read_bytes() for p in sorted(paths)}, None
 
 
-def render_inline(plots: str | None, step: str, document: Mapping[str, Any] | None) -> Rendered:
+def render_inline(
+    plots: str | None, step: str, document: Mapping[str, Any] | None, sku_id: str | None = None
+) -> Rendered:
     if not plots or document is None:
         return {}, None
     module_name, why = plot_module_name(plots)
     if module_name is None:
         return {}, why
-    return render_step_plots(module_name, plots, step, document)
+    return render_step_plots(module_name, plots, step, document, sku_id)
 
 
 def _worker_setup(parent: int) -> None:
@@ -124,7 +136,7 @@ class BackgroundPlots:
         for worker in workers:
             worker.terminate()
 
-    def submit(self, plots: str | None, step: str, document: Mapping[str, Any]) -> None:
+    def submit(self, plots: str | None, step: str, document: Mapping[str, Any], sku_id: str | None = None) -> None:
         if not plots:
             return
         module_name, why = plot_module_name(plots)
@@ -141,7 +153,9 @@ class BackgroundPlots:
                     initargs=(os.getpid(),),
                 )
             with _sigint_blocked():  # the first submit spawns the worker
-                self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step, dict(document))
+                self._pending[step] = self._pool.submit(
+                    render_step_plots, module_name, plots, step, dict(document), sku_id
+                )
         except (OSError, RuntimeError, BrokenProcessPool):
             return  # rendered inline at assembly
 

@@ -35,13 +35,14 @@ def json_bytes(value: Any) -> bytes:
     return (json.dumps(value, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
 
 
-def render_plots(record: StepRecord) -> tuple[dict[str, bytes], str | None]:
-    """The step's plots: rendered during the run when they were, else rendered now."""
+def render_plots(record: StepRecord, sku_id: str | None = None) -> tuple[dict[str, bytes], str | None]:
+    """The step's plots: rendered during the run when they were, else rendered now (SKU_ID: the
+    catalogue SKU the run's GPUs were identified as, for a plot that draws its known-good)."""
     if record.status != COMPLETED:
         return {}, None
     if record.plot_files is not None:
         return dict(record.plot_files), record.plot_note
-    return render_inline(record.plots, record.step, record.document)
+    return render_inline(record.plots, record.step, record.document, sku_id)
 
 
 def step_files(record: StepRecord) -> dict[str, bytes]:
@@ -197,9 +198,10 @@ def unsigned_files(record: RunRecord) -> dict[str, bytes]:
     """Every member except the attestation, report.md included."""
     files: dict[str, bytes] = {}
     entries = []
+    sku = repeatability.bundle_sku({s.step: s.document for s in record.steps if s.document is not None})
     for step in record.steps:
         own = step_files(step)
-        plots, note = render_plots(step)
+        plots, note = render_plots(step, sku)
         files.update(own)
         files.update(plots)
         entries.append(step_entry(step, own, sorted(plots), note, step_table_names(step)))

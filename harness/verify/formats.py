@@ -53,10 +53,13 @@ FORMATS: dict[int, Format] = {
         ),
         Format(
             6,
-            "the driver's own recovery action in health.json's devices (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION); "
-            "report.md names the recommended action of each failed criterion and of the run (harness.analysis.actions); "
-            "host-contention.json: the host read while each probe step ran, named beside a failing criterion; "
-            "a disturbed bandwidth repeat spread INCOMPLETE, not FAIL; longer repeats measured again",
+            "report.md in plain words: the verdict in sentences, each headline rate beside its SKU's known-good "
+            "(the `known-good` criterion), evidence as sentences with units, steps by what they measured, each "
+            "limitation once, nothing machine-local; the driver's own recovery action in health.json's devices "
+            "(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION); report.md names the recommended action of each failed "
+            "criterion and of the run (harness.analysis.actions); host-contention.json: the host read while each "
+            "probe step ran, named beside a failing criterion; a disturbed bandwidth repeat spread INCOMPLETE, "
+            "not FAIL; longer repeats measured again",
             schemas=True,
             tables=True,
             repeatability=True,

@@ -232,8 +232,11 @@ def test_the_terminal_gets_the_verdict_and_each_figure_that_did_not_reproduce(co
     )
     out = capsys.readouterr().out
     assert code == 1
-    assert out.splitlines()[-1].startswith("NOT REPRODUCED: 2 of 31 comparable deciding figures did not reproduce")
-    assert out.splitlines()[-2].startswith("rule: designed false-alarm rate 1% over ")
+    answer = out.splitlines()[-1]  # the answer, first and last
+    assert answer == out.splitlines()[0] and answer.endswith("(exit 1)")
+    assert answer.startswith("verdict: NOT REPRODUCED: 2 of 31 comparable deciding figures did not reproduce")
+    assert out.splitlines()[-2].startswith("NOT REPRODUCED: 2 of 31 comparable deciding figures did not reproduce")
+    assert out.splitlines()[-3].startswith("rule: designed false-alarm rate 1% over ")
     assert "FAIL bandwidth.plateau_gbps: theirs 4254, mine 1994.3: mine is -53.12% of theirs" in out
 
 

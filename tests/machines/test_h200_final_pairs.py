@@ -17,7 +17,7 @@ from harness.cli import main
 
 FINAL = Path(__file__).parents[1] / "fixtures" / "h200" / "final"
 PUB = str(FINAL / "h200-final.pub")
-OLDER = ["--allow-format", "5"]  # the format these were made in
+OLDER = ["--allow-format", "5"]  # format 5: this build renders format 6, so their reports are not re-rendered
 
 
 def bundle(name: str) -> str:

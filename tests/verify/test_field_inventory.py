@@ -3,7 +3,7 @@ calls recomputed or consistent is refused when a key holder edits it and re-sign
 
 The documents are real: every step of the committed H200 bundles (the one-GPU full dossier of
 format 4 and the two-GPU one of format 1); the full one re-made by this build (tests/h200_remade.py:
-format 5, its run-to-run `repeatability` recorded as `dossier run` records it); a run of the flaky
+format 6, its run-to-run `repeatability` recorded as `dossier run` records it); a run of the flaky
 test probe with `--retest 2` (a step's earlier `attempts`); the CPU captures in tests/fixtures
 (roofline, bandwidth, stress); the lead's windowed H200 roofline capture (probe contract 3, five
 dtypes: tests/fixtures/roofline/windows-h200.1.json) and the same windows as contract 4's probe
@@ -159,7 +159,7 @@ def _host_load_refusal(view: BundleView) -> Callable[[Any], str | None]:
 
 
 def _remade_full() -> dict[str, bytes]:
-    """The full H200 dossier's run re-made by this build (format 5), with the run-to-run block
+    """The full H200 dossier's run re-made by this build (format 6), with the run-to-run block
     `dossier run` records for the SKU its health step identified."""
     from harness.run.assemble import unsigned_files
     from tests.h200_remade import remade
@@ -216,14 +216,20 @@ def _precision_run(tmp: Path) -> Any:
 
 @cache
 def documents() -> tuple[Document, ...]:
+    """The documents edited, made once; the runs that make some of them work in a temporary folder,
+    removed when they are made (`make test` leaves no folder of its own behind)."""
+    with tempfile.TemporaryDirectory(prefix="field-inventory-") as name:
+        return _documents(Path(name))
+
+
+def _documents(tmp: Path) -> tuple[Document, ...]:
     found = []
-    tmp = Path(tempfile.mkdtemp(prefix="field-inventory-"))
     # (label, files, the steps whose documents are edited: the re-made bundle's are the full one's, the
     # retest run's a test probe's)
     sources = [
         (BUNDLES[0].name, read_all(BUNDLES[0]), None),
         (BUNDLES[1].name, read_all(BUNDLES[1]), SAME_AS_FULL),
-        ("dossier-h200-full re-made (format 5)", _remade_full(), ALL),
+        ("dossier-h200-full re-made (format 6)", _remade_full(), ALL),
         ("retest run", _retested(tmp), ALL),
     ]
     for label, files, left_out in sources:

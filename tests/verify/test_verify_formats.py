@@ -76,7 +76,7 @@ def _verified(signed, tmp_path, edit, allow=()):
 
 
 def test_a_downgraded_bundle_with_an_edited_report_fails_unless_its_format_is_allowed(signed, tmp_path):
-    edit = _claiming(3, strip=True, report=(b"- mean_mib_per_s: ", b"- mean_mib_per_s: 9"))
+    edit = _claiming(3, strip=True, report=(b"| `mean_mib_per_s` | ", b"| `mean_mib_per_s` | 9"))
     refused = _verified(signed, tmp_path, edit)
     assert [(c.check, c.subject) for c in refused.failures] == [("format", layout.COMMANDS)]
     assert "older than the oldest this build fully checks" in refused.failures[0].detail

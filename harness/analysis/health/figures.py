@@ -137,3 +137,26 @@ def visible_gpus(document: dict[str, Any]) -> tuple[int, str] | None:
     if isinstance(devices, list) and not document.get("cuda_visible_devices"):
         return len(devices), "NVML's device list"
     return None
+
+
+UUID_TAIL = 8  # hex digits of a GPU's UUID that name a host: as many as `nvidia-smi -L` users quote
+
+
+def gpu_tail(document: Any) -> str | None:
+    """The last UUID_TAIL hex digits of the first GPU's UUID in a health DOCUMENT (what tells two
+    hosts called `vm` apart on a page or in a file name), or None without a GPU or a readable UUID."""
+    devices = document.get("devices") if isinstance(document, dict) else None
+    for device in devices if isinstance(devices, list) else []:
+        uuid = _value(device.get("uuid")) if isinstance(device, dict) else None
+        digits = "".join(c for c in uuid if c in "0123456789abcdefABCDEF") if isinstance(uuid, str) else ""
+        if len(digits) >= UUID_TAIL:
+            return digits[-UUID_TAIL:].lower()
+    return None
+
+
+def host_label(hostname: Any, document: Any) -> str:
+    """The host as a page and a file name say it: its hostname and the first GPU's UUID tail
+    ("vm-8c891dc9"); the hostname alone without a GPU ("host" when it was not read)."""
+    name = hostname if isinstance(hostname, str) and hostname else "host"
+    tail = gpu_tail(document)
+    return f"{name}-{tail}" if tail else name

@@ -78,12 +78,17 @@ def fmt(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:.0f}"
 
 
-def share_threshold(share: float, reference, unit: str, what: str) -> Value:
+def share_threshold(share: float, reference, unit: str, what: str, label: str) -> Value:
+    """SHARE of the known-good REFERENCE as a threshold in UNIT (WHAT: which known-good; LABEL: the
+    figure in a few words, as report.md names it beside its known-good)."""
     floor = share * reference.value
     return Value(
         floor,
         unit,
         f"at least {share:.0%} of the known-good {fmt(reference.value)} {unit} ({what}) = {fmt(floor)} {unit}",
+        reference=reference.value,
+        share=share,
+        label=label,
     )
 
 

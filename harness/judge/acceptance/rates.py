@@ -36,7 +36,7 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
         return [judging.incomplete(f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
-    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
+    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel", f"memory bandwidth, {kernel} plateau")
     plateau = number_or_none(b.values.get("plateau_gbps"))
     if plateau is None:
         document = facts.document("bandwidth") or {}
@@ -149,7 +149,7 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
     )
     judging = Judging(name, title, evidence)
     reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
-    threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
+    threshold = share_threshold(share, reference, "TFLOPS", dtype, f"{dtype} GEMM burst") if reference else None
     if values is None:
         why = f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why
         return judging.incomplete(why, threshold=threshold)
@@ -182,7 +182,7 @@ def burst_conditions(heads: dict) -> str:
         return ""
     clock = number_or_none(window.get("sm_clock_mhz"))
     cap = window.get("power_cap")
-    cap_text = cap if isinstance(cap, str) else f"cap state unknown ({(cap or {}).get('unavailable')})"
+    cap_text = cap if isinstance(cap, str) else f"state unknown ({(cap or {}).get('unavailable')})"
     count = window.get("windows")
     what = (
         f"{count} windows of {fmt(window['window_ms'])} ms"
@@ -225,7 +225,7 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
                 f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it", measured
             )
         ]
-    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
+    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs", f"all-reduce bus bandwidth, {world} GPUs")
     return [at_least(name, title, measured, threshold, evidence)]
 
 

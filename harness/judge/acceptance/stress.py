@@ -33,7 +33,11 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
     )
     judging = Judging(name, title, evidence)
     share, reference = profile.threshold("stress_sustained_min_share"), profile.known(SUSTAINED_GEMM).get(dtype)
-    threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
+    threshold = (
+        share_threshold(share, reference, "TFLOPS", f"{dtype} sustained", f"{dtype} GEMM sustained (stress)")
+        if share and reference
+        else None
+    )
     if figures.values is None:
         return [judging.incomplete(figures.why or "", threshold=threshold)]
     if threshold is None or reference is None:  # (no threshold without a reference)

@@ -46,6 +46,11 @@ HOST_RATES = {
         "the two *_bidirectional_memcpy_ce tests summed",
     ),
 }
+LABELS = {  # each rate in a few words, as report.md names it beside its known-good
+    "transfer_h2d_pinned": "host-to-device copy, pinned",
+    "transfer_d2h_pinned": "device-to-host copy, pinned",
+    "transfer_bidirectional_pinned": "both directions at once, pinned",
+}
 BAD_LINK = ("degraded", "inconsistent")
 BAD_PAIR = ("broken_p2p", "degraded")
 
@@ -67,7 +72,11 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     judging = Judging(name, title, evidence)
     heads, why = _gpu_figures(facts)
     share, reference = profile.share(SHARE_KEY, direction), profile.known(TRANSFER).get(direction)
-    threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
+    threshold = (
+        share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}", LABELS[name])
+        if share and reference
+        else None
+    )
     if heads is None:
         return judging.incomplete(why, threshold=threshold)
     if threshold is None or reference is None:  # (no threshold without a reference)
@@ -128,7 +137,9 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
         return [
             judging.incomplete(f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")
         ]
-    threshold = share_threshold(share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce")
+    threshold = share_threshold(
+        share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce", "peer read over NVLink, slowest pair"
+    )
     cells = heads["peer"]["read"]
     rates, missing = {}, []
     for a, b in nvlink_pairs(heads):

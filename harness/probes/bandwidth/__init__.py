@@ -63,7 +63,7 @@ from harness.probes.contract import (
     real,
     unavailable,
 )
-from harness.probes.nvml import NvmlSession, Sampler, sample
+from harness.probes.nvml import NvmlSession
 from harness.probes.policy import at_most, matching, take
 from harness.probes.timing import Clock
 
