@@ -43,12 +43,11 @@ venv: $(BIN)/.installed
 
 test-venv: $(BIN)/.test-installed
 
-# Exits as `dossier run` does (0 PASS or WARN, 1 FAIL, 5 INCOMPLETE: the verdict's last lines say why),
-# then says how to call the command the venv holds.
+# Says how to call the command the venv holds, then exits as `dossier run` does (0 PASS or WARN,
+# 1 FAIL, 5 INCOMPLETE), whose answer line is the last it prints.
 dossier: venv
-	@$(BIN)/dossier run --output-dir bundles $(DOSSIER_ARGS); status=$$?; \
-	echo "the dossier command is $(BIN)/dossier: call it so, or first run: export PATH=\"$(CURDIR)/$(BIN):\$$PATH\""; \
-	exit $$status
+	@echo "the dossier command is $(BIN)/dossier: call it so, or first run: export PATH=\"$(CURDIR)/$(BIN):\$$PATH\""
+	@$(BIN)/dossier run --output-dir bundles $(DOSSIER_ARGS)
 
 unit: test-venv
 	$(BIN)/python -m pytest -q -m "not docker and not slurm"

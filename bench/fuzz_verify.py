@@ -26,6 +26,13 @@ written to a folder in memory (/dev/shm where there is one) and the tar, member 
 gzip theirs at level 1 (tests/fuzz_support.py fast_gzip: verify never compares deflate bytes).
 
     python bench/fuzz_verify.py [--mutants 10000] [--processes 2] [--seed 0] [--json OUT]
+
+With `--target reproduction|acceptance|profile` (issue 37) it fuzzes the signed statements another party
+sends instead of bundles: mutants of honest reproduction statements, acceptance attestations and signed
+profiles (tests/fuzz_statements.py: the envelope's bytes, the payload's bytes re-signed, one JSON value
+re-signed, one value of an attestation's inline profile or verdict, or of the profile), each checked as
+`dossier verify-reproduction`, `dossier verify-acceptance` and `dossier accept --profile-key` check it
+(tests/fuzz_signed_bases.py says which bases); WRONG ACCEPTANCE and CRASH must each be 0.
 """
 
 from __future__ import annotations
@@ -231,7 +238,10 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, help="also write every result as JSON here")
+    parser.add_argument("--target", choices=("bundle", *SIGNED_TARGETS), default="bundle", help="what is mutated")
     args = parser.parse_args()
+    if args.target != "bundle":
+        return fuzz_signed(args)
     install_tick_modules()
     with (
         tempfile.TemporaryDirectory(prefix="fuzz-verify-") as tmp,
@@ -252,6 +262,104 @@ def main() -> int:
         args.json.write_text(json.dumps(results, indent=1))
     print("\n".join(summary(results, wall, args)))
     return 1 if any(r["outcome"].startswith(("CRASH", "INTERNAL", "ACCEPTED")) for r in results) else 0
+
+
+# --- issue 37: the signed statements another party sends ----------------------------------------------
+
+SIGNED_TARGETS = ("reproduction", "acceptance", "profile")
+
+
+def init_signed(target: str, bases: dict, scratch: str) -> None:
+    from tests import fuzz_signed_bases
+
+    if target == "reproduction":
+        fuzz_signed_bases.memo()
+    STATE["signed"] = [
+        fuzz_signed_bases.signed(target, name, base, Path(scratch)) for name, base in sorted(bases.items())
+    ]
+
+
+def one_signed(task: tuple[int, int]) -> dict:
+    from tests import fuzz_statements
+
+    seed, index = task
+    rng = random.Random(seed * 1_000_003 + index)
+    signed = STATE["signed"][index % len(STATE["signed"])]
+    layer = fuzz_statements.LAYERS[(index // len(STATE["signed"])) % len(fuzz_statements.LAYERS)]
+    mutation = fuzz_statements.mutant(rng, signed, layer)
+    start = time.perf_counter()
+    try:
+        outcome = fuzz_statements.outcome(signed, mutation)
+    except Exception as exc:  # noqa: BLE001 - a crash: counted with where it happened
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        outcome = f"CRASH: {type(exc).__name__} in {frame.name} ({Path(frame.filename).name}:{frame.lineno})"
+    return {
+        "index": index,
+        "base": signed.name,
+        "layer": layer,
+        "outcome": outcome,
+        "seconds": time.perf_counter() - start,
+        "mutation": mutation.what,
+    }
+
+
+def signed_summary(results: list[dict], wall: float, args: argparse.Namespace) -> list[str]:
+    kinds = collections.Counter(
+        "refused" if r["outcome"].startswith("refused") else r["outcome"].split(":")[0] for r in results
+    )
+    accepted = collections.Counter(r["outcome"] for r in results if r["outcome"].startswith("accepted"))
+    reasons = collections.Counter(
+        r["outcome"].removeprefix("refused: ") for r in results if r["outcome"].startswith("refused")
+    )
+    bad = [r for r in results if r["outcome"].startswith(("CRASH", "WRONG"))]
+    lines = [
+        f"{args.target} fuzz: {len(results)} mutants (seed {args.seed}), {args.processes} processes, {wall:.0f} s wall, "
+        f"{os.cpu_count()} CPUs",
+        "",
+        "| outcome | count |",
+        "| --- | --- |",
+        *[f"| {name} | {count} |" for name, count in kinds.most_common()],
+        "",
+        "| base | layer | mutants | refused | accepted | median s | max s |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for base, layer in sorted({(r["base"], r["layer"]) for r in results}):
+        rows = [r for r in results if (r["base"], r["layer"]) == (base, layer)]
+        times = sorted(r["seconds"] for r in rows)
+        lines.append(
+            f"| {base} | {layer} | {len(rows)} | {sum(r['outcome'].startswith('refused') for r in rows)} | "
+            f"{sum(r['outcome'].startswith('accepted') for r in rows)} | {statistics.median(times):.3f} | {times[-1]:.3f} |"
+        )
+    lines += ["", "Accepted, by class:", ""] + [f"- {count} x {what}" for what, count in accepted.most_common()]
+    lines += ["", "Refusals by reason (first line, particulars blanked), most frequent first:", ""]
+    lines += [f"- {count} x {reason}" for reason, count in reasons.most_common(25)]
+    lines += ["", f"Crashes and wrong acceptances: {len(bad)}"]
+    lines += [f"- {r['outcome']} <- #{r['index']} {r['base']} {r['layer']} {r['mutation']}" for r in bad[:50]]
+    return lines
+
+
+def fuzz_signed(args: argparse.Namespace) -> int:
+    from tests import fuzz_signed_bases
+
+    with (
+        tempfile.TemporaryDirectory(prefix="fuzz-signed-") as tmp,
+        tempfile.TemporaryDirectory(prefix="fuzz-signed-mutants-", dir=_memory_folder()) as scratch,
+    ):
+        print(f"building the {args.target} bases...", file=sys.stderr)
+        bases = fuzz_signed_bases.build(args.target, Path(tmp))
+        start, results = time.perf_counter(), []
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(args.processes, init_signed, (args.target, bases, scratch)) as pool:
+            tasks = [(args.seed, i) for i in range(args.mutants)]
+            for i, result in enumerate(pool.imap_unordered(one_signed, tasks, chunksize=16), 1):
+                results.append(result)
+                if i % 1000 == 0 or i == args.mutants:
+                    print(f"  {i}/{args.mutants} mutants, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        wall = time.perf_counter() - start
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    print("\n".join(signed_summary(results, wall, args)))
+    return 1 if any(r["outcome"].startswith(("CRASH", "WRONG")) for r in results) else 0
 
 
 if __name__ == "__main__":

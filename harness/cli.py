@@ -9,11 +9,13 @@ import sys
 import textwrap
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from harness import __version__, registry
-from harness.analysis.verdict import EXIT_INCOMPLETE
+from harness.analysis.verdict import EXIT_INCOMPLETE, Verdict, answer_line
 from harness.commands import add_parsers
-from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, DossierError
+from harness.errors import EXIT_BROKEN_PIPE, EXIT_INTERNAL, EXIT_INTERRUPTED, CheckFailed, DossierError
+from harness.escape import terminal
 from harness.probes.contract import exit_now
 
 
@@ -42,8 +44,19 @@ asked; {EXIT_INCOMPLETE} incomplete (nothing failed, but something required was 
 """
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, its refusals said as every other refusal is: one line, exit 2. `nan` or `abc` for a
+    number, an unknown option, a missing argument: `error: dossier check: argument --expect-gpus:
+    invalid int value: 'abc' (dossier check --help lists the options)`, not argparse's usage block
+    (`--help` shows it). Subcommands' parsers are of this class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        flat = " ".join(message.split())
+        self.exit(2, f"error: {self.prog}: {flat} ({self.prog} --help lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dossier", description=description(), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -114,7 +127,7 @@ def _stdout_gone() -> int:
 def _internal_error(exc: BaseException, verbose: bool) -> int:
     if verbose:
         traceback.print_exc()
-    message = " ".join(str(exc).split()) or "(no message)"
+    message = terminal(" ".join(str(exc).split())) or "(no message)"
     print(
         f"error: internal error: {type(exc).__name__}: {message} (run with -v for the traceback; please report it)",
         file=sys.stderr,
@@ -123,6 +136,8 @@ def _internal_error(exc: BaseException, verbose: bool) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if hasattr(sys.stdout, "reconfigure"):  # a line on stdout reaches a pipe in order with stderr's lines
+        sys.stdout.reconfigure(line_buffering=True)
     args = parse(argv)
     try:
         code = int(args.func(args) or 0)
@@ -131,7 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DossierError as exc:
         if args.verbose:
             traceback.print_exc()
-        print(exc.diagnostics(), file=sys.stderr)
+        print(terminal(exc.diagnostics(), newlines=True), file=sys.stderr)  # a message may quote a file's text
+        if isinstance(exc, CheckFailed):  # a check that failed is a verdict: said last, as every answer is
+            print(answer_line(Verdict.FAIL, exit_code=exc.exit_code), file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted: nothing half-written was left behind", file=sys.stderr)

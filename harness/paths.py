@@ -181,6 +181,39 @@ def input_file(path: Path, what: str, head: int = 0) -> bytes:
         raise UsageError(f"{label}: cannot be read ({exc.strerror or exc})") from None
 
 
+MAX_INPUT_BYTES = 256 * 2**20  # a statement, a profile, a node's log or record read whole: never more
+
+
+class NotARegularFile(UsageError):
+    """An input that is not a regular file (a symbolic link where none is followed, a FIFO, a device, a
+    folder) or is larger than its cap: refused unread."""
+
+
+def read_regular(path: Path, what: str, limit: int = MAX_INPUT_BYTES, follow_links: bool = True) -> bytes:
+    """PATH's bytes, only if it is a regular file of at most LIMIT bytes: opened without blocking (a FIFO
+    never waits for a writer), without following a symbolic link unless FOLLOW_LINKS, then checked by
+    fstat on what was opened (no race with a rename); NotARegularFile (exit 2) naming what it is otherwise."""
+    label = _label(what, path)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | (0 if follow_links else os.O_NOFOLLOW)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise UsageError(f"{label}: no such file") from None
+    except OSError as exc:
+        if not follow_links and os.path.islink(path):
+            raise NotARegularFile(f"{label}: is a symbolic link, not a file (links are not followed here)") from None
+        raise UsageError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd)
+        if not stat.S_ISREG(mode.st_mode):
+            kind = "a folder" if stat.S_ISDIR(mode.st_mode) else "a FIFO" if stat.S_ISFIFO(mode.st_mode) else "a device"
+            raise NotARegularFile(f"{label}: is {kind}, not a regular file")
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise NotARegularFile(f"{label}: larger than the {limit / 2**20:g} MiB read from such a file")
+    return data
+
+
 def input_bundle(path: Path, what: str = "bundle") -> Path:
     """PATH is a readable file that starts like a bundle (gzip); verification does the rest."""
     if input_file(path, what, head=len(GZIP_MAGIC)) != GZIP_MAGIC:

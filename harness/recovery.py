@@ -9,6 +9,8 @@ else the system's temporary folder when that cannot be written either.
 from __future__ import annotations
 
 import datetime as _dt
+import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -27,15 +29,35 @@ def _safe_member(name: str) -> str:
     return "/".join(parts) or "unnamed"
 
 
+def _write_file(target: Path, data: bytes) -> None:
+    """DATA at TARGET whole or not at all: written beside it, flushed to the disk, then renamed (a full
+    disk leaves no 0-byte or half file under the name)."""
+    partial = target.with_name(f".{target.name}.partial")
+    try:
+        with open(partial, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
 def _write_into(root: Path, name: str, files: Mapping[str, bytes], readme: str) -> Path:
+    """A fresh folder under ROOT with FILES and README.txt, every file whole; a folder that could not be
+    written whole (a full disk) is removed, so what is left is always what it says."""
     root.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     folder = Path(tempfile.mkdtemp(prefix=f"{name}-{stamp}-", dir=root))
-    for member, data in files.items():
-        target = folder / _safe_member(member)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-    (folder / "README.txt").write_text(readme)
+    try:
+        for member, data in files.items():
+            target = folder / _safe_member(member)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_file(target, data)
+        _write_file(folder / "README.txt", readme.encode())
+    except OSError:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
 
 

@@ -9,8 +9,12 @@ from harness.cli import main
 
 
 def dossier(*argv: str) -> tuple[int, str, str]:
-    """(exit code, stdout, stderr) of `dossier ARGV...`."""
+    """(exit code, stdout, stderr) of `dossier ARGV...` (a usage error argparse refuses exits as the
+    command does: its code, its one line on stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
-        code = main(list(argv))
+        try:
+            code = main(list(argv))
+        except SystemExit as exit_:
+            code = int(exit_.code or 0)
     return code, out.getvalue(), err.getvalue()

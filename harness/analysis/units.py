@@ -85,3 +85,21 @@ def without_empty(value: Any) -> Any:
 def is_number(value: Any) -> TypeGuard[int | float]:
     """A JSON number (int or float, never a bool): the one test every analysis applies to a stated figure."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def number_or_none(value: Any) -> int | float | None:
+    """VALUE when it is a JSON number (is_number), else None: the one "number or None" every reader uses."""
+    return value if is_number(value) else None
+
+
+def unavailable_reason(value: Any) -> str | None:
+    """The reason of a field recorded as {"unavailable": reason}; None for any other value."""
+    if isinstance(value, dict) and set(value) == {"unavailable"}:
+        return str(value["unavailable"])
+    return None
+
+
+def show(value: Any) -> str:
+    """VALUE as text, or "unavailable (reason)"."""
+    reason = unavailable_reason(value)
+    return f"unavailable ({reason})" if reason else str(value)

@@ -94,3 +94,33 @@ def overall(verdicts: Iterable[Verdict | str]) -> Verdict:
         if verdict in found:
             return verdict
     return Verdict.INCOMPLETE
+
+
+COUNT_WORDS = {  # how a count of each verdict is said, in the order it is said
+    Verdict.FAIL: "failed",
+    Verdict.INCOMPLETE: "incomplete",
+    Verdict.WARN: "warned",
+    Verdict.PASS: "passed",
+    Verdict.SKIP: "skipped",
+}
+
+
+def counted(verdicts: Iterable[Verdict | str]) -> str:
+    """'2 failed, 20 passed, 12 skipped': each verdict's count that is not zero, worst first."""
+    found = [parse(v) for v in verdicts]
+    said = [f"{found.count(v)} {word}" for v, word in COUNT_WORDS.items() if v in found]
+    return ", ".join(said) or "nothing judged"
+
+
+def answer_line(verdict: Verdict, what: str = "", exit_code: int | None = None, action: str | None = None) -> str:
+    """A command's answer in one line, the same in every command: its first line on a terminal and its
+    last, `verdict: FAIL: h200.tar.gz: 8 failed, 20 passed (exit 1)`. WHAT says of what, with the
+    counts; ACTION, where a finding recommends one, goes before the exit code; EXIT_CODE defaults to
+    the verdict's own."""
+    code = verdict.exit_code if exit_code is None else exit_code
+    return (
+        f"verdict: {verdict.shown}"
+        + (f": {what}" if what else "")
+        + (f"; action: {action}" if action else "")
+        + f" (exit {code})"
+    )

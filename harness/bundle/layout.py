@@ -5,6 +5,7 @@ from __future__ import annotations
 ATTESTATION = "attestation.intoto.json"
 COMMANDS = "commands.json"
 ENVIRONMENT = "environment.json"
+CONTENTION = "host-contention.json"  # format 6 on: what else the host did while each step ran
 REPORT = "report.md"
 RAW_DIR = "raw/"
 DERIVED_DIR = "derived/"
@@ -13,7 +14,17 @@ PLOTS_DIR = "plots/"
 SCHEMAS_DIR = "schemas/"
 TABLES_DIR = "tables/"
 SUFFIX = ".tar.gz"
-# commands.json format_version: which report rules made report.md. 5: criteria say pass, warn, fail,
+# commands.json format_version: which report rules made report.md. 6: report.md in plain words (issue
+# 38): the verdict in sentences with every headline rate beside its SKU's known-good (a report
+# criterion, `known-good`: acceptance's rate criteria against the catalogue's profile), criteria
+# evidence as sentences with units, steps named by what they measured, each limitation once, nothing
+# machine-local (paths as the reader has them, the host by hostname and first GPU); the driver's own
+# recovery action in each health.json device and the recommended action of each failed criterion and
+# of the run (issue 39); host-contention.json, the host read while each probe step ran (other
+# processes' CPU, steal, load, pressure stalls, free memory), its summary in report.md, named beside a
+# failing criterion, and a bandwidth repeat spread over 5% on a busy host INCOMPLETE (disturbed), not
+# FAIL; the bandwidth probe measures again with longer repeats when its first ones disagree (issue 35);
+# 5: criteria say pass, warn, fail,
 # incomplete or skip (harness.analysis.verdict, issues 24 and 26) and name the module paths of the
 # per-probe folders (the health-diff function is harness.analysis.health.diff:diff); the stress
 # probe's reference digest, the precision step's output digests, a retested step's earlier attempts
@@ -25,7 +36,7 @@ SUFFIX = ".tar.gz"
 # commands shown short and the environment once (issue 18); 3: criteria say pass, fail or
 # not-measured (harness.analysis.verdict); 2: the report of issue 14 (criteria could say not-run);
 # 1: rig-dossier 0.1.0. verify re-renders only this build's format; older ones stay signed.
-FORMAT_VERSION = 5
+FORMAT_VERSION = 6
 
 
 def raw_name(step: str) -> str:

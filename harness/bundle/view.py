@@ -8,6 +8,7 @@ bundle layer stores and reads, and never decides itself which code a recorded na
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -175,6 +176,12 @@ class BundleView:
     @property
     def steps(self) -> list[dict[str, Any]]:
         return self.commands["steps"]
+
+    @functools.cached_property
+    def contention(self) -> Any:
+        """host-contention.json parsed (bundle format 6 on), None when the bundle holds none; raises
+        BundleFormatError when it is not JSON."""
+        return load_json(self.files, layout.CONTENTION) if layout.CONTENTION in self.files else None
 
     def step(self, step_id: str) -> dict[str, Any] | None:
         return next((s for s in self.steps if s.get("step") == step_id), None)

@@ -2,8 +2,9 @@
 node-problem-detector message lead with (harness/analysis/actions.py's vocabulary).
 
 `recommended(document)` reads it from the result document: the action the judgement attached, when
-the document carries one (an overall `action`, or an `action` on each check that did not pass:
-the most severe of theirs), else the fallback below, stated here so that it can be read and
+the document carries one (the overall `recommendation` harness/check/findings.py gives, or an `action`
+on each check that did not pass: the most severe of theirs), else, for a document made before the
+judgement attached them, the fallback below, stated here so that it can be read and
 argued with. The fallback is deliberately coarse, one action per check name, the mildest that
 the check's usual cause needs:
 
@@ -71,9 +72,9 @@ def recommended(document: Mapping[str, Any]) -> tuple[Action, str]:
     problems = [c for c in document.get("checks", []) if c.get("verdict") in PROBLEMS]
     if not problems:
         return Action.NONE, "every check passed or had nothing to judge"
-    overall = _stated(document.get("action"))
+    overall = _stated(document.get("recommendation") or document.get("action"))
     if overall is not None:
-        return overall, "the judgement's own action (the result's `action`)"
+        return overall, "the judgement's own action (the result's `recommendation`)"
     attached = [_stated(c.get("action")) for c in problems]
     if all(a is not None for a in attached):
         return most_severe(attached), "the most severe of the actions the judgement attached to each problem"

@@ -1,7 +1,8 @@
 """Taking a sick node out of Slurm's service and giving back only our own: NHC's rule.
 
 `--drain`: a node whose check fails (or cannot be judged: a check that cannot see must not keep
-a node in service) is drained with the reason `dossier check: CHECK: what`. A node already
+a node in service) is drained with the reason `dossier check: ACTION: CHECK: what`, led by the
+recommended action. A node already
 drained by someone else keeps their reason; one drained by us gets the current reason.
 `--resume-own`: a healthy node drained with our prefix is resumed; one an admin drained (any
 other reason) is never touched. The Slurm calls are harness/fleet/slurm.py's.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.analysis.actions import Action as Advice
 from harness.analysis.verdict import Verdict
 from harness.check.judge import Finding
 from harness.fleet import slurm
@@ -33,8 +35,10 @@ class Action:
 
 
 def reason_for(finding: Finding, action: str | None = None) -> str:
-    """`dossier check: CHECK: what` (`dossier check: ACTION: CHECK: what` with the recommended action)."""
-    led = f"{action}: " if action else ""
+    """`dossier check: ACTION: CHECK: what`: the recommended action first (ACTION, the node's, else the
+    finding's own), so an operator reading `sinfo -R` sees what to do."""
+    word = action or str(finding.action.action)
+    led = "" if word == Advice.NONE else f"{word}: "
     text = f"{REASON_PREFIX}{led}{finding.name}: {' '.join(finding.message.split())}"
     return text if len(text) <= MAX_REASON else text[: MAX_REASON - 3] + "..."
 

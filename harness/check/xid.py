@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness import catalogue
+from harness.analysis import actions
+from harness.analysis.actions import Recommendation
 
 XID_LINE = re.compile(
     r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-7])?\): (\d+),\s*(.*)"
@@ -59,3 +61,17 @@ def pci_key(address: str) -> tuple[int, int, int] | None:
 def fatal() -> dict[int, dict[str, Any]]:
     """XID number -> its catalogue entry (what it means, which sources treat it as fatal)."""
     return {entry["xid"]: entry for entry in catalogue.node_check_rules()["fatal_xids"]}
+
+
+def recommendation(number: int) -> Recommendation:
+    """What to do after fatal XID NUMBER: NVIDIA's immediate action for it, in this project's words
+    (the catalogue's node_check `actions`), with its sources."""
+    entry = fatal()[number]
+    bucket = entry["nvidia_immediate_action"]
+    mapped = catalogue.node_check_rules()["actions"][bucket]
+    return Recommendation(
+        actions.parse(mapped["action"]),
+        f"xid.{number}",
+        f"XID {number} ({entry['what']}): {mapped['why']} (NVIDIA's immediate action {bucket}; fatal for "
+        f"{', '.join(entry['sources'])}: the catalogue's node_check)",
+    )

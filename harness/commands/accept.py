@@ -11,14 +11,16 @@ import argparse
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from harness import catalogue, paths, registry
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, answer_line, counted
 from harness.bundle.read import UnsafeBundle, read_members
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.verify import add_allow_format_option, allowed_formats, not_done_lines
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
 from harness.judge.acceptance import predicate
 from harness.judge.acceptance.junit import junit_xml
 from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
@@ -111,8 +113,9 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def trusted_key(explicit: Path | None) -> tuple[Path, object]:
-    """The public key the bundle must verify with: --key, else the public half of your own key."""
+def trusted_key(explicit: Path | None, say: Callable[[str], None] | None = None) -> tuple[Path, object]:
+    """The public key the bundle must verify with: --key, else the public half of your own key (SAY
+    tells which: the calling command's note, on stderr by default)."""
     if explicit is not None:
         return explicit, load_public(explicit)
     path = public_path_for(configured_key_path())
@@ -121,15 +124,21 @@ def trusted_key(explicit: Path | None) -> tuple[Path, object]:
             f"no --key given and no key of your own at {path}",
             hint="pass --key SIGNER.pub: the public key of whoever signed the bundle",
         )
-    print(f"accept: verifying with your own key {path}; pass --key for a bundle someone else signed", file=sys.stderr)
+    (say or _note("accept"))(f"verifying with your own key {path}; pass --key for a bundle someone else signed")
     return path, load_public(path)
 
 
+def _note(command: str) -> Callable[[str], None]:
+    """A command's note on stderr, prefixed with its name (`baseline: ...`)."""
+    return lambda text: print(f"{command}: {text}", file=sys.stderr)
+
+
 def verified_view(
-    bundle: Path, key_path: Path, trusted, allow_formats: tuple[int, ...] = ()
+    bundle: Path, key_path: Path, trusted, allow_formats: tuple[int, ...] = (), command: str | None = None
 ) -> tuple[BundleView, BundleRef]:
     """The bundle's data, only if `dossier verify` passes on exactly the bytes judged (with the
-    older formats ALLOW_FORMATS allows; the checks not done are printed and recorded)."""
+    older formats ALLOW_FORMATS allows; the checks not done are recorded in the BundleRef, and
+    printed as COMMAND's notes when COMMAND is given)."""
     before = sha256_file(bundle)
     result = verify_bundle(bundle, trusted, allow_formats=allow_formats)
     if not result.ok:
@@ -148,8 +157,8 @@ def verified_view(
         raise CheckFailed(f"refused: {bundle} changed while it was read: {exc}") from exc
     if sha256_file(bundle) != before:
         raise CheckFailed(f"refused: {bundle} changed while it was being verified")
-    for line in not_done_lines(result):
-        print(f"accept: verify {line}", file=sys.stderr)
+    for line in not_done_lines(result) if command else ():
+        print(f"{command}: verify {line}", file=sys.stderr)
     return view, BundleRef(
         bundle.name,
         before,
@@ -159,19 +168,42 @@ def verified_view(
     )
 
 
-def print_results(acceptance: Acceptance) -> None:
-    for r in acceptance.results:
-        measured = r.measured.text if r.measured else "not measured"
-        threshold = r.threshold.text if r.threshold else "no threshold"
-        print(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})")
-        if r.status != Verdict.PASS:
-            print(f"     why: {r.why}")
+ORDER = (Verdict.FAIL, Verdict.INCOMPLETE, Verdict.WARN, Verdict.PASS, Verdict.SKIP)  # worst first
+
+
+def answer(acceptance: Acceptance) -> str:
+    """accept's answer line: the verdict, of what against what, and the counts."""
+    return answer_line(
+        acceptance.result,
+        f"{acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+        + counted(r.status for r in acceptance.results),
+        acceptance.exit_code,
+    )
+
+
+def print_results(acceptance: Acceptance, notes: list[str]) -> None:
+    """The answer first and last; between them each criterion, worst first (what failed, what could
+    not be judged, what warned, then what passed and what was skipped, each with why), the notes."""
+    print(terminal(answer(acceptance)))
+    for verdict in ORDER:
+        for r in (r for r in acceptance.results if r.status == verdict):
+            measured = r.measured.text if r.measured else "not measured"
+            threshold = r.threshold.text if r.threshold else "no threshold"
+            print(terminal(f"{STATUS_MARK[r.status]} {r.name}: {measured} (threshold: {threshold})"))
+            if r.status != Verdict.PASS:
+                print(f"     why: {terminal(r.why)}")
+            if r.status == Verdict.FAIL:
+                print(f"     action: {terminal(r.recommendation.shown())}: {terminal(r.recommendation.why)}")
+    for line in notes:
+        print(terminal(f"note: {line}"))
     print(
-        f"{acceptance.result.shown}: {acceptance.bundle.name} against {acceptance.profile.sku_id}: "
+        f"{acceptance.result.shown}: {terminal(acceptance.bundle.name)} against {terminal(acceptance.profile.sku_id)}: "
         f"{len(acceptance.named(Verdict.PASS))} passed, {len(acceptance.named(Verdict.WARN))} warned, "
         f"{len(acceptance.named(Verdict.FAIL))} failed, {len(acceptance.named(Verdict.INCOMPLETE))} incomplete "
         f"(required, not measured), {len(acceptance.named(Verdict.SKIP))} skipped (not required, not measured)"
+        + (f"; action: {acceptance.recommendation.shown()}" if acceptance.named(Verdict.FAIL) else "")
     )
+    print(answer(acceptance))
 
 
 OUTPUT_OPTIONS = (
@@ -207,45 +239,50 @@ def check_paths(args: argparse.Namespace) -> None:
         check_path(args.prometheus)
 
 
-def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: BundleView, key_path: Path) -> None:
-    acceptor_keyid = None
+def _name(path: Path | None) -> str | None:
+    """A file as the one-page summary names it: by its name, as the reader has it beside the page
+    (the full path is this machine's own)."""
+    return path.name if path is not None else None
+
+
+def write_outputs(args: argparse.Namespace, acceptance: Acceptance, view: BundleView, key_path: Path) -> list[str]:
+    """Write what was asked for; returns what was written, as notes for the output."""
+    notes, acceptor_keyid = [], None
     if args.attestation:
         key, note = signing_key_for_run(args.signing_key)
-        if note:
-            print(f"accept: {note}", file=sys.stderr)
+        notes += [note] if note else []
         paths.write_output(
             args.attestation,
             predicate.signed_envelope(acceptance, key, provenance.tool_info(), catalogue.CATALOGUE_PATH.read_bytes()),
             "--attestation",
         )
         acceptor_keyid = keyid(key.public)
-        print(
-            f"accept: wrote {args.attestation} (in-toto test-result attestation, signed by keyid "
-            f"{acceptor_keyid[:16]}...)",
-            file=sys.stderr,
+        notes.append(
+            f"wrote {args.attestation} (in-toto test-result attestation, signed by keyid {acceptor_keyid[:16]}...)"
         )
     if args.junit:
         paths.write_output(args.junit, junit_xml(acceptance), "--junit")
-        print(f"accept: wrote {args.junit} (JUnit XML, one testcase per criterion)", file=sys.stderr)
+        notes.append(f"wrote {args.junit} (JUnit XML, one testcase per criterion)")
     files = Files(
-        bundle=str(args.bundle),
-        signer_key=str(key_path),
-        attestation=str(args.attestation) if args.attestation else None,
+        bundle=args.bundle.name,
+        signer_key=key_path.name,
+        attestation=_name(args.attestation),
         acceptor_keyid=acceptor_keyid,
-        profile_file=str(args.profile_file) if args.profile_file else None,
-        profile_key=str(args.profile_key) if args.profile_key else None,
+        profile_file=_name(args.profile_file),
+        profile_key=_name(args.profile_key),
     )
     if args.summary:
         paths.write_output(args.summary, render_markdown(acceptance, view, files), "--summary")
-        print(f"accept: wrote {args.summary} (one-page summary, Markdown)", file=sys.stderr)
+        notes.append(f"wrote {args.summary} (one-page summary, Markdown)")
     if args.html:
         paths.write_output(args.html, render_html(acceptance, view, files), "--html")
-        print(f"accept: wrote {args.html} (one-page summary, HTML)", file=sys.stderr)
+        notes.append(f"wrote {args.html} (one-page summary, HTML)")
     if args.prometheus:
         from harness.export import gauges
 
         gauges.accept(acceptance, view).write(args.prometheus)
-        print(f"accept: wrote {args.prometheus} (Prometheus textfile)", file=sys.stderr)
+        notes.append(f"wrote {args.prometheus} (Prometheus textfile)")
+    return notes
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -257,15 +294,20 @@ def handle(args: argparse.Namespace) -> int:
         registry.known_good_kinds(),  # an unknown SKU is refused
         load_public(profile_key) if profile_key else None,
         profile_key,
+        signed_only=args.profile_key is not None,  # a key named for the profile: only a profile it signed
     )  # before any reading
     if args.attestation and args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before the bundle is judged
-    key_path, trusted = trusted_key(args.key)
+    notes: list[str] = []
+    key_path, trusted = trusted_key(args.key, notes.append)
     view, bundle = verified_view(args.bundle, key_path, trusted, allowed_formats(args))
+    notes += [f"verify NOT DONE {line}" for line in bundle.checks_not_done]
     acceptance = judge(view, profile, bundle, registry.acceptance_criteria())
-    write_outputs(args, acceptance, view, key_path)
+    notes += write_outputs(args, acceptance, view, key_path)
     if args.json:
+        for line in notes:
+            print(f"accept: {line}", file=sys.stderr)
         print(json.dumps(acceptance.to_json(), indent=1, sort_keys=True, allow_nan=False))
     else:
-        print_results(acceptance)
+        print_results(acceptance, notes)
     return acceptance.exit_code

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from harness import paths, registry
+from harness.analysis.verdict import Verdict, answer_line
 from harness.commands.accept import trusted_key, verified_view
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import UsageError
+from harness.escape import terminal
 from harness.judge.acceptance.baseline.build import Input, build
 from harness.judge.acceptance.profile import SCHEMA
 from harness.judge.acceptance.signed_profile import sign_profile
@@ -113,10 +115,11 @@ def handle(args: argparse.Namespace) -> int:
     check_paths(args)
     if args.signing_key is not None:
         load_private(args.signing_key)  # a bad signing key is refused before any bundle is read
-    key_path, trusted = trusted_key(args.key)
-    inputs = []
+    key_path, trusted = trusted_key(args.key, lambda text: print(f"baseline: {text}", file=sys.stderr))
+    inputs, notes = [], []
     for done, (bundle, name) in enumerate(zip(args.bundles, _names(args.bundles), strict=True), start=1):
         view, ref = verified_view(bundle, key_path, trusted, allowed_formats(args))
+        notes += [f"{name}: verify NOT DONE {line}" for line in ref.checks_not_done]
         inputs.append(Input(name, ref.sha256, ref.signer_keyid, view))
         print(f"baseline: verified {done}/{len(args.bundles)} {name} ({ref.checks_passed} checks)", file=sys.stderr)
     document = build(inputs, registry.acceptance_criteria(), registry.known_good_kinds(), args.sku, args.why)
@@ -124,17 +127,22 @@ def handle(args: argparse.Namespace) -> int:
     if found:  # the builder's own output must be a valid profile: a bug otherwise
         raise RuntimeError(f"the profile made does not match schemas/{SCHEMA}.schema.json: {found[0]}")
     key, note = signing_key_for_run(args.signing_key)
-    if note:
-        print(f"baseline: {note}", file=sys.stderr)
+    notes += [note] if note else []
     paths.write_output(args.out, sign_profile(document, [(i.name, i.sha256) for i in inputs], key), "--out")
-    for line in summary(document):
-        print(line, file=sys.stderr)
+    answer = answer_line(
+        Verdict.PASS,
+        f"wrote {args.out}: the {document['sku_id']} profile from {len(inputs)} bundle(s), "
+        f"{len(document['required'])} criteria required, signed by keyid {key.keyid[:16]}...",
+    )
+    print(terminal(answer), file=sys.stderr)
+    for line in [*summary(document), *(f"note: {n}" for n in notes)]:
+        print(terminal(line), file=sys.stderr)
     print(
-        f"baseline: wrote {args.out} ({document['sku_id']}, {len(inputs)} bundle(s), signed by keyid "
-        f"{key.keyid[:16]}...); judge with: dossier accept BUNDLE --profile-file {args.out} --profile-key "
+        f"judge with: dossier accept BUNDLE --profile-file {args.out} --profile-key "
         f"{public_path_for(key.path)} --key SIGNER.pub",
         file=sys.stderr,
     )
+    print(terminal(answer), file=sys.stderr)
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     return 0

@@ -14,7 +14,10 @@ from typing import Any
 
 from harness import paths
 from harness.check import npd, scope
+from harness.commands.options import MAX_GPUS_PER_NODE, count
 from harness.errors import DossierError, EnvironmentProblem, UsageError
+from harness.escape import terminal
+from harness.fleet import slurm
 from harness.probes.contract import real
 
 MODE_TIMEOUT_S = 10.0  # a prolog's reading: well inside any PrologEpilogTimeout an operator sets (docs/check.md)
@@ -35,7 +38,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     expect = parser.add_argument_group("what this node should have (at least one)")
     expect.add_argument(
         "--expect-gpus",
-        type=int,
+        type=count(0, MAX_GPUS_PER_NODE, "the GPUs one node can hold"),
         metavar="N",
         help="the number of GPUs (0 for a node without GPUs; default: every NVIDIA GPU the PCI bus lists)",
     )
@@ -84,18 +87,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def add_slurm_options(parser: argparse.ArgumentParser) -> None:
     """--drain, --resume-own, --node: as Slurm's HealthCheckProgram."""
-    slurm = parser.add_argument_group("Slurm (as HealthCheckProgram: `dossier check ... --drain --resume-own`)")
-    slurm.add_argument(
+    group = parser.add_argument_group("Slurm (as HealthCheckProgram: `dossier check ... --drain --resume-own`)")
+    group.add_argument(
         "--drain",
         action="store_true",
         help="when sick or not judgeable, drain this node with the reason 'dossier check: CHECK: ...'",
     )
-    slurm.add_argument(
+    group.add_argument(
         "--resume-own",
         action="store_true",
         help="when healthy, resume this node if it was drained with our reason (never an admin's drain)",
     )
-    slurm.add_argument(
+    group.add_argument(
         "--node", metavar="NAME", help="this node's Slurm name (default: $SLURMD_NODENAME, else the short host name)"
     )
 
@@ -170,8 +173,6 @@ def check_outputs(args: argparse.Namespace) -> None:
     if (args.drain or args.resume_own) and args.reading is not None:
         raise UsageError("--drain and --resume-own act on this node now: not with --reading")
     if args.drain or args.resume_own:
-        from harness.fleet import slurm
-
         if not slurm.available():
             raise EnvironmentProblem(
                 "scontrol is not on PATH: --drain and --resume-own need the Slurm client", hint=slurm.CLUSTER_HINT
@@ -218,6 +219,8 @@ def judged(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], li
     from harness.check import expectation, result
     from harness.check.judge import judge
 
+    if args.node is not None:
+        slurm.node_name(args.node, "--node")  # one node, never a range: before anything is read
     expect = expectation.build(
         args.expect_gpus,
         args.sku,
@@ -244,15 +247,14 @@ def judged(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any], li
 def apply_slurm(args: argparse.Namespace, document: dict[str, Any], findings: list[Any]) -> DossierError | None:
     """--drain / --resume-own (and --mode's drain, its reason led by the recommended action); an error
     of scontrol's is returned, to be raised once the findings are printed (a log keeps them)."""
+    from harness.analysis.verdict import overall
     from harness.check import drain, result
     from harness.check.advice import recommended
-    from harness.check.judge import overall
 
     node, problem = document["node"], result.first_problem(findings)
-    reason = None
-    if args.mode and problem is not None:
-        reason = drain.reason_for(problem, recommended(document)[0])
+    reason = drain.reason_for(problem, recommended(document)[0]) if problem is not None else None
     try:
+        slurm.node_name(node, "--node" if args.node else "this node's name (give it with --node)")
         done = drain.apply(node, overall(f.verdict for f in findings), problem, args.drain, args.resume_own, reason)
         document["slurm"] = done.to_json()
     except DossierError as exc:
@@ -272,11 +274,16 @@ def handle(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(document, indent=1, sort_keys=True, allow_nan=False))
     else:
+        answer = result.answer(document["node"], findings, document)
+        print(terminal(answer))
         if "scope" in document:
             print(f"scope: {args.mode}: GPUs {document['scope']['gpus']} ({document['scope']['source']})")
-        print("\n".join(result.lines(document["node"], findings)))
+        print("\n".join(terminal(line) for line in result.lines(document["node"], findings, document["reading"])))
         if "slurm" in document and refused is None:
-            print(f"slurm: {document['slurm']['node']}: {document['slurm']['did']}: {document['slurm']['why']}")
+            did = document["slurm"]
+            print(terminal(f"slurm: {did['node']}: {did['did']}: {did['why']}"))
+        if refused is None:
+            print(terminal(answer))
     if refused is not None:
         raise refused
     return document["exit_code"]
@@ -294,7 +301,7 @@ def handle_npd(args: argparse.Namespace) -> int:
         print(npd.error_message(str(exc), args.npd_max_output))
         print(exc.diagnostics(), file=sys.stderr)
         return npd.UNKNOWN
-    print("\n".join(result.lines(document["node"], findings)), file=sys.stderr)
+    print("\n".join(result.lines(document["node"], findings, document["reading"])), file=sys.stderr)
     print(npd.message(document, recommended(document)[0], args.npd_max_output))
     return npd.status(document["verdict"])
 

@@ -68,6 +68,7 @@ def handle(args: argparse.Namespace) -> int:
             hint="diff compares two runs: give another bundle as B (`dossier reproduce A` makes one here)",
         )
     allowed = allowed_formats(args)
+    notes = []
     for path, key in ((args.a, args.key_a or args.key), (args.b, args.key_b or args.key)):
         if key is not None:
             result = verify_bundle(path, load_public(key), allow_formats=allowed)
@@ -76,13 +77,14 @@ def handle(args: argparse.Namespace) -> int:
                     f"{path} fails verification ({len(result.failures)} check(s)); first: {result.failures[0].line()}",
                     hint=f"run `dossier verify {path} --key {key}` for every failure",
                 )
-            for line in not_done_lines(result):
-                print(f"diff: {path}: verify {line}", file=sys.stderr)
+            notes += [f"diff: {path}: verify {line}" for line in not_done_lines(result)]
     comparison = compare(load_view(args.a), load_view(args.b))
     if args.json:
+        for note in notes:
+            print(note, file=sys.stderr)
         print(json.dumps(comparison.to_json(), indent=1, sort_keys=True, allow_nan=False))
     else:
-        print_comparison(comparison, str(args.a), str(args.b), sys.stdout)
+        print_comparison(comparison, str(args.a), str(args.b), sys.stdout, notes)
     judgement = comparison.judgement
     if judgement.result == Verdict.SKIP:
         raise UsageError(f"not comparable: {judgement.why}", hint="compare bundles of the same SKU")

@@ -12,6 +12,7 @@ from harness.commands.accept import sha256_file
 from harness.commands.options import add_signing_key
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
 from harness.probes.contract import real
 from harness.signing.keys import keyid, load_public, signing_key_for_run
 
@@ -112,7 +113,7 @@ def handle(args: argparse.Namespace) -> int:
         out,
         bounds,
         before,
-        lambda text: print(f"evidence: {text}", file=sys.stderr),
+        lambda text: print(f"evidence: {terminal(text)}", file=sys.stderr),
     )
     checks, _ = verify_archive(made.path, key.public, None)
     bad = [c for c in checks if not c.ok]
@@ -120,8 +121,8 @@ def handle(args: argparse.Namespace) -> int:
         raise CheckFailed(f"{made.path} was written but does not verify: {bad[0].line()} (a bug: please report it)")
     for name, piece in made.manifest["pieces"].items():
         shown = ", ".join(piece["members"]) if "members" in piece else f"unavailable: {piece['unavailable']}"
-        print(f"  {name}: {shown}")
-    failed = ", ".join(f["name"] for f in made.manifest["failed"])
+        print(terminal(f"  {name}: {shown}"))
+    failed = terminal(", ".join(f["name"] for f in made.manifest["failed"]))
     print(f"evidence of {failed} written and verified ({len(checks)} checks), signed with keyid {key.keyid[:16]}...")
     print(made.path)
     return 0

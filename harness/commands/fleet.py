@@ -4,24 +4,40 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 import threading
 from pathlib import Path
 
 from harness import paths, registry
-from harness.commands.options import add_signing_key
+from harness.analysis.verdict import Verdict, answer_line
+from harness.commands import fleet_collect
+from harness.commands.options import MAX_GPUS_PER_NODE, MAX_NODES, MINUTES_IN_A_YEAR, add_signing_key, count
 from harness.commands.verify import add_allow_format_option, allowed_formats
-from harness.errors import CheckFailed, UsageError
+from harness.errors import UsageError
+from harness.fleet.slurm import partition_name
 from harness.probes.contract import real
 
 DEFAULT_OUTPUT = Path("bundles/fleet")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+MINUTES = count(1, MINUTES_IN_A_YEAR, "a year")
+MAX_WORKERS = 1024  # worker processes on one host: past the cores of any one machine
+
+
+def _partition(text: str) -> str:
+    """--partition: a Slurm partition name, never more words of the sbatch script (harness.fleet.slurm.NAME)."""
+    try:
+        return partition_name(text)
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--partition {text!r} ")) from None
+
+
+def _job_id(text: str) -> str:
+    """JOBID: a Slurm job id (digits, an array job's `_N`): it names files of the run directory."""
+    if not re.fullmatch(r"[0-9]{1,12}(_[0-9]{1,6})?", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Slurm job id (digits)")
+    return text
 
 
 def _submit_parser(sub: argparse._SubParsersAction) -> None:
@@ -33,11 +49,11 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
         "(one srun task per node, each bundle signed with the fleet key), then one all-reduce "
         "across the allocation. Prints the job id.",
     )
-    p.add_argument("--nodes", type=_positive, required=True, help="how many nodes")
-    p.add_argument("--partition", help="Slurm partition (default: the cluster's default)")
+    p.add_argument("--nodes", type=count(1, MAX_NODES, "a fleet's nodes"), required=True, help="how many nodes")
+    p.add_argument("--partition", type=_partition, help="Slurm partition (default: the cluster's default)")
     p.add_argument(
         "--gpus-per-node",
-        type=int,
+        type=count(0, MAX_GPUS_PER_NODE, "the GPUs one node can hold"),
         default=0,
         metavar="G",
         help="GPUs per node: the all-reduce runs G ranks per node over NCCL (default 0: one "
@@ -55,10 +71,10 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_OUTPUT,
         help=f"shared directory for run directories and the fleet key (default: {DEFAULT_OUTPUT})",
     )
-    p.add_argument("--time", type=_positive, default=30, metavar="MIN", help="job time limit in minutes (default 30)")
+    p.add_argument("--time", type=MINUTES, default=30, metavar="MIN", help="job time limit in minutes (default 30)")
     p.add_argument(
         "--node-time",
-        type=_positive,
+        type=MINUTES,
         metavar="MIN",
         help="time limit of each node's dossier step; a node past it is reported as timed out",
     )
@@ -127,7 +143,7 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--workers",
-        type=_positive,
+        type=count(1, MAX_WORKERS, "worker processes on one host"),
         metavar="N",
         help="worker processes checking node bundles (default: the CPUs this process may use)",
     )
@@ -140,19 +156,19 @@ def _collect_parser(sub: argparse._SubParsersAction) -> None:
     )
     scale.add_argument(
         "--array",
-        type=_positive,
+        type=count(1, MAX_NODES, "no more shards than nodes"),
         metavar="N",
         help="submit the N shards as a Slurm job array, then the merge as a job that waits for them; "
         "prints both job ids",
     )
-    p.add_argument("--partition", metavar="P", help="with --array: the partition its jobs run in")
+    p.add_argument("--partition", type=_partition, metavar="P", help="with --array: the partition its jobs run in")
     add_allow_format_option(p)
     p.set_defaults(func=handle_collect)
 
 
 def _job_options(p: argparse.ArgumentParser, key_help: str) -> None:
     """What collect and merge both take: the job, where its run is, the trusted key, the wait, the textfile."""
-    p.add_argument("job_id", metavar="JOBID")
+    p.add_argument("job_id", type=_job_id, metavar="JOBID")
     p.add_argument(
         "--output-dir", type=Path, default=DEFAULT_OUTPUT, help=f"as given to submit (default: {DEFAULT_OUTPUT})"
     )
@@ -210,8 +226,6 @@ def handle_submit(args: argparse.Namespace) -> int:
     from harness.fleet.script import parse_node_env, parse_node_prefix
     from harness.fleet.submit import submit
 
-    if args.gpus_per_node < 0:
-        raise UsageError(f"--gpus-per-node must be 0 or more, got {args.gpus_per_node}")
     paths.output_dir(args.output_dir, "--output-dir")
     spec_args = dict(
         nodes=args.nodes,
@@ -228,12 +242,16 @@ def handle_submit(args: argparse.Namespace) -> int:
         serial=args.serial,
         python=args.python,
     )
-    job_id, run_dir = submit(spec_args, args.output_dir, args.signing_key)
-    print(f"submitted fleet job {job_id}; run directory {run_dir}", file=sys.stderr)
-    print(job_id)
+    job_id, run_dir, note = submit(spec_args, args.output_dir, args.signing_key)
+    answer = answer_line(Verdict.PASS, f"fleet job {job_id} submitted: {args.nodes} node(s); run directory {run_dir}")
+    print(answer, file=sys.stderr, flush=True)
+    if note:
+        print(note, file=sys.stderr)
+    print(job_id, flush=True)
     if args.wait > 0:
         state = slurm.wait(job_id, args.wait)
         print(f"job {job_id} ended: {state or 'no longer known to Slurm'}", file=sys.stderr)
+    print(answer, file=sys.stderr)
     return 0
 
 
@@ -276,10 +294,10 @@ def handle_collect(args: argparse.Namespace) -> int:
 
         resolve(args.profile, None, registry.known_good_kinds())  # an unknown SKU: refused before any bundle is read
     if args.shard is not None:
-        return _collect_shard(args)
+        return fleet_collect.collect_shard(args)
     if args.array is not None:
-        return _collect_array(args)
-    _import_plotting_meanwhile()
+        return fleet_collect.collect_array(args)
+    importing = _import_plotting_meanwhile()
     run, document = collect(
         args.output_dir,
         args.job_id,
@@ -289,7 +307,10 @@ def handle_collect(args: argparse.Namespace) -> int:
         args.workers,
         allow_formats=allowed_formats(args),
     )
-    return _write_fleet_bundle(run, document, args.signing_key, destination, args.prometheus, baseline, args.workers)
+    importing.join()
+    return fleet_collect.write_fleet_bundle(
+        run, document, args.signing_key, destination, args.prometheus, baseline, args.workers
+    )
 
 
 def handle_merge(args: argparse.Namespace) -> int:
@@ -298,7 +319,7 @@ def handle_merge(args: argparse.Namespace) -> int:
     from harness.signing.keys import load_public
 
     destination, baseline = _check_collect_inputs(args, args.signing_key)
-    _import_plotting_meanwhile()
+    importing = _import_plotting_meanwhile()
     run = find_run(args.output_dir, args.job_id)
     state = job_state(args.job_id, args.wait)
     results, profile = shard.read(args.output_dir, run, nodes_of(run), load_public(args.key))
@@ -307,161 +328,28 @@ def handle_merge(args: argparse.Namespace) -> int:
         + (f" (profile {profile})" if profile else ""),
         file=sys.stderr,
     )
-    return _write_fleet_bundle(
+    importing.join()
+    return fleet_collect.write_fleet_bundle(
         run, assemble(run, results, state), args.signing_key, destination, args.prometheus, baseline, None
     )
 
 
-def _import_plotting_meanwhile() -> None:
+def _import_plotting_meanwhile() -> threading.Thread:
     """Import matplotlib on a thread while the nodes are checked (this process mostly waits on its workers
-    then) rather than after them: the plots are drawn last, when nothing else is left to overlap."""
-    threading.Thread(
-        target=importlib.import_module, args=("harness.present.plots._figure",), daemon=True, name="import-matplotlib"
-    ).start()
-
-
-def _collect_shard(args: argparse.Namespace) -> int:
-    from harness.fleet import shard
-    from harness.fleet.collect import check_nodes, find_run, job_state, nodes_of
-    from harness.signing.keys import load_private
-
-    part = shard.Shard.parse(args.shard)
-    run = find_run(args.output_dir, args.job_id)
-    job_state(args.job_id, args.wait)
-    nodes = nodes_of(run)
-    share = part.nodes(nodes)
-    results = check_nodes(run, share, args.key, args.profile, args.workers, allow_formats=allowed_formats(args))
-    key = load_private(args.signing_key or Path(run.submission["spec"]["key"]))
-    path = shard.write(args.output_dir, run, part, shard.envelope(run, part, nodes, results, args.profile, key))
-    print(
-        f"fleet collect: shard {part.index}/{part.count}: {len(share)} of {len(nodes)} nodes checked "
-        f"({sum(r['status'] == 'ok' for r in results)} ok); merge the {part.count} shards with "
-        f"`dossier fleet merge {args.job_id}`",
-        file=sys.stderr,
+    then) rather than after them: the plots are drawn last, when nothing else is left to overlap. The
+    fleet bundle is written once the thread is done (joined): matplotlib imported on two threads at once
+    is found half-made by one of them (a merge of few nodes reached the plots first)."""
+    thread = threading.Thread(
+        target=_import_quietly, args=("harness.present.plots._figure",), daemon=True, name="import-matplotlib"
     )
-    print(path)
-    return 0
+    thread.start()
+    return thread
 
 
-def _collect_array(args: argparse.Namespace) -> int:
-    from harness.fleet import array, slurm
-    from harness.fleet.collect import find_run
-    from harness.fleet.submit import PROJECT_ROOT
-
-    run = find_run(args.output_dir, args.job_id)
-    state = slurm.job_state(args.job_id)
-    running = state is not None and state.split("+")[0] in slurm.ACTIVE_STATES
-    spec = array.ArrayCollect(
-        run=run,
-        output_dir=args.output_dir.resolve(),
-        public_key=args.key.resolve(),
-        shards=args.array,
-        pythonpath=str(PROJECT_ROOT),
-        workers=args.workers,
-        profile=args.profile,
-        signing_key=args.signing_key.resolve() if args.signing_key else None,
-        prometheus=args.prometheus.resolve() if args.prometheus else None,
-        baseline_out=args.baseline_out.resolve() if args.baseline_out else None,
-        baseline_sku=args.baseline_sku,
-        partition=args.partition,
-        allow_formats=allowed_formats(args),
-    )
-    array_id, merge_id = array.submit(spec, after_job=running)
-    print(
-        f"fleet collect: {args.array} shards as job array {array_id}"
-        + (f" (after job {args.job_id} ends)" if running else "")
-        + f", then the merge as job {merge_id}; "
-        f"logs in {run.path / 'logs'}",
-        file=sys.stderr,
-    )
-    print(merge_id)
-    if args.wait <= 0:
-        return 0
-    final = slurm.wait(merge_id, args.wait)
-    fields = slurm.job_fields(merge_id) or {}
-    code = int(fields.get("ExitCode", "0:0").split(":")[0]) if final else None
-    bundle = args.output_dir / f"fleet-{args.job_id}.tar.gz"
-    print(f"merge job {merge_id} ended: {final or 'no longer known to Slurm'}", file=sys.stderr)
-    if not bundle.exists():
-        raise CheckFailed("the merge wrote no fleet bundle", hint=f"see {run.path / 'logs'}/merge-{merge_id}.out")
-    print(bundle)
-    return code if code is not None else 0
-
-
-def _write_fleet_bundle(
-    run,
-    document: dict,
-    signing_key: Path | None,
-    destination: Path,
-    prometheus: Path | None,
-    baseline=None,
-    workers: int | None = None,
-) -> int:
-    """Make the baseline profiles asked for (BASELINE: harness.fleet.baseline.Request), render, seal and
-    write the fleet bundle (and the profiles, and the textfile), print the problems; exit 1 if any. A
-    profile that could not be made is said in the fleet bundle, which is written first, then its error raised."""
-    from harness.fleet import package, plots, report, sealing
-    from harness.fleet.archive import ChangedMember
-    from harness.fleet.pool import default_workers
-    from harness.signing.keys import load_private
-
-    key = load_private(signing_key or Path(run.submission["spec"]["key"]))
-    outcome = None
-    if baseline is not None:
-        from harness.fleet import baseline as fleet_baseline
-
-        outcome = fleet_baseline.profiles(document, run, baseline, key, workers or default_workers())
-        package.add_baseline(document, outcome.record)
-    rendered = plots.render(document)
-    by_metric = {
-        m: [f"plots/{m}.png", f"plots/{m}.svg"]
-        for m in plots.headline_metrics(document)
-        if f"plots/{m}.png" in rendered
-    }
-    rendered.update(
-        {"fleet.md": report.render(document, by_metric).encode(), "fleet.csv": report.csv_text(document).encode()}
-    )
-    rendered.update({made.member: made.data for made in (outcome.made if outcome else [])})
+def _import_quietly(name: str) -> None:
+    """Import NAME ahead of its use; a failure, or the interpreter ending meanwhile (an early error), prints
+    nothing here: the plots import it again when they are drawn, and say why they cannot be."""
     try:
-        path = sealing.seal(destination, package.fleet_files(run, document, rendered), package.predicate(document), key)
-    except ChangedMember as exc:
-        raise CheckFailed(str(exc), hint="collect the job again once nothing writes to its run directory") from exc
-    if prometheus is not None:
-        from harness.export import gauges
-
-        gauges.fleet(document).write(prometheus)
-        print(f"fleet: wrote {prometheus}", file=sys.stderr)
-    print(path)
-    for line in problems(document):
-        print(line, file=sys.stderr)
-    if outcome is not None:
-        fleet_baseline.write(outcome, path)
-    if outcome is not None and outcome.error is not None:
-        made = f"; {len(outcome.made)} other profile(s) written" if outcome.made else ""
-        raise type(outcome.error)(
-            f"baseline profile not made: {outcome.error} (the fleet bundle {path} is written; "
-            f"fleet.json `baseline` says why{made})",
-            hint=outcome.error.hint,
-        )
-    if problems(document):
-        raise CheckFailed(
-            f"fleet {document['job']['id']}: {len(problems(document))} problem(s); the fleet bundle "
-            f"{path} records them (fleet.md: the sick nodes first)"
-        )
-    return 0
-
-
-MAX_PRINTED = 40
-
-
-def problems(document: dict) -> list[str]:
-    """One line per sick node (the first MAX_PRINTED, then a count), and the all-reduce."""
-    from harness.fleet.report import sick_rows
-
-    rows = sick_rows(document)
-    lines = [f"node {r['node']}: {r['problem']}: {r['reason']}" for r in rows[:MAX_PRINTED]]
-    if len(rows) > MAX_PRINTED:
-        lines.append(f"... and {len(rows) - MAX_PRINTED} more (fleet.md and fleet.csv in the fleet bundle)")
-    if document["allreduce"]["status"] != "ok":
-        lines.append(f"all-reduce: {document['allreduce']['why']}")
-    return lines
+        importlib.import_module(name)
+    except BaseException:  # noqa: BLE001 - a worker thread never prints a traceback; the real import says why
+        return

@@ -10,7 +10,9 @@ from typing import Any
 
 from harness import paths
 from harness.analysis.health.diff import diff
+from harness.analysis.verdict import Verdict, answer_line, counted, overall, parse
 from harness.errors import CheckFailed, UsageError
+from harness.escape import terminal
 from harness.schemas import violations
 
 
@@ -63,13 +65,26 @@ def handle(args: argparse.Namespace) -> int:
     if problems:  # a bug here, not the user's: say so plainly
         raise CheckFailed(f"the health-diff document breaks its own schema: {problems[0]}")
     text = json.dumps(result, allow_nan=False, sort_keys=True, indent=1) + "\n"
+    line = answer(result)
+    print(line, file=sys.stderr, flush=True)
     if args.output is None:
         sys.stdout.write(text)
+        sys.stdout.flush()
     else:
         paths.write_output(args.output, text, "--output")
         print(f"wrote {args.output}", file=sys.stderr)
     for check in result["checks"]:
-        print(f"{check['status']:>14}  {check['name']} [{check['device']}]: {check['evidence']}", file=sys.stderr)
-    if result["failed"]:
-        raise CheckFailed("health-diff check(s) failed: " + ", ".join(result["failed"]))
-    return 0
+        print(
+            terminal(f"{check['status']:>14}  {check['name']} [{check['device']}]: {check['evidence']}"),
+            file=sys.stderr,
+        )
+    print(terminal(line), file=sys.stderr)
+    return 1 if result["failed"] else 0
+
+
+def answer(result: dict[str, Any]) -> str:
+    """The answer line: the checks' verdict, with what failed and the counts."""
+    statuses = [parse(c.get("status")) for c in result["checks"]]
+    verdict = Verdict.FAIL if result["failed"] else overall(statuses)
+    failed = f"failed: {', '.join(result['failed'])}; " if result["failed"] else ""
+    return answer_line(verdict, f"idle against load: {failed}{counted(statuses)}", 1 if result["failed"] else 0)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from harness import paths
+from harness.analysis.verdict import Verdict, answer_line
 from harness.errors import UsageError
 from harness.signing.keys import (
     PRIVATE_NAME,
@@ -67,11 +68,14 @@ def handle(args: argparse.Namespace) -> int:
     else:
         made = "a key pair is already there, kept (--force makes a new one)"
     public_path = public_path_for(key.path)
+    answer = answer_line(Verdict.PASS, f"{made}: {key.path} and {public_path.name} (keyid {key.keyid[:16]}...)")
+    print(answer, file=sys.stderr, flush=True)
     print(
-        f"{made}\nprivate key: {key.path} (mode 0600; sign with `dossier run --signing-key {key.path}` "
+        f"private key: {key.path} (mode 0600; sign with `dossier run --signing-key {key.path}` "
         f"or DOSSIER_KEY={key.path})",
         file=sys.stderr,
     )
     print(f"public key:  {public_path} (verify with `dossier verify BUNDLE --key {public_path}`)", file=sys.stderr)
-    print(f"keyid {key.keyid}")
+    print(f"keyid {key.keyid}", flush=True)
+    print(answer, file=sys.stderr)
     return 0

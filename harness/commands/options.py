@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +42,27 @@ def add_signing_key(parser: argparse.ArgumentParser, help: str, old: str | None 
     parser.add_argument("--signing-key", type=Path, metavar="PRIV", help=help, **kwargs)
     if old:
         deprecated(parser, old, "--signing-key", "signing_key")
+
+
+# The most GPUs one node holds: the largest single-host systems have 8 (HGX, DGX) or 16; a count far
+# past that (`--expect-gpus 1000000000`) is a typo, refused as one.
+MAX_GPUS_PER_NODE = 64
+MAX_NODES = 100_000  # a fleet: 10,000 nodes were simulated (README, "Limits"); ten times that is a typo
+MINUTES_IN_A_YEAR = 525_600  # a Slurm time limit past a year is a typo
+
+
+def count(low: int, high: int, why: str) -> Callable[[str], int]:
+    """An argparse type: a whole number from LOW to HIGH (WHY says where HIGH comes from), refused
+    in one line otherwise (`argument --expect-gpus: 1000000000 is not from 0 to 64 (...)`)."""
+
+    def whole(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not from {low} to {high} ({why})")
+        return value
+
+    whole.__name__ = f"whole number from {low} to {high}"
+    return whole

@@ -11,19 +11,24 @@ lines, the exit-1 rule).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
+import io
 import json
 import os
 import sys
 from pathlib import Path
 
 from harness import paths, recovery, registry
-from harness.errors import EnvironmentProblem, ProbeFailed, UsageError
+from harness.analysis import contention
+from harness.analysis.verdict import Verdict, answer_line
+from harness.errors import CheckFailed, EnvironmentProblem, ProbeFailed, UsageError
 from harness.present.plots import NothingToPlot
 from harness.probes.contract import EXIT_USAGE, Option, ProbeUsageError, add_options, check_options, options_argv, real
 from harness.registry.spec import ProbeSpec
 from harness.registry.steps import StepArgs
+from harness.run import host_load
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, Failed, judge
 from harness.runners.interface import ProbeInvocation, Runner
@@ -88,9 +93,27 @@ def handle(spec: ProbeSpec, args: argparse.Namespace) -> int:
         write_plots(spec, outcome.document, stem)
     if table is not None:
         write_table(spec, outcome.document, table)
-    if spec.command.finish:
-        spec.command.finish(args, outcome.document)
-    return 0
+    return finish(spec, args, outcome.document)
+
+
+def finish(spec: ProbeSpec, args: argparse.Namespace, document: dict) -> int:
+    """The entry's `finish` (its summary lines, the exit-1 rule), said as every command's answer is:
+    the answer line, the summary, the answer line again (`verdict: FAIL: health.json: 1 toolchain
+    contract(s) failed: ... (exit 1)`); its lines are gathered first so the answer comes before them."""
+    said, failed, what = io.StringIO(), None, None
+    with contextlib.redirect_stderr(said):
+        try:
+            what = spec.command.finish(args, document) if spec.command.finish else None
+        except CheckFailed as exc:
+            failed = exc
+    verdict = Verdict.FAIL if failed is not None else Verdict.PASS
+    line = answer_line(verdict, f"{args.output}: {failed if failed is not None else (what or 'written')}")
+    print(line, file=sys.stderr)
+    sys.stderr.write(said.getvalue())
+    if failed is not None and failed.hint:
+        print(f"hint: {failed.hint}", file=sys.stderr)
+    print(line, file=sys.stderr)
+    return verdict.exit_code
 
 
 def plot_stem(spec: ProbeSpec, args: argparse.Namespace) -> Path | None:
@@ -194,12 +217,24 @@ def run_with_display(runner: Runner, invocation: ProbeInvocation, title: str) ->
     display = RunDisplay(1, show_probe_lines=True)
     with display:
         display.begin(invocation.probe, title, shown_command(runner, invocation.probe, invocation.args))
-        outcome = judge(runner.run(invocation, on_stderr_line=display.stderr_line))
+        load = host_load.HostLoad(getattr(runner, "probe_pids", tuple))
+        with load.window(invocation.probe) as window:
+            run = runner.run(invocation, on_stderr_line=display.stderr_line)
+        outcome = judge(run)
         if isinstance(outcome, Completed):
             display.end(invocation.probe, "completed", str(outcome.document.get("sizing") or ""))
         else:
             display.end(invocation.probe, "FAILED", outcome.reason)
+    print(host_line(window, load.facts), file=sys.stderr)
     return outcome
+
+
+def host_line(window: host_load.Window, facts: dict) -> str:
+    """What else the host did while the probe ran, in one line (harness.run.host_load's readings)."""
+    if window.entry is None:
+        return "host while it ran: not read"
+    figures = contention.summary(window.entry, facts)
+    return f"host while it ran: {figures['state']}: {contention.describe(figures)}"
 
 
 def run_probe(

@@ -28,13 +28,14 @@ from harness.commands.options import add_signing_key
 from harness.commands.run import check_destination, terminate_as_interrupt
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import UsageError
+from harness.escape import terminal
 from harness.judge.acceptance.outcome import BundleRef
 from harness.judge.facts import BundleFacts
 from harness.judge.reproduction import environment
 from harness.judge.reproduction.engine import Judgement, compare
 from harness.judge.reproduction.statement import Made, reproduction_statement, signed_envelope
 from harness.present.reproduce_summary import Files, render_markdown
-from harness.run import provenance
+from harness.run import policy, provenance
 from harness.run.orchestrate import RunOptions, run_dossier
 from harness.run.replay import Replay, derive
 from harness.runners.select import host_has_nvidia_gpu
@@ -198,13 +199,13 @@ def rerun(args: argparse.Namespace, theirs: BundleView, ref: BundleRef) -> tuple
     )
     steps = [s.step for s in replay.plan if s.step not in replay.skip]
     print(
-        f"reproduce: their plan, {len(steps)} step(s) here: {', '.join(steps)}; runner: {replay.runner_why}",
+        terminal(f"reproduce: their plan, {len(steps)} step(s) here: {', '.join(steps)}; runner: {replay.runner_why}"),
         file=sys.stderr,
     )
     for line in replay.not_run:
-        print(f"reproduce: {line}", file=sys.stderr)
+        print(f"reproduce: {terminal(line)}", file=sys.stderr)
     for line in replay.said:
-        print(f"reproduce: cannot honour: {line}", file=sys.stderr)
+        print(f"reproduce: cannot honour: {terminal(line)}", file=sys.stderr)
     key, note = signing_key_for_run(args.signing_key)
     if note:
         print(f"reproduce: {note}", file=sys.stderr)
@@ -237,23 +238,40 @@ def _format(view: BundleView) -> Any:
     return view.commands.get("format_version")
 
 
+SHOWN = {"reproduced": "REPRODUCED", "not_reproduced": "NOT REPRODUCED", "not_comparable": "NOT COMPARABLE"}
+
+
+def answer(judgement: Judgement) -> str:
+    """The answer line, first and last: `verdict: NOT REPRODUCED: why: 3 reproduced, ... (exit 1)`."""
+    counts = judgement.counts()
+    code = UsageError.exit_code if judgement.result == Verdict.SKIP else judgement.result.exit_code
+    return (
+        f"verdict: {SHOWN[judgement.word]}: {judgement.why}: deciding {counts['reproduced']} reproduced, "
+        f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable (exit {code})"
+    )
+
+
 def print_result(judgement: Judgement) -> None:
-    shown = {"reproduced": "REPRODUCED", "not_reproduced": "NOT REPRODUCED", "not_comparable": "NOT COMPARABLE"}
+    shown = SHOWN
+    print(answer(judgement))
     failed = judgement.named(Verdict.FAIL)
     for f in failed[:SHOWN_FAILED]:
         print(
-            f"FAIL {f.figure}: theirs {value_text('', f.theirs)}, mine {value_text('', f.mine)}: {f.why}"
-            + (f" (likely why: {', '.join(f.likely_why)})" if f.likely_why else "")
+            terminal(
+                f"FAIL {f.figure}: theirs {value_text('', f.theirs)}, mine {value_text('', f.mine)}: {f.why}"
+                + (f" (likely why: {', '.join(f.likely_why)})" if f.likely_why else "")
+            )
         )
     if len(failed) > SHOWN_FAILED:
         print(f"     ... and {len(failed) - SHOWN_FAILED} more (the summary lists them all)")
     counts = judgement.counts()
     print(f"rule: {judgement.rule.text}")
     print(
-        f"{shown[judgement.word]}: {judgement.why} (deciding: {counts['reproduced']} reproduced, "
+        f"{shown[judgement.word]}: {terminal(judgement.why)} (deciding: {counts['reproduced']} reproduced, "
         f"{counts['not_reproduced']} not reproduced, {counts['not_comparable']} not comparable; "
         f"{counts['informing_moved']} of {counts['informing']} informing figures moved, not deciding)"
     )
+    print(answer(judgement))
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -272,12 +290,12 @@ def handle(args: argparse.Namespace) -> int:
         mine, mine_ref = _verified(args.against, key_path, trusted, allowed_formats(args))
         if environment.identity(BundleFacts(theirs)).key == environment.identity(BundleFacts(mine)).key:
             refuse_unjudgeable(theirs, mine)  # (of another SKU, nothing is judgeable: the statement says why)
-        made, unhonoured = Made("against"), {}
-        mine_made = "given with --against"
+        made, mine_made = Made("against"), "given with --against"
     else:
         mine, mine_ref, replay = rerun(args, theirs, their_ref)
-        made, unhonoured = Made("rerun", replay.to_json()), dict(replay.unhonoured)
-        mine_made = "made here from their plan"
+        made, mine_made = Made("rerun", replay.to_json()), "made here from their plan"
+    # what was not honoured, from the two bundles alone: what `dossier verify-reproduction` derives again
+    unhonoured = policy.unhonoured(theirs, their_ref.sha256, mine)
     judgement = compare(theirs, mine, registry.diff_figures(), registry.diff_fields(), unhonoured)
     tool = provenance.tool_info()
     stmt = reproduction_statement(judgement, their_ref, mine_ref, (_format(theirs), _format(mine)), made, tool)
@@ -286,11 +304,11 @@ def handle(args: argparse.Namespace) -> int:
     if note:
         print(f"reproduce: {note}", file=sys.stderr)
     paths.write_output(statement_path, signed_envelope(stmt, key), "--statement")
-    files = Files(
-        str(args.theirs),
-        str(args.against or args.output_dir / mine_ref.name),
-        str(statement_path),
-        str(public_path_for(key.path)),
+    files = Files(  # named as the reader has them beside the summary, not by this machine's paths
+        args.theirs.name,
+        (args.against or args.output_dir / mine_ref.name).name,
+        statement_path.name,
+        public_path_for(key.path).name,
     )
     paths.write_output(
         summary_path,

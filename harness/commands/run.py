@@ -12,12 +12,13 @@ from pathlib import Path
 
 from harness import paths, registry
 from harness.commands import probe
-from harness.commands.options import add_signing_key
+from harness.commands.options import add_signing_key, count
 from harness.errors import CheckFailed, UsageError
 from harness.present.verdict import run_verdict
 from harness.probes.contract import ProbeUsageError, add_options, check_options
 from harness.registry import lab_plan, step_ids
-from harness.run.orchestrate import RunOptions, bundle_file_name, run_dossier
+from harness.run.destination import bundle_file_name
+from harness.run.orchestrate import RunOptions, run_dossier
 from harness.signing.keys import signing_key_for_run
 from harness.verify import verify_and_view
 
@@ -57,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--retest",
-        type=int,
+        type=count(0, MAX_RETEST, "a step failing more often is failing, not flaky"),
         default=0,
         metavar="N",
         help=f"run a probe step that failed (crashed, timed out, wrote invalid JSON) again, up to "
@@ -159,10 +160,11 @@ def handle(args: argparse.Namespace) -> int:
 
 def conclude(path: Path, key, prometheus: Path | None = None) -> int:
     """The run's last lines: the bundle verified with the signer's public key (every check `dossier
-    verify` makes), the Prometheus textfile when asked for (from the verified content), the verdict
-    block (what passed, failed and could not be judged, and why), and the bundle's path on stdout; the
-    exit code follows the verdict (FAIL 1, INCOMPLETE 5, PASS and WARN 0), the bundle written whatever
-    it says."""
+    verify` makes), the Prometheus textfile when asked for (from the verified content), the answer line
+    (`verdict: FAIL: dossier-vm-8c891dc9-....tar.gz: 3 failed, 6 passed (exit 1)`), the verdict block
+    (what passed, failed and could not be judged, and why), the bundle's path on stdout, and the answer
+    line again, last; the exit code follows the verdict (FAIL 1, INCOMPLETE 5, PASS and WARN 0), the
+    bundle written whatever it says."""
     result, view = verify_and_view(path, key.public)
     if not result.ok or view is None:  # a bug in this build: what it wrote does not verify
         print(f"signed with keyid {key.keyid} ({key.path})", file=sys.stderr)
@@ -175,14 +177,16 @@ def conclude(path: Path, key, prometheus: Path | None = None) -> int:
     if prometheus is not None:
         write_prometheus(view, prometheus)
     verdict = run_verdict(view)
+    answer = verdict.answer(path.name)
     lines = [
-        f"verdict: {verdict.overall.shown} (exit {verdict.exit_code})",
+        answer,
         *(f"  {line}" for line in verdict.block()),
         f"bundle written and verified ({len(result.checks)} checks), signed with keyid {key.keyid[:16]}… "
         f"({key.path}); the report is its report.md: `dossier report {path}`",
     ]
-    print("\n".join(lines), file=sys.stderr)
-    print(path)
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    print(path, flush=True)  # stdout: the bundle's path alone, for a script
+    print(answer, file=sys.stderr)
     return verdict.exit_code
 
 

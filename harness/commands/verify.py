@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from harness import paths
+from harness.analysis.verdict import Verdict, answer_line
 from harness.bundle.read import DEFAULT_MAX_TOTAL_BYTES, Limits
 from harness.errors import UsageError
+from harness.escape import terminal
+from harness.present.verdict import run_verdict
 from harness.probes.contract import real
 from harness.signing.keys import load_public
-from harness.verify import Result, verify_bundle
+from harness.verify import Result, verify_and_view
 from harness.verify.formats import FORMATS, oldest_fully_checked
 
 
@@ -71,28 +73,46 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=handle)
 
 
+def own_verdict(view) -> str:
+    """The dossier's own verdict (its report's, by this build's rules), to say beside the checks:
+    a bundle can verify (its figures are what its raw data says) and still have FAILED."""
+    verdict = run_verdict(view)
+    return f"the dossier's own verdict is {verdict.overall.shown} ({verdict.counts()})"
+
+
+def answer(args: argparse.Namespace, result: Result, view) -> str:
+    """verify's answer line: verified or not, the checks, and the dossier's own verdict beside them."""
+    not_done = f", {len(result.not_done)} not done" if result.not_done else ""
+    name = args.bundle.name
+    if not result.ok:
+        failed = len(result.failures)
+        return answer_line(
+            Verdict.FAIL, f"{name} NOT VERIFIED: {failed} check(s) failed, {result.passed} passed{not_done}"
+        )
+    said = f"; {own_verdict(view)}" if view is not None else ""
+    return answer_line(
+        Verdict.PASS,
+        f"{name} verified: {result.passed} checks passed{not_done} (keyid {result.keyid[:16]}...){said}",
+    )
+
+
 def handle(args: argparse.Namespace) -> int:
     if args.max_size_mib <= 0:
         raise UsageError("--max-size-mib must be positive")
     paths.input_bundle(args.bundle)
     allowed = allowed_formats(args)
-    result = verify_bundle(
+    result, view = verify_and_view(
         args.bundle, load_public(args.key), Limits(max_total_bytes=int(args.max_size_mib * 2**20)), allowed
     )
     if args.json:
         print(json.dumps(result.to_json(), indent=1, sort_keys=True))
-    else:
-        for check in result.checks:
-            if args.all or not check.ok:
-                print(check.line())
-        for line in not_done_lines(result):
-            print(line)
-        not_done = f"; {len(result.not_done)} not done" if result.not_done else ""
-        if result.ok:
-            print(f"verified {args.bundle}: {result.passed} checks passed{not_done} (keyid {result.keyid[:16]}...)")
-        else:
-            print(
-                f"NOT VERIFIED {args.bundle}: {len(result.failures)} check(s) failed, {result.passed} passed{not_done}",
-                file=sys.stderr,
-            )
+        return 0 if result.ok else 1
+    line = answer(args, result, view)
+    print(terminal(line))
+    for check in result.checks:
+        if args.all or not check.ok:
+            print(terminal(check.line()))
+    for done in not_done_lines(result):
+        print(terminal(done))
+    print(terminal(line))
     return 0 if result.ok else 1

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from harness import paths
+from harness.escape import terminal
 from harness.signing.keys import load_public
 
 
@@ -46,9 +47,9 @@ def handle(args: argparse.Namespace) -> int:
         return 0 if not failures else 1
     for check in checks:
         if args.all or not check.ok:
-            print(check.line())
+            print(terminal(check.line()))
     for check in not_done:
-        print(f"NOT DONE {check.check} {check.subject}: {check.detail}")
+        print(terminal(f"NOT DONE {check.check} {check.subject}: {check.detail}"))
     if failures:
         print(f"NOT VERIFIED {args.evidence}: {len(failures)} check(s) failed", file=sys.stderr)
         return 1

@@ -9,16 +9,15 @@ import datetime as _dt
 from collections import Counter
 from typing import Any
 
+from harness.analysis.actions import ORDER
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 from harness.check import xid
 from harness.export.textfile import PREFIX, Metrics, in_base_unit
 
 CHECK_VERDICTS = ("pass", "warn", "fail", "incomplete")
 FINDING_VERDICTS = (*CHECK_VERDICTS, "skip")
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+ACTIONS = tuple(str(a) for a in ORDER)
 
 
 def _epoch(timestamp: str) -> float:
@@ -45,11 +44,21 @@ def check(result: dict[str, Any]) -> Metrics:
             finding["verdict"],
             FINDING_VERDICTS,
         )
+        if finding["verdict"] == Verdict.FAIL:
+            metrics.one_hot(
+                PREFIX + "check_action",
+                "each failed check's recommended action (1 on it, the rule that chose it as a label)",
+                {**node, "check": finding["name"], "rule": finding["action"]["rule"]},
+                "action",
+                finding["action"]["action"],
+                ACTIONS,
+            )
+    recommended(metrics, "check", node, result["recommendation"])
     reading = result["reading"]
     metrics.set(
         PREFIX + "check_timestamp_seconds", "when the reading was taken (Unix time)", node, _epoch(reading["taken_at"])
     )
-    if _number(reading.get("read_seconds")) is not None:
+    if number_or_none(reading.get("read_seconds")) is not None:
         metrics.set(PREFIX + "check_read_seconds", "how long the reading took", node, reading["read_seconds"])
     if isinstance(reading["devices"], list):
         metrics.set(PREFIX + "check_gpus", "GPUs NVML lists", node, len(reading["devices"]))
@@ -97,7 +106,7 @@ def _gpu_facts(metrics: Metrics, node: dict[str, str], device: dict[str, Any]) -
     labels = {**node, "gpu": str(device.get("nvml_index")), "sku": sku}
     for name, help_text, (section, key) in GPU_FIGURES:
         value = (device.get(section) or {}).get(key)
-        value = float(value) if isinstance(value, bool) else _number(value)
+        value = float(value) if isinstance(value, bool) else number_or_none(value)
         if value is not None:
             metrics.set(PREFIX + name, help_text, labels, value)
     links = device.get("nvlink")
@@ -121,7 +130,7 @@ def figures(
             metrics.set(
                 PREFIX + name + "_info", f"{table[name]['description']} ({what})", {**labels, "value": value}, 1
             )
-        elif _number(value) is not None:
+        elif number_or_none(value) is not None:
             metric, scaled = in_base_unit(name, unit, value)
             metrics.set(metric, f"{table[name]['description']} ({what}; from {unit})", labels, scaled)
 
@@ -167,6 +176,8 @@ def fleet(document: dict[str, Any]) -> Metrics:
             labels,
             flagged[node["name"]],
         )
+        if "recommendation" in node:
+            recommended(metrics, "fleet_node", labels, node["recommendation"])
     for name, entry in document["table"].items():
         if entry["kind"] != "rate":
             continue
@@ -193,12 +204,15 @@ def _host(view: Any) -> str:
 
 
 def run(view: Any) -> Metrics:
-    """`dossier run`: each step's status and the bundle's compared figures (the fleet's, recomputed from
-    the raw documents as `dossier fleet collect` reads them), each in its base unit."""
+    """`dossier run`: the verdict's recommended action, each step's status and the bundle's compared figures
+    (the fleet's, recomputed from the raw documents as `dossier fleet collect` reads them), each in its base
+    unit."""
     from harness.fleet.metrics import metric_table, node_metrics, node_skus
+    from harness.present.verdict import run_verdict
 
     metrics = Metrics()
     labels = {"node": _host(view), "sku": "+".join(node_skus(view)) or "none"}
+    recommended(metrics, "run", labels, run_verdict(view).recommendation.to_json())
     for entry in view.steps:
         metrics.one_hot(
             PREFIX + "run_step_status",
@@ -233,4 +247,17 @@ def accept(acceptance: Any, view: Any) -> Metrics:
             str(result.status),
             verdict_values(),
         )
+    recommended(metrics, "accept", labels, acceptance.recommendation.to_json())
     return metrics
+
+
+def recommended(metrics: Metrics, what: str, labels: dict[str, str], recommendation: dict[str, str]) -> None:
+    """WHAT's recommended action (1 on it, the rule that chose it as a label): what to do now."""
+    metrics.one_hot(
+        PREFIX + f"{what}_recommended_action",
+        f"the recommended action of {what.replace('_', ' ')}, the most severe of its failed findings' (1 on it)",
+        {**labels, "rule": recommendation["rule"]},
+        "action",
+        recommendation["action"],
+        ACTIONS,
+    )

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Gauge, write_to_textfile
 
 from harness import paths
 from harness.errors import UsageError
+from harness.escape import terminal
 
 PREFIX = "rig_dossier_"
 # A figure's unit as the registry's fleet metrics give it -> (its suffix in the figure's name, the
@@ -56,7 +57,8 @@ class Metrics:
         gauge = self._gauges.get(name)
         if gauge is None:
             gauge = self._gauges[name] = Gauge(name, help_text, labelnames=tuple(labels), registry=self.registry)
-        gauge.labels(**{k: str(v) for k, v in labels.items()}).set(float(value))
+        # a label's value from a reading or a bundle, as text a terminal and the textfile can hold
+        gauge.labels(**{k: terminal(v) for k, v in labels.items()}).set(float(value))
 
     def one_hot(
         self, name: str, help_text: str, labels: Mapping[str, str], key: str, reached: str, values: Iterable[str]

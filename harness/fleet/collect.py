@@ -11,6 +11,8 @@ and its log; the others are kept.
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +23,7 @@ from harness import registry
 from harness.analysis import fleet as fleet_analysis
 from harness.analysis.verdict import Verdict
 from harness.errors import UsageError
-from harness.fleet import pool, slurm
+from harness.fleet import actions, files, pool, slurm
 from harness.fleet.metrics import metric_kinds, metric_table
 from harness.fleet.node import NodeTask, check_node
 from harness.fleet.progress import CollectProgress
@@ -54,7 +56,7 @@ def find_run(output_dir: Path, job_id: str) -> FleetRun:
     """The run directory under OUTPUT_DIR whose submission.json records JOB_ID."""
     for candidate in sorted(output_dir.glob(f"*/{SUBMISSION}")):
         try:
-            submission = json.loads(candidate.read_bytes())
+            submission = json.loads(files.read(candidate) or b"")
         except (OSError, ValueError) as exc:
             raise UsageError(
                 f"{candidate} cannot be read as a fleet submission ({exc})",
@@ -69,16 +71,18 @@ def find_run(output_dir: Path, job_id: str) -> FleetRun:
 
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str | None:
-    if not path.exists():
-        return None
-    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    """The last LINES lines of a log (a regular file only: harness.fleet.files), why it was not read, or None."""
+    data, why = files.read_or_why(path)
+    if why is not None:
+        return f"(not read: {why})"
+    return None if data is None else "\n".join(data.decode(errors="replace").splitlines()[-lines:])
 
 
 def nodes_of(run: FleetRun) -> list[str]:
     """The allocation's nodes, as the job recorded them (else as Slurm still remembers them)."""
     recorded = run.path / "nodelist"
-    if recorded.exists():
-        return recorded.read_text().split()
+    if os.path.lexists(recorded):
+        return slurm.node_names((files.read(recorded) or b"").decode(errors="replace").split(), f"{recorded}")
     fields = slurm.job_fields(run.job_id)
     if fields and fields.get("NodeList") not in (None, "(null)", ""):
         return slurm.hostnames(fields["NodeList"])
@@ -89,9 +93,14 @@ def nodes_of(run: FleetRun) -> list[str]:
 
 
 def exit_status(run: FleetRun, node: str) -> int | None:
-    path = run.path / "nodes" / node / "exit_code"
-    text = path.read_text().strip() if path.exists() else ""
-    return int(text) if text.lstrip("-").isdigit() else None
+    data, _ = files.read_or_why(run.path / "nodes" / node / "exit_code", files.RECORD_CAP)
+    return _code(data)
+
+
+def _code(data: bytes | None) -> int | None:
+    """An exit status a node wrote (a number on one line), else None: anything else is not one."""
+    text = (data or b"").decode(errors="replace").strip()
+    return int(text) if re.fullmatch(r"-?[0-9]{1,4}", text) else None
 
 
 def missing_bundle(run: FleetRun, node: str, result: dict[str, Any]) -> dict[str, Any]:
@@ -161,7 +170,13 @@ def judge_nodes(
     tasks = []
     for node in nodes:
         result = {"name": node, "exit_code": exit_status(run, node), "log": f"logs/{run.node_log(node).name}"}
-        if run.node_bundle(node).exists():
+        bundle = run.node_bundle(node)
+        unread = files.not_regular(bundle) if os.path.lexists(bundle) else None
+        if unread is not None:
+            results[node] = {**missing_bundle(run, node, result), "why": f"its bundle was not read: {unread}"}
+            if progress:
+                progress.done("failed")
+        elif bundle.exists():
             results[node] = result
             tasks.append(NodeTask(node, str(run.node_bundle(node)), str(public_key.resolve()), profile, allow_formats))
         else:
@@ -179,14 +194,20 @@ def judge_nodes(
 def allreduce_result(run: FleetRun) -> dict[str, Any]:
     """The multi-node all-reduce: rank 0's document, validated, or why there is none."""
     folder = run.path / "allreduce"
-    code_file = folder / "exit_code"
-    code = int(code_file.read_text().strip()) if code_file.exists() else None
-    logs = sorted(p.name for p in folder.glob("rank-*.err")) if folder.exists() else []
+    recorded, _ = files.read_or_why(folder / "exit_code", files.RECORD_CAP)
+    code = _code(recorded)
+    logs = sorted(p.name for p in folder.glob("rank-*.err") if files.not_regular(p) is None) if folder.is_dir() else []
     base = {"exit_code": code, "logs": [f"allreduce/{name}" for name in logs]}
-    stdout = folder / "rank-0.out"
-    text = stdout.read_text().strip() if stdout.exists() else ""
+    data, unread = files.read_or_why(folder / "rank-0.out", files.LOG_CAP)
+    text = (data or b"").decode(errors="replace").strip()
     if code != 0 or not text:
-        why = "the step never ran" if code is None else f"srun exited with code {code}"
+        why = (
+            f"its exit status is not a number ({recorded[:40]!r})"
+            if recorded is not None and code is None
+            else "the step never ran"
+            if code is None
+            else f"srun exited with code {code}"
+        ) + (f"; rank 0's output not read: {unread}" if unread else "")
         return {**base, "status": "failed", "why": why, "log_tail": tail(folder / "rank-0.err")}
     try:
         document = json.loads(text)
@@ -225,6 +246,7 @@ def fleet_document(
         measured, metric_kinds(), {n["name"]: n.get("sku") for n in nodes}, {n["name"]: n.get("stack") for n in nodes}
     )
     flags = fleet_analysis.flags(table)
+    nodes = actions.with_actions(nodes, flags)
     return {
         "kind": "rig-dossier fleet",
         "job": {

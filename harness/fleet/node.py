@@ -21,8 +21,11 @@ from harness import registry
 from harness.analysis.memo import remembering
 from harness.analysis.verdict import Verdict, parse
 from harness.fleet.metrics import node_metrics, node_skus, node_stack
+from harness.judge import recommend
 from harness.judge.acceptance.outcome import BundleRef, judge
 from harness.judge.acceptance.profile import NoProfile, resolve
+from harness.judge.contention import host_state
+from harness.judge.facts import BundleFacts
 from harness.signing.keys import load_public
 from harness.verify import verify_and_view
 
@@ -73,7 +76,11 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
     except NoProfile as exc:
         return {"verdict": Verdict.SKIP, "profile": chosen[0], "why": str(exc)}
     result = judge(view, profile, bundle, registry.acceptance_criteria())
-    failed = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.FAIL]
+    failed = [
+        {"name": r.name, "why": r.why, "action": r.recommendation.to_json()}
+        for r in result.results
+        if r.status == Verdict.FAIL
+    ]
     incomplete = [{"name": r.name, "why": r.why} for r in result.results if r.status == Verdict.INCOMPLETE]
     unmet = failed or incomplete
     return {
@@ -83,6 +90,7 @@ def acceptance(view, bundle: BundleRef, skus: list[str], asked: str | None) -> d
         "failed": failed,
         "incomplete": [i["name"] for i in incomplete],
         "skipped": result.named(Verdict.SKIP),
+        "recommendation": result.recommendation.to_json(),
         **({"why": "; ".join(f"{f['name']}: {f['why']}" for f in unmet)[:600]} if unmet else {}),
     }
 
@@ -136,4 +144,12 @@ def _check(task: NodeTask) -> dict[str, Any]:
         "stack": node_stack(view),
         "metrics": node_metrics(view),
         "acceptance": acceptance(view, ref, skus, task.profile),
+        "conditions": _conditions(view),
+        "host_contention": host_state(BundleFacts(view)),
     }
+
+
+def _conditions(view) -> dict[str, list[str]]:
+    """What the bundle records beside its figures that can explain one (the rules of an outlier's action)."""
+    found = recommend.conditions(BundleFacts(view))
+    return {"disturbed": list(found.disturbed), "settings": list(found.settings)}

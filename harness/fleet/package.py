@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.fleet import files
 from harness.fleet.archive import FileMember
 from harness.fleet.collect import FleetRun
 from harness.fleet.node import not_accepted
@@ -32,7 +33,8 @@ def json_bytes(value: Any) -> bytes:
 
 
 def _read_if(path: Path) -> bytes | None:
-    return path.read_bytes() if path.is_file() else None
+    """A regular file's bytes (never through a link, never a FIFO or device: harness.fleet.files), else None."""
+    return files.read_or_why(path)[0]
 
 
 def fleet_files(run: FleetRun, document: dict[str, Any], rendered: dict[str, bytes]) -> dict[str, bytes | FileMember]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import itertools
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from harness.probes.scratch import scratch
 
 MAX_NAMED = 8  # outliers named on a plot; every one is marked and listed in fleet.md
 COLOURS = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#17becf")
@@ -90,7 +91,7 @@ def render(document: dict[str, Any]) -> dict[str, bytes]:
     from harness.present.plots._figure import new_figure, save_figure  # matplotlib only here
 
     members: dict[str, bytes] = {}
-    with tempfile.TemporaryDirectory(prefix="dossier-fleet-plots-") as tmp:
+    with scratch("dossier-fleet-plots-") as tmp:
         for metric in headline_metrics(document):
             fig, ax = new_figure(8.0, 4.5)
             try:

@@ -15,6 +15,9 @@ from typing import Any
 
 import jinja2
 
+from harness.analysis.actions import Recommendation
+from harness.escape import csv_cell
+from harness.fleet import actions
 from harness.fleet.node import not_accepted
 from harness.present import templating
 
@@ -38,33 +41,41 @@ def value_text(value: Any) -> str:
 
 
 def sick_rows(document: dict[str, Any]) -> list[dict[str, str]]:
-    """One row per problem of a node: failed, rejected, acceptance failed, outlier; worst first."""
+    """One row per problem of a node, with what to do about it: failed, rejected, acceptance failed,
+    outlier; worst first."""
     rows = []
     for node in document["nodes"]:
+        action = Recommendation.from_json(node["recommendation"]) if "recommendation" in node else None
         if node["status"] != "ok":
-            rows.append({"node": node["name"], "problem": node["status"], "reason": node["why"]})
+            rows.append(_row(node["name"], node["status"], node["why"], action))
         elif not_accepted(node):
             verdict = node["acceptance"]["verdict"]
+            problem = f"acceptance {'failed' if verdict == 'fail' else verdict}"
             for failed in node["acceptance"].get("failed") or [
                 {"name": "acceptance", "why": node["acceptance"].get("why")}
             ]:
-                rows.append(
-                    {
-                        "node": node["name"],
-                        "problem": f"acceptance {'failed' if verdict == 'fail' else verdict}",
-                        "reason": f"{failed['name']}: {failed['why']}",
-                    }
-                )
+                own = Recommendation.from_json(failed["action"]) if "action" in failed else None
+                rows.append(_row(node["name"], problem, f"{failed['name']}: {failed['why']}", own))
+    named = {node["name"]: node for node in document["nodes"]}
     for flag in document["flags"]:
-        rows.append(
-            {
-                "node": flag["node"],
-                "problem": "outlier",
-                "reason": f"{flag['metric']} = "
-                f"{value_text(flag['value'])}: {flag['why']}" + (f" [{flag['sku']}]" if flag["sku"] else ""),
-            }
+        reason = f"{flag['metric']} = {value_text(flag['value'])}: {flag['why']}" + (
+            f" [{flag['sku']}]" if flag["sku"] else ""
         )
+        rows.append(_row(flag["node"], "outlier", reason, actions.for_flag(flag, named.get(flag["node"], {}))))
     return sorted(rows, key=lambda r: (PROBLEM_ORDER[r["problem"]], r["node"], r["reason"]))
+
+
+def _row(node: str, problem: str, reason: str, action: Recommendation | None) -> dict[str, str]:
+    return {"node": node, "problem": problem, "reason": reason, "action": action.shown() if action else ""}
+
+
+def busy_nodes(document: dict[str, Any]) -> list[dict[str, str]]:
+    """The nodes whose dossier ran on a busy host (harness.judge.contention.host_state), with what it said."""
+    return [
+        {"node": node["name"], "host": node["host_contention"]}
+        for node in document["nodes"]
+        if str(node.get("host_contention") or "").startswith("busy")
+    ]
 
 
 def _environment() -> jinja2.Environment:
@@ -98,6 +109,8 @@ def render(document: dict[str, Any], plots: dict[str, list[str]]) -> str:
             baseline=document.get("baseline"),
             left_out=(document.get("baseline") or {}).get("left_out", [])[:MAX_LEFT_OUT_ROWS],
             max_named=MAX_NAMED,
+            busy=busy_nodes(document),
+            max_sick=MAX_SICK_ROWS,
             submit_command=shlex.join(submission.get("argv") or ["dossier", "fleet", "submit", "..."]),
         )
     )
@@ -112,31 +125,47 @@ def csv_text(document: dict[str, Any]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["node", "status", "why", "sku", "verify_checks_failed", "acceptance", "acceptance_failed", "flagged", *metrics]
+        [
+            "node",
+            "status",
+            "why",
+            "sku",
+            "verify_checks_failed",
+            "acceptance",
+            "acceptance_failed",
+            "flagged",
+            "action",
+            "host_contention",
+            *metrics,
+        ]
     )
     for node in document["nodes"]:
         verify = node.get("verify") or {}
         acceptance = node["acceptance"]
         values = node.get("metrics") or {}
-        writer.writerow(
-            [
-                node["name"],
-                node["status"],
-                node.get("why") or "",
-                node.get("sku") or "",
-                verify.get("checks_failed", ""),
-                acceptance["verdict"],
-                " ".join(f["name"] for f in acceptance.get("failed") or []),
-                " ".join(flagged.get(node["name"], [])),
-                *(_cell(values.get(m)) for m in metrics),
-            ]
-        )
+        text = [
+            node["name"],
+            node["status"],
+            node.get("why") or "",
+            node.get("sku") or "",
+            verify.get("checks_failed", ""),
+            acceptance["verdict"],
+            " ".join(f["name"] for f in acceptance.get("failed") or []),
+            " ".join(flagged.get(node["name"], [])),
+            (node.get("recommendation") or {}).get("action", ""),
+            node.get("host_contention") or "",
+        ]
+        writer.writerow([*map(csv_cell, text), *(_cell(values.get(m)) for m in metrics)])
     return out.getvalue()
 
 
 def _cell(value: Any) -> str:
+    """A figure's cell: a number as Python writes it (a spreadsheet reads it as a number), any other
+    value as text that never starts a formula (harness.escape.csv_cell: OWASP)."""
     if value is None:
         return ""
     if isinstance(value, dict) and "unavailable" in value:
-        return f"unavailable: {value['unavailable']}"
-    return repr(value) if isinstance(value, float) else str(value)
+        return csv_cell(f"unavailable: {value['unavailable']}")
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value) if isinstance(value, float) else str(value)
+    return csv_cell(str(value))

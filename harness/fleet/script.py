@@ -20,6 +20,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import UsageError
+from harness.fleet import slurm
 
 NODE_LOG = "logs/slurm-{job}-{node}.out"
 
@@ -227,6 +228,7 @@ def parse_node_env(items: Sequence[str]) -> dict[str, dict[str, str]]:
         name, eq, value = assignment.partition("=")
         if not (sep and eq and node and name.isidentifier()):
             raise UsageError(f"--node-env {item!r}: expected NODE:NAME=VALUE (e.g. n2:OMP_NUM_THREADS=1)")
+        slurm.node_name(node, "--node-env")
         env.setdefault(node, {})[name] = value
     return env
 
@@ -239,6 +241,7 @@ def parse_node_prefix(items: Sequence[str]) -> dict[str, tuple[str, ...]]:
         words = tuple(shlex.split(command)) if sep else ()
         if not (node and words):
             raise UsageError(f"--node-prefix {item!r}: expected NODE:COMMAND (e.g. 'n2:taskset -c 0')")
+        slurm.node_name(node, "--node-prefix")
         prefixes[node] = words
     return prefixes
 

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from harness.bundle.write import write_atomically
 from harness.errors import CheckFailed, UsageError
+from harness.fleet import files
 from harness.fleet.collect import FleetRun
 from harness.signing import dsse
 from harness.signing.keys import SigningKey
@@ -90,7 +91,7 @@ def write(output_dir: Path, run: FleetRun, shard: Shard, data: bytes) -> Path:
 
 def _verified(path: Path, trusted: Ed25519PublicKey) -> dict[str, Any]:
     try:
-        return verify_statement(path.read_bytes(), trusted, PREDICATE_TYPE)
+        return verify_statement(files.read(path) or b"", trusted, PREDICATE_TYPE)
     except (OSError, dsse.EnvelopeError, StatementError) as exc:
         raise CheckFailed(
             f"refused: {path} does not verify as a shard of a fleet collect: {exc}",

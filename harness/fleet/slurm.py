@@ -36,6 +36,42 @@ CLUSTER_HINT = (
 )
 
 
+# A Slurm node or partition name as this build takes one, wherever it enters (a nodelist, --node,
+# --partition, scontrol's answer): letters, digits, `.`, `_` and `-`, starting with a letter or a digit
+# (no `/`, `..`, space, bracket, `|`, quote, `=` or control character: each is a member name, a CSV
+# cell, a table cell and a word of an sbatch script or a scontrol argument). At most MAX_NODES names.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_NODES = 100_000
+SCONTROL_TIMEOUT_S = 60.0  # a Slurm client that has not answered by then: an environment problem
+
+
+def node_name(text: str, what: str = "node") -> str:
+    """TEXT if it is one Slurm node name as NAME allows, else UsageError (exit 2) saying what it is."""
+    if not isinstance(text, str) or not NAME.fullmatch(text):
+        raise UsageError(
+            f"{what} {text!r} is not one Slurm node name (letters, digits, '.', '_', '-'; no ranges, paths or spaces)"
+        )
+    return text
+
+
+def partition_name(text: str) -> str:
+    """TEXT if it is a Slurm partition name as NAME allows, else UsageError (exit 2)."""
+    if not NAME.fullmatch(text):
+        raise UsageError(f"--partition {text!r} is not a Slurm partition name (letters, digits, '.', '_', '-')")
+    return text
+
+
+def node_names(names: list[str], where: str) -> list[str]:
+    """NAMES (from WHERE: a job's nodelist, scontrol) each a node name, at most MAX_NODES, none twice."""
+    if len(names) > MAX_NODES:
+        raise UsageError(f"{where} names {len(names)} nodes, more than the {MAX_NODES} a fleet takes")
+    for name in names:
+        node_name(name, f"{where}: node")
+    if len(set(names)) != len(names):
+        raise UsageError(f"{where} names a node twice")
+    return names
+
+
 def available() -> bool:
     """Whether this host has the Slurm client (a collect can run elsewhere, from the run directory alone)."""
     return shutil.which("scontrol") is not None
@@ -48,8 +84,24 @@ def _client(name: str) -> str:
     return path
 
 
-def _run(argv: list[str], timeout_s: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+def _run(argv: list[str], timeout_s: float | None = None) -> subprocess.CompletedProcess[str]:
+    """A Slurm client's answer, its output decoded as UTF-8 (what is not, replaced); EnvironmentProblem
+    (exit 4) when it has not answered within TIMEOUT_S (SCONTROL_TIMEOUT_S)."""
+    limit = SCONTROL_TIMEOUT_S if timeout_s is None else timeout_s
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=limit, check=False)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentProblem(
+            f"{Path(argv[0]).name} {' '.join(argv[1:3])} did not answer within {limit:g} s", hint=CLUSTER_HINT
+        ) from None
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+    )
+
+
+def sbatch_path() -> str:
+    """sbatch's path; EnvironmentProblem (exit 4) when this host has no Slurm client."""
+    return _client("sbatch")
 
 
 def submit(script: Path, options: tuple[str, ...] = ()) -> tuple[str, list[str]]:
@@ -89,13 +141,13 @@ def hostnames(nodelist: str) -> list[str]:
     done = _run([_client("scontrol"), "show", "hostnames", nodelist])
     if done.returncode != 0:
         raise EnvironmentProblem(f"scontrol could not expand node list {nodelist!r}: {done.stderr.strip()}")
-    return done.stdout.split()
+    return node_names(done.stdout.split(), f"the node list {nodelist[:80]!r}")
 
 
 def node_state(node: str) -> tuple[str, str | None]:
     """A node's State (IDLE+DRAIN, ...) and Reason as `scontrol show node` prints them (the Reason
     without the ` [user@time]` Slurm appends); UsageError for a node Slurm does not know."""
-    done = _run([_client("scontrol"), "show", "node", node])
+    done = _run([_client("scontrol"), "show", "node", node_name(node)])
     if done.returncode != 0 or "NodeName=" not in done.stdout:
         raise UsageError(
             f"Slurm knows no node {node!r}: {done.stderr.strip() or done.stdout.strip()}",
@@ -118,7 +170,7 @@ def parse_node(text: str) -> tuple[str, str | None]:
 
 def update_node(node: str, state: str, reason: str | None = None) -> None:
     """`scontrol update nodename=NODE state=STATE [reason=REASON]`; EnvironmentProblem when refused."""
-    argv = [_client("scontrol"), "update", f"nodename={node}", f"state={state}"]
+    argv = [_client("scontrol"), "update", f"nodename={node_name(node)}", f"state={state}"]
     if reason is not None:
         argv.append(f"reason={reason}")
     done = _run(argv)

@@ -1,5 +1,10 @@
 """`dossier fleet submit`: write the job into a fresh run directory, submit it, record it.
 
+Nothing is left behind a submission sbatch refuses (no Slurm client, no controller, a bad partition):
+sbatch is looked for before anything is written, and when it refuses, the run directory and a fleet
+key pair made for this submission are removed again (the job's files must exist before sbatch, as a
+job may start the moment it is accepted).
+
 Keys: every node signs its bundle with ONE fleet key, read from the shared filesystem by the
 job (the private key never leaves that file, mode 0600, and is never put in a bundle). Without
 --signing-key, a key pair is made on first use in OUTPUT_DIR/keys/ (dossier.key, dossier.pub); the
@@ -12,6 +17,7 @@ import dataclasses
 import datetime as _dt
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,19 +30,32 @@ from harness.signing.keys import PRIVATE_NAME, generate, load_private, public_pa
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 
-def fleet_key(output_dir: Path, explicit: Path | None) -> tuple[Path, str | None]:
-    """The fleet's private key path, and a note when one was just made."""
+def fleet_key(output_dir: Path, explicit: Path | None) -> tuple[Path, str | None, list[Path]]:
+    """The fleet's private key path, a note when one was just made, and what was made for it (the
+    pair, and the keys folder where it was new: removed again if sbatch refuses the job)."""
     if explicit is not None:
         load_private(explicit)  # fail now, not on every node
-        return explicit.resolve(), None
+        return explicit.resolve(), None, []
     path = output_dir / "keys" / PRIVATE_NAME
     if path.exists():
-        return path.resolve(), None
+        return path.resolve(), None, []
+    made = [] if path.parent.exists() else [path.parent]
     private, public = generate(path.parent)
-    return private.resolve(), (
+    return (
+        private.resolve(),
         f"made the fleet signing key {private} (mode 0600, stays on the shared "
-        f"filesystem); verify node and fleet bundles with {public}"
+        f"filesystem); verify node and fleet bundles with {public}",
+        [private, public, *made],
     )
+
+
+def _remove(made: list[Path]) -> None:
+    """Undo a submission sbatch refused: files, then folders (emptied), in that order."""
+    for path in made:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
 
 
 def new_run_dir(output_dir: Path) -> Path:
@@ -58,14 +77,29 @@ def check_path(path: Path) -> None:
         raise UsageError(f"{path}: the output directory must have no spaces or commas (Slurm options carry it)")
 
 
-def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tuple[str, Path]:
-    """Write fleet.sbatch and node.sh into a new run directory, sbatch it, write submission.json."""
+def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tuple[str, Path, str | None]:
+    """Write fleet.sbatch and node.sh into a new run directory, sbatch it, write submission.json;
+    when sbatch refuses, remove what this submission wrote and raise its refusal. Returns the job id,
+    the run directory and a note when a fleet key pair was made for it."""
     output_dir = output_dir.resolve()
     check_path(output_dir)
-    key_path, note = fleet_key(output_dir, key)
-    if note:
-        print(note, file=sys.stderr)
-    run_dir = new_run_dir(output_dir)
+    slurm.sbatch_path()  # no Slurm client: refused before anything is written
+    new_root = [] if output_dir.exists() else [output_dir]  # made by this submission: removed with it
+    key_path, note, made = fleet_key(output_dir, key)
+    made += new_root
+    try:
+        run_dir = new_run_dir(output_dir)
+        made.insert(0, run_dir)
+        job_id, spec, sbatch_argv = _write_and_submit(spec_args, run_dir, key_path)
+    except BaseException:
+        _remove(made)
+        raise
+    _record(job_id, spec, sbatch_argv, output_dir, run_dir, key_path)
+    return job_id, run_dir, note
+
+
+def _write_and_submit(spec_args: dict[str, Any], run_dir: Path, key_path: Path) -> tuple[str, FleetSpec, list[str]]:
+    """The job's files in RUN_DIR, submitted: the job id, the spec it was written from, sbatch's argv."""
     container = spec_args.get("container_image")
     spec = FleetSpec(
         run_dir=run_dir,
@@ -80,6 +114,13 @@ def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tup
     for sub in ("logs", "nodes", "allreduce"):
         (run_dir / sub).mkdir()
     job_id, sbatch_argv = slurm.submit(script)
+    return job_id, spec, sbatch_argv
+
+
+def _record(
+    job_id: str, spec: FleetSpec, sbatch_argv: list[str], output_dir: Path, run_dir: Path, key_path: Path
+) -> None:
+    """submission.json: what was submitted, and how to submit it again."""
     submission = {
         "job_id": job_id,
         "argv": submit_command(spec, output_dir),
@@ -91,4 +132,3 @@ def submit(spec_args: dict[str, Any], output_dir: Path, key: Path | None) -> tup
         "submitted_by_uid": os.getuid(),
     }
     (run_dir / "submission.json").write_text(json.dumps(submission, sort_keys=True, indent=1) + "\n")
-    return job_id, run_dir

@@ -12,17 +12,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.analysis.actions import Action, Recommendation
 from harness.analysis.verdict import Verdict
 from harness.judge.facts import BundleFacts
+
+NOT_FAILED = Recommendation(Action.NONE, "none", "this criterion did not fail")
 
 
 @dataclass(frozen=True)
 class Value:
-    """A figure with its unit and the same in plain words."""
+    """A figure with its unit and the same in plain words. A threshold that is a share of a
+    known-good figure also says which (`reference`, in the same unit), the share (`share`) and what
+    the figure is in a few words (`label`: "bf16 GEMM burst"), so report.md can set the measured
+    figure beside its known-good."""
 
     value: Any
     unit: str
     text: str
+    reference: float | None = None
+    share: float | None = None
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -33,7 +42,9 @@ class Result:
     (acceptance); `evidence` names the raw JSON fields the measured value comes from; `why` says
     why this verdict; `findings` are the lines the report lists under the criterion; `steps` are
     the steps whose commands and plots are the evidence; `required` marks a criterion the
-    acceptance profile requires.
+    acceptance profile requires; `action` is what to do after a FAIL (harness.analysis.actions: the
+    criterion's own where it knows it, else harness.judge.recommend's rule for it); `rows` are the results a criterion that sums up
+    others was judged from (the known-good rates), which report.md sets out as a table.
     """
 
     name: str
@@ -46,6 +57,13 @@ class Result:
     required: bool = False
     findings: tuple[str, ...] = ()
     steps: tuple[str, ...] = ()
+    action: Recommendation | None = None
+    rows: tuple[Result, ...] = ()  # the results a summary criterion was judged from (report.md: a table)
+
+    @property
+    def recommendation(self) -> Recommendation:
+        """The action after this result: its own on a FAIL, else NONE."""
+        return self.action if self.status == Verdict.FAIL and self.action is not None else NOT_FAILED
 
     def to_json(self) -> dict[str, Any]:
         """As `dossier accept --json` and the acceptance document write it."""
@@ -62,6 +80,7 @@ class Result:
             "evidence": self.evidence,
             "why": self.why,
             "required": self.required,
+            "action": self.recommendation.to_json(),
         }
 
 
@@ -73,12 +92,14 @@ class Criterion:
     """A named criterion: `judge(facts, thresholds)` gives its Result(s).
 
     `steps` are the steps whose data it reads; the report and acceptance list criteria in the
-    order the run completes their evidence (the plan position of the last of `steps`)."""
+    order the run completes their evidence (the plan position of the last of `steps`). `label` is
+    what report.md calls it in a few words ("Memory bandwidth"; the name is only a reference)."""
 
     name: str
     title: str
     steps: tuple[str, ...]
     judge: Judge
+    label: str = ""
 
 
 def could_not_judge(criterion: Criterion, exc: BaseException) -> Result:

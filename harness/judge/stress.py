@@ -28,14 +28,16 @@ def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     devices = heads.get("devices") or []
     steady = heads.get("min_steady_tflops")
     rate = f", steady {steady:.4g} TFLOPS" if isinstance(steady, (int, float)) else ""
+    shape = "x".join(str(heads["shape"][d]) for d in "mnk")
+    lowest = f"; the lowest steady rate was {steady:.4g} TFLOPS" if isinstance(steady, (int, float)) else ""
     findings = [
-        f"{heads['dtype']} GEMM {'x'.join(str(heads['shape'][d]) for d in 'mnk')} for {heads['seconds']:g} s "
-        f"on {len(devices)} device(s){rate}"
+        f"A {heads['dtype']} GEMM of {shape} ran back to back for {heads['seconds']:g} s on "
+        f"{len(devices)} {'GPU' if heads.get('device') == 'cuda' else 'device'}(s) at once{lowest}."
     ]
-    findings += [f"failed: {failure}" for failure in verdict["failures"]]
+    findings += [f"Failed: {failure}." for failure in verdict["failures"]]
     missing = list(verdict["not_measured"])
     if missing:
-        findings.append(f"not measured: {', '.join(missing)}" + (" (no NVML on a CPU)" if on_cpu(heads) else ""))
+        findings.append(f"Not measured: {', '.join(missing)}" + (" (no NVML on a CPU)." if on_cpu(heads) else "."))
     if verdict["status"] == Verdict.FAIL:
         return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(verdict["failures"]))
     if missing and not on_cpu(heads):
@@ -53,4 +55,4 @@ def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     return result(STEP, TEXT, Verdict.PASS, findings, (STEP,), why=f"{len(devices)} device(s){rate}: {checked}")
 
 
-STRESS = Criterion(STEP, TEXT, (STEP,), judge_stress)
+STRESS = Criterion(STEP, TEXT, (STEP,), judge_stress, "Stress (every result bit-exact, no fault)")

@@ -30,7 +30,7 @@ def _gpu_lines(heads: dict[str, Any]) -> list[str]:
     lines = []
     for gpu, figures in sorted(heads["per_gpu"].items()):
         if gpu == "host":
-            lines.append(f"host memory copies on the CPU (not PCIe): {_number(figures.get('host_to_host_gbps'))}")
+            lines.append(f"Host memory copies on the CPU (not PCIe): {_number(figures.get('host_to_host_gbps'))}.")
             continue
         ceiling = figures.get("pcie_ceiling_gbps")
         parts = []
@@ -46,7 +46,7 @@ def _gpu_lines(heads: dict[str, Any]) -> list[str]:
                     else ""
                 )
                 parts.append(f"{words} {_number(value)}{share}")
-        lines.append(f"GPU {gpu}: " + "; ".join(parts))
+        lines.append(f"GPU {gpu}: " + "; ".join(parts) + ".")
     return lines
 
 
@@ -63,12 +63,14 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     if early:
         return result(STEP, TEXT, early, why, (STEP,))
     findings = _gpu_lines(heads)
-    findings += [f"GPU {c['gpu']} link {c['status']}: {' '.join(c['reasons'])}" for c in heads["link_checks"]]
-    findings += [f"{c['pair']} ({c['cell']}) {c['status']}: {' '.join(c['reasons'])}" for c in heads["p2p_checks"]]
+    findings += [f"GPU {c['gpu']} link {c['status']}: {' '.join(c['reasons'])}." for c in heads["link_checks"]]
+    findings += [
+        f"Pair {c['pair']} ({c['cell']}) {c['status']}: {' '.join(c['reasons'])}." for c in heads["p2p_checks"]
+    ]
     if not heads["peer"]["measured"]:
-        findings.append(f"no peer matrix: {heads['peer']['why']}")
+        findings.append(f"No peer matrix: {heads['peer']['why']}.")
     if heads["device"] != "cuda":
-        findings.append("host memory copies on the CPU: no GPU link to judge")
+        findings.append("Host memory copies on the CPU: no GPU link to judge.")
         return result(
             STEP,
             TEXT,
@@ -77,18 +79,18 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
             (STEP,),
             why="a CPU run copies host memory: there is no GPU link to judge here",
         )
-    findings.append("pageable and both-at-once copies vary: rely on the pinned ones (transfer table)")
+    findings.append("Pageable and both-at-once copies vary from run to run: rely on the pinned ones (transfer table).")
     bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
     bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
     if bad:
-        findings.append(f"{len(bad)} link(s) or pair(s) failed: " + ", ".join(_named(c) for c in bad))
+        findings.append(f"{len(bad)} link(s) or pair(s) failed: " + ", ".join(_named(c) for c in bad) + ".")
         return result(
             STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(f"{_named(c)} {c['status']}" for c in bad)
         )
     if all(c["status"] == "unknown" for c in heads["link_checks"]):
-        findings.append("NVML gave no link to judge on any GPU")
+        findings.append("NVML gave no link to judge on any GPU.")
         return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
-    findings.append("every link and pair judged is healthy")
+    findings.append("Every link and pair judged is healthy.")
     return result(
         STEP,
         TEXT,
@@ -99,4 +101,4 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     )
 
 
-TRANSFER = Criterion(STEP, TEXT, (STEP,), judge_transfer)
+TRANSFER = Criterion(STEP, TEXT, (STEP,), judge_transfer, "Host and peer links (trained and carrying their rate)")

@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from harness import registry
+from harness.analysis.health import figures as health_figures
 from harness.analysis.tool import tool_text
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
@@ -74,7 +75,7 @@ def machine(view: BundleView) -> dict[str, Any]:
     ]
     tool = view.commands.get("tool") or {}
     return {
-        "hostname": _text(host.get("hostname")),
+        "hostname": health_figures.host_label(host.get("hostname"), view.documents.get("health")),
         "cpu": _text(host.get("cpu_model")),
         "os": _text(host.get("os")),
         "gpus": gpus or ["no GPU listed (raw/health.json)" if health else "health did not complete"],
@@ -100,6 +101,9 @@ def _row(result) -> dict[str, Any]:
         "evidence": result.evidence,
         "why": result.why,
         "why_short": short(result.why.removeprefix(NOT_MEASURED_REQUIRED).removeprefix(NOT_MEASURED_NOT_REQUIRED)),
+        "action": str(result.recommendation.action),
+        "rule": result.recommendation.rule,
+        "action_why": result.recommendation.why,
     }
 
 
@@ -140,10 +144,14 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
     if files.profile_key:
         rerun += ["--profile-key", files.profile_key]
     rerun += ["--key", files.signer_key]
+    made = view.commands.get("format_version")
+    allow = f" --allow-format {made}" if acceptance.bundle.checks_not_done and isinstance(made, int) else ""
+    rerun += allow.split()
     return {
         "verdict": VERDICT_WORDS[acceptance.result],
         "result": acceptance.result.shown,
         "verdict_sentence": _verdict_sentence(acceptance),
+        "recommendation": acceptance.recommendation,
         "machine": machine(view),
         "profile": profile,
         "bundle": acceptance.bundle,
@@ -156,6 +164,7 @@ def context(acceptance: Acceptance, view: BundleView, files: Files) -> dict[str,
             [r for verdict in (Verdict.INCOMPLETE, Verdict.SKIP) for r in rows if r["status"] == verdict]
         ),
         "rerun": " ".join(rerun),
+        "allow": allow,
         "page_groups": PAGE_GROUPS,
         "references": references(profile),
         "groups": [

@@ -10,6 +10,7 @@ same comparison always prints the same bytes. `dossier diff --json` gives the wh
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from typing import IO, Any
 
 from rich import box
@@ -18,6 +19,8 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.analysis.units import number, value_text
+from harness.analysis.verdict import Verdict
+from harness.escape import terminal
 from harness.judge.reproduction.declare import SECTIONS
 from harness.present.diff import Comparison, FieldDiff, MetricDiff
 
@@ -29,8 +32,9 @@ SHOWN_KEYS = 6  # differing keys of two dicts shown before "N more"
 
 def cell(value: Any, key: str = "") -> str:
     """VALUE as the report writes it (harness.analysis.units.value_text: units from KEY, none,
-    lists joined, an {"unavailable": why} as its reason), on one line."""
-    return " ".join(value_text(key, value).split())
+    lists joined, an {"unavailable": why} as its reason), on one line, its control characters shown as
+    escapes (harness.escape.terminal: a bundle's strings are data)."""
+    return terminal(" ".join(value_text(key, value).split()))
 
 
 def folded(text: str, limit: int = CELL_LIMIT) -> str:
@@ -138,7 +142,7 @@ def metrics_table(metrics: list[MetricDiff], title: str) -> Table:
             *map(
                 Text,
                 (
-                    m.metric,
+                    terminal(m.metric),
                     _value(m.a, m.unit),
                     _value(m.b, m.unit),
                     f"{m.ratio:.4f}" if m.ratio is not None else "n/a",
@@ -151,7 +155,7 @@ def metrics_table(metrics: list[MetricDiff], title: str) -> Table:
     return table
 
 
-def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
+def comparison_text(comparison: Comparison, name_a: str, name_b: str, notes: Sequence[str] = ()) -> str:
     """The tables as plain text, TEXT_WIDTH wide, no colour, no trailing spaces."""
     buffer = io.StringIO()
     _print(
@@ -159,32 +163,41 @@ def comparison_text(comparison: Comparison, name_a: str, name_b: str) -> str:
         comparison,
         name_a,
         name_b,
+        notes,
     )
     return "\n".join(line.rstrip() for line in buffer.getvalue().splitlines()) + "\n"
 
 
-def print_comparison(comparison: Comparison, name_a: str, name_b: str, stream: IO[str]) -> None:
-    """On a terminal, rich tables at its width; elsewhere comparison_text."""
+def print_comparison(
+    comparison: Comparison, name_a: str, name_b: str, stream: IO[str], notes: Sequence[str] = ()
+) -> None:
+    """On a terminal, rich tables at its width; elsewhere comparison_text. NOTES (what verifying the
+    bundles could not check) are said after the tables, before the answer line ends it."""
     console = Console(file=stream)
     if console.is_terminal:
-        _print(console, comparison, name_a, name_b)
+        _print(console, comparison, name_a, name_b, notes)
     else:
-        stream.write(comparison_text(comparison, name_a, name_b))
+        stream.write(comparison_text(comparison, name_a, name_b, notes))
 
 
-def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -> None:
-    console.print(f"A: {name_a}", markup=False, highlight=False)
-    console.print(f"B: {name_b}", markup=False, highlight=False)
+def answer(comparison: Comparison) -> str:
+    """The answer line, first and last: `verdict: NOT REPRODUCED: ... (exit 1)`, the exit code `dossier
+    diff` gives, as `dossier reproduce` does (2: nothing that decides is comparable)."""
     judgement = comparison.judgement
     counts = judgement.counts()
-    console.print(
-        f"verdict: {SHOWN[judgement.word].upper()}: {judgement.why} (B against A; "
+    code = 2 if judgement.result == Verdict.SKIP else judgement.result.exit_code
+    return (
+        f"verdict: {SHOWN[judgement.word].upper()}: {terminal(judgement.why)} (B against A; "
         f"{counts['not_comparable']} deciding figures not comparable; {counts['informing_moved']} of "
-        f"{counts['informing']} informing figures moved, not deciding; `dossier reproduce` signs it)",
-        markup=False,
-        highlight=False,
+        f"{counts['informing']} informing figures moved, not deciding; `dossier reproduce` signs it) (exit {code})"
     )
-    console.print(f"rule: {judgement.rule.text}", markup=False, highlight=False)
+
+
+def _print(console: Console, comparison: Comparison, name_a: str, name_b: str, notes: Sequence[str] = ()) -> None:
+    console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"A: {terminal(name_a)}", markup=False, highlight=False)
+    console.print(f"B: {terminal(name_b)}", markup=False, highlight=False)
+    console.print(f"rule: {comparison.judgement.rule.text}", markup=False, highlight=False)
     for section in SECTIONS:
         rows = [f for f in comparison.fields if f.section == section]
         if rows:
@@ -204,3 +217,6 @@ def _print(console: Console, comparison: Comparison, name_a: str, name_b: str) -
             )
     else:
         console.print("metrics: no metric was measured in either bundle", markup=False)
+    for note in notes:
+        console.print(terminal(note), markup=False, highlight=False, soft_wrap=True)
+    console.print(answer(comparison), markup=False, highlight=False, soft_wrap=True)

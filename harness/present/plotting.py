@@ -13,7 +13,6 @@ import importlib
 import multiprocessing
 import os
 import signal
-import tempfile
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -23,6 +22,8 @@ from typing import Any
 from harness import registry
 from harness.bundle import layout
 from harness.present.plots import NothingToPlot
+from harness.probes.lifetime import die_with_parent
+from harness.probes.scratch import scratch
 
 Rendered = tuple[dict[str, bytes], str | None]  # member name -> bytes, and a note when none
 
@@ -37,18 +38,28 @@ def plot_module_name(plots: str) -> tuple[str | None, str | None]:
         return None, f"{exc} (a bug in this build: please report it)"
 
 
-def render_step_plots(module_name: str, plots: str, step: str, document: Mapping[str, Any]) -> Rendered:
-    """Call MODULE.render(document, path) in a fresh folder; members plots/STEP/<relative name>."""
+def render_step_plots(
+    module_name: str, plots: str, step: str, document: Mapping[str, Any], sku_id: str | None = None
+) -> Rendered:
+    """Call MODULE.render(document, path) in a fresh folder; members plots/STEP/<relative name>. A
+    module that draws its SKU's known-good (the stress plot) has `render_for_sku(document, path,
+    sku_id)`: it is called instead, with SKU_ID, the catalogue SKU the run's GPUs were identified as."""
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:  # e.g. matplotlib absent on this host: no plots, measurements kept
         return {}, f"cannot import harness/present/plots/{plots}.py: {type(exc).__name__}: {exc}"
-    with tempfile.TemporaryDirectory(prefix="dossier-plots-") as tmp:
+    with scratch("dossier-plots-") as tmp:  # (a SIGKILL's leftovers removed by the next render)
         out_dir = Path(tmp).resolve()
         # render() gets a path inside a fresh folder: used as a file stem (STEM.png, STEM.svg)
         # or as a folder, what it writes lands under out_dir and keeps its relative name.
         try:
-            paths = [Path(p).resolve() for p in module.render(dict(document), out_dir / plots)]
+            for_sku = getattr(module, "render_for_sku", None)
+            written = (
+                for_sku(dict(document), out_dir / plots, sku_id)
+                if for_sku is not None
+                else module.render(dict(document), out_dir / plots)
+            )
+            paths = [Path(p).resolve() for p in written]
         except NothingToPlot as exc:  # no plot files at all; the note is the plot's own sentence
             return {}, str(exc)
         except Exception as exc:  # noqa: BLE001 - a plot bug must not lose the measurements
@@ -59,18 +70,22 @@ def render_step_plots(module_name: str, plots: str, step: str, document: Mapping
         return {layout.plot_name(step, p.relative_to(out_dir).as_posix()): p.read_bytes() for p in sorted(paths)}, None
 
 
-def render_inline(plots: str | None, step: str, document: Mapping[str, Any] | None) -> Rendered:
+def render_inline(
+    plots: str | None, step: str, document: Mapping[str, Any] | None, sku_id: str | None = None
+) -> Rendered:
     if not plots or document is None:
         return {}, None
     module_name, why = plot_module_name(plots)
     if module_name is None:
         return {}, why
-    return render_step_plots(module_name, plots, step, document)
+    return render_step_plots(module_name, plots, step, document, sku_id)
 
 
-def _worker_setup() -> None:
-    """In the plot worker: Ctrl-C is the parent's to handle (it stops this worker), and only CPU
-    the probes leave idle is used."""
+def _worker_setup(parent: int) -> None:
+    """In the plot worker: it ends with PARENT, the run (a SIGKILL of the run leaves no worker, so no
+    resource tracker or semaphore of it either), Ctrl-C is the parent's to handle (it stops this worker),
+    and only CPU the probes leave idle is used."""
+    die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         os.nice(19)
@@ -121,7 +136,7 @@ class BackgroundPlots:
         for worker in workers:
             worker.terminate()
 
-    def submit(self, plots: str | None, step: str, document: Mapping[str, Any]) -> None:
+    def submit(self, plots: str | None, step: str, document: Mapping[str, Any], sku_id: str | None = None) -> None:
         if not plots:
             return
         module_name, why = plot_module_name(plots)
@@ -132,10 +147,15 @@ class BackgroundPlots:
             if self._pool is None:  # (this starts multiprocessing's resource tracker, which unblocks
                 # SIGINT in this thread when it has started: so the block below comes after)
                 self._pool = ProcessPoolExecutor(
-                    1, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_setup
+                    1,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_worker_setup,
+                    initargs=(os.getpid(),),
                 )
             with _sigint_blocked():  # the first submit spawns the worker
-                self._pending[step] = self._pool.submit(render_step_plots, module_name, plots, step, dict(document))
+                self._pending[step] = self._pool.submit(
+                    render_step_plots, module_name, plots, step, dict(document), sku_id
+                )
         except (OSError, RuntimeError, BrokenProcessPool):
             return  # rendered inline at assembly
 

@@ -1,37 +1,52 @@
 """Rendering report.md from a bundle's data with the package's Jinja2 template.
 
 Only bundle contents go in (no clock, no host lookups), so `dossier verify` can re-render the
-report from the raw JSON and compare it byte for byte.
+report from the raw JSON and compare it byte for byte. It is written in plain words: the verdict
+first, in sentences a buyer can act on, with each headline rate beside its SKU's known-good; each
+criterion named by what it judges, its evidence in sentences with units; each step by what it
+measured (its name only a reference beside it); each limitation once; nothing machine-local
+(harness.present.portable: paths as the reader has them, the host by its name and its first GPU).
 """
 
 from __future__ import annotations
 
 import re
-import shlex
-from collections.abc import Mapping, Set
+from collections.abc import Set
 from typing import Any
 
 import jinja2
 
+from harness import registry
+from harness.analysis.health import figures as health_figures
 from harness.analysis.tool import tool_text
-from harness.analysis.units import figure, value_text, without_empty
+from harness.analysis.units import number_or_none, value_text, without_empty
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.bundle import layout
 from harness.bundle.view import BundleView
+from harness.judge import known_good
 from harness.judge.engine import Result
-from harness.present import repeatability, step_tables, templating
-from harness.present.folding import FOLD_AT, environment_text, fold, short_command, wrap_markdown
-from harness.present.verdict import run_verdict
+from harness.judge.evidence import checkpoint_name
+from harness.present import contention, limitations, repeatability, step_tables, templating
+from harness.present.folding import FOLD_AT, fold, wrap_markdown
+from harness.present.portable import portable
+from harness.present.reproduce_steps import (
+    checkpoint_lines,
+    command_line,
+    dossier_command,
+    environment_context,
+    sentence,
+)
+from harness.present.verdict import RunVerdict, labels, rate_rows, run_verdict, step_titles
 
 TEMPLATE = "report.md.j2"
 LIMITATIONS = "limitations"  # a document's limitations: listed, with why, under Limitations (not as a figure)
+SIZING_AT = 160  # characters of a step's sizing in the report (its document has it whole)
+SAME_OPENING = 120  # a step's sizing that begins like an earlier step's of the same probe is named, not repeated
+STEP_KEYS = ("step", "lab_step", "status", "timed_out", "exit_code", "why", "image", "kind", "function")
 
 
 def _environment() -> jinja2.Environment:
     return templating.environment()
-
-
-STEP_KEYS = ("step", "lab_step", "status", "timed_out", "exit_code", "why", "image", "kind", "function")
 
 
 def _strings(value: Any) -> list[str]:
@@ -41,51 +56,6 @@ def _strings(value: Any) -> list[str]:
 
 def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
-
-
-def _number(value: Any) -> float | int | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
-def command_line(entry: dict[str, Any]) -> str | None:
-    """The step's command, short: `python -m harness.probes.NAME ARGS`, long arguments folded (the
-    exact argv and environment are in commands.json)."""
-    argv = _strings(entry.get("argv"))
-    return short_command(argv) if argv else None
-
-
-def _step_environment(entry: dict[str, Any]) -> dict[str, str]:
-    return {k: v for k, v in _mapping(entry.get("env")).items() if isinstance(k, str) and isinstance(v, str)}
-
-
-def environment_context(view: BundleView) -> dict[str, Any]:
-    """The allowlisted environment once: the variables every step that ran had alike (`common`),
-    and by step what differs from that (`by_step`)."""
-    recorded = [
-        (str(entry.get("step")), _step_environment(entry)) for entry in view.steps if _strings(entry.get("argv"))
-    ]
-    common = dict(recorded[0][1]) if recorded else {}
-    for _, env in recorded[1:]:
-        common = {k: v for k, v in common.items() if env.get(k) == v}
-    by_step = {step: environment_text({k: v for k, v in env.items() if common.get(k) != v}) for step, env in recorded}
-    return {
-        "common": environment_text(common),
-        "by_step": {k: v for k, v in by_step.items() if v},
-        "steps": len(recorded),
-    }
-
-
-def dossier_command(commands: dict[str, Any]) -> list[str]:
-    """`dossier run` with the run's options, one option a line (the template joins them with a
-    shell line continuation)."""
-    options = _mapping(commands.get("options"))
-    lines = [shlex.join(["dossier", "run", "--runner", str(options.get("runner", "auto"))])]
-    pairs = options.get("runner_options")
-    for pair in pairs if isinstance(pairs, list) else []:
-        lines.append(shlex.join(_strings(pair)[:2]))
-    for step in _strings(options.get("skip")):
-        lines.append(shlex.join(["--skip", step]))
-    return lines
 
 
 def _output_of(steps: list[dict[str, Any] | None]) -> str:
@@ -115,21 +85,44 @@ def plot_groups(plots: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def criteria_context(view: BundleView, results: list[Result]) -> list[dict[str, Any]]:
+def _against_known_good(judged: Result, rated: Result | None) -> list[str]:
+    """The known-good rates judged from the same step as JUDGED (its last step), in one sentence
+    (the verdict's table has each with its known-good and the share asked)."""
+    if rated is None or judged.name == known_good.NAME or not judged.steps:
+        return []
+    rows = [r for r in rated.rows if r.steps[-1:] == judged.steps[-1:]]
+    said = [known_good.share_text(r) for r in rows]
+    return [f"Against the known-good: {'; '.join(said)}."] if said else []
+
+
+def criteria_context(view: BundleView, verdict: RunVerdict) -> list[dict[str, Any]]:
+    words, titles, rated = labels(), step_titles(), verdict.known_good()
     rows = []
-    for judged in results:
+    for judged in verdict.results:
         steps = [view.step(s) for s in judged.steps]
         where = _output_of(steps)
+        evidence = [sentence(fold(str(line), where)) for line in judged.findings]
+        if judged.rows:  # the rates against the known-good: the table under Verdict sets them out
+            source = evidence[0].removeprefix("Against ").rstrip(":.")
+            evidence = [
+                sentence(f"{source}: each rate, its known-good and the share asked are in the table under Verdict")
+            ]
         rows.append(
             {
                 "status": judged.status,
-                "mark": "x" if judged.status == Verdict.PASS else " ",
+                "label": words.get(judged.name) or judged.name,
+                "name": judged.name,
                 "text": judged.title,
-                "evidence": [fold(str(line), where) for line in judged.findings],
+                "evidence": evidence + _against_known_good(judged, rated),
+                "action": (
+                    fold(f"{judged.recommendation.shown()}: {judged.recommendation.why}", where)
+                    if judged.status == Verdict.FAIL
+                    else None
+                ),
                 "plots": plot_groups([p for s in judged.steps for p in view.plots(s)]),
                 "steps": list(judged.steps),
                 "plot_notes": [
-                    f"{s.get('step')}: {_one_line(s.get('plot_note'))}"
+                    f"{titles.get(str(s.get('step')), s.get('step'))}: {_one_line(s.get('plot_note'))}"
                     for s in steps
                     if s and isinstance(s.get("plot_note"), str) and s.get("plot_note")
                 ],
@@ -144,109 +137,112 @@ def _one_line(text: Any, limit: int = FOLD_AT) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
-TABLE_ITEMS = 8  # a mapping or list of more items than this is a table's, where the step has one
+def _title(entry: dict[str, Any], titles: dict[str, str]) -> str:
+    """What a step measured: this build's title for it, else the one its bundle recorded, else its name."""
+    step = str(entry.get("step"))
+    recorded = entry.get("title")
+    return titles.get(step) or (recorded if isinstance(recorded, str) and recorded else step)
 
 
-def _structured(value: Any) -> bool:
-    """A figure that is a table rather than a value: a mapping or list of mappings or lists, or of
-    more than TABLE_ITEMS items."""
-    items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else []
-    return len(items) > TABLE_ITEMS or any(isinstance(v, (dict, list)) for v in items)
+def _sizing(entry: dict[str, Any], view: BundleView) -> str | None:
+    sizing = _mapping(view.documents.get(str(entry["step"]))).get("sizing")
+    if not sizing:
+        return None
+    return sentence(fold(" ".join(str(sizing).split()), str(entry.get("output")), SIZING_AT))
 
 
-def figures_context(view: BundleView, shown: Mapping[str, set[str]] | None = None) -> list[dict[str, Any]]:
-    """Each completed step's headline figures, long values folded; those shown under a criterion
-    that reads the step (SHOWN: by step) are counted, not repeated; figures with no value are left
-    out (Limitations says why); a step with a table leaves its structured figures to it; a sizing
-    already said for an earlier step is named, not repeated, and so are figures equal to those of
-    an earlier step of the same probe (a roofline dtype check's bandwidth, health under load's driver)."""
-    sections: list[dict[str, Any]] = []
-    said: dict[str, str] = {}
-    first_of_probe: dict[str, tuple[str, set[str]]] = {}
+def sizing_context(view: BundleView) -> list[dict[str, Any]]:
+    """Each completed step with what it measured: how its probe sized the work (a sizing already
+    said for an earlier step, or for an earlier step of the same probe that it begins like, named,
+    not repeated), its table and whether its figures recompute."""
+    titles, sections = step_titles(), []
+    said: dict[str, str] = {}  # a sizing's opening (and its probe) -> the step that said it
     for entry in view.steps:
-        if entry.get("status") != StepStatus.COMPLETED or not entry.get("analysis"):
+        if entry.get("status") != StepStatus.COMPLETED or not entry.get("output"):
             continue
-        figures = {str(k): without_empty(v) for k, v in _mapping(view.figures(entry["step"]).values).items()}
-        figures = {k: v for k, v in figures.items() if v not in (None, {}, []) and k != LIMITATIONS}
-        where, above = str(entry.get("output")), (shown or {}).get(entry["step"], set())
-        tables = view.tables(str(entry["step"]))
-        in_table = sorted(k for k, v in figures.items() if tables and _structured(v))
-        every = [fold(figure(k, v), where) for k, v in sorted(figures.items()) if k not in in_table]
-        lines = [line for line in every if line not in above]
-        earlier_step, earlier = first_of_probe.setdefault(str(entry.get("probe")), (str(entry["step"]), set(every)))
-        same = [line for line in lines if line in earlier] if earlier_step != entry["step"] else []
-        lines = [line for line in lines if line not in same]
-        sizing = _mapping(view.documents.get(entry["step"])).get("sizing")
-        sizing = str(sizing) if sizing else None
-        same_as = said.get(sizing) if sizing else None
+        step, sizing = str(entry["step"]), _sizing(entry, view)
+        opening = f"{entry.get('probe')}: {(sizing or '')[:SAME_OPENING]}"
+        same_as = said.get(opening) if sizing else None
         if sizing and same_as is None:
-            said[sizing] = str(entry["step"])
+            said[opening] = _title(entry, titles)
         sections.append(
             {
-                "step": entry["step"],
+                "label": _title(entry, titles),
+                "step": step,
                 "output": entry.get("output"),
-                "lines": lines,
-                "in_table": in_table,
-                "table": tables[0] if tables else None,
-                "shown": sum(line in above for line in every),
-                "error": view.figures(entry["step"]).error,
                 "sizing": sizing,
                 "sizing_as": same_as,
-                "same": len(same),
-                "same_as": earlier_step if same else None,
+                "tables": [{"member": m, "title": _table_title(view, m)} for m in view.tables(step)],
+                "error": view.figures(step).error if entry.get("analysis") else None,
+                "host": entry.get("kind") == "host",
             }
         )
     return sections
 
 
-def tables_context(view: BundleView) -> list[dict[str, str]]:
-    """Each step's table member (tables/STEP.md, rendered from its raw document by the probe's
-    registry entry), named by its title and linked; bundles before format 4 have none."""
-    tables = []
+def figures_context(view: BundleView, read: Set[str]) -> list[dict[str, Any]]:
+    """The headline figures of each completed step no criterion reads (READ: the steps criteria
+    read, whose evidence says their figures in words), as a small table of figure and value with
+    its unit: a probe added without a report criterion still shows what it measured."""
+    sections = []
     for entry in view.steps:
-        for member in view.tables(str(entry.get("step"))):
-            data = view.files.get(member)
-            name = step_tables.title(data.decode("utf-8", "replace")) if data is not None else "missing"
-            tables.append({"step": entry["step"], "member": member, "title": _one_line(name, 120)})
-    return tables
+        step = str(entry.get("step"))
+        if entry.get("status") != StepStatus.COMPLETED or not entry.get("analysis") or step in read:
+            continue
+        figures = {str(k): without_empty(v) for k, v in _mapping(view.figures(step).values).items()}
+        rows = [
+            {"key": k, "value": fold(value_text(k, v), str(entry.get("output")))}
+            for k, v in sorted(figures.items())
+            if v not in (None, {}, []) and k != LIMITATIONS
+        ]
+        sections.append(
+            {"label": _title(entry, step_titles()), "step": step, "output": entry.get("output"), "rows": rows}
+        )
+    return [s for s in sections if s["rows"]]
 
 
-def _grouped(found: list[tuple[str, str]]) -> list[str]:
-    """(step, text) pairs as lines, the steps that share a text named together on its first line."""
-    steps: dict[str, list[str]] = {}
-    for step, text in found:
-        steps.setdefault(text, []).append(step)
-    return [f"{', '.join(names)}: {text}" for text, names in steps.items()]
+def _table_title(view: BundleView, member: str) -> str:
+    data = view.files.get(member)
+    return _one_line(step_tables.title(data.decode("utf-8", "replace")) if data is not None else "missing", 120)
 
 
 def limitations_context(view: BundleView, noted: Set[str] = frozenset()) -> list[str]:
     """Every step that did not complete, every limitation a document records, and why a step has
-    no plots (unless a criterion already says so: the steps in NOTED)."""
-    found: list[tuple[str, str]] = []
+    no plots (unless a criterion already says so: the steps in NOTED), each once."""
+    words, found = step_titles(), []
     for entry in view.steps:
-        step = entry["step"]
+        step = str(entry["step"])
+        name = words.get(step, step)
         if entry.get("status") != StepStatus.COMPLETED:
-            found.append((step, f"{str(entry['status']).replace('_', ' ')}: {entry.get('why')}"))
-        limitations = _mapping(view.documents.get(step)).get("limitations")
-        for item in limitations if isinstance(limitations, list) else []:
+            found.append((name, f"{str(entry['status']).replace('_', ' ')}: {entry.get('why')}"))
+        recorded = _mapping(view.documents.get(step)).get(LIMITATIONS)
+        for item in recorded if isinstance(recorded, list) else []:
             if isinstance(item, dict):
-                found.append((step, f"{item.get('what')}: {item.get('why')}"))
+                found.append((name, f"{item.get('what')}: {item.get('why')}"))
         note = entry.get("plot_note")
         if isinstance(note, str) and note and step not in noted:
-            found.append((step, f"no plots: {note}"))
-    return _grouped(found)
+            found.append((name, f"no plots: {note}"))
+    return limitations.lines(found)
 
 
 def host_context(view: BundleView) -> list[str]:
+    """The host in sentences: the machine, then the interpreter and packages the host side ran with
+    (by version: the interpreter's path is the machine's own, in environment.json)."""
     host = _mapping(view.environment.get("host"))
-    keys = ("hostname", "os", "machine", "cpu_model", "cpu_count", "memory_total_mib")
-    lines = [figure(k, host.get(k)) for k in keys if k in host]
+    machine = [str(host[k]) for k in ("os", "machine", "cpu_model") if isinstance(host.get(k), str) and host.get(k)]
+    if number_or_none(host.get("cpu_count")) is not None:
+        machine.append(f"{host['cpu_count']} CPUs")
+    if number_or_none(host.get("memory_total_mib")) is not None:
+        machine.append(f"{host['memory_total_mib']:.0f} MiB of memory")
+    lines = [f"{host.get('hostname') or 'This host'}: {', '.join(machine)}."] if machine else []
     python = _mapping(host.get("python"))
-    if python:
-        lines.append(f"host python: {python.get('version')} ({python.get('executable')})")
     packages = sorted(_mapping(host.get("packages")).items())
-    if packages:
-        lines.append("host packages: " + ", ".join(f"{name} {value_text(name, version)}" for name, version in packages))
+    if python or packages:
+        with_packages = ", ".join(f"{name} {version}" for name, version in packages)
+        lines.append(
+            f"The host side ran on Python {python.get('version', 'of an unrecorded version')}"
+            + (f" with {with_packages}." if with_packages else ".")
+        )
     return lines
 
 
@@ -265,67 +261,77 @@ def attempts_note(entry: dict[str, Any], commands: dict[str, Any]) -> str | None
 
 
 def step_rows(view: BundleView) -> list[dict[str, Any]]:
-    """Each step as the template reads it: every key present, numbers and lists only where valid; a
-    retested step's note says which attempt this is and why the earlier ones failed."""
-    rows = []
+    """Each step as the template reads it: what it measured, every key present, numbers and lists
+    only where valid; a retested step's note says which attempt this is and why the earlier ones failed."""
+    words, rows = step_titles(), []
     for entry in view.steps:
         note = attempts_note(entry, view.commands)
         why = "; ".join(str(w) for w in (entry.get("why"), note) if w) or None
         rows.append(
             {
                 **{key: entry.get(key) for key in STEP_KEYS},
+                "label": _title(entry, words),
                 "lab_step": plain_lab_step(entry.get("lab_step")),
                 "command": command_line(entry),
-                "duration_s": _number(entry.get("duration_s")),
-                "needs": _strings(entry.get("needs")),
+                "duration_s": number_or_none(entry.get("duration_s")),
+                "needs": [words.get(n, n) for n in _strings(entry.get("needs"))],
                 "why": why,
             }
         )
     return rows
 
 
+def host_title(view: BundleView) -> str:
+    """The host as the report's title names it: its hostname and its first GPU's UUID tail."""
+    hostname = _mapping(view.environment.get("host")).get("hostname")
+    tail = health_figures.gpu_tail(view.documents.get("health"))
+    name = hostname if isinstance(hostname, str) and hostname else "unknown host"
+    return f"{name} (first GPU's UUID ending {tail})" if tail else f"{name} (no GPU identified)"
+
+
 def context(view: BundleView) -> dict[str, Any]:
     commands = view.commands
     images = sorted({s["image"] for s in view.steps if isinstance(s.get("image"), str) and s["image"]})
     checkpoints = [
-        {
-            "label": value_text("label", s["checkpoint"].get("label", "checkpoint")),
-            "lines": [figure(str(k), v) for k, v in sorted(without_empty(s["checkpoint"]).items())],
-        }
+        {"label": checkpoint_name(s["checkpoint"]) or "checkpoint", "lines": checkpoint_lines(s["checkpoint"])}
         for s in view.steps
         if isinstance(s.get("checkpoint"), dict) and s["checkpoint"]
     ]
-    host = _mapping(view.environment.get("host"))
     runner = _mapping(commands.get("runner"))
     verdict = run_verdict(view)
-    criteria = criteria_context(view, list(verdict.results))
-    shown: dict[str, set[str]] = {}
-    for c in criteria:
-        for step in c["steps"]:
-            shown.setdefault(step, set()).update(c["evidence"])
+    criteria = criteria_context(view, verdict)
+    rated = verdict.known_good()
     return {
-        "hostname": host.get("hostname") if isinstance(host.get("hostname"), str) else "unknown host",
+        "title": host_title(view),
         "tool": tool_text(commands.get("tool")),
         "verdict": verdict,
+        "groups": [
+            {"heading": g["heading"], "lines": [f"{line.named}: {sentence(line.why)}" for line in g["lines"]]}
+            for g in verdict.groups()
+        ],
+        "passed": [line.label or line.name for line in verdict.passed()],
+        "rates": rate_rows(rated),
+        "rates_caption": rated.findings[0].rstrip(":") if rated is not None and rated.rows else "",
         "runner": {k: runner.get(k) for k in ("name", "why")},
         "started_at": commands.get("started_at"),
         "finished_at": commands.get("finished_at"),
-        "duration_s": _number(commands.get("duration_s")),
+        "duration_s": number_or_none(commands.get("duration_s")),
         "criteria": criteria,
         "steps": step_rows(view),
-        "figures": figures_context(view, shown),
+        "sizing": sizing_context(view),
+        "figures": figures_context(view, {s for c in registry.lab_criteria() for s in c.steps}),
         "environment": environment_context(view),
-        "tables": tables_context(view),
         "limitations": limitations_context(view, {s for c in criteria for s in c["steps"] if c["plot_notes"]}),
         "host": host_context(view),
         "repeatability": repeatability.lines(commands.get("repeatability")),
+        "contention": contention.lines(view),
         "images": images,
         "checkpoints": checkpoints,
         "dossier_command": dossier_command(commands),
-        "layout": layout,
     }
 
 
 def render_report(view: BundleView) -> str:
-    """report.md: the template rendered from the bundle's data, lines wrapped (harness.present.folding)."""
-    return wrap_markdown(_environment().get_template(TEMPLATE).render(context(view)))
+    """report.md: the template rendered from the bundle's data, every machine-local path as the
+    reader has it (harness.present.portable), lines wrapped (harness.present.folding)."""
+    return wrap_markdown(portable(_environment().get_template(TEMPLATE).render(context(view))))

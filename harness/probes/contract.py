@@ -26,7 +26,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-# 5: a memory-bound roofline shape that gives fewer SMs a tile than WAVE_EFFICIENCY of them, in one
+from harness.probes.policy import Replay
+
+# 6: the bandwidth probe measures its repeats once more, each 4 x longer, when they vary by 5% or more
+# (repeats.first_round, repeats.again; harness.analysis.bandwidth AGAIN_RULE), its CPU repeats last 1 s
+# (issue 35); 5: a memory-bound roofline shape that gives fewer SMs a tile than WAVE_EFFICIENCY of them, in one
 # wave, is explained as under-filled (harness.analysis.roofline.causes: under_filled);
 # 4: a launch-bound roofline shape replayed from a CUDA graph is headlined by its kernel-only rate
 # (rate_basis, headline_s; its eager rate beside it, eager_tflops: the host's launch rate), and the
@@ -35,7 +39,7 @@ from typing import Any, NoReturn
 # CUDA-graph replays of launch-bound shapes), its burst best is over fixed shapes, and it can time
 # other dtypes in the same process (dtype_checks); 2: all-reduce points keep every rank's per-call
 # times (rank_times_us); 1 stated only their medians.
-CONTRACT_VERSION = 5
+CONTRACT_VERSION = 6
 
 # What a probe process may import: the standard library, these two packages, and the probe side
 # of this package. PROBE_SIDE is also exactly what images/stage-probe.sh copies into a probe image
@@ -76,13 +80,16 @@ class Option:
     (its words follow the flag in the error); `host`: offered by `dossier NAME` as well (False:
     set only by whoever launches the probe, e.g. the host's resolved checkpoint or srun's
     rendezvous); `goes_with`: the dest of another option, with which this one is always handed
-    to the probe (its value then recorded even when it is the default)."""
+    to the probe (its value then recorded even when it is the default); `replay`: whether and how
+    `dossier reproduce` takes it from another party's recorded argv (Replay; every option of every
+    registry entry declares one: tests/run/test_replay_policy.py)."""
 
     flags: tuple[str, ...]
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     check: Check | None = None
     host: bool = True
     goes_with: str | None = None
+    replay: Replay | None = None  # how `dossier reproduce` takes it from their plan (None: never, fails a test)
 
     @property
     def dest(self) -> str:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from harness.analysis.actions import DRIVER_WORDS
 from harness.analysis.health.checks import sku_record
 from harness.probes.contract import attempt, unavailable
-from harness.probes.nvml import decode_clock_event_reasons, processes
+from harness.probes.nvml import decode_clock_event_reasons, field_value, processes
 
 COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
 VIRTUALIZATION_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 ENABLE_STATE = {0: "disabled", 1: "enabled"}
+NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230  # nvml.h (nvidia-ml-py 13.615's pynvml defines the same)
 
 
 def text(value: Any) -> Any:
@@ -76,12 +78,26 @@ def device_facts(pynvml: Any, handle: Any, nvml_index: int) -> dict[str, Any]:
         "clock_event_reasons": clock_event_reasons(pynvml, handle),
         "ecc": ecc_facts(pynvml, handle),
         "modes": mode_facts(pynvml, handle),
+        "recovery_action": recovery_action(pynvml, handle),
     }
     facts["sku"] = identify(facts["pci_device_id"], facts["memory_total_mib"], power["default_limit_w"])
     return facts
 
 
 identify = sku_record  # the catalogue SKU record; verify derives it again the same way
+
+
+def recovery_action(pynvml: Any, handle: Any) -> Any:
+    """What the driver itself recommends for the GPU (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): its code and
+    the name nvidia-ml-py gives it, or NVML's reason where the driver does not publish it."""
+    found = attempt(pynvml.nvmlDeviceGetFieldValues, handle, [NVML_FI_DEV_GET_GPU_RECOVERY_ACTION])
+    if isinstance(found, dict):
+        return found
+    code = field_value(pynvml, found[0])
+    if not isinstance(code, int):
+        return code if isinstance(code, dict) else unavailable(f"NVML gave {code!r}, not a recovery action code")
+    word = DRIVER_WORDS.get(code)
+    return {"code": code, "driver": word if word else unavailable(f"code {code} has no name in nvidia-ml-py 13.615")}
 
 
 def pcie_facts(pynvml: Any, handle: Any) -> dict[str, Any]:

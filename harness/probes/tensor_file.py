@@ -80,7 +80,7 @@ def read_header(path: str | os.PathLike) -> dict[str, TensorEntry]:
         raw = f.read(length)
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise SafetensorsError(f"{path}: not a safetensors file: its header is not JSON ({exc})") from exc
     if not isinstance(header, dict):
         raise SafetensorsError(f"{path}: not a safetensors file: its header is not a JSON object")
@@ -93,11 +93,23 @@ def read_header(path: str | os.PathLike) -> dict[str, TensorEntry]:
     return entries
 
 
+def _count(value: object) -> bool:
+    """A dimension or an offset: a whole number, not negative (a JSON true or 1.5 is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _entry(path, name: str, info, base: int, size: int) -> TensorEntry:
-    try:
-        dtype, shape, (begin, end) = info["dtype"], tuple(int(d) for d in info["shape"]), info["data_offsets"]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise SafetensorsError(f"{path}: malformed header entry for {name!r}: {info!r}") from exc
+    if not (
+        isinstance(info, dict)
+        and isinstance(info.get("dtype"), str)
+        and isinstance(info.get("shape"), list)
+        and all(_count(d) for d in info["shape"])
+        and isinstance(info.get("data_offsets"), list)
+        and len(info["data_offsets"]) == 2
+        and all(_count(o) for o in info["data_offsets"])
+    ):
+        raise SafetensorsError(f"{path}: malformed header entry for {name!r}: {str(info)[:200]}")
+    dtype, shape, (begin, end) = info["dtype"], tuple(info["shape"]), info["data_offsets"]
     if not 0 <= begin <= end:
         raise SafetensorsError(f"{path}: tensor {name!r} has bad data_offsets [{begin}, {end}]")
     if base + end > size:

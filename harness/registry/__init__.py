@@ -20,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from harness.analysis.figure import Figure, KnownGood
+from harness.judge import known_good
 from harness.judge.engine import Criterion
 from harness.registry import allreduce, bandwidth, health, precision, roofline, stress, transfer
 from harness.registry.spec import DiffField, FleetMetric, ProbeSpec
@@ -81,8 +82,17 @@ def _in_run_order(criteria: Iterable[Criterion]) -> tuple[Criterion, ...]:
 
 
 def lab_criteria() -> tuple[Criterion, ...]:
-    """The lab's success criteria report.md judges, from every entry."""
-    return _in_run_order(c for entry in PROBES for c in entry.lab_criteria)
+    """The criteria report.md judges: the lab's success criteria and those beyond it, from every
+    entry, and every headline rate against its known-good (harness.judge.known_good: acceptance's
+    rate criteria, against the catalogue's profile of the bundle's SKU)."""
+    rated = tuple(
+        step.step
+        for entry in PROBES
+        if any(figure.accept is not None for figure in entry.figures)
+        for step in entry.steps
+    )
+    against = known_good.criterion(known_good_kinds(), acceptance_criteria(), rated)
+    return _in_run_order([*(c for entry in PROBES for c in entry.lab_criteria), *((against,) if rated else ())])
 
 
 def acceptance_criteria() -> tuple[Criterion, ...]:

@@ -99,7 +99,7 @@ SPEC = ProbeSpec(
         ProbeStep(
             "allreduce",
             "allreduce",
-            "All-reduce curves (or the one-GPU limitation)",
+            "All-reduce curves",
             "6 (M1T4)",
             schema="allreduce",
             analysis="allreduce",

@@ -95,7 +95,7 @@ SPEC = ProbeSpec(
         ProbeStep(
             "bandwidth",
             "bandwidth",
-            "HBM bandwidth sweep and three repeats",
+            "HBM bandwidth",
             "2-3 (M1T1)",
             schema="bandwidth",
             analysis="bandwidth",

@@ -7,10 +7,12 @@ import sys
 from typing import Any
 
 from harness.analysis.health import comparison, declared
-from harness.analysis.verdict import Verdict
+from harness.analysis.health import figures as health_figures
+from harness.analysis.verdict import Verdict, counted, parse
 from harness.errors import CheckFailed
 from harness.judge import lab
 from harness.judge.acceptance import config, identity, load, memory_health
+from harness.judge.reproduction import host
 from harness.judge.reproduction.declare import EVERYTHING, RATES, RESULTS
 from harness.probes import health as probe
 from harness.registry.spec import CommandSpec, DiffField, ProbeSpec
@@ -26,8 +28,34 @@ def prepare(args: argparse.Namespace, argv: list[str]) -> StepArgs:
     return StepArgs(tuple(argv))
 
 
-def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
-    """Exit 1 when a toolchain contract that should pass here fails, naming each with its remedy."""
+def summary(document: dict[str, Any]) -> list[str]:
+    """What health found, in a few lines: the devices, the driver and toolchain, the contracts."""
+    heads = health_figures.headlines(document)
+    devices = heads.get("devices") or []
+    named = "; ".join(
+        f"GPU {d.get('index')} {d.get('name')} ({d.get('sku_id') or 'no catalogue SKU'})" for d in devices
+    )
+    lines = [f"devices: {len(devices)} GPU(s)" + (f": {named}" if named else " (none visible)")]
+    software = [
+        f"{words} {heads[key]}"
+        for key, words in (
+            ("driver_version", "NVIDIA driver"),
+            ("cuda_driver_version", "CUDA driver"),
+            ("torch_version", "torch"),
+            ("torch_cuda_build", "built for CUDA"),
+        )
+        if heads.get(key) is not None
+    ]
+    lines.append("software: " + (", ".join(software) or "no driver or CUDA build read (raw JSON says why)"))
+    contracts = [parse(c.get("status")) for c in document.get("contracts", [])]
+    lines.append(f"toolchain contracts: {counted(contracts)}")
+    return lines
+
+
+def finish(args: argparse.Namespace, document: dict[str, Any]) -> str:
+    """The summary; exit 1 when a toolchain contract that should pass here fails, naming each with its remedy."""
+    for line in summary(document):
+        print(line, file=sys.stderr)
     failed = [c for c in document.get("contracts", []) if c.get("status") == Verdict.FAIL]
     for contract in failed:
         print(
@@ -40,6 +68,8 @@ def finish(args: argparse.Namespace, document: dict[str, Any]) -> None:
             f"{len(failed)} toolchain contract(s) failed: " + ", ".join(c["name"] for c in failed),
             hint=f"each is listed above with its remedy; the full evidence is in {args.output}",
         )
+    devices = len(health_figures.headlines(document).get("devices") or [])
+    return f"{devices} GPU(s), {len(document.get('contracts', []))} toolchain contracts, none failed"
 
 
 COMMAND = CommandSpec(
@@ -114,7 +144,7 @@ STEPS = (
     ),
     HostStep(
         "health-diff",
-        "Idle versus load diff",
+        "Idle against load",
         "7 (diff)",
         schema="health-diff",
         needs=("health", "health-load"),
@@ -166,6 +196,7 @@ DIFF_FIELDS = (
     DiffField(
         "activity", "foreign processes (idle or under load)", load.foreign_processes, source="facts", explains=RATES
     ),
+    *host.DIFF_FIELDS,  # the host's other work while each step ran (host-contention.json), beside the GPUs'
 )
 
 SPEC = ProbeSpec(

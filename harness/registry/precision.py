@@ -231,7 +231,7 @@ SPEC = ProbeSpec(
         ProbeStep(
             "precision",
             "precision",
-            "Precision of three real checkpoint tensors",
+            "Precision of checkpoint tensors",
             "5 (M1T3)",
             schema="precision",
             analysis="precision",

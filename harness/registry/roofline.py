@@ -83,7 +83,7 @@ STEPS = (
     ProbeStep(
         "roofline",
         "roofline",
-        "Roofline fed the sustained median",
+        "GEMM roofline",
         "4 (M1T2)",
         schema="roofline",
         analysis="roofline",

@@ -28,7 +28,7 @@ from harness.probes.contract import Option
 from harness.registry.steps import HostStep, ProbeStep, StepArgs
 
 Prepare = Callable[[argparse.Namespace, list[str]], StepArgs]
-Finish = Callable[[argparse.Namespace, dict[str, Any]], None]
+Finish = Callable[[argparse.Namespace, dict[str, Any]], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,9 @@ class CommandSpec:
     --checkpoint). `prepare(args, argv)` runs before the probe: it checks what only the host can
     check (a checkpoint) and may change the probe's arguments (given the probe options' argv).
     `finish(args, document)` runs after the validated JSON, the plots and the table are written:
-    summary lines on stderr and the exit-1 rule (raise harness.errors.CheckFailed). The command
+    summary lines on stderr and the exit-1 rule (raise harness.errors.CheckFailed); what it returns
+    (a few words with the counts, or None) is said in the command's answer line, which comes before
+    and after its lines (`verdict: PASS: health.json: 1 GPU(s), ... (exit 0)`). The command
     writes the entry's plots beside the JSON (`--plot STEM` elsewhere, `--no-plot` none) when the
     entry has plots, and its table to `--markdown PATH` (default: the JSON's path with .md) when
     `writes_table`: harness.commands.probe does both, the same way for every probe."""

@@ -147,7 +147,7 @@ STEPS = (
     ProbeStep(
         "stress",
         "stress",
-        "Sustained GEMM, result and memory checks, power and error events",
+        "Sustained GEMM and memory test (stress)",
         "beyond lab M1",
         schema="stress",
         analysis="stress",

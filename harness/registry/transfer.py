@@ -120,7 +120,7 @@ SPEC = ProbeSpec(
         ProbeStep(
             "transfer",
             "transfer",
-            "Host and peer transfers, the links measured",
+            "Host and peer transfers",
             "beyond lab M1",
             schema="transfer",
             analysis="transfer",

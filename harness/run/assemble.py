@@ -4,7 +4,7 @@ Members: raw/STEP.json (the probe's exact stdout), derived/STEP.json (host-compu
 logs/ (stderr of every run, stdout of failed ones), plots/STEP/ (rendered here from the raw
 JSON), tables/STEP.md (a probe's table, rendered here from the raw JSON), schemas/ (the schemas
 the documents use, so standard validators check them offline), commands.json, environment.json,
-report.md, and attestation.intoto.json signing the sha256 of every other member.
+host-contention.json (the host read while each probe step ran), report.md, and attestation.intoto.json signing the sha256 of every other member.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from harness.bundle.write import archive_bytes
 from harness.present.plotting import render_inline
 from harness.present.report import render_report
 from harness.present.step_tables import has_table, table_markdown
+from harness.run import host_load
 from harness.run.records import COMPLETED, FAILED, Attempt, RunRecord, StepRecord
 from harness.schemas import referenced, schema_path
 from harness.signing.keys import SigningKey
@@ -34,13 +35,14 @@ def json_bytes(value: Any) -> bytes:
     return (json.dumps(value, allow_nan=False, sort_keys=True, indent=1) + "\n").encode()
 
 
-def render_plots(record: StepRecord) -> tuple[dict[str, bytes], str | None]:
-    """The step's plots: rendered during the run when they were, else rendered now."""
+def render_plots(record: StepRecord, sku_id: str | None = None) -> tuple[dict[str, bytes], str | None]:
+    """The step's plots: rendered during the run when they were, else rendered now (SKU_ID: the
+    catalogue SKU the run's GPUs were identified as, for a plot that draws its known-good)."""
     if record.status != COMPLETED:
         return {}, None
     if record.plot_files is not None:
         return dict(record.plot_files), record.plot_note
-    return render_inline(record.plots, record.step, record.document)
+    return render_inline(record.plots, record.step, record.document, sku_id)
 
 
 def step_files(record: StepRecord) -> dict[str, bytes]:
@@ -79,7 +81,7 @@ def add_tables(files: dict[str, bytes], records: list[StepRecord]) -> None:
 def schema_files(entries: list[dict[str, Any]]) -> dict[str, bytes]:
     """schemas/NAME.schema.json for every schema the bundle's documents use (commands.json,
     environment.json, each step's output) and every schema those refer to, as this build has them."""
-    used = ["commands", "environment", *(e["schema"] for e in entries if e.get("output"))]
+    used = ["commands", "environment", "host-contention", *(e["schema"] for e in entries if e.get("output"))]
     return {layout.schema_member(name): schema_path(name).read_bytes() for name in referenced(used)}
 
 
@@ -196,9 +198,10 @@ def unsigned_files(record: RunRecord) -> dict[str, bytes]:
     """Every member except the attestation, report.md included."""
     files: dict[str, bytes] = {}
     entries = []
+    sku = repeatability.bundle_sku({s.step: s.document for s in record.steps if s.document is not None})
     for step in record.steps:
         own = step_files(step)
-        plots, note = render_plots(step)
+        plots, note = render_plots(step, sku)
         files.update(own)
         files.update(plots)
         entries.append(step_entry(step, own, sorted(plots), note, step_table_names(step)))
@@ -206,6 +209,7 @@ def unsigned_files(record: RunRecord) -> dict[str, bytes]:
     files.update(schemas)
     files[layout.COMMANDS] = json_bytes(commands_document(record, entries, sorted(schemas)))
     files[layout.ENVIRONMENT] = json_bytes(environment_document(record))
+    files[layout.CONTENTION] = json_bytes(record.contention or host_load.not_sampled())
     add_tables(files, list(record.steps))
     files[layout.REPORT] = render_report(BundleView.from_files(files, registry.analysis_module)).encode()
     return files

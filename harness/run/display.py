@@ -32,6 +32,7 @@ from harness.probes.contract import prefixed_json
 
 PROGRESS_PREFIX = "##progress "
 SHOWN_COMMAND_LIMIT = 160  # a command line on screen is cut past this (commands.json has it whole)
+SHOWN_SIZING_LIMIT = 140  # a completed step's sizing on screen is cut past this (its JSON has it whole)
 
 
 def parse_progress(line: str) -> dict[str, Any] | None:
@@ -123,6 +124,12 @@ class RunDisplay:
         self.progress.update(self._task, completed=update["done"], total=total, what=str(update.get("what", ""))[:60])
 
     def end(self, step: str, status: str, detail: str) -> None:
+        """A step ends: its status, and DETAIL (a failure's reason whole; a completed step's sizing cut
+        past SHOWN_SIZING_LIMIT characters: its document says it whole, a progress line need not)."""
+        detail = " ".join(str(detail).split())
+        if not status.startswith("FAILED") and len(detail) > SHOWN_SIZING_LIMIT:
+            cut = detail.rfind(" ", 0, SHOWN_SIZING_LIMIT)
+            detail = detail[: cut if cut > 0 else SHOWN_SIZING_LIMIT] + " … (whole in its JSON's sizing)"
         if self._task is not None:
             self.progress.update(self._task, what=status)
             self.progress.stop_task(self._task)

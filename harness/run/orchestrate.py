@@ -8,33 +8,29 @@ is recorded and the run goes on; nothing is written until every step is done.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import functools
 import os
-import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from harness import recovery, registry
+from harness import registry
 from harness.analysis import repeatability
-from harness.bundle import layout
-from harness.bundle.write import write_atomically
-from harness.errors import DossierError, EnvironmentProblem, UsageError
 from harness.present.plotting import BackgroundPlots
-from harness.probes.contract import parse_loading, utc_now
+from harness.probes.contract import utc_now
 from harness.registry.steps import HostStep, NotReady, ProbeStep, RunState, Step, StepArgs, StepSetupFailed
-from harness.run import provenance
-from harness.run.assemble import assemble, step_files
+from harness.run import destination, host_load, provenance
 from harness.run.beside import Beside
+from harness.run.companions import Companions, probe_missing
 from harness.run.display import RunDisplay, shown_command
 from harness.run.outcome import Completed, judge
 from harness.run.plan import LAB_PLAN
 from harness.run.prestart import Prestarts
 from harness.run.records import COMPLETED, FAILED, NOT_RUN, Attempt, RunRecord, StepRecord, step_fields
-from harness.runners.interface import STOP_GRACE_S, LineCallback, ProbeInvocation, Runner
+from harness.runners.interface import ProbeInvocation, Runner
 from harness.schemas import violations
 from harness.signing.keys import SigningKey
 
@@ -53,17 +49,6 @@ class RunOptions:
     # What `dossier run` resolved for each probe before any ran (ProbeSpec.prepare_run), by probe.
     prepared: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     retest: int = 0  # a failed probe step is run again up to this many times (--retest N)
-
-
-def probe_missing(runner: Runner, probe: str) -> str | None:
-    """Why the runner cannot run PROBE (an image built from an older harness, a test package), or None."""
-    has_probe = getattr(runner, "has_probe", None)
-    if callable(has_probe):
-        return None if has_probe(probe) else f"the {runner.name} runner has no probe {probe}"
-    package = getattr(runner, "package", "harness.probes")
-    if importlib.util.find_spec(f"{package}.{probe}") is None:
-        return f"{package.replace('.', '/')}/{probe}.py is not in this build"
-    return None
 
 
 def _lowest_priority_thread() -> None:
@@ -96,90 +81,6 @@ class EarlyArguments:
         for future in self._futures.values():
             future.cancel()
         self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-class Companions:
-    """Steps taken during another step's load (ProbeStep.during): each started, in a thread, when the
-    running step's probe says its load is on (contract.loading), and recorded in its own place.
-
-    Only where the runner's processes share the host's process ids (`host_pids`: the local runner):
-    the reading names the load's pids, which a container would not see; and only for a step placed after
-    the step it is taken during (a plan that puts it before, as an older bundle's replayed by `dossier
-    reproduce` does, runs it in its place). A companion's probe runs quietly (its progress would move
-    the running step's bar); its outcome is shown in its place."""
-
-    def __init__(self, plan: Sequence[Step], runner: Runner, skip: Sequence[str]) -> None:
-        self.runner = runner
-        shared = bool(getattr(runner, "host_pids", False))
-        place = {s.step: i for i, s in enumerate(plan)}
-        self.waiting = {
-            s.step: s
-            for s in plan
-            if isinstance(s, ProbeStep)
-            and s.during
-            and shared
-            and place.get(s.during, len(plan)) < place[s.step]
-            and s.step not in skip
-            and probe_missing(runner, s.probe) is None
-        }
-        self.threads: dict[str, threading.Thread] = {}
-        self.records: dict[str, StepRecord] = {}
-
-    def listener(self, running: str, state: RunState, show: LineCallback) -> LineCallback:
-        """The running step's stderr callback: SHOW, and the companions of RUNNING started on its load line."""
-        steps = [s for s in self.waiting.values() if s.during == running]
-        if not steps:
-            return show
-
-        def on_line(line: str) -> None:
-            load = parse_loading(line)
-            if load is not None and running not in state.loads:
-                state.loads[running] = load
-                for step in steps:
-                    thread = threading.Thread(
-                        target=self._run, args=(step, state), name=f"during-{step.step}", daemon=True
-                    )
-                    self.threads[step.step] = thread
-                    thread.start()
-            show(line)
-
-        return on_line
-
-    def _run(self, step: ProbeStep, state: RunState) -> None:
-        base = step_fields(step)
-        try:
-            prepared = step.arguments(state)
-        except Exception as exc:  # noqa: BLE001 - the step then runs in its own place
-            self.records[step.step] = StepRecord(**base, status=FAILED, why=f"preparing it raised {exc}")
-            return
-        invocation = ProbeInvocation(
-            step.probe, prepared.args, prepared.timeout_s or step.timeout_s, mounts=prepared.mounts
-        )
-        outcome = judge(self.runner.run(invocation), schema=step.schema)
-        extra: dict[str, Any] = dict(run=outcome.run, inputs=dict(prepared.inputs), checkpoint=prepared.checkpoint)
-        if isinstance(outcome, Completed):
-            self.records[step.step] = StepRecord(**base, **extra, status=COMPLETED, document=outcome.document)
-        else:
-            self.records[step.step] = StepRecord(
-                **base,
-                **extra,
-                status=FAILED,
-                why=outcome.reason,
-                schema_violations=tuple(str(v) for v in outcome.schema_violations[:20]),
-            )
-
-    def taken(self, step: Step) -> StepRecord | None:
-        """STEP's record when it was taken during another step (its thread joined), else None."""
-        thread = self.threads.pop(step.step, None)
-        if thread is None:
-            return None
-        thread.join()
-        return self.records.pop(step.step, None)
-
-    def close(self) -> None:
-        """On an interrupt: wait for a companion's probe to end (a reading of a few seconds)."""
-        for thread in self.threads.values():
-            thread.join(timeout=STOP_GRACE_S)
 
 
 def run_probe_step(
@@ -284,11 +185,13 @@ def run_steps(
     skip: Sequence[str] = (),
     prepared: Mapping[str, Any] | None = None,
     retest: int = 0,
+    host: host_load.HostLoad | None = None,
 ) -> tuple[StepRecord, ...]:
     """Every step in order; each failure recorded, never stopping the run.
 
     Independent steps' arguments are prepared, and completed steps' plots rendered, in the
-    background at the lowest CPU priority while the probes run.
+    background at the lowest CPU priority while the probes run; HOST, when given, reads the host
+    while each probe step runs in its place (harness.run.host_load).
     """
     state = RunState(prepared, registry.analysis_module)
     records: list[StepRecord | None] = []
@@ -299,13 +202,16 @@ def run_steps(
     prestarts = Prestarts(plan, runner, lambda s: s.step not in skip and probe_missing(runner, s.probe) is None)
 
     def run_now(step: Step) -> StepRecord:
-        return run_step(step, runner, state, display, skip, early, retest, companions, beside, prestarts)
+        run = functools.partial(
+            run_step, step, runner, state, display, skip, early, retest, companions, beside, prestarts
+        )
+        return run_sampled(step, host, companions, run)
 
     with BackgroundPlots() as plots:
 
         def keep(record: StepRecord) -> None:
             if record.status == COMPLETED and record.document is not None:
-                plots.submit(record.plots, record.step, record.document)
+                plots.submit(record.plots, record.step, record.document, repeatability.bundle_sku(state.documents))
             if record.step in places:
                 records[places[record.step]] = record
                 display.host(record.step, f"{record.status}, run beside a later step ({record.title.lower()})")
@@ -334,6 +240,20 @@ def run_steps(
             beside.close()
             prestarts.close()
         return tuple(_with_plots(record, plots) for record in records if record is not None)
+
+
+def run_sampled(
+    step: Step, host: host_load.HostLoad | None, companions: Companions, run: Callable[[], StepRecord]
+) -> StepRecord:
+    """RUN()'s record of STEP, the host read meanwhile when STEP's probe runs in its own place (not a
+    host step, not one taken during another step's load); the window is kept when a process ran."""
+    if host is None or not isinstance(step, ProbeStep) or step.step in companions.threads:
+        return run()
+    with host.window(step.step) as window:
+        record = run()
+    if record.run is not None:
+        host.keep(window)
+    return record
 
 
 def run_step(
@@ -391,8 +311,9 @@ def collect(
     started = utc_now()
     host = provenance.host_environment()
     display = display or RunDisplay(len(plan))
+    load = host_load.HostLoad(getattr(runner, "probe_pids", tuple))
     with display:
-        steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest)
+        steps = run_steps(plan, runner, display, options.skip, options.prepared, options.retest, load)
     documents = {s.step: s.document for s in steps if s.status == COMPLETED and s.document is not None}
     return RunRecord(
         steps=steps,
@@ -408,61 +329,8 @@ def collect(
         started_at=started,
         finished_at=utc_now(),
         repeatability=repeatability.declaration(repeatability.bundle_sku(documents)),
+        contention=load.document(),
     )
-
-
-def bundle_file_name(name: str) -> str:
-    """NAME.tar.gz for --name NAME, which must be a plain file name (checked before any probe runs)."""
-    if not name or any(c in name for c in "/\\\0") or name.startswith("."):
-        raise UsageError(f"--name {name!r} must be a plain file name (no '/', not starting with '.')")
-    return name if name.endswith(layout.SUFFIX) else name + layout.SUFFIX
-
-
-def bundle_path(options: RunOptions, record: RunRecord) -> Path:
-    name = options.name
-    if not name:
-        host = record.host.get("hostname")
-        host = host if isinstance(host, str) and host else "host"
-        stamp = record.started_at[:19].replace("-", "").replace(":", "")
-        name = f"dossier-{host}-{stamp}Z"
-    return options.output_dir / bundle_file_name(name)
-
-
-RECOVERED = """\
-{bundle}: the signed bundle, complete: check it with `dossier verify {bundle} --key YOUR.pub`
-raw/STEP.json: each completed probe's JSON, exactly as it printed it; derived/: documents computed on the host
-logs/: each probe's stderr, and its stdout where it failed (unsigned copies of the bundle's members)"""
-
-
-def keep_measurements(record: RunRecord, destination: Path | None, bundle: bytes | None, why: str) -> Path:
-    """Every measured result of RECORD (and the signed bundle, when it was made) in a recovery folder."""
-    files = {destination.name: bundle} if (destination is not None and bundle is not None) else {}
-    for step in record.steps:
-        files.update(step_files(step))
-    what = RECOVERED.format(bundle=destination.name if bundle is not None and destination else "(no bundle)")
-    name = destination.name.removesuffix(layout.SUFFIX) if destination is not None else "dossier"
-    return recovery.keep(name, files, why, what if bundle is not None else what.split("\n", 1)[1])
-
-
-def write_or_keep(record: RunRecord, options: RunOptions, key: SigningKey) -> Path:
-    """Assemble, sign and write the bundle; if any of that fails, keep what was measured first."""
-    destination = bundle = None
-    try:
-        destination = bundle_path(options, record)
-        bundle = assemble(record, key)
-        return write_atomically(bundle, destination)
-    except Exception as exc:  # whatever failed, the measurements are kept (not on Ctrl-C)
-        if isinstance(exc, OSError):
-            why = exc.strerror or str(exc)
-        else:
-            why = str(exc) if isinstance(exc, DossierError) else f"{type(exc).__name__}: {exc}"
-        folder = keep_measurements(record, destination, bundle, f"writing {destination} failed: {why}")
-        if isinstance(exc, (OSError, DossierError)):
-            raise EnvironmentProblem(
-                f"could not write {destination}: {why}; everything measured is kept in {folder}"
-            ) from exc
-        print(f"error: everything measured is kept in {folder}", file=sys.stderr)
-        raise
 
 
 def run_dossier(
@@ -478,4 +346,4 @@ def run_dossier(
     When the bundle cannot be made or written, every measured result is kept in a recovery
     folder (harness.recovery) and the error names it."""
     record = collect(options, runner, runner_why, plan, display)
-    return write_or_keep(record, options, key)
+    return destination.write_or_keep(record, options.output_dir, options.name, key)

@@ -66,6 +66,8 @@ class RunRecord:
     finished_at: str
     # the SKU's run-to-run spreads from the catalogue at run time (harness.analysis.repeatability), or why none
     repeatability: Mapping[str, Any] | None = None
+    # host-contention.json: the host read while each probe step ran (harness.run.host_load); None: not sampled
+    contention: Mapping[str, Any] | None = None
 
 
 def step_fields(step: Step) -> dict[str, Any]:

@@ -2,7 +2,10 @@
 
 Their steps, in this build's plan order (the bundle written here is of this build's format, whose plan
 order verify holds it to: a format-4 plan ran the stress step last), each with their recorded argv
-(after `-m harness.probes.PROBE`) except:
+(after `-m harness.probes.PROBE`) as data: parsed with the probe's own options and written again as this
+build's command line of what a replay takes (harness.run.policy: each value checked, an option naming a
+file, a process or a host of theirs left out and said, a malformed one refused with exit 2, before any
+probe runs), except:
 - an option the step declares `derived` (the roofline's --bandwidth-gbps: the memory roof it is fed)
   is taken from this run's own earlier step, as `dossier run` takes it, so that each figure stands on
   this machine's measurements;
@@ -29,6 +32,8 @@ from harness.analysis.verdict import StepStatus
 from harness.bundle.view import BundleView
 from harness.errors import DossierError, UsageError
 from harness.registry.steps import HostStep, ProbeStep, RunState, Step, StepArgs
+from harness.run import policy
+from harness.run.policy import their_args
 from harness.runners.images import PinnedImage
 from harness.runners.interface import Runner
 from harness.runners.local import LocalRunner
@@ -72,14 +77,6 @@ class Replay:
         }
 
 
-def their_args(entry: Mapping[str, Any]) -> tuple[str, ...]:
-    """Their probe's arguments: the recorded argv after `-m PACKAGE.PROBE`."""
-    argv = entry.get("argv")
-    if not isinstance(argv, list) or "-m" not in argv or argv.index("-m") + 1 >= len(argv):
-        raise UsageError(f"their {entry.get('step')} step records no probe command (argv {str(argv)[:80]})")
-    return tuple(str(a) for a in argv[argv.index("-m") + 2 :])
-
-
 def option_value(args: Sequence[str], option: str) -> str | None:
     """The value given to OPTION in ARGS (`--opt V` or `--opt=V`), or None."""
     for i, arg in enumerate(args):
@@ -107,13 +104,16 @@ def with_option(args: Sequence[str], option: str, value: str) -> tuple[str, ...]
     return tuple(out) if found else (*out, option, value)
 
 
-def _arguments(entry: Mapping[str, Any], base: ProbeStep | None, origin: str) -> Callable[[RunState], StepArgs]:
-    """Their argv, with each option BASE declares derived taken from this run's own earlier steps."""
+def _arguments(
+    entry: Mapping[str, Any], base: ProbeStep | None, origin: str, taken: tuple[str, ...]
+) -> Callable[[RunState], StepArgs]:
+    """Their argv as a replay takes it (TAKEN: harness.run.policy.vet), with each option BASE declares
+    derived taken from this run's own earlier steps."""
     theirs = their_args(entry)
     step = entry.get("step")
 
     def arguments(state: RunState) -> StepArgs:
-        args, derived = theirs, {}
+        args, derived = taken, {}
         if base is not None and base.derived:
             mine = base.arguments(state).args  # NotReady when what it derives from did not complete here
             for option in base.derived:
@@ -137,7 +137,7 @@ def _registered(step_id: str, probe: str | None) -> Step | None:
 
 
 def _probe_step(
-    entry: Mapping[str, Any], order: int, origin: str, given: Mapping[str, Any], said: list[str]
+    entry: Mapping[str, Any], order: int, origin: str, given: Mapping[str, Any], said: list[str], refused: dict
 ) -> ProbeStep:
     probe = entry.get("probe")
     spec = registry.find(probe)
@@ -148,7 +148,7 @@ def _probe_step(
             hint="reproduce it with the build that made their bundle (commands.json tool.git_commit)",
         )
     own = _registered(str(entry["step"]), probe)
-    base = own if isinstance(own, ProbeStep) else next(s for s in spec.steps if isinstance(s, ProbeStep))
+    base = policy.base_step(spec, str(entry["step"]))
     step = (
         own
         if isinstance(own, ProbeStep)
@@ -165,11 +165,16 @@ def _probe_step(
     )
     if entry.get("status") == StepStatus.NOT_RUN:
         arguments: Callable[[RunState], StepArgs] = lambda state: StepArgs()  # noqa: E731 - skipped, never called
-    elif base.replay is not None:
-        arguments, cannot = base.replay(entry, given)
-        said.extend(cannot)
     else:
-        arguments = _arguments(entry, base, origin)
+        vetted = policy.vet(spec.name, str(entry["step"]), spec.options, their_args(entry))  # exit 2: refused
+        if base.replay is not None:  # the step re-makes its command itself from their record
+            arguments, cannot = base.replay(entry, given)
+            said.extend(cannot)
+        else:
+            arguments = _arguments(entry, base, origin, vetted.args)
+            if vetted.refused:
+                refused[str(entry["step"])] = "; ".join(vetted.refused)
+                said.extend(f"{entry['step']}: {line}" for line in vetted.refused)
     return dataclasses.replace(step, arguments=arguments, independent=False, order=order)
 
 
@@ -234,6 +239,7 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
     skip: list[str] = []
     said: list[str] = []
     not_run: list[str] = []
+    refused: dict[str, str] = {}
     own = {step.step: step.order for step in registry.lab_plan()}
     after = 0  # the order of the last step of theirs this build's plan knows
     for position, entry in enumerate(view.steps, start=1):
@@ -246,16 +252,20 @@ def derive(view: BundleView, origin: str, given: Mapping[str, Any] | None = None
         if entry.get("kind") == "host":
             plan.append(_host_step(entry, order))
         else:
-            plan.append(_probe_step(entry, order, origin, given, said))
+            plan.append(_probe_step(entry, order, origin, given, said, refused))
         if entry.get("status") == StepStatus.NOT_RUN:
             skip.append(str(entry["step"]))
             not_run.append(f"{entry['step']}: not run there ({entry.get('why') or 'no reason recorded'}), not run here")
     plan.sort(key=lambda step: step.order)
     runner, why, not_theirs = _runner(view, device)
-    unhonoured = {}
+    unhonoured = dict(refused)
     if not_theirs:
         said.append(not_theirs)
-        unhonoured = {s.step: not_theirs for s in plan if isinstance(s, ProbeStep) and s.step not in skip}
+        unhonoured = {
+            s.step: "; ".join(w for w in (not_theirs, refused.get(s.step)) if w)
+            for s in plan
+            if isinstance(s, ProbeStep) and s.step not in skip
+        }
     options = view.commands.get("options")
     options = options if isinstance(options, dict) else {}
     retest = options.get("retest")

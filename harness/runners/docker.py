@@ -129,6 +129,24 @@ class DockerRunner:
         self.package = package
         self._client = client
         self._gpus_checked = False
+        self._running: set[int] = set()  # host pids of the running containers' init (probe_pids)
+
+    def probe_pids(self) -> tuple[int, ...]:
+        """The host pids of the running probes' containers (their init, as the host sees it): the
+        processes below them are the harness's own when `dossier run` reads the host (harness.run.host_load)."""
+        return tuple(self._running)
+
+    def _track(self, container: Any) -> int | None:
+        """The started container's init pid on the host, remembered while it runs (None if unread)."""
+        try:
+            container.reload()
+            pid = container.attrs.get("State", {}).get("Pid")
+        except (APIError, requests.RequestException):
+            return None
+        if isinstance(pid, int) and pid > 0:
+            self._running.add(pid)
+            return pid
+        return None
 
     @property
     def client(self) -> docker.DockerClient:
@@ -266,6 +284,7 @@ class DockerRunner:
             ) from exc
         follower = threading.Thread(target=_follow_stderr, args=(container, on_stderr_line), daemon=True)
         follower.start()
+        pid = self._track(container)
         timed_out = False
         try:
             exit_code: int | None = container.wait(timeout=invocation.timeout_s).get("StatusCode")
@@ -275,6 +294,8 @@ class DockerRunner:
         except BaseException:  # Ctrl-C or SIGTERM: the probe stops first (SIGTERM, then SIGKILL after the grace)
             _stop(container)
             raise
+        finally:
+            self._running.discard(pid or 0)
         follower.join(timeout=10)
         container.reload()
         oom = bool(container.attrs.get("State", {}).get("OOMKilled"))

@@ -141,18 +141,20 @@ def load_private(path: Path) -> SigningKey:
 
 
 def load_public(path: Path) -> Ed25519PublicKey:
-    """A trusted public key (PEM). A private key file is accepted too: its public half is used."""
+    """A trusted public key (PEM). A private key is refused with the fix (its public half): a key
+    option that verifies takes what others may hold, and the private half is never passed around."""
     data = _read_key_file(path, "public key")
+    if b"PRIVATE KEY" in data:
+        beside = public_path_for(path)
+        raise UsageError(
+            f"public key {path} is a private key: a key that verifies is the public half (--signing-key takes the private one)",
+            hint=f"pass its public half{f', {beside}' if beside.exists() else ''}; `dossier keygen` shows "
+            "where your pair is, and the signer of someone else's bundle sends you theirs",
+        )
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
-        if b"PRIVATE KEY" not in data:
-            raise _not_a_key(path, data, "public key") from None
-        check_private_mode(path)
-        try:
-            key = serialization.load_pem_private_key(data, password=None).public_key()
-        except (ValueError, TypeError, UnsupportedAlgorithm):
-            raise _not_a_key(path, data, "public key") from None
+        raise _not_a_key(path, data, "public key") from None
     if not isinstance(key, Ed25519PublicKey):
         raise UsageError(f"public key {path} is not an Ed25519 public key")
     return key

@@ -10,7 +10,8 @@ allows it, and then the checks not done are the result's `not_done`): commands.j
 schema (its failure ends the checks: every other document is found through it), the format's
 members and environment.json's agreement, the predicate against commands.json, commands.json
 against itself and the registry (a retested step's attempts: harness.verify.attempts), every
-document against its schema, every schema-valid step's stated figures against their
+document against its schema, host-contention.json (format 6 on: its windows' summaries recomputed from
+their samples), every schema-valid step's stated figures against their
 recomputation (harness.analysis.*), host-computed documents recomputed, the run-to-run block
 against the SKU the documents identify, and report.md
 re-rendered from the raw JSON when every document it is rendered from is schema-valid (and each
@@ -40,6 +41,7 @@ from harness.signing.keys import keyid
 from harness.verify.bundled import check_bundled_schemas
 from harness.verify.check import Check
 from harness.verify.content import check_figures, check_predicate, check_run_record, check_schemas, schema_check
+from harness.verify.contention import check_contention
 from harness.verify.formats import check_format, check_members, not_done
 from harness.verify.report import check_report, check_tables
 from harness.verify.signed import check_files, check_signature
@@ -121,9 +123,10 @@ def check_content(
     checks += check_run_record(view)
     checks += check_bundled_schemas(view, fmt, skipped)
     documents = check_schemas(view, set(members))
-    invalid = {c.subject for c in documents if c.check == "schema" and not c.ok}
+    host = check_contention(view, fmt, set(members))
+    invalid = {c.subject for c in documents + host if c.check == "schema" and not c.ok}
     valid = {step for step in view.documents if (view.step(step) or {}).get("output") not in invalid}
-    checks += documents + check_figures(view, valid)
+    checks += documents + host + check_figures(view, valid)
     if invalid:
         return checks  # the report is rendered from these documents: never from schema-invalid ones
     return checks + check_report(view, fmt) + check_tables(view, fmt)

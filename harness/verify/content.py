@@ -177,7 +177,7 @@ def schema_check(name: str, schema: Any, document: Any) -> Check:
 def check_schemas(view: BundleView, names: set[str]) -> list[Check]:
     """environment.json and every step's document against their schemas; every member named."""
     checks = [schema_check(layout.ENVIRONMENT, "environment", view.environment)]
-    referenced = {layout.COMMANDS, layout.ENVIRONMENT, layout.REPORT, layout.ATTESTATION}
+    referenced = {layout.COMMANDS, layout.ENVIRONMENT, layout.CONTENTION, layout.REPORT, layout.ATTESTATION}
     listed = view.commands.get("schemas")
     referenced.update(m for m in (listed if isinstance(listed, list) else []) if isinstance(m, str))
     for entry in view.steps:

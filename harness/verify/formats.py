@@ -31,6 +31,7 @@ class Format:
     schemas: bool  # carries schemas/NAME.schema.json, listed in commands.json's `schemas`
     tables: bool  # carries tables/STEP.md for each completed step whose probe has a table
     repeatability: bool = False  # commands.json records the run-to-run block (or why none applies)
+    contention: bool = False  # carries host-contention.json: the host read while each probe step ran
 
 
 FORMATS: dict[int, Format] = {
@@ -49,6 +50,20 @@ FORMATS: dict[int, Format] = {
             schemas=True,
             tables=True,
             repeatability=True,
+        ),
+        Format(
+            6,
+            "report.md in plain words: the verdict in sentences, each headline rate beside its SKU's known-good "
+            "(the `known-good` criterion), evidence as sentences with units, steps by what they measured, each "
+            "limitation once, nothing machine-local; the driver's own recovery action in health.json's devices "
+            "(NVML_FI_DEV_GET_GPU_RECOVERY_ACTION); report.md names the recommended action of each failed "
+            "criterion and of the run (harness.analysis.actions); host-contention.json: the host read while each "
+            "probe step ran, named beside a failing criterion; a disturbed bandwidth repeat spread INCOMPLETE, "
+            "not FAIL; longer repeats measured again",
+            schemas=True,
+            tables=True,
+            repeatability=True,
+            contention=True,
         ),
     )
 }

@@ -105,7 +105,7 @@ def test_a_bundle_records_it_and_the_report_renders_it_from_the_bundle_alone():
     assert violations("commands", view.commands) == []
     assert view.commands["repeatability"]["figures"] == rules.declaration(H200)["figures"]
     report = render_report(view)
-    section = " ".join(report[report.index("## Repeatability") : report.index("## Host")].split())  # unwrapped
+    section = " ".join(report[report.index("\n## Repeatability") : report.index("\n## Host\n")].split())  # unwrapped
     assert "not what the next run" in section
     assert (
         "5 runs of dossier run (local runner, the 60 s stress) by PHASE=A|B OUT=$OUT bash bench/gpu_final.sh" in section

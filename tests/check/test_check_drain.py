@@ -10,11 +10,11 @@ import pytest
 
 from harness.analysis.verdict import Verdict
 from harness.check import drain
-from harness.check.judge import Finding
+from harness.check.judge import GPU_MISSING, Finding
 from harness.fleet import slurm
 
 SHOWN = Path(__file__).resolve().parents[1] / "fixtures" / "slurm"
-SICK = Finding("gpu_count", Verdict.FAIL, "expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0")
+SICK = Finding("gpu_count", Verdict.FAIL, "expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0", GPU_MISSING)
 
 
 def shown(name: str) -> tuple[str, str | None]:
@@ -26,7 +26,9 @@ def cluster(monkeypatch):
     """The node's state from a real `scontrol show node` output; every update recorded, none sent."""
     calls: list[tuple] = []
     state = {"now": "idle"}
-    monkeypatch.setattr(slurm, "node_state", lambda node: shown(state["now"]))
+    monkeypatch.setattr(
+        slurm, "node_state", lambda node: state["now"] if isinstance(state["now"], tuple) else shown(state["now"])
+    )
     monkeypatch.setattr(slurm, "update_node", lambda node, what, reason=None: calls.append((node, what, reason)))
     return state, calls
 
@@ -44,7 +46,7 @@ def test_a_sick_node_in_service_is_drained_with_the_first_failure(cluster):
     state, calls = cluster
     action = drain.apply("n2", Verdict.FAIL, SICK, drain=True, resume_own=True)
     assert action.did == "drained" and calls == [("n2", "drain", drain.reason_for(SICK))]
-    assert drain.reason_for(SICK).startswith("dossier check: gpu_count: expected 1 GPU")
+    assert drain.reason_for(SICK).startswith("dossier check: INSPECT_HARDWARE: gpu_count: expected 1 GPU")
 
 
 def test_an_admins_drain_is_never_replaced_nor_resumed(cluster):
@@ -57,16 +59,21 @@ def test_an_admins_drain_is_never_replaced_nor_resumed(cluster):
 
 def test_our_own_drain_is_resumed_when_healthy_and_kept_when_still_sick(cluster):
     state, calls = cluster
-    state["now"] = "drained"
+    state["now"] = "drained"  # drained by a build before actions: our prefix, no action in the reason
+    assert drain.apply("n2", Verdict.FAIL, SICK, drain=True, resume_own=True).did == "reason updated"
+    assert calls == [("n2", "drain", drain.reason_for(SICK))]
+    calls.clear()
+    state["now"] = ("IDLE+DRAIN", drain.reason_for(SICK))
     assert drain.apply("n2", Verdict.FAIL, SICK, drain=True, resume_own=True).did == "left drained"
     assert calls == []  # the same reason: nothing to update
+    state["now"] = "drained"
     assert drain.apply("n2", Verdict.PASS, None, drain=True, resume_own=False).did == "nothing"
     assert drain.apply("n2", Verdict.PASS, None, drain=True, resume_own=True).did == "resumed"
     assert calls == [("n2", "resume", None)]
 
 
 def test_a_long_reason_is_cut_for_slurm():
-    long = Finding("xid_events", Verdict.FAIL, "XID 79 " * 100)
+    long = Finding("xid_events", Verdict.FAIL, "XID 79 " * 100, GPU_MISSING)
     assert len(drain.reason_for(long)) == drain.MAX_REASON and drain.reason_for(long).endswith("...")
 
 

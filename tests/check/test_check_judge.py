@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.analysis.verdict import Verdict
+from harness.analysis.verdict import Verdict, overall
 from harness.check.expectation import Expectation
-from harness.check.judge import NAMES, judge, overall
+from harness.check.judge import NAMES, judge
 from harness.check.result import first_problem, lines
 from tests.check_support import changed, reading
 
@@ -73,7 +73,7 @@ def _set(path, value):
 
 
 FAILS = {  # check -> (the one recorded fact changed, what the finding must say)
-    "row_remaps": (_set(("ecc", "remapped_rows_pending"), True), "row remap is pending"),
+    "row_remaps": (_set(("ecc", "remapped_rows_pending"), True), "remap pending: True"),
     "ecc": (_set(("ecc", "volatile_uncorrected_errors"), 2), "volatile_uncorrected_errors = 2"),
     "pcie_width": (_set(("pcie", "current_width"), 8), "x8 of x16"),
     "clock_events": (
@@ -195,7 +195,7 @@ def test_nvlink_links_down_and_an_sxm_gpu_without_nvlink_beside_others():
         {"link": 1, "active": False, "remote_pci_bus_id": {"unavailable": "link inactive: no remote end"}},
     ]
     found = finding(judge(changed(reading(), _set(("nvlink",), links)), EXPECT), "nvlink")
-    assert found.verdict == Verdict.FAIL and "links [1] down of 2" in found.message
+    assert found.verdict == Verdict.FAIL and "links [1] inactive" in found.message
     two = changed(reading(), lambda r: r["devices"].append({**r["devices"][0], "nvml_index": 1}))
     found = finding(judge(two, Expectation(gpus=2)), "nvlink")
     assert found.verdict == Verdict.FAIL and "SXM GPU beside others reports no NVLink" in found.message
@@ -206,7 +206,7 @@ def test_processes_fail_only_when_asked():
     r = changed(reading(), _set(("processes",), held))
     assert finding(judge(r, EXPECT), "gpu_processes").verdict == Verdict.SKIP
     found = finding(judge(r, Expectation(gpus=1, no_gpu_processes=True)), "gpu_processes")
-    assert found.verdict == Verdict.FAIL and "pid 4242 (python3)" in found.message
+    assert found.verdict == Verdict.FAIL and "pid 4242 (python3, 1024.0 MiB)" in found.message
 
 
 def test_a_node_without_gpus_passes_only_when_told_to_expect_none():

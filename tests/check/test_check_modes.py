@@ -99,10 +99,18 @@ def test_the_recommended_action_falls_back_to_the_stated_mapping_and_prefers_the
     findings = judge(node, Expectation(gpus=1, sku=H200, sku_from="--sku"))
     result = document("n1", findings, Expectation(gpus=1), node)
     assert result["verdict"] == "fail"
-    assert advice.recommended(result) == (Action.REBOOT_NODE, advice.FALLBACK_RULE)
+    # the judgement attaches its actions (harness/check/findings.py): the XID's, NVIDIA's RESTART_BM
+    assert advice.recommended(result) == (
+        Action.REBOOT_NODE,
+        "the judgement's own action (the result's `recommendation`)",
+    )
     healthy = document("n1", judge(reading("node-idle.json"), Expectation(gpus=1)), Expectation(gpus=1), node)
     assert advice.recommended(healthy)[0] == Action.NONE
-    # once the judgement attaches actions (issue 39's other half), they are what counts
+    # a result made before the judgement attached actions falls back to the stated mapping
+    del result["recommendation"]
+    for check in result["checks"]:
+        del check["action"]
+    assert advice.recommended(result) == (Action.REBOOT_NODE, advice.FALLBACK_RULE)
     for check in result["checks"]:
         if check["verdict"] == "fail":
             check["action"] = "RESET_GPU"
@@ -116,7 +124,7 @@ def test_the_drain_reason_leads_with_the_action_within_slurms_limit():
     sick = Finding("xid_events", Verdict.FAIL, "XID 79 (fallen off the bus) on 0000:00:06 x1 " + "and more " * 40)
     reason = drain.reason_for(sick, Action.REBOOT_NODE)
     assert reason.startswith("dossier check: REBOOT_NODE: xid_events: XID 79") and len(reason) == drain.MAX_REASON
-    assert drain.reason_for(sick).startswith("dossier check: xid_events: XID 79")  # HealthCheckProgram's, as before
+    assert drain.reason_for(sick).startswith("dossier check: xid_events: XID 79")  # no action given, none of its own
 
 
 def test_a_reader_past_the_time_limit_is_killed_and_nothing_is_passed(monkeypatch):

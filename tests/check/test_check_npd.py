@@ -70,7 +70,7 @@ def test_a_healthy_node_is_ok_with_its_line_as_the_message():
 def test_a_sick_node_is_non_ok_led_by_its_action_within_the_limit():
     status, message, out = run_as_npd(["--npd", "--expect-gpus", "1"])
     assert status == NON_OK
-    assert message.startswith("FAIL DRAIN: gpu_count: expected 1 GPU(s)")
+    assert message.startswith("FAIL INSPECT_HARDWARE: gpu_count: expected 1 GPU(s)")  # no GPU on the bus at all
     assert len(out.strip()) <= 80  # NPD cuts nothing: the message was fitted to the limit already
 
 

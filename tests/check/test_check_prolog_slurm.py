@@ -120,9 +120,14 @@ def test_a_failing_prolog_drains_with_the_action_and_requeues_while_a_healthy_on
     assert job(sick)["JobState"] == "PENDING" and job(sick)["Restarts"] == "1"
     state, reason = slurm.node_state("n1")
     assert "DRAIN" in state
-    assert reason.startswith("dossier check: DRAIN: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0")
+    # no GPU on the bus at all: INSPECT_HARDWARE (harness/check/judge.py GPU_MISSING)
+    assert reason.startswith(
+        "dossier check: INSPECT_HARDWARE: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0"
+    )
     n1 = (folder / "prolog-n1.log").read_text()
-    assert "n1 | FAIL: sick (gpu_count)" in n1 and "slurm: n1: drained: dossier check: DRAIN: gpu_count" in n1
+    assert (
+        "n1 | FAIL: sick (gpu_count)" in n1 and "slurm: n1: drained: dossier check: INSPECT_HARDWARE: gpu_count" in n1
+    )
     assert "exit 1" in n1 and took_s(n1) < PROLOG_LIMIT_S
     assert "DRAIN" not in slurm.node_state("n3")[0]
     print(f"prolog on n1: {took_s(n1):.1f} s (PrologEpilogTimeout={PROLOG_LIMIT_S}), on n2: {took_s(n2):.1f} s")
@@ -133,7 +138,7 @@ def test_a_failing_epilog_drains_the_node_and_the_job_stays_completed(scheduled)
     ran = submit("n3", 1, folder)
     submitted.append(ran)
     wait_for(lambda: "DRAIN" in slurm.node_state("n3")[0], "n3 drained by its epilog")
-    assert slurm.node_state("n3")[1].startswith("dossier check: DRAIN: gpu_count: expected 1 GPU(s)")
+    assert slurm.node_state("n3")[1].startswith("dossier check: INSPECT_HARDWARE: gpu_count: expected 1 GPU(s)")
     wait_for(lambda: job(ran)["JobState"] != "COMPLETING", "the job on n3 done with its epilog")
     assert job(ran)["JobState"] == "COMPLETED" and job(ran)["Restarts"] == "0"  # ran, and was not requeued
     n3 = (folder / "epilog-n3.log").read_text()

@@ -75,10 +75,14 @@ def test_a_sick_node_is_drained_within_one_interval_and_only_our_own_drain_is_re
     folder = health_checked
     took = wait_for(lambda: "DRAIN" in state("n1")[0], INTERVAL_S + RUN_ALLOWANCE_S, "n1 drained")
     reason = state("n1")[1]
-    assert reason.startswith("dossier check: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0"), reason
+    assert reason.startswith(
+        "dossier check: INSPECT_HARDWARE: gpu_count: expected 1 GPU(s) (--expect-gpus), the PCI bus lists 0"
+    ), reason  # the recommended action first: no GPU on the bus at all
     log = (folder / "check-n1.log").read_text()
     assert "ERROR: dossier check: Health check failed: gpu_count: expected 1 GPU(s)" in log
-    assert "slurm: n1: drained: dossier check: gpu_count" in log and "n1 | FAIL: sick (gpu_count)" in log
+    assert (
+        "slurm: n1: drained: dossier check: INSPECT_HARDWARE: gpu_count" in log and "n1 | FAIL: sick (gpu_count)" in log
+    )
     # the healthy nodes ran the same program and stayed in service
     wait_for(
         lambda: (folder / "check-n2.log").exists() and (folder / "check-n3.log").exists(),

@@ -273,8 +273,10 @@ def test_an_unsigned_baseline_profile_is_refused_exit_2(signed, capsys):
     document = open_profile(signed["profile"].read_bytes(), load_public(signed["public"])).document
     bare = signed["tmp"] / "bare.json"
     bare.write_text(json.dumps(document))
-    assert accept(signed, profile=bare) == 2
-    assert "is a baseline profile (format_version 2) that is not signed" in capsys.readouterr().err
+    assert accept(signed, profile=bare) == 2  # with --profile-key: only a profile that key signed is used
+    assert "is not signed, and --profile-key" in capsys.readouterr().err
+    code = main(["accept", str(GOLDEN), "--profile-file", str(bare), "--key", str(GOLDEN_PUB), *GOLDEN_FORMAT])
+    assert code == 2 and "is a baseline profile (format_version 2) that is not signed" in capsys.readouterr().err
 
 
 def test_a_profile_for_another_sku_is_refused_exit_2(signed, capsys):

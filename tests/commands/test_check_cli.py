@@ -35,13 +35,19 @@ def h200_reading(tmp_path) -> Path:
 def test_a_cpu_node_told_to_expect_no_gpu_is_healthy(gpu_free_host):
     code, out, _ = dossier("check", "--expect-gpus", "0", "--node", "cpu1")
     assert code == 0
-    assert out.splitlines() == [out.splitlines()[-1]] and out.startswith("cpu1 | PASS: healthy [1 pass, 12 skip]")
+    answer = "verdict: PASS: cpu1 healthy: 1 passed, 12 skipped (exit 0)"  # the answer, first and last
+    assert out.splitlines() == [answer, "cpu1 | PASS: healthy [1 pass, 12 skip]", answer]
 
 
 def test_a_cpu_node_expected_to_have_a_gpu_is_sick_and_says_nvml_is_absent(gpu_free_host):
     code, out, _ = dossier("check", "--expect-gpus", "1", "--node", "cpu1")
     assert code == 1
-    lines = out.splitlines()
+    answer, *lines, last = out.splitlines()
+    assert (
+        answer == last
+        and answer.startswith("verdict: FAIL: cpu1 sick (gpu_count): 1 failed, ")
+        and answer.endswith("(exit 1)")
+    )
     assert lines[0].startswith("ERROR: dossier check: Health check failed: gpu_count: expected 1 GPU(s)")
     assert any(
         line.startswith("ERROR: dossier check: Cannot judge: driver: NVML: ") and gpu_free_host in line
@@ -61,7 +67,8 @@ def test_json_follows_its_schema_and_a_saved_reading_is_judged_the_same(gpu_free
 
 def test_a_real_h200_reading_replayed(h200_reading):
     code, out, _ = dossier("check", "--reading", str(h200_reading), "--expect-gpus", "1", "--sku", "h200-sxm-141gb")
-    assert code == 0 and out == "vm | PASS: healthy [10 pass, 3 skip]\n"
+    answer = "verdict: PASS: vm healthy: 10 passed, 3 skipped (exit 0)"
+    assert code == 0 and out == f"{answer}\nvm | PASS: healthy [10 pass, 3 skip]\n{answer}\n"
     code, out, _ = dossier("check", "--reading", str(h200_reading), "--profile", "h100-sxm5-80gb")
     assert (
         code == 1
@@ -97,7 +104,10 @@ def test_prometheus_textfile_parses_with_verdicts_as_0_1_gauges(h200_reading, tm
     "argv, words",
     [
         (["check"], "say what this node should have"),
-        (["check", "--expect-gpus", "-1"], "--expect-gpus must be 0 or more"),
+        (["check", "--expect-gpus", "-1"], "argument --expect-gpus: -1 is not from 0 to 64"),
+        (["check", "--expect-gpus", "1000000000"], "argument --expect-gpus: 1000000000 is not from 0 to 64"),
+        (["check", "--expect-gpus", "abc"], "argument --expect-gpus: 'abc' is not a whole number"),
+        (["check", "--expect-gpus", "1", "--since", "nan"], "argument --since: 'nan' is not a finite number"),
         (["check", "--sku", "h999"], "--sku 'h999' is not a catalogue SKU"),
         (["check", "--sku", "h200-sxm-141gb", "--profile", "h100-sxm5-80gb"], "disagree"),
         (["check", "--profile-file", "p.json", "--expect-gpus", "1"], "--profile-file needs --profile"),
@@ -110,6 +120,7 @@ def test_prometheus_textfile_parses_with_verdicts_as_0_1_gauges(h200_reading, tm
 def test_bad_usage_is_one_line_and_exit_2(argv, words):
     code, out, err = dossier(*argv)
     assert code == 2 and words in err and "Traceback" not in err and out == ""
+    assert len([line for line in err.splitlines() if not line.startswith("hint: ")]) == 1, err
 
 
 def test_a_reading_that_is_not_one_is_refused(tmp_path):

@@ -111,16 +111,16 @@ def test_accept_json_into_a_closed_pipe_ends_quietly():
 @pytest.mark.parametrize(
     "argv, usage",
     [
-        (["verify", "x.tar.gz", "--key", "k.pub", "--bogus"], "usage: dossier verify "),
-        (["fleet", "collect", "7", "--key", "k.pub", "--bogus"], "usage: dossier fleet collect "),
-        (["report", "x.tar.gz", "extra"], "usage: dossier report "),
+        (["verify", "x.tar.gz", "--key", "k.pub", "--bogus"], "error: dossier verify: "),
+        (["fleet", "collect", "7", "--key", "k.pub", "--bogus"], "error: dossier fleet collect: "),
+        (["report", "x.tar.gz", "extra"], "error: dossier report: "),
     ],
 )
 def test_an_unknown_argument_shows_that_subcommands_usage(argv, usage, capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(argv)
     err = capsys.readouterr().err
-    assert exit_.value.code == 2 and err.startswith(usage), err
+    assert exit_.value.code == 2 and err.startswith(usage) and len(err.splitlines()) == 1, err
     assert "unrecognized arguments: " in err
 
 

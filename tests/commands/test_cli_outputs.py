@@ -12,7 +12,7 @@ from harness.bundle.read import read_all
 from harness.commands import probe as _probe
 from harness.commands import run
 from harness.errors import EnvironmentProblem, UsageError
-from harness.run import orchestrate as dossier
+from harness.run import destination as dossier  # where the bundle is assembled and written
 from harness.run.outcome import judge
 from harness.runners.local import LocalRunner
 from harness.signing.keys import load_public

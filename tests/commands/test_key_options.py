@@ -31,6 +31,7 @@ def test_every_key_option_says_what_it_holds():
             "--key-a",
             "--key-b",
             "--key-mine",
+            "--key-good",
             "--profile-key",
             "--bundle-key",
         ):  # each a public key that verifies

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import importlib
 import json
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
 from harness.cli import main
 from harness.errors import UsageError
+from harness.probes import roofline as roofline_probe
 from harness.registry.roofline import roofline_arguments
 from harness.registry.steps import NotReady, ProbeStep, RunState, StepArgs, StepSetupFailed
 from harness.run import replay
@@ -33,6 +35,12 @@ from tests.bundle_support import make_key, quiet_display
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 H200_FULL = FIXTURES / "h200" / "dossier-h200-full.tar.gz"  # format 4: the roofline's dtypes in steps of their own
+
+
+def parsed(probe: str, argv: list[str]) -> dict:
+    """A recorded argv as the probe reads it: the same values, however written (harness.run.policy)."""
+    parser = importlib.import_module(f"harness.probes.{probe}").build_parser()
+    return vars(parser.parse_args(argv[argv.index("-m") + 2 :]))
 
 
 def view(path: Path) -> BundleView:
@@ -91,11 +99,12 @@ def test_their_plan_is_their_steps_and_argv_with_the_roof_taken_from_this_run(no
     assert isinstance(fp8, ProbeStep) and fp8.probe == "roofline" and fp8.analysis == "roofline"
     args = fp8.arguments(state)
     recorded = next(s for s in theirs.steps if s["step"] == "roofline-fp8")["argv"][3:]
-    assert list(args.args) == [here if a == "4245.52" else a for a in recorded]
+    parser = roofline_probe.build_parser()  # their values, as this build writes them (harness.run.policy)
+    assert vars(parser.parse_args(args.args)) == vars(
+        parser.parse_args([here if a == "4245.52" else a for a in recorded])
+    )
     assert args.inputs["derived_here"] == {"--bandwidth-gbps": {"theirs": "4245.52", "here": here}}
     assert next(s for s in made.plan if s.step == "transfer").arguments(state).args == (
-        "--point-budget-s",
-        "0.03",
         "--sizes",
         "4K",
         "64K",
@@ -105,6 +114,8 @@ def test_their_plan_is_their_steps_and_argv_with_the_roof_taken_from_this_run(no
         "64M",
         "256M",
         "512M",
+        "--point-budget-s",
+        "0.03",
     )
     with pytest.raises(StepSetupFailed, match="was a local file of theirs"):
         next(s for s in made.plan if s.step == "precision").arguments(state)
@@ -260,12 +271,12 @@ def test_their_cpu_dossier_is_re_run_here_and_judged(theirs_on_cpu, tmp_path, ca
     made = {s["step"]: s for s in json.loads(read_all(mine)["commands.json"])["steps"]}
     assert list(made) == list(recorded)
     assert [s for s in made if made[s]["status"] == "completed"] == list(RAN)
-    assert made["bandwidth"]["argv"][1:] == recorded["bandwidth"]["argv"][1:]
+    assert parsed("bandwidth", made["bandwidth"]["argv"]) == parsed("bandwidth", recorded["bandwidth"]["argv"])
     roof = made["roofline"]["inputs"]["derived_here"]["--bandwidth-gbps"]
     assert roof["theirs"] == recorded["roofline"]["argv"][recorded["roofline"]["argv"].index("--bandwidth-gbps") + 1]
-    assert made["roofline"]["argv"][1:] == [
-        roof["here"] if a == roof["theirs"] else a for a in recorded["roofline"]["argv"][1:]
-    ]
+    assert parsed("roofline", made["roofline"]["argv"]) == parsed(
+        "roofline", [roof["here"] if a == roof["theirs"] else a for a in recorded["roofline"]["argv"]]
+    )
     assert made["roofline"]["inputs"]["argv_from"].startswith("their bundle theirs.tar.gz (sha256 ")
     result = json.loads(captured.out)
     assert result["made"]["mode"] == "rerun" and result["verdict"] in ("reproduced", "not_reproduced")

@@ -147,5 +147,8 @@ def test_a_step_that_failed_every_attempt_says_so_and_a_required_criterion_is_in
 
 
 def test_retest_is_refused_outside_its_range(tmp_path, capsys):
-    assert main(["run", "--retest", "11", "--output-dir", str(tmp_path)]) == 2
-    assert "--retest 11: must be 0 to 10" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:
+        main(["run", "--retest", "11", "--output-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and err.count("\n") == 1
+    assert "argument --retest: 11 is not from 0 to 10 (a step failing more often is failing, not flaky)" in err

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from harness import registry
 from harness.analysis import fleet
+from harness.analysis.stress.declared import result_digest as _result_digest
 from harness.bundle.read import read_all
 from harness.bundle.view import BundleView
 from harness.fleet.metrics import node_stack
-from harness.registry.stress import _result_digest
 from tests.commands.test_prometheus_exports import FULL
 
 ROOT = Path(__file__).resolve().parents[2]

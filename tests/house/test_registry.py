@@ -97,6 +97,7 @@ def test_criteria_are_listed_where_the_run_completes_their_evidence():
         "allreduce",
         "transfer",
         "stress",
+        "known-good",  # every headline rate against its known-good: its last evidence is the stress step's
         "idle-load",
     ]  # under load: during stress
     order = [c.name for c in registry.acceptance_criteria()]
@@ -114,8 +115,10 @@ def test_every_plot_and_table_module_follows_its_contract():
         names = [m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")]
         assert names, package.__name__
         for name in names:
-            render = importlib.import_module(f"{package.__name__}.{name}").render
-            assert list(inspect.signature(render).parameters) == parameters, name
+            module = importlib.import_module(f"{package.__name__}.{name}")
+            assert list(inspect.signature(module.render).parameters) == parameters, name
+            for_sku = getattr(module, "render_for_sku", None)  # a plot that draws its SKU's known-good
+            assert for_sku is None or list(inspect.signature(for_sku).parameters) == [*parameters, "sku_id"], name
 
 
 def test_a_name_an_earlier_build_recorded_resolves_to_the_same_function():

@@ -37,3 +37,21 @@ def test_hypothesis_writes_nothing_into_the_work_tree():
 
     work_tree = TESTS.parent
     assert work_tree not in storage_directory("constants", intent_to_write=False).path.resolve().parents
+
+
+def test_the_suite_removes_the_temporary_folders_it_makes(pytestconfig):
+    """`make test` leaves no temporary folder of its own behind (a 262 MB pytest folder and a
+    field-inventory-* one did, issue 38): pytest keeps a failing test's tmp_path only, of the last
+    session only, and a folder a test makes itself (tempfile.mkdtemp) is one it removes again: each
+    mkdtemp in the suite sits beside the rmtree or the TemporaryDirectory that removes it."""
+    assert pytestconfig.getini("tmp_path_retention_policy") == "failed"
+    assert int(pytestconfig.getini("tmp_path_retention_count")) <= 1
+    makers = [
+        path.relative_to(TESTS)
+        for path in sorted(TESTS.rglob("*.py"))
+        if path.name != Path(__file__).name and "mkdtemp(" in path.read_text()
+    ]
+    for path in makers:
+        text = (TESTS / path).read_text()
+        assert "rmtree(" in text, f"{path} makes a temporary folder with mkdtemp and never removes it"
+    assert makers == [Path("conftest.py")], makers  # the hypothesis folder, removed at pytest_unconfigure

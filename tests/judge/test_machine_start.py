@@ -29,8 +29,11 @@ def test_a_lent_machines_instance_id_names_its_start():
     assert not one.same_start(identity(["0::/process_api/7140a88660429bc6d70736c170ee2e12"]))
 
 
-def test_a_boot_id_wins_and_a_plain_cgroup_names_no_start():
-    assert identity(LENT, boot="b1").instance == "boot b1"
+def test_the_instance_wins_over_the_boot_id_and_a_plain_cgroup_names_no_start():
+    """Lent machines one after another may share a host kernel (one boot id): the finer instance decides."""
+    assert identity(LENT, boot="b1").instance == "cgroup " + LENT[0]
+    assert identity(["0::/"], boot="b1").instance == "boot b1"
+    assert identity(["0::/"], boot="b1").same_start(identity(["0::/user.slice"], boot="b1"))
     plain = identity(["0::/"])
     assert plain.instance is None and not plain.same_start(identity(["0::/"]))  # unknown is never the same
 

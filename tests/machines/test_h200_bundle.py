@@ -28,7 +28,7 @@ def test_the_h200_bundle_verifies_here_with_its_signer_key_once_its_format_is_al
     assert "FAIL format commands.json: format 1 " in capsys.readouterr().out
     assert main(["verify", str(BUNDLE), "--key", str(PUBLIC_KEY), "--allow-format", "1"]) == 0
     out = capsys.readouterr().out
-    assert "checks passed; 1 not done" in out and "NOT DONE report report.md: not re-rendered" in out
+    assert "checks passed, 1 not done" in out and "NOT DONE report report.md: not re-rendered" in out
 
 
 def test_one_flipped_byte_fails_verify_and_names_the_member(tmp_path, capsys):

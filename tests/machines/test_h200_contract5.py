@@ -24,7 +24,8 @@ BUNDLE, PUB = FINAL / "h200-contract5.tar.gz", FINAL / "h200-final.pub"
 
 
 def test_the_contract_5_h200_run_verifies_and_its_report_says_pass(capsys):
-    assert main(["verify", str(BUNDLE), "--key", str(PUB)]) == 0
+    # format 5: this build renders format 6, so the bundle's own report is not re-rendered (NOT DONE)
+    assert main(["verify", str(BUNDLE), "--key", str(PUB), "--allow-format", "5"]) == 0
     assert "verified" in capsys.readouterr().out
     report = read_all(BUNDLE)["report.md"].decode()
     assert "## Verdict: PASS" in report and "- SKIP stress: the stress step was left out" in report

@@ -2,7 +2,8 @@
 stress, local runner) on the lent H200 SXM, 2026-12-01, with `PHASE=A|B OUT=$OUT bash bench/gpu_final.sh`:
 h200-a1, a2 and a3 on one machine start (17:07-17:13 UTC), h200-b1, h200-b2 and h200-contended on another
 (17:27-17:33 UTC), the last beside a co-tenant process running bf16 8192^3 matmuls back to back; all six
-signed with one key whose public half is h200-final.pub. A colleague's run reproduces across machine
+signed with one key whose public half is h200-final.pub. They are bundle format 5 (this build writes 6: the
+host read while each step ran, issue 35), so every command is given --allow-format 5. A colleague's run reproduces across machine
 starts and on the same start; the contended run does not, and the judgement names the foreign process
 first; the five clean ones are the catalogue's run-to-run spreads for the H200."""
 
@@ -16,6 +17,7 @@ from harness.cli import main
 
 FINAL = Path(__file__).parents[1] / "fixtures" / "h200" / "final"
 PUB = str(FINAL / "h200-final.pub")
+OLDER = ["--allow-format", "5"]  # format 5: this build renders format 6, so their reports are not re-rendered
 
 
 def bundle(name: str) -> str:
@@ -24,7 +26,7 @@ def bundle(name: str) -> str:
 
 @pytest.mark.parametrize("name", ["a1", "b1", "b2", "contended"])
 def test_each_final_h200_dossier_verifies_with_its_signer_key(name, capsys):
-    assert main(["verify", bundle(name), "--key", PUB]) == 0
+    assert main(["verify", bundle(name), "--key", PUB, *OLDER]) == 0
     assert "verified" in capsys.readouterr().out
 
 
@@ -44,6 +46,7 @@ def test_a_clean_run_reproduces_across_machine_starts_and_on_one(theirs, mine, t
             str(tmp_path / "s.intoto.json"),
             "--summary",
             str(tmp_path / "s.md"),
+            *OLDER,
         ]
     )
     said = capsys.readouterr()
@@ -67,6 +70,7 @@ def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_i
             str(tmp_path / "s.intoto.json"),
             "--summary",
             str(tmp_path / "s.md"),
+            *OLDER,
         ]
     )
     said = capsys.readouterr()
@@ -78,11 +82,11 @@ def test_the_run_beside_a_co_tenant_does_not_reproduce_and_the_foreign_process_i
 
 
 def test_acceptance_passes_the_clean_runs_and_fails_the_shared_gpu(capsys):
-    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 0
+    assert main(["accept", bundle("b1"), "--profile", "h200-sxm-141gb", "--key", PUB, *OLDER]) == 0
     capsys.readouterr()
-    assert main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB]) == 1
+    code = main(["accept", bundle("contended"), "--profile", "h200-sxm-141gb", "--key", PUB, *OLDER])
     out = capsys.readouterr().out
-    assert "FAIL no_unexpected_process" in out
+    assert code == 1 and "FAIL no_unexpected_process" in out
 
 
 def test_the_catalogues_h200_run_to_run_is_these_five_clean_dossiers():

@@ -101,7 +101,7 @@ def test_the_report_criterion_passes_with_each_figure_beside_its_ceiling(documen
     [result] = judge_transfer(BundleFacts(view_of({**h200_documents(), "transfer": document})))
     assert result.status == Verdict.PASS
     assert any("host-to-device pinned 55.45 GB/s = 0.880 of the 63.02 GB/s PCIe ceiling" in f for f in result.findings)
-    assert any("no peer matrix: 1 GPU measured" in f for f in result.findings)
+    assert any("No peer matrix: 1 GPU measured" in f for f in result.findings)
 
 
 def test_the_command_exits_0_on_the_healthy_run(document, capsys):

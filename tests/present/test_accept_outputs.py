@@ -10,6 +10,7 @@ import pytest
 import xmlschema
 
 from harness import cli
+from harness.signing.keys import generate
 from tests.accept_support import h200_documents, write_bundle
 from tests.bundle_support import make_key
 
@@ -53,7 +54,9 @@ def test_every_file_written_is_announced(env, capsys):
         )
         == 0
     )
-    wrote = [line for line in capsys.readouterr().err.splitlines() if line.startswith("accept: wrote ")]
+    said = capsys.readouterr().out.splitlines()  # the notes, between the answer and its counts
+    wrote = [line for line in said if line.startswith("note: wrote ")]
+    assert said[0] == said[-1] and said[0].startswith("verdict: PASS: ")
     assert [line.split()[2] for line in wrote] == [str(out[n]) for n in ("json", "xml", "md", "html")]
     assert all(path.stat().st_size > 0 for path in out.values())
     assert "JUnit XML" in wrote[1] and "attestation" in wrote[0] and "Markdown" in wrote[2] and "HTML" in wrote[3]
@@ -110,10 +113,6 @@ def test_junit_keeps_what_consumers_read(env, capsys):
 GARBAGE_KEYS = [  # (file content, the phrase of our one line)
     (b"-----BEGIN PUBLIC KEY-----\nAAAA\n", "does not parse as a key"),  # truncated: cryptography's MalformedFraming
     (b"-----BEGIN PUBLIC KEY-----\nnot base64\n-----END PUBLIC KEY-----\n", "does not parse as a key"),
-    (
-        b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n",
-        "does not parse as a key",
-    ),
     (bytes(range(256)), "is not a PEM file"),
 ]
 
@@ -130,6 +129,31 @@ def test_a_garbage_key_is_one_line_of_ours_through_the_cli(env, tmp_path, capsys
     assert err.count("\n") == 1 and err.startswith(f"error: public key {key} ") and phrase in err
     for leak in ("cryptography", "MalformedFraming", "http", "Traceback", "Error("):
         assert leak not in err
+
+
+PRIVATE_KEYS = [
+    b"-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE=\n-----END OPENSSH PRIVATE KEY-----\n",
+    None,  # the signer's own Ed25519 private key (PKCS#8 PEM), beside its public half
+]
+
+
+@pytest.mark.parametrize("content", PRIVATE_KEYS, ids=["openssh", "own"])
+@pytest.mark.parametrize("command", ["verify", "accept"])
+def test_a_private_key_where_a_public_one_belongs_is_refused_with_the_fix(env, tmp_path, capsys, content, command):
+    if content is None:
+        private, public = generate(tmp_path / "own")
+    else:
+        private, public = tmp_path / "id_ed25519", None
+        private.write_bytes(content)
+        private.chmod(0o600)
+    argv = [command, str(env["bundle"]), "--key", str(private)] + (["--profile", SXM] if command == "accept" else [])
+    assert cli.main(argv) == 2
+    error, hint = capsys.readouterr().err.splitlines()
+    assert error == (
+        f"error: public key {private} is a private key: a key that verifies is the public half "
+        "(--signing-key takes the private one)"
+    )
+    assert hint.startswith("hint: pass its public half") and (public is None or f", {public};" in hint)
 
 
 def _subcommands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()):
@@ -152,6 +176,6 @@ def test_an_unknown_option_shows_the_subcommands_own_usage(path, capsys):
         cli.main([*path, "--no-such-option"])
     err = capsys.readouterr().err
     assert exit_.value.code == 2
-    assert err.startswith(f"usage: dossier {' '.join(path)} "), err.splitlines()[0]
-    # the subcommand's own error line: the unknown option, or first the required arguments it lacks
-    assert err.splitlines()[-1].startswith(f"dossier {' '.join(path)}: error: ")
+    # one line, the subcommand's own: the unknown option, or first the required arguments it lacks
+    assert len(err.splitlines()) == 1 and err.startswith(f"error: dossier {' '.join(path)}: "), err
+    assert err.rstrip().endswith(f"(dossier {' '.join(path)} --help lists the options)")

@@ -126,7 +126,7 @@ def test_roofline_must_use_the_fed_bandwidth_and_the_catalogue_peak():
     )
     other = {"roofline": roof, "bandwidth": bandwidth(repeat_median_gbps=3000.0)}
     judged = judge_lab(lab.judge_roofline, view(other, inputs={"roofline": {"bandwidth_gbps": 4200.0}}))
-    assert judged.status == "fail" and any("3000 GB/s" in e and e.endswith(": no") for e in judged.findings)
+    assert judged.status == "fail" and any("3000 GB/s" in e and e.endswith(": no.") for e in judged.findings)
     alone = judge_lab(lab.judge_roofline, view({"roofline": roof}))
     assert alone.status == "fail" and any("cannot be shown" in e for e in alone.findings)
     wrong_peak = {**measured, "roofline": {**roof, "peak_tflops": peak * 2}}

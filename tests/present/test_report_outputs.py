@@ -1,4 +1,4 @@
-"""What a person reads in a bundle: report.md under 20 KB with no line over 200 characters outside
+"""What a person reads in a bundle: report.md under 24 KB with no line over 200 characters outside
 tables (commands short, the environment once, long values folded), no empty plot (one GPU: no
 all-reduce plot, and the report says why), roofline labels that do not overlap.
 
@@ -29,11 +29,11 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 H200 = FIXTURES / "h200" / "dossier-h200.tar.gz"
 H200X2 = FIXTURES / "h200x2" / "dossier-h200x2.tar.gz"
 H200_FULL = FIXTURES / "h200" / "dossier-h200-full.tar.gz"  # format 4, every step with stress and transfer
-REPORT_LIMIT_BYTES = 20_000
+REPORT_LIMIT_BYTES = 24_000  # format 6 sets every headline rate beside its known-good (issue 38)
 
 
 def assert_readable(report: str) -> None:
-    """Under 20 KB, and no line over LINE_LIMIT characters outside tables."""
+    """Under 24 KB, and no line over LINE_LIMIT characters outside tables."""
     assert len(report.encode()) < REPORT_LIMIT_BYTES, len(report.encode())
     long = [line[:80] for line in report.splitlines() if len(line) > LINE_LIMIT and not line.startswith("|")]
     assert long == []
@@ -68,7 +68,7 @@ def test_the_remade_h200_report_is_small_short_lined_and_says_each_thing_once(re
     assert interpreter not in [
         word.strip("`") for line in report.splitlines() if "python -m" in line for word in line.split()
     ]  # the interpreter's path is folded to `python`
-    assert "- health: `python -m harness.probes.health`" in report
+    assert "- Health and toolchain at idle: `python -m harness.probes.health`" in report
     for key, value in commands["steps"][0]["env"].items():  # every step's environment, shown once
         assert report.count(f"`{key}=") == 1, key
         if len(value) > 100:
@@ -81,8 +81,8 @@ def test_one_gpu_all_reduce_has_no_plot_and_the_report_says_why(remade):
     why = "No all-reduce curve was measured, so there is nothing to plot: 1 visible GPU: all-reduce needs at least 2."
     assert entry["plots"] == [] and entry["plot_note"] == why
     report = remade[layout.REPORT].decode()
-    criterion = report.split("**: On a multi-GPU host", 1)[1].split("\n- [", 1)[0]
-    assert f"no plot: allreduce: {' '.join(why.split())}" in " ".join(criterion.split())
+    criterion = report.split("### All-reduce between GPUs: ", 1)[1].split("\n### ", 1)[0]
+    assert f"No plot for All-reduce curves: {' '.join(why.split())}" in " ".join(criterion.split())
     assert "plots/allreduce" not in report
 
 

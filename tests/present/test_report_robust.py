@@ -41,7 +41,7 @@ def test_every_document_replaced_by_an_odd_value_still_renders(files):
 
 def test_a_criterion_that_cannot_read_its_document_fails_with_the_reason(files):
     text = rendered(files, "derived/health-diff.json", ["not", "an", "object"])
-    assert "could not be judged from this bundle's data: AttributeError" in text
+    assert "ould not be judged from this bundle's data: AttributeError" in text  # a sentence: capital C
 
 
 @pytest.mark.parametrize("step_index", [0, 3])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness import registry
+from harness.analysis.actions import Action
 from harness.analysis.bandwidth import figures as bandwidth
 from harness.analysis.roofline import reading, timings, unexplained
 from harness.analysis.roofline.explanation import context_of, explain
@@ -68,10 +69,25 @@ def roofline_result(view: BundleView):
 def test_the_full_h200_dossier_passes_and_says_so_in_one_short_block(full_files):
     verdict = run_verdict(view_of(full_files))
     assert verdict.overall == Verdict.PASS and verdict.exit_code == 0
-    assert verdict.block() == ["PASS health, bandwidth, roofline, precision, allreduce, transfer, stress, idle-load"]
+    assert [line.name for line in verdict.lines] == [
+        "health",
+        "bandwidth",
+        "roofline",
+        "precision",
+        "allreduce",
+        "transfer",
+        "stress",
+        "known-good",
+        "idle-load",
+    ]
+    assert verdict.block() == ["PASS " + ", ".join(line.label for line in verdict.lines)] and verdict.block()[
+        0
+    ].startswith("PASS Health and toolchain, HBM bandwidth, GEMM roofline")
     report = full_files and render_report(view_of(full_files))
     head = report.split("## Criteria", 1)[0]
-    assert "## Verdict: PASS" in head and "- PASS health, bandwidth" in head
+    assert "## Verdict: PASS" in head and "This run PASSED: every one of the 9 criteria judged passed" in head
+    assert "**Passed:** Health and toolchain, HBM bandwidth" in head
+    assert "| bf16 GEMM sustained (stress) | 677.5 TFLOPS | 676.9 TFLOPS | 100.1% | at least 90% | PASS |" in head
 
 
 @pytest.mark.parametrize("run", [1, 2, 3])
@@ -110,12 +126,12 @@ def test_without_the_sweep_an_unexplained_gemm_fails_and_is_named_with_its_figur
     result = roofline_result(view_of(full_files, edit))
     assert result.status == Verdict.FAIL
     assert "qkv-decode-64 (74% of its roof)" in result.why and "o-decode-64 (68% of its roof)" in result.why
-    named = [f for f in result.findings if f.startswith("unexplained: qkv-decode-64")]
+    named = [f for f in result.findings if f.startswith("Not explained: qkv-decode-64")]
     assert named == [
-        "unexplained: qkv-decode-64 (bf16, memory-bound): 3150 GB/s over its 49.2 MiB, 74% of the "
-        "4232 GB/s roof (kernel-only, 16.4 us a call)"
+        "Not explained: qkv-decode-64 (bf16, memory-bound): 3150 GB/s over its 49.2 MiB, 74% of the "
+        "4232 GB/s roof (kernel-only, 16.4 us a call)."
     ]
-    assert any(f.startswith("ruled out for qkv-decode-64") and "SM clock median 1980 MHz" in f for f in result.findings)
+    assert any(f.startswith("Ruled out for qkv-decode-64") and "SM clock median 1980 MHz" in f for f in result.findings)
 
 
 def test_a_gemm_far_smaller_than_the_sweep_is_not_explained_by_the_line(full_files):
@@ -144,7 +160,11 @@ def _killed(files):
 def test_a_killed_step_fails_the_run_and_says_why(full_files):
     verdict = run_verdict(view_of(full_files, _killed))
     assert verdict.overall == Verdict.FAIL and verdict.exit_code == 1
-    assert verdict.block()[0] == "FAIL bandwidth: the bandwidth step failed: exited with code -9 (SIGKILL)"
+    assert verdict.block()[0] == (
+        "FAIL HBM bandwidth: the bandwidth step failed: exited with code -9 (SIGKILL) -> RERUN_IDLE (step.failed)"
+    )
+    assert verdict.recommendation.action == Action.RERUN_IDLE and verdict.block()[-2].startswith("action: RERUN_IDLE")
+    assert verdict.block()[-1].startswith("the driver's own recovery action: GPU0 unavailable (not recorded")
 
 
 def test_a_step_left_out_is_skip_and_one_not_run_is_incomplete(full_files):
@@ -157,7 +177,8 @@ def test_a_step_left_out_is_skip_and_one_not_run_is_incomplete(full_files):
         files["commands.json"] = json.dumps(commands).encode()
 
     left_out = run_verdict(view_of(full_files, lambda f: skipped(f, "skipped with --skip precision")))
-    assert left_out.overall == Verdict.PASS and "SKIP precision: the precision step was left out" in left_out.block()[0]
+    assert left_out.overall == Verdict.PASS
+    assert "SKIP Precision of checkpoint tensors: the precision step was left out" in left_out.block()[0]
     missing = run_verdict(view_of(full_files, lambda f: skipped(f, "the docker runner has no probe precision")))
     assert missing.overall == Verdict.INCOMPLETE and missing.exit_code == 5
 

@@ -12,7 +12,7 @@ from harness.probes.contract import ProbeUsageError
 from harness.schemas import violations
 from tests.bandwidth_fixtures import cpu_sweep
 
-FAST = ["--device", "cpu", "--size-mib", "1", "2", "--point-budget-s", "0.01"]
+FAST = ["--device", "cpu", "--size-mib", "1", "2", "--point-budget-s", "0.01", "--repeat-budget-s", "0.01"]
 
 
 def test_default_gpu_sweep_goes_up_in_powers_of_two_to_the_largest_safe_size():

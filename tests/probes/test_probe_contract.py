@@ -164,13 +164,18 @@ def test_the_probe_image_holds_exactly_the_probe_side(tmp_path):
 PUBLIC_PROBE_MODULES = (
     "harness.probes",
     "harness.probes.contract",
+    "harness.probes.lifetime",
     "harness.probes.nvml",
+    "harness.probes.policy",
+    "harness.probes.scratch",
     "harness.probes.tensor_file",
 )
 
 
 def public_probe_modules() -> set[str]:
-    """contract, nvml, tensor_file, and each probe's package (harness/probes/NAME/: its OPTIONS)."""
+    """contract, policy (the options' replay policies), lifetime and scratch (a worker that ends with its
+    parent, a folder a killed process does not leave), nvml, tensor_file, and each probe's package
+    (harness/probes/NAME/: its OPTIONS)."""
     probes = ROOT / "harness" / "probes"
     return {*PUBLIC_PROBE_MODULES, *(f"harness.probes.{main.parent.name}" for main in probes.glob("*/__main__.py"))}
 

@@ -90,7 +90,7 @@ def test_measured_shapes_are_timed_in_windows_and_explained_from_their_numbers(d
     assert timing["method"] == "windows" and timing["windows"] == 3 and timing["gap_ratio"] == 0  # no limiter on a CPU
     assert "within one run" not in timing["spread_scope"]["windows"] and "one run" in timing["spread_scope"]["windows"]
     assert document["preheat"] == {"unavailable": "a CPU run: no clock to raise"}
-    assert timing["launch_bound_headline"] == "kernel_only" and document["contract_version"] == 5
+    assert timing["launch_bound_headline"] == "kernel_only" and document["contract_version"] >= 5
     assert document["device_facts"]["kernel_floor_s"] == {"unavailable": "CUDA graphs need a GPU"}
     for shape in document["measurements"]["shapes"]:
         if shape["status"] != "measured":

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.bundle.read import read_all
-from harness.run import orchestrate as dossier
+from harness.run import destination as dossier  # where the bundle is assembled and written
 from harness.run.assemble import assemble
-from harness.run.orchestrate import RunOptions, bundle_path, run_dossier
+from harness.run.destination import bundle_path
+from harness.run.orchestrate import RunOptions, run_dossier
 from harness.runners.local import LocalRunner
 from harness.verify import verify_bundle
 from tests.bundle_probes import plan as test_plan
@@ -56,9 +57,9 @@ def test_bundle_holds_raw_output_logs_plots_and_commands(recorded, tmp_path):
     assert fails["exit_code"] == 3 and "device went away" in fails["stderr_tail"]
     assert fails["stdout"] == "logs/fails.stdout.txt" and fails["output"] is None
     report = files["report.md"].decode()
-    assert "| 2 | fails | test | failed | 3 |" in report
+    assert "| 2 | A failing probe (test) (`fails`) | test | failed | 3 |" in report  # by its recorded title
     assert "![plots/tick/tick.png](plots/tick/tick.png)" not in report  # not a lab criterion's step
-    assert "mean_mib_per_s:" in report and "MiB/s" in report
+    assert "| `mean_mib_per_s` |" in report and "MiB/s" in report  # a step no criterion reads: its figures' table
 
 
 def test_same_records_give_byte_identical_bundles(recorded, tmp_path):
@@ -193,7 +194,7 @@ def test_ctrl_c_during_dossier_run_prints_no_traceback_from_any_process(tmp_path
 
 
 def test_bundle_name_defaults_to_host_and_time(recorded, tmp_path):
-    path = bundle_path(RunOptions(output_dir=tmp_path), recorded)
+    path = bundle_path(tmp_path, None, recorded)
     assert path.parent == tmp_path and path.name.startswith("dossier-") and path.name.endswith("Z.tar.gz")
 
 

@@ -95,8 +95,8 @@ def test_a_private_key_others_can_read_is_refused_as_ssh_does(tmp_path):
         f"private key {private} has mode 0644: others may read it; allow only its owner with `chmod 600 {private}`"
     )
     assert refused.value.exit_code == 2 and refused.value.hint is None
-    with pytest.raises(UsageError, match="chmod 600"):
-        load_public(private)  # a private key given where a public one is expected: the same rule
+    with pytest.raises(UsageError, match="is a private key: a key that verifies is the public half"):
+        load_public(private)  # a private key given where a public one is expected: refused, whatever its mode
     private.chmod(0o600)
     assert load_private(private).keyid == keyid(load_public(private.with_suffix(".pub")))
 
@@ -118,7 +118,10 @@ def test_a_garbage_key_file_is_one_line_of_ours(tmp_path, content, why):
         with pytest.raises(UsageError) as refused:
             load(path)
         text = refused.value.diagnostics()
-        assert why in text and str(path) in text and "\n" not in text
+        if load is load_public and b"PRIVATE KEY" in content:  # not a public key, whatever else it is
+            assert f"public key {path} is a private key" in text and "\nhint: pass its public half" in text
+        else:
+            assert why in text and str(path) in text and "\n" not in text
         assert "cryptography" not in text and "MalformedFraming" not in text and "http" not in text
 
 

@@ -3,7 +3,7 @@ calls recomputed or consistent is refused when a key holder edits it and re-sign
 
 The documents are real: every step of the committed H200 bundles (the one-GPU full dossier of
 format 4 and the two-GPU one of format 1); the full one re-made by this build (tests/h200_remade.py:
-format 5, its run-to-run `repeatability` recorded as `dossier run` records it); a run of the flaky
+format 6, its run-to-run `repeatability` recorded as `dossier run` records it); a run of the flaky
 test probe with `--retest 2` (a step's earlier `attempts`); the CPU captures in tests/fixtures
 (roofline, bandwidth, stress); the lead's windowed H200 roofline capture (probe contract 3, five
 dtypes: tests/fixtures/roofline/windows-h200.1.json) and the same windows as contract 4's probe
@@ -40,6 +40,7 @@ from harness.registry import analysis_module as analysis
 from harness.schemas import is_valid, violations
 from harness.verify.bundled import check_bundled_schemas
 from harness.verify.content import check_schemas, run_record_discrepancies
+from harness.verify.contention import check_contention
 from harness.verify.formats import FORMATS, check_format, check_members
 from harness.verify.report import check_tables
 from tests.bundle_probes import plan as test_plan
@@ -68,7 +69,7 @@ def _flaky_probe_registered(monkeypatch):
 def document_schemas() -> list[str]:
     """The schema of every document a bundle holds: commands.json, environment.json and each step's."""
     steps = [step for spec in registry.PROBES for step in spec.steps]
-    return sorted({"commands", "environment", *(step.schema for step in steps)})
+    return sorted({"commands", "environment", "host-contention", *(step.schema for step in steps)})
 
 
 @dataclass(frozen=True)
@@ -138,8 +139,27 @@ def _run_record_refusals(view: BundleView) -> tuple[Callable, Callable]:
     return (lambda commands: check(commands, view.environment)), (lambda env: check(view.commands, env))
 
 
+def _host_load_refusal(view: BundleView) -> Callable[[Any], str | None]:
+    """What verify checks of host-contention.json besides its schema (harness.verify.contention)."""
+
+    def refusal(document: Any) -> str | None:
+        edited = BundleView(
+            {**view.files, layout.CONTENTION: json.dumps(document).encode()},
+            view.commands,
+            view.environment,
+            view.documents,
+            analysis,
+        )
+        found = [
+            c.detail for c in check_contention(edited, FORMATS[layout.FORMAT_VERSION], set(edited.files)) if not c.ok
+        ]
+        return (found or [None])[0]
+
+    return refusal
+
+
 def _remade_full() -> dict[str, bytes]:
-    """The full H200 dossier's run re-made by this build (format 5), with the run-to-run block
+    """The full H200 dossier's run re-made by this build (format 6), with the run-to-run block
     `dossier run` records for the SKU its health step identified."""
     from harness.run.assemble import unsigned_files
     from tests.h200_remade import remade
@@ -196,14 +216,20 @@ def _precision_run(tmp: Path) -> Any:
 
 @cache
 def documents() -> tuple[Document, ...]:
+    """The documents edited, made once; the runs that make some of them work in a temporary folder,
+    removed when they are made (`make test` leaves no folder of its own behind)."""
+    with tempfile.TemporaryDirectory(prefix="field-inventory-") as name:
+        return _documents(Path(name))
+
+
+def _documents(tmp: Path) -> tuple[Document, ...]:
     found = []
-    tmp = Path(tempfile.mkdtemp(prefix="field-inventory-"))
     # (label, files, the steps whose documents are edited: the re-made bundle's are the full one's, the
     # retest run's a test probe's)
     sources = [
         (BUNDLES[0].name, read_all(BUNDLES[0]), None),
         (BUNDLES[1].name, read_all(BUNDLES[1]), SAME_AS_FULL),
-        ("dossier-h200-full re-made (format 5)", _remade_full(), ALL),
+        ("dossier-h200-full re-made (format 6)", _remade_full(), ALL),
         ("retest run", _retested(tmp), ALL),
     ]
     for label, files, left_out in sources:
@@ -213,6 +239,10 @@ def documents() -> tuple[Document, ...]:
             Document(f"{label}:{layout.COMMANDS}", "commands", view.commands, on_commands),
             Document(f"{label}:{layout.ENVIRONMENT}", "environment", view.environment, on_environment),
         ]
+        if view.contention is not None:  # format 6 on: the host read while each step ran
+            found.append(
+                Document(f"{label}:{layout.CONTENTION}", "host-contention", view.contention, _host_load_refusal(view))
+            )
         for entry in view.steps:
             step = entry["step"]
             if step not in view.documents or left_out is ALL or step in (left_out or ()):
@@ -227,6 +257,16 @@ def documents() -> tuple[Document, ...]:
         found.append(
             Document(name, schema, json.loads((FIXTURES / name).read_text()), _probe_refusal(schema, None, None))
         )
+    from tests.analysis.test_bandwidth_again import measured_again
+
+    found.append(
+        Document(
+            "the CPU sweep measured again (tests/analysis/test_bandwidth_again.py)",
+            "bandwidth",
+            measured_again(),
+            _probe_refusal("bandwidth", None, None),
+        )
+    )
     from tests.roofline_remade import capture, contract4
 
     found.append(

@@ -82,8 +82,8 @@ def test_wrong_key_fails_with_exit_1(signed, tmp_path, capsys):
 
 def _edit_report_figure(files):
     text = files["report.md"].decode()
-    line = next(line for line in text.splitlines() if line.startswith("- mean_mib_per_s:"))
-    files["report.md"] = text.replace(line, "- mean_mib_per_s: 999999 MiB/s").encode()
+    line = next(line for line in text.splitlines() if line.startswith("| `mean_mib_per_s` |"))
+    files["report.md"] = text.replace(line, "| `mean_mib_per_s` | 999999 MiB/s |").encode()
 
 
 def test_edited_report_figure_fails_even_when_re_signed(signed, tmp_path):

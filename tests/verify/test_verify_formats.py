@@ -49,8 +49,8 @@ def signed(plan_bundle, monkeypatch):
 
 def _claiming(version, environment=None, strip=False, report=None):
     """An edit: commands.json (and environment.json) say VERSION; STRIP the schemas/ members and
-    their listing, and the run-to-run block (what an older format lacks); REPORT replaces one line of
-    report.md."""
+    their listing, the run-to-run block and host-contention.json (what an older format lacks); REPORT
+    replaces one line of report.md."""
 
     def edit(files):
         commands, env = json.loads(files[layout.COMMANDS]), json.loads(files[layout.ENVIRONMENT])
@@ -58,7 +58,7 @@ def _claiming(version, environment=None, strip=False, report=None):
         if strip:
             commands.pop("schemas")
             commands.pop("repeatability")
-            for name in [n for n in files if n.startswith(layout.SCHEMAS_DIR)]:
+            for name in [n for n in files if n.startswith(layout.SCHEMAS_DIR) or n == layout.CONTENTION]:
                 del files[name]
         files[layout.COMMANDS], files[layout.ENVIRONMENT] = json.dumps(commands).encode(), json.dumps(env).encode()
         if report:
@@ -76,7 +76,7 @@ def _verified(signed, tmp_path, edit, allow=()):
 
 
 def test_a_downgraded_bundle_with_an_edited_report_fails_unless_its_format_is_allowed(signed, tmp_path):
-    edit = _claiming(3, strip=True, report=(b"- mean_mib_per_s: ", b"- mean_mib_per_s: 9"))
+    edit = _claiming(3, strip=True, report=(b"| `mean_mib_per_s` | ", b"| `mean_mib_per_s` | 9"))
     refused = _verified(signed, tmp_path, edit)
     assert [(c.check, c.subject) for c in refused.failures] == [("format", layout.COMMANDS)]
     assert "older than the oldest this build fully checks" in refused.failures[0].detail
@@ -91,9 +91,20 @@ def test_a_newer_bundle_relabelled_older_fails_on_the_members_that_format_lacks(
     assert [(c.check, c.subject) for c in result.failures] == [
         ("format", layout.COMMANDS),
         ("format", "schemas/commands.schema.json"),
+        ("format", layout.CONTENTION),
     ]
     assert "format 3 bundles carry no repeatability in commands.json" in result.failures[0].detail
     assert "format 3 bundles carry no schemas/ members" in result.failures[1].detail
+    assert "format 3 bundles carry no host-contention.json" in result.failures[2].detail
+
+
+def test_a_bundle_of_this_format_without_its_host_readings_fails(signed, tmp_path):
+    def drop(files):
+        del files[layout.CONTENTION]
+
+    result = _verified(signed, tmp_path, drop)  # the report, rendered without its host section, differs too
+    assert [(c.check, c.subject) for c in result.failures] == [("files", layout.CONTENTION), ("report", layout.REPORT)]
+    assert "record the host read while each step ran, but this one lacks it" in result.failures[0].detail
 
 
 def test_a_bundle_of_this_format_without_its_run_to_run_block_fails(signed, tmp_path):

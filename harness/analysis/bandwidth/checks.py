@@ -15,16 +15,13 @@ from typing import Any
 
 from harness import catalogue
 from harness.analysis.bandwidth import figures as bw
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 
 DATASHEET_RULE = (
     "no measurement of device memory can exceed the SKU's published memory bandwidth: "
     "a figure above it means bytes were counted that were not moved"
 )
-
-
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _stated(found: list[str], name: str, stated: Any, computed: Any, why: str = "") -> None:
@@ -45,7 +42,9 @@ def identified_sku(document: dict[str, Any]) -> str | None:
     if not isinstance(identity, dict) or not isinstance(identity.get("pci_device_id"), str):
         return None
     return catalogue.identify(
-        identity["pci_device_id"], _number(identity.get("memory_total_mib")), _number(identity.get("power_limit_w"))
+        identity["pci_device_id"],
+        number_or_none(identity.get("memory_total_mib")),
+        number_or_none(identity.get("power_limit_w")),
     ).sku_id
 
 
@@ -138,13 +137,16 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
         bw.gbps(nbytes, median_s),
         "the byte rule over the median of iteration_times_s",
     )
-    cache, empty = _number(document["cache"].get("size_bytes")), _number(document["launch"].get("empty_launch_s"))
+    cache, empty = (
+        number_or_none(document["cache"].get("size_bytes")),
+        number_or_none(document["launch"].get("empty_launch_s")),
+    )
     marks, why = bw.classify(median_s, nbytes, cache, empty)
     _stated(found, f"{label} marks", point["marks"], marks, f"{bw.CACHE_RULE}; {bw.LAUNCH_RULE}")
     _stated(found, f"{label} why", point.get("why"), why)
     if "bytes_vs_cache" in point:  # documents before it was stated lack it
         _stated(found, f"{label} bytes_vs_cache", point["bytes_vs_cache"], nbytes / cache if cache else None)
-    safe = _number(document["memory"].get("largest_safe_size_mib"))
+    safe = number_or_none(document["memory"].get("largest_safe_size_mib"))
     if safe is not None and point["size_mib"] > safe * (1 + 1e-9):
         found.append(f"{label}: above the largest safe size {safe:g} MiB the probe allows")
     return found
@@ -153,7 +155,7 @@ def point_discrepancies(document: dict[str, Any], point: dict[str, Any], where: 
 def memory_discrepancies(document: dict[str, Any]) -> list[str]:
     found: list[str] = []
     memory, cache = document["memory"], document["cache"]
-    if all(_number(memory.get(k)) is not None for k in ("free_mib", "safe_fraction", "buffers")):
+    if all(number_or_none(memory.get(k)) is not None for k in ("free_mib", "safe_fraction", "buffers")):
         _stated(
             found,
             "memory.largest_safe_size_mib",
@@ -161,7 +163,7 @@ def memory_discrepancies(document: dict[str, Any]) -> list[str]:
             memory["free_mib"] * memory["safe_fraction"] / memory["buffers"],
             "free x safe fraction / buffers",
         )
-    if _number(cache.get("size_bytes")) is not None:
+    if number_or_none(cache.get("size_bytes")) is not None:
         _stated(found, "cache.size_mib", cache.get("size_mib"), cache["size_bytes"] / 2**20)
     return found
 
@@ -217,6 +219,46 @@ def repeats_discrepancies(document: dict[str, Any]) -> list[str]:
     return found
 
 
+def again_discrepancies(document: dict[str, Any]) -> list[str]:
+    """Repeats measured again by this build's rule (bw.AGAIN_RULE, probe contract 6 on): the first
+    round's figures recomputed from its times, measured again only when it disagreed, longer, and
+    whenever it disagreed (or why not: repeats.again)."""
+    found: list[str] = []
+    repeats, heads = document["repeats"], bw.headlines(document)
+    first, again = repeats.get("first_round"), repeats.get("again")
+    if isinstance(first, dict):
+        for index, run in enumerate(first["runs"]):
+            found += point_discrepancies(document, run, f"repeats.first_round.runs[{index}]")
+            if "bytes_vs_cache" not in run:  # a first round is of probe contract 6: every point states it
+                found.append(f"repeats.first_round.runs[{index}]: bytes_vs_cache is missing")
+        _stated(
+            found, "repeats.first_round.medians_gbps", first.get("medians_gbps"), heads["repeat_first_medians_gbps"]
+        )
+        _stated(found, "repeats.first_round.spread", first.get("spread"), heads["repeat_first_spread"])
+        verdict = bw.repeat_verdict(heads["repeat_first_spread"], repeats["spread_max"])
+        _stated(found, "repeats.first_round.verdict", first.get("verdict"), verdict, bw.REPEAT_SPREAD_SOURCE)
+        if verdict != Verdict.FAIL or again is None:
+            found.append(
+                "repeats.first_round: measured again although the first repeats agreed, or without repeats.again"
+            )
+        if len(first["runs"]) != len(repeats["runs"]) or not (heads["repeat_budget_s"] or 0) > first["repeat_budget_s"]:
+            found.append("repeats.first_round: the repeats measured again are not as many, each longer")
+    if isinstance(again, dict) and not isinstance(first, dict):
+        if not str(again.get("why", "")).endswith("no budget left") or heads["repeat_verdict"] != Verdict.FAIL:
+            found.append("repeats.again without repeats.first_round: only disagreeing repeats left for want of budget")
+    if isinstance(again, dict):
+        _stated(found, "repeats.again.rule", again.get("rule"), bw.AGAIN_RULE, "this build's rule")
+        _stated(found, "repeats.again.factor", again.get("factor"), bw.AGAIN_FACTOR, "this build's rule")
+    spread = heads["repeat_first_spread"] if isinstance(first, dict) else heads["repeat_spread"]
+    disagreed = spread is not None and not bw.repeats_agree(spread, repeats["spread_max"])
+    if document.get("contract_version", 1) >= bw.AGAIN_FROM and disagreed and again is None:
+        found.append(
+            "repeats: they varied by the spread limit or more, but were not measured again and repeats.again "
+            f"does not say why (probe contract {bw.AGAIN_FROM} on: {bw.AGAIN_RULE})"
+        )
+    return found
+
+
 def expected_diagnosis(document: dict[str, Any], verdict: str | None) -> dict[str, Any] | None:
     """What the probe diagnoses from its telemetry when the repeats disagree (nothing when they agree)."""
     if verdict != Verdict.FAIL:
@@ -227,7 +269,7 @@ def expected_diagnosis(document: dict[str, Any], verdict: str | None) -> dict[st
         reason = samples.get("unavailable") if isinstance(samples, dict) else "no telemetry"
         return {"causes": [], "summary": f"no telemetry to diagnose from ({reason})"}
     identity = document.get("device_identity")
-    power = _number(identity.get("power_limit_w")) if isinstance(identity, dict) else None
+    power = number_or_none(identity.get("power_limit_w")) if isinstance(identity, dict) else None
     return bw.diagnose(samples, telemetry.get("own_pids") or [], power)
 
 
@@ -266,13 +308,13 @@ def reference_discrepancies(document: dict[str, Any]) -> list[str]:
         )
     elif not sku and (ref.get("comparable") or known is not None):
         found.append("reference: a known-good result compared, but no SKU was identified to compare within")
-    _stated(found, "reference.known_good_ratio", _number(ref.get("known_good_ratio")), heads["known_good_ratio"])
-    spec = _number(ref.get("spec_gbps"))
+    _stated(found, "reference.known_good_ratio", number_or_none(ref.get("known_good_ratio")), heads["known_good_ratio"])
+    spec = number_or_none(ref.get("spec_gbps"))
     plateau = heads["plateau_gbps"]
     _stated(
         found,
         "reference.spec_ratio",
-        _number(ref.get("spec_ratio")),
+        number_or_none(ref.get("spec_ratio")),
         plateau / spec if plateau is not None and spec else None,
     )
     if str(ref.get("spec_source", "")).startswith("catalogue") and sku:
@@ -317,6 +359,7 @@ def discrepancies(document: dict[str, Any]) -> list[str]:
         found
         + plateau_discrepancies(document)
         + repeats_discrepancies(document)
+        + again_discrepancies(document)
         + reference_discrepancies(document)
         + datasheet_discrepancies(document)
     )

@@ -16,6 +16,7 @@ from harness import catalogue
 from harness.analysis.clock_events import decode_clock_event_reasons
 from harness.analysis.device_mapping import map_torch_to_nvml
 from harness.analysis.topology import gpu_links, parse_topo_matrix
+from harness.analysis.units import number_or_none
 
 
 def sku_record(pci_device_id: Any, memory_total_mib: Any, power_limit_w: Any) -> dict[str, Any]:
@@ -24,10 +25,7 @@ def sku_record(pci_device_id: Any, memory_total_mib: Any, power_limit_w: Any) ->
         why = pci_device_id.get("unavailable") if isinstance(pci_device_id, dict) else pci_device_id
         return {"id": None, "name": None, "form_factor": None, "evidence": f"PCI device id unreadable: {why}"}
 
-    def number(v: Any) -> float | None:
-        return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-    found = catalogue.identify(pci_device_id, number(memory_total_mib), number(power_limit_w))
+    found = catalogue.identify(pci_device_id, number_or_none(memory_total_mib), number_or_none(power_limit_w))
     sku = found.sku or {}
     return {
         "id": found.sku_id,

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.health.contract_facts import gpus, unavailable_reason
+from harness.analysis.health.contract_facts import gpus
+from harness.analysis.units import unavailable_reason
 
 Reader = Callable[[dict[str, Any]], list[str]]
 

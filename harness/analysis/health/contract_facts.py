@@ -6,13 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.analysis.units import unavailable_reason
 from harness.analysis.verdict import Verdict, recorded
-
-
-def unavailable_reason(value: Any) -> str | None:
-    if isinstance(value, dict) and set(value) == {"unavailable"}:
-        return str(value["unavailable"])
-    return None
 
 
 def contract(name: str, status: Verdict, evidence: str, remedy: str) -> dict[str, str]:
@@ -60,8 +55,3 @@ def torch_imported(facts: dict[str, Any]) -> bool:
 
 def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(".")[:2])
-
-
-def show(value: Any) -> str:
-    reason = unavailable_reason(value)
-    return f"unavailable ({reason})" if reason else str(value)

@@ -13,16 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.health.contract_facts import (
-    contract,
-    gpus,
-    label,
-    show,
-    torch_imported,
-    unavailable_reason,
-    verdict,
-    version_tuple,
-)
+from harness.analysis import device_rules
+from harness.analysis.health.contract_facts import contract, gpus, label, torch_imported, verdict, version_tuple
 from harness.analysis.health.device_contracts import (
     clocks_not_locked_below_max,
     ecc_enabled_no_uncorrectable,
@@ -33,6 +25,7 @@ from harness.analysis.health.device_contracts import (
     persistence_mode_on,
     power_limit_at_default,
 )
+from harness.analysis.units import show, unavailable_reason
 from harness.analysis.verdict import Verdict
 
 # --- the toolchain contracts --------------------------------------------------------------
@@ -169,8 +162,9 @@ def no_mig_or_compute_mode_block(facts: dict[str, Any]) -> dict[str, str]:
     for d in devices:
         modes = d.get("modes", {})
         for key in ("mig_current", "mig_pending"):
-            if modes.get(key) == "enabled":
-                problems.append(f"{label(d)} {key.replace('_', ' ')} enabled")
+            problems += [
+                f"{label(d)} {key.replace('_', ' ')} {p.text}" for p in device_rules.mode(d, key, "disabled").problems
+            ]
         compute = modes.get("compute")
         if compute == "prohibited":
             problems.append(f"{label(d)} compute mode prohibited")

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.health.contract_facts import contract, gpus, label, show, unavailable_reason, verdict
+from harness.analysis import device_rules
+from harness.analysis.health.contract_facts import contract, gpus, label, verdict
+from harness.analysis.units import show, unavailable_reason
 from harness.analysis.verdict import Verdict
+
+
+def _said(d: dict[str, Any], outcome: device_rules.Outcome) -> list[str]:
+    """Every item of OUTCOME as health.json words it: the device's label, then the rule's text."""
+    return [f"{label(d)} {item.text}" for item in outcome.items]
 
 
 def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
@@ -22,23 +29,12 @@ def ecc_enabled_no_uncorrectable(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes, unsupported = [], [], []
     for d in devices:
-        ecc = d.get("ecc", {})
-        mode = ecc.get("mode_current")
-        if unavailable_reason(mode):
-            unsupported.append(f"{label(d)}: {unavailable_reason(mode)}")
+        outcome = device_rules.ecc(d)
+        if outcome.unsupported is not None:
+            unsupported.append(f"{label(d)}: {unavailable_reason(outcome.unsupported)}")
             continue
-        if mode != "enabled":
-            problems.append(f"{label(d)} ECC {mode}")
-        for key in ("volatile_uncorrected_errors", "aggregate_uncorrected_errors"):
-            value = ecc.get(key)
-            if unavailable_reason(value):
-                problems.append(f"{label(d)} {key} unreadable: {unavailable_reason(value)}")
-            elif value:
-                problems.append(f"{label(d)} {key} = {value}")
-        notes.append(
-            f"{label(d)} ECC {mode}, uncorrectable volatile {show(ecc.get('volatile_uncorrected_errors'))}"
-            f" / aggregate {show(ecc.get('aggregate_uncorrected_errors'))}"
-        )
+        problems += _said(d, outcome)
+        notes.append(f"{label(d)} {outcome.seen}")
     return verdict(name, remedy, problems, notes, unsupported, feature="ECC")
 
 
@@ -50,19 +46,12 @@ def no_pending_or_failed_row_remaps(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes, unsupported = [], [], []
     for d in devices:
-        ecc = d.get("ecc", {})
-        pending, failure = ecc.get("remapped_rows_pending"), ecc.get("remapped_rows_failure")
-        if unavailable_reason(pending) and unavailable_reason(failure):
-            unsupported.append(f"{label(d)}: {unavailable_reason(pending)}")
+        outcome = device_rules.row_remaps(d)
+        if outcome.unsupported is not None:
+            unsupported.append(f"{label(d)}: {unavailable_reason(outcome.unsupported)}")
             continue
-        if pending is not False:
-            problems.append(f"{label(d)} remap pending: {show(pending)}")
-        if failure is not False:
-            problems.append(f"{label(d)} remap failure: {show(failure)}")
-        notes.append(
-            f"{label(d)} remapped rows corrected {show(ecc.get('remapped_rows_corrected'))}, "
-            f"uncorrected {show(ecc.get('remapped_rows_uncorrected'))}, none pending or failed"
-        )
+        problems += _said(d, outcome)
+        notes.append(f"{label(d)} {outcome.seen}")
     return verdict(name, remedy, problems, notes, unsupported, feature="row remapping")
 
 
@@ -72,8 +61,8 @@ def persistence_mode_on(facts: dict[str, Any]) -> dict[str, str]:
     devices, no_gpu = gpus(facts)
     if no_gpu:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
-    states = {label(d): d.get("modes", {}).get("persistence") for d in devices}
-    off = [f"{k} {show(v)}" for k, v in states.items() if v != "enabled"]
+    states = {label(d): device_rules.mode(d, "persistence", "enabled") for d in devices}
+    off = [f"{k} {o.seen}" for k, o in states.items() if o.items]
     evidence = "; ".join(off) if off else ", ".join(f"{k} enabled" for k in states)
     return contract(name, Verdict.FAIL if off else Verdict.PASS, evidence, remedy)
 
@@ -89,24 +78,16 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, idle_downshift, notes = [], [], []
     for d in devices:
-        p = d.get("pcie", {})
-        cur_gen, max_gen, gpu_max = p.get("current_gen"), p.get("max_gen"), p.get("gpu_max_gen")
-        cur_w, max_w = p.get("current_width"), p.get("max_width")
-        values = (cur_gen, max_gen, cur_w, max_w)
-        if any(unavailable_reason(v) for v in values):
-            problems.append(
-                f"{label(d)} PCIe link unreadable: " + "; ".join(r for r in map(unavailable_reason, values) if r)
-            )
+        outcome = device_rules.pcie_link(d, may_idle=facts.get("mode") != "under_load")
+        if outcome.unread:
+            problems.append(f"{label(d)} PCIe link unreadable: " + "; ".join(u.text for u in outcome.unread))
             continue
-        text = f"{label(d)} Gen{cur_gen} x{cur_w} of Gen{max_gen} x{max_w}"
-        if isinstance(gpu_max, int) and gpu_max > max_gen:
-            problems.append(f"{text}: the slot caps the link below the GPU's Gen{gpu_max}")
-        elif cur_w < max_w:
-            problems.append(text + ": link trained narrower than its maximum")
-        elif cur_gen < max_gen and _idle(d) and facts.get("mode") != "under_load":
-            idle_downshift.append(text + " while idle (the driver lowers link speed to save power)")
-        elif cur_gen < max_gen:
-            problems.append(text + " while working")
+        text = f"{label(d)} {outcome.seen}"
+        first = outcome.items[0] if outcome.items else None  # the first thing wrong with the link, as it is said
+        if isinstance(first, device_rules.Caveat):
+            idle_downshift.append(text + first.text)
+        elif first is not None:
+            problems.append(text + first.text)
         else:
             notes.append(text)
     if problems:
@@ -122,26 +103,15 @@ def pcie_link_at_max(facts: dict[str, Any]) -> dict[str, str]:
     return contract(name, Verdict.PASS, "; ".join(notes), remedy)
 
 
-def _idle(device: dict[str, Any]) -> bool:
-    names = device.get("clock_event_reasons", {}).get("names")
-    return isinstance(names, list) and "gpu_idle" in names
-
-
 def foreign_processes(facts: dict[str, Any]) -> tuple[list[str], list[str]]:
     """(processes on any device that the harness did not start, devices whose list is unreadable)."""
     devices, _ = gpus(facts)
-    own = set(facts.get("harness_pids") or [])
+    own = facts.get("harness_pids") or []
     foreign, unreadable = [], []
     for d in devices:
-        listed = d.get("processes")
-        if unavailable_reason(listed):
-            unreadable.append(f"{label(d)}: {unavailable_reason(listed)}")
-            continue
-        for p in listed or []:
-            if p.get("pid") not in own:
-                foreign.append(
-                    f"{label(d)} pid {p.get('pid')} ({show(p.get('name'))}, {show(p.get('used_memory_mib'))} MiB)"
-                )
+        outcome = device_rules.processes(d, own)
+        unreadable += [f"{label(d)}: {u.text}" for u in outcome.unread]
+        foreign += [f"{label(d)} {p.text}" for p in outcome.problems]
     return foreign, unreadable
 
 
@@ -181,22 +151,15 @@ def clocks_not_locked_below_max(facts: dict[str, Any]) -> dict[str, str]:
     problems, notes = [], []
     for d in devices:
         c = d.get("clocks", {})
+        problems += [f"{label(d)} {p.text}" for p in device_rules.application_clocks(d).problems]
         for kind in ("graphics", "memory"):
             app, default, top = (
                 c.get(f"applications_{kind}_mhz"),
                 c.get(f"default_applications_{kind}_mhz"),
                 c.get(f"{kind}_max_mhz"),
             )
-            if isinstance(app, int) and isinstance(default, int) and app < default:
-                problems.append(f"{label(d)} {kind} application clock {app} MHz below its default {default} MHz")
             notes.append(
                 f"{label(d)} {kind} application clock {show(app)} MHz (default {show(default)}, max {show(top)})"
-            )
-        names = d.get("clock_event_reasons", {}).get("names")
-        if isinstance(names, list) and "applications_clocks_setting" in names:
-            problems.append(
-                f"{label(d)} clock-event reason applications_clocks_setting active "
-                "(clocks locked or capped by a setting)"
             )
     return verdict(name, remedy, problems, notes)
 
@@ -209,14 +172,10 @@ def power_limit_at_default(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
     problems, notes = [], []
     for d in devices:
-        p = d.get("power", {})
-        enforced, default = p.get("enforced_limit_w"), p.get("default_limit_w")
-        if not all(isinstance(v, (int, float)) for v in (enforced, default)):
-            problems.append(f"{label(d)} power limit unreadable: enforced {show(enforced)}, default {show(default)}")
-        elif enforced < default:
-            problems.append(f"{label(d)} enforced power limit {enforced:g} W below default {default:g} W")
-        else:
-            notes.append(f"{label(d)} enforced {enforced:g} W = default {default:g} W")
+        outcome = device_rules.power_limit(d)
+        problems += _said(d, outcome)
+        if not outcome.items:
+            notes.append(f"{label(d)} {outcome.seen}")
     return verdict(name, remedy, problems, notes)
 
 
@@ -228,20 +187,18 @@ def nvlink_links_up(facts: dict[str, Any]) -> dict[str, str]:
         return contract(name, Verdict.SKIP, no_gpu, remedy)
     if len(devices) < 2:
         return contract(name, Verdict.SKIP, "one GPU: no NVLink peers", remedy)
-    down, up, unsupported = [], [], []
+    down, up, unsupported, sxm = [], [], [], []
     for d in devices:
-        links = d["nvlink"]  # every device record has it (harness/probes/devices.py)
-        if unavailable_reason(links):
-            unsupported.append(f"{label(d)}: {unavailable_reason(links)}")
+        outcome = device_rules.nvlink(d, peers=len(devices) - 1)
+        if outcome.unsupported is not None:
+            unsupported.append(f"{label(d)}: {unavailable_reason(outcome.unsupported)}")
+            sxm += [label(d) for _ in outcome.problems]
             continue
-        inactive = [link["link"] for link in links if not link.get("active")]
-        if inactive:
-            down.append(f"{label(d)} links {inactive} inactive")
-        up.append(f"{label(d)} {sum(1 for link in links if link.get('active'))}/{len(links)} links active")
-    sxm = [label(d) for d in devices if "SXM" in str(d.get("sku", {}).get("form_factor") or "")]
+        down += _said(d, outcome)
+        up.append(f"{label(d)} {outcome.seen}")
     if down:
         return contract(name, Verdict.FAIL, "; ".join(down), remedy)
-    if unsupported and sxm:
+    if sxm:
         return contract(
             name, Verdict.FAIL, f"SXM devices ({', '.join(sxm)}) report no NVLink: " + "; ".join(unsupported), remedy
         )

@@ -21,7 +21,7 @@ import statistics
 from typing import Any
 
 from harness.analysis.clock_events import HARDWARE_SLOWDOWNS
-from harness.analysis.health.contract_facts import unavailable_reason
+from harness.analysis.units import unavailable_reason
 from harness.analysis.verdict import Verdict, parse, recorded
 
 POWER_CAPS = ("sw_power_cap", "hw_power_brake_slowdown")
@@ -191,6 +191,20 @@ def unexpected_processes(document: dict[str, Any], uuid: Any, samples: list[dict
                 name = name if isinstance(name, str) else "name not visible"
                 named[p["pid"]] = f"pid {p['pid']} ({name})"
     return [named[pid] for pid in sorted(named)]
+
+
+def foreign_processes(idle: dict[str, Any], active: dict[str, Any]) -> list[str]:
+    """Distinct processes on the GPUs, idle (IDLE, health.json) or under load (ACTIVE, the under-load
+    health document and its samples), that the harness did not start: "GPU0 pid 417 (python3)"."""
+    found: list[str] = []
+    devices = active.get("devices")
+    for device in devices if isinstance(devices, list) else []:
+        uuid, label = device.get("uuid"), f"GPU{device.get('nvml_index')}"
+        samples = load_window_samples(active, device.get("nvml_index"))
+        for process in unexpected_processes(idle, uuid, []) + unexpected_processes(active, uuid, samples):
+            if f"{label} {process}" not in found:
+                found.append(f"{label} {process}")
+    return found
 
 
 def device_checks(idle: dict[str, Any], active: dict[str, Any], uuid: str) -> list[dict[str, str]]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness import catalogue
-from harness.analysis.health.contract_facts import unavailable_reason
 from harness.analysis.health.contracts import evaluate
+from harness.analysis.units import number_or_none, unavailable_reason
 from harness.analysis.verdict import Verdict
 
 
@@ -21,16 +21,14 @@ def _value(value: Any) -> Any:
     return None if unavailable_reason(value) is not None else value
 
 
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def recomputed_sku(device: dict[str, Any]) -> str | None:
     pci = device.get("pci_device_id")
     if not isinstance(pci, str):
         return None
     return catalogue.identify(
-        pci, _number(device.get("memory_total_mib")), _number(device.get("power", {}).get("default_limit_w"))
+        pci,
+        number_or_none(device.get("memory_total_mib")),
+        number_or_none(device.get("power", {}).get("default_limit_w")),
     ).sku_id
 
 
@@ -104,7 +102,7 @@ def load_discrepancies(document: dict[str, Any]) -> list[str]:
     found = []
     for device in load["devices"]:
         rounds, n = device.get("rounds"), device.get("gemm_n")
-        if not isinstance(rounds, int) or not isinstance(n, int) or _number(device.get("copy_mib")) is None:
+        if not isinstance(rounds, int) or not isinstance(n, int) or number_or_none(device.get("copy_mib")) is None:
             continue
         where = f"load GPU{device.get('nvml_index')}"
         if device.get("gemm_flop") != 2 * n**3 * rounds:
@@ -139,3 +137,26 @@ def visible_gpus(document: dict[str, Any]) -> tuple[int, str] | None:
     if isinstance(devices, list) and not document.get("cuda_visible_devices"):
         return len(devices), "NVML's device list"
     return None
+
+
+UUID_TAIL = 8  # hex digits of a GPU's UUID that name a host: as many as `nvidia-smi -L` users quote
+
+
+def gpu_tail(document: Any) -> str | None:
+    """The last UUID_TAIL hex digits of the first GPU's UUID in a health DOCUMENT (what tells two
+    hosts called `vm` apart on a page or in a file name), or None without a GPU or a readable UUID."""
+    devices = document.get("devices") if isinstance(document, dict) else None
+    for device in devices if isinstance(devices, list) else []:
+        uuid = _value(device.get("uuid")) if isinstance(device, dict) else None
+        digits = "".join(c for c in uuid if c in "0123456789abcdefABCDEF") if isinstance(uuid, str) else ""
+        if len(digits) >= UUID_TAIL:
+            return digits[-UUID_TAIL:].lower()
+    return None
+
+
+def host_label(hostname: Any, document: Any) -> str:
+    """The host as a page and a file name say it: its hostname and the first GPU's UUID tail
+    ("vm-8c891dc9"); the hostname alone without a GPU ("host" when it was not read)."""
+    name = hostname if isinstance(hostname, str) and hostname else "host"
+    tail = gpu_tail(document)
+    return f"{name}-{tail}" if tail else name

@@ -73,6 +73,25 @@ def unexplained(document: dict[str, Any]) -> list[dict[str, Any]]:
 BEYOND_LINE = 1.05  # a GEMM faster than this share of the line is not described by it
 
 
+def split(
+    document: dict[str, Any] | None, bandwidth_document: dict[str, Any] | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the GEMMs left unexplained, the explanations by transfer size) of a roofline DOCUMENT, the
+    bandwidth sweep's fixed cost per kernel (BANDWIDTH_DOCUMENT) applied to the memory-bound ones
+    the model leaves."""
+    if document is None or not isinstance(document.get("measurements"), dict):
+        return [], []  # no timed GEMM in the document: nothing to explain
+    cost = bandwidth.kernel_fixed_cost(bandwidth_document) if bandwidth_document is not None else None
+    left, by_size = [], []
+    for entry in unexplained(document):
+        found = at_transfer_size(entry, cost)
+        if found is None:
+            left.append(entry)
+        else:
+            by_size.append(found)
+    return left, by_size
+
+
 def at_transfer_size(entry: dict[str, Any], cost: dict[str, Any] | None) -> dict[str, Any] | None:
     """The sweep's explanation of an unexplained memory-bound GEMM: {attainable_gbps, share, text} when
     it reached NEAR_ROOF to BEYOND_LINE of what any kernel attains at its transfer size; else None.

@@ -5,8 +5,7 @@ times, its telemetry from the raw NVML samples; the burst (first bucket) and ste
 second half's buckets) rates; when the power cap engaged; power against the limit; the reason
 histogram; result mismatches from the per-iteration counts; memory-test errors from the per-chunk
 counts; XID/ECC events and the error counters before and after. Each device's checks are judged from
-those, and the verdict fails on any failed check. `dossier verify` compares every stated figure with
-this recomputation (`discrepancies`).
+those, the verdict failing on any failed one; `dossier verify` compares every stated figure with this.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from typing import Any
 
 from harness.analysis.memo import per_document
 from harness.analysis.stress import telemetry as tel
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict, parse, recorded
 
 STEADY_RULE = (
@@ -168,7 +168,7 @@ def counter_figures(record: dict[str, Any]) -> dict[str, Any] | None:
         "remapped_rows_corrected",
         "remapped_rows_uncorrected",
     ):
-        a, b = tel.number(before.get(key)), tel.number(after.get(key))
+        a, b = number_or_none(before.get(key)), number_or_none(after.get(key))
         new[key] = b - a if a is not None and b is not None else None
     for flag in ("remapped_rows_pending", "remapped_rows_failure"):
         a, b = before.get(flag), after.get(flag)
@@ -190,7 +190,7 @@ def device_headlines(record: dict[str, Any], settings: dict[str, Any]) -> dict[s
         if phase and start is not None and end is not None
         else []
     )
-    limit = tel.number(record.get("power_limit_w"))
+    limit = number_or_none(record.get("power_limit_w"))
     cap = (
         tel.power_cap(samples, start, end, limit)
         if start is not None and end is not None

@@ -17,6 +17,7 @@ from typing import Any, cast
 from harness import catalogue
 from harness.analysis.clock_events import decode_clock_event_reasons
 from harness.analysis.memo import per_document
+from harness.analysis.units import number_or_none
 
 # sw_power_cap is how a GPU held at its power limit is supposed to behave under a GEMM burn.
 EXPECTED_REASONS = ("sw_power_cap",)
@@ -51,10 +52,6 @@ POWER_RULE = (
 )
 
 
-def number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def between(samples: Sequence[dict[str, Any]], start_s: float, end_s: float) -> list[dict[str, Any]]:
     """Samples with start_s <= t_s < end_s (in their order). Samples in time order, as the sampler
     appends them, are cut by bisection (a stress run asks once per bucket); any other order is scanned."""
@@ -79,14 +76,14 @@ def values(samples: Sequence[dict[str, Any]], key: str) -> list[float]:
     found = [s.get(key) for s in samples]
     if set(map(type, found)) <= _NUMBERS:  # every sample has a number (not a bool): the common case, at C speed
         return cast(list[float], found)  # the type test just above is the proof
-    return [v for v in map(number, found) if v is not None]
+    return [v for v in map(number_or_none, found) if v is not None]
 
 
 _NUMBERS = frozenset({int, float})
 
 
 def reasons_of(sample: dict[str, Any]) -> list[str]:
-    mask = number(sample.get("clock_event_reasons_mask"))
+    mask = number_or_none(sample.get("clock_event_reasons_mask"))
     return list(_decoded(int(mask))) if mask is not None else []
 
 
@@ -120,7 +117,7 @@ def reason_histogram(samples: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Samples per clock-event reason (a sample with two reasons counts for both; 'none' when no bit is set)."""
     counts: dict[str, int] = {}
     for sample in samples:
-        if number(sample.get("clock_event_reasons_mask")) is None:
+        if number_or_none(sample.get("clock_event_reasons_mask")) is None:
             continue
         for name in reasons_of(sample) or ["none"]:
             counts[name] = counts.get(name, 0) + 1
@@ -138,7 +135,7 @@ def power_cap(samples: Sequence[dict[str, Any]], start_s: float, end_s: float, l
     for sample in inside:
         if "sw_power_cap" in reasons_of(sample):
             return {"engaged_after_s": round(sample["t_s"] - start_s, 4), "why_never": None}
-    readable = [s for s in inside if number(s.get("clock_event_reasons_mask")) is not None]
+    readable = [s for s in inside if number_or_none(s.get("clock_event_reasons_mask")) is not None]
     if not readable:
         return {"engaged_after_s": None, "why_never": "no readable clock-event reasons in the GEMM phase"}
     power = values(inside, power_source(inside)[0])

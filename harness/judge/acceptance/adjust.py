@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
+from harness.judge import action_words
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result
 from harness.judge.facts import BundleFacts
@@ -36,18 +38,14 @@ RETEST_VERDICTS = {"warn": Verdict.WARN, "pass": Verdict.PASS, "fail": Verdict.F
 DEFAULT_RETEST_VERDICT = "warn"
 
 
-def _number(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-
 def warn_bands(results: Iterable[Result], profile: Profile) -> list[Result]:
     """A pass under floor x (1 + band) becomes WARN, naming the band and where it comes from."""
     bands = profile.threshold("warn_band") or {}
     out = []
     for r in results:
-        band = _number(bands.get(r.name))
-        measured = _number(r.measured.value) if r.measured else None
-        floor = _number(r.threshold.value) if r.threshold else None
+        band = number_or_none(bands.get(r.name))
+        measured = number_or_none(r.measured.value) if r.measured else None
+        floor = number_or_none(r.threshold.value) if r.threshold else None
         if (
             r.status != Verdict.PASS
             or band is None
@@ -115,8 +113,14 @@ def retests(results: Iterable[Result], facts: BundleFacts, profile: Profile) -> 
             out.append(r)
         elif passed_late and r.status in (Verdict.PASS, Verdict.WARN):
             status = Verdict.WARN if r.status == Verdict.WARN and verdict == Verdict.PASS else verdict
+            action = action_words.RETEST_REFUSED if status == Verdict.FAIL else None
             out.append(
-                replace(r, status=status, why=f"{r.why}; {note} (the profile counts a retest as {choice.upper()})")
+                replace(
+                    r,
+                    status=status,
+                    why=f"{r.why}; {note} (the profile counts a retest as {choice.upper()})",
+                    action=action,
+                )
             )
         else:
             out.append(replace(r, why=f"{r.why}; {note}"))

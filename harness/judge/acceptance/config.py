@@ -24,8 +24,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.health.contract_facts import gpus, label, unavailable_reason
-from harness.analysis.verdict import Verdict
+from harness.analysis import actions, device_rules
+from harness.analysis.health.contract_facts import gpus, label
+from harness.analysis.units import unavailable_reason
+from harness.judge.acceptance.criteria import Judging
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -48,15 +50,8 @@ def _health(facts: BundleFacts) -> tuple[dict[str, Any] | None, str]:
 
 
 def _not_stated(name: str, title: str, evidence: str, profile: Profile, key: str) -> Result:
-    return Result(
-        name,
-        title,
-        Verdict.INCOMPLETE,
-        None,
-        None,
-        evidence,
-        f"the profile for {profile.sku_id} states no config.{key}: not judged",
-    )
+    judging = Judging(name, title, evidence)
+    return judging.incomplete(f"the profile for {profile.sku_id} states no config.{key}: not judged")
 
 
 def _minimum(name: str, title: str, field: str, key: str, what: str) -> Callable[[BundleFacts, Profile], list[Result]]:
@@ -68,140 +63,115 @@ def _minimum(name: str, title: str, field: str, key: str, what: str) -> Callable
         threshold = Value(wanted, "version", f"{what} {wanted} or later")
         document, why = _health(facts)
         if document is None:
-            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
+            return [Judging(name, title, evidence).incomplete(why, threshold=threshold)]
         found = (document.get("software") or {}).get(field)
         if not isinstance(found, str) or not version_key(found):
             reason = unavailable_reason(found) or f"not recorded ({found!r})"
-            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, f"{what}: {reason}")]
+            return [Judging(name, title, evidence).incomplete(f"{what}: {reason}", threshold=threshold)]
         ok = version_key(found) >= version_key(str(wanted))
         return [
-            Result(
-                name,
-                title,
-                Verdict.PASS if ok else Verdict.FAIL,
+            Judging(name, title, evidence).judged(
+                ok,
+                f"{what} {found} is {'at or above' if ok else 'below'} {wanted}",
                 Value(found, "version", f"{what} {found}"),
                 threshold,
-                evidence,
-                f"{what} {found} is {'at or above' if ok else 'below'} {wanted}",
             )
         ]
 
     return judge
 
 
+Check = Callable[[dict[str, Any], Any], tuple[device_rules.Outcome, str]]
+
+
 def _per_gpu(
-    name: str,
-    title: str,
-    key: str,
-    fields: str,
-    check: Callable[[dict[str, Any], Any], tuple[str | None, str]],
-    threshold_text: Callable[[Any], str],
+    name: str, title: str, key: str, fields: str, check: Check, threshold_text: Callable[[Any], str]
 ) -> Callable[[BundleFacts, Profile], list[Result]]:
-    """A criterion judged on every GPU: CHECK(device, expected) gives (a problem or None, what it saw)."""
+    """A criterion judged on every GPU: CHECK(device, expected) gives the device rule's outcome and
+    what it saw (or could not read), in acceptance's words."""
 
     def judge(facts: BundleFacts, profile: Profile) -> list[Result]:
-        evidence = f"{facts.output(STEP)} devices[].{fields}"
+        judging = Judging(name, title, f"{facts.output(STEP)} devices[].{fields}")
         wanted = _expected(profile, key)
         if wanted is None:
-            return [_not_stated(name, title, evidence, profile, key)]
+            return [_not_stated(name, title, judging.evidence, profile, key)]
         threshold = Value(wanted, "state", threshold_text(wanted))
         document, why = _health(facts)
         if document is None:
-            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
+            return [judging.incomplete(why, threshold=threshold)]
         devices, no_gpu = gpus(document)
         if no_gpu:
-            return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, no_gpu)]
-        problems, seen, unreadable = [], [], []
+            return [judging.incomplete(no_gpu, threshold=threshold)]
+        problems: list[device_rules.Problem] = []
+        wrong, seen, unreadable = [], [], []
         for device in devices:
-            problem, saw = check(device, wanted)
-            if problem == UNREADABLE:
+            outcome, saw = check(device, wanted)
+            if outcome.unread or outcome.unsupported is not None:
                 unreadable.append(f"{label(device)}: {saw}")
                 continue
             seen.append(f"{label(device)} {saw}")
-            if problem:
-                problems.append(f"{label(device)}: {problem}")
+            if outcome.problems:
+                problems += outcome.problems
+                wrong.append(f"{label(device)}: " + "; ".join(p.text for p in outcome.problems))
         measured = Value("; ".join(seen + unreadable), "state", "; ".join(seen + unreadable))
-        if problems:
-            return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(problems))]
+        if wrong:
+            action = actions.overall(p.recommendation for p in problems)
+            return [judging.failed("; ".join(wrong), measured, threshold, action)]
         if unreadable:
-            return [
-                Result(
-                    name,
-                    title,
-                    Verdict.INCOMPLETE,
-                    measured,
-                    threshold,
-                    evidence,
-                    "unreadable: " + "; ".join(unreadable),
-                )
-            ]
-        return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(seen))]
+            return [judging.incomplete("unreadable: " + "; ".join(unreadable), measured, threshold)]
+        return [judging.passed("; ".join(seen), measured, threshold)]
 
     return judge
 
 
-UNREADABLE = "unreadable"
-
-
-def _mode(field: str | tuple[str, ...], what: str) -> Callable[[dict[str, Any], Any], tuple[str | None, str]]:
-    def check(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
-        modes = device.get("modes") or {}
-        values = {f: modes.get(f) for f in (field if isinstance(field, tuple) else (field,))}
-        reasons = [r for r in map(unavailable_reason, values.values()) if r]
+def _mode(fields: tuple[str, ...], what: str) -> Check:
+    def check(device: dict[str, Any], wanted: Any) -> tuple[device_rules.Outcome, str]:
+        judged = {f: device_rules.mode(device, f, wanted) for f in fields}
+        reasons = [u.reason for o in judged.values() for u in o.unread]
+        outcome = device_rules.Outcome(
+            "mode",
+            tuple(
+                device_rules.Problem(f"{f.replace('_', ' ')} is {p.text}, expected {wanted}", p.recommendation)
+                if isinstance(p, device_rules.Problem)
+                else p
+                for f, o in judged.items()
+                for p in o.items
+            ),
+        )
         if reasons:
-            return UNREADABLE, f"{what} unreadable ({'; '.join(reasons)})"
-        saw = ", ".join(f"{f.replace('_', ' ')} {v}" for f, v in values.items())
-        wrong = [f"{f.replace('_', ' ')} is {v}, expected {wanted}" for f, v in values.items() if v != wanted]
-        return ("; ".join(wrong) or None), saw
+            return outcome, f"{what} unreadable ({'; '.join(reasons)})"
+        return outcome, ", ".join(f"{f.replace('_', ' ')} {o.seen}" for f, o in judged.items())
 
     return check
 
 
-def _power_limit(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
+def _power_limit(device: dict[str, Any], wanted: Any) -> tuple[device_rules.Outcome, str]:
     power = device.get("power") or {}
     enforced, default = power.get("enforced_limit_w"), power.get("default_limit_w")
-    if not all(isinstance(v, (int, float)) for v in (enforced, default)):
-        return UNREADABLE, f"enforced {enforced!r}, default {default!r}"
-    saw = f"enforced {enforced:g} W, default {default:g} W"
-    return (
-        None
-        if enforced == default
-        else f"the enforced power limit {enforced:g} W is not the default {default:g} W (nvidia-smi -pl changed it)"
-    ), saw
+    outcome = device_rules.power_limit(device, exact=True)
+    if outcome.unread:
+        return outcome, f"enforced {enforced!r}, default {default!r}"
+    return outcome, f"enforced {enforced:g} W, default {default:g} W"
 
 
-def _application_clocks(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
+def _application_clocks(device: dict[str, Any], wanted: Any) -> tuple[device_rules.Outcome, str]:
     clocks = device.get("clocks") or {}
-    problems, seen = [], []
-    for kind in ("graphics", "memory"):
-        app, default = clocks.get(f"applications_{kind}_mhz"), clocks.get(f"default_applications_{kind}_mhz")
-        if not all(isinstance(v, int) for v in (app, default)):
-            return UNREADABLE, f"{kind} application clock {app!r}, default {default!r}"
-        seen.append(f"{kind} {app} MHz (default {default})")
-        if app != default:
-            problems.append(
-                f"{kind} application clock {app} MHz is not its default {default} MHz "
-                "(set with nvidia-smi -ac; -rac resets it)"
-            )
-    reasons = (device.get("clock_event_reasons") or {}).get("names")
-    if isinstance(reasons, list) and "applications_clocks_setting" in reasons:
-        problems.append("clock-event reason applications_clocks_setting: a clock setting holds the clocks")
-    return ("; ".join(problems) or None), ", ".join(seen)
+    outcome = device_rules.application_clocks(device, exact=True)
+    if outcome.unread:
+        return outcome, outcome.unread[0].text
+    kinds = ("graphics", "memory")
+    return outcome, ", ".join(
+        f"{k} {clocks.get(f'applications_{k}_mhz')} MHz (default {clocks.get(f'default_applications_{k}_mhz')})"
+        for k in kinds
+    )
 
 
-def _nvlink(device: dict[str, Any], wanted: Any) -> tuple[str | None, str]:
-    links = device.get("nvlink")
-    reason = unavailable_reason(links)
-    if reason or not isinstance(links, list):
-        return UNREADABLE, f"NVLink unreadable ({reason or links!r})"
-    active = [link for link in links if isinstance(link, dict) and link.get("active") is True]
-    down = [str(link.get("link")) for link in links if isinstance(link, dict) and link.get("active") is not True]
-    saw = f"{len(active)} of {len(links)} NVLink links active"
-    if len(active) != wanted:
-        return (
-            f"{len(active)} active NVLink links, the SKU has {wanted}" + (f" (down: {', '.join(down)})" if down else "")
-        ), saw
-    return None, saw
+def _nvlink(device: dict[str, Any], wanted: Any) -> tuple[device_rules.Outcome, str]:
+    outcome = device_rules.nvlink(device, peers=0, expected_active=wanted)
+    if outcome.unsupported is not None:
+        return outcome, f"NVLink unreadable ({unavailable_reason(outcome.unsupported)})"
+    links = device.get("nvlink") or []
+    return outcome, f"{sum(1 for link in links if link.get('active'))} of {len(links)} NVLink links active"
 
 
 DRIVER = Criterion(
@@ -237,7 +207,7 @@ PERSISTENCE = Criterion(
         "Persistence mode is as the profile expects",
         "persistence",
         "modes.persistence",
-        _mode("persistence", "persistence mode"),
+        _mode(("persistence",), "persistence mode"),
         lambda w: f"persistence mode {w} on every GPU",
     ),
 )

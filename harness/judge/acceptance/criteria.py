@@ -7,38 +7,88 @@ Results: pass, fail or incomplete (not measured), the measured value with its un
 the evidence (which raw JSON fields it comes from) and why. A criterion whose input is absent is
 incomplete, with the reason; `evaluate` keeps the ones the profile requires incomplete (failing
 closed) and makes the others skip, applies the profile's WARN bands and counts a pass that needed
-a retest as the profile says (harness.judge.acceptance.adjust). Which probe brings which criterion
+a retest as the profile says (harness.judge.acceptance.adjust), gives every FAIL its recommended
+action (harness.judge.recommend) and names a busy host beside a criterion that failed on a step it
+disturbed (harness.judge.contention). Which probe brings which criterion
 is its registry entry's (harness/registry/): the caller hands them in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, replace
 
+from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import Verdict
-from harness.judge import engine
+from harness.judge import contention, engine, recommend
 from harness.judge.acceptance import adjust
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Result, Value
 from harness.judge.facts import BundleFacts
 
 
-def num(value: Any) -> float | None:
-    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+@dataclass(frozen=True)
+class Judging:
+    """One criterion's results in the making: its name, title and evidence said once, then each result
+    by its verdict with what differs (why, the measured value, the threshold and, for a FAIL, the
+    recommended action where the criterion knows it; harness.judge.recommend gives the rest)."""
+
+    name: str
+    title: str
+    evidence: str = ""
+
+    def verdict(
+        self,
+        status: Verdict,
+        why: str,
+        measured: Value | None = None,
+        threshold: Value | None = None,
+        action: Recommendation | None = None,
+    ) -> Result:
+        return Result(self.name, self.title, status, measured, threshold, self.evidence, why, action=action)
+
+    def incomplete(self, why: str, measured: Value | None = None, threshold: Value | None = None) -> Result:
+        return self.verdict(Verdict.INCOMPLETE, why, measured, threshold)
+
+    def passed(self, why: str, measured: Value | None = None, threshold: Value | None = None) -> Result:
+        return self.verdict(Verdict.PASS, why, measured, threshold)
+
+    def failed(
+        self,
+        why: str,
+        measured: Value | None = None,
+        threshold: Value | None = None,
+        action: Recommendation | None = None,
+    ) -> Result:
+        return self.verdict(Verdict.FAIL, why, measured, threshold, action)
+
+    def judged(
+        self,
+        ok: bool,
+        why: str,
+        measured: Value | None = None,
+        threshold: Value | None = None,
+        action: Recommendation | None = None,
+    ) -> Result:
+        """PASS when OK, else FAIL (with ACTION)."""
+        return self.verdict(Verdict.PASS if ok else Verdict.FAIL, why, measured, threshold, None if ok else action)
 
 
 def fmt(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if abs(value) < 10**digits else f"{value:.0f}"
 
 
-def share_threshold(share: float, reference, unit: str, what: str) -> Value:
+def share_threshold(share: float, reference, unit: str, what: str, label: str) -> Value:
+    """SHARE of the known-good REFERENCE as a threshold in UNIT (WHAT: which known-good; LABEL: the
+    figure in a few words, as report.md names it beside its known-good)."""
     floor = share * reference.value
     return Value(
         floor,
         unit,
         f"at least {share:.0%} of the known-good {fmt(reference.value)} {unit} ({what}) = {fmt(floor)} {unit}",
+        reference=reference.value,
+        share=share,
+        label=label,
     )
 
 
@@ -52,7 +102,7 @@ def at_least(
         f"{fmt(measured.value)} {measured.unit} is {'at or above' if ok else 'below'} "
         f"{fmt(threshold.value)} {threshold.unit}" + (f" ({source})" if source else "")
     )
-    return Result(name, title, Verdict.PASS if ok else Verdict.FAIL, measured, threshold, evidence, why)
+    return Judging(name, title, evidence).judged(ok, why, measured, threshold)
 
 
 NOT_MEASURED_REQUIRED = "not measured, and the profile requires it: "
@@ -86,15 +136,11 @@ def evaluate(facts: BundleFacts, profile: Profile, criteria: Sequence[engine.Cri
     for name in profile.required:
         if name not in present:
             results.append(
-                Result(
-                    name,
-                    f"Required by the profile: {name}",
-                    Verdict.INCOMPLETE,
-                    None,
-                    None,
-                    "",
+                Judging(name, f"Required by the profile: {name}").incomplete(
                     "this bundle gives no result for it (the profile states no share or "
-                    "known-good for it, or nothing here measured it)",
+                    "known-good for it, or nothing here measured it)"
                 )
             )
-    return adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)
+    adjusted = adjust.retests(adjust.warn_bands(apply_required(results, profile.required), profile), facts, profile)
+    # a failure on a step the host's other work disturbed says so
+    return contention.beside(recommend.attach(adjusted, facts), facts)

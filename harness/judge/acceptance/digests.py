@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.digests import quorum, short, stress_conditions
-from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.criteria import Judging
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
 
@@ -65,101 +65,64 @@ def _self_checks(facts: BundleFacts) -> dict[str, str]:
 
 def stress_digests_agree(facts: BundleFacts, profile: Any) -> list[Result]:
     name, title = "stress_digests_agree", "Every GPU computes the same reference GEMM result (no silent corruption)"
+    judging = Judging(name, title, STRESS_EVIDENCE)
     threshold = Value("equal", "sha256", "one reference digest on every GPU (quorum: the largest group wins)")
     digests, why = stress_digests(facts)
     if digests is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, STRESS_EVIDENCE, why)]
+        return [judging.incomplete(why, threshold=threshold)]
     if len(digests) < 2:
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                threshold,
-                STRESS_EVIDENCE,
+            judging.incomplete(
                 f"{len(digests)} GPU with a digest: no neighbour to compare it with" + (f" ({why})" if why else ""),
+                threshold=threshold,
             )
         ]
     vote = quorum({who: r["sha256"] for who, r in digests.items()})
     measured = Value(len(vote.agreeing), "GPUs", "; ".join(f"{who} {short(r['sha256'])}" for who, r in digests.items()))
     if vote.ambiguous or vote.majority is None:  # (no majority only when ambiguous)
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
+            judging.failed(
+                "the GPUs split evenly between digests, so no majority names the faulty one: " + measured.text,
                 measured,
                 threshold,
-                STRESS_EVIDENCE,
-                "the GPUs split evenly between digests, so no majority names the faulty one: " + measured.text,
             )
         ]
     if vote.outliers:
         own = _self_checks(facts)
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
-                measured,
-                threshold,
-                STRESS_EVIDENCE,
+            judging.failed(
                 "; ".join(
                     f"{who}'s reference result differs from the {len(vote.agreeing)} other GPUs' ({short(d)} against "
                     f"{short(vote.majority)}): possible silent data corruption; {own.get(who, 'its own checks unknown')}"
                     + (" (it agrees with itself, not with its neighbours)" if "all matched" in own.get(who, "") else "")
                     for who, d in vote.outliers.items()
                 ),
+                measured,
+                threshold,
             )
         ]
     return [
-        Result(
-            name,
-            title,
-            Verdict.PASS,
-            measured,
-            threshold,
-            STRESS_EVIDENCE,
-            f"all {len(digests)} GPUs: {short(vote.majority)}" + (f"; {why}" if why else ""),
+        judging.passed(
+            f"all {len(digests)} GPUs: {short(vote.majority)}" + (f"; {why}" if why else ""), measured, threshold
         )
     ]
 
 
 def stress_digest_expected(facts: BundleFacts, profile: Any) -> list[Result]:
     name, title = "stress_digest_expected", "The reference GEMM result is the one expected for this SKU and software"
+    judging = Judging(name, title, STRESS_EVIDENCE)
     expected = [e for e in (profile.digests or {}).get("stress") or [] if isinstance(e, dict)]
     if not expected:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                STRESS_EVIDENCE,
-                f"the profile for {profile.sku_id} carries no expected stress digest",
-            )
-        ]
+        return [judging.incomplete(f"the profile for {profile.sku_id} carries no expected stress digest")]
     digests, why = stress_digests(facts)
     if digests is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, STRESS_EVIDENCE, why)]
+        return [judging.incomplete(why)]
     conditions = {who: stress_conditions(r) for who, r in digests.items()}
     here = next(iter(conditions.values()))
     match = next((e for e in expected if stress_conditions(e) == here), None)
     if match is None:
         held = "; ".join(str(stress_conditions(e)) for e in expected)
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                STRESS_EVIDENCE,
-                f"not comparable: the profile's digests hold for {held}; this run: {here}",
-            )
-        ]
+        return [judging.incomplete(f"not comparable: the profile's digests hold for {held}; this run: {here}")]
     threshold = Value(match["sha256"], "sha256", f"{short(match['sha256'])} ({match.get('source', 'the profile')})")
     wrong = [who for who, r in digests.items() if r["sha256"] != match["sha256"] or conditions[who] != here]
     measured = Value(
@@ -167,26 +130,14 @@ def stress_digest_expected(facts: BundleFacts, profile: Any) -> list[Result]:
     )
     if wrong:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
+            judging.failed(
+                f"{', '.join(wrong)}: the reference result differs from the one expected for {here}",
                 measured,
                 threshold,
-                STRESS_EVIDENCE,
-                f"{', '.join(wrong)}: the reference result differs from the one expected for {here}",
             )
         ]
     return [
-        Result(
-            name,
-            title,
-            Verdict.PASS,
-            measured,
-            threshold,
-            STRESS_EVIDENCE,
-            f"every GPU's reference result is the expected {short(match['sha256'])}",
-        )
+        judging.passed(f"every GPU's reference result is the expected {short(match['sha256'])}", measured, threshold)
     ]
 
 
@@ -206,22 +157,13 @@ def precision_digests(document: dict[str, Any]) -> dict[tuple[str, str], tuple[s
 def precision_digests_expected(facts: BundleFacts, profile: Any) -> list[Result]:
     name, title = "precision_digests_expected", "The precision step's quantized outputs are the ones expected"
     evidence = f"{facts.output(PRECISION)} tensors[].formats[].output_sha256"
+    judging = Judging(name, title, evidence)
     expected = ((profile.digests or {}).get("precision") or {}).get("outputs") or {}
     if not expected:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                f"the profile for {profile.sku_id} carries no expected precision digests",
-            )
-        ]
+        return [judging.incomplete(f"the profile for {profile.sku_id} carries no expected precision digests")]
     document = facts.document(PRECISION)
     if document is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, facts.step_why(PRECISION))]
+        return [judging.incomplete(facts.step_why(PRECISION))]
     found = precision_digests(document)
     compared = {key: value for key, value in found.items() if expected.get(key[0], {}).get(key[1])}
     threshold = Value(
@@ -232,15 +174,10 @@ def precision_digests_expected(facts: BundleFacts, profile: Any) -> list[Result]
     )
     if not compared:
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                threshold,
-                evidence,
+            judging.incomplete(
                 "no tensor and format measured here has an expected digest (another checkpoint, or a "
                 "document made before digests were recorded)",
+                threshold=threshold,
             )
         ]
     wrong = [what for key, (digest, what) in compared.items() if expected[key[0]][key[1]] != digest]
@@ -250,22 +187,8 @@ def precision_digests_expected(facts: BundleFacts, profile: Any) -> list[Result]
         f"{len(compared) - len(wrong)} of {len(compared)} outputs equal the expected digests",
     )
     if wrong:
-        return [
-            Result(
-                name, title, Verdict.FAIL, measured, threshold, evidence, f"different output bits: {', '.join(wrong)}"
-            )
-        ]
-    return [
-        Result(
-            name,
-            title,
-            Verdict.PASS,
-            measured,
-            threshold,
-            evidence,
-            f"all {len(compared)} outputs equal the expected digests",
-        )
-    ]
+        return [judging.failed(f"different output bits: {', '.join(wrong)}", measured, threshold)]
+    return [judging.passed(f"all {len(compared)} outputs equal the expected digests", measured, threshold)]
 
 
 STRESS_AGREE = Criterion(

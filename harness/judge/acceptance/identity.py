@@ -7,7 +7,7 @@ a GPU the catalogue does not know is the SKU when it matches that identity."""
 from __future__ import annotations
 
 from harness import catalogue
-from harness.analysis.verdict import Verdict
+from harness.judge.acceptance.criteria import Judging
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -28,28 +28,18 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
         bandwidth = facts.figures("bandwidth")
         if bandwidth.values is None:
             return [
-                Result(
-                    name,
-                    title,
-                    Verdict.INCOMPLETE,
-                    None,
-                    threshold,
-                    "raw/health.json devices[]",
-                    f"{health.why}; {bandwidth.why}",
+                Judging(name, title, "raw/health.json devices[]").incomplete(
+                    f"{health.why}; {bandwidth.why}", threshold=threshold
                 )
             ]
         evidence = f"{facts.output('bandwidth')} reference.sku_id (health did not complete: {health.why})"
         found = [(f"the {bandwidth.values.get('device')} device", bandwidth.values.get("sku_id"))]
     if not found:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
+            Judging(name, title, evidence).failed(
+                "the bundle lists no GPU: it was not measured on the hardware being bought",
                 Value(None, "SKU id", "no GPU"),
                 threshold,
-                evidence,
-                "the bundle lists no GPU: it was not measured on the hardware being bought",
             )
         ]
     measured = Value(
@@ -66,21 +56,15 @@ def sku_matches_profile(facts: BundleFacts, profile: Profile) -> list[Result]:
             else ""
         )
         return [
-            Result(
-                name,
-                title,
-                Verdict.PASS,
-                measured,
-                threshold,
-                evidence,
-                f"{len(found)} GPU(s), all {profile.sku_id}{how}",
+            Judging(name, title, evidence).passed(
+                f"{len(found)} GPU(s), all {profile.sku_id}{how}", measured, threshold
             )
         ]
     reasons = []
     for label, sku in wrong:
         _, why = catalogue.comparable(sku, profile.sku_id)
         reasons.append(f"{label}: {why}" if sku else f"{label}: not identified as any catalogue SKU")
-    return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(reasons))]
+    return [Judging(name, title, evidence).failed("; ".join(reasons), measured, threshold)]
 
 
 SKU_MATCHES_PROFILE = Criterion(
@@ -96,7 +80,10 @@ def identity_text(identity) -> str:
 
 
 def _matches_identity(facts: BundleFacts, profile: Profile) -> set[str]:
-    """Labels of the GPUs whose PCI device id and memory size match the profile's identity."""
+    """Labels of the GPUs whose PCI device id and memory size match the profile's identity: only for a SKU
+    the catalogue lacks (a catalogued SKU is the catalogue's identification, whatever a profile says)."""
+    if catalogue.by_id(profile.sku_id) is not None:
+        return set()
     identity = profile.identity or {}
     ids = {catalogue.normalise_device_id(i) for i in identity.get("pci_device_ids") or []}
     memory = identity.get("memory_total_mib")

@@ -8,7 +8,9 @@ are the `result` and each CRITERION.status property. That XSD allows no <propert
 <testcase> and no `skipped` count on <testsuites>, so each criterion's status, measured value,
 threshold and evidence are its <system-out> (what CI dashboards show under the test) and, for
 tools, properties of the <testsuite> named CRITERION.KEY. Built with xml.etree.ElementTree
-(escaping handled there); deterministic bytes.
+(which writes the markup characters as references), every character XML 1.0 forbids (a bundle's
+text may hold any: a process or host name) shown as an escape (harness.escape.xml_text), so the
+document is always well-formed; deterministic bytes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from harness.analysis.verdict import Verdict
+from harness.escape import xml_text
 from harness.judge.acceptance.outcome import Acceptance
 from harness.judge.engine import Result
 
@@ -29,6 +32,9 @@ def _text(result: Result) -> str:
         f"evidence: {result.evidence}",
         f"why: {result.why}",
     ]
+    if result.status == Verdict.FAIL:
+        action = result.recommendation
+        lines.append(f"action: {action.action} ({action.rule}): {action.why}")
     return "\n".join(lines)
 
 
@@ -84,5 +90,15 @@ def junit_xml(acceptance: Acceptance) -> bytes:
     classname = f"accept.{acceptance.profile.sku_id}"
     for result in results:
         _testcase(suite, result, classname)
+    well_formed(root)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True) + b"\n"
+
+
+def well_formed(root: ET.Element) -> None:
+    """Every text and attribute value under ROOT with the characters XML 1.0 forbids shown as escapes."""
+    for element in root.iter():
+        if element.text:
+            element.text = xml_text(element.text)
+        for name, value in element.attrib.items():
+            element.attrib[name] = xml_text(value)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from harness.analysis.health.diff import load_window_samples, unexpected_processes
+from harness.analysis.health import diff
+from harness.analysis.health.diff import load_window_samples
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import fmt, num
+from harness.judge.acceptance.criteria import Judging, fmt
 from harness.judge.acceptance.memory_health import gpus
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
@@ -34,13 +36,15 @@ def _under_load_clock(facts: BundleFacts) -> list[tuple[str, float | None, float
     rows = []
     for device in gpus(active):
         before = idle_by_uuid.get(device.get("uuid"), {}).get("clocks", {}).get("sm_current_mhz")
-        clocks = [num(s.get("sm_clock_mhz")) for s in load_window_samples(active, device.get("nvml_index"))]
+        clocks = [number_or_none(s.get("sm_clock_mhz")) for s in load_window_samples(active, device.get("nvml_index"))]
         samples = [s for s in clocks if s is not None]
         rows.append(
             (
                 f"GPU{device.get('nvml_index')}",
-                num(before),
-                statistics.median(samples) if samples else num(device.get("clocks", {}).get("sm_current_mhz")),
+                number_or_none(before),
+                statistics.median(samples)
+                if samples
+                else number_or_none(device.get("clocks", {}).get("sm_current_mhz")),
             )
         )
     return rows
@@ -55,9 +59,10 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
         "derived/health-diff.json checks[clocks_rose], from raw/health.json devices[].clocks.sm_current_mhz "
         "and raw/health-load.json load.devices[].samples[].sm_clock_mhz"
     )
+    judging = Judging(name, title, evidence)
     checks, why = _diff_checks(facts, "clocks_rose")
     if checks is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
+        return [judging.incomplete(why, threshold=threshold)]
     rows = _under_load_clock(facts)
     under = [u for _, _, u in rows if u is not None]
     measured = Value(
@@ -71,23 +76,15 @@ def clocks_rise_under_load(facts: BundleFacts, profile: Profile) -> list[Result]
     statuses = {c.get("status") for c in checks}
     detail = "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in checks)
     if Verdict.FAIL in statuses:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, detail)]
+        return [judging.failed(detail, measured, threshold)]
     if statuses != {Verdict.PASS}:
-        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence, detail)]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, detail)]
+        return [judging.incomplete(detail, measured, threshold)]
+    return [judging.passed(detail, measured, threshold)]
 
 
 def foreign_processes(facts: BundleFacts) -> list[str]:
     """Distinct processes, idle or under load, that the harness did not start (per GPU)."""
-    idle, active = facts.document("health") or {}, facts.document("health-load") or {}
-    found: list[str] = []
-    for device in gpus(active):
-        uuid, label = device.get("uuid"), f"GPU{device.get('nvml_index')}"
-        samples = load_window_samples(active, device.get("nvml_index"))
-        for process in unexpected_processes(idle, uuid, []) + unexpected_processes(active, uuid, samples):
-            if f"{label} {process}" not in found:
-                found.append(f"{label} {process}")
-    return found
+    return diff.foreign_processes(facts.document("health") or {}, facts.document("health-load") or {})
 
 
 def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -97,9 +94,10 @@ def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
         "derived/health-diff.json checks[no_unexpected_process], from raw/health.json devices[].processes "
         "and raw/health-load.json load.devices[].samples[].processes"
     )
+    judging = Judging(name, title, evidence)
     checks, why = _diff_checks(facts, "no_unexpected_process")
     if checks is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)]
+        return [judging.incomplete(why, threshold=threshold)]
     failed = [c for c in checks if c.get("status") == Verdict.FAIL]
     foreign = foreign_processes(facts)
     measured = Value(
@@ -107,19 +105,9 @@ def no_unexpected_process(facts: BundleFacts, profile: Profile) -> list[Result]:
     )
     if failed:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
-                measured,
-                threshold,
-                evidence,
-                "; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in failed),
-            )
+            judging.failed("; ".join(f"{c.get('device')}: {c.get('evidence')}" for c in failed), measured, threshold)
         ]
-    return [
-        Result(name, title, Verdict.PASS, measured, threshold, evidence, "every listed process was the harness's own")
-    ]
+    return [judging.passed("every listed process was the harness's own", measured, threshold)]
 
 
 CLOCKS_RISE_UNDER_LOAD = Criterion(

@@ -6,9 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from harness.analysis import actions, device_rules
 from harness.analysis.health import contract_facts, device_contracts
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import num
+from harness.judge.acceptance.criteria import Judging
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -28,47 +30,33 @@ def _contract_result(
     name: str,
     title: str,
     contract: Callable,
+    rule: Callable[[dict[str, Any]], device_rules.Outcome],
     fields: str,
     measure: Callable[[list[tuple[str, dict]]], Value],
     threshold: Value,
 ) -> list[Result]:
-    """A criterion that is a health contract re-judged on the idle and the under-load document."""
+    """A criterion that is a health contract re-judged on the idle and the under-load document (its
+    action: the most severe of the contract's device RULE's problems)."""
     documents = _health_documents(facts)
     evidence = (
         " and ".join(f"{facts.output(step)} devices[].{fields}" for step, _ in documents)
         or f"raw/health.json devices[].{fields}"
     )
+    judging = Judging(name, title, evidence)
     if not documents:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                threshold,
-                evidence,
-                f"{facts.step_why('health')}; {facts.step_why('health-load')}",
-            )
-        ]
+        return [judging.incomplete(f"{facts.step_why('health')}; {facts.step_why('health-load')}", threshold=threshold)]
     judged = [(step, contract(doc)) for step, doc in documents]
     failed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.FAIL]
     passed = [f"{step}: {c['evidence']}" for step, c in judged if c["status"] == Verdict.PASS]
     measured = measure(documents)
     if failed:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
+        action = actions.overall(
+            p.recommendation for _, doc in documents for device in gpus(doc) for p in rule(device).problems
+        )
+        return [judging.failed("; ".join(failed), measured, threshold, action)]
     if not passed:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                threshold,
-                evidence,
-                "; ".join(f"{step}: {c['evidence']}" for step, c in judged),
-            )
-        ]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, "; ".join(passed))]
+        return [judging.incomplete("; ".join(f"{step}: {c['evidence']}" for step, c in judged), threshold=threshold)]
+    return [judging.passed("; ".join(passed), measured, threshold)]
 
 
 def _shown(value: Any) -> str:
@@ -82,7 +70,7 @@ def _sum_counts(documents, keys) -> tuple[int | None, list[str]]:
     for step, doc in documents:
         for device in gpus(doc):
             ecc = device.get("ecc", {})
-            values = [num(ecc.get(k)) for k in keys]
+            values = [number_or_none(ecc.get(k)) for k in keys]
             counts = [v for v in values if v is not None]
             if len(counts) != len(values):
                 return None, parts
@@ -104,6 +92,7 @@ def ecc_uncorrectable_zero(facts: BundleFacts, profile: Profile) -> list[Result]
         "ecc_uncorrectable_zero",
         "Memory has no uncorrectable ECC errors (and ECC is on)",
         device_contracts.ecc_enabled_no_uncorrectable,
+        device_rules.ecc,
         "ecc.mode_current, ecc.volatile_uncorrected_errors, ecc.aggregate_uncorrected_errors",
         measure,
         Value(0, "errors", "ECC enabled and 0 uncorrectable errors, volatile and aggregate, idle and under load"),
@@ -128,6 +117,7 @@ def row_remaps_clean(facts: BundleFacts, profile: Profile) -> list[Result]:
         "row_remaps_clean",
         "No memory row remap is pending or has failed",
         device_contracts.no_pending_or_failed_row_remaps,
+        device_rules.row_remaps,
         "ecc.remapped_rows_pending, ecc.remapped_rows_failure",
         measure,
         Value(0, "rows pending or failed", "no pending and no failed row remap"),
@@ -147,6 +137,7 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     evidence = (
         f"{facts.output('health-load')} devices[].pcie.current_gen, max_gen, gpu_max_gen, current_width, max_width"
     )
+    judging = Judging(name, title, evidence)
     document = facts.document("health-load")
     if document is None or not gpus(document):
         why = (
@@ -155,14 +146,8 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
             else f"the under-load health lists no GPU: {contract_facts.gpus(document)[1]}"
         )
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                threshold,
-                evidence,
-                why + " (an idle reading cannot tell: the driver lowers the link speed when idle)",
+            judging.incomplete(
+                why + " (an idle reading cannot tell: the driver lowers the link speed when idle)", threshold=threshold
             )
         ]
     devices = gpus(document)
@@ -178,14 +163,18 @@ def pcie_link_at_max_under_load(facts: BundleFacts, profile: Profile) -> list[Re
     )
     judged = device_contracts.pcie_link_at_max(document)
     problems = [judged["evidence"]] if judged["status"] != Verdict.PASS else []
+    found = [p for d in devices for p in device_rules.pcie_link(d, may_idle=False).problems]
     for d, p in links:
-        if gen and isinstance(p.get("current_gen"), int) and p["current_gen"] < gen:
-            problems.append(f"GPU{d.get('nvml_index')} runs Gen{p['current_gen']}, the SKU's host link is Gen{gen}")
-        if width and isinstance(p.get("current_width"), int) and p["current_width"] < width:
-            problems.append(f"GPU{d.get('nvml_index')} runs x{p['current_width']}, the SKU's host link is x{width}")
+        below = device_rules.pcie_minimum(d, gen, width).problems
+        found += below
+        problems += [
+            f"GPU{d.get('nvml_index')} Gen{p.get('max_gen')} x{p.get('max_width')} at most{b.text}" for b in below
+        ]
     if problems:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(problems))]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, judged["evidence"] + " (under load)")]
+        return [
+            judging.failed("; ".join(problems), measured, threshold, actions.overall(p.recommendation for p in found))
+        ]
+    return [judging.passed(judged["evidence"] + " (under load)", measured, threshold)]
 
 
 ECC_UNCORRECTABLE_ZERO = Criterion(

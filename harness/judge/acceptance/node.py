@@ -22,8 +22,8 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import fmt, num
+from harness.analysis.units import number_or_none
+from harness.judge.acceptance.criteria import Judging, fmt
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -38,7 +38,7 @@ def _stress(field: Callable[[dict[str, Any]], Any]) -> Callable[[BundleFacts], t
             return None, figures.why or "no stress figures"
         if figures.values.get("device") != "cuda":
             return None, "the stress step ran on the CPU: no GPU to compare"
-        values = {f"GPU{d['index']}": num(field(d)) for d in figures.values.get("devices") or []}
+        values = {f"GPU{d['index']}": number_or_none(field(d)) for d in figures.values.get("devices") or []}
         return {k: v for k, v in values.items() if v is not None}, ""
 
     return read
@@ -52,7 +52,7 @@ def _transfer(key: str) -> Callable[[BundleFacts], tuple[dict[str, float] | None
         if figures.values.get("device") != "cuda":
             return None, "the transfer step copied host memory on the CPU: no GPU to compare"
         values = {
-            f"GPU{gpu}": num(per.get(key))
+            f"GPU{gpu}": number_or_none(per.get(key))
             for gpu, per in sorted((figures.values.get("per_gpu") or {}).items())
             if gpu != "host"
         }
@@ -99,7 +99,8 @@ FIGURES: dict[str, tuple[str, str, Callable, str]] = {
 def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
     what, unit, read, evidence = FIGURES[name]
     title = f"GPU against GPU: every GPU's {what} is within the tolerance of the node's median"
-    tolerance = num(profile.threshold(TOLERANCE_KEY))
+    judging = Judging(name, title, evidence)
+    tolerance = number_or_none(profile.threshold(TOLERANCE_KEY))
     threshold = (
         Value(
             1 - tolerance,
@@ -111,27 +112,13 @@ def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
     )
     values, why = read(facts)
     if values is None:
-        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
+        return judging.incomplete(why, threshold=threshold)
     if len(values) < 2:
-        return Result(
-            name,
-            title,
-            Verdict.INCOMPLETE,
-            None,
-            threshold,
-            evidence,
-            f"{len(values)} GPU measured: nothing to compare it with within the node",
+        return judging.incomplete(
+            f"{len(values)} GPU measured: nothing to compare it with within the node", threshold=threshold
         )
     if tolerance is None:
-        return Result(
-            name,
-            title,
-            Verdict.INCOMPLETE,
-            None,
-            None,
-            evidence,
-            f"the profile for {profile.sku_id} states no {TOLERANCE_KEY}",
-        )
+        return judging.incomplete(f"the profile for {profile.sku_id} states no {TOLERANCE_KEY}")
     median = statistics.median(values.values())
     ratios = {gpu: value / median for gpu, value in values.items()} if median else {}
     listed = ", ".join(f"{gpu} {fmt(value)}" for gpu, value in values.items())
@@ -144,13 +131,7 @@ def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
     )
     short = [gpu for gpu, ratio in ratios.items() if ratio < 1 - tolerance] if median else list(values)
     if short:
-        return Result(
-            name,
-            title,
-            Verdict.FAIL,
-            measured,
-            threshold,
-            evidence,
+        return judging.failed(
             "; ".join(
                 f"{gpu} {fmt(values[gpu])} {unit} is {ratios[gpu]:.1%} of the node median {fmt(median)} {unit}, "
                 f"under {1 - tolerance:.0%}"
@@ -158,15 +139,11 @@ def _one(name: str, facts: BundleFacts, profile: Profile) -> Result:
                 else f"{gpu}: the node median is 0"
                 for gpu in short
             ),
+            measured,
+            threshold,
         )
-    return Result(
-        name,
-        title,
-        Verdict.PASS,
-        measured,
-        threshold,
-        evidence,
-        f"every GPU within {tolerance:.0%} of the node median {fmt(median)} {unit}",
+    return judging.passed(
+        f"every GPU within {tolerance:.0%} of the node median {fmt(median)} {unit}", measured, threshold
     )
 
 

@@ -2,7 +2,8 @@
 
 The verdict is the overall of the criteria's (harness.analysis.verdict): FAIL when a criterion
 failed; INCOMPLETE when none failed but one the profile requires was not measured (it fails
-closed); WARN when one passed only within a warning band; PASS otherwise. Criteria the profile
+closed); WARN when one passed only within a warning band; PASS otherwise. Every failed criterion
+names its recommended action; the acceptance's is the most severe of them. Criteria the profile
 does not require that were not measured are SKIP, each named with why. Exit code as every command
 gives it: PASS and WARN 0, FAIL 1, INCOMPLETE 5.
 """
@@ -13,14 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.analysis.actions import Recommendation
 from harness.analysis.verdict import Verdict, overall
 from harness.bundle.view import BundleView
+from harness.judge import recommend
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 
-FORMAT_VERSION = 2  # the acceptance document (`dossier accept --json`): 2 says the verdicts of issue 26
+FORMAT_VERSION = 3  # the acceptance document (`dossier accept --json`): 2 the verdicts of issue 26, 3 the actions
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,11 @@ class Acceptance:
         return overall(r.status for r in self.results)
 
     @property
+    def recommendation(self) -> Recommendation:
+        """What to do: the most severe action of the failed criteria (the first of equals), NONE if none failed."""
+        return recommend.overall(self.results)
+
+    @property
     def exit_code(self) -> int:
         return self.result.exit_code
 
@@ -72,6 +80,7 @@ class Acceptance:
             "incomplete": self.named(Verdict.INCOMPLETE),
             "skipped": self.named(Verdict.SKIP),
             "criteria": [r.to_json() for r in self.results],
+            "recommendation": self.recommendation.to_json(),
         }
 
 

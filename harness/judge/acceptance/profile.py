@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import catalogue
+from harness import catalogue, paths
 from harness.analysis.figure import KnownGood
 from harness.errors import UsageError
 from harness.judge.acceptance import signed_profile
@@ -160,14 +160,21 @@ def _file_reference(value: Any, unit: str, where: str) -> Reference:
     return Reference(float(value), unit, f"stated in {where}")
 
 
-def read_profile_file(path: Path, trusted: Any = None, key_path: Path | None = None) -> tuple[dict[str, Any], str]:
+def read_profile_file(
+    path: Path, trusted: Any = None, key_path: Path | None = None, signed_only: bool = False
+) -> tuple[dict[str, Any], str]:
     """The file's JSON, schema-checked, and its sha256 (and for a signed profile, where it came from
     in the document's `signed_by`). A signed profile is opened with TRUSTED (the public key at
-    KEY_PATH); a baseline profile (format_version 2) that is not signed is refused."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UsageError(f"--profile-file {path}: cannot be read ({exc.strerror or exc})") from exc
+    KEY_PATH); a baseline profile (format_version 2) that is not signed is refused; SIGNED_ONLY (a key
+    was named for it: `--profile-key`) refuses anything but a profile signed by it in the current
+    signed format."""
+    data = paths.read_regular(path, "--profile-file")
+    if signed_only and not signed_profile.is_envelope(_json_or_none(data)):
+        raise UsageError(
+            f"the profile file {path} is not signed, and --profile-key {key_path} says it must be",
+            hint="a profile given with --profile-key is used only when that key signed it (`dossier baseline` "
+            "writes one); drop --profile-key for a profile file of your own",
+        )
     try:
         document = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -195,6 +202,12 @@ def read_profile_file(path: Path, trusted: Any = None, key_path: Path | None = N
             + "; ".join(str(v) for v in found[:5]),
             hint=how_to_write(None),
         )
+    if signed_only and document.get("format_version") != SIGNED_FORMAT_VERSION:
+        raise UsageError(
+            f"the profile file {path} is signed in profile format {document.get('format_version')!r}, not the "
+            f"current signed format {SIGNED_FORMAT_VERSION}",
+            hint="make it again with `dossier baseline`",
+        )
     if document.get("format_version") == SIGNED_FORMAT_VERSION and signed_by is None:
         raise UsageError(
             f"the profile file {path} is a baseline profile (format_version 2) that is not signed: "
@@ -204,6 +217,13 @@ def read_profile_file(path: Path, trusted: Any = None, key_path: Path | None = N
     if signed_by is not None:
         document = {**document, "signed_by": signed_by}
     return document, hashlib.sha256(data).hexdigest()
+
+
+def _json_or_none(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
 
 
 def apply_file(base: Profile | None, document: Mapping[str, Any], where: str, kinds: Sequence[KnownGood]) -> Profile:
@@ -263,10 +283,11 @@ def resolve(
     kinds: Sequence[KnownGood],
     trusted: Any = None,
     key_path: Path | None = None,
+    signed_only: bool = False,
 ) -> Profile:
     """The profile for SKU_ID: the catalogue's, overridden by PROFILE_FILE when given (SKU_ID None:
     the file's own SKU); KINDS the known-good figures there are (harness.registry.known_good_kinds()).
-    A signed profile file is opened with TRUSTED (the key at KEY_PATH)."""
+    A signed profile file is opened with TRUSTED (the key at KEY_PATH); SIGNED_ONLY: it must be one."""
     if profile_file is None:
         sku = catalogue.by_id(sku_id) if sku_id else None
         if sku is None:
@@ -276,7 +297,7 @@ def resolve(
                 hint=how_to_write(sku_id),
             )
         return from_catalogue(sku, kinds)
-    document, digest = read_profile_file(profile_file, trusted, key_path)
+    document, digest = read_profile_file(profile_file, trusted, key_path, signed_only)
     if sku_id is not None and document["sku_id"] != sku_id:
         raise UsageError(
             f"--profile {sku_id} but {profile_file} is for {document['sku_id']!r}",

@@ -11,8 +11,8 @@ from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.bandwidth.declared import HBM_KNOWN_GOOD
 from harness.analysis.roofline import figures as roofline_figures
 from harness.analysis.roofline.declared import GEMM_KNOWN_GOOD
-from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
+from harness.analysis.units import number_or_none
+from harness.judge.acceptance.criteria import Judging, at_least, fmt, share_threshold
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -28,38 +28,21 @@ def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
         "(plateau recomputed by harness.analysis.bandwidth)"
     )
+    judging = Judging(name, title, evidence)
     if b.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, b.why)]
+        return [judging.incomplete(b.why)]
     kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
     reference = profile.known(HBM_KNOWN_GOOD).get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                f"the profile for {profile.sku_id} states {missing}; a profile file can add it",
-            )
-        ]
-    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel")
-    plateau = num(b.values.get("plateau_gbps"))
+        return [judging.incomplete(f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
+    threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel", f"memory bandwidth, {kernel} plateau")
+    plateau = number_or_none(b.values.get("plateau_gbps"))
     if plateau is None:
         document = facts.document("bandwidth") or {}
         why = (document.get("plateau") or {}).get("why", "no plateau")
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
-                Value(None, "GB/s", "no plateau reached"),
-                threshold,
-                evidence,
-                f"the sweep reached no plateau: {why}",
-            )
+            judging.failed(f"the sweep reached no plateau: {why}", Value(None, "GB/s", "no plateau reached"), threshold)
         ]
     sizes = ", ".join(f"{s:g}" for s in b.values.get("plateau_sizes_mib") or [])
     measured = Value(
@@ -97,6 +80,7 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     title = "Three repeated large-buffer bandwidth runs agree (the figure can be trusted)"
     b = facts.figures("bandwidth")
     evidence = f"{facts.output('bandwidth')} repeats.runs[].iteration_times_s (medians recomputed)"
+    judging = Judging(name, title, evidence)
     limit = profile.threshold("repeat_spread_max")
     threshold = (
         Value(limit, "fraction", f"under {limit:.0%} ((max - min) / median of the repeat medians)")
@@ -104,30 +88,16 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
         else None
     )
     if b.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, b.why)]
+        return [judging.incomplete(b.why, threshold=threshold)]
     if limit is None:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                f"the profile for {profile.sku_id} states no repeat_spread_max",
-            )
-        ]
-    spread, medians = num(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
+        return [judging.incomplete(f"the profile for {profile.sku_id} states no repeat_spread_max")]
+    spread, medians = number_or_none(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
     if spread is None or len(medians) < 2:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
+            judging.failed(
+                "fewer than two repeats were recorded, so their agreement cannot be shown",
                 Value(None, "fraction", f"{len(medians)} repeat(s)"),
                 threshold,
-                evidence,
-                "fewer than two repeats were recorded, so their agreement cannot be shown",
             )
         ]
     measured = Value(
@@ -139,15 +109,7 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     )
     ok = bandwidth_rules.repeats_agree(spread, limit)
     return [
-        Result(
-            name,
-            title,
-            Verdict.PASS if ok else Verdict.FAIL,
-            measured,
-            threshold,
-            evidence,
-            f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}",
-        )
+        judging.judged(ok, f"spread {spread:.2%} is {'under' if ok else 'not under'} {limit:.0%}", measured, threshold)
     ]
 
 
@@ -185,32 +147,23 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
         f"{facts.output(step)} {where}measurements[].windows (times_s before format 5) with the shapes' "
         "FLOP counts (burst best recomputed by harness.analysis.roofline)"
     )
+    judging = Judging(name, title, evidence)
     reference = profile.known(GEMM_KNOWN_GOOD).get(dtype)
-    threshold = share_threshold(share, reference, "TFLOPS", dtype) if reference else None
+    threshold = share_threshold(share, reference, "TFLOPS", dtype, f"{dtype} GEMM burst") if reference else None
     if values is None:
         why = f"the roofline measured {', '.join(measured_dtypes)} only" if measured_dtypes else absent_why
-        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
+        return judging.incomplete(why, threshold=threshold)
     if reference is None or threshold is None:  # (a reference always gives a threshold)
-        return Result(
-            name,
-            title,
-            Verdict.INCOMPLETE,
-            None,
-            None,
-            evidence,
+        return judging.incomplete(
             f"the profile for {profile.sku_id} has no known-good {dtype} GEMM figure; a profile "
-            f"file can add known_good.gemm_tflops.{dtype}",
+            f"file can add known_good.gemm_tflops.{dtype}"
         )
-    best = num(values.get("burst_best_tflops"))
+    best = number_or_none(values.get("burst_best_tflops"))
     if best is None:
-        return Result(
-            name,
-            title,
-            Verdict.FAIL,
+        return judging.failed(
+            f"the roofline step completed but timed no {dtype} GEMM of its burst-best shapes",
             Value(None, "TFLOPS", "no GEMM timed"),
             threshold,
-            evidence,
-            f"the roofline step completed but timed no {dtype} GEMM of its burst-best shapes",
         )
     value = Value(
         best,
@@ -225,11 +178,11 @@ def _gemm_one(dtype, share, found, measured_dtypes, absent_why, profile, facts) 
 def burst_conditions(heads: dict) -> str:
     """ ", 3 windows of 20 ms at 1965 MHz, power cap not flagged": how the roofline's best burst was timed."""
     window = heads.get("burst_best_window")
-    if not isinstance(window, dict) or num(window.get("window_ms")) is None:
+    if not isinstance(window, dict) or number_or_none(window.get("window_ms")) is None:
         return ""
-    clock = num(window.get("sm_clock_mhz"))
+    clock = number_or_none(window.get("sm_clock_mhz"))
     cap = window.get("power_cap")
-    cap_text = cap if isinstance(cap, str) else f"cap state unknown ({(cap or {}).get('unavailable')})"
+    cap_text = cap if isinstance(cap, str) else f"state unknown ({(cap or {}).get('unavailable')})"
     count = window.get("windows")
     what = (
         f"{count} windows of {fmt(window['window_ms'])} ms"
@@ -247,53 +200,32 @@ def allreduce_busbw(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output('allreduce')} runs[].points[] per-rank medians "
         "(busbw_at_max_gbps of the normal curve recomputed by harness.analysis.allreduce)"
     )
+    judging = Judging(name, title, evidence)
     if a.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, a.why)]
+        return [judging.incomplete(a.why)]
     backend, world = a.values.get("backend"), a.values.get("world_size")
     curve = (a.values.get("curves") or {}).get("normal") or {}
-    busbw = num(curve.get("busbw_at_max_gbps"))
+    busbw = number_or_none(curve.get("busbw_at_max_gbps"))
     limits = "; ".join(str(x) for x in a.values.get("limitations") or [])
     if backend != "nccl":
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
+            judging.incomplete(
                 f"all-reduce ran over {backend} (not NCCL on the GPUs), so it says nothing about the GPU "
-                f"interconnect" + (f"; recorded limitations: {limits}" if limits else ""),
+                f"interconnect" + (f"; recorded limitations: {limits}" if limits else "")
             )
         ]
     if busbw is None:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                "no bus bandwidth was measured" + (f": {limits}" if limits else ""),
-            )
-        ]
+        return [judging.incomplete("no bus bandwidth was measured" + (f": {limits}" if limits else ""))]
     share, reference = profile.threshold("allreduce_busbw_min_share"), profile.known(ALLREDUCE_KNOWN_GOOD).get(world)
     measured = Value(busbw, "GB/s", f"{fmt(busbw)} GB/s bus bandwidth at the largest message, {world} GPUs, NCCL")
     if share is None or reference is None:
         missing = "no allreduce_busbw_min_share" if share is None else f"no known-good bus bandwidth for {world} GPUs"
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                measured,
-                None,
-                evidence,
-                f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it",
+            judging.incomplete(
+                f"measured, but the profile for {profile.sku_id} states {missing}; a profile file can add it", measured
             )
         ]
-    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs")
+    threshold = share_threshold(share, reference, "GB/s", f"{world} GPUs", f"all-reduce bus bandwidth, {world} GPUs")
     return [at_least(name, title, measured, threshold, evidence)]
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.stress.declared import SUSTAINED_GEMM
+from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
+from harness.judge.acceptance.criteria import Judging, at_least, fmt, share_threshold
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -30,39 +31,34 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output(STEP)} devices[].gemm.buckets (steady state: median of the second half, "
         "recomputed by harness.analysis.stress), lowest over the GPUs"
     )
+    judging = Judging(name, title, evidence)
     share, reference = profile.threshold("stress_sustained_min_share"), profile.known(SUSTAINED_GEMM).get(dtype)
-    threshold = share_threshold(share, reference, "TFLOPS", f"{dtype} sustained") if share and reference else None
+    threshold = (
+        share_threshold(share, reference, "TFLOPS", f"{dtype} sustained", f"{dtype} GEMM sustained (stress)")
+        if share and reference
+        else None
+    )
     if figures.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
+        return [judging.incomplete(figures.why or "", threshold=threshold)]
     if threshold is None or reference is None:  # (no threshold without a reference)
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
+            judging.incomplete(
                 f"the profile for {profile.sku_id} states no "
                 + (
                     "stress_sustained_min_share"
                     if not share
                     else f"known-good sustained {dtype} GEMM (known_good.gemm_sustained_tflops.{dtype})"
-                ),
+                )
             )
         ]
     heads = figures.values
-    lowest = num(heads.get("min_steady_tflops"))
+    lowest = number_or_none(heads.get("min_steady_tflops"))
     if lowest is None:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
+            judging.failed(
+                "the stress step completed but no GPU reached a steady state",
                 Value(None, "TFLOPS", "no steady rate"),
                 threshold,
-                evidence,
-                "the stress step completed but no GPU reached a steady state",
             )
         ]
     rates = ", ".join(
@@ -80,7 +76,8 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
 def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
     name, title = "stress_duration", "The stress run lasted at least as long as the profile asks"
     evidence = f"{facts.output(STEP)} settings.seconds"
-    wanted = num(profile.threshold("stress_min_seconds"))
+    judging = Judging(name, title, evidence)
+    wanted = number_or_none(profile.threshold("stress_min_seconds"))
     threshold = (
         Value(wanted, "s", f"a GEMM phase of at least {fmt(wanted)} s (dossier run --stress-seconds {fmt(wanted)})")
         if wanted is not None
@@ -88,31 +85,18 @@ def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
     )
     figures = facts.figures(STEP)
     if figures.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
+        return [judging.incomplete(figures.why or "", threshold=threshold)]
     if threshold is None or wanted is None:  # (no threshold without a number)
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                f"the profile for {profile.sku_id} states no stress_min_seconds",
-            )
-        ]
+        return [judging.incomplete(f"the profile for {profile.sku_id} states no stress_min_seconds")]
     seconds = figures.values["seconds"]
     ok = seconds >= wanted
     return [
-        Result(
-            name,
-            title,
-            Verdict.PASS if ok else Verdict.FAIL,
-            Value(seconds, "s", f"{fmt(seconds)} s"),
-            threshold,
-            evidence,
+        judging.judged(
+            ok,
             f"{fmt(seconds)} s is {'at least' if ok else 'shorter than'} {fmt(wanted)} s"
             + ("" if ok else f": run `dossier run --stress-seconds {fmt(wanted)}`"),
+            Value(seconds, "s", f"{fmt(seconds)} s"),
+            threshold,
         )
     ]
 
@@ -122,12 +106,13 @@ def _from_checks(
 ) -> list[Result]:
     """A criterion that is one or more of the stress analysis' per-device checks, on every GPU."""
     evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
+    judging = Judging(name, title, evidence)
     figures = facts.figures(STEP)
     if figures.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
+        return [judging.incomplete(figures.why or "", threshold=threshold)]
     heads = figures.values
     if not heads["devices"]:
-        return [Result(name, title, Verdict.FAIL, None, threshold, evidence, "no device was stressed")]
+        return [judging.failed("no device was stressed", threshold=threshold)]
     judged = [
         (f"{_who(heads, d)}: {c['name']}", c) for d in heads["devices"] for c in d["checks"] if c["name"] in checks
     ]
@@ -137,30 +122,10 @@ def _from_checks(
     ]
     measured = measure(heads)
     if failed:
-        return [Result(name, title, Verdict.FAIL, measured, threshold, evidence, "; ".join(failed))]
+        return [judging.failed("; ".join(failed), measured, threshold)]
     if unmeasured or not judged:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                measured,
-                threshold,
-                evidence,
-                "; ".join(unmeasured) or "no check recorded",
-            )
-        ]
-    return [
-        Result(
-            name,
-            title,
-            Verdict.PASS,
-            measured,
-            threshold,
-            evidence,
-            "; ".join(f"{who}: {c['evidence']}" for who, c in judged),
-        )
-    ]
+        return [judging.incomplete("; ".join(unmeasured) or "no check recorded", measured, threshold)]
+    return [judging.passed("; ".join(f"{who}: {c['evidence']}" for who, c in judged), measured, threshold)]
 
 
 def _total(heads: dict[str, Any], read) -> int | None:
@@ -248,7 +213,8 @@ def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output(STEP)} devices[].telemetry.samples[].power_average_w, devices[].power_limit_w "
         "(recomputed by harness.analysis.stress)"
     )
-    share = num(profile.threshold("stress_power_target_min_share"))
+    judging = Judging(name, title, evidence)
+    share = number_or_none(profile.threshold("stress_power_target_min_share"))
     threshold = (
         Value(
             share,
@@ -261,19 +227,9 @@ def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
     )
     figures = facts.figures(STEP)
     if figures.values is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, figures.why or "")]
+        return [judging.incomplete(figures.why or "", threshold=threshold)]
     if threshold is None:
-        return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                f"the profile for {profile.sku_id} states no stress_power_target_min_share",
-            )
-        ]
+        return [judging.incomplete(f"the profile for {profile.sku_id} states no stress_power_target_min_share")]
     devices = figures.values["devices"]
     shares = [d["power"]["max_fraction"] for d in devices if d["power"].get("max_fraction") is not None]
     if not devices or len(shares) != len(devices):
@@ -282,7 +238,7 @@ def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
             for d in devices
             if d["power"].get("max_fraction") is None
         )
-        return [Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, unread or "no device was stressed")]
+        return [judging.incomplete(unread or "no device was stressed", threshold=threshold)]
     lowest = min(shares)
     value = Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}")
     return [at_least(name, title, value, threshold, evidence)]

@@ -16,8 +16,8 @@ from typing import Any
 
 from harness.analysis.transfer import links as link_rules
 from harness.analysis.transfer.declared import TRANSFER, nvlink_pairs
-from harness.analysis.verdict import Verdict
-from harness.judge.acceptance.criteria import at_least, fmt, num, share_threshold
+from harness.analysis.units import number_or_none
+from harness.judge.acceptance.criteria import Judging, at_least, fmt, share_threshold
 from harness.judge.acceptance.profile import Profile
 from harness.judge.engine import Criterion, Result, Value
 from harness.judge.facts import BundleFacts
@@ -46,6 +46,11 @@ HOST_RATES = {
         "the two *_bidirectional_memcpy_ce tests summed",
     ),
 }
+LABELS = {  # each rate in a few words, as report.md names it beside its known-good
+    "transfer_h2d_pinned": "host-to-device copy, pinned",
+    "transfer_d2h_pinned": "device-to-host copy, pinned",
+    "transfer_bidirectional_pinned": "both directions at once, pinned",
+}
 BAD_LINK = ("degraded", "inconsistent")
 BAD_PAIR = ("broken_p2p", "degraded")
 
@@ -64,54 +69,37 @@ def _host_rate(name: str, facts: BundleFacts, profile: Profile) -> Result:
     key, direction, what, tool_test = HOST_RATES[name]
     title = f"Transfers: {what} reach the stated share of a known-good unit (slowest GPU)"
     evidence = f"{facts.output(STEP)} series[].points[].copy_times_s (plateaus recomputed by harness.analysis.transfer)"
+    judging = Judging(name, title, evidence)
     heads, why = _gpu_figures(facts)
     share, reference = profile.share(SHARE_KEY, direction), profile.known(TRANSFER).get(direction)
-    threshold = share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}") if share and reference else None
+    threshold = (
+        share_threshold(share, reference, "GB/s", f"nvbandwidth {tool_test}", LABELS[name])
+        if share and reference
+        else None
+    )
     if heads is None:
-        return Result(name, title, Verdict.INCOMPLETE, None, threshold, evidence, why)
+        return judging.incomplete(why, threshold=threshold)
     if threshold is None or reference is None:  # (no threshold without a reference)
         missing = f"no {SHARE_KEY}" if not share else f"no known-good transfer figure for {direction}"
-        return Result(
-            name,
-            title,
-            Verdict.INCOMPLETE,
-            None,
-            None,
-            evidence,
-            f"the profile for {profile.sku_id} states {missing}; a profile file can add it",
-        )
+        return judging.incomplete(f"the profile for {profile.sku_id} states {missing}; a profile file can add it")
     per_gpu = {gpu: figures for gpu, figures in sorted(heads["per_gpu"].items()) if gpu != "host"}
     if not any(key in figures for figures in per_gpu.values()):
-        return Result(
-            name,
-            title,
-            Verdict.INCOMPLETE,
-            None,
-            threshold,
-            evidence,
-            f"the transfer step did not measure {what} (see its sizing and --skip)",
+        return judging.incomplete(
+            f"the transfer step did not measure {what} (see its sizing and --skip)", threshold=threshold
         )
     together = key.startswith("bidirectional_total")
-    no_plateau = [gpu for gpu, figures in per_gpu.items() if key in figures and num(figures[key]) is None]
+    no_plateau = [gpu for gpu, figures in per_gpu.items() if key in figures and number_or_none(figures[key]) is None]
     if no_plateau and together:
-        return Result(
-            name,
-            title,
-            Verdict.FAIL,
+        return judging.failed(
+            f"GPU {', '.join(no_plateau)}: no size has both directions' rates",
             Value(None, "GB/s", "never measured together"),
             threshold,
-            evidence,
-            f"GPU {', '.join(no_plateau)}: no size has both directions' rates",
         )
     if no_plateau:
-        return Result(
-            name,
-            title,
-            Verdict.FAIL,
+        return judging.failed(
+            f"GPU {', '.join(no_plateau)}: the sweep reached no plateau, so no sustained rate to judge",
             Value(None, "GB/s", "no plateau reached"),
             threshold,
-            evidence,
-            f"GPU {', '.join(no_plateau)}: the sweep reached no plateau, so no sustained rate to judge",
         )
     rates = {gpu: figures[key] for gpu, figures in per_gpu.items() if key in figures}
     slowest = min(rates, key=rates.__getitem__)
@@ -140,43 +128,34 @@ def peer_read(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output(STEP)} series[] with direction device_to_device_peer, peer_mode read "
         "(plateaus recomputed by harness.analysis.transfer); topology.gpu_pairs"
     )
+    judging = Judging(name, title, evidence)
     heads, _ = _gpu_figures(facts)
     if heads is None or not nvlink_pairs(heads):
         return []  # no NVLink between measured GPUs: nothing to hold to an NVLink figure
     share, reference = profile.share(SHARE_KEY, "peer_read"), profile.known(TRANSFER).get("peer_read")
     if not share or reference is None:
         return [
-            Result(
-                name,
-                title,
-                Verdict.INCOMPLETE,
-                None,
-                None,
-                evidence,
-                f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure",
-            )
+            judging.incomplete(f"the profile for {profile.sku_id} states no {SHARE_KEY} or known-good peer_read figure")
         ]
-    threshold = share_threshold(share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce")
+    threshold = share_threshold(
+        share, reference, "GB/s", "nvbandwidth device_to_device_memcpy_read_ce", "peer read over NVLink, slowest pair"
+    )
     cells = heads["peer"]["read"]
     rates, missing = {}, []
     for a, b in nvlink_pairs(heads):
         for key in (f"{a}->{b}", f"{b}->{a}"):
-            plateau = num((cells.get(key) or {}).get("plateau_gbps"))
+            plateau = number_or_none((cells.get(key) or {}).get("plateau_gbps"))
             if plateau is None:
                 missing.append(key)
             else:
                 rates[key] = plateau
     if missing:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
-                Value(None, "GB/s", "not measured for every NVLink pair"),
-                threshold,
-                evidence,
+            judging.failed(
                 f"no peer read plateau for {', '.join(missing)} although the topology "
                 f"reports NVLink ({heads['peer'].get('why')})",
+                Value(None, "GB/s", "not measured for every NVLink pair"),
+                threshold,
             )
         ]
     slowest = min(rates, key=rates.__getitem__)
@@ -197,9 +176,10 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output(STEP)} gpus[].pcie.under_copy (NVML, read while copies ran) and the pinned "
         "copies' plateaus (rule: harness.analysis.transfer.links.check_link)"
     )
+    judging = Judging(name, title, evidence)
     heads, why = _gpu_figures(facts)
     if heads is None:
-        return [Result(name, title, Verdict.INCOMPLETE, None, None, evidence, why)]
+        return [judging.incomplete(why)]
     checks = heads["link_checks"]
     threshold = Value(
         link_rules.DEGRADED_LINK_FRACTION,
@@ -213,21 +193,13 @@ def links(facts: BundleFacts, profile: Profile) -> list[Result]:
     bad = [c for c in checks if c["status"] in BAD_LINK]
     if bad:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
-                measured,
-                threshold,
-                evidence,
-                "; ".join(f"GPU {c['gpu']} {c['status']}: {' '.join(c['reasons'])}" for c in bad),
+            judging.failed(
+                "; ".join(f"GPU {c['gpu']} {c['status']}: {' '.join(c['reasons'])}" for c in bad), measured, threshold
             )
         ]
     if not checks or all(c["status"] == "unknown" for c in checks):
-        return [
-            Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence, summary or "no GPU link checked")
-        ]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
+        return [judging.incomplete(summary or "no GPU link checked", measured, threshold)]
+    return [judging.passed(summary, measured, threshold)]
 
 
 def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -237,6 +209,7 @@ def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
         f"{facts.output(STEP)} peer.access (cudaDeviceCanAccessPeer), topology.gpu_pairs (nvidia-smi topo "
         "-m), topology.nvml_p2p (rule: harness.analysis.transfer.links.check_pair)"
     )
+    judging = Judging(name, title, evidence)
     heads, _ = _gpu_figures(facts)
     if heads is None or not heads["p2p_checks"]:
         return []  # fewer than two GPUs measured: no pair to judge
@@ -252,19 +225,13 @@ def p2p(facts: BundleFacts, profile: Profile) -> list[Result]:
     bad = [c for c in checks if c["status"] in BAD_PAIR]
     if bad:
         return [
-            Result(
-                name,
-                title,
-                Verdict.FAIL,
-                measured,
-                threshold,
-                evidence,
-                "; ".join(f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}" for c in bad),
+            judging.failed(
+                "; ".join(f"{c['pair']} {c['status']}: {' '.join(c['reasons'])}" for c in bad), measured, threshold
             )
         ]
     if all(c["status"] == "unknown" for c in checks):
-        return [Result(name, title, Verdict.INCOMPLETE, measured, threshold, evidence, summary)]
-    return [Result(name, title, Verdict.PASS, measured, threshold, evidence, summary)]
+        return [judging.incomplete(summary, measured, threshold)]
+    return [judging.passed(summary, measured, threshold)]
 
 
 HOST_RATES_CRITERION = Criterion(

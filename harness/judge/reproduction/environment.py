@@ -110,19 +110,20 @@ INSTANCE_ID = re.compile(r"[0-9a-f]{16,}")
 
 
 def instance_of(facts: BundleFacts) -> str | None:
-    """Which machine start the bundle ran on, where it says: the kernel's boot id (health's host facts), else a
-    container or VM instance id its process cgroup names (a path ending in 16 or more hex digits, such as a
-    lent machine's process_api/<id> or a container's scope); None when neither is recorded (a plain host's
-    cgroup, `0::/` or a user session, names no start)."""
+    """Which machine start the bundle ran on, where it says: a container or VM instance id its process cgroup
+    names (a path ending in 16 or more hex digits: a lent machine's process_api/<id>, a container's scope),
+    else the kernel's boot id (health's host facts, format 6 on); None when neither is recorded. The
+    instance comes first because it is the finer: machines lent one after another may share a host
+    kernel, and two runs judged as one start are held to the tighter within-start noise."""
     host = (facts.document("health") or {}).get("host") or {}
-    boot = host.get("boot_id")
-    if isinstance(boot, str) and boot:
-        return f"boot {boot}"
     container = host.get("container")
     for path in (container.get("cgroup") if isinstance(container, dict) else None) or []:
         last = str(path).rstrip("/").rsplit("/", 1)[-1].removesuffix(".scope").rsplit("-", 1)[-1]
         if INSTANCE_ID.fullmatch(last):
             return f"cgroup {path}"
+    boot = host.get("boot_id")
+    if isinstance(boot, str) and boot:
+        return f"boot {boot}"
     return None
 
 

@@ -29,7 +29,14 @@ from harness.analysis.figure import EQUAL_KINDS, INFORMS
 from harness.judge.acceptance.outcome import BundleRef
 from harness.judge.reproduction.results import MOVED, NOT_COMPARABLE, NOT_REPRODUCED, REPRODUCED, WITHIN, Judgement
 from harness.signing.keys import SigningKey
-from harness.signing.statement import StatementError, sign_statement, statement, subject, verify_statement
+from harness.signing.statement import (
+    StatementError,
+    shown,
+    sign_statement,
+    statement,
+    subject,
+    verify_statement,
+)
 
 PREDICATE_TYPE = "https://rig-dossier.dev/attestation/reproduction/v1"
 THEIRS, MINE = "theirs", "mine"
@@ -95,6 +102,8 @@ def _subjects(stmt: Mapping[str, Any]) -> dict[str, str]:
     """role -> sha256 (theirs, mine); raises when the subjects are not exactly one of each."""
     found: dict[str, str] = {}
     for entry in stmt["subject"]:
+        if set(entry) != {"name", "digest"} or set(entry["digest"]) != {"sha256"}:
+            raise StatementMismatch(f"subject {entry['name']!r} is not a name and a sha256 (what this build checks)")
         role = entry["name"].split("/", 1)[0]
         if role not in (THEIRS, MINE) or role in found:
             raise StatementMismatch(f"subject {entry['name']!r} is not one theirs/NAME and one mine/NAME")
@@ -111,14 +120,17 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
         return None if figure.get("why") else "not comparable without a why"
     words = (WITHIN, MOVED) if figure.get("role") == INFORMS else (REPRODUCED, NOT_REPRODUCED)
     if verdict not in words:
-        return f"verdict {verdict!r} for a figure that {'informs' if words[0] == WITHIN else 'decides'}"
+        return f"verdict {shown(verdict)} for a figure that {'informs' if words[0] == WITHIN else 'decides'}"
     if figure.get("result") != RESULT_OF[verdict]:
-        return f"result {figure.get('result')!r} with verdict {verdict}"
+        return f"result {shown(figure.get('result'))} with verdict {verdict}"
     theirs, mine, tolerance = figure.get("theirs"), figure.get("mine"), figure.get("tolerance")
     if kind in EQUAL_KINDS:
         same = json.dumps(theirs, sort_keys=True) == json.dumps(mine, sort_keys=True)
     elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (theirs, mine, tolerance)) and theirs:
-        same = abs(mine / theirs - 1) <= tolerance
+        try:
+            same = abs(mine / theirs - 1) <= tolerance
+        except OverflowError:
+            return f"a {kind} figure whose ratio is not a number"
     else:
         return f"a {kind} figure judged without a number, ratio or tolerance"
     return None if same == (verdict in AGREE) else f"{verdict}, but its values say {'' if same else 'not '}reproduced"
@@ -126,16 +138,23 @@ def figure_follows(figure: Mapping[str, Any]) -> str | None:
 
 def whole_follows(predicate: Mapping[str, Any]) -> str | None:
     """Why the recorded verdict of the whole does not follow from its figures and identity, or None."""
-    verdicts = [
-        f.get("verdict") for f in predicate.get("figures") or [] if isinstance(f, Mapping) and f.get("role") != INFORMS
-    ]
-    comparable = (predicate.get("identity") or {}).get("comparable") is True
+    figures = predicate.get("figures")
+    verdicts = (
+        [f.get("verdict") for f in figures if isinstance(f, Mapping) and f.get("role") != INFORMS]
+        if isinstance(figures, list)
+        else []
+    )
+    identity = predicate.get("identity")
+    comparable = isinstance(identity, Mapping) and identity.get("comparable") is True
     judged = [v for v in verdicts if v != NOT_COMPARABLE]
     expected = (
         NOT_COMPARABLE if not comparable or not judged else NOT_REPRODUCED if NOT_REPRODUCED in judged else REPRODUCED
     )
     if predicate.get("verdict") != expected or predicate.get("result") != RESULT_OF[expected]:
-        return f"the whole says {predicate.get('verdict')!r} ({predicate.get('result')!r}); its figures say {expected}"
+        return (
+            f"the whole says {shown(predicate.get('verdict'))} ({shown(predicate.get('result'))}); its figures "
+            f"say {expected}"
+        )
     return None
 
 
@@ -154,7 +173,7 @@ def verify(data: bytes, trusted: Ed25519PublicKey, theirs_sha256: str, mine_sha2
     if not isinstance(predicate, dict) or not isinstance(predicate.get("figures"), list):
         raise StatementMismatch("the predicate has no figures")
     wrong = [
-        f"{f.get('figure')}: {why}"
+        f"{shown(f.get('figure'))}: {why}"
         for f in predicate["figures"]
         if isinstance(f, dict)
         for why in [figure_follows(f)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.precision import MODEL_QUALITY_CAVEAT, headlines
+from harness.judge.evidence import checkpoint_name
 from harness.probes.contract import is_unavailable
 
 
@@ -70,7 +71,7 @@ def render(document: dict[str, Any]) -> str:
     head = headlines(document)
     cp = document["checkpoint"]
     lines = [
-        f"# Precision of checkpoint tensors (M1T3): {cp['label']}",
+        f"# Precision of checkpoint tensors (M1T3): {checkpoint_name(cp) or cp['label']}",
         "",
         f"- file: `{_cell(cp.get('file'))}`, sha256 `{_cell(cp['file_sha256'])}`",
         f"- from: {_cell(cp['source'])}; pinned by: {_cell(cp['pinned_by'])}",

@@ -50,6 +50,7 @@ from harness.probes.contract import (
     unavailable,
     utc_now,
 )
+from harness.probes.policy import WORLD_SIZES, at_most, matching, refuse, sizes_at_most, take
 
 NAME = "allreduce"
 
@@ -71,15 +72,24 @@ OPTIONS = (
             help="ranks per curve; a list measures each (default nccl: 2 and 4 with >= 4 "
             "GPUs, else every visible GPU; gloo: 2; env launcher: WORLD_SIZE)",
         ),
+        replay=take(matching(WORLD_SIZES, "world sizes N[,N...]")),
     ),
-    Option(("--backend",), dict(choices=("nccl", "gloo"), help="default: nccl when CUDA is available, else gloo")),
     Option(
-        ("--min-bytes",), dict(default="8", help="smallest buffer, a power of two (default 8)"), check=readable_size
+        ("--backend",),
+        dict(choices=("nccl", "gloo"), help="default: nccl when CUDA is available, else gloo"),
+        replay=take(),
+    ),
+    Option(
+        ("--min-bytes",),
+        dict(default="8", help="smallest buffer, a power of two (default 8)"),
+        check=readable_size,
+        replay=take(sizes_at_most(ar.parse_size, 64 * 2**30)),
     ),
     Option(
         ("--max-bytes",),
         dict(help="largest buffer, binary units: 64M, 1G (default 1G for nccl, 32M for gloo)"),
         check=readable_size,
+        replay=take(sizes_at_most(ar.parse_size, 64 * 2**30)),
     ),
     Option(
         ("--launcher",),
@@ -90,11 +100,13 @@ OPTIONS = (
             "by torchrun or srun (default spawn)",
         ),
         host=False,
+        replay=take(matching("spawn", "spawn (env needs the launcher of their cluster)")),
     ),
     Option(
         ("--master-addr",),
         dict(help="env launcher: rendezvous host when MASTER_ADDR is not set (Slurm sets none)"),
         host=False,
+        replay=refuse("the rendezvous host of their cluster"),
     ),
     Option(
         ("--master-port",),
@@ -104,18 +116,31 @@ OPTIONS = (
             "(default 29500); curve k uses port + 1 + k",
         ),
         host=False,
+        replay=refuse("a port of their rendezvous host"),
     ),
     Option(
         ("--time-budget-s",),
         dict(type=real, help="timed seconds per size, which sets the iteration count (default 0.2 nccl, 0.05 gloo)"),
         check=positive,
-    ),
-    Option(("--warmup",), dict(type=int, help="warm-up calls per size (default 5 nccl, 2 gloo)"), check=positive),
-    Option(
-        ("--min-iters",), dict(type=int, help="fewest timed calls per size (default 5 nccl, 3 gloo)"), check=positive
+        replay=take(at_most(60, "s")),
     ),
     Option(
-        ("--max-iters",), dict(type=int, help="most timed calls per size (default 1000 nccl, 50 gloo)"), check=positive
+        ("--warmup",),
+        dict(type=int, help="warm-up calls per size (default 5 nccl, 2 gloo)"),
+        check=positive,
+        replay=take(at_most(10_000)),
+    ),
+    Option(
+        ("--min-iters",),
+        dict(type=int, help="fewest timed calls per size (default 5 nccl, 3 gloo)"),
+        check=positive,
+        replay=take(at_most(1_000_000)),
+    ),
+    Option(
+        ("--max-iters",),
+        dict(type=int, help="most timed calls per size (default 1000 nccl, 50 gloo)"),
+        check=positive,
+        replay=take(at_most(1_000_000)),
     ),
     Option(
         ("--size-timeout-s",),
@@ -125,6 +150,7 @@ OPTIONS = (
             help="kill the workers when one size makes no progress for this long (default 120)",
         ),
         check=positive,
+        replay=take(at_most(3600, "s")),
     ),
     Option(
         ("--init-timeout-s",),
@@ -134,10 +160,12 @@ OPTIONS = (
             help="kill the workers when they have not all joined after this long (default 300)",
         ),
         check=positive,
+        replay=take(at_most(3600, "s")),
     ),
     Option(
         ("--no-nccl-log",),
         dict(action="store_true", help="do not set NCCL_DEBUG=INFO (the algorithm NCCL chose is then not recorded)"),
+        replay=take(),
     ),
 )
 

@@ -4,8 +4,6 @@ each run's record (points with derived figures, NCCL's algorithm per size, fit, 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from harness.analysis.allreduce import nccl_log
 from harness.probes.allreduce.setup import Rendezvous, Settings, curve_env, free_port, rank_env, recorded
 from harness.probes.collective.supervisor import Launch, Supervisor
 from harness.probes.contract import log, progress, unavailable, utc_now
+from harness.probes.scratch import scratch
 
 # --- running the curves ------------------------------------------------------------------
 
@@ -59,7 +58,6 @@ class Campaign:
 
     def run_one(self, world: int, curve: str, run_index: int) -> dict[str, Any]:
         env, changed = curve_env(dict(os.environ), curve, self.settings, spawn=self.rendezvous is None)
-        workdir = Path(tempfile.mkdtemp(prefix=f"allreduce-{curve}-n{world}-"))
         started = utc_now()
         log(f"allreduce: {curve} curve, world size {world}, {len(self.settings.sizes)} sizes (fresh processes)")
 
@@ -67,7 +65,8 @@ class Campaign:
             self.done_points += 1
             progress(self.done_points, self.total_points, f"{curve} n={world} {ar.format_size(point['bytes'])}")
 
-        try:
+        with scratch(f"allreduce-{curve}-n{world}-", "allreduce-") as folder:
+            workdir = Path(folder)
             supervised = Supervisor(
                 self.settings.worker_config(workdir),
                 self._launches(env, world, run_index, workdir),
@@ -77,8 +76,6 @@ class Campaign:
                 on_point,
             ).run()
             log_text = self._nccl_log_text(workdir)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
         self.ready = self.ready or supervised.ready
         if supervised.failure:
             log(f"allreduce: {curve} n={world} failed: {supervised.failure['message']}")

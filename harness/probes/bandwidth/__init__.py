@@ -8,9 +8,9 @@ How it measures: three fp32 buffers of the largest size hold fresh random data; 
 size is a prefix view of them. Each point is warmed up, then timed one iteration at a time
 (CUDA events on the GPU, perf_counter on the CPU) for about a time budget; the per-iteration
 times are kept and their median gives the point's GB/s under the byte-counting rule in
-harness.analysis.bandwidth.KERNELS. The largest size then runs --repeats more times; during the
-middle repeat an NVML sampler records clocks, power, temperature, clock-event reasons and
-processes.
+harness.analysis.bandwidth.KERNELS. The largest size then runs --repeats more times (harness/probes/bandwidth/repeats.py);
+during the middle repeat an NVML sampler records clocks, power, temperature, clock-event reasons and
+processes; repeats that disagree by 5% or more are measured once more, longer.
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-from collections.abc import Callable
 from typing import Any
 
 from harness import catalogue
 from harness.analysis.bandwidth import figures as analysis
-from harness.analysis.verdict import Verdict
 from harness.probes.bandwidth import read_kernels
 from harness.probes.bandwidth.device import (
     BUFFERS,
@@ -36,7 +34,6 @@ from harness.probes.bandwidth.device import (
     largest_safe_mib,
     meminfo_bytes,
     nvml_handle,
-    own_pids,
     pick_device,
     reference,
 )
@@ -52,6 +49,8 @@ from harness.probes.bandwidth.points import (
     point_record,
     timed,
 )
+from harness.probes.bandwidth.repeats import REPEAT_BUDGET_S, Repeats
+from harness.probes.bandwidth.sizing import sizing
 from harness.probes.contract import (
     Option,
     ProbeUsageError,
@@ -64,14 +63,13 @@ from harness.probes.contract import (
     real,
     unavailable,
 )
-from harness.probes.nvml import NvmlSession, Sampler, sample
+from harness.probes.nvml import NvmlSession
+from harness.probes.policy import at_most, matching, take
 from harness.probes.timing import Clock
 
 NAME = "bandwidth"
 POINT_BUDGET_S = {"cuda": 0.3, "cpu": 0.1}
-REPEAT_BUDGET_S = {"cuda": 1.0, "cpu": 0.1}  # cuda: >= 10 NVML samples at 50 ms in the middle one
 EMPTY_LAUNCH_ITERATIONS = 200
-SAMPLE_INTERVAL_S, MIN_SAMPLES = 0.05, 10
 
 
 def known_sku(sku_id: str) -> str | None:
@@ -99,16 +97,19 @@ OPTIONS = (
             ),
             None,
         ),
+        replay=take(at_most(256 * 1024, "MiB")),
     ),
     Option(
         ("--repeats",),
         dict(type=int, default=3, help="runs of the largest size (default: 3)"),
         check=lambda n: None if n >= 1 else f"{n}: at least 1 (the lab asks for 3)",
+        replay=take(at_most(100)),
     ),
     Option(
         ("--spec-gbps",),
         dict(type=real, metavar="GBPS", help="published peak bandwidth in GB/s (overrides the catalogue's figure)"),
         check=positive,
+        replay=take(at_most(100_000, "GB/s")),
     ),
     Option(
         ("--kernel",),
@@ -119,6 +120,7 @@ OPTIONS = (
             + "; ".join(f"{k} reads {v['reads']} writes {v['writes']}" for k, v in sorted(analysis.KERNELS.items()))
             + " (default: copy)",
         ),
+        replay=take(),
     ),
     Option(
         ("--read-kernel",),
@@ -132,6 +134,7 @@ OPTIONS = (
             "thread, B blocks of T threads per SM, s2 the buffer read as two halves at once, cs cache-streaming "
             "loads; one of " + ", ".join(n for n in read_kernels.NAMES if "nvrtc" in n),
         ),
+        replay=take(),  # one of the names this build compiles (choices)
     ),
     Option(
         ("--device",),
@@ -140,12 +143,28 @@ OPTIONS = (
             default="auto",
             help="auto: the GPU when torch sees one, else host memory (default: auto)",
         ),
+        replay=take(),
     ),
-    Option(("--device-index",), dict(type=int, default=0, help="CUDA device index (default: 0)")),
+    Option(
+        ("--device-index",),
+        dict(type=int, default=0, help="CUDA device index (default: 0)"),
+        replay=take(at_most(1023)),
+    ),
     Option(
         ("--point-budget-s",),
         dict(
             type=real, metavar="SECONDS", help="timed seconds per sweep point (default: 0.3 on a GPU, 0.1 on the CPU)"
+        ),
+        check=positive,
+        replay=take(at_most(60, "s")),
+    ),
+    Option(
+        ("--repeat-budget-s",),
+        dict(
+            type=real,
+            metavar="SECONDS",
+            help="timed seconds per repeat of the largest size (default: 1, on a GPU and on the CPU); repeats "
+            "that vary by 5%% or more are measured once more, 4 x longer",
         ),
         check=positive,
     ),
@@ -157,6 +176,7 @@ OPTIONS = (
             "the device's own SKU, capacity and form factor (default: the device's own)",
         ),
         check=known_sku,
+        replay=take(matching("[a-z0-9-]{1,64}", "a catalogue SKU id")),
     ),
 )
 
@@ -243,7 +263,7 @@ class Measurement:
         identity, telemetry_reason = self.open_telemetry()
         timer = per_call(Clock.of(torch, self.device))
         budget = args.point_budget_s or POINT_BUDGET_S[self.device]
-        repeat_budget = max(budget, REPEAT_BUDGET_S[self.device])
+        repeat_budget = args.repeat_budget_s or max(budget, REPEAT_BUDGET_S[self.device])
 
         seed = int.from_bytes(os.urandom(4), "little")
         largest = max(sizes)
@@ -272,8 +292,8 @@ class Measurement:
             fn = kernel_fn(torch, self.kernel, a[:n], b[:n], c[:n], out, scalar, self.read)
             sweep.append(point_record(size, n, self.kernel, timed(fn, timer, budget), cache_bytes, empty_s))
         fn = kernel_fn(torch, self.kernel, a, b, c, out, scalar, self.read)
-        repeats = self.repeats(
-            fn, largest, n_max, timer, repeat_budget, cache_bytes, empty_s, len(sizes), total_steps, telemetry_reason
+        repeats = Repeats(self, fn, largest, n_max, timer).measure(
+            repeat_budget, cache_bytes, empty_s, len(sizes), total_steps, telemetry_reason
         )
         progress(total_steps, total_steps, "done")
         data = {
@@ -312,72 +332,6 @@ class Measurement:
         timer(lambda: tiny.add_(1.0), 10)
         times = timer(lambda: tiny.add_(1.0), EMPTY_LAUNCH_ITERATIONS)
         return statistics.median(times), times
-
-    def repeats(
-        self,
-        fn: Callable[[], Any],
-        size: float,
-        n: int,
-        timer: Timer,
-        budget: float,
-        cache_bytes: float | None,
-        empty_s: float,
-        done: int,
-        total: int,
-        telemetry_reason: str | None,
-    ) -> dict[str, Any]:
-        """The largest size --repeats times; NVML samples during the middle one."""
-        middle = self.args.repeats // 2
-        runs, samples, owners = [], None, ([os.getpid()], "no telemetry")
-        for r in range(self.args.repeats):
-            progress(done + r, total, f"repeat {r + 1}/{self.args.repeats} at {size:g} MiB")
-            if r == middle and self.handle is not None:
-                owners = own_pids(sample(self.nvml.pynvml, self.handle), BUFFERS * size)
-                with Sampler(self.nvml.pynvml, self.handle, SAMPLE_INTERVAL_S) as sampler:
-                    times = timed(fn, timer, budget, enough=lambda: len(sampler.samples) >= MIN_SAMPLES - 1)
-                samples = sampler.samples
-            else:
-                times = timed(fn, timer, budget)
-            runs.append(point_record(size, n, self.kernel, times, cache_bytes, empty_s))
-        medians = [run["median_gbps"] for run in runs]
-        spread = analysis.spread(medians)
-        verdict = analysis.repeat_verdict(spread)
-        telemetry = (
-            {
-                "repeat_index": middle,
-                "interval_s": SAMPLE_INTERVAL_S,
-                "samples": samples,
-                "own_pids": owners[0],
-                "own_pids_how": owners[1],
-            }
-            if samples is not None
-            else {
-                "repeat_index": middle,
-                "interval_s": SAMPLE_INTERVAL_S,
-                "samples": unavailable(telemetry_reason or "no NVML handle"),
-                "own_pids": owners[0],
-                "own_pids_how": owners[1],
-            }
-        )
-        diagnosis = None
-        if verdict == Verdict.FAIL:
-            diagnosis = (
-                analysis.diagnose(samples, owners[0], self.power_limit())
-                if samples is not None
-                else {"causes": [], "summary": f"no telemetry to diagnose from ({telemetry['samples']['unavailable']})"}
-            )
-        return {
-            "size_mib": size,
-            "count": self.args.repeats,
-            "runs": runs,
-            "medians_gbps": medians,
-            "spread": spread,
-            "spread_max": analysis.REPEAT_SPREAD_MAX,
-            "verdict": verdict,
-            "trusted": verdict == Verdict.PASS,
-            "telemetry": telemetry,
-            "diagnosis": diagnosis,
-        }
 
     def power_limit(self) -> float | None:
         value = attempt(lambda: self.nvml.pynvml.nvmlDeviceGetEnforcedPowerLimit(self.handle) / 1000.0)
@@ -482,31 +436,9 @@ class Measurement:
             },
             "repeats": repeats,
             "reference": ref,
-            "sizing": self.sizing(facts, sizes, budget, repeat_budget, safe_mib),
+            "sizing": sizing(self.device, self.args.repeats, facts, sizes, budget, repeat_budget, safe_mib),
             "limitations": self.limitations,
         }
-
-    def sizing(
-        self, facts: dict[str, Any], sizes: list[float], budget: float, repeat_budget: float, safe_mib: float
-    ) -> str:
-        largest = max(sizes)
-        common = (
-            f"sweep {' '.join(f'{s:g}' for s in sizes)} MiB per buffer; {BUFFERS} {DTYPE_NAME} buffers "
-            f"of the largest size ({BUFFERS * largest:g} MiB) stay within {SAFE_FRACTION:.0%} of the "
-            f"{facts['free'] / 2**20:.0f} MiB free at start (largest safe size {safe_mib:.0f} MiB); "
-            f"each point is timed for about {budget:g} s ({MIN_ITERATIONS}-{MAX_ITERATIONS} iterations "
-            f"after {WARMUP_ITERATIONS} warm-up), each of the {self.args.repeats} repeats for about "
-            f"{repeat_budget:g} s"
-        )
-        if self.device == "cpu":
-            return (
-                f"device=cpu ({facts['name']}, {facts['torch_threads']} torch threads): host memory, "
-                f"sized small for 2-core CI runners by default; {common}."
-            )
-        return (
-            f"{facts['name']} ({facts['where']}): {common}, long enough for at least {MIN_SAMPLES} NVML "
-            f"samples at {SAMPLE_INTERVAL_S * 1000:.0f} ms during the middle repeat."
-        )
 
 
 if __name__ == "__main__":

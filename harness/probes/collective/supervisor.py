@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.probes.lifetime import parent_env
+
 WORKER_MODULE = "harness.probes.collective.worker"
 POLL_S = 0.05
 STACK_WAIT_S = 0.5
@@ -140,7 +142,7 @@ class Supervisor:
             with open(self.workdir / f"rank{launch.rank}.stdout", "wb") as stdout, open(stderr_path, "wb") as stderr:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", WORKER_MODULE, str(config_path)],
-                    env=launch.env,
+                    env={**launch.env, **parent_env()},  # the worker checks its parent is still this process
                     stdin=subprocess.DEVNULL,
                     stdout=stdout,
                     stderr=stderr,

@@ -25,7 +25,6 @@ Measurement of one size:
 
 from __future__ import annotations
 
-import ctypes
 import datetime as _dt
 import faulthandler
 import json
@@ -39,6 +38,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from harness.probes.lifetime import die_with_parent
 from harness.probes.timing import Clock
 
 CONTROL_ELEMENTS = 3  # 24-byte float64 control messages: never a sweep size (powers of two) in NCCL's log
@@ -59,14 +59,6 @@ class Events:
         fields.update(event=event, at=time.time())
         self._fh.write(json.dumps(fields, sort_keys=True, allow_nan=False) + "\n")
         self._fh.flush()
-
-
-def die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when the supervisor dies (prctl PR_SET_PDEATHSIG)."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)
-    except (OSError, AttributeError):
-        pass  # not Linux: the supervisor still kills its workers itself
 
 
 def apply_fault(fault: dict[str, Any] | None, rank: int, nbytes: int) -> None:

@@ -39,6 +39,7 @@ from harness.probes.health.load import observe, run_load
 from harness.probes.health.torch_files import software_facts
 from harness.probes.health.torch_view import cuda_visible_devices, torch_facts
 from harness.probes.nvml import NvmlSession
+from harness.probes.policy import at_most, refuse, take
 from harness.probes.topology import TopologyCapture
 
 NAME = "health"
@@ -56,6 +57,7 @@ OPTIONS = (
             "torch's version.py, the cuDNN/NCCL libraries and the CUDA driver API. "
             "--under-load always imports torch, since its load runs in torch",
         ),
+        replay=take(),
     ),
     Option(
         ("--under-load",),
@@ -67,12 +69,14 @@ OPTIONS = (
             "8) and take the health reading halfway through it, sampling throughout",
         ),
         check=lambda s: None if 0 < s <= MAX_LOAD_S else f"{s:g}: must be in (0, {MAX_LOAD_S:g}] seconds",
+        replay=take(at_most(600, "s")),
     ),
     Option(
         ("--sample-interval",),
         dict(type=number, default=0.1, metavar="SECONDS", help="NVML sampling period under load (default: 0.1)"),
         check=lambda s: None if 0.01 <= s <= 10 else f"{s:g}: must be in [0.01, 10] seconds",
         goes_with="under_load",
+        replay=take(),
     ),
     Option(
         ("--during-load",),
@@ -86,6 +90,7 @@ OPTIONS = (
             "--load-window seconds, the device reading taken halfway",
         ),
         check=lambda pids: None if all(p > 0 for p in pids) else "every PID must be positive",
+        replay=refuse("processes of their machine"),
     ),
     Option(
         ("--load-window",),
@@ -94,6 +99,7 @@ OPTIONS = (
         ),
         check=lambda s: None if 0 < s <= MAX_WINDOW_S else f"{s:g}: must be in (0, {MAX_WINDOW_S:g}] seconds",
         goes_with="during_load",
+        replay=take(),
     ),
     Option(
         ("--load-what",),
@@ -103,6 +109,7 @@ OPTIONS = (
             help="with --during-load: what the load is, as the document records it",
         ),
         goes_with="during_load",
+        replay=refuse("a load of their machine, in their words"),
     ),
 )
 

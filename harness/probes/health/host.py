@@ -82,6 +82,22 @@ def memory_total_mib(path: Path = Path("/proc/meminfo")) -> Any:
     return attempt(parse)
 
 
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+
+
+def boot_id(path: Path = BOOT_ID) -> Any:
+    """The kernel's boot id: which start of this machine the run was on (new at every boot; the host
+    kernel's, also inside a container), or why it cannot be read."""
+
+    def parse() -> str:
+        text = read_text(path).strip()
+        if not text:
+            raise ValueError(f"{path} is empty")
+        return text
+
+    return attempt(parse)
+
+
 def dmi(directory: Path = DMI_DIR) -> Any:
     """The DMI/SMBIOS identity strings, or why they cannot be read (containers often hide them)."""
     if not directory.is_dir():
@@ -126,6 +142,7 @@ def host_facts() -> dict[str, Any]:
         "hostname": attempt(socket.gethostname),
         "kernel_release": uname.release or unavailable("platform.uname() gave no release"),
         "kernel_version": uname.version or unavailable("platform.uname() gave no version"),
+        "boot_id": boot_id(),
         "machine": uname.machine or unavailable("platform.uname() gave no machine"),
         "os": os_release(),
         "cpu_model": model,

@@ -32,6 +32,7 @@ from harness.probes.contract import (
     progress,
     unavailable,
 )
+from harness.probes.policy import TENSOR, matching, remake, take
 
 if TYPE_CHECKING:  # torch is imported when measuring, so the host reads OPTIONS without it
     import torch
@@ -41,7 +42,12 @@ PROVENANCE_KEYS = {"label", "repo", "revision", "file", "file_sha256", "source",
 
 
 OPTIONS = (
-    Option(("--file",), dict(required=True, help="the safetensors file (already verified by the host)"), host=False),
+    Option(
+        ("--file",),
+        dict(required=True, help="the safetensors file (already verified by the host)"),
+        host=False,
+        replay=remake("their checkpoint, fetched here by its sha256"),
+    ),
     Option(
         ("--tensor",),
         dict(
@@ -51,16 +57,19 @@ OPTIONS = (
             help="a tensor to measure and its role (repeat; measured in this order)",
         ),
         host=False,
+        replay=take(matching(TENSOR, "ROLE=NAME, a tensor of the checkpoint by its name")),
     ),
     Option(
         ("--tensor-index",),
         dict(metavar="JSON", help="the host's record of each tensor: dtype, shape, byte_range, sha256"),
         host=False,
+        replay=remake("this host's record of the checkpoint fetched here"),
     ),
     Option(
         ("--provenance",),
         dict(metavar="JSON", help="where the file came from: " + ", ".join(sorted(PROVENANCE_KEYS))),
         host=False,
+        replay=remake("where this host's copy of the checkpoint came from"),
     ),
     Option(
         ("--device",),
@@ -69,6 +78,7 @@ OPTIONS = (
             default="auto",
             help="where the probe computes (auto: CUDA when present, else the CPU); the numbers are the same",
         ),
+        replay=take(),
     ),
 )
 

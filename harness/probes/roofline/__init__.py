@@ -40,6 +40,7 @@ from harness.probes.contract import (
     utc_now,
 )
 from harness.probes.nvml import NvmlSession
+from harness.probes.policy import SHAPE, TILE, at_most, matching, refuse, remake, take
 from harness.probes.roofline.nvml import NVML_REFRESH, NvmlReader
 from harness.probes.roofline.roofs import cpu_roofs, gpu_facts, gpu_roofs, parse_tile, requested_shapes
 from harness.probes.timing import Bursts
@@ -62,8 +63,9 @@ OPTIONS = (
             help="memory roof in GB/s: the bandwidth probe's sustained median (required on a GPU; "
             "measured here on a CPU unless given)",
         ),
+        replay=remake("the memory roof: this run's own bandwidth step's median"),
     ),
-    Option(("--dtype",), dict(choices=DTYPES, default="bf16", help="GEMM dtype (default bf16)")),
+    Option(("--dtype",), dict(choices=DTYPES, default="bf16", help="GEMM dtype (default bf16)"), replay=take()),
     Option(
         ("--peak-tflops",),
         dict(
@@ -72,6 +74,7 @@ OPTIONS = (
             help="dense compute roof for the dtype in TFLOPS (default: the catalogue's figure "
             "for the identified SKU; measured on a CPU)",
         ),
+        replay=take(at_most(100_000, "TFLOPS")),
     ),
     Option(
         ("--check-dtypes",),
@@ -84,18 +87,22 @@ OPTIONS = (
             "catalogue peak (what `dossier run` does on a GPU: fp8 fp16 tf32 fp32)",
         ),
         check=_check_dtypes,
+        replay=take(),
     ),
     Option(
         ("--shapes",),
         dict(nargs="+", default=[], metavar="MxNxK[:label]", help="extra GEMM shapes, C[M,N] = A[M,K] @ B[K,N]"),
+        replay=take(matching(SHAPE, "MxNxK[:label] shapes")),
     ),
     Option(
         ("--shapes-file",),
         dict(type=Path, metavar="F", help="extra shapes, one 'MxNxK[:label]' per line, '#' comments"),
+        replay=refuse("a file of their machine"),
     ),
     Option(
         ("--no-default-shapes",),
         dict(action="store_true", help="run only the shapes given with --shapes/--shapes-file"),
+        replay=take(),
     ),
     Option(
         ("--max-square",),
@@ -104,6 +111,7 @@ OPTIONS = (
             metavar="N",
             help=f"largest square size (default: 16384 on a GPU, memory permitting; {CPU_MAX_SQUARE} on a CPU)",
         ),
+        replay=take(at_most(65_536)),
     ),
     Option(
         ("--prefill-tokens",),
@@ -114,6 +122,7 @@ OPTIONS = (
             default=list(gemm_shapes.DEFAULT_PREFILL_TOKENS),
             help="prefill-like M for the model projections (2048..8192; default 2048 8192)",
         ),
+        replay=take(at_most(1_048_576)),
     ),
     Option(
         ("--decode-tokens",),
@@ -124,6 +133,7 @@ OPTIONS = (
             default=list(gemm_shapes.DEFAULT_DECODE_TOKENS),
             help="decode-like M for the model projections (1..64; default 1 64)",
         ),
+        replay=take(at_most(1_048_576)),
     ),
     Option(
         ("--max-shape-seconds",),
@@ -133,6 +143,7 @@ OPTIONS = (
             help="skip a shape whose predicted warm-up and timed windows exceed S seconds "
             "(default 5 on a GPU, 2 on a CPU)",
         ),
+        replay=take(at_most(600, "s")),
     ),
     Option(
         ("--max-operand-mib",),
@@ -142,6 +153,7 @@ OPTIONS = (
             help="skip a shape whose inputs and output exceed this (default: a quarter of free "
             "GPU memory; 512 on a CPU)",
         ),
+        replay=take(at_most(1_048_576, "MiB")),
     ),
     Option(
         ("--tile",),
@@ -149,8 +161,9 @@ OPTIONS = (
             metavar="MxN",
             help="output tile the wave model assumes (default 128x256 for tensor-core dtypes, 128x128 for fp32)",
         ),
+        replay=take(matching(TILE, "an MxN tile")),
     ),
-    Option(("--no-fusion",), dict(action="store_true", help="skip the elementwise fusion comparison")),
+    Option(("--no-fusion",), dict(action="store_true", help="skip the elementwise fusion comparison"), replay=take()),
     Option(
         ("--fusion-elements",),
         dict(
@@ -158,10 +171,12 @@ OPTIONS = (
             metavar="N",
             help="elements in the fusion chain (default 2^28 on a GPU, memory permitting; 2^26 on a CPU)",
         ),
+        replay=take(at_most(2**34)),
     ),
     Option(
         ("--device",),
         dict(choices=("auto", "cuda", "cpu"), default="auto", help="where to run (default: cuda when available)"),
+        replay=take(),
     ),
 )
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,8 @@ from harness.probes.contract import (
     real,
 )
 from harness.probes.health.torch_files import torch_build, torch_directory
+from harness.probes.policy import SHAPE, at_most, matching, take
+from harness.probes.scratch import scratch
 from harness.probes.stress.document import device_record
 from harness.probes.stress.supervisor import StressSupervisor
 from harness.probes.stress.warm import prestart  # noqa: F401 - harness.probes.prestart calls it
@@ -103,8 +104,9 @@ OPTIONS = (
             help=f"GEMM phase length (default 60 on a GPU; 3 on a CPU, sized for CI; at most {MAX_SECONDS:g})",
         ),
         check=seconds_problem,
+        replay=take(),
     ),
-    Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)")),
+    Option(("--dtype",), dict(choices=DTYPES, help="GEMM dtype (default bf16 on a GPU, fp32 on a CPU)"), replay=take()),
     Option(
         ("--shape",),
         dict(
@@ -113,6 +115,7 @@ OPTIONS = (
             "8192x8192x32768 for fp8; 512x512x1024 on a CPU)",
         ),
         check=shape_problem,
+        replay=take(matching(SHAPE, "an MxNxK shape")),
     ),
     Option(
         ("--memory-share",),
@@ -124,6 +127,7 @@ OPTIONS = (
             "covers, 0 < F <= 0.95 (default 0.8; a CPU run tests 64 MiB of host memory)",
         ),
         check=lambda f: None if 0 < f <= 0.95 else f"{f:g}: must be in (0, 0.95]",
+        replay=take(),
     ),
     Option(
         ("--memory-chunk-mib",),
@@ -131,10 +135,13 @@ OPTIONS = (
             type=int, default=GPU_CHUNK_MIB, metavar="MIB", help=f"memory-test chunk on a GPU (default {GPU_CHUNK_MIB})"
         ),
         check=lambda n: None if n >= 1 else f"{n}: must be at least 1",
+        replay=take(at_most(1_048_576, "MiB")),
     ),
-    Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test")),
+    Option(("--no-memory-test",), dict(action="store_true", help="skip the memory test"), replay=take()),
     Option(
-        ("--no-check",), dict(action="store_true", help="do not compare GEMM results (to measure what checking costs)")
+        ("--no-check",),
+        dict(action="store_true", help="do not compare GEMM results (to measure what checking costs)"),
+        replay=take(),
     ),
     Option(
         ("--inject-fault",),
@@ -143,15 +150,18 @@ OPTIONS = (
             help="self-test: flip one bit between compute and check (GEMM iteration "
             f"{INJECT_GEMM_ITERATION}, or one word of the first memory pattern); recorded",
         ),
+        replay=take(),
     ),
     Option(
         ("--sample-interval-s",),
         dict(type=real, default=0.1, metavar="S", help="NVML sampling interval (default 0.1)"),
         check=positive,
+        replay=take(at_most(10, "s")),
     ),
     Option(
         ("--seed",),
         dict(type=int, default=SEED, help=f"seed of the GEMM inputs and the random memory pattern (default {SEED})"),
+        replay=take(at_most(2**63 - 1)),
     ),
     Option(
         ("--device",),
@@ -160,6 +170,7 @@ OPTIONS = (
             default="auto",
             help="where to run (default: every visible GPU when torch sees one, else the CPU)",
         ),
+        replay=take(),
     ),
 )
 
@@ -387,7 +398,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         f"{'every GPU' if device == 'cuda' else 'the CPU'}, one worker process each"
     )
     log(f"stress: {len(indices)} worker(s) on {device}, {settings['dtype']} for {settings['seconds']:g} s")
-    with tempfile.TemporaryDirectory(prefix="stress-") as workdir:
+    with scratch("stress-") as workdir:  # (a SIGKILL's leftovers removed by the next run)
         supervisor = StressSupervisor(
             worker_config(settings), indices, Path(workdir), STALL_S, settings["seconds"] + DEADLINE_EXTRA_S, watch
         )

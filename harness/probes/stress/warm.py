@@ -12,18 +12,17 @@ never runs ends when the probe's process does (its stdin closes); its folder is 
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.probes.contract import utc_now
+from harness.probes.lifetime import parent_env
+from harness.probes.scratch import owned_folder
 
 LAUNCHER = "harness.probes.prestart"
 WORKER_MODULE = "harness.probes.stress.worker"
@@ -43,15 +42,14 @@ WAITING: list[Waiting] = []
 
 def worker_environment() -> dict[str, str]:
     """The environment the supervisor starts its workers in (StressSupervisor.run)."""
-    env = dict(os.environ)
+    env = {**os.environ, **parent_env()}  # each worker checks its parent is still this process
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     return env
 
 
 def prestart() -> None:
     """One worker started now, importing torch, to run when the probe does."""
-    folder = Path(tempfile.mkdtemp(prefix="stress-warm-"))
-    atexit.register(shutil.rmtree, folder, True)
+    folder = owned_folder("stress-warm-")  # removed at exit, or by the next start after a SIGKILL
     stderr_path, env = folder / "worker.stderr", worker_environment()
     with open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(

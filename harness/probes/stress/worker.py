@@ -21,8 +21,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from harness.probes.collective.worker import Events, die_with_parent
+from harness.probes.collective.worker import Events
 from harness.probes.contract import describe_exception, exit_now, unavailable
+from harness.probes.lifetime import die_with_parent
 
 TEST_FAULT_ENV = "RIG_DOSSIER_STRESS_FAULT"  # tests: "die:N" SIGKILLs the worker after bucket N is written
 

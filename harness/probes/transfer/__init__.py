@@ -35,6 +35,7 @@ from harness.probes.contract import (
     unavailable,
 )
 from harness.probes.nvml import NvmlSession
+from harness.probes.policy import at_most, sizes_at_most, take
 from harness.probes.topology import TopologyCapture
 from harness.probes.transfer.copies import MAX_COPIES, MIN_COPIES, WARMUP_COPIES, Stream, sweep_alone
 from harness.probes.transfer.document import COPY_PATHS, assemble, series_record
@@ -72,17 +73,20 @@ OPTIONS = (
             help="copy sizes, bytes or K/M/G (binary) (default: 4K 64K 1M 4M 16M 64M 256M 512M 1G "
             "on a GPU, fewer if memory is short; 4K 64K 1M 16M 64M on the CPU)",
         ),
+        replay=take(sizes_at_most(parse_size, 64 * 2**30)),
     ),
     Option(
         ("--device-index",),
         dict(type=int, nargs="+", metavar="INDEX", help="torch device indices to measure (default: every visible GPU)"),
+        replay=take(at_most(1023)),
     ),
     Option(
         ("--point-budget-s",),
         dict(type=real, help="seconds of timed copies per size (default: 0.1 on a GPU, 0.02 on the CPU)"),
         check=positive,
+        replay=take(at_most(60, "s")),
     ),
-    Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure")),
+    Option(("--skip",), dict(nargs="+", choices=SKIPPABLE, default=[], help="parts not to measure"), replay=take()),
     Option(
         ("--device",),
         dict(
@@ -90,6 +94,7 @@ OPTIONS = (
             default="auto",
             help="auto: the GPUs when torch sees one, else host memory copies",
         ),
+        replay=take(),
     ),
 )
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.analysis.digests import quorum, short, stress_conditions
-from harness.analysis.health.contract_facts import gpus, unavailable_reason
+from harness.analysis.health.contract_facts import gpus
+from harness.analysis.units import unavailable_reason
 from harness.judge.acceptance.config import version_key
 from harness.judge.acceptance.digests import precision_digests, stress_digests
 from harness.judge.facts import BundleFacts
