@@ -15,7 +15,7 @@ from harness.analysis.roofline import figures as rf
 from harness.analysis.roofline import model as rl
 from harness.analysis.roofline import reading
 from harness.analysis.roofline.explanation import context_of
-from harness.probes.roofline import stated
+from harness.probes.roofline.document import stated
 
 FIXTURES = Path(__file__).parent / "fixtures" / "roofline"
 RECORD = ("first_call_s", "warmup", "windows", "graph")  # what the timer recorded of a shape

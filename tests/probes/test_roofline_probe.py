@@ -13,6 +13,7 @@ from harness.present.plots import roofline as plot
 from harness.probes import roofline as probe
 from harness.probes.contract import ProbeUsageError, options_argv, probe_main
 from harness.probes.roofline import gemms as side
+from harness.probes.roofline import roofs as roofs_side
 from harness.run.outcome import Completed, judge
 from harness.runners.interface import ProbeInvocation
 from harness.runners.local import LocalRunner
@@ -204,16 +205,18 @@ def gpu_args(*argv):
 
 def test_gpu_roofs_need_the_measured_bandwidth():
     with pytest.raises(ProbeUsageError, match="--bandwidth-gbps is required"):
-        probe.gpu_roofs(gpu_args("--dtype", "bf16"), H200_FACTS)
+        roofs_side.gpu_roofs(gpu_args("--dtype", "bf16"), H200_FACTS)
 
 
 def test_gpu_peak_comes_from_the_catalogue_for_the_dtype_used():
-    roofs = probe.gpu_roofs(gpu_args("--dtype", "fp8", "--bandwidth-gbps", "4254"), H200_FACTS)
+    roofs = roofs_side.gpu_roofs(gpu_args("--dtype", "fp8", "--bandwidth-gbps", "4254"), H200_FACTS)
     assert roofs["peak_tflops"] == H200_DENSE["fp8"] and "h200-sxm-141gb" in roofs["peak_source"]
-    roofs = probe.gpu_roofs(gpu_args("--dtype", "tf32", "--bandwidth-gbps", "4254", "--peak-tflops", "400"), H200_FACTS)
+    roofs = roofs_side.gpu_roofs(
+        gpu_args("--dtype", "tf32", "--bandwidth-gbps", "4254", "--peak-tflops", "400"), H200_FACTS
+    )
     assert roofs["peak_tflops"] == 400 and roofs["peak_source"] == "given with --peak-tflops"
     with pytest.raises(ProbeUsageError, match="--peak-tflops"):
-        probe.gpu_roofs(
+        roofs_side.gpu_roofs(
             gpu_args("--bandwidth-gbps", "4254"),
             {"sku_id": None, "sku_evidence": "PCI device id 0x1234 is not in the catalogue"},
         )
@@ -326,13 +329,13 @@ def test_gpu_facts_match_nvml_by_uuid_and_identify_the_h200_sku():
 
     session = NvmlSession()
     session.pynvml = FakeNvml()
-    facts, handle = probe.gpu_facts(FakeTorch, session, 0)
+    facts, handle = roofs_side.gpu_facts(FakeTorch, session, 0)
     assert handle == "h0" and facts["sku_id"] == "h200-sxm-141gb"
     assert facts["sm_count"] == 132 and facts["cache_mib"] == 60 and facts["max_sm_clock_mhz"] == 1980
-    roofs = probe.gpu_roofs(gpu_args("--bandwidth-gbps", "4254"), facts)
+    roofs = roofs_side.gpu_roofs(gpu_args("--bandwidth-gbps", "4254"), facts)
     assert roofs["peak_tflops"] == H200_DENSE["bf16"]
     session.pynvml.nvmlDeviceGetUUID = lambda handle: "GPU-00000000-0000-0000-0000-000000000000"
-    facts, handle = probe.gpu_facts(FakeTorch, session, 0)
+    facts, handle = roofs_side.gpu_facts(FakeTorch, session, 0)
     assert handle is None and facts["sku_id"] is None and "no NVML device has torch's UUID" in facts["sku_evidence"]
 
 
