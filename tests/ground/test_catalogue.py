@@ -5,7 +5,7 @@ import copy
 import pytest
 
 from harness import catalogue
-from harness.probes import bandwidth as probe
+from harness.probes.bandwidth.device import reference
 from harness.schemas import violations
 
 REQUIRED = {
@@ -113,22 +113,22 @@ def test_h200_nvl_is_refused_against_the_sxm_known_good():
 
 def test_probe_reference_refuses_another_variant_and_uses_its_own():
     nvl = {"sku_id": "h200-nvl-141gb", "evidence": "test"}
-    refused = probe.reference("cuda", nvl, None, "h200-sxm-141gb", "copy")
+    refused = reference("cuda", nvl, None, "h200-sxm-141gb", "copy")
     assert refused["comparable"] is False and refused["known_good_gbps"] is None
     assert "not interchangeable" in refused["why"]
     assert refused["spec_gbps"] == 4800 and refused["spec_source"].startswith("catalogue")
     sxm = {"sku_id": "h200-sxm-141gb", "evidence": "test"}
-    own = probe.reference("cuda", sxm, 4900.0, None, "copy")
+    own = reference("cuda", sxm, 4900.0, None, "copy")
     assert own["comparable"] and own["known_good_gbps"] == 4234
     assert own["spec_gbps"] == 4900.0 and own["spec_source"] == "--spec-gbps"
 
 
 def test_unknown_sku_and_cpu_have_no_known_good():
-    unknown = probe.reference(
+    unknown = reference(
         "cuda", {"sku_id": None, "evidence": "PCI device id 0x9999 is not in the catalogue"}, None, None, "copy"
     )
     assert unknown["comparable"] is False and "unknown" in unknown["why"] and unknown["spec_gbps"] is None
-    cpu = probe.reference("cpu", None, None, None, "copy")
+    cpu = reference("cpu", None, None, None, "copy")
     assert "no reference for host memory" in cpu["why"]
 
 

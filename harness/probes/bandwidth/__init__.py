@@ -25,7 +25,6 @@ from harness.analysis.bandwidth import figures as analysis
 from harness.probes.bandwidth import read_kernels
 from harness.probes.bandwidth.device import (
     BUFFERS,
-    SAFE_FRACTION,
     check_sizes,
     cpu_cache,
     cpu_name,
@@ -35,14 +34,10 @@ from harness.probes.bandwidth.device import (
     meminfo_bytes,
     nvml_handle,
     pick_device,
-    reference,
 )
+from harness.probes.bandwidth.document import assemble
 from harness.probes.bandwidth.points import (
-    DTYPE_NAME,
     ELEMENT_BYTES,
-    MAX_ITERATIONS,
-    MIN_ITERATIONS,
-    WARMUP_ITERATIONS,
     Timer,
     kernel_fn,
     per_call,
@@ -50,7 +45,6 @@ from harness.probes.bandwidth.points import (
     timed,
 )
 from harness.probes.bandwidth.repeats import REPEAT_BUDGET_S, Repeats
-from harness.probes.bandwidth.sizing import sizing
 from harness.probes.contract import (
     Option,
     ProbeUsageError,
@@ -350,95 +344,8 @@ class Measurement:
         repeat_budget: float,
         safe_mib: float,
     ) -> dict[str, Any]:
-        points = [
-            {"size_mib": p["size_mib"], "gbps": p["median_gbps"], "marks": p["marks"], "why": p["why"]} for p in sweep
-        ]
-        found = analysis.plateau(points)
-        top = max(points, key=lambda p: p["gbps"])
-        ref = reference(self.device, identity, self.args.spec_gbps, self.args.compare_sku, self.kernel)
-        ref["known_good_ratio"] = (
-            found["gbps"] / ref["known_good_gbps"] if found["gbps"] is not None and ref["known_good_gbps"] else None
-        )
-        ref["spec_ratio"] = found["gbps"] / ref["spec_gbps"] if found["gbps"] is not None and ref["spec_gbps"] else None
-        if not found["reached"]:
-            self.limitations.append({"what": "bandwidth plateau", "why": found["why"]})
-        if self.device == "cpu":
-            self.limitations.append(
-                {
-                    "what": "HBM bandwidth",
-                    "why": "device=cpu: this measures host memory "
-                    "through torch on the CPU; writes may also cost a read (write-allocate), "
-                    "which the byte count does not include",
-                }
-            )
-        spec = analysis.KERNELS[self.kernel]
-        return {
-            "device": self.device,
-            "device_name": facts["name"],
-            "device_identity": identity
-            if identity is not None
-            else unavailable("device=cpu: no PCI identity" if self.device == "cpu" else self.nvml.reason or "no NVML"),
-            "torch_version": self.torch.__version__,
-            "torch_threads": facts["torch_threads"],
-            "kernel": self.kernel,
-            "dtype": DTYPE_NAME,
-            "byte_counting": {
-                "rule": analysis.BYTE_RULE,
-                "reads": spec["reads"],
-                "writes": spec["writes"],
-                "element_bytes": ELEMENT_BYTES,
-                "gb_bytes": 10**9,
-                "torch_op": self.read.describe() if self.read else spec["torch_op"],
-                "kernels": analysis.KERNELS,
-                **({"read_kernel": {"variant": self.read.name, **self.read.facts}} if self.read else {}),
-            },
-            "data": data,
-            "cache": facts["cache"],
-            "launch": {
-                "empty_launch_s": empty_s,
-                "launch_bound_factor": analysis.LAUNCH_BOUND_FACTOR,
-                "rule": analysis.LAUNCH_RULE,
-                "cache_rule": analysis.CACHE_RULE,
-            },
-            "timing": {
-                "method": "cuda_events" if self.device == "cuda" else "perf_counter",
-                "statistic": "median of per-iteration times",
-                "warmup_iterations": WARMUP_ITERATIONS,
-                "point_budget_s": budget,
-                "repeat_budget_s": repeat_budget,
-                "min_iterations": MIN_ITERATIONS,
-                "max_iterations": MAX_ITERATIONS,
-            },
-            "memory": {
-                "total_mib": facts["total"] / 2**20,
-                "free_mib": facts["free"] / 2**20,
-                "safe_fraction": SAFE_FRACTION,
-                "buffers": BUFFERS,
-                "largest_safe_size_mib": safe_mib,
-                "rule": f"{BUFFERS} buffers of the largest size within {SAFE_FRACTION:.0%} of the memory free at start",
-            },
-            "sweep": sweep,
-            "plateau": {
-                "tolerance": analysis.PLATEAU_TOLERANCE,
-                "rule": analysis.PLATEAU_RULE,
-                "reached": found["reached"],
-                "sizes_mib": found["sizes_mib"] if found["reached"] else [],
-                "gbps": found["gbps"],
-                "why": found["why"],
-                "maximum": {
-                    "size_mib": top["size_mib"],
-                    "gbps": top["gbps"],
-                    "note": "the highest point, shown only to say it is not the answer",
-                },
-                "off_plateau": analysis.explain_off_plateau(
-                    points, found["gbps"], found["sizes_mib"] if found["reached"] else []
-                ),
-            },
-            "repeats": repeats,
-            "reference": ref,
-            "sizing": sizing(self.device, self.args.repeats, facts, sizes, budget, repeat_budget, safe_mib),
-            "limitations": self.limitations,
-        }
+        """This run's document (harness.probes.bandwidth.document)."""
+        return assemble(self, facts, sizes, sweep, repeats, identity, empty_s, data, budget, repeat_budget, safe_mib)
 
 
 if __name__ == "__main__":
