@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.analysis.stress.checks import bucket_capacity, capacities
+from harness.analysis.stress.buckets import bucket_capacity, capacities
 
 
 def test_the_capacity_sized_before_rounding_is_accepted() -> None:

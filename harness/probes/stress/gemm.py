@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from harness.analysis.stress.checks import GEMM_MS_DECIMALS, bucket_capacity
+from harness.analysis.stress.buckets import GEMM_MS_DECIMALS, bucket_capacity
 from harness.probes.roofline.gemms import FP8_MAX, TORCH_DTYPES
 from harness.probes.stress.count import MaskCounter
 from harness.probes.timing import Clock

@@ -160,7 +160,7 @@ class Worker:
         }
 
     def memory_phase(self) -> None:
-        from harness.analysis.stress.checks import plan_region
+        from harness.analysis.stress.memory_test import plan_region
         from harness.probes.stress.memory import MemoryPlan, MemoryTest
 
         c, torch = self.config["memory"], self.torch
