@@ -9,6 +9,7 @@ import pytest
 from harness.analysis import allreduce as allreduce_analysis
 from harness.analysis.allreduce import evidence
 from harness.analysis.allreduce import figures as ar
+from harness.analysis.allreduce import gap as p2p
 
 ALPHA_S, BETA = 20e-6, 100e9  # 20 us startup, 100 GB/s: knee at 2e6 bytes
 SIZES = [2**k for k in range(3, 31)]  # 8 B .. 1 GiB
@@ -186,7 +187,7 @@ def test_gap_explanation_uses_topology_transports_and_pcie():
     control = synthetic_run(world=2, curve="p2p_disabled", alpha=40e-6, beta=20e9)
     gap = ar.p2p_gap(normal, control)
     assert gap["busbw_ratio"] == pytest.approx((40e-6 + 2**30 / 20e9) / (20e-6 + 2**30 / 300e9))
-    explained = ar.explain_gap(
+    explained = p2p.explain_gap(
         gap,
         {"kinds": ["NV18"]},
         {"normal": ["P2P/CUMEM/read"], "p2p_disabled": ["SHM/direct/direct"]},
@@ -270,5 +271,5 @@ def test_discrepancies_empty_when_consistent_and_name_a_tampered_figure():
 
 
 def test_pcie_ceiling_unknown_generation_is_none():
-    assert ar.pcie_ceiling_gbps({"unavailable": "x"}, 16) is None
-    assert math.isclose(ar.pcie_ceiling_gbps(4, 16), 31.5, rel_tol=0.01)
+    assert p2p.pcie_ceiling_gbps({"unavailable": "x"}, 16) is None
+    assert math.isclose(p2p.pcie_ceiling_gbps(4, 16), 31.5, rel_tol=0.01)

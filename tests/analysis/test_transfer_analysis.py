@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.analysis.allreduce.figures import PCIE_LANE_GBPS
+from harness.analysis.allreduce.gap import PCIE_LANE_GBPS
 from harness.analysis.transfer import discrepancies, headlines, links
 from harness.probes.transfer.document import state_figures
 from harness.schemas import violations

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.allreduce import figures as ar
+from harness.analysis.allreduce.gap import explain_gap
 
 
 def _parsed_logs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -46,7 +47,7 @@ def explanations(runs: list[dict[str, Any]], topology: dict[str, Any]) -> dict[s
             c: (pair[c]["nccl"].get("transports", []) if isinstance(pair[c].get("nccl"), dict) else [])
             for c in ar.CURVES
         }
-        out[str(world)] = {"gap": gap, **ar.explain_gap(gap, links, transports, pcie_of(topology))}
+        out[str(world)] = {"gap": gap, **explain_gap(gap, links, transports, pcie_of(topology))}
     return out
 
 

@@ -3,7 +3,7 @@
 Standard library only: the transfer probe states these figures and `dossier verify` recomputes
 them from the document's own NVML facts and topology.
 
-PCIe per-lane rates after line encoding are harness.analysis.allreduce.PCIE_LANE_GBPS (PCI-SIG
+PCIe per-lane rates after line encoding are harness.analysis.allreduce.gap.PCIE_LANE_GBPS (PCI-SIG
 base specifications). NVLink per-link rates per NVML version code are in NVLINK_PER_LINK_GBPS
 with their source. Every threshold is a named constant with the reason for its value.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.analysis.allreduce.figures import PCIE_LANE_GBPS, pcie_ceiling_gbps
+from harness.analysis.allreduce.gap import PCIE_LANE_GBPS, pcie_ceiling_gbps
 from harness.analysis.topology import link_kind
 
 # PCIe raw signalling per lane, GT/s (PCI-SIG base specifications 1.0 .. 6.0).

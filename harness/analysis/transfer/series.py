@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from harness.analysis.allreduce.figures import pcie_ceiling_gbps
+from harness.analysis.allreduce.gap import pcie_ceiling_gbps
 from harness.analysis.bandwidth import figures as sweep_rules
 from harness.analysis.topology import link_kind
 from harness.analysis.transfer import links
