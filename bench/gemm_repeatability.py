@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from harness.probes.stress import GPU_FP8_SHAPE, GPU_SHAPE
 from harness.probes.stress.gemm import GemmPlan, Operands
+from harness.probes.stress.settings import GPU_FP8_SHAPE, GPU_SHAPE
 
 
 def repeatability(dtype: str, iterations: int) -> str:

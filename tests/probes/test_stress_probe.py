@@ -10,6 +10,7 @@ from harness.analysis import stress as stress_analysis  # discrepancies: the fig
 from harness.analysis.stress import figures as analysis
 from harness.probes import stress as probe
 from harness.probes.contract import probe_main
+from harness.probes.stress import settings as settings_of
 from harness.probes.stress.memory import INJECT_BIT, WORD_BYTES, inject_word
 from harness.probes.stress.worker import TEST_FAULT_ENV
 from harness.run.outcome import Completed, judge
@@ -96,19 +97,19 @@ def test_an_injected_gemm_fault_is_caught_and_named():
     assert record["faults_injected"] == [
         {
             "kind": "gemm",
-            "iteration": probe.INJECT_GEMM_ITERATION,
+            "iteration": settings_of.INJECT_GEMM_ITERATION,
             "element": [0, 0],
             "bit": 0,
             "when": "after the GEMM, before its check",
         }
     ]
     counts = [c for b in record["gemm"]["buckets"] for c in b["mismatched_elements"]]
-    assert counts[probe.INJECT_GEMM_ITERATION] == 1 and sum(counts) == 1
+    assert counts[settings_of.INJECT_GEMM_ITERATION] == 1 and sum(counts) == 1
     verdict = document["summary"]["verdict"]
     assert verdict["status"] == "fail"
     [failure] = verdict["failures"]
     assert failure.startswith("CPU (") and "result_check" in failure
-    assert f"iteration {probe.INJECT_GEMM_ITERATION}: 1 element(s)" in failure
+    assert f"iteration {settings_of.INJECT_GEMM_ITERATION}: 1 element(s)" in failure
     assert stress_analysis.discrepancies(document) == []
 
 
@@ -163,11 +164,15 @@ def test_bad_arguments_are_refused_in_one_line(args, message, capsys):
 
 
 def test_default_gpu_shapes_say_why_and_keep_checking_cheap():
-    assert probe.GPU_SHAPE == (8192, 8192, 16384) and probe.GPU_FP8_SHAPE == (8192, 8192, 32768)
-    for dtype, shape in (("bf16", probe.GPU_SHAPE), ("tf32", probe.GPU_SHAPE), ("fp8", probe.GPU_FP8_SHAPE)):
+    assert settings_of.GPU_SHAPE == (8192, 8192, 16384) and settings_of.GPU_FP8_SHAPE == (8192, 8192, 32768)
+    for dtype, shape in (
+        ("bf16", settings_of.GPU_SHAPE),
+        ("tf32", settings_of.GPU_SHAPE),
+        ("fp8", settings_of.GPU_FP8_SHAPE),
+    ):
         args = probe.build_parser().parse_args(["--dtype", dtype])
-        settings = probe.settings_for(args, "cuda")
-        assert tuple(settings["shape"].values()) == shape and settings["shape_why"] == probe.GPU_SHAPE_WHY
+        settings = settings_of.settings_for(args, "cuda")
+        assert tuple(settings["shape"].values()) == shape and settings["shape_why"] == settings_of.GPU_SHAPE_WHY
         assert settings["flop_per_gemm"] == 2 * shape[0] * shape[1] * shape[2]
 
 
