@@ -19,7 +19,8 @@ from harness.commands.accept import trusted_key, verified_view
 from harness.commands.verify import add_allow_format_option, allowed_formats
 from harness.errors import UsageError
 from harness.escape import terminal
-from harness.judge.acceptance.baseline.build import Input, build
+from harness.judge.acceptance.baseline.build import build
+from harness.judge.acceptance.baseline.inputs import Input
 from harness.judge.acceptance.profile import SCHEMA
 from harness.judge.acceptance.signed_profile import sign_profile
 from harness.schemas import violations

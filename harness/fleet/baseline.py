@@ -35,7 +35,8 @@ from harness.fleet import healthy, pool
 from harness.fleet.collect import NODE_TIMEOUT_S, FleetRun
 from harness.fleet.node import file_sha256
 from harness.fleet.progress import CollectProgress
-from harness.judge.acceptance.baseline.build import Input, Reading, Verdicts, make, read, verdicts
+from harness.judge.acceptance.baseline.build import Verdicts, make, verdicts
+from harness.judge.acceptance.baseline.inputs import Input, Reading, read
 from harness.judge.acceptance.profile import SCHEMA, Profile
 from harness.judge.acceptance.signed_profile import sign_profile
 from harness.schemas import violations

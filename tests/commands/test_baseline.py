@@ -21,7 +21,8 @@ from harness.analysis.noise import noise_model
 from harness.analysis.verdict import Verdict
 from harness.bundle.view import BundleView
 from harness.cli import main
-from harness.judge.acceptance.baseline.build import Input, build
+from harness.judge.acceptance.baseline.build import build
+from harness.judge.acceptance.baseline.inputs import Input
 from harness.judge.acceptance.baseline.noise import gpu_vs_node, run_to_run
 from harness.judge.acceptance.criteria import evaluate
 from harness.judge.acceptance.signed_profile import open_profile, sign_profile
