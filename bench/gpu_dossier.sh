@@ -147,7 +147,7 @@ if [ "${EXTRAS:-0}" != 1 ]; then step "done (EXTRAS=1 for the cross-checks)"; ca
 step "precision probe on CUDA and on CPU (same numbers?)"
 for d in cuda cpu; do python3 -m harness.probes.precision --file "$CKPT" $T --device $d >"$WORK/precision.$d.json" 2>"$WORK/precision.$d.stderr"; echo "precision $d rc=$?" | tee -a "$WORK/session.log"; done
 python3 -c "
-import json; from harness.analysis.precision import compare_measurements as c
+import json; from harness.analysis.precision.compare import compare_measurements as c
 print('precision cuda vs cpu:', c(json.load(open('$WORK/precision.cuda.json')), json.load(open('$WORK/precision.cpu.json'))) or 'identical')" >>"$WORK/session.log" 2>&1
 step "bandwidth read kernel"
 python3 -m harness.probes.bandwidth --kernel read --repeats 3 >"$WORK/bandwidth-read.json" 2>"$WORK/bandwidth-read.stderr"; echo "read rc=$?" | tee -a "$WORK/session.log"

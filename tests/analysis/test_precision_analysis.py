@@ -5,6 +5,7 @@ import math
 
 from harness.analysis import precision as analysis
 from harness.analysis.precision import checks as precision_checks
+from harness.analysis.precision.compare import compare_measurements
 
 
 def row(name, family, bits, scaling, sqnr, underflow=0.0, saturated=0.0, mse=None, **extra):
@@ -159,11 +160,11 @@ def test_compare_measurements_is_exact_and_matches_tensors_by_sha256():
     t = tensor("mlp_projection", 23.1, lab_formats(23.1, 0.198))
     t["sha256"] = "a" * 64
     first, second = document([t]), document([copy.deepcopy(t)])
-    assert analysis.compare_measurements(first, second) == []
+    assert compare_measurements(first, second) == []
     second["tensors"][0]["formats"][4]["mse"] *= 1 + 1e-15
-    assert analysis.compare_measurements(first, second) == [
+    assert compare_measurements(first, second) == [
         f"mlp_projection int8_per_tensor.mse: {first['tensors'][0]['formats'][4]['mse']!r} vs "
         f"{second['tensors'][0]['formats'][4]['mse']!r}"
     ]
     second["tensors"][0]["sha256"] = "b" * 64
-    assert "no tensor with sha256" in analysis.compare_measurements(first, second)[0]
+    assert "no tensor with sha256" in compare_measurements(first, second)[0]

@@ -7,7 +7,7 @@ import json
 import tarfile
 from pathlib import Path
 
-from harness.analysis import precision as analysis
+from harness.analysis.precision.compare import compare_measurements
 from harness.cli import main
 
 CAMPAIGN = Path(__file__).parents[1] / "fixtures" / "h200" / "campaign" / "c1-r1.tar.gz"
@@ -25,5 +25,5 @@ def test_the_cpu_gives_the_h200s_precision_figures_bit_for_bit(tmp_path):
     )
     mine = json.loads(output.read_text())
     assert code == 0 and mine["device"] == "cpu"
-    assert analysis.compare_measurements(theirs, mine) == []
+    assert compare_measurements(theirs, mine) == []
     assert [t["sha256"] for t in mine["tensors"]] == [t["sha256"] for t in theirs["tensors"]]

@@ -9,6 +9,7 @@ import torch
 from safetensors.torch import save_file
 
 from harness.analysis import precision as analysis
+from harness.analysis.precision.compare import compare_measurements
 from harness.checkpoints import manifest as manifests
 from harness.checkpoints import probe_args_for
 from harness.cli import main
@@ -201,5 +202,5 @@ def test_numbers_do_not_depend_on_the_thread_count(small):
         many = measure("--file", str(small), "--tensor", "p=proj", "--tensor", "e=emb", "--device", "cpu")
     finally:
         torch.set_num_threads(threads)
-    assert analysis.compare_measurements(one, many) == []
-    assert analysis.compare_measurements(many, one) == []
+    assert compare_measurements(one, many) == []
+    assert compare_measurements(many, one) == []
