@@ -208,6 +208,9 @@ def matrix(manifest: dict[str, Any], runs: list[Run], block: dict[str, Any]) -> 
     return {"in_sample": in_sample, "out_of_sample": out_of_sample, "loaded": loads}
 
 
+HOST_ONLY = ("cpu",)  # loads that never touch the GPU
+
+
 def false_alarms(result: dict[str, Any]) -> dict[str, Any]:
     """What the campaign measured of the rule: clean pairs called not reproduced, in and out of sample, with
     the one-sided 95% upper bound on the rate that 0 (or k) of n gives (Clopper-Pearson for k = 0: 1 - 0.05^(1/n))."""
@@ -215,14 +218,20 @@ def false_alarms(result: dict[str, Any]) -> dict[str, Any]:
     bad_in = sum(p["verdict"] != "reproduced" for p in ins)
     bad_out = sum(p["verdict"] != "reproduced" for p in outs)
     pairs = len(ins)
+    # a co-tenant on the GPU must be caught (sensitivity); one only on the host's CPUs ("cpu") should not
+    # move the GPU figures that decide, and is counted apart (issue 35)
+    gpu = [p for p in result["loaded"] if p["load"] not in HOST_ONLY]
+    host = [p for p in result["loaded"] if p["load"] in HOST_ONLY]
     return {
         "pairs": pairs,
         "not_reproduced": bad_in,
         "out_of_sample_pairs": len(outs),
         "out_of_sample_not_reproduced": bad_out,
         "upper_95_if_none": round(1 - 0.05 ** (1 / pairs), 4) if pairs else None,
-        "loaded_pairs": len(result["loaded"]),
-        "loaded_not_reproduced": sum(p["verdict"] == "not_reproduced" for p in result["loaded"]),
+        "loaded_pairs": len(gpu),
+        "loaded_not_reproduced": sum(p["verdict"] == "not_reproduced" for p in gpu),
+        "host_loaded_pairs": len(host),
+        "host_loaded_not_reproduced": sum(p["verdict"] == "not_reproduced" for p in host),
     }
 
 

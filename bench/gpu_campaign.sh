@@ -10,6 +10,9 @@
 #          issue measured 5.6% of the sustained GEMM rate with this load on 793590f)
 #   heavy  8192^3 bf16 matmuls back to back in another process on the same GPU
 #   cpu    16 busy host processes (pure Python loops), the GPU untouched
+# RETEST=1: once the co-tenant is gone, `dossier retest CALL-cotenant --against CALL-r1` when the loaded
+# run's verdict failed (issue 39: the retest of only what failed, judged against the same start's clean
+# run): CALL-retest.tar.gz and its statement CALL-retest.intoto.json come back too.
 # carry: .whl (jsonschema, referencing, jsonschema-specifications, rpds-py, cryptography, cffi, pycparser,
 # docker, orjson: python 3.12 wheels) and .gpu (keys/dossier.key, the campaign's signing key, and
 # minilm-pos3.safetensors: all-MiniLM-L6-v2's position embeddings, layer 0's query projection and its
@@ -101,5 +104,16 @@ while time.time()-t<400: pass' & PIDS="$PIDS $!"; done ;;
   dossier "$CALL-cotenant"
   for p in $PIDS; do kill -- -"$p" 2>/dev/null || kill "$p" 2>/dev/null; done
   sleep 1; cat "$W/cotenant.log" >>"$LOG" 2>/dev/null
+  if [ "${RETEST:-}" = 1 ] && [ -f "$W/$CALL-cotenant.tar.gz" ] && [ -f "$W/$CALL-r1.tar.gz" ]; then
+    log "retest $CALL-cotenant against $CALL-r1, the co-tenant gone"
+    t0=$(date +%s%N)
+    $D retest "$W/$CALL-cotenant.tar.gz" --key .gpu/keys/dossier.pub --against "$W/$CALL-r1.tar.gz" \
+      --output-dir "$W" --name "$CALL-retest" --signing-key "$KEY" --checkpoint "$CKPT" \
+      >"$W/retest.stdout" 2>"$W/retest.stderr"
+    rc=$?
+    log "$CALL-retest: dossier retest rc=$rc wall $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+    tail -15 "$W/retest.stdout" >>"$LOG"; tail -15 "$W/retest.stderr" >>"$LOG"
+    cp "$W/$CALL-retest.tar.gz" "$W/$CALL-retest.intoto.json" "$DEST/" 2>>"$LOG"
+  fi
 fi
 log "done"

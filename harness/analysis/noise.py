@@ -143,18 +143,24 @@ class NoiseModel:
         )
 
     def _unmeasured(self, figure_id: str, kind: str) -> Noise:
+        """A figure no campaign measured for the case: its stated default, else its kind's bound, never
+        under the rule's floors (a stated floor is a measurement: the campaign's out-of-sample pairs judged a
+        pinned copy at its 2% default where the floor's 4% was measured, and called clean pairs not reproduced)."""
         stated = self.default(figure_id)
-        if stated is not None:
+        if stated is None:
+            bound = self.bound(kind)
+            stated = Noise(
+                bound,
+                f"stated default: the {kind} bound {bound:.0%} (the catalogue's repeatability bound for "
+                f"{self.rules['bounds'][kind]['what']}); no campaign measured {figure_id} for "
+                f"{self.sku_id or 'this SKU'}",
+                False,
+                self._noisy(figure_id),
+            )
+        floor, floor_why = self.floor(figure_id)
+        if floor <= stated.share:
             return stated
-        bound = self.bound(kind)
-        return Noise(
-            bound,
-            f"stated default: the {kind} bound {bound:.0%} (the catalogue's repeatability bound for "
-            f"{self.rules['bounds'][kind]['what']}); no campaign measured {figure_id} for "
-            f"{self.sku_id or 'this SKU'}",
-            False,
-            self._noisy(figure_id),
-        )
+        return Noise(floor, f"{stated.source}; {floor_why}: {floor:.2%}", False, stated.noisy)
 
     def to_json(self) -> dict[str, Any]:
         """What a reproduction statement records of the model it judged with."""

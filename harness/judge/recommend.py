@@ -247,6 +247,13 @@ def _bandwidth(result: Result, facts: BundleFacts, c: Conditions) -> Recommendat
     return rate("the memory bandwidth", c)
 
 
+def _known_good(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
+    """The rates against the known-good (report.md's `known-good`): the most severe action of its rates that
+    failed, each by acceptance's own rule for it; the one rate rule when none is named."""
+    failed = [recommendation(r, facts, c) for r in result.rows if r.status == Verdict.FAIL]
+    return actions.overall(failed) if failed else rate("a rate against the known-good", c)
+
+
 # Criterion name -> its rule, the first match wins (acceptance's names, then the lab's). The criteria the
 # device rules judge name their own action; these are for a FAIL the rules give no problem for.
 RULES: tuple[tuple[str, Rule], ...] = (
@@ -272,6 +279,7 @@ RULES: tuple[tuple[str, Rule], ...] = (
     (r"gpu_vs_node_.+", _rate("one GPU against the node's others")),
     (r"clocks_rise_under_load", _clocks),
     (r"no_unexpected_process", _fixed(device_rules.FOREIGN_PROCESS)),
+    (r"known-good", _known_good),
     (r"health", _health),
     (r"bandwidth", _bandwidth),
     (r"roofline", _roofline),

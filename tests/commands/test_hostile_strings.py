@@ -182,7 +182,9 @@ def test_fleet_csv_and_md_never_carry_a_formula_or_a_broken_table(tmp_path):
         if t.type in ("tr_open", "td_open", "th_open")
     ]
     cells = [sum(1 for _ in group) for group in _cells_per_row(rows)]
-    assert cells == [3, 3, 3], cells  # the header and one row per node: no cell added by the data
+    assert cells == [4, 4, 4], (
+        cells
+    )  # the header and one row per node (node, problem, reason, action): no cell added by the data
 
 
 def _cells_per_row(tokens: list):

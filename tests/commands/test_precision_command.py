@@ -197,14 +197,14 @@ def test_a_pinned_download_that_is_not_safetensors_is_not_kept(isolated, tmp_pat
 
 def test_dossier_run_resolves_a_named_checkpoint_once_before_any_probe(isolated, small, tmp_path, monkeypatch, capsys):
     from harness import checkpoints
-    from harness.registry.precision import CheckpointRequest, precision_arguments, resolved_checkpoint
+    from harness.registry.precision import RUN_DEVICE, CheckpointRequest, precision_arguments, resolved_checkpoint
     from harness.registry.steps import RunState
 
     request = resolved_checkpoint(CheckpointRequest(str(small), ("embedding=tok.weight",)))
     assert request.resolved.provenance["source"] == f"local file {small}"
     monkeypatch.setattr(checkpoints, "probe_args_for", lambda *a, **k: pytest.fail("resolved twice"))
     prepared = precision_arguments(RunState(), request)
-    assert list(prepared.args) == request.resolved.probe_args()
+    assert list(prepared.args) == request.resolved.probe_args(RUN_DEVICE)  # the step runs on the CPUs
     assert prepared.checkpoint["file_sha256"] == request.resolved.provenance["file_sha256"]
     assert prepared.mounts == (str(request.resolved.path),)
     assert resolved_checkpoint(CheckpointRequest()).resolved is None  # the default stays a step of the run

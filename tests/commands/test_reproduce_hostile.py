@@ -185,7 +185,7 @@ def test_the_honest_statement_verifies(contended_statement, capsys):
     path, _, theirs, mine, keys = contended_statement
     code, out, err = verify_reproduction(capsys, path, theirs, mine, keys)
     assert code == 0, err
-    assert "verdict not_reproduced (fail): " in out and "comparable figures did not reproduce" in out
+    assert "verdict not_reproduced (fail): " in out and "comparable deciding figures did not reproduce" in out
 
 
 def test_failing_steps_marked_not_honoured_do_not_make_it_reproduced(contended_statement, tmp_path, capsys):

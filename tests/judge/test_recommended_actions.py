@@ -105,7 +105,9 @@ def test_the_lab_verdict_beside_a_co_tenant_says_rerun_idle_and_a_clean_run_noth
     verdict = run_verdict(view(contended))
     assert verdict.overall == Verdict.FAIL and verdict.recommendation.action == Action.RERUN_IDLE
     block = verdict.block()
-    assert any(line.startswith("FAIL bandwidth:") and line.endswith("-> RERUN_IDLE (rate.disturbed)") for line in block)
+    assert any(
+        line.startswith("FAIL HBM bandwidth:") and line.endswith("-> RERUN_IDLE (rate.disturbed)") for line in block
+    )
     # its clean neighbour fails contract 4's square-512 only (tests/machines/test_h200_contract5.py): a rerun
     neighbour = run_verdict(view(read_all(FINAL / "h200-b1.tar.gz")))
     assert [(line.name, line.action.rule) for line in neighbour.lines if line.action] == [

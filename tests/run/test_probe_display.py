@@ -18,9 +18,10 @@ def test_dossier_health_piped_prints_one_line_a_step_and_no_progress_json(tmp_pa
     assert lines[1] == "[1/1] health: health and toolchain diagnostics"
     assert lines[2] == "    $ python -m harness.probes.health"
     assert lines[3].startswith("    health: completed - ") and len(lines[3]) < 200  # the sizing cut, whole in the JSON
-    assert lines[4] == f"wrote {tmp_path / 'health.json'}"
+    assert lines[4].startswith("host while it ran: ")  # idle or busy, with its numbers (issue 35)
+    assert lines[5] == f"wrote {tmp_path / 'health.json'}"
     answer = f"verdict: PASS: {tmp_path / 'health.json'}: 0 GPU(s), 12 toolchain contracts, none failed (exit 0)"
-    assert lines[5] == lines[-1] == answer and lines[6].startswith("devices: 0 GPU(s)")
+    assert lines[6] == lines[-1] == answer and lines[7].startswith("devices: 0 GPU(s)")
 
 
 def _display(terminal: bool) -> tuple[RunDisplay, io.StringIO]:

@@ -37,6 +37,7 @@ SAMPLES = {
     ("bandwidth", "--device"): (["cpu"], ["/dev/nvidia0"]),
     ("bandwidth", "--device-index"): (["1"], ["-5"]),
     ("bandwidth", "--point-budget-s"): (["0.05"], ["86400"]),
+    ("bandwidth", "--repeat-budget-s"): (["2"], ["86400"]),
     ("bandwidth", "--compare-sku"): (["h200-sxm-141gb"], ["../../etc/passwd"]),
     ("roofline", "--bandwidth-gbps"): (["4245.5"], None),
     ("roofline", "--dtype"): (["fp8"], ["fp4"]),

@@ -161,6 +161,7 @@ OPTIONS = (
             "that vary by 5%% or more are measured once more, 4 x longer",
         ),
         check=positive,
+        replay=take(at_most(60, "s")),
     ),
     Option(
         ("--compare-sku",),
