@@ -30,7 +30,8 @@ def test_a_killed_workers_buckets_are_not_held_to_a_start_it_never_recorded():
     from harness.analysis import stress as stress_analysis
 
     bundle = Path(__file__).parents[1] / "fixtures" / "h200" / "campaign" / "c3-r1.tar.gz"  # the H200, c3
-    document = json.load(tarfile.open(bundle).extractfile("raw/stress.json"))
+    with tarfile.open(bundle) as archive:
+        document = json.load(archive.extractfile("raw/stress.json"))
     assert stress_analysis.discrepancies(document) == []
     late = copy.deepcopy(document)
     gemm = late["devices"][0]["gemm"]
