@@ -225,8 +225,11 @@ def mutant(files: dict[str, bytes], archive: bytes, m: Mutation, key=None) -> by
 
 
 def document_schemas(files: dict[str, bytes]) -> dict[str, str]:
-    """member -> schema name, for every document commands.json names (and commands.json, environment.json)."""
+    """member -> schema name, for every document commands.json names (and commands.json, environment.json,
+    host-contention.json from format 6 on)."""
     named = {layout.COMMANDS: "commands", layout.ENVIRONMENT: "environment"}
+    if layout.CONTENTION in files:
+        named[layout.CONTENTION] = "host-contention"
     for entry in json.loads(files[layout.COMMANDS]).get("steps", []):
         if entry.get("output") in files and isinstance(entry.get("schema"), str):
             named[entry["output"]] = entry["schema"]
@@ -348,7 +351,7 @@ def accepted_change(base: dict[str, bytes], mutant_files: dict[str, bytes]) -> s
             planned = {step.step for step in registry.lab_plan()}
             steps = json.loads(base[name]).get("steps", []) if named[name] == "commands" else []
             for path in paths:
-                if path[:1] == ("steps",) and len(path) > 2 and steps[path[1]].get("step") not in planned:
+                if steps and path[:1] == ("steps",) and len(path) > 2 and steps[path[1]].get("step") not in planned:
                     found.add("outside the inventory: a step of another plan than this build's (the test plan's)")
                     continue
                 field = field_of(named[name], path)

@@ -66,3 +66,16 @@ def count(low: int, high: int, why: str) -> Callable[[str], int]:
 
     whole.__name__ = f"whole number from {low} to {high}"
     return whole
+
+
+def signed_envelope(data: bytes, path: Path, what: str, hint: str) -> None:
+    """DATA, read from PATH, is a DSSE envelope at all (not JSON, not an envelope: bad input, exit 2, like
+    any file that cannot be read); whether it is signed by the right key and says what it should is the
+    caller's to check (exit 1)."""
+    from harness.errors import UsageError
+    from harness.signing import dsse
+
+    try:
+        dsse.parse(data)
+    except dsse.EnvelopeError as exc:
+        raise UsageError(f"{what} {path} is not a signed {what.lower()}: {exc}", hint=hint) from exc

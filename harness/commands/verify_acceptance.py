@@ -22,6 +22,7 @@ from harness.bundle import layout
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.accept import sha256_file
+from harness.commands.options import signed_envelope
 from harness.errors import CheckFailed, UsageError
 from harness.escape import terminal
 from harness.judge.acceptance.outcome import Acceptance, BundleRef, judge
@@ -114,13 +115,7 @@ def handle(args: argparse.Namespace) -> int:
     paths.input_bundle(args.bundle, "BUNDLE")
     trusted = load_public(args.key)
     data = paths.read_regular(args.attestation, "ATTESTATION")
-    try:
-        dsse.parse(data)
-    except dsse.EnvelopeError as exc:  # not what it should be, like any unreadable input: exit 2
-        raise UsageError(
-            f"ATTESTATION {args.attestation} is not a signed attestation: {exc}",
-            hint="give the file `dossier accept --attestation` wrote",
-        ) from exc
+    signed_envelope(data, args.attestation, "ATTESTATION", "give the file `dossier accept --attestation` wrote")
     try:
         acceptance = verified_acceptance(data, args.bundle, trusted)
     except CheckFailed as exc:

@@ -27,6 +27,7 @@ from harness.bundle import layout
 from harness.bundle.read import UnreadableBundle, UnsafeBundle, read_all
 from harness.bundle.view import BundleFormatError, BundleView
 from harness.commands.accept import sha256_file
+from harness.commands.options import signed_envelope
 from harness.errors import CheckFailed, UsageError
 from harness.escape import terminal
 from harness.judge.reproduction.engine import Judgement, compare
@@ -199,13 +200,7 @@ def handle(args: argparse.Namespace) -> int:
     paths.input_bundle(args.mine, "MINE")
     trusted = load_public(args.key)
     data = paths.read_regular(args.statement, "STATEMENT")
-    try:
-        dsse.parse(data)
-    except dsse.EnvelopeError as exc:  # not what it should be, like any unreadable input: exit 2
-        raise UsageError(
-            f"STATEMENT {args.statement} is not a signed statement: {exc}",
-            hint="give the file `dossier reproduce --statement` wrote",
-        ) from exc
+    signed_envelope(data, args.statement, "STATEMENT", "give the file `dossier reproduce --statement` wrote")
     try:
         _, again = verified_judgement(data, args.theirs, args.mine, trusted)
     except CheckFailed as exc:

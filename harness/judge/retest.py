@@ -31,6 +31,7 @@ from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.outcome import BundleRef
 from harness.judge.engine import Result
 from harness.judge.reproduction.engine import Judgement
+from harness.judge.reproduction.statement import bundle_ref
 from harness.signing.statement import StatementError, statement, subject, verify_statement
 
 PREDICATE_TYPE = "https://rig-dossier.dev/attestation/retest/v1"
@@ -122,16 +123,6 @@ def earlier(statements: Iterable[Mapping[str, Any]], failed_sha256: str) -> int:
     return count
 
 
-def _ref(ref: BundleRef, format_version: Any) -> dict[str, Any]:
-    return {
-        "name": ref.name,
-        "sha256": ref.sha256,
-        "signer_keyid": ref.signer_keyid,
-        "verify_checks_passed": ref.checks_passed,
-        "format_version": format_version,
-    }
-
-
 def retest_statement(
     retest: Retest,
     refs: Mapping[str, BundleRef],
@@ -158,7 +149,7 @@ def retest_statement(
         "failed_action": retest.before.to_json(),
         "earlier_unresolved": retest.earlier_unresolved,
         "durations_s": dict(durations),
-        **{role: _ref(refs[role], formats.get(role)) for role in (FAILED, RETEST, GOOD)},
+        **{role: bundle_ref(refs[role], formats.get(role)) for role in (FAILED, RETEST, GOOD)},
         "tool": dict(tool),
     }
     return statement(

@@ -49,6 +49,10 @@ def bucket_discrepancies(where: str, gemm: dict[str, Any], settings: dict[str, A
         )
     check_on = settings.get("check", {}).get("enabled")
     started, seconds, bucket_s = gemm.get("started_s"), settings["seconds"], settings["bucket_s"]
+    # a worker killed before its phase ended recorded no start: the document takes bucket 0's, which is
+    # later than the phase's (bucket 0 is opened after its counts are allocated), so its boundaries are
+    # late by that much and "closed before its boundary" cannot be told from it
+    exact_start = gemm.get("completed") is not False
     first = 0
     lags: list[float] = []
     previous_end: Any = started  # a number wherever it is read (under is_a(started, ...) below)
@@ -58,7 +62,7 @@ def bucket_discrepancies(where: str, gemm: dict[str, Any], settings: dict[str, A
         first += bucket.get("iterations", 0)
         if is_a(started, (int, float)):
             boundary = started + min((i + 1) * bucket_s, seconds)
-            found += _closing_discrepancies(at, bucket, previous_end, boundary, lags)
+            found += _closing_discrepancies(at, bucket, previous_end, (boundary, exact_start), lags)
             previous_end = bucket["end_s"]
     if lags and statistics.median(lags) > MEDIAN_LAG_MAX_SHARE * bucket_s:
         found.append(
@@ -100,23 +104,25 @@ def _chain_discrepancies(
 
 
 def _closing_discrepancies(
-    at: str, bucket: dict[str, Any], previous_end: float, boundary: float, lags: list[float]
+    at: str, bucket: dict[str, Any], previous_end: float, boundary: tuple[float, bool], lags: list[float]
 ) -> list[str]:
-    """A bucket (at AT) starts after PREVIOUS_END and, closed by time, at or after its BOUNDARY; how long
-    after is added to LAGS."""
+    """A bucket (at AT) starts after PREVIOUS_END and, closed by time, at or after its BOUNDARY (the time,
+    and whether the phase's start it is counted from was recorded, not taken from bucket 0); how long after
+    is added to LAGS."""
     found = []
+    boundary_s, exact_start = boundary
     if not previous_end - ROUNDING_S <= bucket["start_s"] <= bucket["end_s"]:
         found.append(
             f"{at}: starts at {bucket['start_s']} s, before the bucket or phase before it ended "
             f"({previous_end} s), or after it ends"
         )
     if bucket.get("closed_by") == "time":
-        if bucket["end_s"] < boundary - ROUNDING_S:
+        if exact_start and bucket["end_s"] < boundary_s - ROUNDING_S:
             found.append(
-                f"{at}: closed by time at {bucket['end_s']} s, before its boundary {boundary:.4f} s "
+                f"{at}: closed by time at {bucket['end_s']} s, before its boundary {boundary_s:.4f} s "
                 f"(started_s + min((i + 1) bucket_s, seconds))"
             )
-        lags.append(bucket["end_s"] - boundary)
+        lags.append(bucket["end_s"] - boundary_s)
     return found
 
 

@@ -59,15 +59,19 @@ class Made:
         return {"mode": self.mode, **({"plan": dict(self.plan)} if self.plan is not None else {})}
 
 
-def _bundle(ref: BundleRef, judgement_side: Any, format_version: Any) -> dict[str, Any]:
+def bundle_ref(ref: BundleRef, format_version: Any) -> dict[str, Any]:
+    """A bundle as a signed statement names it: its file, sha256, signer, verify count and format."""
     return {
         "name": ref.name,
         "sha256": ref.sha256,
         "signer_keyid": ref.signer_keyid,
         "verify_checks_passed": ref.checks_passed,
         "format_version": format_version,
-        **judgement_side.to_json(),
     }
+
+
+def _bundle(ref: BundleRef, judgement_side: Any, format_version: Any) -> dict[str, Any]:
+    return {**bundle_ref(ref, format_version), **judgement_side.to_json()}
 
 
 def reproduction_statement(
