@@ -75,8 +75,9 @@ def disagreeing_sweep():
     return document
 
 
-def bandwidth_view(document, windows=None):
-    """A bundle's view: the bandwidth step with DOCUMENT, and WINDOWS as its host readings (None: none)."""
+def bandwidth_view(document, windows=None, health=None):
+    """A bundle's view: the bandwidth step with DOCUMENT, and WINDOWS as its host readings (None: none);
+    HEALTH, a health document, as the health step's before it (None: no health step)."""
     step = {
         "step": "bandwidth",
         "kind": "probe",
@@ -86,11 +87,12 @@ def bandwidth_view(document, windows=None):
         "argv": ["python", "-m", "harness.probes.bandwidth"],
         "started_at": STARTED,
     }
-    files = {
-        layout.COMMANDS: json.dumps({"format_version": layout.FORMAT_VERSION, "steps": [step]}).encode(),
-        layout.ENVIRONMENT: b"{}",
-        layout.raw_name("bandwidth"): json.dumps(document).encode(),
-    }
+    steps, files = [step], {layout.raw_name("bandwidth"): json.dumps(document).encode()}
+    if health is not None:
+        steps.insert(0, {**step, "step": "health", "output": layout.raw_name("health"), "analysis": "health"})
+        files[layout.raw_name("health")] = json.dumps(health).encode()
+    files[layout.COMMANDS] = json.dumps({"format_version": layout.FORMAT_VERSION, "steps": steps}).encode()
+    files[layout.ENVIRONMENT] = b"{}"
     if windows is not None:
         files[layout.CONTENTION] = json.dumps(contention_document(windows)).encode()
     return BundleView.from_files(files, analysis_module)

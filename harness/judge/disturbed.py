@@ -3,7 +3,10 @@ variance exceeds 5%, diagnose before continuing"). The probe has measured them a
 (harness/probes/bandwidth/repeats.py); if they still disagree, what the host did while the step ran
 (host-contention.json) tells the two apart: on a busy host the measurement was disturbed, which says
 nothing of the hardware (INCOMPLETE, naming the load and RERUN_IDLE, never a hardware FAIL); on an idle
-host the hardware's rate varies (FAIL). A bundle without host readings is judged as before."""
+host the hardware's rate varies (FAIL), unless what was timed is a virtual machine's host memory: its
+memory bus is shared with the host's other guests, which /proc inside it cannot see, so an idle guest's
+spread is not the hardware's either (INCOMPLETE, said so). A GPU's memory is not shared with other guests:
+an idle host's spread there stays a FAIL. A bundle without host readings is judged as before."""
 
 from __future__ import annotations
 
@@ -51,6 +54,22 @@ def repeats_disagree(facts: BundleFacts, b: dict[str, Any], spread_text: str) ->
             f"{contention.ACTION}"
         )
         return Verdict.INCOMPLETE, why, evidence
+    if window["state"] == host.IDLE and _virtual_host_memory(facts, b):
+        why = (
+            f"not judged: {over} with this virtual machine idle ({said}); its host memory is shared with the "
+            "other guests of its host, whose load no reading inside it can see, so the spread says nothing of "
+            "this hardware: judge host memory on a bare-metal host, or run where a GPU is measured"
+        )
+        return Verdict.INCOMPLETE, why, evidence
     if window["state"] == host.IDLE:
         return Verdict.FAIL, f"the hardware's rate varies: {over}, on an idle host ({said})", evidence
     return Verdict.FAIL, f"{over}; whether the host was busy is not known ({window['why']})", evidence
+
+
+def _virtual_host_memory(facts: BundleFacts, b: dict[str, Any]) -> bool:
+    """Whether the repeats timed host memory (a CPU run) inside a virtual machine (health's CPU hypervisor flag)."""
+    if b.get("device") != "cpu":
+        return False
+    host_facts = (facts.document("health") or {}).get("host")
+    virtualization = host_facts.get("virtualization") if isinstance(host_facts, dict) else None
+    return isinstance(virtualization, dict) and virtualization.get("hypervisor_cpu_flag") is True

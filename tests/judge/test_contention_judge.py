@@ -39,6 +39,21 @@ def test_disagreeing_repeats_on_an_idle_host_are_the_hardwares_rate_varying():
     assert "on an idle host (other processes used 0.02 of 2 CPUs (1%)" in result.why
 
 
+def test_disagreeing_repeats_of_a_virtual_machines_idle_host_memory_are_not_the_hardwares():
+    """This 2-core VM, idle (2026-12-02 06:30 UTC, `make dossier`): the 128 MiB copy's repeats 10.6% apart
+    (first 24.7%) with other processes at 0.01 of 2 CPUs: its memory bus is shared with guests /proc cannot
+    see, so the spread is not judged; a GPU's memory is not shared so, and stays a FAIL."""
+    health = {"host": {"virtualization": {"hypervisor_cpu_flag": True}}}
+    idle = [window("bandwidth", 10.0, {(7, "sshd"): 0.02})]
+    result = _bandwidth(bandwidth_view(disagreeing_sweep(), idle, health))
+    assert result.status == Verdict.INCOMPLETE and result.why.startswith("not judged: the three repeats vary by")
+    assert "with this virtual machine idle (other processes used 0.02 of 2 CPUs (1%)" in result.why
+    bare = {"host": {"virtualization": {"hypervisor_cpu_flag": False}}}
+    assert _bandwidth(bandwidth_view(disagreeing_sweep(), idle, bare)).status == Verdict.FAIL
+    on_gpu = {**disagreeing_sweep(), "device": "cuda:0"}
+    assert _bandwidth(bandwidth_view(on_gpu, idle, health)).why.startswith("the hardware's rate varies")
+
+
 def test_without_host_readings_the_verdict_is_what_it_was():
     result = _bandwidth(bandwidth_view(disagreeing_sweep()))
     spread = disagreeing_sweep()["repeats"]["spread"]

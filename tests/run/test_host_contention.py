@@ -103,8 +103,9 @@ def test_the_run_without_our_load_records_none_of_it_and_is_judged_by_what_it_re
     window = contention.windows(BundleFacts(view))["bandwidth"]
     bandwidth = next(r for r in run_verdict(view).results if r.name == "bandwidth")
     if window["state"] == rules.IDLE:  # nobody else was busy: judged as before, the hardware's own
-        assert bandwidth.status in ("skip", "fail") and "disturbed" not in bandwidth.why
-        assert bandwidth.status == "skip" or bandwidth.why.startswith("the hardware's rate varies")
+        assert bandwidth.status in ("skip", "fail", "incomplete") and "disturbed" not in bandwidth.why
+        # a spread of a VM's host memory is not the hardware's (its other guests are unseen): not judged
+        assert bandwidth.status == "skip" or bandwidth.why.startswith(("the hardware's rate varies", "not judged:"))
     else:  # other engineers' work on this shared VM: named the same way as ours
         assert bandwidth.status != "fail"
 
