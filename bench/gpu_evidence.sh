@@ -5,7 +5,7 @@
 # VBIOS, InfoROM, ECC and row remaps, the kernel log's XIDs, nvidia-smi -q, nvidia-bug-report.sh), the
 # archive verified with both keys, and `dossier check --npd` / `--mode epilog` timed on real NVML.
 #
-#   OUT=$OUT bash bench/gpu_evidence.sh          # carry: .whl (wheels), as bench/gpu_dossier.sh
+#   OUT=$OUT [KEYS=.gpu/keys] [BUG_REPORT_S=120] bash bench/gpu_evidence.sh   # carry: .whl (wheels), as bench/gpu_dossier.sh
 #
 # What to look for in $OUT/session.log:
 #   `run: rc=1` and `FAIL stress: ... result_check: 1 of N iterations mismatched` (the fault was caught);
@@ -32,9 +32,13 @@ ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 pack() { cp "$WORK"/*.tar.gz "$FINAL_OUT/" 2>/dev/null; cp "$WORK/session.log" "$FINAL_OUT/"; }
 trap pack EXIT
 
-step "keygen"
-$D keygen --out "$WORK/keys" >>"$WORK/session.log" 2>&1
-PUB="$WORK/keys/dossier.pub" KEY="$WORK/keys/dossier.key"
+if [ -n "${KEYS:-}" ]; then  # KEYS=DIR: sign with that pair (the campaign's), else a throw-away one
+  PUB="$KEYS/dossier.pub" KEY="$KEYS/dossier.key"
+else
+  step "keygen"
+  $D keygen --out "$WORK/keys" >>"$WORK/session.log" 2>&1
+  PUB="$WORK/keys/dossier.pub" KEY="$WORK/keys/dossier.key"
+fi
 
 step "dossier run with --stress-inject-fault gemm (precision left out: no checkpoint carried; stress 20 s)"
 t0=$(date +%s%N)
@@ -45,7 +49,8 @@ grep -A12 "^verdict:" "$WORK/run.stderr" "$WORK/run.stdout" | tee -a "$WORK/sess
 
 step "dossier evidence, live on this node (as $(id -un))"
 t0=$(date +%s%N)
-$D evidence "$WORK/h200-faulty.tar.gz" --key "$PUB" --signing-key "$KEY" -o "$WORK/evidence-h200-faulty.tar.gz" \
+$D evidence "$WORK/h200-faulty.tar.gz" --key "$PUB" --signing-key "$KEY" \
+  --bug-report-timeout "${BUG_REPORT_S:-120}" -o "$WORK/evidence-h200-faulty.tar.gz" \
   >"$WORK/evidence.stdout" 2>"$WORK/evidence.stderr"
 echo "evidence: rc=$? wall $(ms_since "$t0") ms, $(stat -c %s "$WORK/evidence-h200-faulty.tar.gz" 2>/dev/null) bytes" \
   | tee -a "$WORK/session.log"

@@ -10,8 +10,11 @@
 #
 #   OUT=$OUT bash bench/gpu_retest.sh
 #
-# carry: .whl (jsonschema, referencing, cryptography, docker wheels for python 3.12) and .gpu (the three
-# MiniLM tensors, minilm3.safetensors, sha256 26aeb714...; keys/), as bench/gpu_final.sh. Everything comes
+# GOOD runs under bench/dossier_phases.py (the parent's own phases timed: the CLI's start, the record,
+# assembly, the last verification), which measures nothing differently. EVIDENCE=1 then runs
+# bench/gpu_evidence.sh in the same call (the injected GEMM fault and its evidence archive).
+# carry: .whl (jsonschema, jsonschema-rs, referencing, cryptography, docker wheels for python 3.12) and .gpu
+# (minilm-pos3.safetensors and keys/, as bench/gpu_campaign.sh says). Everything comes
 # back in $OUT/retest.tar.gz (the four bundles, the two statements, every command's output) and
 # $OUT/summary.log, which ends with one line per check: PASS or FAIL and the figures.
 set -uo pipefail
@@ -21,11 +24,12 @@ W=$(mktemp -d); START=$(date +%s)
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
   && export PYTHONPATH=/tmp/site
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+python3 -m compileall -q -j 0 /tmp/site harness >/dev/null 2>&1  # as pip does at install (gpu_campaign.sh)
 D="python3 -m harness"
 KEY=.gpu/keys/dossier.key PUB=.gpu/keys/dossier.pub
-CKPT=.gpu/minilm3.safetensors
-CKPT_SHA=26aeb714c5ba3a7db1bc5c6c3a7c7060a1c79bbc909a3549fc11089c0d28ce88
-T=(--tensor embedding=embeddings.word_embeddings.weight
+CKPT=.gpu/minilm-pos3.safetensors
+CKPT_SHA=2882fcdf08bcabf9c637cc97b29c8d34d7eb5b6268503d7279e09979bef1da24
+T=(--tensor embedding=embeddings.position_embeddings.weight
    --tensor attention_projection=encoder.layer.0.attention.self.query.weight
    --tensor mlp_projection=encoder.layer.0.intermediate.dense.weight)
 log() { echo "== [$(( $(date +%s) - START )) s] $*" | tee -a "$W/summary.log"; }
@@ -34,13 +38,21 @@ trap pack EXIT
 ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >>"$W/summary.log" 2>&1
 
-dossier() {  # NAME: one `dossier run` with the 60 s stress; its wall time in $W/NAME.wall_ms
-  local name=$1 t0; t0=$(date +%s%N)
-  $D run --output-dir "$W" --name "$name" --signing-key "$KEY" --runner local \
+dossier() {  # NAME [PHASES]: one `dossier run` with the 60 s stress; its wall time in $W/NAME.wall_ms
+  local name=$1 t0 cli=$D; t0=$(date +%s%N)
+  [ -n "${2:-}" ] && cli="python3 bench/dossier_phases.py --json $W/$name.phases.json --"
+  nvidia-smi --query-gpu=uuid,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv,noheader >>"$W/summary.log" 2>&1
+  $cli run --output-dir "$W" --name "$name" --signing-key "$KEY" --runner local \
     --checkpoint "$CKPT" "${T[@]}" --file-sha256 "$CKPT_SHA" >"$W/$name.run.stdout" 2>"$W/$name.run.stderr"
   local rc=$?; ms "$t0" >"$W/$name.wall_ms"
   echo "$name: dossier run rc=$rc wall $(cat "$W/$name.wall_ms") ms" | tee -a "$W/summary.log"
   grep -A12 '^verdict:' "$W/$name.run.stderr" >>"$W/summary.log"
+  python3 - "$W/$name.tar.gz" >>"$W/summary.log" 2>&1 <<'PY'
+import json, sys, tarfile
+c = json.load(tarfile.open(sys.argv[1]).extractfile("commands.json"))
+print(f"  record {c['duration_s']:.1f} s; steps: " + ", ".join(f"{s['step']} {s.get('duration_s') or 0:.1f}" for s in c["steps"]))
+PY
+  cp "$W/$name.tar.gz" "$RESULT_OUT/" 2>/dev/null
 }
 
 retest() {  # NAME: `dossier retest` of the FAILED bundle against GOOD; its wall time in $W/NAME.wall_ms
@@ -53,10 +65,11 @@ retest() {  # NAME: `dossier retest` of the FAILED bundle against GOOD; its wall
   tail -6 "$W/$name.stderr" >>"$W/summary.log"
 }
 
-log "GOOD: a clean dossier"
-dossier good
+log "GOOD: a clean dossier (its phases timed)"
+dossier good phases
+grep -h "^phases:" "$W/good.run.stderr" >>"$W/summary.log"
 log "a co-tenant: bf16 8192^3 matmuls back to back in another process"
-python3 - >"$W/cotenant.log" 2>&1 <<'PY' &
+setsid python3 - >"$W/cotenant.log" 2>&1 <<'PY' &
 import time, torch
 a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16); b = torch.randn_like(a); c = torch.empty_like(a)
 t0 = time.time(); n = 0
@@ -70,7 +83,8 @@ log "FAILED: a dossier beside the co-tenant"
 dossier failed
 log "retest with the co-tenant kept"
 retest kept
-kill "$COTENANT" 2>/dev/null; wait "$COTENANT" 2>/dev/null; sleep 3
+kill -- -"$COTENANT" 2>/dev/null || kill "$COTENANT" 2>/dev/null; wait "$COTENANT" 2>/dev/null; sleep 3
+cat "$W/cotenant.log" >>"$W/summary.log"
 log "retest with the co-tenant gone"
 retest gone
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu,memory.used --format=csv >>"$W/summary.log" 2>&1
@@ -104,3 +118,11 @@ for what, ok, figures in checks:
     print(f"{'PASS' if ok else 'FAIL'} {what}: {figures}")
 PY
 log "done"
+if [ "${EVIDENCE:-}" = 1 ]; then
+  pack
+  mkdir -p "$W/evidence"
+  log "the injected GEMM fault and its evidence (bench/gpu_evidence.sh)"
+  OUT="$W/evidence" KEYS=.gpu/keys timeout "${EVIDENCE_S:-200}" bash bench/gpu_evidence.sh >"$W/evidence/console.log" 2>&1
+  log "evidence rc=$?"; cat "$W/evidence/session.log" >>"$W/summary.log" 2>/dev/null
+  cp "$W"/evidence/*.tar.gz "$RESULT_OUT/" 2>/dev/null
+fi
