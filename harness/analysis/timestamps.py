@@ -7,6 +7,10 @@ import datetime as dt
 
 
 def parse_timestamp(text: str) -> dt.datetime:
+    """TEXT's time; TypeError for what is not a string (a step that did not run records null), ValueError
+    for a string that is not one."""
+    if not isinstance(text, str):
+        raise TypeError(f"not a timestamp: {text!r}")
     return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 

@@ -23,7 +23,7 @@ def _spans(document: dict[str, Any]) -> list[tuple[float, float]]:
     for entry in document["steps"]:
         try:
             start = parse_timestamp(entry["started_at"]).timestamp()
-        except ValueError:
+        except (TypeError, ValueError):  # null or not a time: schema_check names it
             continue
         spans.append((start, start + contention.summary(entry, document["sampler"])["window_s"]))
     return spans

@@ -88,6 +88,17 @@ def test_a_step_taken_during_another_has_that_steps_window():
     assert contention.window_of(BundleFacts(view), "health-load")["state"] == "busy"
 
 
+def test_a_step_with_no_process_has_no_window_and_its_failure_is_judged():
+    """The H200, 2026-12-02 13:55 UTC (bench/gpu_retest.sh, beside a heavy GPU co-tenant): the idle-load
+    criterion failed, its host step health-diff (no process: started_at null) was looked up for a window,
+    and `dossier run` ended in an internal error instead of writing its bundle."""
+    view = bandwidth_view(cpu_sweep(), [window("bandwidth", 10.0, SPINNERS)])
+    view.commands["steps"].append({"step": "health-diff", "kind": "host", "status": "completed", "started_at": None})
+    assert contention.window_of(BundleFacts(view), "health-diff") is None
+    failed = Result("idle-load", "t", Verdict.FAIL, why="an unexpected process", steps=("health-diff",))
+    assert contention.beside([failed], BundleFacts(view)) == [failed]
+
+
 def test_the_compared_value_is_the_same_for_every_idle_run_and_names_a_busy_one():
     quiet = [window("bandwidth", 10.0, {(7, "sshd"): 0.02})]
     quieter = [window("bandwidth", 12.0, {(9, "cron"): 0.01})]
