@@ -3,7 +3,10 @@
 Names, dtypes and shapes come from the safetensors library (safe_open); byte ranges from
 the header's data_offsets (read by the probe's own stdlib reader, so host and probe agree
 on one layout); each sha256 is computed from the file's bytes in that range and checked
-against the bytes safe_open returns for the tensor.
+against the bytes safe_open returns for the tensor: through numpy where every tensor asked for is of a
+dtype numpy holds (F32, F16), through torch otherwise (BF16). Importing torch cost `dossier run` 6.3 s
+before its first step on the H200 (bench/dossier_phases.py, 2026-12-02 13:53 UTC: `prepare` 0.82-7.12 s of
+the process's life, the campaign's F32 checkpoint), numpy about 0.1 s.
 """
 
 from __future__ import annotations
@@ -34,16 +37,38 @@ class TensorRecord:
         }
 
 
+NUMPY_DTYPES = frozenset({"F32", "F16"})  # the measurable dtypes numpy holds as they are stored
+
+
+def _numpy_bytes(array: Any) -> bytes:
+    import numpy
+
+    return numpy.ascontiguousarray(array).reshape(-1).view(numpy.uint8).tobytes()
+
+
+def _torch_bytes(tensor: Any) -> bytes:
+    import torch
+
+    return tensor.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _framework(entries: dict[str, tensor_file.TensorEntry], roles: list[tuple[str, str]]) -> tuple[str, Any]:
+    """safe_open's framework for ROLES' tensors, and how a loaded tensor gives its bytes: numpy when every
+    one of them is a dtype it holds (an unknown name is reported by _record either way), else torch."""
+    asked = [entries[name].dtype for _, name in roles if name in entries]
+    return ("numpy", _numpy_bytes) if all(dtype in NUMPY_DTYPES for dtype in asked) else ("pt", _torch_bytes)
+
+
 def index_tensors(path: Path, roles: list[tuple[str, str]]) -> list[TensorRecord]:
     """Records for (role, name) pairs; clear errors for a bad file, name or dtype."""
-    import torch  # host only, like safetensors
-    from safetensors import SafetensorError, safe_open
+    from safetensors import SafetensorError, safe_open  # host only
 
     try:
         entries = tensor_file.read_header(path)
-        with safe_open(str(path), framework="pt") as handle:
+        framework, loaded_bytes = _framework(entries, roles)
+        with safe_open(str(path), framework=framework) as handle:
             names = set(handle.keys())
-            records = [_record(handle, entries, names, path, role, name, torch) for role, name in roles]
+            records = [_record(handle, entries, names, path, role, name, loaded_bytes) for role, name in roles]
     except SafetensorError as exc:
         raise CheckpointFileError(
             f"{path} is not a readable safetensors file: {exc}",
@@ -54,7 +79,7 @@ def index_tensors(path: Path, roles: list[tuple[str, str]]) -> list[TensorRecord
     return records
 
 
-def _record(handle, entries, names, path: Path, role: str, name: str, torch) -> TensorRecord:
+def _record(handle, entries, names, path: Path, role: str, name: str, loaded_bytes) -> TensorRecord:
     if name not in names:
         try:
             tensor_file.find(entries, name, path)  # raises with close matches
@@ -78,7 +103,7 @@ def _record(handle, entries, names, path: Path, role: str, name: str, torch) -> 
             f"{', '.join(tensor_file.MEASURABLE_DTYPES)} tensors"
         )
     data = tensor_file.read_bytes(path, entry)
-    library_bytes = handle.get_tensor(name).contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    library_bytes = loaded_bytes(handle.get_tensor(name))
     if data != library_bytes:
         raise CheckpointFileError(
             f"{path}: the bytes at [{entry.start}, {entry.end}) differ from the tensor safetensors loads for {name!r}"
