@@ -23,8 +23,15 @@ def babelstream(out: Path) -> dict[str, float]:
     path = out / "babelstream.csv"
     if not path.exists():
         return {}
-    rows = [r for r in csv.reader(path.read_text().splitlines()) if r and r[0] != "function"]
-    return {r[0]: float(r[4]) / 1000.0 for r in rows if len(r) >= 5}  # MB/s -> GB/s
+    # BabelStream 5.0 prints its Init and Read phases first, under a header of their own
+    # (phase,n_elements,sizeof,max_mbytes_per_sec,runtime): only the kernels' rows, under "function", count.
+    rates, kernels = {}, False
+    for row in csv.reader(path.read_text().splitlines()):
+        if row[:1] in (["function"], ["phase"]):
+            kernels = row[0] == "function"
+        elif kernels and len(row) >= 5:
+            rates[row[0]] = float(row[4]) / 1000.0  # MB/s -> GB/s
+    return rates
 
 
 def main(argv: list[str] | None = None) -> int:

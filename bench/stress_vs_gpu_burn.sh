@@ -77,9 +77,11 @@ step "cool-down, then ours tf32 60 s"
 sample_nvml "$COOL_S" nvml-cool-1
 stress stress-tf32 150 --dtype tf32 --seconds "$RUN_S"
 
-step "cool-down, then ours bf16 60 s (default)"
-sample_nvml "$COOL_S" nvml-cool-2
-stress stress-bf16 150 --seconds "$RUN_S"
+if [ "${WITH_BF16:-1}" = 1 ]; then  # WITH_BF16=0: gpu-burn's pair only (bench/gpu_peers.sh)
+  step "cool-down, then ours bf16 60 s (default)"
+  sample_nvml "$COOL_S" nvml-cool-2
+  stress stress-bf16 150 --seconds "$RUN_S"
+fi
 
 step "ours bf16 30 s, results not checked"
 [ "$(left)" -gt 70 ] && stress stress-bf16-nocheck 90 --seconds "$SHORT_S" --no-check --no-memory-test \
