@@ -17,7 +17,6 @@ ALLOWED = {
     "harness/judge/lab.py:judge_roofline": 71,
     "harness/verify/formats.py:check_format": 69,
     "harness/judge/acceptance/baseline/observed.py:config_expectations": 69,
-    "harness/fleet/script.py:render_sbatch": 66,
     "harness/run/orchestrate.py:run_steps": 62,
     "harness/analysis/bandwidth/checks.py:rule_discrepancies": 62,
     "harness/probes/health/load.py:run_load": 61,
