@@ -49,6 +49,28 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
         "(one srun task per node, each bundle signed with the fleet key), then one all-reduce "
         "across the allocation. Prints the job id.",
     )
+    _add_allocation_options(p)
+    add_signing_key(
+        p,
+        "fleet private key the nodes sign with (default: OUTPUT_DIR/keys/dossier.key, made on first use)",
+        old="--key",
+    )
+    _add_node_options(p)
+    p.add_argument(
+        "--python", help="interpreter with the harness on every node (default: this one; python3 inside a container)"
+    )
+    p.add_argument(
+        "--wait",
+        type=real,
+        default=0,
+        metavar="SECONDS",
+        help="wait up to this long for the job to end before returning",
+    )
+    p.set_defaults(func=handle_submit)
+
+
+def _add_allocation_options(p: argparse.ArgumentParser) -> None:
+    """submit's job: its nodes, partition, GPUs, image, run directory and time limits."""
     p.add_argument("--nodes", type=count(1, MAX_NODES, "a fleet's nodes"), required=True, help="how many nodes")
     p.add_argument("--partition", type=_partition, help="Slurm partition (default: the cluster's default)")
     p.add_argument(
@@ -78,11 +100,11 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
         metavar="MIN",
         help="time limit of each node's dossier step; a node past it is reported as timed out",
     )
-    add_signing_key(
-        p,
-        "fleet private key the nodes sign with (default: OUTPUT_DIR/keys/dossier.key, made on first use)",
-        old="--key",
-    )
+
+
+def _add_node_options(p: argparse.ArgumentParser) -> None:
+    """What each node's dossier runs with: skipped steps, more arguments, one node's variables or command
+    prefix, one node at a time."""
     p.add_argument("--skip", action="append", default=[], metavar="STEP", help="passed to `dossier run --skip`")
     p.add_argument("--run-arg", action="append", default=[], metavar="ARG", help="one more `dossier run` argument")
     p.add_argument(
@@ -107,17 +129,6 @@ def _submit_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run the node dossiers one node at a time (for virtual nodes sharing one host)",
     )
-    p.add_argument(
-        "--python", help="interpreter with the harness on every node (default: this one; python3 inside a container)"
-    )
-    p.add_argument(
-        "--wait",
-        type=real,
-        default=0,
-        metavar="SECONDS",
-        help="wait up to this long for the job to end before returning",
-    )
-    p.set_defaults(func=handle_submit)
 
 
 def _collect_parser(sub: argparse._SubParsersAction) -> None:

@@ -61,22 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "verification, 2 bad input: the same file twice, a plan naming a probe this build lacks, MINE "
         "lacking a probe THEIRS ran, or bundles with nothing comparable (another SKU).",
     )
-    parser.add_argument("theirs", type=Path, metavar="THEIRS", help="their bundle (.tar.gz)")
-    parser.add_argument(
-        "--key", type=Path, required=True, metavar="PUB", help="their public key: THEIRS must verify with it"
-    )
-    parser.add_argument(
-        "--against",
-        type=Path,
-        metavar="MINE",
-        help="judge this bundle of yours against theirs instead of running their plan here (offline)",
-    )
-    parser.add_argument(
-        "--key-mine",
-        type=Path,
-        metavar="PUB",
-        help="the public key MINE verifies with (default: the public half of your own key)",
-    )
+    _add_bundle_options(parser)
     parser.add_argument(
         "--output-dir",
         type=Path,
@@ -99,6 +84,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="a local copy of their checkpoint file, when it is not in this host's cache (its "
         "sha256 must be the one their bundle records)",
     )
+    _add_output_options(parser)
+    add_allow_format_option(parser)
+    parser.set_defaults(func=handle)
+
+
+def _add_bundle_options(parser: argparse.ArgumentParser) -> None:
+    """The bundles judged: THEIRS and the key it verifies with, and MINE (--against) with its key."""
+    parser.add_argument("theirs", type=Path, metavar="THEIRS", help="their bundle (.tar.gz)")
+    parser.add_argument(
+        "--key", type=Path, required=True, metavar="PUB", help="their public key: THEIRS must verify with it"
+    )
+    parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="MINE",
+        help="judge this bundle of yours against theirs instead of running their plan here (offline)",
+    )
+    parser.add_argument(
+        "--key-mine",
+        type=Path,
+        metavar="PUB",
+        help="the public key MINE verifies with (default: the public half of your own key)",
+    )
+
+
+def _add_output_options(parser: argparse.ArgumentParser) -> None:
+    """What is written and printed: the statement, the summary, the judgement as JSON."""
     parser.add_argument(
         "--statement",
         type=Path,
@@ -112,8 +124,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="where the Markdown summary goes (default: beside the statement, .md)",
     )
     parser.add_argument("--json", action="store_true", help="print the judgement (the statement's predicate) as JSON")
-    add_allow_format_option(parser)
-    parser.set_defaults(func=handle)
 
 
 def check_paths(args: argparse.Namespace) -> None:
@@ -274,12 +284,12 @@ def print_result(judgement: Judgement) -> None:
     print(answer(judgement))
 
 
-def handle(args: argparse.Namespace) -> int:
-    check_paths(args)
-    if args.signing_key is not None:
-        load_private(args.signing_key)  # a bad signing key is refused before any bundle is read
-    theirs, their_ref = _verified(args.theirs, args.key, load_public(args.key), allowed_formats(args))
-    print(f"reproduce: THEIRS {args.theirs} verified ({their_ref.checks_passed} checks)", file=sys.stderr)
+def _mine(
+    args: argparse.Namespace, theirs: BundleView, their_ref: BundleRef
+) -> tuple[BundleView, BundleRef, Made, str]:
+    """MINE, verified, and how it was made (for the statement, and in words for the summary): given with
+    --against (refused when it is THEIRS again, or a pair of one SKU that cannot be judged), else their
+    plan run here."""
     if args.against is not None:
         if sha256_file(args.against) == their_ref.sha256:
             raise UsageError(
@@ -290,10 +300,18 @@ def handle(args: argparse.Namespace) -> int:
         mine, mine_ref = _verified(args.against, key_path, trusted, allowed_formats(args))
         if environment.identity(BundleFacts(theirs)).key == environment.identity(BundleFacts(mine)).key:
             refuse_unjudgeable(theirs, mine)  # (of another SKU, nothing is judgeable: the statement says why)
-        made, mine_made = Made("against"), "given with --against"
-    else:
-        mine, mine_ref, replay = rerun(args, theirs, their_ref)
-        made, mine_made = Made("rerun", replay.to_json()), "made here from their plan"
+        return mine, mine_ref, Made("against"), "given with --against"
+    mine, mine_ref, replay = rerun(args, theirs, their_ref)
+    return mine, mine_ref, Made("rerun", replay.to_json()), "made here from their plan"
+
+
+def handle(args: argparse.Namespace) -> int:
+    check_paths(args)
+    if args.signing_key is not None:
+        load_private(args.signing_key)  # a bad signing key is refused before any bundle is read
+    theirs, their_ref = _verified(args.theirs, args.key, load_public(args.key), allowed_formats(args))
+    print(f"reproduce: THEIRS {args.theirs} verified ({their_ref.checks_passed} checks)", file=sys.stderr)
+    mine, mine_ref, made, mine_made = _mine(args, theirs, their_ref)
     # what was not honoured, from the two bundles alone: what `dossier verify-reproduction` derives again
     unhonoured = policy.unhonoured(theirs, their_ref.sha256, mine)
     judgement = compare(theirs, mine, registry.diff_figures(), registry.diff_fields(), unhonoured)

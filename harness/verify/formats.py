@@ -120,6 +120,32 @@ def _tool(document: Any) -> Any:
     return document.get("tool") if isinstance(document, dict) else None
 
 
+def _environment_agrees(commands: dict[str, Any], environment: dict[str, Any]) -> list[Check]:
+    """That environment.json repeats commands.json's format_version and its tool: two checks."""
+    made = commands.get("format_version")
+    stated = environment.get("format_version")
+    same = stated == made and type(stated) is type(made)
+    same_tool = _tool(environment) == _tool(commands)
+    return [
+        Check(
+            "format",
+            layout.ENVIRONMENT,
+            same,
+            f"format_version {stated!r}, as commands.json says"
+            if same
+            else f"format_version {str(stated)[:40]!r} but commands.json says {str(made)[:40]!r}",
+        ),
+        Check(
+            "format",
+            layout.ENVIRONMENT,
+            same_tool,
+            "tool as commands.json and the signed predicate name it"
+            if same_tool
+            else "tool (name, version, commit) differs from commands.json's, which the signed predicate names",
+        ),
+    ]
+
+
 def check_format(
     commands: dict[str, Any], environment: Any, allowed: Collection[int]
 ) -> tuple[list[Check], Format | None]:
@@ -128,31 +154,7 @@ def check_format(
     checked here or ALLOWED. Returns the checks and the format's rules (None when unknown)."""
     made = commands.get("format_version")
     fmt = FORMATS.get(made) if isinstance(made, int) and not isinstance(made, bool) else None
-    checks = []
-    if isinstance(environment, dict):
-        stated = environment.get("format_version")
-        same = stated == made and type(stated) is type(made)
-        checks.append(
-            Check(
-                "format",
-                layout.ENVIRONMENT,
-                same,
-                f"format_version {stated!r}, as commands.json says"
-                if same
-                else f"format_version {str(stated)[:40]!r} but commands.json says {str(made)[:40]!r}",
-            )
-        )
-        same_tool = _tool(environment) == _tool(commands)
-        checks.append(
-            Check(
-                "format",
-                layout.ENVIRONMENT,
-                same_tool,
-                "tool as commands.json and the signed predicate name it"
-                if same_tool
-                else "tool (name, version, commit) differs from commands.json's, which the signed predicate names",
-            )
-        )
+    checks = _environment_agrees(commands, environment) if isinstance(environment, dict) else []
     if fmt is None:
         newest = max(FORMATS)
         return checks + [

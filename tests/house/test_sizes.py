@@ -13,21 +13,8 @@ FUNCTION_LINES = 60
 # What was over the limits when this test came (issue 36) and was not split in time: each with its size
 # then, so that it can only shrink. An entry back within the limits is taken out.
 ALLOWED = {
-    "harness/present/plots/bandwidth.py:render": 81,
-    "harness/commands/fleet.py:_submit_parser": 78,
-    "harness/probes/allreduce/campaign.py:assemble_run": 71,
     "harness/judge/lab.py:judge_roofline": 71,
-    "harness/commands/reproduce.py:add_parser": 70,
-    "harness/verify/formats.py:check_format": 69,
-    "harness/judge/acceptance/baseline/observed.py:config_expectations": 69,
-    "harness/present/plots/allreduce.py:render": 67,
-    "harness/present/plots/_labels.py:place_labels": 67,
-    "harness/fleet/script.py:render_sbatch": 66,
-    "harness/commands/reproduce.py:handle": 64,
     "harness/run/orchestrate.py:run_steps": 62,
-    "harness/analysis/bandwidth/checks.py:rule_discrepancies": 62,
-    "harness/probes/health/load.py:run_load": 61,
-    "harness/present/plots/roofline.py:figure": 61,
     "harness/analysis/stress/figures.py:judge": 61,
 }
 

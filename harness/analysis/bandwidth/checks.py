@@ -49,6 +49,8 @@ def identified_sku(document: dict[str, Any]) -> str | None:
 
 
 def rule_discrepancies(document: dict[str, Any]) -> list[str]:
+    """The byte counting and rules the document states (they decide its verdicts) against this build's,
+    and how it was timed."""
     found: list[str] = []
     counting, kernel = document["byte_counting"], document["kernel"]
     spec = bw.KERNELS[kernel]
@@ -89,6 +91,13 @@ def rule_discrepancies(document: dict[str, Any]) -> list[str]:
             found.append(f"{where}: not the rule this build recomputes by")
     if counting.get("kernels") is None:
         found.append("byte_counting.kernels is missing: the byte table the verdicts are computed with")
+    return found + _timing_discrepancies(document)
+
+
+def _timing_discrepancies(document: dict[str, Any]) -> list[str]:
+    """How the run was timed: a GPU's with CUDA events, every run naming its device, and from probe
+    contract 2 on the empty launches kept, their median the stated empty_launch_s."""
+    found: list[str] = []
     cuda = document.get("device") == "cuda"
     if (document.get("timing", {}).get("method") == "cuda_events") != cuda or "device_identity" not in document:
         found.append(

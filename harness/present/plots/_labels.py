@@ -55,6 +55,24 @@ def line_boxes(line, renderer, step_px: float = 3.0) -> list[Bbox]:
     return boxes
 
 
+def _nearest_free(text, renderer, axes_box: Bbox, occupied: list[Bbox]) -> tuple[float, float, str, str, Bbox | None]:
+    """The first candidate place (offset, alignment) where TEXT lies inside the axes and clear of every
+    occupied box, and the box it takes there; nowhere free, the nearest place and no box."""
+    for dx, dy, ha, va in _candidates():
+        text.xyann = (dx, dy)
+        text.set_horizontalalignment(ha)
+        text.set_verticalalignment(va)
+        box = text.get_window_extent(renderer)
+        if (
+            axes_box.contains(box.x0, box.y0)
+            and axes_box.contains(box.x1, box.y1)
+            and not any(_padded(box, 1).overlaps(other) for other in occupied)
+        ):
+            return dx, dy, ha, va, box
+    dx, dy, ha, va = _candidates()[0]  # nowhere free: the nearest place (a test on real data catches this)
+    return dx, dy, ha, va, None
+
+
 def place_labels(
     ax,
     items: Sequence[tuple[str, float, float]],
@@ -88,24 +106,8 @@ def place_labels(
     for i in order:
         label, x, y = items[i]
         text = ax.annotate(label, (x, y), textcoords="offset points", xytext=(0, 0), fontsize=FONT_SIZE)
-        best = None
-        for dx, dy, ha, va in _candidates():
-            text.xyann = (dx, dy)
-            text.set_horizontalalignment(ha)
-            text.set_verticalalignment(va)
-            box = text.get_window_extent(renderer)
-            if (
-                axes_box.contains(box.x0, box.y0)
-                and axes_box.contains(box.x1, box.y1)
-                and not any(_padded(box, 1).overlaps(other) for other in occupied)
-            ):
-                best = (dx, dy, ha, va, box)
-                break
+        dx, dy, ha, va, box = _nearest_free(text, renderer, axes_box, occupied)
         text.remove()
-        if best is None:  # nowhere free: the nearest place (a test on real data catches this)
-            dx, dy, ha, va = _candidates()[0]
-            best = (dx, dy, ha, va, None)
-        dx, dy, ha, va, box = best
         leader = math.hypot(dx, dy) >= LEADER_FROM_PT
         annotations[i] = ax.annotate(
             label,

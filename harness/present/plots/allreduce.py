@@ -52,37 +52,8 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
     knees: list[tuple[str, float, float, str]] = []  # (label, size, modelled time there, colour)
     for run in document.get("runs", []):
         points = sorted(run.get("points", []), key=lambda p: p["bytes"])
-        if not points:
-            continue
-        n = run["world_size"]
-        marker = MARKERS[worlds.index(n) % len(MARKERS)]
-        sizes = [p["bytes"] for p in points]
-        figs = [ar.point_figures(p, n) for p in points]
-        (line,) = bw_ax.loglog(
-            sizes, [f["busbw_gbps"] for f in figs], STYLE[run["curve"]], marker=marker, markersize=3, label=_label(run)
-        )
-        t_ax.loglog(
-            sizes,
-            [f["time_us"] for f in figs],
-            STYLE[run["curve"]],
-            marker=marker,
-            markersize=3,
-            color=line.get_color(),
-            label=_label(run),
-        )
-        curve = ar.curve_figures(run)
-        if curve["knee_bytes"] is not None:
-            knee = curve["knee_bytes"]
-            for ax in (bw_ax, t_ax):
-                ax.axvline(knee, color=line.get_color(), linestyle=":", linewidth=1)
-            model = [curve["alpha_us"] + s / (curve["beta_gbps"] * 1e3) for s in sizes]
-            t_ax.loglog(sizes, model, ":", color=line.get_color(), linewidth=1)
-            knees.append(
-                (f"knee {_size(knee)}", knee, curve["alpha_us"] + knee / (curve["beta_gbps"] * 1e3), line.get_color())
-            )
-        if curve["half_plateau_bytes"] is not None:
-            half = curve["half_plateau_bytes"]
-            bw_ax.plot([half], [curve["plateau_busbw_gbps"] / 2], marker="x", color=line.get_color(), markersize=9)
+        if points:
+            knees += _draw_run(bw_ax, t_ax, run, points, MARKERS[worlds.index(run["world_size"]) % len(MARKERS)])
     backend = document.get("backend", "?")
     bw_ax.set(
         xlabel="buffer size (bytes)",
@@ -106,3 +77,41 @@ def render(document: dict[str, Any], stem: Path) -> list[Path]:
         colors=[c for *_, c in knees],
     )
     return save_figure(fig, stem)
+
+
+def _draw_run(
+    bw_ax: Any, t_ax: Any, run: dict[str, Any], points: list[dict[str, Any]], marker: str
+) -> list[tuple[str, float, float, str]]:
+    """One run's busbw and time curves (POINTS: its points by size), its knee (dotted, with the fitted
+    model) and its half plateau (x); returns what to label on the time panel: the knee where one was
+    fitted, as (label, size, modelled time there, colour)."""
+    n = run["world_size"]
+    sizes = [p["bytes"] for p in points]
+    figs = [ar.point_figures(p, n) for p in points]
+    (line,) = bw_ax.loglog(
+        sizes, [f["busbw_gbps"] for f in figs], STYLE[run["curve"]], marker=marker, markersize=3, label=_label(run)
+    )
+    t_ax.loglog(
+        sizes,
+        [f["time_us"] for f in figs],
+        STYLE[run["curve"]],
+        marker=marker,
+        markersize=3,
+        color=line.get_color(),
+        label=_label(run),
+    )
+    curve = ar.curve_figures(run)
+    knees = []
+    if curve["knee_bytes"] is not None:
+        knee = curve["knee_bytes"]
+        for ax in (bw_ax, t_ax):
+            ax.axvline(knee, color=line.get_color(), linestyle=":", linewidth=1)
+        model = [curve["alpha_us"] + s / (curve["beta_gbps"] * 1e3) for s in sizes]
+        t_ax.loglog(sizes, model, ":", color=line.get_color(), linewidth=1)
+        knees.append(
+            (f"knee {_size(knee)}", knee, curve["alpha_us"] + knee / (curve["beta_gbps"] * 1e3), line.get_color())
+        )
+    if curve["half_plateau_bytes"] is not None:
+        half = curve["half_plateau_bytes"]
+        bw_ax.plot([half], [curve["plateau_busbw_gbps"] / 2], marker="x", color=line.get_color(), markersize=9)
+    return knees

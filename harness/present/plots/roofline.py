@@ -94,25 +94,7 @@ def figure(document: dict[str, Any]):
     )
     ax.axhline(peak, color="grey", linestyle=":", linewidth=0.8)
     ax.axvline(ridge, color="grey", linestyle="--", linewidth=1.0, label=f"ridge {ridge:.1f} FLOP/B")
-    seen = set()
-    for p in found:
-        style = STYLES[p["kind"]]
-        ax.scatter(
-            [p["ai"]],
-            [p["tflops"]],
-            marker=style["marker"],
-            color=style["color"],
-            s=46,
-            zorder=3,
-            label=None if p["kind"] in seen else style["name"],
-        )
-        seen.add(p["kind"])
-    connectors = []
-    for i, p in enumerate(eager):
-        connectors += ax.plot(
-            [p["ai"], p["ai"]], [p["tflops"], p["kernel_tflops"]], color="#999999", linewidth=0.6, zorder=2
-        )
-        ax.scatter([p["ai"]], [p["tflops"]], zorder=3, label=EAGER_NAME if i == 0 else None, **EAGER_STYLE)
+    connectors = _draw_points(ax, found, eager)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(low, high)
@@ -134,6 +116,31 @@ def figure(document: dict[str, Any]):
         markers=[(p["ai"], p["tflops"]) for p in eager],
     )
     return fig
+
+
+def _draw_points(ax: Any, found: list[dict[str, Any]], eager: list[dict[str, Any]]) -> list[Any]:
+    """Every headline point in its kind's style (one legend entry a kind), and each eager point hollow
+    below its kernel-only headline; returns the lines joining them, which no label may cross."""
+    seen = set()
+    for p in found:
+        style = STYLES[p["kind"]]
+        ax.scatter(
+            [p["ai"]],
+            [p["tflops"]],
+            marker=style["marker"],
+            color=style["color"],
+            s=46,
+            zorder=3,
+            label=None if p["kind"] in seen else style["name"],
+        )
+        seen.add(p["kind"])
+    connectors: list[Any] = []
+    for i, p in enumerate(eager):
+        connectors += ax.plot(
+            [p["ai"], p["ai"]], [p["tflops"], p["kernel_tflops"]], color="#999999", linewidth=0.6, zorder=2
+        )
+        ax.scatter([p["ai"]], [p["tflops"]], zorder=3, label=EAGER_NAME if i == 0 else None, **EAGER_STYLE)
+    return connectors
 
 
 def render(document: dict[str, Any], stem: Path) -> list[Path]:

@@ -119,18 +119,7 @@ def assemble_run(
 ) -> dict[str, Any]:
     """One run's JSON: its points with derived figures and NCCL's algorithm, fit, plateau, failure."""
     parsed = nccl_log.parse(log_text) if isinstance(log_text, str) else None
-    points = []
-    for raw in sorted(raw_points, key=lambda p: p["bytes"]):
-        point = dict(raw, verified=True, **ar.point_figures(raw, world))
-        if parsed is None:
-            point["nccl_algorithm"] = log_text
-        elif raw["bytes"] in parsed["algorithms_by_bytes"]:
-            point["nccl_algorithm"] = parsed["algorithms_by_bytes"][raw["bytes"]]
-        else:
-            point["nccl_algorithm"] = unavailable(
-                f"no 'AllReduce: {raw['bytes']} Bytes -> Algo' line in rank 0's NCCL INFO log for this size"
-            )
-        points.append(point)
+    points = _points(world, raw_points, log_text, parsed)
     run: dict[str, Any] = {
         "world_size": world,
         "curve": curve,
@@ -165,14 +154,37 @@ def assemble_run(
         else unavailable(figures["plateau_reason"] or "no points")
     )
     run["busbw_at_max_gbps"] = figures["busbw_at_max_gbps"] if points else unavailable("no point measured")
-    if parsed is not None:
-        run["nccl"] = {
-            "transports": parsed["transports"],
-            "nvls_support": parsed["nvls_support"],
-            "algorithms_seen": sorted(
-                {label for b, seen in parsed["algorithms_by_bytes"].items() if b in settings.sizes for label in seen}
-            ),
-        }
-    else:
-        run["nccl"] = log_text
+    run["nccl"] = _nccl(parsed, settings) if parsed is not None else log_text
     return run
+
+
+def _points(
+    world: int, raw_points: list[dict[str, Any]], log_text: Any, parsed: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """The run's points by size, each with its derived figures and the algorithm rank 0's NCCL log names
+    for its size (LOG_TEXT itself, unavailable, when there is no log to parse)."""
+    points = []
+    for raw in sorted(raw_points, key=lambda p: p["bytes"]):
+        point = dict(raw, verified=True, **ar.point_figures(raw, world))
+        if parsed is None:
+            point["nccl_algorithm"] = log_text
+        elif raw["bytes"] in parsed["algorithms_by_bytes"]:
+            point["nccl_algorithm"] = parsed["algorithms_by_bytes"][raw["bytes"]]
+        else:
+            point["nccl_algorithm"] = unavailable(
+                f"no 'AllReduce: {raw['bytes']} Bytes -> Algo' line in rank 0's NCCL INFO log for this size"
+            )
+        points.append(point)
+    return points
+
+
+def _nccl(parsed: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """What rank 0's NCCL log says of the run: its transports, NVLS support and the algorithms seen at
+    the sizes asked for."""
+    return {
+        "transports": parsed["transports"],
+        "nvls_support": parsed["nvls_support"],
+        "algorithms_seen": sorted(
+            {label for b, seen in parsed["algorithms_by_bytes"].items() if b in settings.sizes for label in seen}
+        ),
+    }

@@ -22,6 +22,10 @@ from harness.probes.timing import Clock
 GEMM_DTYPE = "bfloat16"
 IN_FLIGHT = 2  # rounds queued per device: enough to keep it busy, few enough to stop on time
 COPY_MAX_BYTES = 1 << 30
+LOAD_KIND = (
+    f"{GEMM_DTYPE} GEMM (n x n times n x n) then a device-to-device copy (torch "
+    "copy_), queued back to back on every visible device from one thread"
+)
 
 
 def plan(free_bytes: int) -> dict[str, int]:
@@ -142,10 +146,7 @@ def run_load(
     for record, sampler in zip(records, samplers, strict=True):
         record["samples"] = sampler.samples
     return {
-        "kind": (
-            f"{GEMM_DTYPE} GEMM (n x n times n x n) then a device-to-device copy (torch "
-            "copy_), queued back to back on every visible device from one thread"
-        ),
+        "kind": LOAD_KIND,
         "requested_s": seconds,
         "pids": [os.getpid()],
         "started_at": started_at,

@@ -58,27 +58,10 @@ def _same(values: list[Any]) -> Any:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], list[str]]:
-    """(thresholds.config, notes on what was left unstated and why)."""
-    documents = [o.health for o in inputs if o.health is not None]
-    notes = (
-        []
-        if len(documents) == len(inputs)
-        else [
-            f"{len(inputs) - len(documents)} input(s) have no health document: the configuration comes from the others"
-        ]
-    )
-    devices = _all_gpus(documents)
-    if not devices:
-        return {}, notes + ["no GPU in any input's health.json: no configuration expected"]
-    config: dict[str, Any] = {}
-    for key, name in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
-        versions = [
-            v for d in documents if isinstance(v := (d.get("software") or {}).get(name), str) and version_key(v)
-        ]
-        if versions:
-            config[key] = min(versions, key=version_key)
-    checks: dict[str, tuple[str | None, list[Any]]] = {
+def _settings(devices: list[dict[str, Any]]) -> dict[str, tuple[str | None, list[Any]]]:
+    """Per setting's config key: the value every GPU must share for it to be expected (None: whatever
+    they share), and each GPU's value."""
+    return {
         "persistence": ("enabled", [(d.get("modes") or {}).get("persistence") for d in devices]),
         "mig": (None, [(d.get("modes") or {}).get("mig_current") for d in devices]),
         "power_limit": (
@@ -104,20 +87,43 @@ def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], lis
             ],
         ),
     }
-    for key, (wanted, values) in checks.items():
+
+
+def _active_links(device: dict[str, Any]) -> int | str:
+    """The GPU's active NVLink links, or why they are not known."""
+    listed = device.get("nvlink")
+    if isinstance(listed, list):
+        return sum(1 for link in listed if isinstance(link, dict) and link.get("active") is True)
+    return unavailable_reason(listed) or "unreadable"
+
+
+def config_expectations(inputs: Sequence[Observed]) -> tuple[dict[str, Any], list[str]]:
+    """(thresholds.config, notes on what was left unstated and why)."""
+    documents = [o.health for o in inputs if o.health is not None]
+    notes = (
+        []
+        if len(documents) == len(inputs)
+        else [
+            f"{len(inputs) - len(documents)} input(s) have no health document: the configuration comes from the others"
+        ]
+    )
+    devices = _all_gpus(documents)
+    if not devices:
+        return {}, notes + ["no GPU in any input's health.json: no configuration expected"]
+    config: dict[str, Any] = {}
+    for key, name in (("driver_min", "driver_version"), ("cuda_min", "cuda_driver_version")):
+        versions = [
+            v for d in documents if isinstance(v := (d.get("software") or {}).get(name), str) and version_key(v)
+        ]
+        if versions:
+            config[key] = min(versions, key=version_key)
+    for key, (wanted, values) in _settings(devices).items():
         agreed = _same(values)
         if agreed is not None and unavailable_reason(agreed) is None and (wanted is None or agreed == wanted):
             config[key] = agreed
         else:
             notes.append(f"config.{key} not expected: the inputs' GPUs report {sorted({str(v) for v in values})}")
-    links = []
-    for device in devices:
-        listed = device.get("nvlink")
-        links.append(
-            sum(1 for link in listed if isinstance(link, dict) and link.get("active") is True)
-            if isinstance(listed, list)
-            else unavailable_reason(listed) or "unreadable"
-        )
+    links = [_active_links(device) for device in devices]
     if all(isinstance(n, int) for n in links) and _same(links) is not None:
         config["nvlink_links_per_gpu"] = links[0]
     else:
