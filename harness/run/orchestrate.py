@@ -220,11 +220,7 @@ def run_steps(
 
         try:
             for step in plan:
-                if (
-                    isinstance(step, ProbeStep)
-                    and probe_missing(runner, step.probe) is None
-                    and beside.defer(step, state)
-                ):
+                if _waits_beside(step, runner, beside, state):
                     places[step.step] = len(records)
                     records.append(None)
                     display.note(f"    {step.step}: waits to run beside the {step.beside} step, on the host's CPUs")
@@ -240,6 +236,11 @@ def run_steps(
             beside.close()
             prestarts.close()
         return tuple(_with_plots(record, plots) for record in records if record is not None)
+
+
+def _waits_beside(step: Step, runner: Runner, beside: Beside, state: RunState) -> bool:
+    """Whether STEP's probe waits to run beside a later step (harness.run.beside) rather than in its place."""
+    return isinstance(step, ProbeStep) and probe_missing(runner, step.probe) is None and beside.defer(step, state)
 
 
 def run_sampled(

@@ -14,7 +14,6 @@ FUNCTION_LINES = 60
 # then, so that it can only shrink. An entry back within the limits is taken out.
 ALLOWED = {
     "harness/judge/lab.py:judge_roofline": 71,
-    "harness/run/orchestrate.py:run_steps": 62,
     "harness/analysis/stress/figures.py:judge": 61,
 }
 

@@ -389,7 +389,10 @@ def test_a_dtype_check_is_timed_in_the_same_process_and_verified_with_the_run(do
     assert run.finish_roofs(roofs)
     check = run.sweep_of("bf16", [gemm_shapes.Shape("check-64", "user", 64, 96, 128, "test")], roofs, True)
     skipped = []
-    entry = run.run_check(check, document, 32 * 2**20, document["device_facts"], skipped)
+    cache = document["device_facts"]["cache_mib"]  # the run's own cache, as establish() hands it on (a
+    # 480 MiB L3 here made a hard-coded 32 MiB disagree with the document's device facts)
+    cache_bytes = int(cache * 2**20) if isinstance(cache, (int, float)) else 32 * 2**20
+    entry = run.run_check(check, document, cache_bytes, document["device_facts"], skipped)
     assert entry["dtype"] == "bf16" and entry["precision"]["input_dtype"] == "torch.bfloat16" and not skipped
     [shape] = entry["measurements"]["shapes"]
     assert shape["status"] == "measured" and len(shape["windows"]) == 3
