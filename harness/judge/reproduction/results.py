@@ -159,8 +159,13 @@ class Rule:
         if measured:
             said += (
                 f"; measured there: {measured.get('not_reproduced')} of {measured.get('pairs')} clean pairs "
-                f"not reproduced"
+                "not reproduced"
             )
+            if measured.get("out_of_sample_pairs"):  # the blind test: each pair judged without its own starts
+                said += (
+                    f" ({measured.get('out_of_sample_not_reproduced')} of {measured['out_of_sample_pairs']} "
+                    "judged without their own machine starts)"
+                )
         if self.unmeasured:
             said += f"; {self.unmeasured} deciding rate(s) judged with a stated default, outside that rate"
         return said
