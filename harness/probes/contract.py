@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import datetime as _dt
 import json
 import math
 import os
 import signal
 import sys
+import threading
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -51,8 +53,42 @@ EXIT_CRASH = 1
 EXIT_INTERRUPTED = 130  # stopped by SIGINT or SIGTERM (the host's runner stops a probe with SIGTERM)
 
 
+_pending: list[int] | None = None  # inside interrupts_deferred: the signals that came meanwhile
+
+
 def _stop_as_interrupt(signum: int, frame: Any) -> None:
+    if _pending is not None:
+        _pending.append(signum)
+        return
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """SIGTERM and Ctrl-C taken as KeyboardInterrupt once the block has ended, not inside it: for importing a
+    native extension (torch), whose initialisation aborts the whole process when an exception is raised inside
+    it (pybind11: `terminate called after throwing an instance of 'pybind11::error_already_set'`, seen when a
+    health probe was stopped during torch's import) instead of unwinding. Only where the signal would raise
+    anyway (probe_main's SIGTERM, Python's own SIGINT); elsewhere, off the main thread or nested, nothing
+    changes."""
+    global _pending
+    if _pending is not None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {
+        sig: signal.signal(sig, _stop_as_interrupt)
+        for sig in (signal.SIGTERM, signal.SIGINT)
+        if signal.getsignal(sig) in (_stop_as_interrupt, signal.default_int_handler)
+    }
+    _pending = []
+    try:
+        yield
+    finally:
+        came, _pending = _pending, None
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+        if came:
+            raise KeyboardInterrupt(f"signal {came[0]}")
 
 
 class ProbeUsageError(Exception):

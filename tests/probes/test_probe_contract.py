@@ -5,10 +5,14 @@ images/stage-probe.sh copies into a probe image."""
 import ast
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from harness.probes import contract
 from harness.probes.contract import PROBE_SIDE, within_contract
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,3 +196,23 @@ def test_the_host_imports_no_private_probe_module():
         if name.startswith("harness.probes.") and name not in public
     ]
     assert not users, users
+
+
+def test_a_stop_during_a_deferred_block_is_taken_once_the_block_ends():
+    """A health probe stopped during torch's import aborted (pybind11's `terminate called after throwing`)
+    instead of unwinding: a stop inside interrupts_deferred() is raised when the block ends, not inside it."""
+    previous = signal.signal(signal.SIGTERM, contract._stop_as_interrupt)  # as probe_main installs it
+    reached = []
+    try:
+        with pytest.raises(KeyboardInterrupt, match="signal 15"):
+            with contract.interrupts_deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                reached.append("the block went on after the signal")
+        assert reached == ["the block went on after the signal"]
+        assert signal.getsignal(signal.SIGTERM) is contract._stop_as_interrupt
+        with pytest.raises(KeyboardInterrupt):  # outside the block a stop raises where it lands
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):
+                pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -11,7 +11,7 @@ import os
 from typing import Any
 
 from harness.analysis.device_mapping import normalise_uuid
-from harness.probes.contract import attempt, describe_exception, unavailable
+from harness.probes.contract import attempt, describe_exception, interrupts_deferred, unavailable
 from harness.probes.health.torch_files import TORCH_KEYS
 from harness.probes.loaded_libraries import mapped_file
 
@@ -22,7 +22,8 @@ VERSION_SOURCE = "torch.__version__ and torch.version.cuda (torch imported)"
 def torch_facts() -> dict[str, Any]:
     """Software versions as torch reports them, and torch's list of CUDA devices."""
     try:
-        import torch
+        with interrupts_deferred():  # a stop during torch's native initialisation would abort, not unwind
+            import torch
     except Exception as exc:  # noqa: BLE001 - a missing or broken torch is a recorded fact
         reason = unavailable(f"torch cannot be imported: {describe_exception(exc)}")
         return {
