@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeGuard, cast
 
 from harness import registry
 from harness.analysis import repeatability
@@ -238,7 +238,7 @@ def run_steps(
         return tuple(_with_plots(record, plots) for record in records if record is not None)
 
 
-def _waits_beside(step: Step, runner: Runner, beside: Beside, state: RunState) -> bool:
+def _waits_beside(step: Step, runner: Runner, beside: Beside, state: RunState) -> TypeGuard[ProbeStep]:
     """Whether STEP's probe waits to run beside a later step (harness.run.beside) rather than in its place."""
     return isinstance(step, ProbeStep) and probe_missing(runner, step.probe) is None and beside.defer(step, state)
 
