@@ -16,7 +16,6 @@ ALLOWED = {
     "harness/present/plots/bandwidth.py:render": 81,
     "harness/commands/fleet.py:_submit_parser": 78,
     "harness/probes/allreduce/campaign.py:assemble_run": 71,
-    "harness/judge/lab.py:judge_roofline": 71,
     "harness/commands/reproduce.py:add_parser": 70,
     "harness/verify/formats.py:check_format": 69,
     "harness/judge/acceptance/baseline/observed.py:config_expectations": 69,
@@ -28,7 +27,6 @@ ALLOWED = {
     "harness/analysis/bandwidth/checks.py:rule_discrepancies": 62,
     "harness/probes/health/load.py:run_load": 61,
     "harness/present/plots/roofline.py:figure": 61,
-    "harness/analysis/stress/figures.py:judge": 61,
 }
 
 
