@@ -64,6 +64,14 @@ def number(values: Mapping[str, Any], key: str, where: str) -> int | float | Non
     raise DocumentError(f"{where}.{key} is not a number or null: {value!r}")
 
 
+def required_number(values: Mapping[str, Any], key: str, where: str) -> int | float:
+    """VALUES[KEY], refused unless it is there and a JSON number."""
+    value = number(values, key, where)
+    if value is None:
+        raise DocumentError(f"{where} has no number {key!r}")
+    return value
+
+
 def text(values: Mapping[str, Any], key: str, where: str) -> str | None:
     """VALUES[KEY]: a string or null (None), and None when the key is absent."""
     value = values.get(key)

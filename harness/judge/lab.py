@@ -79,10 +79,6 @@ def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any], Verdict
     return figures.values, None, []
 
 
-def on_cpu(values: dict[str, Any]) -> bool:
-    return values.get("device") == "cpu"
-
-
 def judge_health(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     values, early, why = prerequisite(facts, "health")
     if early:

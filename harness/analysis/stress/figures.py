@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.analysis.memo import per_document
 from harness.analysis.stress import telemetry as tel
-from harness.analysis.stress.view import DeviceRecord
+from harness.analysis.stress.device_record import DeviceRecord
 from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict, parse, recorded
 

@@ -1,8 +1,8 @@
-"""One stressed device's raw record as the stress checks read it: one frozen view, checked once.
+"""The stress step's headline figures as a judge reads them: one frozen view, checked once.
 
-Built from a device record of stress.json (its `devices` list): how the worker failed, if it did,
-and the parts the probe recorded as {"unavailable": reason} (the memory test, the NVML event set,
-the telemetry, the error counters before and after), each kept with its reason, never a default.
+Built from harness.analysis.stress.figures.headlines (every device's checks and the verdict,
+recomputed from the raw buckets, samples and events), or from the raw document itself. A rate no
+bucket measured is None, as the headlines say it. The whole headlines stay at hand (`values`).
 Standard library only.
 """
 
@@ -12,33 +12,51 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.views import DocumentError, Unavailable, mapping
+from harness.analysis.stress.figures import headlines
+from harness.analysis.views import document as document_of
+from harness.analysis.views import field, listed, mapping, number, required_number, text
 
-WHERE = "a stress.json device record"
-PARTS = ("memory_test", "nvml_events", "telemetry", "counters_before", "counters_after")  # each may be unavailable
+WHERE = "the stress figures"
 
 
 @dataclass(frozen=True)
-class DeviceRecord:
-    """The worker's failure (None: it completed every phase) and why each part it lacks is missing."""
+class StressFigures:
+    """What ran (dtype, shape, seconds, on how many devices), the lowest steady rate and the verdict."""
 
-    failure: str | None
-    unread: Mapping[str, str]  # a part of PARTS recorded {"unavailable": reason} -> its reason
+    device: str | None
+    dtype: str
+    shape: Mapping[str, int]  # the GEMM's m, n and k
+    seconds: int | float
+    device_count: int
+    min_steady_tflops: int | float | None
+    status: str  # the verdict's
+    failures: tuple[str, ...]
+    not_measured: tuple[str, ...]
+    values: dict[str, Any]
 
     @classmethod
-    def from_record(cls, record: Any) -> DeviceRecord:
-        """The view of one device record; refused (DocumentError) where a failure names no message."""
-        record = mapping(record, WHERE)
-        failure = record.get("failure")
-        if failure and not (isinstance(failure, Mapping) and isinstance(failure.get("message"), str)):
-            raise DocumentError(f"{WHERE}'s failure names no message: {failure!r}")
-        unread = {}
-        for part in PARTS:
-            missing = Unavailable.of(record.get(part))
-            if missing is not None:
-                unread[part] = missing.reason
-        return cls(failure=failure["message"] if failure else None, unread=unread)
+    def from_headlines(cls, values: Any) -> StressFigures:
+        """The view of recomputed headlines; refused (DocumentError) where one is not what they hold."""
+        values = document_of(values, WHERE)
+        verdict = mapping(field(values, "verdict", WHERE), f"{WHERE}.verdict")
+        return cls(
+            device=text(values, "device", WHERE),
+            dtype=str(field(values, "dtype", WHERE)),
+            shape=mapping(field(values, "shape", WHERE), f"{WHERE}.shape"),
+            seconds=required_number(values, "seconds", WHERE),
+            device_count=len(listed(values, "devices", WHERE)),
+            min_steady_tflops=number(values, "min_steady_tflops", WHERE),
+            status=str(field(verdict, "status", f"{WHERE}.verdict")),
+            failures=tuple(str(f) for f in field(verdict, "failures", f"{WHERE}.verdict")),
+            not_measured=tuple(str(n) for n in field(verdict, "not_measured", f"{WHERE}.verdict")),
+            values=values,
+        )
 
-    def why(self, part: str, otherwise: str) -> str:
-        """Why PART is missing: the probe's reason where it gave one, else OTHERWISE."""
-        return self.unread[part] if part in self.unread else otherwise
+    @classmethod
+    def from_document(cls, document: Any) -> StressFigures:
+        """The view of a raw stress.json, its headlines recomputed first."""
+        return cls.from_headlines(headlines(document_of(document, "stress.json")))
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == "cpu"
