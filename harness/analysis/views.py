@@ -88,3 +88,11 @@ def listed(values: Mapping[str, Any], key: str, where: str) -> tuple[Any, ...]:
     if not isinstance(value, list):
         raise DocumentError(f"{where}.{key} is not a list: {type(value).__name__}")
     return tuple(value)
+
+
+def numbers(values: Mapping[str, Any], key: str, where: str) -> tuple[int | float, ...]:
+    """VALUES[KEY] as a tuple of JSON numbers (() for null or an absent key); any other value is refused."""
+    found = listed(values, key, where)
+    if not all(is_number(v) for v in found):
+        raise DocumentError(f"{where}.{key} is not a list of numbers: {list(found)!r}")
+    return found

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.analysis.bandwidth.figures import headlines
 from harness.analysis.views import document as document_of
-from harness.analysis.views import number, text
+from harness.analysis.views import number, numbers, text
 
 WHERE = "the bandwidth figures"
 
@@ -23,9 +23,13 @@ class BandwidthFigures:
     """The plateau, the repeats' median and spread, and the catalogue's known-good beside them."""
 
     device: str | None
+    kernel: str | None
     sku_id: str | None
     plateau_gbps: int | float | None
+    plateau_sizes_mib: tuple[int | float, ...]
     plateau_tolerance: int | float | None
+    repeat_size_mib: int | float | None
+    repeat_medians_gbps: tuple[int | float, ...]
     repeat_median_gbps: int | float | None
     repeat_spread: int | float | None
     known_good_gbps: int | float | None
@@ -38,9 +42,13 @@ class BandwidthFigures:
         values = document_of(values, WHERE)
         return cls(
             device=text(values, "device", WHERE),
+            kernel=text(values, "kernel", WHERE),
             sku_id=text(values, "sku_id", WHERE),
             plateau_gbps=number(values, "plateau_gbps", WHERE),
+            plateau_sizes_mib=numbers(values, "plateau_sizes_mib", WHERE),
             plateau_tolerance=number(values, "plateau_tolerance", WHERE),
+            repeat_size_mib=number(values, "repeat_size_mib", WHERE),
+            repeat_medians_gbps=numbers(values, "repeat_medians_gbps", WHERE),
             repeat_median_gbps=number(values, "repeat_median_gbps", WHERE),
             repeat_spread=number(values, "repeat_spread", WHERE),
             known_good_gbps=number(values, "known_good_gbps", WHERE),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.stress.declared import SUSTAINED_GEMM
+from harness.analysis.stress.view import StressFigures
 from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import Judging, at_least, fmt, share_threshold
@@ -23,8 +24,8 @@ def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:
 
 
 def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
-    figures = facts.figures(STEP)
-    dtype = (figures.values or {}).get("dtype", "bf16")
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    dtype = stress.dtype if stress is not None else "bf16"
     name = f"stress_sustained_{dtype}"
     title = f"Sustained {dtype} GEMM (steady state of the stress run) reaches the stated share of a known-good unit"
     evidence = (
@@ -38,8 +39,8 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
         if share and reference
         else None
     )
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
     if threshold is None or reference is None:  # (no threshold without a reference)
         return [
             judging.incomplete(
@@ -51,8 +52,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
                 )
             )
         ]
-    heads = figures.values
-    lowest = number_or_none(heads.get("min_steady_tflops"))
+    heads, lowest = stress.values, stress.min_steady_tflops
     if lowest is None:
         return [
             judging.failed(
@@ -67,7 +67,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
     value = Value(
         lowest,
         "TFLOPS",
-        f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(heads['seconds'])} s run), "
+        f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(stress.seconds)} s run), "
         f"{lowest / reference.value:.1%} of known-good sustained",
     )
     return [at_least(name, title, value, threshold, evidence)]
@@ -83,12 +83,12 @@ def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
         if wanted is not None
         else None
     )
-    figures = facts.figures(STEP)
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
     if threshold is None or wanted is None:  # (no threshold without a number)
         return [judging.incomplete(f"the profile for {profile.sku_id} states no stress_min_seconds")]
-    seconds = figures.values["seconds"]
+    seconds = stress.seconds
     ok = seconds >= wanted
     return [
         judging.judged(
