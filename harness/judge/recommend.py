@@ -29,6 +29,7 @@ from harness.analysis.actions import Action, Recommendation
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.bandwidth.view import BandwidthFigures
 from harness.analysis.health import diff
+from harness.analysis.stress.view import StressFigures
 from harness.analysis.transfer.view import TransferFigures
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.judge import contention
@@ -153,13 +154,9 @@ def _clocks(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation
 
 def _stress_failures(facts: BundleFacts) -> set[str]:
     """The names of the stress checks that failed on any GPU (harness.analysis.stress's headlines)."""
-    heads = facts.figures("stress").values or {}
-    return {
-        str(c.get("name"))
-        for d in heads.get("devices") or []
-        for c in d.get("checks") or []
-        if str(c.get("status")).lower() == Verdict.FAIL
-    }
+    stress = facts.viewed("stress", StressFigures.from_headlines)
+    devices = stress.devices if stress is not None else ()
+    return {c.name for d in devices for c in d.checks if c.status.lower() == Verdict.FAIL}
 
 
 STRESS_CHECKS = {  # a failed stress check -> what to do

@@ -15,7 +15,7 @@ from harness.analysis.health.view import HealthFigures
 from harness.analysis.roofline.view import RooflineFigures
 from harness.analysis.stress import figures as stress_figures
 from harness.analysis.stress.device_record import DeviceRecord
-from harness.analysis.stress.view import StressFigures
+from harness.analysis.stress.view import Check, DeviceFigures, StressFigures
 from harness.analysis.transfer.view import LinkCheck, TransferFigures
 from harness.analysis.views import DocumentError, Unavailable
 from harness.bundle.read import read_all
@@ -49,12 +49,17 @@ def test_the_roofline_stress_transfer_and_health_views_of_the_h200_bundle(docume
     assert (stress.dtype, stress.seconds, stress.device_count, stress.status) == ("bf16", 60.0, 1, "pass")
     assert dict(stress.shape) == {"m": 8192, "n": 8192, "k": 16384} and stress.failures == ()
     assert 600 < stress.min_steady_tflops < 700
+    [device] = stress.devices
+    assert device.index == 0 and device.steady_tflops == stress.min_steady_tflops
+    assert {c.name: c.status for c in device.checks}["result_check"] == "pass"
+    assert device.power_max_fraction is not None and device.power_why
     transfer = TransferFigures.from_document(documents["transfer"])
     [link] = transfer.link_checks
     assert (link.name, link.status, transfer.p2p_checks) == ("GPU 0", "ok", ())
     assert not transfer.peer_measured and "needs 2" in transfer.peer_why
     health = HealthFigures.from_document(documents["health"])
     assert (health.device_count, health.contracts_failed, dict(health.unread)) == (1, (), {})
+    assert health.sku_ids == ("h200-sxm-141gb",)
     assert DeviceRecord.from_record(documents["stress"]["devices"][0]) == DeviceRecord(failure=None, unread={})
 
 
@@ -102,6 +107,8 @@ def test_a_worker_failure_is_its_message():
         (TransferFigures.from_headlines, {"peer": {"measured": False}}, "has no 'per_gpu'"),
         (DeviceRecord.from_record, {"failure": {"phase": "gemm"}}, "failure names no message"),
         (lambda c: LinkCheck.from_check(c, "a check"), {"reasons": []}, "a check has no 'status'"),
+        (lambda c: Check.from_check(c, "a check"), {"name": "x", "status": 1, "evidence": ""}, "are strings"),
+        (lambda d: DeviceFigures.from_headlines(d, "a device"), {"checks": []}, "a device has no 'power'"),
     ],
 )
 def test_a_malformed_document_is_refused_where_the_view_is_built(build, value, says):

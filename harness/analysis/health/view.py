@@ -26,6 +26,7 @@ class HealthFigures:
     """The devices named, the contracts that failed, and the software facts the probe could not read."""
 
     device_count: int
+    sku_ids: tuple[str, ...]  # the catalogue SKU each device was re-identified as, those that were, in order
     contracts_failed: tuple[str, ...]
     unread: Mapping[str, str]  # a software fact recorded {"unavailable": reason} -> its reason, in SOFTWARE's order
     values: dict[str, Any]
@@ -41,8 +42,11 @@ class HealthFigures:
             missing = Unavailable.of(software.get(key))
             if values.get(key) is None and missing is not None:
                 unread[key] = missing.reason
+        devices = listed(values, "devices", WHERE)
+        skus = [d.get("sku_id") for d in devices if isinstance(d, Mapping)]
         return cls(
-            device_count=len(listed(values, "devices", WHERE)),
+            device_count=len(devices),
+            sku_ids=tuple(sku for sku in skus if isinstance(sku, str) and sku),
             contracts_failed=tuple(str(name) for name in listed(values, "contracts_failed", WHERE)),
             unread=unread,
             values=values,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.stress.declared import SUSTAINED_GEMM
-from harness.analysis.stress.view import StressFigures
+from harness.analysis.stress.view import DeviceFigures, StressFigures
 from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import Judging, at_least, fmt, share_threshold
@@ -19,8 +19,8 @@ STEP = "stress"
 # The known-good figure the sustained rate is a share of (the registry's stress entry brings it).
 
 
-def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:
-    return f"GPU{device['index']}" if heads["device"] == "cuda" else "CPU"
+def _who(stress: StressFigures, device: DeviceFigures) -> str:
+    return f"GPU{device.index}" if stress.device == "cuda" else "CPU"
 
 
 def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
@@ -52,7 +52,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
                 )
             )
         ]
-    heads, lowest = stress.values, stress.min_steady_tflops
+    lowest = stress.min_steady_tflops
     if lowest is None:
         return [
             judging.failed(
@@ -62,7 +62,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
             )
         ]
     rates = ", ".join(
-        f"{_who(heads, d)} {fmt(d['steady_tflops'])}" for d in heads["devices"] if d["steady_tflops"] is not None
+        f"{_who(stress, d)} {fmt(d.steady_tflops)}" for d in stress.devices if d.steady_tflops is not None
     )
     value = Value(
         lowest,
@@ -107,25 +107,20 @@ def _from_checks(
     """A criterion that is one or more of the stress analysis' per-device checks, on every GPU."""
     evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
     judging = Judging(name, title, evidence)
-    figures = facts.figures(STEP)
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
-    heads = figures.values
-    if not heads["devices"]:
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
+    if not stress.devices:
         return [judging.failed("no device was stressed", threshold=threshold)]
-    judged = [
-        (f"{_who(heads, d)}: {c['name']}", c) for d in heads["devices"] for c in d["checks"] if c["name"] in checks
-    ]
-    failed = [f"{who}: {c['evidence']}" for who, c in judged if c["status"] == Verdict.FAIL]
-    unmeasured = [
-        f"{who}: {c['evidence']}" for who, c in judged if c["status"] != Verdict.PASS and c["status"] != Verdict.FAIL
-    ]
-    measured = measure(heads)
+    judged = [(f"{_who(stress, d)}: {c.name}", c) for d in stress.devices for c in d.checks if c.name in checks]
+    failed = [f"{who}: {c.evidence}" for who, c in judged if c.status == Verdict.FAIL]
+    unmeasured = [f"{who}: {c.evidence}" for who, c in judged if c.status != Verdict.PASS and c.status != Verdict.FAIL]
+    measured = measure(stress.values)
     if failed:
         return [judging.failed("; ".join(failed), measured, threshold)]
     if unmeasured or not judged:
         return [judging.incomplete("; ".join(unmeasured) or "no check recorded", measured, threshold)]
-    return [judging.passed("; ".join(f"{who}: {c['evidence']}" for who, c in judged), measured, threshold)]
+    return [judging.passed("; ".join(f"{who}: {c.evidence}" for who, c in judged), measured, threshold)]
 
 
 def _total(heads: dict[str, Any], read) -> int | None:
@@ -225,19 +220,15 @@ def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
         if share
         else None
     )
-    figures = facts.figures(STEP)
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
     if threshold is None:
         return [judging.incomplete(f"the profile for {profile.sku_id} states no stress_power_target_min_share")]
-    devices = figures.values["devices"]
-    shares = [d["power"]["max_fraction"] for d in devices if d["power"].get("max_fraction") is not None]
+    devices = stress.devices
+    shares = [d.power_max_fraction for d in devices if d.power_max_fraction is not None]
     if not devices or len(shares) != len(devices):
-        unread = "; ".join(
-            f"{_who(figures.values, d)}: {d['power'].get('why')}"
-            for d in devices
-            if d["power"].get("max_fraction") is None
-        )
+        unread = "; ".join(f"{_who(stress, d)}: {d.power_why}" for d in devices if d.power_max_fraction is None)
         return [judging.incomplete(unread or "no device was stressed", threshold=threshold)]
     lowest = min(shares)
     value = Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}")
