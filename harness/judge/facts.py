@@ -7,8 +7,9 @@ from a document's own summary.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.analysis.figure import Figure
 from harness.analysis.verdict import StepStatus
@@ -16,6 +17,7 @@ from harness.bundle.view import BundleFormatError, BundleView
 
 # A figure declared by a probe: (the probe, its analysis, the declaration), as the registry lists them.
 Declared = tuple[str, str | None, Figure]
+V = TypeVar("V")  # a typed view of a step's figures
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,13 @@ class BundleFacts:
             return StepFigures(step, None, self.step_why(step))
         figures = self.view.figures(step)
         return StepFigures(step, figures.values, figures.error or "")
+
+    def viewed(self, step: str, view: Callable[[dict[str, Any]], V]) -> V | None:
+        """VIEW (a typed view's from_headlines, harness/analysis/NAME/view.py) of the step's recomputed
+        figures, built once here; None when there are none (the step did not complete, or they could not
+        be recomputed)."""
+        values = self.figures(step).values
+        return view(values) if values is not None else None
 
     def figures_by_analysis(self, analysis: str) -> list[StepFigures]:
         """Every completed step analysed by harness.analysis.ANALYSIS (e.g. one roofline per dtype)."""

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from harness import catalogue
+from harness.analysis.bandwidth.view import BandwidthFigures
+from harness.analysis.health.view import HealthFigures
 from harness.analysis.verdict import Verdict, overall
 from harness.judge.acceptance.criteria import evaluate, fmt
 from harness.judge.acceptance.profile import KnownGood, Profile, from_catalogue
@@ -39,21 +41,24 @@ TEXT = (
 def identified_sku(facts: BundleFacts) -> str | None:
     """The catalogue SKU the bundle's GPUs are identified as: the bandwidth step's, else the first
     GPU health names with one."""
-    sku = (facts.figures("bandwidth").values or {}).get("sku_id")
-    if isinstance(sku, str) and sku:
-        return sku
-    devices = (facts.figures("health").values or {}).get("devices") or []
-    found = [d["sku_id"] for d in devices if isinstance(d, dict) and isinstance(d.get("sku_id"), str) and d["sku_id"]]
-    return found[0] if found else None
+    bandwidth = facts.viewed("bandwidth", BandwidthFigures.from_headlines)
+    if bandwidth is not None and bandwidth.sku_id:
+        return bandwidth.sku_id
+    health = _health(facts)
+    return health.sku_ids[0] if health is not None and health.sku_ids else None
 
 
 def on_cpu(facts: BundleFacts) -> bool:
     """Whether the run measured no GPU: the bandwidth step ran on the CPU, or health lists no device."""
-    bandwidth = facts.figures("bandwidth").values or {}
-    if bandwidth.get("device") is not None:
-        return bandwidth.get("device") == "cpu"
-    health = facts.figures("health").values or {}
-    return not health.get("devices")
+    bandwidth = facts.viewed("bandwidth", BandwidthFigures.from_headlines)
+    if bandwidth is not None and bandwidth.device is not None:
+        return bandwidth.on_cpu
+    health = _health(facts)
+    return health is None or not health.device_count
+
+
+def _health(facts: BundleFacts) -> HealthFigures | None:
+    return facts.viewed("health", lambda values: HealthFigures.from_headlines(values, facts.document("health")))
 
 
 def catalogue_profile(facts: BundleFacts, kinds: Sequence[KnownGood]) -> Profile | None:

@@ -12,17 +12,17 @@ GPU, with why, never FAIL. Each Result's `why` is the one sentence the verdict b
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from harness import catalogue
-from harness.analysis import cross_checks
 from harness.analysis.bandwidth import figures as bandwidth_rules
+from harness.analysis.bandwidth.view import BandwidthFigures
 from harness.analysis.health import figures as health_figures
+from harness.analysis.health.view import HealthFigures
 from harness.analysis.roofline import unexplained as unexplained_gemms
+from harness.analysis.roofline.view import RooflineFigures
 from harness.analysis.units import value_text
 from harness.analysis.verdict import StepStatus, Verdict, parse
-from harness.judge import disturbed, evidence
+from harness.judge import disturbed, evidence, lab_roofs
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
 from harness.judge.lab_words import (
@@ -79,30 +79,19 @@ def prerequisite(facts: BundleFacts, step: str) -> tuple[dict[str, Any], Verdict
     return figures.values, None, []
 
 
-def on_cpu(values: dict[str, Any]) -> bool:
-    return values.get("device") == "cpu"
-
-
 def judge_health(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    h, early, why = prerequisite(facts, "health")
+    values, early, why = prerequisite(facts, "health")
     if early:
         return result("health", HEALTH_TEXT, early, why, ("health",))
-    devices = h.get("devices") or []
-    software = (facts.document("health") or {}).get("software") or {}
-    unread = {
-        k: software[k]["unavailable"]
-        for k in evidence.SOFTWARE_WORDS
-        if h.get(k) is None and isinstance(software.get(k), dict) and "unavailable" in software[k]
-    }
-    lines = evidence.health_lines(h, unread)
+    h = HealthFigures.from_headlines(values, facts.document("health"))
+    lines = evidence.health_lines(h.values, dict(h.unread))
     lines.append(
         'Every field is a value or {"unavailable": reason}: raw/health.json validates '
         "against schemas/health.schema.json."
     )
-    failed = h.get("contracts_failed") or []
     lines.append(
-        f"Toolchain contracts that failed: {', '.join(failed)} (each with its remedy in raw/health.json)."
-        if failed
+        f"Toolchain contracts that failed: {', '.join(h.contracts_failed)} (each with its remedy in raw/health.json)."
+        if h.contracts_failed
         else "No toolchain contract failed."
     )
     return result(
@@ -111,49 +100,50 @@ def judge_health(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         Verdict.PASS,
         lines,
         ("health",),
-        why=f"{len(devices)} device(s) named, every field a value or why it is unavailable",
+        why=f"{h.device_count} device(s) named, every field a value or why it is unavailable",
     )
 
 
 def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    b, early, unmet = prerequisite(facts, "bandwidth")
+    values, early, unmet = prerequisite(facts, "bandwidth")
     if early:
         return result("bandwidth", BANDWIDTH_TEXT, early, unmet, ("bandwidth",))
-    lines = evidence.bandwidth_lines(b)
-    if b.get("plateau_gbps") is None:
+    b = BandwidthFigures.from_headlines(values)
+    lines = evidence.bandwidth_lines(b.values)
+    if b.plateau_gbps is None:
         lines.append(
             "No plateau: the largest sizes still differ by more than "
-            f"{value_text('plateau_tolerance', b.get('plateau_tolerance'))} (raw/bandwidth.json says why)."
+            f"{value_text('plateau_tolerance', b.plateau_tolerance)} (raw/bandwidth.json says why)."
         )
-    spread = b.get("repeat_spread")
-    spread_ok = isinstance(spread, (int, float)) and bandwidth_rules.repeats_agree(spread)
+    spread = b.repeat_spread
+    spread_ok = spread is not None and bandwidth_rules.repeats_agree(spread)
     lines.append(
         f"The repeats {bandwidth_rules.REPEAT_SPREAD_SCOPE} vary by less than "
         f"{bandwidth_rules.REPEAT_SPREAD_MAX:.0%}: {'yes' if spread_ok else 'no'} "
         "(the lab's rule, the catalogue's `repeat_spread_max`)."
     )
-    spread_text = f"{spread:.1%}" if isinstance(spread, (int, float)) else "not measured"
-    ratio = b.get("known_good_ratio")
-    lines += disturbed.again_evidence(b)
+    spread_text = f"{spread:.1%}" if spread is not None else "not measured"
+    ratio = b.known_good_ratio
+    lines += disturbed.again_evidence(b.values)
     if not spread_ok:
-        verdict, why, host = disturbed.repeats_disagree(facts, b, spread_text)
+        verdict, why, host = disturbed.repeats_disagree(facts, b.values, spread_text)
         lines += host
-    elif isinstance(ratio, (int, float)):
+    elif ratio is not None:
         near = bandwidth_rules.within_known_good(ratio)
         lines.append(
-            f"The catalogue's known-good for this SKU is {value_text('x_gbps', b.get('known_good_gbps'))}: "
+            f"The catalogue's known-good for this SKU is {value_text('x_gbps', b.known_good_gbps)}: "
             f"this plateau is {ratio:.3f} of it, {'within' if near else 'not within'} "
             f"{bandwidth_rules.KNOWN_GOOD_TOLERANCE:.0%} either side (the lab's rule, the catalogue's "
             "`known_good_tolerance`)."
         )
         verdict = Verdict.PASS if near else Verdict.FAIL
         why = (
-            f"{value_text('x_gbps', b.get('plateau_gbps'))} is {ratio:.3f} of the known-good "
-            f"{value_text('x_gbps', b.get('known_good_gbps'))}"
+            f"{value_text('x_gbps', b.plateau_gbps)} is {ratio:.3f} of the known-good "
+            f"{value_text('x_gbps', b.known_good_gbps)}"
             + ("" if near else f", outside the lab's {bandwidth_rules.KNOWN_GOOD_TOLERANCE:.0%}")
             + f"; the repeats agree within {spread_text}"
         )
-    elif on_cpu(b):
+    elif b.on_cpu:
         verdict, why = (
             Verdict.SKIP,
             (
@@ -163,7 +153,7 @@ def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         )
         lines.append(why[0].upper() + why[1:] + ".")
     else:
-        sku = f"SKU {b['sku_id']}" if b.get("sku_id") else "no SKU identified"
+        sku = f"SKU {b.sku_id}" if b.sku_id else "no SKU identified"
         verdict, why = (
             Verdict.INCOMPLETE,
             (
@@ -175,50 +165,16 @@ def judge_bandwidth(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     return result("bandwidth", BANDWIDTH_TEXT, verdict, lines, ("bandwidth",), why=why)
 
 
-def _peak_from_catalogue(facts: BundleFacts, dtype: str) -> float | None:
-    figures = facts.view.figures("bandwidth").values or {}
-    sku = catalogue.by_id(figures["sku_id"]) if figures.get("sku_id") else None
-    if not sku:
-        return None
-    return sku.get("published", {}).get("dense_tflops", {}).get(dtype)
-
-
 def judge_roofline(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    r, early, why = prerequisite(facts, "roofline")
+    values, early, why = prerequisite(facts, "roofline")
     if early:
         return result("roofline", ROOFLINE_TEXT, early, why, ("roofline",))
-    lines = evidence.roofline_lines(r)
-    problems = [] if r.get("classifications") else ["no GEMM was classified"]
-    median = (facts.view.figures("bandwidth").values or {}).get("repeat_median_gbps")
-    if isinstance(median, (int, float)):
-        same = cross_checks.roof_is_sustained_median(r.get("bandwidth_gbps"), median)
-        lines.append(
-            f"The memory roof is the measured sustained median {value_text('x_gbps', median)} (recomputed "
-            f"from the bandwidth step's repeat times): {'yes' if same else 'no'}."
-        )
-        problems += [] if same else ["the memory roof is not the measured sustained median"]
-    else:
-        lines.append(
-            "The bandwidth step's sustained median is not in this bundle, so the memory roof cannot "
-            "be shown to be the measured one."
-        )
-        problems.append("the memory roof cannot be shown to be the measured one")
-    peak = _peak_from_catalogue(facts, str(r.get("dtype")))
-    if peak is not None and isinstance(r.get("peak_tflops"), (int, float)):
-        same = math.isclose(peak, r["peak_tflops"], rel_tol=1e-6)
-        lines.append(
-            f"The dense peak is the catalogue's {value_text('x_tflops', peak)} for "
-            f"{r.get('dtype')}: {'yes' if same else 'no'}."
-        )
-        problems += [] if same else [f"the dense peak is not the catalogue's for {r.get('dtype')}"]
-    else:
-        lines.append(
-            "The catalogue has no dense peak for this device: the peak used is the probe's own (see raw/roofline.json)."
-        )
+    r = RooflineFigures.from_headlines(values)
+    roofs, problems = lab_roofs.checks(facts, r)
+    lines = evidence.roofline_lines(r.values) + roofs
     left, by_size = unexplained_gemms.split(facts.document("roofline"), facts.document("bandwidth"))
-    if r.get("all_explained") is False and not left and not by_size:  # the model says so, its detail unread
+    if r.all_explained is False and not left and not by_size:  # the model says so, its detail unread
         problems.append("not every GEMM is explained (raw/roofline.json names them)")
-    measured = len(r.get("classifications") or {})
     lines += [entry["text"] for entry in by_size]
     lines += [f"Not explained: {unexplained_gemms.line(entry)}." for entry in left]
     lines += [f"{line[0].upper()}{line[1:]}." for line in unexplained_gemms.ruled_out(left)]
@@ -233,10 +189,10 @@ def judge_roofline(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
             Verdict.PASS,
             lines,
             ("roofline",),
-            why=f"{measured} GEMMs classified on the measured roofs, every one explained{explained}",
+            why=f"{r.classified} GEMMs classified on the measured roofs, every one explained{explained}",
         )
     names = ", ".join(f"{e['label']} ({e['fraction']:.0%} of its roof)" for e in left)
-    if on_cpu(r):
+    if r.on_cpu:
         return result(
             "roofline",
             ROOFLINE_TEXT,

@@ -27,7 +27,10 @@ from harness.analysis import actions, device_rules
 from harness.analysis import contention as analysis_contention
 from harness.analysis.actions import Action, Recommendation
 from harness.analysis.bandwidth import figures as bandwidth_rules
+from harness.analysis.bandwidth.view import BandwidthFigures
 from harness.analysis.health import diff
+from harness.analysis.stress.view import StressFigures
+from harness.analysis.transfer.view import TransferFigures
 from harness.analysis.verdict import StepStatus, Verdict
 from harness.judge import contention
 from harness.judge.action_words import (
@@ -151,13 +154,9 @@ def _clocks(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation
 
 def _stress_failures(facts: BundleFacts) -> set[str]:
     """The names of the stress checks that failed on any GPU (harness.analysis.stress's headlines)."""
-    heads = facts.figures("stress").values or {}
-    return {
-        str(c.get("name"))
-        for d in heads.get("devices") or []
-        for c in d.get("checks") or []
-        if str(c.get("status")).lower() == Verdict.FAIL
-    }
+    stress = facts.viewed("stress", StressFigures.from_headlines)
+    devices = stress.devices if stress is not None else ()
+    return {c.name for d in devices for c in d.checks if c.status.lower() == Verdict.FAIL}
 
 
 STRESS_CHECKS = {  # a failed stress check -> what to do
@@ -176,23 +175,23 @@ def _stress(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation
 
 def _transfer(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
     """A degraded host link as NVML and the copies show it, broken P2P, or a slow pair."""
-    heads = facts.figures("transfer").values or {}
+    heads = facts.viewed("transfer", TransferFigures.from_headlines)
     found = []
-    for check in heads.get("link_checks") or []:
-        reasons = " ".join(check.get("reasons") or [])
-        if check.get("status") == "inconsistent":
+    for check in heads.link_checks if heads is not None else ():
+        reasons = " ".join(check.reasons)
+        if check.status == "inconsistent":
             found.append(LINK_INCONSISTENT)
-        elif check.get("status") == "degraded":
+        elif check.status == "degraded":
             if "trained below its width" in reasons:
                 found.append(device_rules.NARROWER)
             if "trained below its generation" in reasons:
                 found.append(device_rules.GENERATION_LOW)
             if "slower than the reported link" in reasons:
                 found.append(rate("a host link's copies", c))
-    for check in heads.get("p2p_checks") or []:
-        if check.get("status") == "broken_p2p":
+    for check in heads.p2p_checks if heads is not None else ():
+        if check.status == "broken_p2p":
             found.append(P2P_BROKEN)
-        elif check.get("status") == "degraded":
+        elif check.status == "degraded":
             found.append(rate("a GPU pair's peer copies", c))
     return actions.overall(found) if found else rate("the transfer rates", c)
 
@@ -241,8 +240,9 @@ def _roofline(result: Result, facts: BundleFacts, c: Conditions) -> Recommendati
 
 
 def _bandwidth(result: Result, facts: BundleFacts, c: Conditions) -> Recommendation:
-    spread = (facts.figures("bandwidth").values or {}).get("repeat_spread")
-    if not (isinstance(spread, (int, float)) and bandwidth_rules.repeats_agree(spread)):
+    bandwidth = facts.viewed("bandwidth", BandwidthFigures.from_headlines)
+    spread = bandwidth.repeat_spread if bandwidth is not None else None
+    if not (spread is not None and bandwidth_rules.repeats_agree(spread)):
         return UNSTEADY
     return rate("the memory bandwidth", c)
 

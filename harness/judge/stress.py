@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.analysis.stress.view import StressFigures
 from harness.analysis.verdict import Verdict
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
-from harness.judge.lab import on_cpu, prerequisite, result
+from harness.judge.lab import prerequisite, result
 
 STEP = "stress"
 TEXT = (
@@ -21,26 +22,25 @@ TEXT = (
 
 
 def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    heads, early, why = prerequisite(facts, STEP)
+    values, early, why = prerequisite(facts, STEP)
     if early:
         return result(STEP, TEXT, early, why, (STEP,))
-    verdict = heads["verdict"]
-    devices = heads.get("devices") or []
-    steady = heads.get("min_steady_tflops")
-    rate = f", steady {steady:.4g} TFLOPS" if isinstance(steady, (int, float)) else ""
-    shape = "x".join(str(heads["shape"][d]) for d in "mnk")
-    lowest = f"; the lowest steady rate was {steady:.4g} TFLOPS" if isinstance(steady, (int, float)) else ""
+    heads = StressFigures.from_headlines(values)
+    steady = heads.min_steady_tflops
+    rate = f", steady {steady:.4g} TFLOPS" if steady is not None else ""
+    shape = "x".join(str(heads.shape[d]) for d in "mnk")
+    lowest = f"; the lowest steady rate was {steady:.4g} TFLOPS" if steady is not None else ""
     findings = [
-        f"A {heads['dtype']} GEMM of {shape} ran back to back for {heads['seconds']:g} s on "
-        f"{len(devices)} {'GPU' if heads.get('device') == 'cuda' else 'device'}(s) at once{lowest}."
+        f"A {heads.dtype} GEMM of {shape} ran back to back for {heads.seconds:g} s on "
+        f"{heads.device_count} {'GPU' if heads.device == 'cuda' else 'device'}(s) at once{lowest}."
     ]
-    findings += [f"Failed: {failure}." for failure in verdict["failures"]]
-    missing = list(verdict["not_measured"])
+    findings += [f"Failed: {failure}." for failure in heads.failures]
+    missing = list(heads.not_measured)
     if missing:
-        findings.append(f"Not measured: {', '.join(missing)}" + (" (no NVML on a CPU)." if on_cpu(heads) else "."))
-    if verdict["status"] == Verdict.FAIL:
-        return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(verdict["failures"]))
-    if missing and not on_cpu(heads):
+        findings.append(f"Not measured: {', '.join(missing)}" + (" (no NVML on a CPU)." if heads.on_cpu else "."))
+    if heads.status == Verdict.FAIL:
+        return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(heads.failures))
+    if missing and not heads.on_cpu:
         return result(
             STEP,
             TEXT,
@@ -52,7 +52,7 @@ def judge_stress(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
     checked = "every result bit-exact, memory test clean" + (
         f"; on a CPU, {', '.join(missing)} do not apply" if missing else ", no fault event"
     )
-    return result(STEP, TEXT, Verdict.PASS, findings, (STEP,), why=f"{len(devices)} device(s){rate}: {checked}")
+    return result(STEP, TEXT, Verdict.PASS, findings, (STEP,), why=f"{heads.device_count} device(s){rate}: {checked}")
 
 
 STRESS = Criterion(STEP, TEXT, (STEP,), judge_stress, "Stress (every result bit-exact, no fault)")

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.transfer import links as rules
+from harness.analysis.transfer.view import TransferFigures
 from harness.analysis.verdict import Verdict
 from harness.judge.engine import Criterion, Result
 from harness.judge.facts import BundleFacts
@@ -26,9 +27,9 @@ FIGURES = (
 )
 
 
-def _gpu_lines(heads: dict[str, Any]) -> list[str]:
+def _gpu_lines(heads: TransferFigures) -> list[str]:
     lines = []
-    for gpu, figures in sorted(heads["per_gpu"].items()):
+    for gpu, figures in sorted(heads.per_gpu.items()):
         if gpu == "host":
             lines.append(f"Host memory copies on the CPU (not PCIe): {_number(figures.get('host_to_host_gbps'))}.")
             continue
@@ -50,26 +51,21 @@ def _gpu_lines(heads: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _named(check: dict[str, Any]) -> str:
-    return str(check.get("pair", f"GPU {check.get('gpu')}"))
-
-
 def _number(value: Any) -> str:
     return "no plateau" if value is None else f"{value:.4g} GB/s"
 
 
 def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
-    heads, early, why = prerequisite(facts, STEP)
+    values, early, why = prerequisite(facts, STEP)
     if early:
         return result(STEP, TEXT, early, why, (STEP,))
+    heads = TransferFigures.from_headlines(values)
     findings = _gpu_lines(heads)
-    findings += [f"GPU {c['gpu']} link {c['status']}: {' '.join(c['reasons'])}." for c in heads["link_checks"]]
-    findings += [
-        f"Pair {c['pair']} ({c['cell']}) {c['status']}: {' '.join(c['reasons'])}." for c in heads["p2p_checks"]
-    ]
-    if not heads["peer"]["measured"]:
-        findings.append(f"No peer matrix: {heads['peer']['why']}.")
-    if heads["device"] != "cuda":
+    findings += [f"GPU {c.gpu} link {c.status}: {' '.join(c.reasons)}." for c in heads.link_checks]
+    findings += [f"Pair {c.pair} ({c.cell}) {c.status}: {' '.join(c.reasons)}." for c in heads.p2p_checks]
+    if not heads.peer_measured:
+        findings.append(f"No peer matrix: {heads.peer_why}.")
+    if heads.device != "cuda":
         findings.append("Host memory copies on the CPU: no GPU link to judge.")
         return result(
             STEP,
@@ -80,14 +76,12 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
             why="a CPU run copies host memory: there is no GPU link to judge here",
         )
     findings.append("Pageable and both-at-once copies vary from run to run: rely on the pinned ones (transfer table).")
-    bad = [c for c in heads["link_checks"] if c["status"] in ("degraded", "inconsistent")]
-    bad += [c for c in heads["p2p_checks"] if c["status"] in ("broken_p2p", "degraded")]
+    bad = [c for c in heads.link_checks if c.status in ("degraded", "inconsistent")]
+    bad += [c for c in heads.p2p_checks if c.status in ("broken_p2p", "degraded")]
     if bad:
-        findings.append(f"{len(bad)} link(s) or pair(s) failed: " + ", ".join(_named(c) for c in bad) + ".")
-        return result(
-            STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(f"{_named(c)} {c['status']}" for c in bad)
-        )
-    if all(c["status"] == "unknown" for c in heads["link_checks"]):
+        findings.append(f"{len(bad)} link(s) or pair(s) failed: " + ", ".join(c.name for c in bad) + ".")
+        return result(STEP, TEXT, Verdict.FAIL, findings, (STEP,), why="; ".join(f"{c.name} {c.status}" for c in bad))
+    if all(c.status == "unknown" for c in heads.link_checks):
         findings.append("NVML gave no link to judge on any GPU.")
         return result(STEP, TEXT, Verdict.INCOMPLETE, findings, (STEP,))
     findings.append("Every link and pair judged is healthy.")
@@ -97,7 +91,7 @@ def judge_transfer(facts: BundleFacts, thresholds: Any = None) -> list[Result]:
         Verdict.PASS,
         findings,
         (STEP,),
-        why=f"{len(heads['link_checks'])} GPU link(s) and {len(heads['p2p_checks'])} pair(s) judged healthy",
+        why=f"{len(heads.link_checks)} GPU link(s) and {len(heads.p2p_checks)} pair(s) judged healthy",
     )
 
 

@@ -10,12 +10,10 @@ HARNESS = ROOT / "harness"
 MODULE_LINES = 400
 FUNCTION_LINES = 60
 
-# What was over the limits when this test came (issue 36) and was not split in time: each with its size
-# then, so that it can only shrink. An entry back within the limits is taken out.
-ALLOWED = {
-    "harness/judge/lab.py:judge_roofline": 71,
-    "harness/analysis/stress/figures.py:judge": 61,
-}
+# What is over the limits and allowed to stay, each with its size then, so that it can only shrink (issue 36
+# came with 16 functions here; every one was split by job, 2026-12-02). An entry back within the limits is
+# taken out.
+ALLOWED: dict[str, int] = {}
 
 
 def function_sizes(source: str) -> dict[str, int]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.analysis.memo import per_document
 from harness.analysis.stress import telemetry as tel
+from harness.analysis.stress.device_record import DeviceRecord
 from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict, parse, recorded
 
@@ -225,39 +226,20 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
     def check(name: str, status: Verdict, evidence: str) -> dict[str, str]:
         return {"name": name, "status": recorded(status), "evidence": evidence}  # stress.json's words
 
-    failure = record.get("failure")
+    raw = DeviceRecord.from_record(record)
     checks = [
         check(
             "worker",
-            Verdict.FAIL if failure else Verdict.PASS,
-            failure["message"] if failure else "completed every phase",
+            Verdict.FAIL if raw.failure is not None else Verdict.PASS,
+            raw.failure if raw.failure is not None else "completed every phase",
         )
     ]
     checks.append(_result_check(heads["result_check"], check))
-    memory = heads["memory_test"]
-    if memory is None:
-        checks.append(check("memory_test", Verdict.INCOMPLETE, _why(record.get("memory_test"), "not run")))
-    elif memory["mismatched_words"]:
-        f = memory["first_failure"]
-        where = (
-            f"first in pattern {f['pattern']} at byte offset {f['byte_offset']} (chunk {f['chunk']}, offset "
-            f"{f['chunk_byte_offset']}): expected {f['expected_hex']}, found {f['found_hex']}"
-            if f
-            else "the first failing word was not recorded"
-        )
-        checks.append(check("memory_test", Verdict.FAIL, f"{memory['mismatched_words']} mismatched word(s); {where}"))
-    else:
-        checks.append(
-            check(
-                "memory_test",
-                Verdict.PASS,
-                f"{memory['bytes_tested']} bytes of {memory['where']} in {memory['patterns']} patterns, no mismatch",
-            )
-        )
-    checks.append(_events_check(record, heads["nvml_events"], check))
-    checks.append(_counters_check(record, heads["counters_new"], check))
+    checks.append(_memory_check(raw, heads["memory_test"], check))
+    checks.append(_events_check(raw, heads["nvml_events"], check))
+    checks.append(_counters_check(raw, heads["counters_new"], check))
     if not sampled:
-        checks.append(check("clock_event_reasons", Verdict.INCOMPLETE, _why(record.get("telemetry"), "no samples")))
+        checks.append(check("clock_event_reasons", Verdict.INCOMPLETE, raw.why("telemetry", "no samples")))
     elif heads["flagged_reasons"]:
         counts = heads["clock_event_reasons"]
         checks.append(
@@ -282,8 +264,23 @@ def judge(record: dict[str, Any], heads: dict[str, Any], sampled: bool) -> list[
     return checks
 
 
-def _why(value: Any, default: str) -> str:
-    return value["unavailable"] if isinstance(value, dict) and "unavailable" in value else default
+def _memory_check(raw: DeviceRecord, memory: dict[str, Any] | None, check: Any) -> dict[str, str]:
+    if memory is None:
+        return check("memory_test", Verdict.INCOMPLETE, raw.why("memory_test", "not run"))
+    if memory["mismatched_words"]:
+        f = memory["first_failure"]
+        where = (
+            f"first in pattern {f['pattern']} at byte offset {f['byte_offset']} (chunk {f['chunk']}, offset "
+            f"{f['chunk_byte_offset']}): expected {f['expected_hex']}, found {f['found_hex']}"
+            if f
+            else "the first failing word was not recorded"
+        )
+        return check("memory_test", Verdict.FAIL, f"{memory['mismatched_words']} mismatched word(s); {where}")
+    return check(
+        "memory_test",
+        Verdict.PASS,
+        f"{memory['bytes_tested']} bytes of {memory['where']} in {memory['patterns']} patterns, no mismatch",
+    )
 
 
 def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
@@ -306,9 +303,9 @@ def _result_check(result: dict[str, Any], check: Any) -> dict[str, str]:
     )
 
 
-def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: Any) -> dict[str, str]:
+def _events_check(raw: DeviceRecord, events: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if events is None:
-        return check("nvml_events", Verdict.INCOMPLETE, _why(record.get("nvml_events"), "no event set"))
+        return check("nvml_events", Verdict.INCOMPLETE, raw.why("nvml_events", "no event set"))
     if events["events"]:
         return check(
             "nvml_events",
@@ -319,12 +316,10 @@ def _events_check(record: dict[str, Any], events: dict[str, Any] | None, check: 
     return check("nvml_events", Verdict.PASS, f"no XID or ECC event{cut}")
 
 
-def _counters_check(record: dict[str, Any], new: dict[str, Any] | None, check: Any) -> dict[str, str]:
+def _counters_check(raw: DeviceRecord, new: dict[str, Any] | None, check: Any) -> dict[str, str]:
     if new is None:
         return check(
-            "ecc_and_row_remap",
-            Verdict.INCOMPLETE,
-            _why(record.get("counters_after"), _why(record.get("counters_before"), "not read")),
+            "ecc_and_row_remap", Verdict.INCOMPLETE, raw.why("counters_after", raw.why("counters_before", "not read"))
         )
     bad = [
         f"{k} +{v}"

@@ -9,6 +9,7 @@ from harness.analysis import repeatability
 from harness.analysis.allreduce.declared import ALLREDUCE_KNOWN_GOOD
 from harness.analysis.bandwidth import figures as bandwidth_rules
 from harness.analysis.bandwidth.declared import HBM_KNOWN_GOOD
+from harness.analysis.bandwidth.view import BandwidthFigures
 from harness.analysis.roofline import figures as roofline_figures
 from harness.analysis.roofline.declared import GEMM_KNOWN_GOOD
 from harness.analysis.units import number_or_none
@@ -23,32 +24,32 @@ DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32", "fp64", "int8")  # the order ro
 def bandwidth_plateau(facts: BundleFacts, profile: Profile) -> list[Result]:
     name = "bandwidth_plateau"
     title = "Memory bandwidth (sustained plateau) reaches the stated share of a known-good unit"
-    b = facts.figures("bandwidth")
     evidence = (
         f"{facts.output('bandwidth')} sweep[].iteration_times_s and bytes_per_iteration "
         "(plateau recomputed by harness.analysis.bandwidth)"
     )
     judging = Judging(name, title, evidence)
-    if b.values is None:
-        return [judging.incomplete(b.why)]
-    kernel, share = b.values.get("kernel"), profile.threshold("bandwidth_plateau_min_share")
+    b = facts.viewed("bandwidth", BandwidthFigures.from_headlines)
+    if b is None:
+        return [judging.incomplete(facts.figures("bandwidth").why)]
+    kernel, share = b.kernel, profile.threshold("bandwidth_plateau_min_share")
     reference = profile.known(HBM_KNOWN_GOOD).get(kernel)
     if share is None or reference is None:
         missing = "no bandwidth_plateau_min_share" if share is None else f"no known-good {kernel} bandwidth"
         return [judging.incomplete(f"the profile for {profile.sku_id} states {missing}; a profile file can add it")]
     threshold = share_threshold(share, reference, "GB/s", f"{kernel} kernel", f"memory bandwidth, {kernel} plateau")
-    plateau = number_or_none(b.values.get("plateau_gbps"))
+    plateau = b.plateau_gbps
     if plateau is None:
         document = facts.document("bandwidth") or {}
         why = (document.get("plateau") or {}).get("why", "no plateau")
         return [
             judging.failed(f"the sweep reached no plateau: {why}", Value(None, "GB/s", "no plateau reached"), threshold)
         ]
-    sizes = ", ".join(f"{s:g}" for s in b.values.get("plateau_sizes_mib") or [])
+    sizes = ", ".join(f"{s:g}" for s in b.plateau_sizes_mib)
     measured = Value(
         plateau,
         "GB/s",
-        f"{fmt(plateau)} GB/s ({kernel} kernel on {b.values.get('device')}, "
+        f"{fmt(plateau)} GB/s ({kernel} kernel on {b.device}, "
         f"median of the plateau at {sizes} MiB), {plateau / reference.value:.1%} "
         "of known-good",
     )
@@ -78,7 +79,6 @@ def noise_said(facts: BundleFacts, figure_id: str, result: Result) -> Result:
 def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
     name = "repeat_spread"
     title = "Three repeated large-buffer bandwidth runs agree (the figure can be trusted)"
-    b = facts.figures("bandwidth")
     evidence = f"{facts.output('bandwidth')} repeats.runs[].iteration_times_s (medians recomputed)"
     judging = Judging(name, title, evidence)
     limit = profile.threshold("repeat_spread_max")
@@ -87,11 +87,12 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
         if limit is not None
         else None
     )
-    if b.values is None:
-        return [judging.incomplete(b.why, threshold=threshold)]
+    b = facts.viewed("bandwidth", BandwidthFigures.from_headlines)
+    if b is None:
+        return [judging.incomplete(facts.figures("bandwidth").why, threshold=threshold)]
     if limit is None:
         return [judging.incomplete(f"the profile for {profile.sku_id} states no repeat_spread_max")]
-    spread, medians = number_or_none(b.values.get("repeat_spread")), b.values.get("repeat_medians_gbps") or []
+    spread, medians = b.repeat_spread, b.repeat_medians_gbps
     if spread is None or len(medians) < 2:
         return [
             judging.failed(
@@ -104,7 +105,7 @@ def repeat_spread(facts: BundleFacts, profile: Profile) -> list[Result]:
         spread,
         "fraction",
         f"{spread:.2%} across {len(medians)} repeats at "
-        f"{b.values.get('repeat_size_mib'):g} MiB "
+        f"{b.repeat_size_mib:g} MiB "
         f"({', '.join(fmt(m) for m in medians)} GB/s)",
     )
     ok = bandwidth_rules.repeats_agree(spread, limit)

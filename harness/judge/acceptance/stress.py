@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.analysis.stress.declared import SUSTAINED_GEMM
+from harness.analysis.stress.view import DeviceFigures, StressFigures
 from harness.analysis.units import number_or_none
 from harness.analysis.verdict import Verdict
 from harness.judge.acceptance.criteria import Judging, at_least, fmt, share_threshold
@@ -18,13 +19,13 @@ STEP = "stress"
 # The known-good figure the sustained rate is a share of (the registry's stress entry brings it).
 
 
-def _who(heads: dict[str, Any], device: dict[str, Any]) -> str:
-    return f"GPU{device['index']}" if heads["device"] == "cuda" else "CPU"
+def _who(stress: StressFigures, device: DeviceFigures) -> str:
+    return f"GPU{device.index}" if stress.device == "cuda" else "CPU"
 
 
 def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
-    figures = facts.figures(STEP)
-    dtype = (figures.values or {}).get("dtype", "bf16")
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    dtype = stress.dtype if stress is not None else "bf16"
     name = f"stress_sustained_{dtype}"
     title = f"Sustained {dtype} GEMM (steady state of the stress run) reaches the stated share of a known-good unit"
     evidence = (
@@ -38,8 +39,8 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
         if share and reference
         else None
     )
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
     if threshold is None or reference is None:  # (no threshold without a reference)
         return [
             judging.incomplete(
@@ -51,8 +52,7 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
                 )
             )
         ]
-    heads = figures.values
-    lowest = number_or_none(heads.get("min_steady_tflops"))
+    lowest = stress.min_steady_tflops
     if lowest is None:
         return [
             judging.failed(
@@ -62,12 +62,12 @@ def sustained(facts: BundleFacts, profile: Profile) -> list[Result]:
             )
         ]
     rates = ", ".join(
-        f"{_who(heads, d)} {fmt(d['steady_tflops'])}" for d in heads["devices"] if d["steady_tflops"] is not None
+        f"{_who(stress, d)} {fmt(d.steady_tflops)}" for d in stress.devices if d.steady_tflops is not None
     )
     value = Value(
         lowest,
         "TFLOPS",
-        f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(heads['seconds'])} s run), "
+        f"{fmt(lowest)} TFLOPS lowest steady ({rates}; {fmt(stress.seconds)} s run), "
         f"{lowest / reference.value:.1%} of known-good sustained",
     )
     return [at_least(name, title, value, threshold, evidence)]
@@ -83,12 +83,12 @@ def duration(facts: BundleFacts, profile: Profile) -> list[Result]:
         if wanted is not None
         else None
     )
-    figures = facts.figures(STEP)
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
     if threshold is None or wanted is None:  # (no threshold without a number)
         return [judging.incomplete(f"the profile for {profile.sku_id} states no stress_min_seconds")]
-    seconds = figures.values["seconds"]
+    seconds = stress.seconds
     ok = seconds >= wanted
     return [
         judging.judged(
@@ -107,25 +107,20 @@ def _from_checks(
     """A criterion that is one or more of the stress analysis' per-device checks, on every GPU."""
     evidence = f"{facts.output(STEP)} {fields} (checks recomputed by harness.analysis.stress)"
     judging = Judging(name, title, evidence)
-    figures = facts.figures(STEP)
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
-    heads = figures.values
-    if not heads["devices"]:
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
+    if not stress.devices:
         return [judging.failed("no device was stressed", threshold=threshold)]
-    judged = [
-        (f"{_who(heads, d)}: {c['name']}", c) for d in heads["devices"] for c in d["checks"] if c["name"] in checks
-    ]
-    failed = [f"{who}: {c['evidence']}" for who, c in judged if c["status"] == Verdict.FAIL]
-    unmeasured = [
-        f"{who}: {c['evidence']}" for who, c in judged if c["status"] != Verdict.PASS and c["status"] != Verdict.FAIL
-    ]
-    measured = measure(heads)
+    judged = [(f"{_who(stress, d)}: {c.name}", c) for d in stress.devices for c in d.checks if c.name in checks]
+    failed = [f"{who}: {c.evidence}" for who, c in judged if c.status == Verdict.FAIL]
+    unmeasured = [f"{who}: {c.evidence}" for who, c in judged if c.status != Verdict.PASS and c.status != Verdict.FAIL]
+    measured = measure(stress.values)
     if failed:
         return [judging.failed("; ".join(failed), measured, threshold)]
     if unmeasured or not judged:
         return [judging.incomplete("; ".join(unmeasured) or "no check recorded", measured, threshold)]
-    return [judging.passed("; ".join(f"{who}: {c['evidence']}" for who, c in judged), measured, threshold)]
+    return [judging.passed("; ".join(f"{who}: {c.evidence}" for who, c in judged), measured, threshold)]
 
 
 def _total(heads: dict[str, Any], read) -> int | None:
@@ -225,19 +220,15 @@ def power_target_reached(facts: BundleFacts, profile: Profile) -> list[Result]:
         if share
         else None
     )
-    figures = facts.figures(STEP)
-    if figures.values is None:
-        return [judging.incomplete(figures.why or "", threshold=threshold)]
+    stress = facts.viewed(STEP, StressFigures.from_headlines)
+    if stress is None:
+        return [judging.incomplete(facts.figures(STEP).why or "", threshold=threshold)]
     if threshold is None:
         return [judging.incomplete(f"the profile for {profile.sku_id} states no stress_power_target_min_share")]
-    devices = figures.values["devices"]
-    shares = [d["power"]["max_fraction"] for d in devices if d["power"].get("max_fraction") is not None]
+    devices = stress.devices
+    shares = [d.power_max_fraction for d in devices if d.power_max_fraction is not None]
     if not devices or len(shares) != len(devices):
-        unread = "; ".join(
-            f"{_who(figures.values, d)}: {d['power'].get('why')}"
-            for d in devices
-            if d["power"].get("max_fraction") is None
-        )
+        unread = "; ".join(f"{_who(stress, d)}: {d.power_why}" for d in devices if d.power_max_fraction is None)
         return [judging.incomplete(unread or "no device was stressed", threshold=threshold)]
     lowest = min(shares)
     value = Value(lowest, "fraction", f"lowest maximum power / enforced limit over the GPUs: {lowest:.1%}")
