@@ -38,7 +38,7 @@ def test_the_bandwidth_view_holds_the_recomputed_headlines(documents):
     assert view.known_good_gbps == 4234 and view.known_good_ratio == pytest.approx(view.plateau_gbps / 4234)
     assert view.values == heads
     with pytest.raises(dataclasses.FrozenInstanceError):
-        view.plateau_gbps = 1.0  # type: ignore[misc]
+        view.plateau_gbps = 1.0  # type: ignore[misc]  # the assignment the test expects to be refused
 
 
 def test_the_roofline_stress_transfer_and_health_views_of_the_h200_bundle(documents):
