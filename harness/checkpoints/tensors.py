@@ -6,7 +6,7 @@ on one layout); each sha256 is computed from the file's bytes in that range and 
 against the bytes safe_open returns for the tensor: through numpy where every tensor asked for is of a
 dtype numpy holds (F32, F16), through torch otherwise (BF16). Importing torch cost `dossier run` 6.3 s
 before its first step on the H200 (bench/dossier_phases.py, 2026-12-02 13:53 UTC: `prepare` 0.82-7.12 s of
-the process's life, the campaign's F32 checkpoint), numpy about 0.1 s.
+the process's life, the campaign's F32 checkpoint); through numpy `prepare` took 0.33 s (14:11 UTC, c5-r1).
 """
 
 from __future__ import annotations

@@ -54,8 +54,8 @@ class BundleFacts:
 
     def viewed(self, step: str, view: Callable[[dict[str, Any]], V]) -> V | None:
         """VIEW (a typed view's from_headlines, harness/analysis/NAME/view.py) of the step's recomputed
-        figures, built once here; None when there are none (the step did not complete, or they could not
-        be recomputed)."""
+        figures (the bundle view recomputes them once; the view is built, and checked, at each call); None
+        when there are none (the step did not complete, or they could not be recomputed)."""
         values = self.figures(step).values
         return view(values) if values is not None else None
 

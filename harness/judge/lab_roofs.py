@@ -14,12 +14,6 @@ from harness.analysis.units import value_text
 from harness.judge.facts import BundleFacts
 
 
-def _bandwidth(facts: BundleFacts) -> BandwidthFigures | None:
-    """The bandwidth step's figures, None when they could not be recomputed (or the step is absent)."""
-    values = facts.view.figures("bandwidth").values
-    return BandwidthFigures.from_headlines(values) if values is not None else None
-
-
 def _peak_from_catalogue(bandwidth: BandwidthFigures | None, dtype: str) -> float | None:
     sku = catalogue.by_id(bandwidth.sku_id) if bandwidth is not None and bandwidth.sku_id else None
     if not sku:
@@ -32,7 +26,7 @@ def checks(facts: BundleFacts, r: RooflineFigures) -> tuple[list[str], list[str]
     measured sustained median, the dense peak the catalogue's for the dtype."""
     lines: list[str] = []
     problems = [] if r.classified else ["no GEMM was classified"]
-    bandwidth = _bandwidth(facts)
+    bandwidth = facts.viewed("bandwidth", BandwidthFigures.from_headlines)
     median = bandwidth.repeat_median_gbps if bandwidth is not None else None
     if median is not None:
         same = cross_checks.roof_is_sustained_median(r.bandwidth_gbps, median)

@@ -24,13 +24,19 @@ from harness.bundle.view import BundleView
 BUNDLE = Path(__file__).parents[1] / "fixtures" / "h200" / "campaign" / "c3-r1.tar.gz"
 
 
+def view_of(view, step, document):
+    """VIEW of DOCUMENT's headlines as a judge builds it (BundleFacts.viewed: the analysis recomputes them)."""
+    heads = registry.analysis_module(step).headlines(document)
+    return view.from_headlines(heads, document) if view is HealthFigures else view.from_headlines(heads)
+
+
 @pytest.fixture(scope="module")
 def documents():
     return BundleView.from_files(read_all(BUNDLE), registry.analysis_module).documents
 
 
 def test_the_bandwidth_view_holds_the_recomputed_headlines(documents):
-    view = BandwidthFigures.from_document(documents["bandwidth"])
+    view = view_of(BandwidthFigures, "bandwidth", documents["bandwidth"])
     heads = bandwidth_figures.headlines(documents["bandwidth"])
     assert view.device == "cuda" and not view.on_cpu and view.sku_id == "h200-sxm-141gb"
     assert view.plateau_gbps == heads["plateau_gbps"] and 4200 < view.plateau_gbps < 4300
@@ -42,10 +48,10 @@ def test_the_bandwidth_view_holds_the_recomputed_headlines(documents):
 
 
 def test_the_roofline_stress_transfer_and_health_views_of_the_h200_bundle(documents):
-    roofline = RooflineFigures.from_document(documents["roofline"])
+    roofline = view_of(RooflineFigures, "roofline", documents["roofline"])
     assert (roofline.dtype, roofline.bandwidth_gbps, roofline.peak_tflops) == ("bf16", 4273.6, 989.5)
     assert roofline.classified == 27 and roofline.all_explained is False
-    stress = StressFigures.from_document(documents["stress"])
+    stress = view_of(StressFigures, "stress", documents["stress"])
     assert (stress.dtype, stress.seconds, stress.device_count, stress.status) == ("bf16", 60.0, 1, "pass")
     assert dict(stress.shape) == {"m": 8192, "n": 8192, "k": 16384} and stress.failures == ()
     assert 600 < stress.min_steady_tflops < 700
@@ -53,11 +59,11 @@ def test_the_roofline_stress_transfer_and_health_views_of_the_h200_bundle(docume
     assert device.index == 0 and device.steady_tflops == stress.min_steady_tflops
     assert {c.name: c.status for c in device.checks}["result_check"] == "pass"
     assert device.power_max_fraction is not None and device.power_why
-    transfer = TransferFigures.from_document(documents["transfer"])
+    transfer = view_of(TransferFigures, "transfer", documents["transfer"])
     [link] = transfer.link_checks
     assert (link.name, link.status, transfer.p2p_checks) == ("GPU 0", "ok", ())
     assert not transfer.peer_measured and "needs 2" in transfer.peer_why
-    health = HealthFigures.from_document(documents["health"])
+    health = view_of(HealthFigures, "health", documents["health"])
     assert (health.device_count, health.contracts_failed, dict(health.unread)) == (1, (), {})
     assert health.sku_ids == ("h200-sxm-141gb",)
     assert DeviceRecord.from_record(documents["stress"]["devices"][0]) == DeviceRecord(failure=None, unread={})
@@ -66,7 +72,7 @@ def test_the_roofline_stress_transfer_and_health_views_of_the_h200_bundle(docume
 def test_a_software_fact_the_probe_could_not_read_stays_unavailable_with_its_reason(documents):
     health = copy.deepcopy(documents["health"])
     health["software"]["driver_version"] = {"unavailable": "NVML could not be loaded"}
-    view = HealthFigures.from_document(health)
+    view = view_of(HealthFigures, "health", health)
     assert dict(view.unread) == {"driver_version": "NVML could not be loaded"}
     assert view.values["driver_version"] is None  # no value made up in its place
 
@@ -97,8 +103,8 @@ def test_a_worker_failure_is_its_message():
 @pytest.mark.parametrize(
     "build, value, says",
     [
-        (BandwidthFigures.from_document, [], "bandwidth.json is not an object"),
-        (RooflineFigures.from_document, "roofline", "roofline.json is not an object"),
+        (BandwidthFigures.from_headlines, [], "the bandwidth figures is not an object"),
+        (RooflineFigures.from_headlines, "roofline", "the roofline figures is not an object"),
         (BandwidthFigures.from_headlines, {"repeat_spread": "3%"}, "repeat_spread is not a number"),
         (BandwidthFigures.from_headlines, {"plateau_gbps": True}, "plateau_gbps is not a number"),
         (RooflineFigures.from_headlines, {"all_explained": "yes"}, "all_explained is not true, false or null"),

@@ -1,9 +1,8 @@
 """The bandwidth step's headline figures as a judge reads them: one frozen view, checked once.
 
-Built from harness.analysis.bandwidth.figures.headlines (recomputed from the raw sweep and repeats),
-or from the raw document itself; a figure the analysis could not recompute is None, as the
-headlines say it, never a default. The whole headlines stay at hand (`values`) for the evidence
-lines that print every figure. Standard library only.
+Built from harness.analysis.bandwidth.figures.headlines (recomputed from the raw sweep and repeats); a
+figure the analysis could not recompute is None, as the headlines say it, never a default. The whole
+headlines stay at hand (`values`) for the evidence lines that print every figure. Standard library only.
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.bandwidth.figures import headlines
 from harness.analysis.views import document as document_of
 from harness.analysis.views import number, numbers, text
 
@@ -55,11 +53,6 @@ class BandwidthFigures:
             known_good_ratio=number(values, "known_good_ratio", WHERE),
             values=values,
         )
-
-    @classmethod
-    def from_document(cls, document: Any) -> BandwidthFigures:
-        """The view of a raw bandwidth.json, its headlines recomputed first."""
-        return cls.from_headlines(headlines(document_of(document, "bandwidth.json")))
 
     @property
     def on_cpu(self) -> bool:

@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.health.figures import headlines
 from harness.analysis.views import Unavailable, listed, mapping
 from harness.analysis.views import document as document_of
 
@@ -51,8 +50,3 @@ class HealthFigures:
             unread=unread,
             values=values,
         )
-
-    @classmethod
-    def from_document(cls, document: Any) -> HealthFigures:
-        """The view of a raw health.json, its headlines recomputed first."""
-        return cls.from_headlines(headlines(document_of(document, "health.json")), document)

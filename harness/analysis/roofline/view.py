@@ -1,10 +1,9 @@
 """The roofline step's headline figures as a judge reads them: one frozen view, checked once.
 
 Built from harness.analysis.roofline.figures.headlines (the roofs, each GEMM's classification and
-whether every measured GEMM is explained, recomputed from the raw document), or from the raw
-document itself. Roofs the probe could not measure are None, as the headlines say them. The whole
-headlines stay at hand (`values`) for the evidence lines that print every figure. Standard library
-only.
+whether every measured GEMM is explained, recomputed from the raw document). Roofs the probe could not
+measure are None, as the headlines say them. The whole headlines stay at hand (`values`) for the
+evidence lines that print every figure. Standard library only.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.roofline.figures import headlines
 from harness.analysis.views import DocumentError, mapping, number, text
 from harness.analysis.views import document as document_of
 
@@ -47,11 +45,6 @@ class RooflineFigures:
             all_explained=explained,
             values=values,
         )
-
-    @classmethod
-    def from_document(cls, document: Any) -> RooflineFigures:
-        """The view of a raw roofline.json, its headlines recomputed first."""
-        return cls.from_headlines(headlines(document_of(document, "roofline.json")))
 
     @property
     def on_cpu(self) -> bool:

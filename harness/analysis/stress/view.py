@@ -1,9 +1,8 @@
 """The stress step's headline figures as a judge reads them: one frozen view, checked once.
 
-Built from harness.analysis.stress.figures.headlines (every device's checks and the verdict,
-recomputed from the raw buckets, samples and events), or from the raw document itself. A rate no
-bucket measured is None, as the headlines say it. The whole headlines stay at hand (`values`).
-Standard library only.
+Built from harness.analysis.stress.figures.headlines (every device's checks and the verdict, recomputed
+from the raw buckets, samples and events). A rate no bucket measured is None, as the headlines say it.
+The whole headlines stay at hand (`values`). Standard library only.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.stress.figures import headlines
 from harness.analysis.views import DocumentError, field, listed, mapping, number, required_number, text
 from harness.analysis.views import document as document_of
 
@@ -97,11 +95,6 @@ class StressFigures:
             not_measured=tuple(str(n) for n in field(verdict, "not_measured", f"{WHERE}.verdict")),
             values=values,
         )
-
-    @classmethod
-    def from_document(cls, document: Any) -> StressFigures:
-        """The view of a raw stress.json, its headlines recomputed first."""
-        return cls.from_headlines(headlines(document_of(document, "stress.json")))
 
     @property
     def device_count(self) -> int:

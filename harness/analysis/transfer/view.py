@@ -1,8 +1,8 @@
 """The transfer step's headline figures as a judge reads them: one frozen view, checked once.
 
 Built from harness.analysis.transfer.figures.headlines (each GPU's figures, the peer matrix and every
-host-link and peer-pair check, recomputed from the raw per-copy times and NVML facts), or from the raw
-document itself. The whole headlines stay at hand (`values`). Standard library only.
+host-link and peer-pair check, recomputed from the raw per-copy times and NVML facts). The whole
+headlines stay at hand (`values`). Standard library only.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.analysis.transfer.figures import headlines
 from harness.analysis.views import DocumentError, field, listed, mapping, text
 from harness.analysis.views import document as document_of
 
@@ -76,11 +75,6 @@ class TransferFigures:
             peer_why=str(peer.get("why", "")),
             values=values,
         )
-
-    @classmethod
-    def from_document(cls, document: Any) -> TransferFigures:
-        """The view of a raw transfer.json, its headlines recomputed first."""
-        return cls.from_headlines(headlines(document_of(document, "transfer.json")))
 
 
 def _checks(values: dict[str, Any], key: str) -> tuple[LinkCheck, ...]:
